@@ -1,0 +1,111 @@
+// The engine's front door: the open documents, the programs they define, and queries on them.
+// Thread-safe: every method may be called from any thread. No JSON here; protocol/ maps JSON-RPC
+// onto these calls (the clangd split: ClangdServer vs ClangdLSPServer).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/cancel.h"
+#include "engine/diagnostic.h"
+#include "engine/error.h"
+
+namespace prism {
+
+// One tensor as shown to users: its dims printed in the language ("n", "d/2", "8").
+struct TensorView {
+  std::string name;
+  std::string dtype;               // "f32" | "f16" | "bf16"
+  std::vector<std::string> shape;  // symbolic dims, printed
+  std::string op;                  // for values: the op that computes it ("matmul"); empty for inputs
+  SourcePos pos;                   // where it is defined in the source
+};
+
+struct ProgramSummary {
+  std::string name;
+  std::string uri;                 // document that defines it
+  std::vector<TensorView> inputs;
+  std::vector<TensorView> outputs;
+  std::vector<std::string> dims;   // symbolic dim names, in order of first appearance
+};
+
+struct ProgramDetail {
+  ProgramSummary summary;
+  std::vector<TensorView> values;  // every named value of the source, with inferred shapes
+  std::string signature;           // "program rms_linear(X: f16[n, d], W: f16[d, d]) -> f16[n, d]"
+  std::string lowered;             // the program with composites lowered to primitives, in the language
+};
+
+struct DocumentState {
+  std::string uri;
+  int64_t version = 0;
+  std::vector<std::string> programs;  // names of programs that parsed and type-checked
+  Diagnostics diagnostics;            // the full current set (empty: clean)
+};
+
+struct RunRequest {
+  std::string program;
+  std::map<std::string, int64_t> bindings;           // dim name -> value; may be partial when
+                                                     // input files determine the rest
+  uint64_t seed = 0;                                 // for inputs not given as files
+  std::map<std::string, std::string> input_files;    // input name -> .npy path
+  std::string output_file;                           // optional: write outputs as .npy
+                                                     // (several outputs: NAME.npy → NAME.<out>.npy)
+  size_t head = 8;                                   // how many leading values to report
+};
+
+struct OutputSummary {
+  std::string name;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  double sum = 0;      // checksum: sum of all values (f64 accumulation)
+  double abs_sum = 0;  // sum of |values|
+  std::vector<double> head;  // the first `head` values in row-major order
+  std::string file;    // where it was written, when an output file was asked for
+};
+
+struct RunResult {
+  std::string program;
+  std::map<std::string, int64_t> bindings;  // the complete bindings used
+  std::vector<OutputSummary> outputs;
+  double elapsed_ms = 0;  // interpreter time
+};
+
+class Workspace {
+ public:
+  Workspace();
+  ~Workspace();
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+
+  // Opens (or replaces) a document. Never throws for bad program text: problems come back as
+  // diagnostics. A program whose name is already defined by another open document is a diagnostic.
+  DocumentState open(const std::string& uri, const std::string& text, int64_t version);
+  // Replaces the text of an open document. Throws NotFound for an unknown uri and
+  // InvalidArgument when version is not greater than the current one.
+  DocumentState change(const std::string& uri, const std::string& text, int64_t version);
+  // Throws NotFound for an unknown uri.
+  void close(const std::string& uri);
+
+  std::optional<DocumentState> document(const std::string& uri) const;
+  std::optional<std::string> text(const std::string& uri) const;
+  std::vector<std::string> documents() const;
+
+  std::vector<ProgramSummary> programs() const;
+  // Throws NotFound (with the known names in the message) for an unknown program.
+  ProgramDetail show(const std::string& program) const;
+  // Runs the reference interpreter. Throws NotFound, InvalidArgument (missing/contradictory
+  // bindings, bad input files), Failed, or Cancelled when `cancel` fires.
+  RunResult run(const RunRequest& request, const CancelToken* cancel = nullptr) const;
+
+ private:
+  struct Impl;
+  mutable std::mutex mutex_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace prism
