@@ -1,0 +1,62 @@
+#include "repl/commands.h"
+
+#include "repl/format.h"
+
+namespace prism::repl {
+
+const std::vector<CommandSpec>& command_table() {
+  static const std::vector<CommandSpec> table = {
+      {"open", "open PATH", "open a .prism file (its programs become available)",
+       "Opens PATH in the daemon and prints its diagnostics. Opening a file again reloads it.\n"
+       "A program can also be typed or pasted directly: `program NAME(...) { ... }`.",
+       CommandSpec::Arg::Path},
+      {"close", "close PATH|NAME", "close a file, or the typed program NAME",
+       "Forgets the document (a file path, or the name of a program typed at the prompt).",
+       CommandSpec::Arg::Program},
+      {"programs", "programs", "list the open programs with their inputs and outputs", "", CommandSpec::Arg::None},
+      {"show", "show NAME", "show a program's inferred shapes and its lowered form",
+       "Prints the signature, the inferred dtype and symbolic shape of every value, and the program\n"
+       "with composites (rms_norm, softmax, mean) lowered to primitives.",
+       CommandSpec::Arg::Program},
+      {"run", "run NAME [DIM=VALUE...] [--seed S] [--in X=x.npy] [--out o.npy] [--head K]",
+       "run a program in the reference interpreter",
+       "Binds the symbolic dims (n=8 d=4096) and evaluates NAME on random inputs drawn from the\n"
+       "seed (default 0), or on .npy files given with --in INPUT=PATH (dims they determine may be\n"
+       "left out). Prints each output's shape, checksums and first K values (--head, default 8);\n"
+       "--out PATH writes the output as .npy (several outputs: PATH's stem.NAME.npy).\n"
+       "Ctrl-C cancels a run in progress.",
+       CommandSpec::Arg::Program},
+      {"daemon", "daemon status|stop", "show the daemon's status, or stop it",
+       "`daemon status` prints the daemon's version, pid, uptime, clients and documents.\n"
+       "`daemon stop` shuts the daemon down; the next `prism` starts a new one.",
+       CommandSpec::Arg::Subcommand, {"status", "stop"}},
+      {"help", "help [COMMAND]", "list the commands, or explain one", "", CommandSpec::Arg::None},
+      {"quit", "quit", "leave the REPL (also: exit, Ctrl-D)", "", CommandSpec::Arg::None},
+  };
+  return table;
+}
+
+const CommandSpec* find_command(std::string_view name) {
+  if (name == "exit") name = "quit";
+  for (const auto& c : command_table())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string help_overview() {
+  Table t({"COMMAND", "WHAT IT DOES"});
+  for (const auto& c : command_table()) t.add({c.usage, c.summary});
+  return t.render() +
+         "\nType or paste a `program NAME(...) { ... }` block to define a program.\n"
+         "`help COMMAND` explains one command. Tab completes commands and program names.\n";
+}
+
+std::string help_for(std::string_view name) {
+  const CommandSpec* c = find_command(name);
+  if (!c) return {};
+  std::string out = "usage: " + c->usage + "\n" + c->summary + "\n";
+  if (!c->details.empty()) out += "\n" + c->details + "\n";
+  return out;
+}
+
+}  // namespace prism::repl

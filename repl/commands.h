@@ -1,0 +1,25 @@
+// The REPL's commands: one table that drives dispatch, `help` and tab completion.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace prism::repl {
+
+struct CommandSpec {
+  enum class Arg { None, Program, Path, Subcommand };
+  std::string name;
+  std::string usage;    // "run NAME DIM=VALUE... [--seed S] [--in X=x.npy] [--out o.npy]"
+  std::string summary;  // one line for the `help` overview
+  std::string details;  // what `help NAME` adds
+  Arg first_arg = Arg::None;  // what tab completion offers after the name
+  std::vector<std::string> subcommands = {};
+};
+
+const std::vector<CommandSpec>& command_table();
+const CommandSpec* find_command(std::string_view name);
+std::string help_overview();
+// Help for one command; empty when there is no such command.
+std::string help_for(std::string_view name);
+
+}  // namespace prism::repl

@@ -1,0 +1,95 @@
+#include "repl/daemon_launcher.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "protocol/endpoint.h"
+
+namespace prism::repl {
+
+namespace {
+
+std::string find_prismd(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  if (const char* env = std::getenv("PRISMD")) return env;
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    auto beside = std::filesystem::path(self).parent_path() / "prismd";
+    if (std::filesystem::exists(beside)) return beside.string();
+  }
+  return "prismd";  // execvp searches $PATH
+}
+
+std::string tail_of(const std::string& path, size_t max_lines) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::string out;
+  for (size_t i = lines.size() > max_lines ? lines.size() - max_lines : 0; i < lines.size(); ++i) out += "  " + lines[i] + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Client> connect_or_start(const LaunchOptions& options) {
+  try {
+    return Client::connect_unix(options.socket_path);
+  } catch (const ConnectionError& e) {
+    if (!options.autostart)
+      throw ConnectionError("no prismd answers on " + options.socket_path + " (" + e.what() +
+                            "); start one with `prismd &` or drop --no-start");
+  }
+
+  std::string binary = find_prismd(options.prismd);
+  std::string log = protocol::state_dir() + "/prismd.log";
+  pid_t pid = ::fork();
+  if (pid < 0) throw ConnectionError("cannot start prismd: fork failed");
+  if (pid == 0) {
+    // The daemon outlives this REPL: its own session, no terminal, output to the log file.
+    ::setsid();
+    int null_fd = ::open("/dev/null", O_RDONLY);
+    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (null_fd >= 0) ::dup2(null_fd, 0);
+    if (log_fd >= 0) {
+      ::dup2(log_fd, 1);
+      ::dup2(log_fd, 2);
+    }
+    for (int fd = 3; fd < 256; ++fd) ::close(fd);
+    ::execlp(binary.c_str(), binary.c_str(), "--socket", options.socket_path.c_str(), static_cast<char*>(nullptr));
+    std::fprintf(stderr, "prism: cannot execute %s: %s\n", binary.c_str(), std::strerror(errno));
+    ::_exit(127);
+  }
+
+  // Wait for the socket to answer; notice a daemon that dies on start-up.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      throw ConnectionError("prismd (" + binary + ") exited during start-up; the end of " + log + ":\n" + tail_of(log, 10));
+    }
+    try {
+      auto client = Client::connect_unix(options.socket_path);
+      // The daemon is our child until this REPL exits: let the kernel reap it if it stops first.
+      std::signal(SIGCHLD, SIG_IGN);
+      return client;
+    } catch (const ConnectionError&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  throw ConnectionError("prismd did not answer on " + options.socket_path + " within 15 s; see " + log);
+}
+
+}  // namespace prism::repl

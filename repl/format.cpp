@@ -1,0 +1,87 @@
+#include "repl/format.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+namespace prism::repl {
+
+using json = nlohmann::json;
+
+std::string Table::render(const std::string& indent) const {
+  std::vector<size_t> width(headers_.size(), 0);
+  auto measure = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  };
+  measure(headers_);
+  for (const auto& r : rows_) measure(r);
+  std::string out;
+  auto emit = [&](const std::vector<std::string>& row) {
+    std::string line = indent;
+    for (size_t i = 0; i < width.size(); ++i) {
+      const std::string cell = i < row.size() ? row[i] : "";
+      line += cell;
+      if (i + 1 < width.size()) line += std::string(width[i] - cell.size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  };
+  emit(headers_);
+  for (const auto& r : rows_) emit(r);
+  return out;
+}
+
+std::string tensor_type(const json& tensor) {
+  std::string s = tensor.value("dtype", std::string("?")) + "[";
+  const json& shape = tensor.contains("shape") ? tensor["shape"] : json::array();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += shape[i].is_string() ? shape[i].get<std::string>() : shape[i].dump();
+  }
+  return s + "]";
+}
+
+std::string tensor_decl(const json& tensor) { return tensor.value("name", std::string("?")) + ": " + tensor_type(tensor); }
+
+std::string number(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", value);
+  return buf;
+}
+
+std::string display_path(const std::string& uri) {
+  std::string path = uri.rfind("file://", 0) == 0 ? uri.substr(7) : uri;
+  std::error_code ec;
+  auto cwd = std::filesystem::current_path(ec);
+  if (!ec && !path.empty() && path[0] == '/') {
+    auto rel = std::filesystem::path(path).lexically_relative(cwd);
+    if (!rel.empty() && rel.native().rfind("..", 0) != 0) return rel.string();
+  }
+  return path;
+}
+
+std::string diagnostic_text(const std::string& file, const json& d, const std::string& source) {
+  int line = 0, col = 0;
+  if (d.contains("range")) {
+    line = d["range"]["start"].value("line", 0);
+    col = d["range"]["start"].value("character", 0);
+  }
+  int severity = d.value("severity", 1);
+  const char* level = severity == 1 ? "error" : severity == 2 ? "warning" : "note";
+  std::ostringstream out;
+  out << file << ":" << line + 1 << ":" << col + 1 << ": " << level << ": " << d.value("message", std::string());
+  // The source line and a caret under the column, as compilers print them.
+  std::istringstream lines(source);
+  std::string text;
+  for (int i = 0; i <= line && std::getline(lines, text); ++i) {
+    if (i == line) {
+      out << "\n    " << text << "\n    ";
+      for (int c = 0; c < col && c < static_cast<int>(text.size()); ++c) out << (text[c] == '\t' ? '\t' : ' ');
+      out << "^";
+    }
+  }
+  return out.str();
+}
+
+}  // namespace prism::repl

@@ -1,0 +1,36 @@
+// Plain-text rendering for the REPL: aligned tables, diagnostics with a caret under the column.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace prism::repl {
+
+class Table {
+ public:
+  explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  // Columns padded to their widest cell, two spaces apart; no trailing blanks.
+  std::string render(const std::string& indent = "") const;
+
+ private:
+  std::vector<std::string> headers_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// "f16[n, d]" from {dtype, shape: ["n", "d"]}; works for symbolic (strings) and concrete (ints).
+std::string tensor_type(const nlohmann::json& tensor);
+// "NAME: f16[n, d]"
+std::string tensor_decl(const nlohmann::json& tensor);
+// A number with up to 6 significant digits, as users read it.
+std::string number(double value);
+
+// Renders one LSP diagnostic (0-based line, byte character) as
+// "file:line:col: error: message", then the source line and a caret when `source` has that line.
+std::string diagnostic_text(const std::string& file, const nlohmann::json& diagnostic, const std::string& source);
+
+// "file:///a/b.prism" → "/a/b.prism", relative to the current directory when below it.
+std::string display_path(const std::string& uri);
+
+}  // namespace prism::repl

@@ -1,0 +1,74 @@
+#include "repl/line_editor.h"
+
+#include <editline/readline.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "repl/script.h"
+
+namespace prism::repl {
+
+namespace {
+
+constexpr int kHistoryEntries = 2000;
+
+// libedit's completion hooks are plain C functions; the completer lives here while a
+// LineEditor exists.
+LineEditor::Completer* active_completer = nullptr;
+std::vector<std::string> candidates;
+
+char* next_candidate(const char* /*text*/, int state) {
+  static size_t index;
+  if (state == 0) index = 0;
+  if (index < candidates.size()) return ::strdup(candidates[index++].c_str());
+  return nullptr;
+}
+
+char** complete(const char* text, int start, int /*end*/) {
+  if (!active_completer) return nullptr;
+  std::string before_text(rl_line_buffer, static_cast<size_t>(start));
+  candidates = (*active_completer)(split_words(before_text), text);
+  if (candidates.empty()) {
+    // Nothing of ours fits; let libedit complete file names where a path is expected.
+    return nullptr;
+  }
+  rl_attempted_completion_over = 1;
+  return rl_completion_matches(text, next_candidate);
+}
+
+}  // namespace
+
+LineEditor::LineEditor(std::string history_file, Completer completer) : history_file_(std::move(history_file)) {
+  active_completer = new Completer(std::move(completer));
+  rl_readline_name = const_cast<char*>("prism");
+  rl_attempted_completion_function = complete;
+  using_history();
+  stifle_history(kHistoryEntries);
+  if (!history_file_.empty()) read_history(history_file_.c_str());
+}
+
+LineEditor::~LineEditor() {
+  if (!history_file_.empty()) {
+    write_history(history_file_.c_str());
+    history_truncate_file(history_file_.c_str(), kHistoryEntries);
+  }
+  delete active_completer;
+  active_completer = nullptr;
+}
+
+std::optional<std::string> LineEditor::read(const std::string& prompt) {
+  char* line = readline(prompt.c_str());
+  if (!line) return std::nullopt;
+  std::string s(line);
+  std::free(line);
+  return s;
+}
+
+void LineEditor::remember(const std::string& entry) {
+  if (entry.find_first_not_of(" \t") == std::string::npos) return;
+  add_history(entry.c_str());
+}
+
+}  // namespace prism::repl

@@ -1,0 +1,28 @@
+// Interactive line input through libedit: prompt, history kept across sessions, tab completion.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace prism::repl {
+
+class LineEditor {
+ public:
+  // `words` returns the completion candidates for the word being typed, given the words before it.
+  using Completer = std::function<std::vector<std::string>(const std::vector<std::string>& before, const std::string& prefix)>;
+
+  LineEditor(std::string history_file, Completer completer);
+  ~LineEditor();
+  LineEditor(const LineEditor&) = delete;
+  LineEditor& operator=(const LineEditor&) = delete;
+
+  // nullopt at end of input (Ctrl-D).
+  std::optional<std::string> read(const std::string& prompt);
+  void remember(const std::string& entry);
+
+ private:
+  std::string history_file_;
+};
+
+}  // namespace prism::repl

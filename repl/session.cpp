@@ -1,0 +1,269 @@
+#include "repl/session.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "protocol/framing.h"
+#include "repl/commands.h"
+#include "repl/format.h"
+#include "repl/script.h"
+
+namespace prism::repl {
+
+namespace {
+
+constexpr const char* kTypedScheme = "repl:/";
+
+bool parse_int(const std::string& s, int64_t& out) {
+  if (s.empty()) return false;
+  size_t used = 0;
+  try {
+    out = std::stoll(s, &used, 10);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return used == s.size();
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+std::string usage_error(const std::string& command, const std::string& problem) {
+  const CommandSpec* spec = find_command(command);
+  return problem + (spec ? "\nusage: " + spec->usage : "");
+}
+
+}  // namespace
+
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
+Session::Session(std::unique_ptr<Client> client) : client_(std::move(client)) {
+  // Diagnostics also come back in each document result; the pushed copies are not needed here.
+  client_->on_notification([](const json&) {});
+  json params = {{"processId", static_cast<int64_t>(::getpid())},
+                 {"clientInfo", {{"name", "prism"}, {"version", PRISM_VERSION}}},
+                 {"capabilities", {{"general", {{"positionEncodings", {"utf-8", "utf-16"}}}}}}};
+  client_->request("initialize", params, std::chrono::seconds(30));
+  client_->notify("initialized", json::object());
+  refresh_program_names();
+}
+
+json Session::call(const std::string& method, const json& params) {
+  struct Reset {
+    std::atomic<int64_t>& id;
+    ~Reset() { id.store(0); }
+  } reset{active_request_};
+  return client_->request(method, params, std::chrono::hours(24), [this](int64_t id) { active_request_.store(id); });
+}
+
+void Session::cancel_active_request() {
+  int64_t id = active_request_.load();
+  if (id == 0) return;
+  json cancel = {{"jsonrpc", "2.0"}, {"method", "$/cancelRequest"}, {"params", {{"id", id}}}};
+  client_->send_raw(protocol::encode_frame(cancel.dump()));
+}
+
+void Session::refresh_program_names() {
+  json list = client_->request("program/list", json::object(), std::chrono::seconds(30));
+  program_names_.clear();
+  for (const auto& p : list.value("programs", json::array())) program_names_.push_back(p.value("name", ""));
+}
+
+CommandOutput Session::execute(const std::string& command) {
+  if (is_program_block(command)) return define_program(command);
+  std::vector<std::string> words = split_words(command);
+  if (words.empty()) return {};
+  std::string name = words[0];
+  std::vector<std::string> args(words.begin() + 1, words.end());
+  const CommandSpec* spec = find_command(name);
+  if (!spec) {
+    throw CommandError("unknown command '" + name + "' (type `help` for the list of commands)");
+  }
+  if (spec->name == "open") return open(args);
+  if (spec->name == "close") return close(args);
+  if (spec->name == "programs") return programs();
+  if (spec->name == "show") return show(args);
+  if (spec->name == "run") return run(args);
+  if (spec->name == "daemon") return daemon(args);
+  if (spec->name == "help") return help(args);
+  quit_ = true;  // quit
+  return {json{{"quit", true}}, ""};
+}
+
+std::string Session::source_of(const std::string& uri) const {
+  if (auto it = typed_sources_.find(uri); it != typed_sources_.end()) return it->second;
+  std::ifstream in(uri.rfind("file://", 0) == 0 ? uri.substr(7) : uri);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CommandOutput Session::document_report(const json& state, const std::string& what) {
+  std::string uri = state.value("uri", "");
+  std::string file = uri.rfind(kTypedScheme, 0) == 0 ? "<typed>" : display_path(uri);
+  std::string source = source_of(uri);
+  std::string text;
+  int errors = 0;
+  for (const auto& d : state.value("diagnostics", json::array())) {
+    if (d.value("severity", 1) == 1) ++errors;
+    text += diagnostic_text(file, d, source) + "\n";
+  }
+  std::vector<std::string> names;
+  for (const auto& p : state.value("programs", json::array())) names.push_back(p.get<std::string>());
+  refresh_program_names();
+  if (errors > 0) {
+    text += what + ": " + std::to_string(errors) + (errors == 1 ? " error" : " errors");
+    throw CommandError(text, state);
+  }
+  text += what + ": " + (names.empty() ? "no programs" : join(names, ", ")) + "\n";
+  return {state, text};
+}
+
+CommandOutput Session::define_program(const std::string& text) {
+  std::string name = program_block_name(text);
+  std::string uri = kTypedScheme + (name.empty() ? std::string("unnamed") : name);
+  typed_sources_[uri] = text;
+  int64_t version = ++versions_[uri];
+  json state = call("program/open", {{"uri", uri}, {"text", text}, {"version", version}});
+  return document_report(state, "defined");
+}
+
+CommandOutput Session::open(const std::vector<std::string>& args) {
+  if (args.size() != 1) throw CommandError(usage_error("open", "open takes one path"));
+  std::string path = absolute_path(args[0]);
+  if (!std::filesystem::is_regular_file(path)) throw CommandError("cannot open " + args[0] + ": no such file");
+  json state = call("program/open", {{"uri", "file://" + path}});
+  return document_report(state, "opened " + display_path(path));
+}
+
+CommandOutput Session::close(const std::vector<std::string>& args) {
+  if (args.size() != 1) throw CommandError(usage_error("close", "close takes one path or program name"));
+  std::string uri = kTypedScheme + args[0];
+  if (!typed_sources_.count(uri)) uri = "file://" + absolute_path(args[0]);
+  call("program/close", {{"uri", uri}});
+  typed_sources_.erase(uri);
+  refresh_program_names();
+  return {json{{"closed", uri}}, "closed " + args[0] + "\n"};
+}
+
+CommandOutput Session::programs() {
+  json list = call("program/list", json::object());
+  Table t({"PROGRAM", "INPUTS", "OUTPUTS", "FILE"});
+  for (const auto& p : list.value("programs", json::array())) {
+    std::vector<std::string> ins, outs;
+    for (const auto& i : p.value("inputs", json::array())) ins.push_back(tensor_decl(i));
+    for (const auto& o : p.value("outputs", json::array())) outs.push_back(tensor_type(o));
+    std::string uri = p.value("uri", "");
+    t.add({p.value("name", ""), join(ins, ", "), join(outs, ", "),
+           uri.rfind(kTypedScheme, 0) == 0 ? "(typed)" : display_path(uri)});
+  }
+  if (list.value("programs", json::array()).empty()) return {list, "no programs are open (try `open PATH`)\n"};
+  return {list, t.render()};
+}
+
+CommandOutput Session::show(const std::vector<std::string>& args) {
+  if (args.size() != 1) throw CommandError(usage_error("show", "show takes one program name"));
+  json p = call("program/show", {{"program", args[0]}});
+  std::ostringstream out;
+  out << p.value("signature", "") << "\n";
+  std::string uri = p.value("uri", "");
+  if (!uri.empty() && uri.rfind(kTypedScheme, 0) != 0) out << "  from " << display_path(uri) << "\n";
+  Table t({"VALUE", "OP", "TYPE"});
+  for (const auto& i : p.value("inputs", json::array())) t.add({i.value("name", ""), "input", tensor_type(i)});
+  for (const auto& v : p.value("values", json::array())) t.add({v.value("name", ""), v.value("op", ""), tensor_type(v)});
+  out << "\n" << t.render("  ") << "\nlowered:\n";
+  std::istringstream lowered(p.value("lowered", ""));
+  for (std::string line; std::getline(lowered, line);) out << "  " << line << "\n";
+  return {p, out.str()};
+}
+
+CommandOutput Session::run(const std::vector<std::string>& args) {
+  if (args.empty()) throw CommandError(usage_error("run", "run needs a program name"));
+  json params = {{"program", args[0]}, {"bindings", json::object()}};
+  json inputs = json::object();
+  auto value_of = [&](size_t& i, const std::string& flag) -> std::string {
+    if (i + 1 >= args.size()) throw CommandError(usage_error("run", flag + " needs a value"));
+    return args[++i];
+  };
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    int64_t n = 0;
+    if (a == "--seed") {
+      std::string v = value_of(i, a);
+      if (!parse_int(v, n) || n < 0) throw CommandError(usage_error("run", "--seed wants a non-negative integer, not '" + v + "'"));
+      params["seed"] = n;
+    } else if (a == "--head") {
+      std::string v = value_of(i, a);
+      if (!parse_int(v, n) || n < 0) throw CommandError(usage_error("run", "--head wants a non-negative integer, not '" + v + "'"));
+      params["head"] = n;
+    } else if (a == "--in") {
+      std::string v = value_of(i, a);
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        throw CommandError(usage_error("run", "--in wants INPUT=PATH, not '" + v + "'"));
+      inputs[v.substr(0, eq)] = absolute_path(v.substr(eq + 1));
+    } else if (a == "--out") {
+      params["output"] = absolute_path(value_of(i, a));
+    } else if (size_t eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) != 0) {
+      std::string dim = a.substr(0, eq), v = a.substr(eq + 1);
+      if (dim.empty() || !parse_int(v, n) || n <= 0)
+        throw CommandError(usage_error("run", "binding '" + a + "' wants DIM=POSITIVE_INTEGER"));
+      params["bindings"][dim] = n;
+    } else {
+      throw CommandError(usage_error("run", "unexpected argument '" + a + "'"));
+    }
+  }
+  if (!inputs.empty()) params["inputs"] = inputs;
+  json r = call("program/run", params);
+
+  std::ostringstream out;
+  std::vector<std::string> binds;
+  for (const auto& [k, v] : r.value("bindings", json::object()).items()) binds.push_back(k + "=" + v.dump());
+  out << r.value("program", args[0]) << "  " << join(binds, " ") << "  seed " << params.value("seed", int64_t{0})
+      << "  (" << number(r.value("elapsedMs", 0.0)) << " ms)\n";
+  Table t({"OUTPUT", "TYPE", "SUM", "ABS SUM", "FIRST VALUES"});
+  for (const auto& o : r.value("outputs", json::array())) {
+    std::vector<std::string> head;
+    for (const auto& v : o.value("head", json::array())) head.push_back(number(v.get<double>()));
+    json checksum = o.value("checksum", json::object());
+    t.add({o.value("name", ""), tensor_type(o), number(checksum.value("sum", 0.0)),
+           number(checksum.value("absSum", 0.0)), join(head, " ")});
+  }
+  out << t.render();
+  for (const auto& o : r.value("outputs", json::array()))
+    if (o.contains("file")) out << "wrote " << o.value("name", "") << " to " << display_path(o.value("file", "")) << "\n";
+  return {r, out.str()};
+}
+
+CommandOutput Session::daemon(const std::vector<std::string>& args) {
+  if (args.size() != 1 || (args[0] != "status" && args[0] != "stop"))
+    throw CommandError(usage_error("daemon", "daemon wants `status` or `stop`"));
+  if (args[0] == "stop") {
+    call("daemon/stop", json::object());
+    quit_ = true;  // nothing left to talk to
+    return {json{{"stopped", true}}, "daemon stopped\n"};
+  }
+  json s = call("daemon/status", json::object());
+  std::ostringstream out;
+  for (const auto& [k, v] : s.items()) out << k << ": " << (v.is_string() ? v.get<std::string>() : v.dump()) << "\n";
+  return {s, out.str()};
+}
+
+CommandOutput Session::help(const std::vector<std::string>& args) {
+  if (args.empty()) return {json{{"help", help_overview()}}, help_overview()};
+  std::string text = help_for(args[0]);
+  if (text.empty()) throw CommandError("no command '" + args[0] + "' (type `help` for the list)");
+  return {json{{"help", text}}, text};
+}
+
+}  // namespace prism::repl

@@ -1,0 +1,76 @@
+// One REPL session: a connection to prismd and the commands that run over it. Knows nothing about
+// terminals; main.cpp decides whether output is text or JSON and where errors go.
+#pragma once
+#include <atomic>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "repl/client.h"
+
+namespace prism::repl {
+
+// A command that failed; `data` is what --json mode still prints (e.g. the diagnostics), if any.
+class CommandError : public std::runtime_error {
+ public:
+  explicit CommandError(const std::string& message, json data = nullptr)
+      : std::runtime_error(message), data_(std::move(data)) {}
+  const json& data() const { return data_; }
+
+ private:
+  json data_;
+};
+
+struct CommandOutput {
+  json data;         // the result as one JSON object (--json mode)
+  std::string text;  // the same for people
+};
+
+class Session {
+ public:
+  explicit Session(std::unique_ptr<Client> client);
+
+  // Runs one command or one `program { … }` block. Throws CommandError, RpcError or
+  // ConnectionError.
+  CommandOutput execute(const std::string& command);
+
+  bool quit_requested() const { return quit_; }
+  // Program names for tab completion (refreshed after every command that may change them).
+  const std::vector<std::string>& program_names() const { return program_names_; }
+  // Id of the request in flight, or 0: what Ctrl-C cancels.
+  int64_t active_request() const { return active_request_.load(); }
+  // Sends $/cancelRequest for the request in flight; safe to call from another thread.
+  void cancel_active_request();
+
+ private:
+  json call(const std::string& method, const json& params);
+  CommandOutput define_program(const std::string& text);
+  CommandOutput open(const std::vector<std::string>& args);
+  CommandOutput close(const std::vector<std::string>& args);
+  CommandOutput programs();
+  CommandOutput show(const std::vector<std::string>& args);
+  CommandOutput run(const std::vector<std::string>& args);
+  CommandOutput daemon(const std::vector<std::string>& args);
+  CommandOutput help(const std::vector<std::string>& args);
+  // Turns a DocumentState into output; throws CommandError when it carries errors.
+  CommandOutput document_report(const json& state, const std::string& what);
+  std::string source_of(const std::string& uri) const;
+  void refresh_program_names();
+
+  std::unique_ptr<Client> client_;
+  std::map<std::string, std::string> typed_sources_;  // uri → text of programs typed at the prompt
+  std::map<std::string, int64_t> versions_;           // uri → last version sent
+  std::vector<std::string> program_names_;
+  std::atomic<int64_t> active_request_{0};
+  bool quit_ = false;
+};
+
+// Absolute form of a user-given path, relative to the REPL's working directory (the daemon has
+// its own).
+std::string absolute_path(const std::string& path);
+
+}  // namespace prism::repl

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The main job: set up, build, start the daemon, open the bundled rms_linear example, show its
+# inferred shapes and run it on random inputs. The daemon keeps running afterwards, so `prism`
+# connects to it at once; `build/bin/prism -c "daemon stop"` stops it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+example=${1:-examples/rms_linear.prism}
+program=$(basename "$example" .prism)
+bindings=${BINDINGS:-n=8 d=4096}
+set -x
+build/bin/prism -c "open $example; show $program; run $program $bindings --seed 0"

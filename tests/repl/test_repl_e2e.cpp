@@ -1,0 +1,124 @@
+// The REPL's script mode end to end: the real `prism` binary starting the real daemon.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support/subprocess.h"
+
+using prism::test::bin;
+using prism::test::ProcessResult;
+using prism::test::source;
+using prism::test::TempDir;
+
+namespace {
+
+// One private daemon per test: started by the first `prism` call, stopped when the test ends.
+class ReplFixture {
+ public:
+  ReplFixture() { std::filesystem::create_directories(dir_ / "state"); }
+  ~ReplFixture() {
+    if (std::filesystem::exists(socket())) prism::test::run_process({bin("prism"), "--socket", socket(), "--no-start", "-c", "daemon stop"}, "", env());
+  }
+  std::string socket() const { return dir_ / "run/prismd.sock"; }
+  std::map<std::string, std::string> env() const { return {{"XDG_STATE_HOME", dir_ / "state"}, {"PRISM_SOCKET", ""}}; }
+
+  ProcessResult prism(std::vector<std::string> args, const std::string& input = "") const {
+    std::vector<std::string> argv = {bin("prism"), "--socket", socket()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return prism::test::run_process(argv, input, env());
+  }
+  const TempDir& dir() const { return dir_; }
+
+ private:
+  TempDir dir_;
+};
+
+std::string example(const std::string& name) { return source("examples/" + name + ".prism"); }
+
+}  // namespace
+
+TEST_CASE("prism -c starts the daemon, opens, shows and runs a program", "[repl][e2e]") {
+  ReplFixture f;
+  auto r = f.prism({"-c", "open " + example("rms_linear") + "; show rms_linear; run rms_linear n=8 d=64"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.find("rms_linear") != std::string::npos);
+  CHECK(r.out.find("f16[n, d]") != std::string::npos);   // inferred shapes
+  CHECK(r.out.find("lowered:") != std::string::npos);
+  CHECK(r.out.find("f16[8, 64]") != std::string::npos);  // the run's output
+  CHECK(std::filesystem::exists(f.socket()));
+
+  // A second client finds the same daemon and the program still open.
+  auto again = f.prism({"--no-start", "-c", "programs"});
+  CHECK(again.exit_code == 0);
+  CHECK(again.out.find("rms_linear") != std::string::npos);
+}
+
+TEST_CASE("a script stops at the first error with its line on stderr", "[repl][e2e]") {
+  ReplFixture f;
+  auto r = f.prism({}, "open " + example("rms_linear") + "\nshow no_such_program\nprograms\n");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("<stdin>:2: error:") != std::string::npos);
+  CHECK(r.err.find("no_such_program") != std::string::npos);
+  CHECK(r.out.find("PROGRAM") == std::string::npos);  // `programs` never ran
+}
+
+TEST_CASE("a typed program block with a shape error reports line and column", "[repl][e2e]") {
+  ReplFixture f;
+  std::string block =
+      "program bad(X: f32[n, d], W: f32[n, d]) {\n"
+      "  return matmul(X, W)\n"
+      "}\n";
+  auto r = f.prism({}, block);
+  CHECK(r.exit_code == 1);
+  INFO(r.err);
+  CHECK(r.err.find("<typed>:2:") != std::string::npos);
+  CHECK(r.err.find("inner dims d and n differ") != std::string::npos);
+  CHECK(r.err.find('^') != std::string::npos);
+
+  auto ok = f.prism({}, "program twice(X: f32[n]) {\n  return X * 2\n}\nrun twice n=3 --seed 7\n");
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.find("defined: twice") != std::string::npos);
+  CHECK(ok.out.find("f32[3]") != std::string::npos);
+}
+
+TEST_CASE("--json prints one object per command", "[repl][e2e]") {
+  ReplFixture f;
+  std::string out_file = f.dir() / "o.npy";
+  auto r = f.prism({"--json", "-c", "open " + example("rms_linear") + "; run rms_linear n=4 d=32 --seed 3 --out " + out_file});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream lines(r.out);
+  std::vector<nlohmann::json> objects;
+  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  REQUIRE(objects.size() == 2);
+  CHECK(objects[0]["programs"] == nlohmann::json::array({"rms_linear"}));
+  CHECK(objects[1]["outputs"][0]["shape"] == nlohmann::json::array({4, 32}));
+  CHECK(objects[1]["bindings"]["d"] == 32);
+  CHECK(std::filesystem::exists(out_file));
+}
+
+TEST_CASE("script errors: unknown command, bad binding, missing dim, no daemon", "[repl][e2e]") {
+  ReplFixture f;
+  auto unknown = f.prism({"-c", "frobnicate"});
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.err.find("unknown command 'frobnicate'") != std::string::npos);
+
+  auto bad = f.prism({"-c", "open " + example("rms_linear") + "; run rms_linear n=eight"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("n=eight") != std::string::npos);
+
+  auto missing = f.prism({"-c", "open " + example("rms_linear") + "; run rms_linear n=8"});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("'d'") != std::string::npos);
+
+  TempDir other;
+  auto none = prism::test::run_process({bin("prism"), "--socket", other / "nobody.sock", "--no-start", "-c", "programs"});
+  CHECK(none.exit_code == 3);
+  CHECK(none.err.find("no prismd answers") != std::string::npos);
+}

@@ -1,0 +1,80 @@
+#include <catch2/catch.hpp>
+
+#include "repl/commands.h"
+#include "repl/format.h"
+#include "repl/script.h"
+
+using namespace prism::repl;
+
+TEST_CASE("commands are split on newlines and semicolons", "[repl][script]") {
+  CommandSplitter s;
+  s.feed_text("open a.prism; show x\n\n  programs  \n# a comment\nrun x n=8 # trailing comment");
+  auto cmds = s.finish();
+  REQUIRE(cmds.size() == 4);
+  CHECK(cmds[0].text == "open a.prism");
+  CHECK(cmds[1].text == "show x");
+  CHECK(cmds[2].text == "programs");
+  CHECK(cmds[2].line == 3);
+  CHECK(cmds[3].text == "run x n=8");
+  CHECK(cmds[3].line == 5);
+}
+
+TEST_CASE("a program block is one command across lines, semicolons and comments", "[repl][script]") {
+  CommandSplitter s;
+  s.feed_line("show a");
+  s.feed_line("program p(X: f32[n, d]) {  # a { brace in a comment");
+  CHECK(s.pending());
+  s.feed_line("  Y = exp(X); Z = Y * 2");
+  s.feed_line("  return Z");
+  CHECK(s.pending());
+  s.feed_line("}; programs");
+  CHECK_FALSE(s.pending());
+  auto cmds = s.take();
+  REQUIRE(cmds.size() == 3);
+  CHECK(cmds[0].text == "show a");
+  CHECK(is_program_block(cmds[1].text));
+  CHECK(program_block_name(cmds[1].text) == "p");
+  CHECK(cmds[1].line == 2);
+  CHECK(cmds[1].text.find("Y = exp(X); Z = Y * 2") != std::string::npos);
+  CHECK(cmds[2].text == "programs");
+}
+
+TEST_CASE("an unfinished block is handed over at the end of input", "[repl][script]") {
+  CommandSplitter s;
+  s.feed_text("program q(X: f32[n]) {\n  return X\n");
+  CHECK(s.take().empty());
+  auto cmds = s.finish();
+  REQUIRE(cmds.size() == 1);
+  CHECK(program_block_name(cmds[0].text) == "q");
+}
+
+TEST_CASE("words split on blanks with double quotes grouping", "[repl][script]") {
+  CHECK(split_words("run  p n=8 --in \"X=my file.npy\"") ==
+        std::vector<std::string>{"run", "p", "n=8", "--in", "X=my file.npy"});
+  CHECK(split_words("   ").empty());
+  CHECK_FALSE(is_program_block("programs"));
+  CHECK(is_program_block("  program p() {}"));
+}
+
+TEST_CASE("every command has help and unknown ones have none", "[repl][help]") {
+  for (const auto& c : command_table()) {
+    CHECK(help_for(c.name).find("usage: " + c.usage) == 0);
+    CHECK(help_overview().find(c.usage) != std::string::npos);
+  }
+  CHECK(find_command("exit") == find_command("quit"));
+  CHECK(help_for("frobnicate").empty());
+}
+
+TEST_CASE("tables align columns and diagnostics point at the column", "[repl][format]") {
+  Table t({"A", "LONGER"});
+  t.add({"wide cell", "x"});
+  CHECK(t.render() == "A          LONGER\nwide cell  x\n");
+
+  nlohmann::json d = {{"range", {{"start", {{"line", 1}, {"character", 9}}}, {"end", {{"line", 1}, {"character", 10}}}}},
+                      {"severity", 1},
+                      {"message", "undefined name 'Z'"}};
+  CHECK(diagnostic_text("f.prism", d, "program p(X: f32[n]) {\n  return Z\n}\n") ==
+        "f.prism:2:10: error: undefined name 'Z'\n      return Z\n             ^");
+  CHECK(tensor_type({{"dtype", "f16"}, {"shape", {"n", "d/2"}}}) == "f16[n, d/2]");
+  CHECK(tensor_type({{"dtype", "f32"}, {"shape", {8, 64}}}) == "f32[8, 64]");
+}
