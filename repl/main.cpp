@@ -203,6 +203,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<Session> session;
   try {
     session = std::make_unique<Session>(connect_or_start(opt.launch));
+    for (const auto& w : session->warnings()) std::cerr << "prism: warning: " << w << "\n";
   } catch (const std::exception& e) {
     std::cerr << "prism: " << e.what() << "\n";
     return kExitNoDaemon;

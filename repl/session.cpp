@@ -53,7 +53,13 @@ Session::Session(std::unique_ptr<Client> client) : client_(std::move(client)) {
   json params = {{"processId", static_cast<int64_t>(::getpid())},
                  {"clientInfo", {{"name", "prism"}, {"version", PRISM_VERSION}}},
                  {"capabilities", {{"general", {{"positionEncodings", {"utf-8", "utf-16"}}}}}}};
-  client_->request("initialize", params, std::chrono::seconds(30));
+  json init = client_->request("initialize", params, std::chrono::seconds(30));
+  std::string daemon_version = init.value("serverInfo", json::object()).value("version", "");
+  if (daemon_version != PRISM_VERSION) {
+    // Usually a daemon left running from an older build: its answers may not match this REPL.
+    warnings_.push_back("prismd " + (daemon_version.empty() ? std::string("of unknown version") : daemon_version) +
+                        " is running but this is prism " PRISM_VERSION "; `prism -c \"daemon stop\"` restarts it");
+  }
   client_->notify("initialized", json::object());
   refresh_program_names();
 }

@@ -39,6 +39,8 @@ class Session {
   CommandOutput execute(const std::string& command);
 
   bool quit_requested() const { return quit_; }
+  // Things worth telling the user once (e.g. a daemon of another version).
+  const std::vector<std::string>& warnings() const { return warnings_; }
   // Program names for tab completion (refreshed after every command that may change them).
   const std::vector<std::string>& program_names() const { return program_names_; }
   // Id of the request in flight, or 0: what Ctrl-C cancels.
@@ -67,6 +69,7 @@ class Session {
   std::vector<std::string> program_names_;
   std::atomic<int64_t> active_request_{0};
   bool quit_ = false;
+  std::vector<std::string> warnings_;
 };
 
 // Absolute form of a user-given path, relative to the REPL's working directory (the daemon has
