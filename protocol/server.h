@@ -77,7 +77,6 @@ class Server {
   // Sends program/diagnostics to every session that opened or changed `uri`. Caller holds docs_mutex_.
   void publish(const std::string& uri, const DocumentState& state, const std::string& text);
   void subscribe(const std::string& uri, Session& session);
-  uint64_t generation(const std::string& uri) const;
   // Queries.
   json list();
   json show(const json& params);
@@ -95,8 +94,18 @@ class Server {
   // Serializes document edits so that diagnostics go out in version order, and guards the maps.
   mutable std::mutex docs_mutex_;
   std::map<std::string, std::map<uint64_t, std::weak_ptr<Session>>> subscribers_;
-  // Bumped on every open/change/close of a uri; a run compares it to detect ContentModified.
-  std::map<std::string, uint64_t> generations_;
+  // Runs in flight by the uri that defines their program: an edit of that uri stops them early
+  // (their answer is ContentModified, not a stale result).
+  struct ActiveRun {
+    std::string uri;
+    std::shared_ptr<CancelToken> token;
+    bool modified = false;
+  };
+  uint64_t next_run_ = 1;
+  std::map<uint64_t, ActiveRun> runs_;
+  // Stops the runs of programs defined by `uri`, before the edit reaches the engine (whose run may
+  // hold the workspace). Caller holds docs_mutex_.
+  void mark_modified(const std::string& uri);
 };
 
 }  // namespace prism::protocol

@@ -50,10 +50,12 @@ void Server::subscribe(const std::string& uri, Session& session) {
   subscribers_[uri][session.id()] = session.weak_from_this();
 }
 
-uint64_t Server::generation(const std::string& uri) const {
-  std::lock_guard lock(docs_mutex_);
-  auto it = generations_.find(uri);
-  return it == generations_.end() ? 0 : it->second;
+void Server::mark_modified(const std::string& uri) {
+  for (auto& [id, run] : runs_) {
+    if (run.uri != uri) continue;
+    run.modified = true;
+    run.token->cancel();
+  }
 }
 
 void Server::publish(const std::string& uri, const DocumentState& state, const std::string& text) {
@@ -78,8 +80,8 @@ json Server::open(Session& session, const json& raw) {
   std::string uri = document_uri(given);
 
   std::lock_guard lock(docs_mutex_);
+  mark_modified(uri);
   DocumentState state = workspace_.open(uri, *text, version);
-  ++generations_[uri];
   subscribe(uri, session);
   // Diagnostics go out before the response, so a client has them once its request returns.
   publish(uri, state, *text);
@@ -100,8 +102,8 @@ json Server::change(Session& session, const json& raw) {
     throw RpcFailure(kRequestFailed, "version " + std::to_string(version) + " is not greater than the current version " +
                                          std::to_string(current->version) + " of '" + uri + "'");
   std::string updated = apply_changes(*text, changes, session.encoding);
+  mark_modified(uri);
   DocumentState state = workspace_.change(uri, updated, version);
-  ++generations_[uri];
   subscribe(uri, session);
   publish(uri, state, updated);
   return document_state_json(state, updated, session.encoding);
@@ -111,8 +113,9 @@ json Server::close(Session&, const json& raw) {
   const json& params = params_object(raw);
   std::string uri = document_uri(require_string(params, "uri"));
   std::lock_guard lock(docs_mutex_);
+  if (!workspace_.document(uri)) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
+  mark_modified(uri);
   workspace_.close(uri);
-  ++generations_[uri];
   subscribers_.erase(uri);
   return nullptr;
 }

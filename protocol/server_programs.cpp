@@ -18,35 +18,44 @@ json Server::show(const json& raw) {
 
 void Server::run(const SessionPtr& session, const Incoming& message) {
   RunRequest request = parse_run_request(message.params);
-  // Remember the defining document's generation: an edit while the run is under way makes its
-  // result stale (ContentModified). An unknown program is reported by the engine's run itself.
-  std::string uri;
-  for (const auto& p : workspace_.programs())
-    if (p.name == request.program) uri = p.uri;
-  const uint64_t generation_at_start = uri.empty() ? 0 : generation(uri);
-
-  const std::optional<json> id = message.id;
+  // The token answers both $/cancelRequest (through the session) and edits of the defining
+  // document (through runs_). An unknown program is reported by the engine's run itself.
   std::shared_ptr<CancelToken> token =
-      id ? session->start_request(*id) : std::make_shared<CancelToken>();
+      message.id ? session->start_request(*message.id) : std::make_shared<CancelToken>();
+  uint64_t run_id = 0;
+  {
+    std::string uri;
+    for (const auto& p : workspace_.programs())
+      if (p.name == request.program) uri = p.uri;
+    std::lock_guard lock(docs_mutex_);
+    run_id = next_run_++;
+    runs_[run_id] = ActiveRun{uri, token, false};
+  }
 
-  auto work = [this, session, message, request = std::move(request), uri, generation_at_start, token]() {
+  auto work = [this, session, message, request = std::move(request), token, run_id]() {
     json response;
     try {
       token->check();  // cancelled while it waited for a worker
       RunResult result = workspace_.run(request, token.get());
       token->check();
-      if (!uri.empty() && generation(uri) != generation_at_start)
-        response = error_reply(*session, message, kContentModified,
-                               "program '" + request.program + "' changed while it ran");
-      else
-        response = make_result(message.id.value_or(nullptr), run_result_json(result));
+      response = make_result(message.id.value_or(nullptr), run_result_json(result));
     } catch (const Error& e) {
-      bool cancelled = e.kind() == Error::Kind::Cancelled;
-      response = error_reply(*session, message, cancelled ? kRequestCancelled : kRequestFailed,
-                             cancelled ? "request cancelled" : e.what());
+      response = e.kind() == Error::Kind::Cancelled
+                     ? error_reply(*session, message, kRequestCancelled, "request cancelled")
+                     : error_reply(*session, message, kRequestFailed, e.what());
     } catch (const std::exception& e) {
       response = error_reply(*session, message, kInternalError, std::string("internal error: ") + e.what());
     }
+    bool modified = false;
+    {
+      std::lock_guard lock(docs_mutex_);
+      modified = runs_[run_id].modified;
+      runs_.erase(run_id);
+    }
+    // An edit of the program while it ran makes any answer stale, the cancellation it caused included.
+    if (modified)
+      response = error_reply(*session, message, kContentModified,
+                             "program '" + request.program + "' changed while it ran");
     if (message.id) {
       session->finish_request(*message.id, token.get());
       session->send(response);
