@@ -116,6 +116,7 @@ void Daemon::stop(int exit_code, const std::string& why) {
   for (auto& tcp : tcp_) tcp->close();
   server_->cancel_all();
   for (const auto& c : std::set<std::shared_ptr<Connection>>(connections_)) c->close_after_flush();
+  if (connections_.empty()) return;
   // A client that does not read its last replies must not keep the daemon alive.
   stop_deadline_.expires_after(std::chrono::seconds(2));
   stop_deadline_.async_wait([this](const boost::system::error_code& error) {

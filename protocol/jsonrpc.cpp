@@ -35,7 +35,8 @@ ParseResult parse_message(std::string_view body) {
   if (!method->is_string()) return make_error(id, kInvalidRequest, "method must be a string");
   Incoming in;
   in.method = method->get<std::string>();
-  if (auto params = msg.find("params"); params != msg.end()) {
+  // "params": null is read as absent: LSP clients commonly send it for shutdown and exit.
+  if (auto params = msg.find("params"); params != msg.end() && !params->is_null()) {
     if (!params->is_object() && !params->is_array())
       return make_error(id, kInvalidRequest, "params must be an object or an array");
     in.params = *params;

@@ -107,7 +107,8 @@ void Client::send_raw(const std::string& bytes) {
 }
 
 void Client::notify(const std::string& method, const json& params) {
-  json message{{"jsonrpc", "2.0"}, {"method", method}, {"params", params}};
+  json message{{"jsonrpc", "2.0"}, {"method", method}};
+  if (!params.is_null()) message["params"] = params;
   send_raw(protocol::encode_frame(message.dump()));
 }
 
@@ -141,7 +142,8 @@ std::optional<json> Client::read_message(std::chrono::milliseconds timeout) {
 json Client::request(const std::string& method, const json& params, std::chrono::milliseconds timeout,
                      const std::function<void(int64_t id)>& on_sent) {
   const int64_t id = next_id_++;
-  json message{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}};
+  json message{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
+  if (!params.is_null()) message["params"] = params;
   send_raw(protocol::encode_frame(message.dump()));
   if (on_sent) on_sent(id);
   const auto deadline = Clock::now() + timeout;
