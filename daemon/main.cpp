@@ -1,1 +1,42 @@
-int main() { return 0; }  // replaced by the daemon
+// prismd: the prism daemon. See docs/protocol.md and `prismd --help`.
+#include <csignal>
+#include <iostream>
+
+#include "daemon/daemon.h"
+#include "daemon/options.h"
+
+int main(int argc, char** argv) {
+  using namespace prism::daemon;
+  auto parsed = parse_options(argc, argv);
+  if (auto* error = std::get_if<std::string>(&parsed)) {
+    std::cerr << "prismd: " << *error << "\n" << usage();
+    return 2;
+  }
+  const Options& options = std::get<Options>(parsed);
+  if (options.help) {
+    std::cerr << usage();
+    return 0;
+  }
+  if (options.version) {
+    // Over --stdio nothing but protocol may reach stdout; --version is a plain CLI query.
+    std::cout << "prismd " PRISM_VERSION "\n";
+    return 0;
+  }
+  // A client that vanishes mid-write must surface as EPIPE, not kill the daemon.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  Logger log;
+  if (!options.log_file.empty()) {
+    if (std::string error = log.open_file(options.log_file); !error.empty()) {
+      std::cerr << "prismd: " << error << "\n";
+      return 1;
+    }
+  }
+  try {
+    Daemon daemon(options, log);
+    return daemon.run();
+  } catch (const std::exception& e) {
+    std::cerr << "prismd: " << e.what() << "\n";
+    return 1;
+  }
+}

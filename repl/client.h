@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,7 @@ class Client {
   void notify(const std::string& method, const json& params);
 
   // Raw access for tests and for cancellation from another thread: writes bytes as they are.
+  // Writes (send_raw, notify, request) are serialized; reads belong to one thread at a time.
   void send_raw(const std::string& bytes);
   // Reads the next message of any kind; nullopt on timeout. Throws ConnectionError on close.
   std::optional<json> read_message(std::chrono::milliseconds timeout);
@@ -63,6 +65,8 @@ class Client {
   // Server-to-client notifications seen while waiting for responses.
   void on_notification(std::function<void(const json&)> handler) { handler_ = std::move(handler); }
   std::deque<json>& notifications() { return notifications_; }
+  // Responses whose id matched no waiting request() (e.g. to requests written with send_raw).
+  std::deque<json>& other_responses() { return other_responses_; }
 
   int64_t next_id() const { return next_id_; }
 
@@ -74,6 +78,8 @@ class Client {
   protocol::FrameReader reader_;
   std::function<void(const json&)> handler_;
   std::deque<json> notifications_;
+  std::deque<json> other_responses_;
+  std::mutex write_mutex_;
 };
 
 }  // namespace prism::repl

@@ -1,0 +1,115 @@
+#include "daemon/connection.h"
+
+namespace prism::daemon {
+
+Connection::Connection(boost::asio::io_context& io, std::unique_ptr<Channel> channel, protocol::Server& server,
+                       size_t max_message_bytes, Logger& log, ClosedHandler on_closed)
+    : io_(io),
+      channel_(std::move(channel)),
+      server_(server),
+      reader_(max_message_bytes),
+      log_(log),
+      on_closed_(std::move(on_closed)) {}
+
+std::string Connection::name() const {
+  return "client " + std::to_string(session_ ? session_->id() : 0) + " (" + channel_->describe() + ")";
+}
+
+void Connection::start() {
+  // The session's callbacks hold the connection weakly: a reply from a worker after the client
+  // left is simply dropped.
+  std::weak_ptr<Connection> weak = shared_from_this();
+  protocol::Session::Callbacks callbacks;
+  callbacks.send = [weak](std::string body) {
+    if (auto self = weak.lock()) self->send(std::move(body));
+  };
+  callbacks.close = [weak, &io = io_](int exit_code) {
+    boost::asio::post(io, [weak, exit_code] {
+      if (auto self = weak.lock()) {
+        self->exit_code_ = exit_code;
+        self->close_after_flush();
+      }
+    });
+  };
+  session_ = server_.connect(std::move(callbacks));
+  log_.line(name() + " connected");
+  read();
+}
+
+void Connection::send(std::string body) {
+  boost::asio::post(io_, [self = shared_from_this(), frame = protocol::encode_frame(body)]() mutable {
+    self->enqueue(std::move(frame));
+  });
+}
+
+void Connection::read() {
+  channel_->async_read_some(boost::asio::buffer(buffer_),
+                            [self = shared_from_this()](const boost::system::error_code& error, size_t bytes) {
+                              self->on_read(error, bytes);
+                            });
+}
+
+void Connection::on_read(const boost::system::error_code& error, size_t bytes) {
+  if (closed_ || closing_) return;
+  if (error) {
+    if (error != boost::asio::error::eof && error != boost::asio::error::operation_aborted)
+      log_.line(name() + ": read failed: " + error.message());
+    finish(-1);
+    return;
+  }
+  reader_.feed(std::string_view(buffer_.data(), bytes));
+  while (reader_.has_event() && !closing_) {
+    protocol::FrameEvent event = reader_.pop();
+    if (event.kind == protocol::FrameEvent::Kind::Message)
+      server_.receive(session_, event.body);
+    else
+      server_.frame_error(session_, event);
+  }
+  if (!closing_) read();
+}
+
+void Connection::enqueue(std::string frame) {
+  if (closed_) return;
+  queue_.push_back(std::move(frame));
+  if (!writing_) write_next();
+}
+
+void Connection::write_next() {
+  if (queue_.empty()) {
+    writing_ = false;
+    if (closing_) finish(exit_code_);
+    return;
+  }
+  writing_ = true;
+  channel_->async_write(boost::asio::buffer(queue_.front()),
+                        [self = shared_from_this()](const boost::system::error_code& error, size_t) {
+                          if (self->closed_) return;
+                          if (error) {
+                            self->log_.line(self->name() + ": write failed: " + error.message());
+                            self->finish(-1);
+                            return;
+                          }
+                          self->queue_.pop_front();
+                          self->write_next();
+                        });
+}
+
+void Connection::close_after_flush() {
+  if (closed_) return;
+  closing_ = true;
+  if (!writing_) finish(exit_code_);
+}
+
+void Connection::close_now() { finish(exit_code_); }
+
+void Connection::finish(int exit_code) {
+  if (closed_) return;
+  closed_ = true;
+  queue_.clear();
+  channel_->close();
+  server_.disconnect(session_);
+  log_.line(name() + " disconnected");
+  if (on_closed_) on_closed_(*this, exit_code);
+}
+
+}  // namespace prism::daemon

@@ -1,0 +1,128 @@
+#include "daemon/daemon.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <iostream>
+#include <thread>
+
+#include "protocol/endpoint.h"
+
+namespace prism::daemon {
+
+namespace asio = boost::asio;
+
+Daemon::Daemon(const Options& options, Logger& log)
+    : options_(options), log_(log), signals_(io_, SIGINT, SIGTERM), stop_deadline_(io_) {
+  size_t threads = std::max(2u, std::thread::hardware_concurrency() / 2);
+  pool_ = std::make_unique<WorkerPool>(threads);
+
+  protocol::Server::Options server_options;
+  server_options.spawn = [this](std::function<void()> task) { pool_->post(std::move(task)); };
+  server_options.stop = [this] { asio::post(io_, [this] { stop(0, "daemon/stop"); }); };
+  server_options.status = [this] { return status_fields(); };
+  server_options.log = [this](const std::string& line) { log_.line(line); };
+  server_ = std::make_unique<protocol::Server>(workspace_, std::move(server_options));
+
+  if (!options_.stdio) {
+    std::string path = options_.socket.empty() ? protocol::default_socket_path() : options_.socket;
+    if (std::string problem = protocol::prepare_socket_dir(path); !problem.empty())
+      throw std::runtime_error(problem);
+    unix_ = std::make_unique<UnixListener>(io_, path);
+  }
+  for (const auto& endpoint : options_.listen) tcp_.push_back(std::make_unique<TcpListener>(io_, endpoint));
+}
+
+Daemon::~Daemon() {
+  // Cancel long work so the pool's join is quick.
+  if (server_) server_->cancel_all();
+  pool_.reset();
+}
+
+nlohmann::json Daemon::status_fields() const {
+  nlohmann::json out{{"socket", unix_ ? nlohmann::json(unix_->path()) : nlohmann::json(nullptr)}};
+  if (!tcp_.empty()) out["tcp"] = tcp_.front()->address();
+  if (options_.stdio) out["stdio"] = true;
+  return out;
+}
+
+int Daemon::run() {
+  signals_.async_wait([this](const boost::system::error_code& error, int signal) {
+    if (!error) stop(0, signal == SIGINT ? "SIGINT" : "SIGTERM");
+  });
+  std::string where = options_.stdio ? "stdio" : "";
+  if (unix_) {
+    unix_->start([this](std::unique_ptr<Channel> channel) { add_connection(std::move(channel)); });
+    where = "unix:" + unix_->path();
+  }
+  for (auto& tcp : tcp_) {
+    tcp->start([this](std::unique_ptr<Channel> channel) { add_connection(std::move(channel)); });
+    where += (where.empty() ? "" : " ") + tcp->address();
+  }
+  // Tests and the REPL wait for this line: the sockets accept connections from here on.
+  std::cerr << "prismd: listening on " << where << std::endl;
+  log_.line("started (pid " + std::to_string(::getpid()) + ", version " PRISM_VERSION ")");
+  if (options_.stdio) {
+    // fd 1 now carries only protocol messages: anything else that prints to stdout (a library, a
+    // stray debug line) lands on stderr instead of corrupting the stream.
+    int out = ::dup(STDOUT_FILENO);
+    int in = ::dup(STDIN_FILENO);
+    if (out < 0 || in < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+      throw std::runtime_error("cannot take over stdin/stdout");
+    add_connection(make_stdio_channel(io_, in, out));
+  }
+  io_.run();
+  log_.line("stopped");
+  return exit_code_;
+}
+
+void Daemon::add_connection(std::unique_ptr<Channel> channel) {
+  if (stopping_) {
+    channel->close();
+    return;
+  }
+  bool stdio = channel->describe() == "stdio";
+  auto connection = std::make_shared<Connection>(
+      io_, std::move(channel), *server_, options_.max_message_bytes, log_,
+      [this](Connection& c, int exit_code) { on_closed(c, exit_code); });
+  connections_.insert(connection);
+  if (stdio) stdio_ = connection.get();
+  connection->start();
+}
+
+void Daemon::on_closed(Connection& connection, int exit_code) {
+  bool was_stdio = &connection == stdio_;
+  bool shut_down = connection.session() && connection.session()->shut_down;
+  // Erase later: the connection is still on the call stack.
+  asio::post(io_, [this, c = connection.shared_from_this()] {
+    connections_.erase(c);
+    if (stopping_ && connections_.empty()) stop_deadline_.cancel();
+  });
+  if (was_stdio) {
+    stdio_ = nullptr;
+    // LSP: exit code 0 after shutdown, 1 otherwise; an editor that just closed the pipe gets the same.
+    stop(exit_code >= 0 ? exit_code : (shut_down ? 0 : 1), "the stdio client left");
+  }
+}
+
+void Daemon::stop(int exit_code, const std::string& why) {
+  if (stopping_) return;
+  stopping_ = true;
+  exit_code_ = exit_code;
+  log_.line("stopping: " + why);
+  boost::system::error_code ignored;
+  signals_.cancel(ignored);
+  if (unix_) unix_->close();
+  for (auto& tcp : tcp_) tcp->close();
+  server_->cancel_all();
+  for (const auto& c : std::set<std::shared_ptr<Connection>>(connections_)) c->close_after_flush();
+  if (connections_.empty()) return;
+  // A client that does not read its last replies must not keep the daemon alive.
+  stop_deadline_.expires_after(std::chrono::seconds(2));
+  stop_deadline_.async_wait([this](const boost::system::error_code& error) {
+    if (error) return;
+    for (const auto& c : std::set<std::shared_ptr<Connection>>(connections_)) c->close_now();
+  });
+}
+
+}  // namespace prism::daemon

@@ -1,0 +1,53 @@
+// prismd as a whole: listeners, connections, the protocol server and its workers, and shutdown
+// (daemon/stop, SIGINT/SIGTERM, or the stdio client's exit).
+#pragma once
+#include <memory>
+#include <set>
+#include <vector>
+
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+
+#include "daemon/connection.h"
+#include "daemon/listener.h"
+#include "daemon/log.h"
+#include "daemon/options.h"
+#include "daemon/worker_pool.h"
+#include "engine/workspace.h"
+#include "protocol/server.h"
+
+namespace prism::daemon {
+
+class Daemon {
+ public:
+  // Binds every listener; throws std::runtime_error (with a message for the user) when it cannot.
+  Daemon(const Options& options, Logger& log);
+  ~Daemon();
+  // Prints the "prismd: listening on ..." line, serves until stopped, returns the exit code.
+  int run();
+
+ private:
+  void add_connection(std::unique_ptr<Channel> channel);
+  void on_closed(Connection& connection, int exit_code);
+  void stop(int exit_code, const std::string& why);
+  nlohmann::json status_fields() const;
+
+  Options options_;
+  Logger& log_;
+  boost::asio::io_context io_;
+  Workspace workspace_;
+  std::unique_ptr<protocol::Server> server_;
+  std::unique_ptr<UnixListener> unix_;
+  std::vector<std::unique_ptr<TcpListener>> tcp_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer stop_deadline_;
+  std::set<std::shared_ptr<Connection>> connections_;
+  Connection* stdio_ = nullptr;
+  bool stopping_ = false;
+  int exit_code_ = 0;
+  // Declared last, so destroyed first: workers finish before the server and workspace go away.
+  std::unique_ptr<WorkerPool> pool_;
+};
+
+}  // namespace prism::daemon

@@ -1,0 +1,98 @@
+#include "daemon/options.h"
+
+#include <optional>
+#include <utility>
+
+#include <boost/asio/ip/address.hpp>
+#include <charconv>
+#include <optional>
+
+namespace prism::daemon {
+
+std::string usage() {
+  return "usage: prismd [--stdio | --socket PATH] [--listen tcp:127.0.0.1:PORT] [--max-message-bytes N]\n"
+         "              [--log-file FILE] [--help] [--version]\n"
+         "\n"
+         "Serves the prism protocol (JSON-RPC 2.0 with LSP framing, see docs/protocol.md).\n"
+         "  --stdio                 serve one client on stdin/stdout; exit when it exits\n"
+         "  --socket PATH           listen on this Unix socket (default: $PRISM_SOCKET,\n"
+         "                          $XDG_RUNTIME_DIR/prism/prismd.sock, /tmp/prism-<uid>/prismd.sock)\n"
+         "  --listen tcp:HOST:PORT  also listen on TCP; HOST must be loopback (127.0.0.0/8, ::1,\n"
+         "                          localhost); PORT 0 picks a free port. May be repeated.\n"
+         "  --max-message-bytes N   largest accepted message body (default 67108864)\n"
+         "  --log-file FILE         append the log here instead of stderr\n"
+         "Once ready, prismd prints 'prismd: listening on ...' to stderr.\n";
+}
+
+std::variant<TcpEndpoint, std::string> parse_tcp_endpoint(const std::string& spec) {
+  const std::string bad = "--listen " + spec + ": expected tcp:HOST:PORT with a loopback HOST";
+  if (spec.rfind("tcp:", 0) != 0) return bad;
+  std::string rest = spec.substr(4);
+  size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) return bad;
+  std::string host = rest.substr(0, colon), port_text = rest.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  unsigned port = 0;
+  auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535)
+    return "--listen " + spec + ": '" + port_text + "' is not a port number";
+  if (host == "localhost") host = "127.0.0.1";
+  boost::system::error_code error;
+  auto address = boost::asio::ip::make_address(host, error);
+  if (error) return bad;
+  if (!address.is_loopback())
+    return "--listen " + spec + ": " + host + " is not a loopback address; prismd listens only on loopback";
+  return TcpEndpoint{address.to_string(), static_cast<uint16_t>(port)};
+}
+
+std::variant<Options, std::string> parse_options(int argc, const char* const* argv) {
+  Options options;
+  bool socket_given = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool inline_value = false;
+    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      inline_value = true;
+    }
+    auto take_value = [&]() -> std::optional<std::string> {
+      if (inline_value) return value;
+      if (i + 1 >= argc) return std::nullopt;
+      return std::string(argv[++i]);
+    };
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+    } else if (arg == "--version") {
+      options.version = true;
+    } else if (arg == "--stdio") {
+      options.stdio = true;
+    } else if (arg == "--socket" || arg == "--listen" || arg == "--max-message-bytes" || arg == "--log-file") {
+      auto v = take_value();
+      if (!v || v->empty()) return arg + " needs a value";
+      if (arg == "--socket") {
+        options.socket = *v;
+        socket_given = true;
+      } else if (arg == "--listen") {
+        auto endpoint = parse_tcp_endpoint(*v);
+        if (auto* error = std::get_if<std::string>(&endpoint)) return *error;
+        options.listen.push_back(std::get<TcpEndpoint>(endpoint));
+      } else if (arg == "--log-file") {
+        options.log_file = *v;
+      } else {
+        size_t n = 0;
+        auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+        if (ec != std::errc() || end != v->data() + v->size() || n == 0)
+          return "--max-message-bytes " + *v + ": expected a positive number of bytes";
+        options.max_message_bytes = n;
+      }
+    } else {
+      return "unknown argument '" + std::string(argv[i]) + "'";
+    }
+  }
+  if (options.stdio && socket_given) return "--stdio and --socket cannot be combined";
+  return options;
+}
+
+}  // namespace prism::daemon

@@ -1,0 +1,32 @@
+// prismd's command line.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace prism::daemon {
+
+struct TcpEndpoint {
+  std::string address;  // a loopback address: "127.0.0.1" (also for "localhost"), "::1"
+  uint16_t port = 0;    // 0: the kernel picks a free port
+};
+
+struct Options {
+  bool stdio = false;
+  std::string socket;  // empty: protocol::default_socket_path() (unless --stdio)
+  std::vector<TcpEndpoint> listen;
+  size_t max_message_bytes = 64u << 20;
+  std::string log_file;  // empty: stderr
+  bool help = false;
+  bool version = false;
+};
+
+// Options, or the message that explains what is wrong with the command line.
+std::variant<Options, std::string> parse_options(int argc, const char* const* argv);
+// "tcp:127.0.0.1:PORT", "tcp:localhost:0", "tcp:[::1]:PORT"; only loopback hosts are accepted.
+std::variant<TcpEndpoint, std::string> parse_tcp_endpoint(const std::string& spec);
+std::string usage();
+
+}  // namespace prism::daemon

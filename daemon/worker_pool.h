@@ -1,0 +1,34 @@
+// A fixed set of threads for long requests (program/run), so that they never block the I/O thread.
+#pragma once
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace prism::daemon {
+
+class WorkerPool {
+ public:
+  explicit WorkerPool(size_t threads);
+  // Runs what is queued, then joins (callers cancel long work first).
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void post(std::function<void()> task);
+  size_t size() const { return threads_.size(); }
+
+ private:
+  void loop();
+
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace prism::daemon

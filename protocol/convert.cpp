@@ -1,0 +1,132 @@
+#include "protocol/convert.h"
+
+#include "protocol/params.h"
+#include "protocol/uri.h"
+
+namespace prism::protocol {
+
+namespace {
+
+int severity_code(Severity s) {
+  switch (s) {
+    case Severity::Error: return 1;
+    case Severity::Warning: return 2;
+    case Severity::Info: return 3;
+  }
+  return 1;
+}
+
+json tensors_json(const std::vector<TensorView>& tensors) {
+  json out = json::array();
+  for (const auto& t : tensors) out.push_back(tensor_json(t));
+  return out;
+}
+
+// A local file named by a plain path or a file:// URI.
+std::string file_param(const json& value, const std::string& field) {
+  if (!value.is_string()) throw invalid_params(field, "'" + field + "' must be a string (a path or file:// URI)");
+  auto path = local_path(value.get<std::string>());
+  if (!path || path->empty()) throw invalid_params(field, "'" + field + "' must be a path or a file:// URI");
+  return *path;
+}
+
+int64_t non_negative(const json& obj, const std::string& key, int64_t fallback) {
+  auto v = optional_int(obj, key);
+  if (!v) return fallback;
+  if (*v < 0) throw invalid_params(key, "'" + key + "' must not be negative");
+  return *v;
+}
+
+}  // namespace
+
+json position_json(Position p) { return json{{"line", p.line}, {"character", p.character}}; }
+
+json range_json(const Range& r) { return json{{"start", position_json(r.start)}, {"end", position_json(r.end)}}; }
+
+json diagnostics_json(const Diagnostics& diagnostics, const std::string& text, PositionEncoding encoding) {
+  LineIndex index(text);
+  json out = json::array();
+  for (const auto& d : diagnostics) {
+    Range r{index.from_source(d.range.begin, encoding), index.from_source(d.range.end, encoding)};
+    out.push_back(json{{"range", range_json(r)},
+                       {"severity", severity_code(d.severity)},
+                       {"source", "prism"},
+                       {"message", d.message}});
+  }
+  return out;
+}
+
+json document_state_json(const DocumentState& state, const std::string& text, PositionEncoding encoding) {
+  return json{{"uri", state.uri},
+              {"version", state.version},
+              {"programs", state.programs},
+              {"diagnostics", diagnostics_json(state.diagnostics, text, encoding)}};
+}
+
+json tensor_json(const TensorView& tensor) {
+  json out{{"name", tensor.name}, {"dtype", tensor.dtype}, {"shape", tensor.shape}};
+  if (!tensor.op.empty()) out["op"] = tensor.op;
+  return out;
+}
+
+json summary_json(const ProgramSummary& program) {
+  return json{{"name", program.name},
+              {"uri", program.uri},
+              {"dims", program.dims},
+              {"inputs", tensors_json(program.inputs)},
+              {"outputs", tensors_json(program.outputs)}};
+}
+
+json detail_json(const ProgramDetail& program) {
+  return json{{"name", program.summary.name},
+              {"uri", program.summary.uri},
+              {"signature", program.signature},
+              {"dims", program.summary.dims},
+              {"inputs", tensors_json(program.summary.inputs)},
+              {"values", tensors_json(program.values)},
+              {"outputs", tensors_json(program.summary.outputs)},
+              {"lowered", program.lowered}};
+}
+
+json run_result_json(const RunResult& result) {
+  json outputs = json::array();
+  for (const auto& o : result.outputs) {
+    json out{{"name", o.name},
+             {"dtype", o.dtype},
+             {"shape", o.shape},
+             {"checksum", {{"sum", o.sum}, {"absSum", o.abs_sum}}},
+             {"head", o.head}};
+    if (!o.file.empty()) out["file"] = o.file;
+    outputs.push_back(std::move(out));
+  }
+  json bindings = json::object();
+  for (const auto& [name, value] : result.bindings) bindings[name] = value;
+  return json{{"program", result.program},
+              {"bindings", std::move(bindings)},
+              {"elapsedMs", result.elapsed_ms},
+              {"outputs", std::move(outputs)}};
+}
+
+RunRequest parse_run_request(const json& raw) {
+  const json& params = params_object(raw);
+  RunRequest request;
+  request.program = require_string(params, "program");
+  if (const json* bindings = optional_object(params, "bindings")) {
+    for (const auto& [name, value] : bindings->items()) {
+      std::string field = "bindings." + name;
+      auto v = optional_int(*bindings, name, "bindings");
+      if (!v) throw invalid_params(field, "'" + field + "' must be an integer");
+      if (*v < 1) throw invalid_params(field, "'" + field + "' must be a positive integer");
+      request.bindings[name] = *v;
+    }
+  }
+  request.seed = static_cast<uint64_t>(non_negative(params, "seed", 0));
+  request.head = static_cast<size_t>(non_negative(params, "head", 8));
+  if (const json* inputs = optional_object(params, "inputs")) {
+    for (const auto& [name, value] : inputs->items()) request.input_files[name] = file_param(value, "inputs." + name);
+  }
+  if (const json* output = find_field(params, "output")) request.output_file = file_param(*output, "output");
+  return request;
+}
+
+}  // namespace prism::protocol

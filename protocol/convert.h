@@ -1,0 +1,25 @@
+// Engine values as protocol JSON (docs/protocol.md), and program/run params as a RunRequest.
+#pragma once
+#include <string>
+
+#include "engine/workspace.h"
+#include "protocol/jsonrpc.h"
+#include "protocol/positions.h"
+
+namespace prism::protocol {
+
+json position_json(Position p);
+json range_json(const Range& r);
+// {range, severity, source: "prism", message}; `text` is the document the positions refer to.
+json diagnostics_json(const Diagnostics& diagnostics, const std::string& text, PositionEncoding encoding);
+json document_state_json(const DocumentState& state, const std::string& text, PositionEncoding encoding);
+
+json tensor_json(const TensorView& tensor);
+json summary_json(const ProgramSummary& program);
+json detail_json(const ProgramDetail& program);
+json run_result_json(const RunResult& result);
+
+// Validates program/run params; failures are InvalidParams naming the field ("bindings.n").
+RunRequest parse_run_request(const json& params);
+
+}  // namespace prism::protocol

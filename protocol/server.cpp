@@ -1,0 +1,207 @@
+#include "protocol/server.h"
+
+#include <unistd.h>
+
+#include "protocol/params.h"
+
+namespace prism::protocol {
+
+Server::Server(Workspace& workspace, Options options) : workspace_(workspace), options_(std::move(options)) {
+  register_builtins();
+}
+
+SessionPtr Server::connect(Session::Callbacks callbacks) {
+  std::lock_guard lock(sessions_mutex_);
+  auto session = std::make_shared<Session>(next_session_id_++, std::move(callbacks));
+  sessions_[session->id()] = session;
+  return session;
+}
+
+void Server::disconnect(const SessionPtr& session) {
+  session->detach();
+  {
+    std::lock_guard lock(sessions_mutex_);
+    sessions_.erase(session->id());
+  }
+  std::lock_guard lock(docs_mutex_);
+  for (auto& [uri, subscribers] : subscribers_) subscribers.erase(session->id());
+}
+
+void Server::cancel_all() {
+  std::lock_guard lock(sessions_mutex_);
+  for (auto& [id, weak] : sessions_)
+    if (auto session = weak.lock()) session->cancel_all();
+}
+
+size_t Server::clients() const {
+  std::lock_guard lock(sessions_mutex_);
+  return sessions_.size();
+}
+
+void Server::add_method(const std::string& name, Method method) { methods_[name] = Entry{std::move(method), {}, {}}; }
+
+void Server::log(const std::string& line) const {
+  if (options_.log) options_.log(line);
+}
+
+void Server::frame_error(const SessionPtr& session, const FrameEvent& event) {
+  int code = event.kind == FrameEvent::Kind::Oversize ? kInvalidRequest : kParseError;
+  log("client " + std::to_string(session->id()) + ": " + std::to_string(code) + " " + event.error);
+  session->send(make_error(nullptr, code, event.error));
+}
+
+void Server::receive(const SessionPtr& session, std::string_view body) {
+  ParseResult parsed = parse_message(body);
+  if (auto* reply = std::get_if<json>(&parsed)) {
+    log("client " + std::to_string(session->id()) + ": " + std::to_string((*reply)["error"]["code"].get<int>()) +
+        " " + (*reply)["error"]["message"].get<std::string>());
+    session->send(*reply);
+    return;
+  }
+  if (auto* response = std::get_if<ClientResponse>(&parsed)) {
+    log("client " + std::to_string(session->id()) + ": ignored a response (id " + response->id.dump() +
+        "); prismd sends no requests");
+    return;
+  }
+  dispatch(session, std::get<Incoming>(parsed));
+}
+
+json Server::error_reply(const Session& session, const Incoming& message, int code, const std::string& text,
+                         const json& data) {
+  log("client " + std::to_string(session.id()) + ": " + message.method + ": " + std::to_string(code) + " " + text);
+  return make_error(message.id.value_or(nullptr), code, text, data);
+}
+
+void Server::dispatch(const SessionPtr& session, const Incoming& message) {
+  const bool notification = message.is_notification();
+  auto reply = [&](const json& response) {
+    if (!notification) session->send(response);
+  };
+
+  // Lifecycle gates (LSP): nothing but initialize before it, nothing but exit after shutdown.
+  if (message.method != "exit") {
+    if (!session->initialized && message.method != "initialize") {
+      if (!notification)
+        reply(error_reply(*session, message, kServerNotInitialized,
+                          "the server is not initialized; send 'initialize' first"));
+      return;
+    }
+    if (session->shut_down) {
+      if (!notification)
+        reply(error_reply(*session, message, kInvalidRequest, "the server is shut down; only 'exit' is accepted"));
+      return;
+    }
+  }
+
+  auto it = methods_.find(message.method);
+  if (it == methods_.end()) {
+    // Unknown notifications are ignored, "$/" ones included (LSP).
+    if (!notification)
+      reply(error_reply(*session, message, kMethodNotFound, "unknown method '" + message.method + "'"));
+    return;
+  }
+  const Entry& entry = it->second;
+  try {
+    if (entry.async) {
+      entry.async(session, message);
+    } else if (entry.notification) {
+      // A notification method sent as a request still gets an answer (null).
+      entry.notification(*session, message.params);
+      reply(make_result(*message.id, nullptr));
+    } else {
+      json result = entry.method(*session, message.params);
+      reply(make_result(message.id.value_or(nullptr), std::move(result)));
+      if (message.method == "daemon/stop" && options_.stop) options_.stop();
+    }
+  } catch (const RpcFailure& e) {
+    reply(error_reply(*session, message, e.code(), e.what(), e.data()));
+  } catch (const Error& e) {
+    int code = e.kind() == Error::Kind::Cancelled ? kRequestCancelled : kRequestFailed;
+    reply(error_reply(*session, message, code, e.what()));
+  } catch (const std::exception& e) {
+    // A bug in prismd or the engine; the session carries on.
+    reply(error_reply(*session, message, kInternalError, std::string("internal error: ") + e.what()));
+  }
+}
+
+void Server::register_builtins() {
+  auto method = [this](const char* name, json (Server::*fn)(Session&, const json&)) {
+    methods_[name] = Entry{[this, fn](Session& s, const json& p) { return (this->*fn)(s, p); }, {}, {}};
+  };
+  method("initialize", &Server::initialize);
+  method("program/open", &Server::open);
+  method("program/change", &Server::change);
+  method("program/close", &Server::close);
+  methods_["shutdown"] = Entry{[](Session& s, const json&) {
+                                 s.shut_down = true;
+                                 return json(nullptr);
+                               },
+                               {},
+                               {}};
+  methods_["daemon/status"] = Entry{[this](Session&, const json&) { return status(); }, {}, {}};
+  // The reply goes out first; dispatch() then calls Options::stop.
+  methods_["daemon/stop"] = Entry{[](Session&, const json&) { return json(nullptr); }, {}, {}};
+  methods_["program/list"] = Entry{[this](Session&, const json& p) {
+                                     params_object(p);
+                                     return list();
+                                   },
+                                   {},
+                                   {}};
+  methods_["program/show"] = Entry{[this](Session&, const json& p) { return show(p); }, {}, {}};
+  methods_["program/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { run(s, m); }};
+  methods_["initialized"] = Entry{{}, [](Session&, const json&) {}, {}};
+  methods_["exit"] = Entry{{}, [](Session& s, const json&) { s.close(s.shut_down ? 0 : 1); }, {}};
+  methods_["$/cancelRequest"] = Entry{{}, [this](Session& s, const json& p) { cancel_request(s, p); }, {}};
+}
+
+json Server::initialize(Session& session, const json& raw) {
+  if (session.initialized) throw RpcFailure(kInvalidRequest, "initialize may be sent only once per connection");
+  const json& params = params_object(raw);
+  if (const json* pid = find_field(params, "processId"); pid && !pid->is_number_integer())
+    throw invalid_params("processId", "'processId' must be an integer or null");
+  optional_object(params, "clientInfo");
+  PositionEncoding encoding = PositionEncoding::Utf16;
+  if (const json* caps = optional_object(params, "capabilities")) {
+    if (const json* general = optional_object(*caps, "general", "capabilities")) {
+      if (find_field(*general, "positionEncodings")) {
+        const json& encodings = require_array(*general, "positionEncodings", "capabilities.general");
+        for (size_t i = 0; i < encodings.size(); ++i) {
+          if (!encodings[i].is_string())
+            throw invalid_params("capabilities.general.positionEncodings[" + std::to_string(i) + "]",
+                                 "position encodings must be strings");
+          if (encodings[i] == "utf-8") encoding = PositionEncoding::Utf8;
+        }
+      }
+    }
+  }
+  session.initialized = true;
+  session.encoding = encoding;
+  json methods = json::array();
+  for (const auto& [name, entry] : methods_) methods.push_back(name);
+  return json{{"capabilities", {{"positionEncoding", encoding_name(encoding)}, {"methods", methods}}},
+              {"serverInfo", {{"name", "prismd"}, {"version", PRISM_VERSION}}}};
+}
+
+json Server::status() {
+  auto uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  json out{{"version", PRISM_VERSION},
+           {"pid", static_cast<int64_t>(::getpid())},
+           {"uptimeSeconds", uptime},
+           {"clients", clients()},
+           {"documents", workspace_.documents().size()},
+           {"socket", nullptr}};
+  if (options_.status) {
+    json extra = options_.status();
+    if (extra.is_object()) out.update(extra);
+  }
+  return out;
+}
+
+void Server::cancel_request(Session& session, const json& params) {
+  if (!params.is_object()) return;
+  auto id = params.find("id");
+  if (id == params.end() || !(id->is_string() || id->is_number_integer())) return;
+  session.cancel_request(*id);
+}
+
+}  // namespace prism::protocol

@@ -1,0 +1,111 @@
+// The protocol server: JSON-RPC 2.0 messages of many sessions mapped onto one engine Workspace
+// (clangd's ClangdLSPServer, thin). No sockets: a transport hands it whole message bodies and
+// gives each session a way to send. Thread-safe; long requests run on `Options::spawn`.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "engine/workspace.h"
+#include "protocol/framing.h"
+#include "protocol/jsonrpc.h"
+#include "protocol/session.h"
+
+namespace prism::protocol {
+
+class Server {
+ public:
+  struct Options {
+    // Runs long work (program/run) away from the caller; without one it runs inline.
+    std::function<void(std::function<void()>)> spawn;
+    // daemon/stop: called after its reply has been handed to the session.
+    std::function<void()> stop;
+    // Fields the transport adds to daemon/status ({socket, tcp}).
+    std::function<json()> status;
+    // One line per error response and per notable event.
+    std::function<void(const std::string&)> log;
+  };
+
+  Server(Workspace& workspace, Options options);
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  SessionPtr connect(Session::Callbacks callbacks);
+  // One message body, in arrival order per session.
+  void receive(const SessionPtr& session, std::string_view body);
+  // A framing problem on the session's stream: BadHeader → ParseError, Oversize → InvalidRequest.
+  void frame_error(const SessionPtr& session, const FrameEvent& event);
+  // The connection closed: cancels its requests and forgets its diagnostics subscriptions.
+  void disconnect(const SessionPtr& session);
+  // Cancels every request in flight (daemon shutdown).
+  void cancel_all();
+  size_t clients() const;
+
+  // Registers a synchronous method (the built-in ones are registered this way too).
+  using Method = std::function<json(Session& session, const json& params)>;
+  void add_method(const std::string& name, Method method);
+
+ private:
+  using Notification = std::function<void(Session& session, const json& params)>;
+  using AsyncMethod = std::function<void(const SessionPtr& session, const Incoming& message)>;
+  struct Entry {
+    Method method;
+    Notification notification;
+    AsyncMethod async;
+  };
+
+  void register_builtins();
+  void dispatch(const SessionPtr& session, const Incoming& message);
+  json error_reply(const Session& session, const Incoming& message, int code, const std::string& text,
+                   const json& data = nullptr);
+  void log(const std::string& line) const;
+
+  // Lifecycle and daemon.
+  json initialize(Session& session, const json& params);
+  json status();
+  void cancel_request(Session& session, const json& params);
+  // Documents.
+  json open(Session& session, const json& params);
+  json change(Session& session, const json& params);
+  json close(Session& session, const json& params);
+  // Sends program/diagnostics to every session that opened or changed `uri`. Caller holds docs_mutex_.
+  void publish(const std::string& uri, const DocumentState& state, const std::string& text);
+  void subscribe(const std::string& uri, Session& session);
+  // Queries.
+  json list();
+  json show(const json& params);
+  void run(const SessionPtr& session, const Incoming& message);
+
+  Workspace& workspace_;
+  Options options_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  std::map<std::string, Entry> methods_;
+
+  mutable std::mutex sessions_mutex_;
+  uint64_t next_session_id_ = 1;
+  std::map<uint64_t, std::weak_ptr<Session>> sessions_;
+
+  // Serializes document edits so that diagnostics go out in version order, and guards the maps.
+  mutable std::mutex docs_mutex_;
+  std::map<std::string, std::map<uint64_t, std::weak_ptr<Session>>> subscribers_;
+  // Runs in flight by the uri that defines their program: an edit of that uri stops them early
+  // (their answer is ContentModified, not a stale result).
+  struct ActiveRun {
+    std::string uri;
+    std::shared_ptr<CancelToken> token;
+    bool modified = false;
+  };
+  uint64_t next_run_ = 1;
+  std::map<uint64_t, ActiveRun> runs_;
+  // Stops the runs of programs defined by `uri`, before the edit reaches the engine (whose run may
+  // hold the workspace). Caller holds docs_mutex_.
+  void mark_modified(const std::string& uri);
+};
+
+}  // namespace prism::protocol

@@ -1,0 +1,123 @@
+// program/open, program/change, program/close and the program/diagnostics they push.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "protocol/convert.h"
+#include "protocol/params.h"
+#include "protocol/server.h"
+#include "protocol/text_edits.h"
+#include "protocol/uri.h"
+
+namespace prism::protocol {
+
+namespace {
+
+std::string read_document(const std::string& uri) {
+  auto path = local_path(uri);
+  if (!path)
+    throw RpcFailure(kRequestFailed, "cannot read '" + uri + "': only file:// URIs and paths can be read; send 'text'");
+  int fd = ::open(path->c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw RpcFailure(kRequestFailed, "cannot read " + *path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw RpcFailure(kRequestFailed, "cannot read " + *path + ": not a regular file");
+  }
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      throw RpcFailure(kRequestFailed, "cannot read " + *path + ": " + std::strerror(err));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
+}  // namespace
+
+void Server::subscribe(const std::string& uri, Session& session) {
+  subscribers_[uri][session.id()] = session.weak_from_this();
+}
+
+void Server::mark_modified(const std::string& uri) {
+  for (auto& [id, run] : runs_) {
+    if (run.uri != uri) continue;
+    run.modified = true;
+    run.token->cancel();
+  }
+}
+
+void Server::publish(const std::string& uri, const DocumentState& state, const std::string& text) {
+  json per_encoding[2];
+  for (auto& [id, weak] : subscribers_[uri]) {
+    auto session = weak.lock();
+    if (!session || session->detached()) continue;
+    json& diagnostics = per_encoding[session->encoding == PositionEncoding::Utf8 ? 1 : 0];
+    if (diagnostics.is_null()) diagnostics = diagnostics_json(state.diagnostics, text, session->encoding);
+    session->send(make_notification("program/diagnostics",
+                                    json{{"uri", state.uri}, {"version", state.version}, {"diagnostics", diagnostics}}));
+  }
+}
+
+json Server::open(Session& session, const json& raw) {
+  const json& params = params_object(raw);
+  std::string given = require_string(params, "uri");
+  if (given.empty()) throw invalid_params("uri", "'uri' must not be empty");
+  auto text = optional_string(params, "text");
+  int64_t version = optional_int(params, "version").value_or(0);
+  if (!text) text = read_document(given);
+  std::string uri = document_uri(given);
+
+  std::lock_guard lock(docs_mutex_);
+  mark_modified(uri);
+  DocumentState state = workspace_.open(uri, *text, version);
+  subscribe(uri, session);
+  // Diagnostics go out before the response, so a client has them once its request returns.
+  publish(uri, state, *text);
+  return document_state_json(state, *text, session.encoding);
+}
+
+json Server::change(Session& session, const json& raw) {
+  const json& params = params_object(raw);
+  std::string uri = document_uri(require_string(params, "uri"));
+  int64_t version = require_int(params, "version");
+  std::vector<TextChange> changes = parse_changes(require_array(params, "changes"));
+
+  std::lock_guard lock(docs_mutex_);
+  auto current = workspace_.document(uri);
+  auto text = workspace_.text(uri);
+  if (!current || !text) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
+  if (version <= current->version)
+    throw RpcFailure(kRequestFailed, "version " + std::to_string(version) + " is not greater than the current version " +
+                                         std::to_string(current->version) + " of '" + uri + "'");
+  std::string updated = apply_changes(*text, changes, session.encoding);
+  mark_modified(uri);
+  DocumentState state = workspace_.change(uri, updated, version);
+  subscribe(uri, session);
+  publish(uri, state, updated);
+  return document_state_json(state, updated, session.encoding);
+}
+
+json Server::close(Session&, const json& raw) {
+  const json& params = params_object(raw);
+  std::string uri = document_uri(require_string(params, "uri"));
+  std::lock_guard lock(docs_mutex_);
+  if (!workspace_.document(uri)) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
+  mark_modified(uri);
+  workspace_.close(uri);
+  subscribers_.erase(uri);
+  return nullptr;
+}
+
+}  // namespace prism::protocol

@@ -1,0 +1,70 @@
+// program/list, program/show and program/run (the long one: it runs on Options::spawn).
+#include "protocol/convert.h"
+#include "protocol/params.h"
+#include "protocol/server.h"
+
+namespace prism::protocol {
+
+json Server::list() {
+  json programs = json::array();
+  for (const auto& p : workspace_.programs()) programs.push_back(summary_json(p));
+  return json{{"programs", std::move(programs)}};
+}
+
+json Server::show(const json& raw) {
+  const json& params = params_object(raw);
+  return detail_json(workspace_.show(require_string(params, "program")));
+}
+
+void Server::run(const SessionPtr& session, const Incoming& message) {
+  RunRequest request = parse_run_request(message.params);
+  // The token answers both $/cancelRequest (through the session) and edits of the defining
+  // document (through runs_). An unknown program is reported by the engine's run itself.
+  std::shared_ptr<CancelToken> token =
+      message.id ? session->start_request(*message.id) : std::make_shared<CancelToken>();
+  uint64_t run_id = 0;
+  {
+    std::string uri;
+    for (const auto& p : workspace_.programs())
+      if (p.name == request.program) uri = p.uri;
+    std::lock_guard lock(docs_mutex_);
+    run_id = next_run_++;
+    runs_[run_id] = ActiveRun{uri, token, false};
+  }
+
+  auto work = [this, session, message, request = std::move(request), token, run_id]() {
+    json response;
+    try {
+      token->check();  // cancelled while it waited for a worker
+      RunResult result = workspace_.run(request, token.get());
+      token->check();
+      response = make_result(message.id.value_or(nullptr), run_result_json(result));
+    } catch (const Error& e) {
+      response = e.kind() == Error::Kind::Cancelled
+                     ? error_reply(*session, message, kRequestCancelled, "request cancelled")
+                     : error_reply(*session, message, kRequestFailed, e.what());
+    } catch (const std::exception& e) {
+      response = error_reply(*session, message, kInternalError, std::string("internal error: ") + e.what());
+    }
+    bool modified = false;
+    {
+      std::lock_guard lock(docs_mutex_);
+      modified = runs_[run_id].modified;
+      runs_.erase(run_id);
+    }
+    // An edit of the program while it ran makes any answer stale, the cancellation it caused included.
+    if (modified)
+      response = error_reply(*session, message, kContentModified,
+                             "program '" + request.program + "' changed while it ran");
+    if (message.id) {
+      session->finish_request(*message.id, token.get());
+      session->send(response);
+    }
+  };
+  if (options_.spawn)
+    options_.spawn(std::move(work));
+  else
+    work();
+}
+
+}  // namespace prism::protocol

@@ -1,0 +1,50 @@
+#include "protocol/session.h"
+
+namespace prism::protocol {
+
+void Session::send(const json& message) {
+  if (detached() || !callbacks_.send) return;
+  callbacks_.send(to_wire(message));
+}
+
+void Session::close(int exit_code) {
+  if (callbacks_.close) callbacks_.close(exit_code);
+}
+
+void Session::detach() {
+  detached_.store(true);
+  cancel_all();
+}
+
+std::shared_ptr<CancelToken> Session::start_request(const json& id) {
+  auto token = std::make_shared<CancelToken>();
+  std::lock_guard lock(mutex_);
+  running_[id.dump()] = token;
+  return token;
+}
+
+void Session::finish_request(const json& id, const CancelToken* token) {
+  std::lock_guard lock(mutex_);
+  auto it = running_.find(id.dump());
+  if (it != running_.end() && it->second.get() == token) running_.erase(it);
+}
+
+bool Session::cancel_request(const json& id) {
+  std::lock_guard lock(mutex_);
+  auto it = running_.find(id.dump());
+  if (it == running_.end()) return false;
+  it->second->cancel();
+  return true;
+}
+
+void Session::cancel_all() {
+  std::lock_guard lock(mutex_);
+  for (auto& [id, token] : running_) token->cancel();
+}
+
+size_t Session::requests_in_flight() const {
+  std::lock_guard lock(mutex_);
+  return running_.size();
+}
+
+}  // namespace prism::protocol

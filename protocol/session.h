@@ -1,0 +1,60 @@
+// One client connection's protocol state: lifecycle, negotiated position encoding, and the
+// requests it has in flight (for $/cancelRequest). The transport owns the bytes; the Session
+// only ever sees whole messages.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "engine/cancel.h"
+#include "protocol/jsonrpc.h"
+#include "protocol/positions.h"
+
+namespace prism::protocol {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  struct Callbacks {
+    // Writes one serialized message. Called from any thread; must not block for long.
+    std::function<void(std::string body)> send;
+    // The client sent `exit`: close the connection (and, over stdio, exit with this code).
+    std::function<void(int exit_code)> close;
+  };
+
+  Session(uint64_t id, Callbacks callbacks) : id_(id), callbacks_(std::move(callbacks)) {}
+
+  uint64_t id() const { return id_; }
+  void send(const json& message);
+  void close(int exit_code);
+  // The connection is gone: later sends are dropped and in-flight requests are cancelled.
+  void detach();
+  bool detached() const { return detached_.load(); }
+
+  // Lifecycle; touched only by the thread that feeds this session's messages.
+  bool initialized = false;
+  bool shut_down = false;
+  PositionEncoding encoding = PositionEncoding::Utf16;
+
+  // In-flight requests, keyed by their id. start_request returns the token the work polls.
+  std::shared_ptr<CancelToken> start_request(const json& id);
+  // Forgets the request unless a later one reused its id.
+  void finish_request(const json& id, const CancelToken* token);
+  bool cancel_request(const json& id);
+  void cancel_all();
+  size_t requests_in_flight() const;
+
+ private:
+  uint64_t id_;
+  Callbacks callbacks_;
+  std::atomic<bool> detached_{false};
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<CancelToken>> running_;  // key: id.dump()
+};
+
+using SessionPtr = std::shared_ptr<Session>;
+
+}  // namespace prism::protocol

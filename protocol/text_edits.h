@@ -1,0 +1,25 @@
+// LSP content changes: each replaces a range (or, without one, the whole text); they apply in order,
+// each against the text the previous ones produced.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "protocol/jsonrpc.h"
+#include "protocol/positions.h"
+
+namespace prism::protocol {
+
+struct TextChange {
+  std::optional<Range> range;
+  std::string text;
+};
+
+// Parses `changes` of program/change; malformed entries are InvalidParams naming "changes[i]...".
+std::vector<TextChange> parse_changes(const json& changes);
+
+// Applies the changes in order. A range outside the text, inside a code point, or with its end
+// before its start is InvalidParams naming "changes[i].range".
+std::string apply_changes(std::string text, const std::vector<TextChange>& changes, PositionEncoding encoding);
+
+}  // namespace prism::protocol

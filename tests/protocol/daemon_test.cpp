@@ -1,0 +1,270 @@
+// prismd end to end: --stdio, the Unix socket, TCP on loopback, many clients, cancellation,
+// daemon/stop and signals. Every test reaps its daemon (Prismd's destructor) and bounds its waits.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "prismd_process.h"
+#include "repl/client.h"
+#include "tests_common.h"
+
+using namespace prism::test;
+using prism::repl::Client;
+using prism::repl::ConnectionError;
+using prism::repl::RpcError;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kTimeout = std::chrono::milliseconds(20000);
+
+int rpc_code(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const RpcError& e) {
+    return e.code();
+  }
+  return 0;
+}
+
+void initialize(Client& client) {
+  json r = client.request("initialize", {{"processId", ::getpid()}, {"capabilities", json::object()}}, kTimeout);
+  REQUIRE(r["serverInfo"]["name"] == "prismd");
+  client.notify("initialized", json::object());
+}
+
+std::unique_ptr<Client> connect_initialized(const std::string& socket) {
+  auto client = Client::connect_unix(socket);
+  initialize(*client);
+  return client;
+}
+
+// The next message that is not a notification, skipping those.
+json next_response(Client& client, std::chrono::milliseconds timeout = kTimeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto m = client.read_message(std::max(left, 0ms));
+    REQUIRE(m);
+    if (m->contains("id")) return *m;
+  }
+}
+
+std::string frame(const json& message) { return prism::protocol::encode_frame(message.dump()); }
+
+}  // namespace
+
+TEST_CASE("prismd --help and bad arguments", "[protocol][daemon]") {
+  {
+    Prismd help({"--help"});
+    CHECK(help.wait_exit() == 0);
+    CHECK_THAT(help.stderr_text(), Catch::Contains("usage: prismd"));
+  }
+  {
+    Prismd bad({"--listen", "tcp:0.0.0.0:0"});
+    CHECK(bad.wait_exit() == 2);
+    CHECK_THAT(bad.stderr_text(), Catch::Contains("not a loopback address"));
+  }
+  {
+    Prismd bad({"--frobnicate"});
+    CHECK(bad.wait_exit() == 2);
+  }
+}
+
+TEST_CASE("prismd --stdio serves one client on stdin/stdout", "[protocol][daemon][stdio]") {
+  Prismd daemon({"--stdio"}, /*stdio=*/true);
+  auto client = Client::from_fds(daemon.take_stdout_read(), daemon.take_stdin_write());
+  initialize(*client);
+
+  json state = client->request("program/open", {{"uri", "untitled:r"}, {"text", kRmsLinear}}, kTimeout);
+  CHECK(state["programs"] == json{"rms_linear"});
+  REQUIRE(client->notifications().size() == 1);
+  CHECK(client->notifications()[0]["method"] == "program/diagnostics");
+  json run = client->request("program/run", {{"program", "rms_linear"}, {"bindings", {{"n", 2}, {"d", 4}}}}, kTimeout);
+  CHECK(run["outputs"][0]["shape"] == json{2, 4});
+  json status = client->request("daemon/status", json::object(), kTimeout);
+  CHECK(status["pid"] == daemon.pid());
+  CHECK(status["clients"] == 1);
+
+  SECTION("shutdown then exit: exit code 0") {
+    CHECK(client->request("shutdown", nullptr, kTimeout).is_null());
+    client->notify("exit", nullptr);
+    CHECK(daemon.wait_exit() == 0);
+  }
+  SECTION("exit without shutdown: exit code 1") {
+    client->notify("exit", nullptr);
+    CHECK(daemon.wait_exit() == 1);
+  }
+  SECTION("the client closing the pipe ends the daemon") {
+    client.reset();
+    CHECK(daemon.wait_exit() == 1);
+  }
+}
+
+TEST_CASE("prismd on a Unix socket", "[protocol][daemon][unix]") {
+  TempDir dir;
+  Prismd daemon({"--socket", dir.socket()});
+  auto ready = daemon.wait_ready();
+  REQUIRE(ready);
+  CHECK(*ready == "prismd: listening on unix:" + dir.socket());
+  REQUIRE(std::filesystem::is_socket(dir.socket()));
+
+  auto client = connect_initialized(dir.socket());
+  json status = client->request("daemon/status", json::object(), kTimeout);
+  CHECK(status["socket"] == dir.socket());
+  CHECK(status["pid"] == daemon.pid());
+
+  SECTION("a second daemon on the same socket refuses to start") {
+    Prismd second({"--socket", dir.socket()});
+    CHECK(second.wait_exit() == 1);
+    CHECK_THAT(second.stderr_text(), Catch::Contains("already listening on " + dir.socket()));
+    // The first one is undisturbed.
+    CHECK(client->request("daemon/status", json::object(), kTimeout)["clients"] == 1);
+  }
+  SECTION("daemon/stop answers, disconnects clients, removes the socket and exits 0") {
+    auto other = connect_initialized(dir.socket());
+    CHECK(client->request("daemon/stop", json::object(), kTimeout).is_null());
+    CHECK(daemon.wait_exit() == 0);
+    CHECK_FALSE(std::filesystem::exists(dir.socket()));
+    CHECK_THROWS_AS(other->read_message(5s), ConnectionError);
+  }
+  SECTION("SIGTERM shuts down cleanly") {
+    daemon.signal(SIGTERM);
+    CHECK(daemon.wait_exit() == 0);
+    CHECK_FALSE(std::filesystem::exists(dir.socket()));
+  }
+  SECTION("exit closes only that connection") {
+    auto other = connect_initialized(dir.socket());
+    other->request("shutdown", nullptr, kTimeout);
+    other->notify("exit", nullptr);
+    CHECK_THROWS_AS(other->read_message(5s), ConnectionError);
+    CHECK_FALSE(daemon.wait_exit(100ms));
+    CHECK(client->request("daemon/status", json::object(), kTimeout)["clients"] == 1);
+  }
+}
+
+TEST_CASE("a stale socket file is replaced", "[protocol][daemon][unix]") {
+  TempDir dir;
+  {
+    // A socket file nobody listens on any more, as a crashed daemon leaves behind.
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, dir.socket().c_str());
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    ::close(fd);
+  }
+  REQUIRE(std::filesystem::is_socket(dir.socket()));
+  Prismd daemon({"--socket", dir.socket()});
+  REQUIRE(daemon.wait_ready());
+  auto client = connect_initialized(dir.socket());
+  CHECK(client->request("program/list", json::object(), kTimeout)["programs"].empty());
+}
+
+TEST_CASE("prismd on TCP loopback with port 0", "[protocol][daemon][tcp]") {
+  TempDir dir;
+  Prismd daemon({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0"});
+  auto ready = daemon.wait_ready();
+  REQUIRE(ready);
+  auto at = ready->find("tcp:127.0.0.1:");
+  REQUIRE(at != std::string::npos);
+  int port = std::stoi(ready->substr(at + 14));
+  CHECK(port > 0);
+
+  auto client = Client::connect_tcp("127.0.0.1", port);
+  initialize(*client);
+  json state = client->request("program/open", {{"uri", "untitled:t"}, {"text", kRmsLinear}}, kTimeout);
+  CHECK(state["programs"] == json{"rms_linear"});
+  json status = client->request("daemon/status", json::object(), kTimeout);
+  CHECK(status["tcp"] == "tcp:127.0.0.1:" + std::to_string(port));
+  // Documents are shared between transports.
+  auto local = connect_initialized(dir.socket());
+  CHECK(local->request("program/list", json::object(), kTimeout)["programs"].size() == 1);
+}
+
+TEST_CASE("one client's garbage never disturbs another", "[protocol][daemon][isolation]") {
+  TempDir dir;
+  Prismd daemon({"--socket", dir.socket(), "--max-message-bytes", "4096"});
+  REQUIRE(daemon.wait_ready());
+  auto a = Client::connect_unix(dir.socket());
+  auto b = connect_initialized(dir.socket());
+
+  std::thread noisy([&] {
+    a->send_raw("Content-Length: banana\r\n\r\n");
+    a->send_raw(frame({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", json::object()}}));
+    a->send_raw("Content-Length: 9\r\n\r\n{not json");
+    a->send_raw(frame({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "program/open"},
+                       {"params", {{"uri", "untitled:big"}, {"text", std::string(10000, 'x')}}}}));
+    a->send_raw(frame({{"jsonrpc", "2.0"}, {"id", 3}, {"method", "no/such"}}));
+    a->send_raw(frame(json::array()));
+  });
+
+  // Meanwhile B works normally.
+  json state = b->request("program/open", {{"uri", "untitled:b"}, {"text", kBroken}}, kTimeout);
+  CHECK_FALSE(state["diagnostics"].empty());
+  REQUIRE(b->notifications().size() == 1);
+  CHECK(b->notifications()[0]["params"]["uri"] == "untitled:b");
+  CHECK_FALSE(b->notifications()[0]["params"]["diagnostics"].empty());
+  b->request("program/open", {{"uri", "untitled:r"}, {"text", kRmsLinear}}, kTimeout);
+  json run = b->request("program/run", {{"program", "rms_linear"}, {"bindings", {{"n", 3}, {"d", 5}}}}, kTimeout);
+  CHECK(run["outputs"][0]["shape"] == json{3, 5});
+  noisy.join();
+
+  // A got one answer per message, in order, and its connection still works.
+  std::vector<std::pair<json, int>> expected = {{nullptr, -32700}, {1, 0}, {nullptr, -32700},
+                                                {nullptr, -32600}, {3, -32601}, {nullptr, -32600}};
+  for (auto& [id, code] : expected) {
+    json m = next_response(*a);
+    INFO(m.dump());
+    CHECK(m["id"] == id);
+    if (code == 0)
+      CHECK(m.contains("result"));
+    else
+      CHECK(m["error"]["code"] == code);
+  }
+  CHECK(a->request("program/list", json::object(), kTimeout)["programs"].size() == 2);
+  // A disconnecting abruptly leaves B alone.
+  a.reset();
+  CHECK(b->request("daemon/status", json::object(), kTimeout)["clients"] == 1);
+}
+
+TEST_CASE("cancelling a long program/run over the socket", "[protocol][daemon][cancel]") {
+  TempDir dir;
+  Prismd daemon({"--socket", dir.socket()});
+  REQUIRE(daemon.wait_ready());
+  auto client = connect_initialized(dir.socket());
+  auto other = connect_initialized(dir.socket());
+  client->request("program/open", {{"uri", "untitled:r"}, {"text", kRmsLinear}}, kTimeout);
+
+  client->send_raw(frame({{"jsonrpc", "2.0"}, {"id", "long"}, {"method", "program/run"},
+                          {"params", {{"program", "rms_linear"}, {"bindings", {{"n", 4096}, {"d", 4096}}}}}}));
+  // Neither this connection nor another one waits for the run.
+  CHECK(client->request("program/list", json::object(), kTimeout)["programs"].size() == 1);
+  CHECK(other->request("daemon/status", json::object(), kTimeout)["clients"] == 2);
+  std::this_thread::sleep_for(200ms);
+
+  auto start = std::chrono::steady_clock::now();
+  client->notify("$/cancelRequest", {{"id", "long"}});
+  json r = next_response(*client);
+  CHECK(r["id"] == "long");
+  CHECK(r["error"]["code"] == -32800);
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+
+  SECTION("a client that leaves mid-run does not disturb the daemon") {
+    other->request("program/open", {{"uri", "untitled:o"}, {"text", kBroken}}, kTimeout);
+    other->send_raw(frame({{"jsonrpc", "2.0"}, {"id", 9}, {"method", "program/run"},
+                           {"params", {{"program", "rms_linear"}, {"bindings", {{"n", 4096}, {"d", 4096}}}}}}));
+    std::this_thread::sleep_for(100ms);
+    other.reset();
+    CHECK(rpc_code([&] { client->request("program/show", {{"program", "nope"}}, kTimeout); }) == -32803);
+    CHECK(client->request("daemon/status", json::object(), kTimeout)["clients"] == 1);
+  }
+}

@@ -1,0 +1,143 @@
+#include "prismd_process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <stdexcept>
+#include <utility>
+
+extern char** environ;
+
+namespace prism::test {
+
+namespace {
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+}  // namespace
+
+Prismd::Prismd(std::vector<std::string> args, bool stdio) {
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  // O_CLOEXEC: other daemons spawned by concurrent tests must not inherit these pipes.
+  if (::pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  if (stdio && (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)) throw std::runtime_error("pipe failed");
+
+  std::string program = PRISM_BIN_DIR "/prismd";
+  std::vector<char*> argv{program.data()};
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (stdio) {
+    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  }
+  posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+  int rc = ::posix_spawn(&pid_, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(err[1]);
+  if (stdio) {
+    ::close(in[0]);
+    ::close(out[1]);
+    stdin_write_ = in[1];
+    stdout_read_ = out[0];
+  }
+  stderr_read_ = err[0];
+  if (rc != 0) {
+    pid_ = -1;
+    throw std::runtime_error("cannot spawn " + program);
+  }
+  stderr_thread_ = std::thread([this] {
+    char buffer[4096];
+    for (;;) {
+      ssize_t n = ::read(stderr_read_, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      std::lock_guard lock(mutex_);
+      stderr_.append(buffer, static_cast<size_t>(n));
+    }
+  });
+}
+
+Prismd::~Prismd() {
+  if (pid_ > 0 && !exit_code_) {
+    signal(SIGTERM);
+    if (!wait_exit(std::chrono::seconds(3))) {
+      signal(SIGKILL);
+      wait_exit(std::chrono::seconds(10));
+    }
+  }
+  close_fd(stdin_write_);
+  close_fd(stdout_read_);
+  if (stderr_thread_.joinable()) stderr_thread_.join();
+  close_fd(stderr_read_);
+}
+
+std::optional<std::string> Prismd::wait_ready(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    {
+      std::lock_guard lock(mutex_);
+      size_t at = stderr_.find("prismd: listening on ");
+      if (at != std::string::npos) {
+        size_t end = stderr_.find('\n', at);
+        if (end != std::string::npos) return stderr_.substr(at, end - at);
+      }
+    }
+    if (exit_code_ || std::chrono::steady_clock::now() > deadline) return std::nullopt;
+    if (wait_exit(std::chrono::milliseconds(0))) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::optional<int> Prismd::wait_exit(std::chrono::milliseconds timeout) {
+  if (exit_code_) return exit_code_;
+  if (pid_ <= 0) return std::nullopt;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return exit_code_;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+void Prismd::signal(int sig) {
+  if (pid_ > 0 && !exit_code_) ::kill(pid_, sig);
+}
+
+std::string Prismd::stderr_text() {
+  std::lock_guard lock(mutex_);
+  return stderr_;
+}
+
+int Prismd::take_stdout_read() { return std::exchange(stdout_read_, -1); }
+int Prismd::take_stdin_write() { return std::exchange(stdin_write_, -1); }
+
+TempDir::TempDir() {
+  static std::atomic<int> counter{0};
+  path_ = "/tmp/prism-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directory(path_);
+  std::filesystem::permissions(path_, std::filesystem::perms::owner_all);
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+}  // namespace prism::test
