@@ -13,8 +13,10 @@ namespace prism::repl {
 namespace {
 // The signal handler may only write to a pipe; the forwarding thread does the rest.
 volatile sig_atomic_t wake_fd = -1;
+volatile sig_atomic_t interrupt_count = 0;
 
 void on_sigint(int) {
+  interrupt_count = interrupt_count + 1;
   char c = 'c';
   if (wake_fd >= 0) {
     ssize_t n = ::write(wake_fd, &c, 1);
@@ -22,6 +24,8 @@ void on_sigint(int) {
   }
 }
 }  // namespace
+
+int interrupts_seen() { return interrupt_count; }
 
 InterruptForwarder::InterruptForwarder(Session& session) : session_(session) {
   if (::pipe(pipe_) != 0) return;

@@ -6,6 +6,10 @@ namespace prism::repl {
 
 class Session;
 
+// How many times Ctrl-C was pressed since the forwarder started (read by the line editor to tell
+// an interrupted prompt from end of input).
+int interrupts_seen();
+
 class InterruptForwarder {
  public:
   explicit InterruptForwarder(Session& session);

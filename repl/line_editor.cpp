@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "repl/interrupt.h"
 #include "repl/script.h"
 
 namespace prism::repl {
@@ -58,12 +59,13 @@ LineEditor::~LineEditor() {
   active_completer = nullptr;
 }
 
-std::optional<std::string> LineEditor::read(const std::string& prompt) {
-  char* line = readline(prompt.c_str());
-  if (!line) return std::nullopt;
-  std::string s(line);
-  std::free(line);
-  return s;
+LineEditor::Input LineEditor::read(const std::string& prompt, std::string& line) {
+  int interrupts = interrupts_seen();
+  char* text = readline(prompt.c_str());
+  if (!text) return interrupts_seen() != interrupts ? Input::Interrupted : Input::End;
+  line = text;
+  std::free(text);
+  return Input::Line;
 }
 
 void LineEditor::remember(const std::string& entry) {

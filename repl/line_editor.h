@@ -1,7 +1,6 @@
 // Interactive line input through libedit: prompt, history kept across sessions, tab completion.
 #pragma once
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,8 +16,10 @@ class LineEditor {
   LineEditor(const LineEditor&) = delete;
   LineEditor& operator=(const LineEditor&) = delete;
 
-  // nullopt at end of input (Ctrl-D).
-  std::optional<std::string> read(const std::string& prompt);
+  enum class Input { Line, Interrupted, End };
+  // Reads one line into `line`. Interrupted: Ctrl-C at the prompt (the line is dropped);
+  // End: end of input (Ctrl-D).
+  Input read(const std::string& prompt, std::string& line);
   void remember(const std::string& entry);
 
  private:

@@ -109,13 +109,20 @@ int interactive_loop(Session& session, const Options& opt) {
   InterruptForwarder interrupts(session);
   CommandSplitter splitter;
   while (!session.quit_requested()) {
-    auto line = editor.read(splitter.pending() ? "   ...> " : "prism> ");
-    if (!line) {
+    std::string line;
+    auto input = editor.read(splitter.pending() ? "   ...> " : "prism> ", line);
+    if (input == LineEditor::Input::End) {
       std::cout << "\n";
       break;
     }
-    editor.remember(*line);
-    splitter.feed_line(*line);
+    if (input == LineEditor::Input::Interrupted) {
+      // Like a shell: Ctrl-C drops the line (and an unfinished program block) and re-prompts.
+      std::cout << "^C\n";
+      splitter = CommandSplitter();
+      continue;
+    }
+    editor.remember(line);
+    splitter.feed_line(line);
     for (const auto& cmd : splitter.take()) {
       try {
         run_command(session, cmd, opt.json, true, "");

@@ -127,17 +127,4 @@ std::string Prismd::stderr_text() {
 int Prismd::take_stdout_read() { return std::exchange(stdout_read_, -1); }
 int Prismd::take_stdin_write() { return std::exchange(stdin_write_, -1); }
 
-TempDir::TempDir() {
-  static std::atomic<int> counter{0};
-  path_ = "/tmp/prism-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
-  std::filesystem::remove_all(path_);
-  std::filesystem::create_directory(path_);
-  std::filesystem::permissions(path_, std::filesystem::perms::owner_all);
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
 }  // namespace prism::test

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/subprocess.h"
+
 namespace prism::test {
 
 class Prismd {
@@ -43,18 +45,6 @@ class Prismd {
   std::thread stderr_thread_;
   std::mutex mutex_;
   std::string stderr_;
-};
-
-// A fresh private directory for a test's socket (short enough for sun_path); removed with it.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-  std::string socket() const { return path_ + "/prismd.sock"; }
-
- private:
-  std::string path_;
 };
 
 }  // namespace prism::test

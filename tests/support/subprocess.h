@@ -28,6 +28,8 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
   std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+  // A daemon socket inside it (short enough for sun_path).
+  std::string socket() const { return path_ + "/prismd.sock"; }
 
  private:
   std::string path_;
