@@ -43,7 +43,13 @@ std::string floats(std::initializer_list<float> v) {
   return s;
 }
 
-bool have_numpy() { return std::system("python3 -c 'import numpy' >/dev/null 2>&1") == 0; }
+// A Python that can import numpy: python3 on PATH, else the system one (PATH may hold a
+// pyenv or venv python without numpy while the Debian package is installed).
+std::string numpy_python() {
+  for (const char* py : {"python3", "/usr/bin/python3"})
+    if (std::system((std::string(py) + " -c 'import numpy' >/dev/null 2>&1").c_str()) == 0) return py;
+  return "";
+}
 
 }  // namespace
 
@@ -129,12 +135,13 @@ TEST_CASE("npy errors name the path and the problem", "[engine][npy]") {
 }
 
 TEST_CASE("npy files agree with numpy", "[engine][npy]") {
-  if (!have_numpy()) {
+  const std::string py = numpy_python();
+  if (py.empty()) {
     WARN("numpy is not importable by python3; skipping the numpy cross-check");
     return;
   }
   fs::path dir = temp_dir();
-  std::string cmd = "python3 -c \"import numpy as np; "
+  std::string cmd = py + " -c \"import numpy as np; "
                     "np.save('" + (dir / "np16.npy").string() + "', np.arange(6, dtype=np.float16).reshape(2, 3) / 3); "
                     "np.save('" + (dir / "np32.npy").string() + "', np.array([[1.5, -2.25]], dtype=np.float32))\"";
   REQUIRE(std::system(cmd.c_str()) == 0);
@@ -150,7 +157,7 @@ TEST_CASE("npy files agree with numpy", "[engine][npy]") {
   ours.shape = {2, 2};
   ours.data = {0.5f, -1, 2048, 3};
   write_npy((dir / "ours.npy").string(), ours);
-  std::string check = "python3 -c \"import numpy as np; a = np.load('" + (dir / "ours.npy").string() +
+  std::string check = py + " -c \"import numpy as np; a = np.load('" + (dir / "ours.npy").string() +
                       "'); assert a.dtype == np.float16 and a.shape == (2, 2) and a.tolist() == [[0.5, -1.0], [2048.0, 3.0]], a\"";
   CHECK(std::system(check.c_str()) == 0);
   fs::remove_all(dir);
