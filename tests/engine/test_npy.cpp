@@ -2,6 +2,8 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>

@@ -1,6 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "engine/interp/half.h"
