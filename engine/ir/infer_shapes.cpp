@@ -89,6 +89,8 @@ Inferred infer_concat(const std::vector<Type>& xs, Attrs& attrs) {
 
 Inferred infer_split(const Type& x, Attrs& attrs) {
   if (attrs.parts < 1) return fail(Op::Split, "parts must be positive but is " + std::to_string(attrs.parts));
+  if (attrs.parts > kMaxSplitParts)
+    return fail(Op::Split, std::to_string(attrs.parts) + " parts is more than the limit of " + std::to_string(kMaxSplitParts));
   int written_axis = attrs.axis;
   if (!normalize_axis(attrs.axis, x.shape.size())) return fail(Op::Split, axis_error(written_axis, x.shape.size()));
   if (attrs.index < 0 || attrs.index >= attrs.parts) return fail(Op::Split, "part index out of range");

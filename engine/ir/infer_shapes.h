@@ -10,6 +10,9 @@
 
 namespace prism {
 
+// split makes one value per part; more parts than this is rejected.
+constexpr int kMaxSplitParts = 1024;
+
 struct Inferred {
   std::optional<Type> type;
   std::string error;  // when !type: "matmul: inner dims d and n differ"

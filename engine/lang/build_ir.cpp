@@ -12,6 +12,7 @@ namespace prism {
 namespace {
 
 constexpr int kPoison = -1;  // a value whose definition failed; uses of it report nothing more
+constexpr size_t kMaxDiagnostics = 100;  // per program; after that checking stops
 
 enum class ArgKind { Tensor, Int, Bool, Number, IntList, DimList };
 struct ParamSpec {
@@ -73,14 +74,19 @@ class Builder {
   }
 
  private:
-  void error(const SourceRange& r, const std::string& msg) { diags_.push_back({file_, r, Severity::Error, msg}); }
+  void error(const SourceRange& r, const std::string& msg) {
+    if (diags_.size() < kMaxDiagnostics) diags_.push_back({file_, r, Severity::Error, msg});
+    else if (diags_.size() == kMaxDiagnostics) diags_.push_back({file_, r, Severity::Error, "too many errors in this program; stopping here"});
+  }
+  bool gave_up() const { return diags_.size() > kMaxDiagnostics; }
 
   std::string fresh_name(const std::string& base, bool numbered) {
     if (!numbered && !taken_.count(base)) {
       taken_.insert(base);
       return base;
     }
-    for (int i = 0;; ++i) {
+    // Numbering continues where the last name of this base stopped, so naming stays linear.
+    for (int& i = next_number_[base];; ++i) {
       std::string n = base + std::to_string(i);
       if (!taken_.count(n)) {
         taken_.insert(n);
@@ -209,6 +215,7 @@ class Builder {
   void body() {
     bool returned = false;
     for (const auto& s : ast_.body) {
+      if (gave_up()) return;
       if (returned) {
         error(s.range, "statement after 'return'; 'return' must be the last statement");
         continue;
@@ -574,6 +581,7 @@ class Builder {
   Diagnostics diags_;
   std::map<std::string, Binding> scope_;
   std::set<std::string> taken_;
+  std::map<std::string, int> next_number_;
 };
 
 }  // namespace

@@ -22,7 +22,9 @@ std::optional<std::string> nearest_name(const std::string& name, const std::vect
   if (name.size() > 64) return std::nullopt;  // long garbage: no useful suggestion, and keeps cost bounded
   std::optional<std::string> best;
   size_t best_distance = 3;
+  size_t looked = 0;
   for (const auto& c : candidates) {
+    if (++looked > 2000) break;  // bounds the cost in huge programs; suggestions are a courtesy
     size_t d = edit_distance(name, c);
     if (d < best_distance && d < name.size()) {
       best = c;

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -85,6 +86,25 @@ TEST_CASE("open never throws, hangs or crashes on mutated or random text", "[eng
   CHECK(opened == 4000);
 }
 
+TEST_CASE("huge programs compile in linear time", "[engine][fuzz]") {
+  std::string text = "program big(X: f32[n]) {\n";
+  for (int i = 0; i < 20000; ++i) {
+    std::string prev = i ? std::string("V").append(std::to_string(i - 1)) : std::string("X");
+    text.append("  V").append(std::to_string(i)).append(" = exp(").append(prev).append(" + X * 2)\n");
+  }
+  text += "  return V19999\n}\n";
+  std::string bad = "program bad(X: f32[n]) {\n";
+  for (int i = 0; i < 20000; ++i) bad.append("  V").append(std::to_string(i)).append(" = exp(Nope").append(std::to_string(i)).append(")\n");
+  bad += "  return V0\n}\n";
+  Workspace ws;
+  auto start = std::chrono::steady_clock::now();
+  DocumentState st = ws.open("big.prism", text + bad, 1);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(st.programs == std::vector<std::string>{"big"});
+  CHECK(st.diagnostics.size() == 101);  // capped
+  CHECK(seconds < 5);
+}
+
 TEST_CASE("pathological inputs are rejected quickly", "[engine][fuzz]") {
   Workspace ws;
   std::vector<std::string> texts = {
@@ -97,6 +117,7 @@ TEST_CASE("pathological inputs are rejected quickly", "[engine][fuzz]") {
       "program p(X: f16[n]) { return reshape(X, [n/(n-n)]) }",
       std::string(100000, '\n') + "program",
       "program p(X: f16[n]) { return split(X, 2147483647) }",
+      "program p(X: f16[n]) {\n  A, B = split(X, 1000000000)\n  return A\n}",
   };
   for (const auto& t : texts) {
     DocumentState st;
