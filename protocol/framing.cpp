@@ -60,23 +60,22 @@ void FrameReader::parse() {
   for (;;) {
     switch (state_) {
       case State::Resync: {
-        // Skip to the next line that starts a header block.
-        size_t at = 0;
-        bool found = false;
-        while (at < buffer_.size()) {
-          size_t nl = buffer_.find('\n', at);
-          std::string_view line(buffer_.data() + at, (nl == std::string::npos ? buffer_.size() : nl) - at);
-          if (line.size() >= 15 && iequals(line.substr(0, 15), "content-length:")) { found = true; break; }
-          if (nl == std::string::npos) break;
-          at = nl + 1;
+        // Skip to the next "Content-Length:", wherever it is: after a bad header block its body
+        // usually follows, and the next frame's header starts right after that body, mid-line.
+        static constexpr std::string_view kKey = "content-length:";
+        size_t found = std::string::npos;
+        for (size_t at = 0; at + kKey.size() <= buffer_.size(); ++at) {
+          if (iequals(std::string_view(buffer_).substr(at, kKey.size()), kKey)) {
+            found = at;
+            break;
+          }
         }
-        if (!found) {
-          // Keep a possibly partial header line at the tail; drop the rest.
-          size_t keep = buffer_.rfind('\n');
-          buffer_.erase(0, keep == std::string::npos ? (buffer_.size() > 64 ? buffer_.size() - 64 : 0) : keep + 1);
+        if (found == std::string::npos) {
+          // Keep a tail that may be the start of the key; drop the rest.
+          if (buffer_.size() >= kKey.size()) buffer_.erase(0, buffer_.size() - (kKey.size() - 1));
           return;
         }
-        buffer_.erase(0, at);
+        buffer_.erase(0, found);
         state_ = State::Header;
         break;
       }

@@ -107,7 +107,7 @@ void Server::dispatch(const SessionPtr& session, const Incoming& message) {
     } else if (entry.notification) {
       // A notification method sent as a request still gets an answer (null).
       entry.notification(*session, message.params);
-      reply(make_result(*message.id, nullptr));
+      if (!notification) reply(make_result(*message.id, nullptr));
     } else {
       json result = entry.method(*session, message.params);
       reply(make_result(message.id.value_or(nullptr), std::move(result)));

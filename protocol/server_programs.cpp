@@ -24,18 +24,23 @@ void Server::run(const SessionPtr& session, const Incoming& message) {
       message.id ? session->start_request(*message.id) : std::make_shared<CancelToken>();
   uint64_t run_id = 0;
   {
-    std::string uri;
-    for (const auto& p : workspace_.programs())
-      if (p.name == request.program) uri = p.uri;
     std::lock_guard lock(docs_mutex_);
     run_id = next_run_++;
-    runs_[run_id] = ActiveRun{uri, token, false};
+    runs_[run_id] = ActiveRun{"", token, false};
   }
-
   auto work = [this, session, message, request = std::move(request), token, run_id]() {
     json response;
     try {
       token->check();  // cancelled while it waited for a worker
+      // Which document defines the program: its edits from now on make the result stale. (Looked
+      // up here, not on the I/O thread, since the engine may be busy with another run.)
+      std::string uri;
+      for (const auto& p : workspace_.programs())
+        if (p.name == request.program) uri = p.uri;
+      {
+        std::lock_guard lock(docs_mutex_);
+        runs_[run_id].uri = uri;
+      }
       RunResult result = workspace_.run(request, token.get());
       token->check();
       response = make_result(message.id.value_or(nullptr), run_result_json(result));

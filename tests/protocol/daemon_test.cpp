@@ -84,10 +84,14 @@ TEST_CASE("prismd --stdio serves one client on stdin/stdout", "[protocol][daemon
   auto client = Client::from_fds(daemon.take_stdout_read(), daemon.take_stdin_write());
   initialize(*client);
 
-  json state = client->request("program/open", {{"uri", "untitled:r"}, {"text", kRmsLinear}}, kTimeout);
+  // The repository's example, read by the daemon from its path.
+  json state = client->request("program/open", {{"uri", kExamplePath}}, kTimeout);
+  CHECK(state["uri"] == "file://" + kExamplePath);
   CHECK(state["programs"] == json{"rms_linear"});
+  CHECK(state["diagnostics"].empty());
   REQUIRE(client->notifications().size() == 1);
   CHECK(client->notifications()[0]["method"] == "program/diagnostics");
+  CHECK(client->notifications()[0]["params"]["uri"] == "file://" + kExamplePath);
   json run = client->request("program/run", {{"program", "rms_linear"}, {"bindings", {{"n", 2}, {"d", 4}}}}, kTimeout);
   CHECK(run["outputs"][0]["shape"] == json{2, 4});
   json status = client->request("daemon/status", json::object(), kTimeout);
@@ -230,7 +234,8 @@ TEST_CASE("one client's garbage never disturbs another", "[protocol][daemon][iso
     else
       CHECK(m["error"]["code"] == code);
   }
-  CHECK(a->request("program/list", json::object(), kTimeout)["programs"].size() == 2);
+  // B's broken document defines no checked program; rms_linear is B's other one.
+  CHECK(a->request("program/list", json::object(), kTimeout)["programs"].size() == 1);
   // A disconnecting abruptly leaves B alone.
   a.reset();
   CHECK(b->request("daemon/status", json::object(), kTimeout)["clients"] == 1);

@@ -94,6 +94,15 @@ TEST_CASE("bad header blocks are reported and the reader recovers", "[protocol][
     CHECK(events[0].kind == FrameEvent::Kind::BadHeader);
     CHECK(events[1].body == "null");
   }
+  SECTION("a bad header's body is skipped and the frame right after it is kept") {
+    FrameReader reader;
+    std::string stream = "Content-Length: 7x\r\n\r\n{\"a\":1}" + encode_frame("{\"b\":2}") + encode_frame("3");
+    for (size_t at = 0; at < stream.size(); at += 5) reader.feed(std::string_view(stream).substr(at, 5));
+    auto events = drain(reader);
+    REQUIRE(events.size() == 3);
+    CHECK(events[0].kind == FrameEvent::Kind::BadHeader);
+    CHECK(bodies({events[1], events[2]}) == std::vector<std::string>{"{\"b\":2}", "3"});
+  }
   SECTION("an endless header line is cut off at the header limit") {
     FrameReader reader;
     reader.feed(std::string(FrameReader::kMaxHeaderBytes + 10, 'x'));

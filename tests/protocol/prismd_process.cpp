@@ -108,6 +108,8 @@ std::optional<int> Prismd::wait_exit(std::chrono::milliseconds timeout) {
     pid_t r = ::waitpid(pid_, &status, WNOHANG);
     if (r == pid_) {
       exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      // The pipe hits EOF now that the child is gone: collect everything it wrote.
+      if (stderr_thread_.joinable()) stderr_thread_.join();
       return exit_code_;
     }
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;

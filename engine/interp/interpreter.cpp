@@ -1,0 +1,386 @@
+#include "engine/interp/interpreter.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "engine/error.h"
+#include "engine/interp/half.h"
+#include "engine/ir/visitor.h"
+
+namespace prism {
+
+std::vector<int64_t> concrete_shape(const std::vector<Dim>& shape, const DimBindings& bindings) {
+  std::vector<int64_t> out;
+  for (const Dim& d : shape) {
+    try {
+      out.push_back(d.evaluate_size(bindings));
+    } catch (const DimError& e) {
+      throw Error(Error::Kind::InvalidArgument, e.what());
+    }
+  }
+  return out;
+}
+
+namespace {
+
+constexpr int64_t kChunk = int64_t(1) << 16;  // elements between cancellation polls
+
+// Row-major strides of `shape`, aligned to the right of a result of rank `rank`; a dim of size 1
+// that the result broadcasts gets stride 0.
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape) {
+  size_t rank = out_shape.size();
+  std::vector<int64_t> strides(rank, 0);
+  int64_t s = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    size_t src = shape.size() - 1 - i, dst = rank - 1 - i;
+    strides[dst] = shape[src] == 1 && out_shape[dst] != 1 ? 0 : s;
+    s *= shape[src];
+  }
+  return strides;
+}
+
+std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1)
+      throw Error(Error::Kind::InvalidArgument, std::string(op) + ": sizes " + std::to_string(da) + " and " + std::to_string(db) +
+                                                    " cannot broadcast");
+    out[rank - 1 - i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// Calls fn(out_index, a_offset, b_offset) for every element of the broadcast result.
+template <typename Fn>
+void for_each_broadcast(const std::vector<int64_t>& out_shape, const std::vector<int64_t>& sa, const std::vector<int64_t>& sb,
+                        const CancelToken* cancel, Fn fn) {
+  size_t rank = out_shape.size();
+  int64_t total = checked_element_count(out_shape);
+  if (total == 0) return;
+  std::vector<int64_t> idx(rank, 0);
+  int64_t oa = 0, ob = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    if (cancel && (i % kChunk) == 0) cancel->check();
+    fn(i, oa, ob);
+    for (size_t d = rank; d-- > 0;) {  // odometer increment
+      oa += sa[d];
+      ob += sb[d];
+      if (++idx[d] < out_shape[d]) break;
+      oa -= sa[d] * out_shape[d];
+      ob -= sb[d] * out_shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+
+class Interpreter : public Visitor {
+ public:
+  Interpreter(const Program& p, const DimBindings& b, const std::map<std::string, Tensor>& in, const CancelToken* c)
+      : p_(p), bindings_(b), inputs_(in), cancel_(c), values_(p.values.size()), last_use_(p.values.size(), -1) {
+    for (const auto& v : p.values)
+      for (int o : v.operands) last_use_[size_t(o)] = v.id;
+    for (int o : p.outputs) last_use_[size_t(o)] = int(p.values.size());
+  }
+
+  std::vector<Tensor> run() {
+    for (const auto& v : p_.values) {
+      poll();
+      dispatch(v);
+      release_dead_operands(v);
+    }
+    std::vector<Tensor> out;
+    for (int o : p_.outputs) out.push_back(values_[size_t(o)]);
+    return out;
+  }
+
+ protected:
+  void visit_default(const Value& v) override {
+    throw Error(Error::Kind::Failed, std::string("interpreter: '") + op_name(v.op) + "' must be lowered first (lower_composites)");
+  }
+
+  void visit_input(const Value& v) override {
+    auto it = inputs_.find(v.name);
+    if (it == inputs_.end()) throw Error(Error::Kind::InvalidArgument, "no tensor given for input '" + v.name + "'");
+    std::vector<int64_t> want = shape_of(v);
+    if (it->second.shape != want)
+      throw Error(Error::Kind::InvalidArgument, "input '" + v.name + "' has shape " + shape_text(it->second.shape) +
+                                                    " but the program expects " + shape_str(v.type.shape) + " = " + shape_text(want));
+    Tensor t = it->second;
+    if (t.dtype != v.type.dtype) {
+      round_all(v.type.dtype, t.data.data(), t.data.size());
+      t.dtype = v.type.dtype;
+    }
+    set(v, std::move(t));
+  }
+
+  void visit_const(const Value& v) override {
+    const Constant& c = v.attrs.constant;
+    double x = c.number;
+    if (c.exact) {
+      try {
+        x = c.exact->evaluate(bindings_).to_double();
+      } catch (const DimError& e) {
+        throw Error(Error::Kind::InvalidArgument, e.what());
+      }
+    }
+    Tensor t = Tensor::zeros(DType::F32, {});
+    t.data[0] = float(x);
+    set(v, std::move(t));
+  }
+
+  void visit_unary(const Value& v) override {
+    const Tensor& x = arg(v, 0);
+    Tensor out = Tensor::zeros(v.type.dtype, x.shape);
+    switch (v.op) {
+      case Op::Neg: map(x, out, [](float a) { return -a; }); break;
+      case Op::Exp: map(x, out, [](float a) { return std::exp(a); }); break;
+      case Op::Log: map(x, out, [](float a) { return std::log(a); }); break;
+      case Op::Sqrt: map(x, out, [](float a) { return std::sqrt(a); }); break;
+      case Op::Rsqrt: map(x, out, [](float a) { return 1.0f / std::sqrt(a); }); break;
+      case Op::Square: map(x, out, [](float a) { return a * a; }); break;
+      case Op::Silu: map(x, out, [](float a) { return a / (1.0f + std::exp(-a)); }); break;
+      case Op::Gelu: map(x, out, gelu); break;
+      case Op::Relu: map(x, out, [](float a) { return a < 0.0f ? 0.0f : a; }); break;
+      default: visit_default(v);
+    }
+    finish(v, std::move(out));
+  }
+
+  void visit_binary(const Value& v) override {
+    const Tensor& a = arg(v, 0);
+    const Tensor& b = arg(v, 1);
+    std::vector<int64_t> shape = broadcast_shape(a.shape, b.shape, op_name(v.op));
+    Tensor out = Tensor::zeros(v.type.dtype, shape);
+    switch (v.op) {
+      case Op::Add: zip(a, b, out, [](float x, float y) { return x + y; }); break;
+      case Op::Sub: zip(a, b, out, [](float x, float y) { return x - y; }); break;
+      case Op::Mul: zip(a, b, out, [](float x, float y) { return x * y; }); break;
+      case Op::Div: zip(a, b, out, [](float x, float y) { return x / y; }); break;
+      default: visit_default(v);
+    }
+    finish(v, std::move(out));
+  }
+
+  void visit_matmul(const Value& v) override {
+    const Tensor& a = arg(v, 0);
+    const Tensor& b = arg(v, 1);
+    size_t ra = a.shape.size(), rb = b.shape.size();
+    int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
+    if (b.shape[rb - 2] != k)
+      throw Error(Error::Kind::InvalidArgument, "matmul: inner sizes " + std::to_string(k) + " and " + std::to_string(b.shape[rb - 2]) + " differ");
+    std::vector<int64_t> batch_a(a.shape.begin(), a.shape.end() - 2), batch_b(b.shape.begin(), b.shape.end() - 2);
+    std::vector<int64_t> batch = broadcast_shape(batch_a, batch_b, "matmul");
+    std::vector<int64_t> shape = batch;
+    shape.push_back(m);
+    shape.push_back(n);
+    Tensor out = Tensor::zeros(v.type.dtype, shape);
+    std::vector<int64_t> sa = broadcast_strides(batch_a, batch), sb = broadcast_strides(batch_b, batch);
+    for_each_broadcast(batch, sa, sb, cancel_, [&](int64_t bi, int64_t oa, int64_t ob) {
+      matmul_2d(a.data.data() + oa * m * k, b.data.data() + ob * k * n, out.data.data() + bi * m * n, m, k, n);
+    });
+    finish(v, std::move(out));
+  }
+
+  void visit_reduce(const Value& v) override {
+    if (v.op != Op::Sum && v.op != Op::Max && v.op != Op::Rms) visit_default(v);
+    const Tensor& x = arg(v, 0);
+    size_t axis = size_t(v.attrs.axis);
+    int64_t outer = 1, inner = 1, k = x.shape[axis];
+    for (size_t i = 0; i < axis; ++i) outer *= x.shape[i];
+    for (size_t i = axis + 1; i < x.shape.size(); ++i) inner *= x.shape[i];
+    std::vector<int64_t> shape = x.shape;
+    if (v.attrs.keepdims) shape[axis] = 1;
+    else shape.erase(shape.begin() + long(axis));
+    Tensor out = Tensor::zeros(v.type.dtype, shape);
+    const float* src = x.data.data();
+    float* dst = out.data.data();
+    bool is_max = v.op == Op::Max, is_rms = v.op == Op::Rms;
+    std::vector<float> acc(static_cast<size_t>(inner));
+    for (int64_t o = 0; o < outer; ++o) {
+      poll();
+      std::fill(acc.begin(), acc.end(), is_max ? -std::numeric_limits<float>::infinity() : 0.0f);
+      for (int64_t j = 0; j < k; ++j) {
+        const float* row = src + (o * k + j) * inner;
+        if (is_max) {
+          for (int64_t i = 0; i < inner; ++i)
+            if (row[i] > acc[size_t(i)] || std::isnan(row[i])) acc[size_t(i)] = std::isnan(acc[size_t(i)]) ? acc[size_t(i)] : row[i];
+        } else if (is_rms) {
+          for (int64_t i = 0; i < inner; ++i) acc[size_t(i)] += row[i] * row[i];
+        } else {
+          for (int64_t i = 0; i < inner; ++i) acc[size_t(i)] += row[i];
+        }
+      }
+      for (int64_t i = 0; i < inner; ++i)
+        dst[o * inner + i] = is_rms ? std::sqrt(acc[size_t(i)] / float(k)) : acc[size_t(i)];
+    }
+    finish(v, std::move(out));
+  }
+
+  void visit_transpose(const Value& v) override {
+    const Tensor& x = arg(v, 0);
+    size_t rank = x.shape.size();
+    std::vector<int64_t> in_strides(rank), shape(rank), strides(rank);
+    int64_t s = 1;
+    for (size_t i = rank; i-- > 0;) {
+      in_strides[i] = s;
+      s *= x.shape[i];
+    }
+    for (size_t i = 0; i < rank; ++i) {
+      shape[i] = x.shape[size_t(v.attrs.perm[i])];
+      strides[i] = in_strides[size_t(v.attrs.perm[i])];
+    }
+    Tensor out = Tensor::zeros(v.type.dtype, shape);
+    std::vector<int64_t> zero(rank, 0);
+    for_each_broadcast(shape, strides, zero, cancel_, [&](int64_t i, int64_t off, int64_t) { out.data[size_t(i)] = x.data[size_t(off)]; });
+    finish(v, std::move(out));
+  }
+
+  void visit_reshape(const Value& v) override {
+    const Tensor& x = arg(v, 0);
+    std::vector<int64_t> shape = shape_of(v);
+    if (checked_element_count(shape) != x.size())
+      throw Error(Error::Kind::InvalidArgument, "reshape: cannot reshape " + shape_text(x.shape) + " (" + std::to_string(x.size()) +
+                                                    " elements) into " + shape_str(v.type.shape) + " = " + shape_text(shape));
+    Tensor out = x;
+    out.shape = shape;
+    out.dtype = v.type.dtype;
+    finish(v, std::move(out));
+  }
+
+  void visit_concat(const Value& v) override {
+    size_t axis = size_t(v.attrs.axis);
+    std::vector<int64_t> shape = arg(v, 0).shape;
+    shape[axis] = 0;
+    for (size_t i = 0; i < v.operands.size(); ++i) shape[axis] += arg(v, i).shape[axis];
+    Tensor out = Tensor::zeros(v.type.dtype, shape);
+    int64_t outer = 1, inner = 1;
+    for (size_t i = 0; i < axis; ++i) outer *= shape[i];
+    for (size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
+    float* dst = out.data.data();
+    for (int64_t o = 0; o < outer; ++o) {
+      poll();
+      for (size_t i = 0; i < v.operands.size(); ++i) {
+        const Tensor& x = arg(v, i);
+        int64_t chunk = x.shape[axis] * inner;
+        std::copy_n(x.data.data() + o * chunk, chunk, dst);
+        dst += chunk;
+      }
+    }
+    finish(v, std::move(out));
+  }
+
+  void visit_split(const Value& v) override {
+    const Tensor& x = arg(v, 0);
+    size_t axis = size_t(v.attrs.axis);
+    std::vector<int64_t> shape = shape_of(v);
+    if (shape[axis] * v.attrs.parts != x.shape[axis])
+      throw Error(Error::Kind::InvalidArgument, "split: size " + std::to_string(x.shape[axis]) + " does not split into " +
+                                                    std::to_string(v.attrs.parts) + " parts");
+    Tensor out = Tensor::zeros(v.type.dtype, shape);
+    int64_t outer = 1, inner = 1;
+    for (size_t i = 0; i < axis; ++i) outer *= shape[i];
+    for (size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
+    int64_t part = shape[axis] * inner, whole = x.shape[axis] * inner;
+    for (int64_t o = 0; o < outer; ++o) {
+      poll();
+      std::copy_n(x.data.data() + o * whole + v.attrs.index * part, part, out.data.data() + o * part);
+    }
+    finish(v, std::move(out));
+  }
+
+ private:
+  void poll() const {
+    if (cancel_) cancel_->check();
+  }
+
+  std::vector<int64_t> shape_of(const Value& v) const { return concrete_shape(v.type.shape, bindings_); }
+  const Tensor& arg(const Value& v, size_t i) const { return values_[size_t(v.operands.at(i))]; }
+  void set(const Value& v, Tensor t) { values_[size_t(v.id)] = std::move(t); }
+
+  // Rounds to the value's dtype and checks the shape against the symbolic one.
+  void finish(const Value& v, Tensor t) {
+    std::vector<int64_t> want = shape_of(v);
+    if (t.shape != want)
+      throw Error(Error::Kind::InvalidArgument, std::string(op_name(v.op)) + " '" + v.name + "': computed shape " + shape_text(t.shape) +
+                                                    " but " + shape_str(v.type.shape) + " = " + shape_text(want));
+    round_all(t.dtype, t.data.data(), t.data.size());
+    set(v, std::move(t));
+  }
+
+  void release_dead_operands(const Value& v) {
+    for (int o : v.operands)
+      if (last_use_[size_t(o)] == v.id) values_[size_t(o)] = Tensor{};
+  }
+
+  template <typename F>
+  void map(const Tensor& x, Tensor& out, F f) {
+    int64_t n = x.size();
+    for (int64_t start = 0; start < n; start += kChunk) {
+      poll();
+      int64_t end = std::min(n, start + kChunk);
+      for (int64_t i = start; i < end; ++i) out.data[size_t(i)] = f(x.data[size_t(i)]);
+    }
+  }
+
+  template <typename F>
+  void zip(const Tensor& a, const Tensor& b, Tensor& out, F f) {
+    if (a.shape == b.shape) {
+      int64_t n = a.size();
+      for (int64_t start = 0; start < n; start += kChunk) {
+        poll();
+        int64_t end = std::min(n, start + kChunk);
+        for (int64_t i = start; i < end; ++i) out.data[size_t(i)] = f(a.data[size_t(i)], b.data[size_t(i)]);
+      }
+      return;
+    }
+    std::vector<int64_t> sa = broadcast_strides(a.shape, out.shape), sb = broadcast_strides(b.shape, out.shape);
+    const float* pa = a.data.data();
+    const float* pb = b.data.data();
+    float* po = out.data.data();
+    for_each_broadcast(out.shape, sa, sb, cancel_, [&](int64_t i, int64_t oa, int64_t ob) { po[i] = f(pa[oa], pb[ob]); });
+  }
+
+  // c[m, n] = a[m, k] @ b[k, n], i-k-j order so the inner loop streams rows of b and c; rows run
+  // in parallel. Accumulates in f32; the caller rounds once.
+  void matmul_2d(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n) {
+    auto rows = [&](const tbb::blocked_range<int64_t>& r) {
+      for (int64_t i = r.begin(); i < r.end(); ++i) {
+        poll();
+        float* ci = c + i * n;
+        for (int64_t p = 0; p < k; ++p) {
+          float aip = a[i * k + p];
+          const float* bp = b + p * n;
+          for (int64_t j = 0; j < n; ++j) ci[j] += aip * bp[j];
+        }
+      }
+    };
+    if (m * k * n < (int64_t(1) << 18)) rows(tbb::blocked_range<int64_t>(0, m));
+    else tbb::parallel_for(tbb::blocked_range<int64_t>(0, m), rows);
+  }
+
+  const Program& p_;
+  const DimBindings& bindings_;
+  const std::map<std::string, Tensor>& inputs_;
+  const CancelToken* cancel_;
+  std::vector<Tensor> values_;
+  std::vector<int> last_use_;
+};
+
+}  // namespace
+
+std::vector<Tensor> interpret(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
+                              const CancelToken* cancel) {
+  return Interpreter(lowered, bindings, inputs, cancel).run();
+}
+
+}  // namespace prism

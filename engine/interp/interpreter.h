@@ -1,0 +1,30 @@
+// The reference interpreter: the ground truth every later backend is checked against.
+//
+// It evaluates a lowered program (primitives only) for concrete dim bindings. Arithmetic is f32;
+// every op's result is rounded to its dtype's storage (f16/bf16 round-to-nearest-even), and matmul
+// and reductions accumulate in f32 before that one rounding. Scalar constants are f32.
+// Elementwise formulas: silu(x) = x / (1 + exp(-x)); gelu(x) = x/2 * (1 + erf(x / sqrt(2))) (the
+// exact form, not the tanh approximation); rsqrt(x) = 1 / sqrt(x); relu keeps NaN; max propagates
+// NaN. The CancelToken is polled between ops and inside long loops.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/cancel.h"
+#include "engine/interp/tensor.h"
+#include "engine/ir/program.h"
+
+namespace prism {
+
+// Every dim of every value as a concrete size; throws Error{InvalidArgument} naming the dim.
+std::vector<int64_t> concrete_shape(const std::vector<Dim>& shape, const DimBindings& bindings);
+
+// `inputs` maps each program input name to its tensor; a tensor whose dtype differs from the
+// declared one is converted (rounded). Throws Error: InvalidArgument (missing input, shape
+// mismatch, a dim that is not a positive integer), Failed (a composite was not lowered),
+// Cancelled.
+std::vector<Tensor> interpret(const Program& lowered, const DimBindings& bindings,
+                              const std::map<std::string, Tensor>& inputs, const CancelToken* cancel = nullptr);
+
+}  // namespace prism

@@ -1,0 +1,23 @@
+#include "engine/ir/dtype.h"
+
+namespace prism {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+  }
+  return "?";
+}
+
+std::optional<DType> parse_dtype(std::string_view name) {
+  if (name == "f32") return DType::F32;
+  if (name == "f16") return DType::F16;
+  if (name == "bf16") return DType::BF16;
+  return std::nullopt;
+}
+
+DType wider(DType a, DType b) { return a == b ? a : DType::F32; }
+
+}  // namespace prism

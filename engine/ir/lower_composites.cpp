@@ -1,0 +1,132 @@
+#include "engine/ir/lower_composites.h"
+
+#include <set>
+
+#include "engine/error.h"
+#include "engine/ir/infer_shapes.h"
+#include "engine/ir/visitor.h"
+
+namespace prism {
+
+namespace {
+
+class Lowering : public Visitor {
+ public:
+  explicit Lowering(const Program& src) : src_(src) {
+    out_.name = src.name;
+    out_.file = src.file;
+    out_.pos = src.pos;
+    out_.dims = src.dims;
+    for (const auto& v : src.values) taken_.insert(v.name);
+    taken_.insert(src.dims.begin(), src.dims.end());
+  }
+
+  Program run() {
+    visit(src_);
+    for (int id : src_.inputs) out_.inputs.push_back(map_.at(size_t(id)));
+    for (int id : src_.outputs) out_.outputs.push_back(map_.at(size_t(id)));
+    for (auto& v : out_.values)
+      if (v.name.empty() && v.op != Op::Const) v.name = fresh();
+    return std::move(out_);
+  }
+
+ protected:
+  // Primitives are copied with their operands renumbered.
+  void visit_default(const Value& v) override {
+    Value copy = v;
+    copy.id = int(out_.values.size());
+    for (int& o : copy.operands) o = map_.at(size_t(o));
+    out_.values.push_back(std::move(copy));
+    map_.push_back(out_.values.back().id);
+  }
+
+  void visit_composite(const Value& v) override {
+    int x = map_.at(size_t(v.operands.at(0)));
+    int result = -1;
+    switch (v.op) {
+      case Op::Mean: result = mean(x, v.attrs.axis, v.attrs.keepdims, v.pos); break;
+      case Op::RmsNorm:
+        if (!v.attrs.eps) {
+          result = emit(Op::Div, {x, reduce(Op::Rms, x, -1, true, v.pos)}, {}, v.pos);
+        } else {
+          int squares = emit(Op::Mul, {x, x}, {}, v.pos);
+          int shifted = emit(Op::Add, {mean(squares, -1, true, v.pos), constant({std::nullopt, *v.attrs.eps}, v.pos)}, {}, v.pos);
+          result = emit(Op::Div, {x, emit(Op::Sqrt, {shifted}, {}, v.pos)}, {}, v.pos);
+        }
+        break;
+      case Op::Softmax: {
+        int e = emit(Op::Exp, {x}, {}, v.pos);
+        result = emit(Op::Div, {e, reduce(Op::Sum, e, v.attrs.axis, true, v.pos)}, {}, v.pos);
+        break;
+      }
+      default:
+        throw Error(Error::Kind::Failed, std::string("lower_composites: no lowering for ") + op_name(v.op));
+    }
+    Value& r = out_.values[size_t(result)];
+    if (!(r.type == v.type))
+      throw Error(Error::Kind::Failed, std::string("lower_composites: ") + op_name(v.op) + " lowered to a different type");
+    r.name = v.name;
+    r.named = v.named;
+    r.pos = v.pos;
+    map_.push_back(result);
+  }
+
+ private:
+  int mean(int x, int axis, bool keepdims, const SourceRange& pos) {
+    int sum = reduce(Op::Sum, x, axis, keepdims, pos);
+    const Value& xv = out_.value(x);
+    int a = axis < 0 ? axis + int(xv.type.shape.size()) : axis;
+    Dim k = xv.type.shape.at(size_t(a));
+    return emit(Op::Div, {sum, constant({k, 0}, pos)}, {}, pos);
+  }
+
+  int reduce(Op op, int x, int axis, bool keepdims, const SourceRange& pos) {
+    Attrs a;
+    a.axis = axis;
+    a.keepdims = keepdims;
+    return emit(op, {x}, a, pos);
+  }
+
+  int constant(Constant c, const SourceRange& pos) {
+    Attrs a;
+    a.constant = std::move(c);
+    return emit(Op::Const, {}, a, pos);
+  }
+
+  int emit(Op op, std::vector<int> operands, Attrs attrs, const SourceRange& pos) {
+    std::vector<Type> types;
+    for (int id : operands) types.push_back(out_.value(id).type);
+    Inferred t = infer_type(op, attrs, types);
+    if (!t.type) throw Error(Error::Kind::Failed, "lower_composites: " + t.error);
+    Value v;
+    v.id = int(out_.values.size());
+    v.op = op;
+    v.operands = std::move(operands);
+    v.attrs = std::move(attrs);
+    v.type = *t.type;
+    v.pos = pos;
+    out_.values.push_back(std::move(v));
+    return out_.values.back().id;
+  }
+
+  std::string fresh() {
+    std::string n;
+    do {
+      n = std::string("t").append(std::to_string(counter_++));
+    } while (taken_.count(n));
+    taken_.insert(n);
+    return n;
+  }
+
+  const Program& src_;
+  Program out_;
+  std::vector<int> map_;  // source id -> lowered id
+  std::set<std::string> taken_;
+  int counter_ = 0;
+};
+
+}  // namespace
+
+Program lower_composites(const Program& program) { return Lowering(program).run(); }
+
+}  // namespace prism

@@ -1,0 +1,591 @@
+#include "engine/lang/build_ir.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "engine/ir/infer_shapes.h"
+#include "engine/lang/suggest.h"
+
+namespace prism {
+
+namespace {
+
+constexpr int kPoison = -1;  // a value whose definition failed; uses of it report nothing more
+constexpr size_t kMaxDiagnostics = 100;  // per program; after that checking stops
+
+enum class ArgKind { Tensor, Int, Bool, Number, IntList, DimList };
+struct ParamSpec {
+  const char* name;
+  ArgKind kind;
+  bool required;
+};
+
+// The argument list of each callable op (concat is variadic and handled on its own).
+std::vector<ParamSpec> signature(Op op) {
+  switch (op_class(op)) {
+    case OpClass::Unary: return {{"x", ArgKind::Tensor, true}};
+    case OpClass::Binary:
+    case OpClass::Matmul: return {{"a", ArgKind::Tensor, true}, {"b", ArgKind::Tensor, true}};
+    case OpClass::Reduce:
+      return {{"x", ArgKind::Tensor, true}, {"axis", ArgKind::Int, false}, {"keepdims", ArgKind::Bool, false}};
+    case OpClass::Composite:
+      if (op == Op::Mean)
+        return {{"x", ArgKind::Tensor, true}, {"axis", ArgKind::Int, false}, {"keepdims", ArgKind::Bool, false}};
+      if (op == Op::RmsNorm) return {{"x", ArgKind::Tensor, true}, {"eps", ArgKind::Number, false}};
+      return {{"x", ArgKind::Tensor, true}, {"axis", ArgKind::Int, false}};
+    case OpClass::Transpose: return {{"x", ArgKind::Tensor, true}, {"perm", ArgKind::IntList, false}};
+    case OpClass::Reshape: return {{"x", ArgKind::Tensor, true}, {"shape", ArgKind::DimList, true}};
+    case OpClass::Split:
+      return {{"x", ArgKind::Tensor, true}, {"parts", ArgKind::Int, true}, {"axis", ArgKind::Int, false}};
+    default: return {};
+  }
+}
+
+struct Result {
+  int id = kPoison;
+  int count = 1;  // split yields `count` consecutive values
+  bool ok() const { return id != kPoison; }
+};
+
+struct Binding {
+  int id = kPoison;
+  int line = 0;
+};
+
+class Builder {
+ public:
+  Builder(const ProgramAst& ast, const std::string& file) : ast_(ast), file_(file) {}
+
+  BuildResult run() {
+    prog_.name = ast_.name;
+    prog_.file = file_;
+    prog_.pos = ast_.name_range;
+    for (const auto& p : ast_.params) taken_.insert(p.name);
+    for (const auto& s : ast_.body)
+      for (const auto& t : s.targets) taken_.insert(t);
+    params();
+    body();
+    name_unnamed_values();
+    BuildResult out;
+    out.diagnostics = std::move(diags_);
+    if (out.diagnostics.empty()) out.program = std::move(prog_);
+    return out;
+  }
+
+ private:
+  void error(const SourceRange& r, const std::string& msg) {
+    if (diags_.size() < kMaxDiagnostics) diags_.push_back({file_, r, Severity::Error, msg});
+    else if (diags_.size() == kMaxDiagnostics) diags_.push_back({file_, r, Severity::Error, "too many errors in this program; stopping here"});
+  }
+  bool gave_up() const { return diags_.size() > kMaxDiagnostics; }
+
+  std::string fresh_name(const std::string& base, bool numbered) {
+    if (!numbered && !taken_.count(base)) {
+      taken_.insert(base);
+      return base;
+    }
+    // Numbering continues where the last name of this base stopped, so naming stays linear.
+    for (int& i = next_number_[base];; ++i) {
+      std::string n = base + std::to_string(i);
+      if (!taken_.count(n)) {
+        taken_.insert(n);
+        return n;
+      }
+    }
+  }
+
+  int add_value(Op op, std::vector<int> operands, Attrs attrs, Type type, const SourceRange& pos) {
+    Value v;
+    v.id = int(prog_.values.size());
+    v.op = op;
+    v.operands = std::move(operands);
+    v.attrs = std::move(attrs);
+    v.type = std::move(type);
+    v.pos = pos;
+    prog_.values.push_back(std::move(v));
+    return prog_.values.back().id;
+  }
+
+  int make_const(Constant c, const SourceRange& pos) {
+    Attrs a;
+    a.constant = std::move(c);
+    return add_value(Op::Const, {}, std::move(a), Type{DType::F32, {}, true}, pos);
+  }
+
+  const Value* const_of(int id) const {
+    return id != kPoison && prog_.value(id).op == Op::Const ? &prog_.value(id) : nullptr;
+  }
+
+  // ---- dims -------------------------------------------------------------------------------
+
+  std::optional<Dim> to_dim(const Expr& e, bool introduce) {
+    try {
+      switch (e.kind) {
+        case Expr::Kind::Name:
+          if (std::find(prog_.dims.begin(), prog_.dims.end(), e.name) == prog_.dims.end()) {
+            if (!introduce) {
+              auto near = nearest_name(e.name, prog_.dims);
+              error(e.range, "unknown dim '" + e.name + "'" + (near ? "; did you mean '" + *near + "'?" : ""));
+              return std::nullopt;
+            }
+            prog_.dims.push_back(e.name);
+          }
+          return Dim::symbol(e.name);
+        case Expr::Kind::Number:
+          if (!e.is_integer) {
+            error(e.range, "dims are integers but found a number with a fraction or exponent");
+            return std::nullopt;
+          }
+          return Dim(e.integer);
+        case Expr::Kind::Neg: {
+          auto d = to_dim(*e.args[0], introduce);
+          if (!d) return std::nullopt;
+          return -*d;
+        }
+        case Expr::Kind::Binary: {
+          if (e.op == '@') {
+            error(e.range, "'@' cannot appear in a dim expression");
+            return std::nullopt;
+          }
+          auto a = to_dim(*e.args[0], introduce);
+          auto b = a ? to_dim(*e.args[1], introduce) : std::nullopt;
+          if (!a || !b) return std::nullopt;
+          switch (e.op) {
+            case '+': return *a + *b;
+            case '-': return *a - *b;
+            case '*': return *a * *b;
+            default: return *a / *b;
+          }
+        }
+        default:
+          error(e.range, "expected a dim (a name, an integer, or + - * / of them)");
+          return std::nullopt;
+      }
+    } catch (const DimError& err) {
+      error(e.range, std::string("dim expression: ") + err.what());
+      return std::nullopt;
+    }
+  }
+
+  // ---- parameters -------------------------------------------------------------------------
+
+  void params() {
+    for (const auto& p : ast_.params) {
+      int id = kPoison;
+      bool ok = true;
+      auto dtype = parse_dtype(p.dtype);
+      if (!dtype) {
+        error(p.dtype_range, "unknown dtype '" + p.dtype + "'; expected f32, f16 or bf16");
+        ok = false;
+      }
+      std::vector<Dim> shape;
+      for (const auto& d : p.dims) {
+        auto dim = to_dim(*d, true);
+        if (!dim) {
+          ok = false;
+          continue;
+        }
+        auto c = dim->constant_value();
+        if (c && !(c->is_integer() && c->num() > 0)) {
+          error(d->range, "dim " + dim->str() + " is not a positive integer");
+          ok = false;
+        }
+        shape.push_back(*dim);
+      }
+      if (auto it = scope_.find(p.name); it != scope_.end()) {
+        error(p.range, "'" + p.name + "' is already defined (line " + std::to_string(it->second.line) + ")");
+        continue;
+      }
+      if (ok) {
+        id = add_value(Op::Input, {}, {}, Type{*dtype, shape, false}, p.range);
+        prog_.values[size_t(id)].name = p.name;
+        prog_.values[size_t(id)].named = true;
+        prog_.inputs.push_back(id);
+      }
+      scope_[p.name] = {id, p.range.begin.line};
+    }
+    for (const auto& p : ast_.params)
+      if (std::find(prog_.dims.begin(), prog_.dims.end(), p.name) != prog_.dims.end())
+        error(p.range, "'" + p.name + "' names both a dim and an input; use different names");
+  }
+
+  // ---- statements -------------------------------------------------------------------------
+
+  void body() {
+    bool returned = false;
+    for (const auto& s : ast_.body) {
+      if (gave_up()) return;
+      if (returned) {
+        error(s.range, "statement after 'return'; 'return' must be the last statement");
+        continue;
+      }
+      if (s.is_return) {
+        returned = true;
+        for (const auto& e : s.values) {
+          Result r = single(eval(*e), e->range);
+          if (r.ok() && const_of(r.id)) {
+            error(e->range, "return: a constant is not a tensor of the program");
+            continue;
+          }
+          if (r.ok()) prog_.outputs.push_back(r.id);
+        }
+      } else {
+        assign(s);
+      }
+    }
+    if (!returned) error(ast_.name_range, "program '" + ast_.name + "' has no return");
+  }
+
+  void assign(const StmtAst& s) {
+    bool targets_ok = true;
+    std::set<std::string> here;
+    for (size_t i = 0; i < s.targets.size(); ++i) {
+      const std::string& t = s.targets[i];
+      if (std::find(prog_.dims.begin(), prog_.dims.end(), t) != prog_.dims.end()) {
+        error(s.target_ranges[i], "'" + t + "' is a dim of the program and cannot name a value");
+        targets_ok = false;
+      } else if (auto it = scope_.find(t); it != scope_.end()) {
+        error(s.target_ranges[i], "'" + t + "' is already defined (line " + std::to_string(it->second.line) + ")");
+        targets_ok = false;
+      } else if (!here.insert(t).second) {
+        error(s.target_ranges[i], "'" + t + "' appears twice on the left of '='");
+        targets_ok = false;
+      }
+    }
+    const Expr& e = *s.values[0];
+    Result r = eval(e);
+    if (r.ok() && r.count != int(s.targets.size())) {
+      std::string what = e.kind == Expr::Kind::Call ? "'" + e.name + "'" : "the expression";
+      error(s.range, what + " gives " + std::to_string(r.count) + (r.count == 1 ? " value" : " values") + " but " +
+                         std::to_string(s.targets.size()) + (s.targets.size() == 1 ? " name is" : " names are") +
+                         " on the left of '='");
+      r.id = kPoison;
+    }
+    if (!targets_ok) {
+      // Names that were free (or shadow a dim) become poisoned so their uses stay quiet.
+      for (const auto& t : s.targets)
+        if (!scope_.count(t)) scope_[t] = {};
+      return;
+    }
+    for (size_t i = 0; i < s.targets.size(); ++i) {
+      int id = r.ok() ? r.id + int(i) : kPoison;
+      if (id != kPoison) {
+        Value& v = prog_.values[size_t(id)];
+        if (!v.named && v.op != Op::Const) {
+          v.name = s.targets[i];
+          v.named = true;
+          v.pos = s.target_ranges[i];
+        }
+      }
+      scope_[s.targets[i]] = {id, s.target_ranges[i].begin.line};
+    }
+  }
+
+  void name_unnamed_values() {
+    taken_.insert(prog_.dims.begin(), prog_.dims.end());
+    for (size_t i = 0; i < prog_.outputs.size(); ++i) {
+      Value& v = prog_.values[size_t(prog_.outputs[i])];
+      if (v.name.empty()) v.name = prog_.outputs.size() == 1 ? fresh_name("out", false) : fresh_name("out" + std::to_string(i), false);
+    }
+    for (auto& v : prog_.values)
+      if (v.name.empty() && v.op != Op::Const) v.name = fresh_name("t", true);
+  }
+
+  // ---- expressions ------------------------------------------------------------------------
+
+  Result single(Result r, const SourceRange& range) {
+    if (r.ok() && r.count != 1) {
+      error(range, "split gives " + std::to_string(r.count) + " values; assign them to names first (A, B = split(...))");
+      return {};
+    }
+    return r;
+  }
+
+  std::vector<std::string> visible_names() const {
+    std::vector<std::string> names;
+    for (const auto& [n, b] : scope_) names.push_back(n);
+    names.insert(names.end(), prog_.dims.begin(), prog_.dims.end());
+    return names;
+  }
+
+  Result eval(const Expr& e) {
+    switch (e.kind) {
+      case Expr::Kind::Name: {
+        if (auto it = scope_.find(e.name); it != scope_.end()) return {it->second.id, 1};
+        if (std::find(prog_.dims.begin(), prog_.dims.end(), e.name) != prog_.dims.end())
+          return {make_const(Constant{Dim::symbol(e.name), 0}, e.range), 1};
+        auto near = nearest_name(e.name, visible_names());
+        error(e.range, "undefined name '" + e.name + "'" + (near ? "; did you mean '" + *near + "'?" : ""));
+        return {};
+      }
+      case Expr::Kind::Number:
+        if (e.is_integer) return {make_const(Constant{Dim(e.integer), 0}, e.range), 1};
+        return {make_const(Constant{std::nullopt, e.number}, e.range), 1};
+      case Expr::Kind::Bool:
+        error(e.range, std::string("expected a tensor but found '") + (e.boolean ? "true" : "false") + "'");
+        return {};
+      case Expr::Kind::List:
+        error(e.range, "expected a tensor but found a list");
+        return {};
+      case Expr::Kind::Neg: {
+        Result x = single(eval(*e.args[0]), e.args[0]->range);
+        if (!x.ok()) return {};
+        if (const Value* c = const_of(x.id)) {
+          Constant k = c->attrs.constant;
+          if (k.exact) k.exact = -*k.exact;
+          k.number = -k.number;
+          return {make_const(k, e.range), 1};
+        }
+        return emit(Op::Neg, {x.id}, {}, e.range);
+      }
+      case Expr::Kind::Binary: {
+        Result a = single(eval(*e.args[0]), e.args[0]->range);
+        Result b = single(eval(*e.args[1]), e.args[1]->range);
+        if (!a.ok() || !b.ok()) return {};
+        Op op = e.op == '+' ? Op::Add : e.op == '-' ? Op::Sub : e.op == '*' ? Op::Mul : e.op == '/' ? Op::Div : Op::Matmul;
+        if (op != Op::Matmul) {
+          if (auto folded = fold(op, a.id, b.id, e.range)) return *folded;
+        }
+        return emit(op, {a.id, b.id}, {}, e.range);
+      }
+      case Expr::Kind::Call:
+        return call(e);
+    }
+    return {};
+  }
+
+  // Folds arithmetic on two constants: exactly when both are exact (so `d/2` stays a dim), in
+  // floating point when both are plain numbers. Anything else is left to the program.
+  std::optional<Result> fold(Op op, int a, int b, const SourceRange& range) {
+    const Value* ca = const_of(a);
+    const Value* cb = const_of(b);
+    if (!ca || !cb) return std::nullopt;
+    const Constant& x = ca->attrs.constant;
+    const Constant& y = cb->attrs.constant;
+    try {
+      if (x.exact && y.exact) {
+        Dim r = op == Op::Add ? *x.exact + *y.exact : op == Op::Sub ? *x.exact - *y.exact
+              : op == Op::Mul ? *x.exact * *y.exact : *x.exact / *y.exact;
+        return Result{make_const(Constant{r, 0}, range), 1};
+      }
+    } catch (const DimError& err) {
+      error(range, std::string("constant expression: ") + err.what());
+      return Result{};
+    }
+    auto numeric = [](const Constant& c) -> std::optional<double> {
+      if (!c.exact) return c.number;
+      if (auto v = c.exact->constant_value()) return v->to_double();
+      return std::nullopt;
+    };
+    auto nx = numeric(x), ny = numeric(y);
+    if (!nx || !ny) return std::nullopt;
+    double r = op == Op::Add ? *nx + *ny : op == Op::Sub ? *nx - *ny : op == Op::Mul ? *nx * *ny : *nx / *ny;
+    return Result{make_const(Constant{std::nullopt, r}, range), 1};
+  }
+
+  Result emit(Op op, std::vector<int> operands, Attrs attrs, const SourceRange& range) {
+    std::vector<Type> types;
+    for (int id : operands) types.push_back(prog_.value(id).type);
+    if (op == Op::Split) {
+      int first = kPoison;
+      for (int i = 0; i < attrs.parts; ++i) {
+        Attrs a = attrs;
+        a.index = i;
+        Inferred t = infer_type(op, a, types);
+        if (!t.type) {
+          error(range, t.error);
+          return {};
+        }
+        int id = add_value(op, operands, a, *t.type, range);
+        if (i == 0) first = id;
+      }
+      return {first, attrs.parts};
+    }
+    Inferred t = infer_type(op, attrs, types);
+    if (!t.type) {
+      error(range, t.error);
+      return {};
+    }
+    return {add_value(op, std::move(operands), std::move(attrs), *t.type, range), 1};
+  }
+
+  // ---- calls ------------------------------------------------------------------------------
+
+  std::optional<int64_t> int_of(const Expr& e) {
+    if (e.kind == Expr::Kind::Number && e.is_integer) return e.integer;
+    if (e.kind == Expr::Kind::Neg && e.args[0]->kind == Expr::Kind::Number && e.args[0]->is_integer)
+      return -e.args[0]->integer;
+    return std::nullopt;
+  }
+
+  std::optional<int> small_int(const Expr& e, const std::string& what) {
+    auto v = int_of(e);
+    if (!v || *v < std::numeric_limits<int>::min() / 2 || *v > std::numeric_limits<int>::max() / 2) {
+      error(e.range, what + " must be an integer");
+      return std::nullopt;
+    }
+    return int(*v);
+  }
+
+  Result call(const Expr& e) {
+    auto op = op_from_name(e.name);
+    if (!op) {
+      auto near = nearest_name(e.name, op_names());
+      error(e.name_range, "unknown op '" + e.name + "'" + (near ? "; did you mean '" + *near + "'?" : ""));
+      return {};
+    }
+    const std::string opn = op_name(*op);
+    std::vector<ParamSpec> specs = signature(*op);
+    std::vector<const Expr*> bound(specs.size(), nullptr);
+    std::vector<const Expr*> tensors;  // concat's variadic operands
+    const Expr* concat_axis = nullptr;
+    bool ok = true;
+    bool seen_keyword = false;
+    size_t next_positional = 0;
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const Expr& arg = *e.args[i];
+      const std::string& kw = e.keywords[i];
+      if (kw.empty()) {
+        if (seen_keyword) {
+          error(arg.range, opn + ": positional argument after a keyword argument");
+          ok = false;
+        } else if (*op == Op::Concat) {
+          tensors.push_back(&arg);
+        } else if (next_positional >= specs.size()) {
+          error(arg.range, opn + ": too many arguments (takes at most " + std::to_string(specs.size()) + ")");
+          ok = false;
+        } else {
+          bound[next_positional++] = &arg;
+        }
+        continue;
+      }
+      seen_keyword = true;
+      if (*op == Op::Concat) {
+        if (kw != "axis") {
+          error(e.keyword_ranges[i], "concat: unknown argument '" + kw + "'; concat takes tensors and axis=");
+          ok = false;
+        } else if (concat_axis) {
+          error(e.keyword_ranges[i], "concat: argument 'axis' given twice");
+          ok = false;
+        } else {
+          concat_axis = &arg;
+        }
+        continue;
+      }
+      auto it = std::find_if(specs.begin(), specs.end(), [&](const ParamSpec& p) { return kw == p.name; });
+      if (it == specs.end()) {
+        std::vector<std::string> names;
+        for (const auto& p : specs) names.push_back(p.name);
+        auto near = nearest_name(kw, names);
+        error(e.keyword_ranges[i], opn + ": unknown argument '" + kw + "'" + (near ? "; did you mean '" + *near + "'?" : ""));
+        ok = false;
+      } else if (bound[size_t(it - specs.begin())]) {
+        error(e.keyword_ranges[i], opn + ": argument '" + kw + "' given twice");
+        ok = false;
+      } else {
+        bound[size_t(it - specs.begin())] = &arg;
+      }
+    }
+    for (size_t i = 0; i < specs.size(); ++i)
+      if (specs[i].required && !bound[i]) {
+        error(e.range, opn + ": missing argument '" + specs[i].name + "'");
+        ok = false;
+      }
+    if (!ok) return {};
+
+    Attrs attrs;
+    std::vector<int> operands;
+    bool poisoned = false;
+    auto tensor = [&](const Expr& arg) {
+      Result r = single(eval(arg), arg.range);
+      if (!r.ok()) poisoned = true;
+      else operands.push_back(r.id);
+    };
+    if (*op == Op::Concat) {
+      for (const Expr* t : tensors) tensor(*t);
+      if (concat_axis) {
+        if (auto a = small_int(*concat_axis, "concat: axis")) attrs.axis = *a;
+        else ok = false;
+      }
+    }
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (!bound[i]) continue;
+      const Expr& arg = *bound[i];
+      const std::string what = opn + ": " + specs[i].name;
+      switch (specs[i].kind) {
+        case ArgKind::Tensor: tensor(arg); break;
+        case ArgKind::Int: {
+          auto v = small_int(arg, what);
+          if (!v) ok = false;
+          else if (specs[i].name == std::string("parts")) attrs.parts = *v;
+          else attrs.axis = *v;
+          break;
+        }
+        case ArgKind::Bool:
+          if (arg.kind != Expr::Kind::Bool) {
+            error(arg.range, what + " must be true or false");
+            ok = false;
+          } else {
+            attrs.keepdims = arg.boolean;
+          }
+          break;
+        case ArgKind::Number: {
+          const Expr* n = &arg;
+          double sign = 1;
+          if (n->kind == Expr::Kind::Neg) {
+            sign = -1;
+            n = n->args[0].get();
+          }
+          if (n->kind != Expr::Kind::Number) {
+            error(arg.range, what + " must be a number");
+            ok = false;
+          } else {
+            attrs.eps = sign * n->number;
+          }
+          break;
+        }
+        case ArgKind::IntList:
+          if (arg.kind != Expr::Kind::List) {
+            error(arg.range, what + " must be a list of integers like [0, 2, 1]");
+            ok = false;
+            break;
+          }
+          for (const auto& item : arg.args) {
+            auto v = small_int(*item, what + " entry");
+            if (!v) ok = false;
+            else attrs.perm.push_back(*v);
+          }
+          break;
+        case ArgKind::DimList:
+          if (arg.kind != Expr::Kind::List) {
+            error(arg.range, what + " must be a list of dims like [n, d/2]");
+            ok = false;
+            break;
+          }
+          for (const auto& item : arg.args) {
+            auto d = to_dim(*item, false);
+            if (!d) ok = false;
+            else attrs.shape.push_back(*d);
+          }
+          break;
+      }
+    }
+    if (!ok || poisoned) return {};
+    return emit(*op, std::move(operands), std::move(attrs), e.range);
+  }
+
+  const ProgramAst& ast_;
+  std::string file_;
+  Program prog_;
+  Diagnostics diags_;
+  std::map<std::string, Binding> scope_;
+  std::set<std::string> taken_;
+  std::map<std::string, int> next_number_;
+};
+
+}  // namespace
+
+BuildResult build_program(const ProgramAst& ast, const std::string& file) { return Builder(ast, file).run(); }
+
+}  // namespace prism

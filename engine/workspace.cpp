@@ -1,0 +1,369 @@
+// The Workspace facade: open documents, their compiled programs, and runs of the interpreter.
+// Parsing and checking happen under the mutex; a run copies a shared_ptr to the immutable
+// compiled program under the lock and interprets it without holding the lock.
+#include "engine/workspace.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <new>
+
+#include "engine/interp/interpreter.h"
+#include "engine/io/npy.h"
+#include "engine/ir/lower_composites.h"
+#include "engine/ir/print.h"
+#include "engine/lang/compile.h"
+#include "engine/lang/suggest.h"
+
+namespace prism {
+
+namespace {
+
+struct CompiledProgram {
+  Program source;
+  Program lowered;
+  ProgramSummary summary;
+  std::vector<TensorView> values;
+  std::string lowered_text;
+};
+
+struct Document {
+  std::string text;
+  int64_t version = 0;
+  Diagnostics diagnostics;
+  std::vector<std::shared_ptr<const CompiledProgram>> programs;  // compiled and not duplicates
+};
+
+TensorView view_of(const Value& v) {
+  TensorView t;
+  t.name = v.name;
+  t.dtype = dtype_name(v.type.dtype);
+  for (const Dim& d : v.type.shape) t.shape.push_back(d.str());
+  if (v.op != Op::Input) t.op = op_name(v.op);
+  t.pos = v.pos.begin;
+  return t;
+}
+
+std::shared_ptr<const CompiledProgram> compile_program(Program program, const std::string& uri) {
+  auto c = std::make_shared<CompiledProgram>();
+  c->lowered = lower_composites(program);
+  c->lowered_text = print_program(c->lowered);
+  c->summary.name = program.name;
+  c->summary.uri = uri;
+  c->summary.dims = program.dims;
+  for (int id : program.inputs) c->summary.inputs.push_back(view_of(program.value(id)));
+  for (int id : program.outputs) c->summary.outputs.push_back(view_of(program.value(id)));
+  for (const Value& v : program.values)
+    if (v.named && v.op != Op::Input) c->values.push_back(view_of(v));
+  c->source = std::move(program);
+  return c;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out.append(i ? sep : "").append(items[i]);
+  return out;
+}
+
+std::string stem_of(const std::string& path) {
+  const std::string ext = ".npy";
+  if (path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
+    return path.substr(0, path.size() - ext.size());
+  return path;
+}
+
+}  // namespace
+
+struct Workspace::Impl {
+  std::map<std::string, Document> docs;
+
+  // Where `name` is defined by an open document other than `except_uri`.
+  std::optional<std::pair<std::string, int>> defined_elsewhere(const std::string& name, const std::string& except_uri) const {
+    for (const auto& [uri, doc] : docs) {
+      if (uri == except_uri) continue;
+      for (const auto& p : doc.programs)
+        if (p->source.name == name) return std::make_pair(uri, p->source.pos.begin.line);
+    }
+    return std::nullopt;
+  }
+
+  std::shared_ptr<const CompiledProgram> find(const std::string& name) const {
+    for (const auto& [uri, doc] : docs)
+      for (const auto& p : doc.programs)
+        if (p->source.name == name) return p;
+    return nullptr;
+  }
+
+  std::vector<std::string> program_names() const {
+    std::vector<std::string> names;
+    for (const auto& [uri, doc] : docs)
+      for (const auto& p : doc.programs) names.push_back(p->source.name);
+    return names;
+  }
+
+  [[noreturn]] void unknown_program(const std::string& name) const {
+    std::vector<std::string> names = program_names();
+    std::string msg = "unknown program '" + name + "'";
+    if (auto near = nearest_name(name, names)) msg += "; did you mean '" + *near + "'?";
+    msg += names.empty() ? " (no programs are open)" : " (known programs: " + join(names, ", ") + ")";
+    throw Error(Error::Kind::NotFound, msg);
+  }
+
+  // Compiles `text` into `doc`; never throws.
+  void analyze(const std::string& uri, Document& doc) {
+    doc.programs.clear();
+    doc.diagnostics.clear();
+    try {
+      CompileResult r = compile_text(doc.text, uri);
+      doc.diagnostics = std::move(r.diagnostics);
+      std::map<std::string, int> here;  // name -> line, in this document
+      for (auto& program : r.programs) {
+        const std::string name = program.name;
+        SourceRange pos = program.pos;
+        if (auto it = here.find(name); it != here.end()) {
+          doc.diagnostics.push_back({uri, pos, Severity::Error, "program '" + name + "' is already defined (line " + std::to_string(it->second) + ")"});
+          continue;
+        }
+        here[name] = pos.begin.line;
+        if (auto other = defined_elsewhere(name, uri)) {
+          doc.diagnostics.push_back({uri, pos, Severity::Error,
+                                     "program '" + name + "' is already defined in " + other->first + " (line " + std::to_string(other->second) + ")"});
+          continue;
+        }
+        try {
+          doc.programs.push_back(compile_program(std::move(program), uri));
+        } catch (const std::exception& e) {
+          doc.diagnostics.push_back({uri, pos, Severity::Error, std::string("internal error: ") + e.what()});
+        }
+      }
+    } catch (const std::exception& e) {
+      doc.programs.clear();
+      doc.diagnostics.push_back({uri, {}, Severity::Error, std::string("internal error: ") + e.what()});
+    }
+  }
+
+  DocumentState state(const std::string& uri, const Document& doc) const {
+    DocumentState s;
+    s.uri = uri;
+    s.version = doc.version;
+    s.diagnostics = doc.diagnostics;
+    for (const auto& p : doc.programs) s.programs.push_back(p->source.name);
+    return s;
+  }
+};
+
+Workspace::Workspace() : impl_(std::make_unique<Impl>()) {}
+Workspace::~Workspace() = default;
+
+DocumentState Workspace::open(const std::string& uri, const std::string& text, int64_t version) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Document& doc = impl_->docs[uri];
+  doc.text = text;
+  doc.version = version;
+  impl_->analyze(uri, doc);
+  return impl_->state(uri, doc);
+}
+
+DocumentState Workspace::change(const std::string& uri, const std::string& text, int64_t version) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = impl_->docs.find(uri);
+  if (it == impl_->docs.end()) throw Error(Error::Kind::NotFound, "no open document '" + uri + "'");
+  if (version <= it->second.version)
+    throw Error(Error::Kind::InvalidArgument, "version " + std::to_string(version) + " of '" + uri + "' is not greater than the current version " +
+                                                  std::to_string(it->second.version));
+  it->second.text = text;
+  it->second.version = version;
+  impl_->analyze(uri, it->second);
+  return impl_->state(uri, it->second);
+}
+
+void Workspace::close(const std::string& uri) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (impl_->docs.erase(uri) == 0) throw Error(Error::Kind::NotFound, "no open document '" + uri + "'");
+}
+
+std::optional<DocumentState> Workspace::document(const std::string& uri) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = impl_->docs.find(uri);
+  if (it == impl_->docs.end()) return std::nullopt;
+  return impl_->state(uri, it->second);
+}
+
+std::optional<std::string> Workspace::text(const std::string& uri) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = impl_->docs.find(uri);
+  if (it == impl_->docs.end()) return std::nullopt;
+  return it->second.text;
+}
+
+std::vector<std::string> Workspace::documents() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [uri, doc] : impl_->docs) out.push_back(uri);
+  return out;
+}
+
+std::vector<ProgramSummary> Workspace::programs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<ProgramSummary> out;
+  for (const auto& [uri, doc] : impl_->docs)
+    for (const auto& p : doc.programs) out.push_back(p->summary);
+  return out;
+}
+
+ProgramDetail Workspace::show(const std::string& program) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto p = impl_->find(program);
+  if (!p) impl_->unknown_program(program);
+  ProgramDetail d;
+  d.summary = p->summary;
+  d.values = p->values;
+  d.signature = signature(p->source);
+  d.lowered = p->lowered_text;
+  return d;
+}
+
+namespace {
+
+struct InputFile {
+  std::string input;
+  std::string path;
+  Tensor tensor;
+  const Value* value = nullptr;
+};
+
+// Fills `bindings` from the shapes of input files: a dim written as a name (or a multiple of one
+// name, like 2*d) takes its value from the file; contradictions name the dim and both sources.
+void bind_from_files(const std::vector<InputFile>& files, DimBindings& bindings, std::map<std::string, std::string>& source) {
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (const auto& f : files) {
+      for (size_t i = 0; i < f.value->type.shape.size(); ++i) {
+        const Dim& dim = f.value->type.shape[i];
+        std::vector<std::string> syms = dim.symbols();
+        if (syms.size() != 1) continue;
+        const std::string& sym = syms[0];
+        auto factor = (dim / Dim::symbol(sym)).constant_value();
+        if (!factor) continue;
+        Rational solved = Rational(f.tensor.shape[i]) / *factor;
+        std::string here = "input '" + f.input + "' (" + f.path + ")";
+        if (!solved.is_integer() || solved.num() <= 0)
+          throw Error(Error::Kind::InvalidArgument, "dim '" + sym + "' cannot be " + solved.str() + " (from " + here + " where " + dim.str() + " = " +
+                                                        std::to_string(f.tensor.shape[i]) + ")");
+        auto it = bindings.find(sym);
+        if (it == bindings.end()) {
+          bindings[sym] = solved.num();
+          source[sym] = here;
+          progress = true;
+        } else if (it->second != solved.num()) {
+          throw Error(Error::Kind::InvalidArgument, "dim '" + sym + "' is " + std::to_string(it->second) + " from " + source[sym] + " but " +
+                                                        std::to_string(solved.num()) + " from " + here);
+        }
+      }
+    }
+  }
+}
+
+OutputSummary summarize(const std::string& name, const Tensor& t, size_t head) {
+  OutputSummary s;
+  s.name = name;
+  s.dtype = dtype_name(t.dtype);
+  s.shape = t.shape;
+  for (float v : t.data) {
+    s.sum += double(v);
+    s.abs_sum += std::fabs(double(v));
+  }
+  for (size_t i = 0; i < head && i < t.data.size(); ++i) s.head.push_back(double(t.data[i]));
+  return s;
+}
+
+}  // namespace
+
+RunResult Workspace::run(const RunRequest& request, const CancelToken* cancel) const {
+  std::shared_ptr<const CompiledProgram> compiled;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    compiled = impl_->find(request.program);
+    if (!compiled) impl_->unknown_program(request.program);
+  }
+  const Program& program = compiled->lowered;
+
+  // Bindings: explicit ones first, then what input files determine.
+  DimBindings bindings;
+  std::map<std::string, std::string> source;
+  for (const auto& [name, value] : request.bindings) {
+    if (std::find(program.dims.begin(), program.dims.end(), name) == program.dims.end())
+      throw Error(Error::Kind::InvalidArgument, "program '" + program.name + "' has no dim '" + name + "' (its dims: " + join(program.dims, ", ") + ")");
+    if (value <= 0) throw Error(Error::Kind::InvalidArgument, "binding " + name + "=" + std::to_string(value) + " must be a positive integer");
+    bindings[name] = value;
+    source[name] = "the bindings";
+  }
+  std::vector<InputFile> files;
+  for (const auto& [input, path] : request.input_files) {
+    const Value* value = nullptr;
+    std::vector<std::string> names;
+    for (int id : program.inputs) {
+      names.push_back(program.value(id).name);
+      if (program.value(id).name == input) value = &program.value(id);
+    }
+    if (!value) throw Error(Error::Kind::InvalidArgument, "program '" + program.name + "' has no input '" + input + "' (its inputs: " + join(names, ", ") + ")");
+    InputFile f{input, path, read_npy(path), value};
+    if (f.tensor.shape.size() != value->type.shape.size())
+      throw Error(Error::Kind::InvalidArgument, "input '" + input + "' from " + path + " has shape " + shape_text(f.tensor.shape) + " but the program declares " +
+                                                    type_str(value->type));
+    files.push_back(std::move(f));
+  }
+  bind_from_files(files, bindings, source);
+  std::vector<std::string> missing;
+  for (const auto& d : program.dims)
+    if (!bindings.count(d)) missing.push_back(d);
+  if (!missing.empty()) {
+    std::vector<std::string> quoted, give;
+    for (const auto& d : missing) {
+      quoted.push_back("'" + d + "'");
+      give.push_back(d + "=...");
+    }
+    throw Error(Error::Kind::InvalidArgument, std::string(missing.size() == 1 ? "missing binding for dim " : "missing bindings for dims ") + join(quoted, ", ") +
+                                                  " (give " + join(give, " ") + ")");
+  }
+
+  std::map<std::string, Tensor> inputs;
+  for (auto& f : files) {
+    std::vector<int64_t> want = concrete_shape(f.value->type.shape, bindings);
+    if (f.tensor.shape != want)
+      throw Error(Error::Kind::InvalidArgument, "input '" + f.input + "' from " + f.path + " has shape " + shape_text(f.tensor.shape) + " but the program expects " +
+                                                    shape_str(f.value->type.shape) + " = " + shape_text(want));
+    inputs[f.input] = std::move(f.tensor);
+  }
+
+  RunResult result;
+  result.program = program.name;
+  result.bindings = bindings;
+  std::vector<Tensor> outputs;
+  try {
+    for (int id : program.inputs) {
+      const Value& v = program.value(id);
+      if (!inputs.count(v.name)) inputs[v.name] = random_tensor(v.type.dtype, concrete_shape(v.type.shape, bindings), request.seed, v.name);
+    }
+    auto start = std::chrono::steady_clock::now();
+    outputs = interpret(program, bindings, inputs, cancel);
+    result.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  } catch (const std::bad_alloc&) {
+    throw Error(Error::Kind::Failed, "out of memory running '" + program.name + "' with these bindings");
+  }
+
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = program.value(program.outputs[i]).name;
+    OutputSummary s = summarize(name, outputs[i], request.head);
+    if (!request.output_file.empty()) {
+      s.file = outputs.size() == 1 ? request.output_file : stem_of(request.output_file) + "." + name + ".npy";
+      write_npy(s.file, outputs[i]);
+    }
+    result.outputs.push_back(std::move(s));
+  }
+  return result;
+}
+
+}  // namespace prism

@@ -1,0 +1,26 @@
+// Small helpers shared by the engine's language tests.
+#pragma once
+#include <string>
+
+#include "engine/lang/compile.h"
+
+namespace prism::test {
+
+// The diagnostics of `text` as "line:col: message" lines.
+inline std::string diag_lines(const std::string& text) {
+  std::string out;
+  for (const auto& d : compile_text(text, "t.prism").diagnostics)
+    out += std::to_string(d.range.begin.line) + ":" + std::to_string(d.range.begin.col) + ": " + d.message + "\n";
+  return out;
+}
+
+// The only program of `text`; fails the test when there are diagnostics.
+inline Program only_program(const std::string& text) {
+  CompileResult r = compile_text(text, "t.prism");
+  std::string diags;
+  for (const auto& d : r.diagnostics) diags += d.format() + "\n";
+  if (!r.diagnostics.empty() || r.programs.size() != 1) throw std::runtime_error("did not compile:\n" + diags);
+  return r.programs[0];
+}
+
+}  // namespace prism::test

@@ -1,0 +1,89 @@
+#include <catch2/catch.hpp>
+
+#include "compile_helpers.h"
+#include "engine/ir/print.h"
+
+using namespace prism;
+using prism::test::diag_lines;
+using prism::test::only_program;
+
+namespace {
+std::string out_type(const std::string& text, size_t i = 0) {
+  Program p = only_program(text);
+  return type_str(p.value(p.outputs.at(i)).type);
+}
+std::string wrap(const std::string& params, const std::string& body) {
+  return "program p(" + params + ") {\n" + body + "\n}\n";
+}
+}  // namespace
+
+TEST_CASE("names resolve and errors name them", "[engine][names]") {
+  CHECK(diag_lines(wrap("X: f16[n]", "  return Z")) == "2:10: undefined name 'Z'\n");
+  CHECK(diag_lines(wrap("X: f16[n]", "  Y = exp(X)\n  Y = exp(Y)\n  return Y")) == "3:3: 'Y' is already defined (line 2)\n");
+  CHECK(diag_lines(wrap("X: f16[n, d], W: f16[d, d]", "  return matmull(X, W)")) ==
+        "2:10: unknown op 'matmull'; did you mean 'matmul'?\n");
+  CHECK(diag_lines(wrap("X: f16[n]", "  Y = exp(X)")) == "1:9: program 'p' has no return\n");
+  CHECK(diag_lines(wrap("X: f16[n]", "  Y = exp(Xx)\n  return Y")) == "2:11: undefined name 'Xx'; did you mean 'X'?\n");
+  CHECK(diag_lines(wrap("X: f64[n]", "  return X")) == "1:14: unknown dtype 'f64'; expected f32, f16 or bf16\n");
+  CHECK(diag_lines(wrap("X: f16[n]", "  return X\n  Y = X")) == "3:3: statement after 'return'; 'return' must be the last statement\n");
+  CHECK(diag_lines(wrap("X: f16[n]", "  n = exp(X)\n  return n")) == "2:3: 'n' is a dim of the program and cannot name a value\n");
+  CHECK(diag_lines(wrap("X: f16[n]", "  return sum(X, axes=0)")) == "2:17: sum: unknown argument 'axes'; did you mean 'axis'?\n");
+  CHECK(diag_lines(wrap("X: f16[n]", "  return reshape(X)")) == "2:10: reshape: missing argument 'shape'\n");
+  CHECK(diag_lines(wrap("X: f16[n]", "  return exp(X, X)")) == "2:17: exp: too many arguments (takes at most 1)\n");
+  CHECK(diag_lines(wrap("X: f16[n]", "  return reshape(X, [q])")) == "2:22: unknown dim 'q'\n");
+  CHECK(diag_lines(wrap("X: f16[0]", "  return X")) == "1:18: dim 0 is not a positive integer\n");
+}
+
+TEST_CASE("shape errors point at the call", "[engine][shapes]") {
+  CHECK(diag_lines(wrap("X: f16[n, d], W: f16[n, d]", "  return matmul(X, W)")) == "2:10: matmul: inner dims d and n differ\n");
+  CHECK(diag_lines(wrap("X: f16[n], W: f16[d]", "  return X + W")) == "2:10: add: dims n and d cannot broadcast\n");
+  CHECK(diag_lines(wrap("X: f16[n, d]", "  return sum(X, axis=2)")) == "2:10: sum: axis 2 out of range for rank 2\n");
+  CHECK(diag_lines(wrap("X: f16[n, d]", "  return transpose(X, perm=[0, 0])")) ==
+        "2:10: transpose: perm is not a permutation of 0..1 (entry 0)\n");
+  CHECK(diag_lines(wrap("X: f16[n, d]", "  return reshape(X, [n, d/3])")) ==
+        "2:10: reshape: cannot reshape [n, d] (n*d elements) into [n, d/3] (n*d/3 elements)\n");
+  CHECK(diag_lines(wrap("X: f16[n, 6]", "  A, B, C, D = split(X, 4)\n  return A")) ==
+        "2:16: split: dim 6 is not divisible into 4 parts\n");
+  CHECK(diag_lines(wrap("X: f16[n, d]", "  A, B = split(X, 3)\n  return A")) ==
+        "2:3: 'split' gives 3 values but 2 names are on the left of '='\n");
+  CHECK(diag_lines(wrap("X: f16[n]", "  return matmul(X, X)")) == "2:10: matmul: operand 1 has rank 1 but matmul needs rank 2 or more\n");
+  CHECK(diag_lines(wrap("A: f16[n, d], B: f16[m, d]", "  return concat(A, B, axis=-1)")) ==
+        "2:10: concat: dims n and m differ on axis 0\n");
+}
+
+TEST_CASE("a failing statement does not cascade", "[engine][shapes]") {
+  std::string text = wrap("X: f16[n, d], W: f16[n, d]",
+                          "  Y = matmul(X, W)\n  Z = exp(Y) + Y\n  Q = sum(Z, axis=5)\n  return Q + Nope");
+  CHECK(diag_lines(text) == "2:7: matmul: inner dims d and n differ\n5:14: undefined name 'Nope'\n");
+}
+
+TEST_CASE("shapes broadcast and dtypes widen", "[engine][shapes]") {
+  CHECK(out_type(wrap("X: f16[n, d]", "  return X / sum(X, axis=-1)")) == "f16[n, d]");
+  CHECK(out_type(wrap("X: f16[n, d]", "  return sum(X, axis=0, keepdims=false)")) == "f16[d]");
+  CHECK(out_type(wrap("X: f16[n, d]", "  return mean(X, axis=-2)")) == "f16[1, d]");
+  CHECK(out_type(wrap("X: f16[n, d], Y: bf16[n, d]", "  return X * Y")) == "f32[n, d]");
+  CHECK(out_type(wrap("X: f16[n, d], Y: f32[d]", "  return X - Y")) == "f32[n, d]");
+  CHECK(out_type(wrap("X: bf16[n, d]", "  return X * 0.5 + 1e-6")) == "bf16[n, d]");
+  CHECK(out_type(wrap("X: f16[B, 1, n, d], W: f16[H, d, e]", "  return matmul(X, W)")) == "f16[B, H, n, e]");
+  CHECK(out_type(wrap("X: f16[n, d], W: f16[d, e]", "  return X @ W")) == "f16[n, e]");
+  CHECK(out_type(wrap("X: f16[a, b, c]", "  return transpose(X)")) == "f16[a, c, b]");
+  CHECK(out_type(wrap("X: f16[a, b, c]", "  return transpose(X, perm=[2, 0, 1])")) == "f16[c, a, b]");
+  CHECK(out_type(wrap("X: f16[n, d]", "  return reshape(X, [n, 2, d/2])")) == "f16[n, 2, d/2]");
+  CHECK(out_type(wrap("X: f16[n, d]", "  return reshape(X, [d*n])")) == "f16[d*n]");
+  CHECK(out_type(wrap("A: f16[n, d], B: f32[n, e]", "  return concat(A, B, axis=-1)")) == "f32[n, d+e]");
+  CHECK(out_type(wrap("X: f16[n, 2*d]", "  A, B = split(X, 2, axis=-1)\n  return B")) == "f16[n, d]");
+  CHECK(out_type(wrap("X: f16[n, d]", "  return softmax(X, axis=0)")) == "f16[n, d]");
+  CHECK(out_type(wrap("X: f16[n, d]", "  return rms_norm(X, eps=1e-6)")) == "f16[n, d]");
+  CHECK(out_type(wrap("X: f16[n, d]", "  return X / d")) == "f16[n, d]");
+  // Symbolic reshape counts that cannot be decided are left to run time.
+  CHECK(out_type(wrap("X: f16[n, d], Y: f16[a, b]", "  return reshape(X, [a, b])")) == "f16[a, b]");
+}
+
+TEST_CASE("multiple outputs are named", "[engine][shapes]") {
+  Program p = only_program(wrap("X: f16[n, d]", "  Y = exp(X)\n  return Y, sum(X, axis=-1)"));
+  REQUIRE(p.outputs.size() == 2);
+  CHECK(p.value(p.outputs[0]).name == "Y");
+  CHECK(p.value(p.outputs[1]).name == "out1");
+  CHECK(signature(p) == "program p(X: f16[n, d]) -> (f16[n, d], f16[n, 1])");
+  CHECK(p.dims == std::vector<std::string>{"n", "d"});
+}

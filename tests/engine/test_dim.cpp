@@ -1,0 +1,87 @@
+#include <catch2/catch.hpp>
+
+#include "engine/ir/dim.h"
+
+using namespace prism;
+
+namespace {
+Dim s(const char* n) { return Dim::symbol(n); }
+}  // namespace
+
+TEST_CASE("dims simplify to a canonical form", "[engine][dim]") {
+  Dim d = s("d"), n = s("n"), F = s("F");
+  CHECK(d / F * F == d);
+  CHECK(Dim(2) * d / Dim(2) == d);
+  CHECK(n * d == d * n);
+  CHECK(d + d == Dim(2) * d);
+  CHECK(d - d == Dim(0));
+  CHECK((n + Dim(1)) * Dim(2) == Dim(2) * n + Dim(2));
+  CHECK(d / Dim(2) + d / Dim(2) == d);
+  CHECK(d / (n + Dim(1)) * (n + Dim(1)) == d);
+  CHECK(d / (n + Dim(1)) == d / (Dim(1) + n));
+  CHECK(d / Dim(2) != d);
+  CHECK((d * n).canonical() == (n * d).canonical());
+}
+
+TEST_CASE("dims print back in the language", "[engine][dim]") {
+  Dim d = s("d"), n = s("n"), F = s("F");
+  CHECK((d / Dim(2)).str() == "d/2");
+  CHECK((n * d).str() == "n*d");
+  CHECK((d * n).str() == "d*n");
+  CHECK((Dim(2) * d + Dim(1)).str() == "2*d+1");
+  CHECK((Dim(1) + Dim(2) * d).str() == "2*d+1");
+  CHECK((n - Dim(1)).str() == "n-1");
+  CHECK((Dim(3) * d / Dim(2)).str() == "3*d/2");
+  CHECK((d / F).str() == "d/F");
+  CHECK((Dim(1) / F).str() == "1/F");
+  CHECK((d / (n + Dim(1))).str() == "d/(n+1)");
+  CHECK((-d).str() == "-d");
+  CHECK(Dim(0).str() == "0");
+  CHECK(Dim(7).str() == "7");
+  CHECK((d * d).str() == "d*d");
+}
+
+TEST_CASE("dims evaluate under bindings", "[engine][dim]") {
+  Dim d = s("d"), n = s("n");
+  DimBindings b{{"d", 4096}, {"n", 16}};
+  CHECK((n * d).evaluate_size(b) == 65536);
+  CHECK((d / Dim(2)).evaluate_size(b) == 2048);
+  CHECK((d / (n + Dim(1))).evaluate(b) == Rational(4096, 17));
+  try {
+    (d / Dim(3)).evaluate_size(b);
+    FAIL("expected an error");
+  } catch (const DimError& e) {
+    CHECK(std::string(e.what()) == "dim d/3 is not a positive integer for d=4096 (it is 4096/3)");
+  }
+  try {
+    (d * s("q")).evaluate_size(b);
+    FAIL("expected an error");
+  } catch (const DimError& e) {
+    CHECK(std::string(e.what()).find("unbound dim 'q'") != std::string::npos);
+  }
+  CHECK_THROWS_AS((d - d - Dim(1)).evaluate_size(b), DimError);
+  CHECK_THROWS_AS(d / Dim(0), DimError);
+}
+
+TEST_CASE("dim arithmetic refuses to overflow or explode", "[engine][dim]") {
+  Dim big(int64_t(1) << 62);
+  CHECK_THROWS_AS(big * big, DimError);
+  Dim x = s("a") + s("b") + s("c") + s("e");
+  Dim p(1);
+  CHECK_THROWS_AS(
+      [&] {
+        for (int i = 0; i < 40; ++i) p = p * x;
+      }(),
+      DimError);
+  CHECK(Rational(6, -4) == Rational(-3, 2));
+  CHECK(Rational(-3, 2).str() == "-3/2");
+}
+
+TEST_CASE("dims list their symbols in display order", "[engine][dim]") {
+  Dim e = s("n") * s("d") + s("d") / (s("k") + Dim(1));
+  CHECK(e.symbols() == std::vector<std::string>{"n", "d", "k"});
+  CHECK(s("n").as_symbol() == std::string("n"));
+  CHECK(!(Dim(2) * s("n")).as_symbol());
+  CHECK(Dim(4).as_integer() == 4);
+  CHECK(!(Dim(4) / Dim(3)).as_integer());
+}
