@@ -1,5 +1,6 @@
 #include "repl/session.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -37,6 +38,12 @@ std::string join(const std::vector<std::string>& items, const std::string& sep) 
 std::string usage_error(const std::string& command, const std::string& problem) {
   const CommandSpec* spec = find_command(command);
   return problem + (spec ? "\nusage: " + spec->usage : "");
+}
+
+std::string elapsed_ms(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ms < 10 ? "%.2f ms" : "%.1f ms", ms);
+  return buf;
 }
 
 }  // namespace
@@ -186,7 +193,19 @@ CommandOutput Session::show(const std::vector<std::string>& args) {
   if (!uri.empty() && uri.rfind(kTypedScheme, 0) != 0) out << "  from " << display_path(uri) << "\n";
   Table t({"VALUE", "OP", "TYPE"});
   for (const auto& i : p.value("inputs", json::array())) t.add({i.value("name", ""), "input", tensor_type(i)});
-  for (const auto& v : p.value("values", json::array())) t.add({v.value("name", ""), v.value("op", ""), tensor_type(v)});
+  // Returned values are marked; one the source never named (`return matmul(Y, W)`) gets its row.
+  std::map<std::string, bool> returned;
+  for (const auto& o : p.value("outputs", json::array())) returned[o.value("name", "")] = true;
+  auto label = [&](const json& v) {
+    std::string name = v.value("name", "");
+    return returned.count(name) ? name + " (output)" : name;
+  };
+  for (const auto& v : p.value("values", json::array())) {
+    t.add({label(v), v.value("op", ""), tensor_type(v)});
+    returned.erase(v.value("name", ""));
+  }
+  for (const auto& o : p.value("outputs", json::array()))
+    if (returned.count(o.value("name", ""))) t.add({label(o), o.value("op", ""), tensor_type(o)});
   out << "\n" << t.render("  ") << "\nlowered:\n";
   std::istringstream lowered(p.value("lowered", ""));
   for (std::string line; std::getline(lowered, line);) out << "  " << line << "\n";
@@ -234,9 +253,10 @@ CommandOutput Session::run(const std::vector<std::string>& args) {
 
   std::ostringstream out;
   std::vector<std::string> binds;
-  for (const auto& [k, v] : r.value("bindings", json::object()).items()) binds.push_back(k + "=" + v.dump());
+  const json bindings = r.value("bindings", json::object());  // items() must not outlive it
+  for (const auto& [k, v] : bindings.items()) binds.push_back(k + "=" + v.dump());
   out << r.value("program", args[0]) << "  " << join(binds, " ") << "  seed " << params.value("seed", int64_t{0})
-      << "  (" << number(r.value("elapsedMs", 0.0)) << " ms)\n";
+      << "  (" << elapsed_ms(r.value("elapsedMs", 0.0)) << ")\n";
   Table t({"OUTPUT", "TYPE", "SUM", "ABS SUM", "FIRST VALUES"});
   for (const auto& o : r.value("outputs", json::array())) {
     std::vector<std::string> head;
