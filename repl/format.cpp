@@ -61,7 +61,7 @@ std::string display_path(const std::string& uri) {
   return path;
 }
 
-std::string diagnostic_text(const std::string& file, const json& d, const std::string& source) {
+std::string diagnostic_text(const std::string& file, const json& d, const std::string& source, int line_offset) {
   int line = 0, col = 0;
   if (d.contains("range")) {
     line = d["range"]["start"].value("line", 0);
@@ -70,7 +70,7 @@ std::string diagnostic_text(const std::string& file, const json& d, const std::s
   int severity = d.value("severity", 1);
   const char* level = severity == 1 ? "error" : severity == 2 ? "warning" : "note";
   std::ostringstream out;
-  out << file << ":" << line + 1 << ":" << col + 1 << ": " << level << ": " << d.value("message", std::string());
+  out << file << ":" << line + 1 + line_offset << ":" << col + 1 << ": " << level << ": " << d.value("message", std::string());
   // The source line and a caret under the column, as compilers print them.
   std::istringstream lines(source);
   std::string text;

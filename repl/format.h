@@ -28,7 +28,9 @@ std::string number(double value);
 
 // Renders one LSP diagnostic (0-based line, byte character) as
 // "file:line:col: error: message", then the source line and a caret when `source` has that line.
-std::string diagnostic_text(const std::string& file, const nlohmann::json& diagnostic, const std::string& source);
+// `line_offset` shifts the reported line (a block that starts at line 12 of a script).
+std::string diagnostic_text(const std::string& file, const nlohmann::json& diagnostic, const std::string& source,
+                            int line_offset = 0);
 
 // "file:///a/b.prism" → "/a/b.prism", relative to the current directory when below it.
 std::string display_path(const std::string& uri);

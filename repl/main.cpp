@@ -59,11 +59,17 @@ void print_output(const CommandOutput& out, bool json) {
 bool run_command(Session& session, const ScriptCommand& cmd, bool json, bool interactive, const std::string& where) {
   std::string prefix = interactive ? "" : "prism: " + (where.empty() ? "" : where + ":" + std::to_string(cmd.line) + ": ");
   try {
-    print_output(session.execute(cmd.text), json);
+    Session::Origin origin;
+    if (!where.empty()) origin = {where, cmd.line};
+    print_output(session.execute(cmd.text, origin), json);
     return true;
   } catch (const CommandError& e) {
     if (json && !e.data().is_null()) std::cout << e.data().dump() << "\n" << std::flush;
-    std::cerr << prefix << (interactive ? "" : "error: ") << e.what() << "\n";
+    if (e.located()) {
+      std::cerr << e.what() << "\n";
+    } else {
+      std::cerr << prefix << "error: " << e.what() << "\n";
+    }
   } catch (const RpcError& e) {
     std::cerr << prefix << "error: " << e.what() << "\n";
   } catch (const ConnectionError& e) {

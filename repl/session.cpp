@@ -92,8 +92,8 @@ void Session::refresh_program_names() {
   for (const auto& p : list.value("programs", json::array())) program_names_.push_back(p.value("name", ""));
 }
 
-CommandOutput Session::execute(const std::string& command) {
-  if (is_program_block(command)) return define_program(command);
+CommandOutput Session::execute(const std::string& command, const Origin& origin) {
+  if (is_program_block(command)) return define_program(command, origin);
   std::vector<std::string> words = split_words(command);
   if (words.empty()) return {};
   std::string name = words[0];
@@ -121,34 +121,36 @@ std::string Session::source_of(const std::string& uri) const {
   return ss.str();
 }
 
-CommandOutput Session::document_report(const json& state, const std::string& what) {
+CommandOutput Session::document_report(const json& state, const std::string& what, const Origin& typed) {
   std::string uri = state.value("uri", "");
-  std::string file = uri.rfind(kTypedScheme, 0) == 0 ? "<typed>" : display_path(uri);
+  bool is_typed = uri.rfind(kTypedScheme, 0) == 0;
+  std::string file = is_typed ? typed.name : display_path(uri);
+  int line_offset = is_typed ? typed.line - 1 : 0;
   std::string source = source_of(uri);
   std::string text;
   int errors = 0;
   for (const auto& d : state.value("diagnostics", json::array())) {
     if (d.value("severity", 1) == 1) ++errors;
-    text += diagnostic_text(file, d, source) + "\n";
+    text += diagnostic_text(file, d, source, line_offset) + "\n";
   }
   std::vector<std::string> names;
   for (const auto& p : state.value("programs", json::array())) names.push_back(p.get<std::string>());
   refresh_program_names();
   if (errors > 0) {
-    text += what + ": " + std::to_string(errors) + (errors == 1 ? " error" : " errors");
-    throw CommandError(text, state);
+    text += file + ": " + std::to_string(errors) + (errors == 1 ? " error" : " errors");
+    throw CommandError(text, state, /*located=*/true);
   }
   text += what + ": " + (names.empty() ? "no programs" : join(names, ", ")) + "\n";
   return {state, text};
 }
 
-CommandOutput Session::define_program(const std::string& text) {
+CommandOutput Session::define_program(const std::string& text, const Origin& origin) {
   std::string name = program_block_name(text);
   std::string uri = kTypedScheme + (name.empty() ? std::string("unnamed") : name);
   typed_sources_[uri] = text;
   int64_t version = ++versions_[uri];
   json state = call("program/open", {{"uri", uri}, {"text", text}, {"version", version}});
-  return document_report(state, "defined");
+  return document_report(state, "defined", origin);
 }
 
 CommandOutput Session::open(const std::vector<std::string>& args) {

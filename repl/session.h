@@ -15,14 +15,17 @@
 namespace prism::repl {
 
 // A command that failed; `data` is what --json mode still prints (e.g. the diagnostics), if any.
+// A `located` message already says where (compiler-style diagnostics) and is printed as it is.
 class CommandError : public std::runtime_error {
  public:
-  explicit CommandError(const std::string& message, json data = nullptr)
-      : std::runtime_error(message), data_(std::move(data)) {}
+  explicit CommandError(const std::string& message, json data = nullptr, bool located = false)
+      : std::runtime_error(message), data_(std::move(data)), located_(located) {}
   const json& data() const { return data_; }
+  bool located() const { return located_; }
 
  private:
   json data_;
+  bool located_;
 };
 
 struct CommandOutput {
@@ -30,13 +33,21 @@ struct CommandOutput {
   std::string text;  // the same for people
 };
 
+// Where a command came from, so that errors in a typed program block name the script's line.
+struct CommandOrigin {
+  std::string name = "<typed>";
+  int line = 1;
+};
+
 class Session {
  public:
+  using Origin = CommandOrigin;
+
   explicit Session(std::unique_ptr<Client> client);
 
   // Runs one command or one `program { … }` block. Throws CommandError, RpcError or
   // ConnectionError.
-  CommandOutput execute(const std::string& command);
+  CommandOutput execute(const std::string& command, const Origin& origin = {});
 
   bool quit_requested() const { return quit_; }
   // Things worth telling the user once (e.g. a daemon of another version).
@@ -50,7 +61,7 @@ class Session {
 
  private:
   json call(const std::string& method, const json& params);
-  CommandOutput define_program(const std::string& text);
+  CommandOutput define_program(const std::string& text, const Origin& origin);
   CommandOutput open(const std::vector<std::string>& args);
   CommandOutput close(const std::vector<std::string>& args);
   CommandOutput programs();
@@ -59,7 +70,7 @@ class Session {
   CommandOutput daemon(const std::vector<std::string>& args);
   CommandOutput help(const std::vector<std::string>& args);
   // Turns a DocumentState into output; throws CommandError when it carries errors.
-  CommandOutput document_report(const json& state, const std::string& what);
+  CommandOutput document_report(const json& state, const std::string& what, const Origin& typed = {});
   std::string source_of(const std::string& uri) const;
   void refresh_program_names();
 

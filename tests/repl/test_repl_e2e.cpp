@@ -76,7 +76,7 @@ TEST_CASE("a typed program block with a shape error reports line and column", "[
   auto r = f.prism({}, block);
   CHECK(r.exit_code == 1);
   INFO(r.err);
-  CHECK(r.err.find("<typed>:2:") != std::string::npos);
+  CHECK(r.err.find("<stdin>:2:10: error:") != std::string::npos);
   CHECK(r.err.find("inner dims d and n differ") != std::string::npos);
   CHECK(r.err.find('^') != std::string::npos);
 
