@@ -141,6 +141,10 @@ struct Workspace::Impl {
       doc.programs.clear();
       doc.diagnostics.push_back({uri, {}, Severity::Error, std::string("internal error: ") + e.what()});
     }
+    std::stable_sort(doc.diagnostics.begin(), doc.diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
+      const SourcePos &x = a.range.begin, &y = b.range.begin;
+      return x.line != y.line ? x.line < y.line : x.col < y.col;
+    });
   }
 
   DocumentState state(const std::string& uri, const Document& doc) const {

@@ -389,7 +389,8 @@ class Builder {
     for (int id : operands) types.push_back(prog_.value(id).type);
     if (op == Op::Split) {
       int first = kPoison;
-      for (int i = 0; i < attrs.parts; ++i) {
+      // At least one round, so that a bad part count is reported by infer_type.
+      for (int i = 0; i < std::max(attrs.parts, 1); ++i) {
         Attrs a = attrs;
         a.index = i;
         Inferred t = infer_type(op, a, types);

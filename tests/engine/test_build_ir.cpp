@@ -46,6 +46,7 @@ TEST_CASE("shape errors point at the call", "[engine][shapes]") {
         "2:16: split: dim 6 is not divisible into 4 parts\n");
   CHECK(diag_lines(wrap("X: f16[n, d]", "  A, B = split(X, 3)\n  return A")) ==
         "2:3: 'split' gives 3 values but 2 names are on the left of '='\n");
+  CHECK(diag_lines(wrap("X: f16[n]", "  A = split(X, 0)\n  return A")) == "2:7: split: parts must be positive but is 0\n");
   CHECK(diag_lines(wrap("X: f16[n]", "  return matmul(X, X)")) == "2:10: matmul: operand 1 has rank 1 but matmul needs rank 2 or more\n");
   CHECK(diag_lines(wrap("A: f16[n, d], B: f16[m, d]", "  return concat(A, B, axis=-1)")) ==
         "2:10: concat: dims n and m differ on axis 0\n");
