@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Benchmarks (not tests): builds, then prints the reference interpreter's time per workload.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh
+build/bin/prism_bench_interpreter "$@"
