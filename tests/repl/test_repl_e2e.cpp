@@ -87,7 +87,7 @@ TEST_CASE("a typed program block with a shape error reports line and column", "[
   CHECK(ok.out.find("f32[3]") != std::string::npos);
 }
 
-TEST_CASE("--json prints one object per command", "[repl][e2e]") {
+TEST_CASE("script mode with --json prints one object per command", "[repl][e2e]") {
   ReplFixture f;
   std::string out_file = f.dir() / "o.npy";
   auto r = f.prism({"--json", "-c", "open " + example("rms_linear") + "; run rms_linear n=4 d=32 --seed 3 --out " + out_file});
