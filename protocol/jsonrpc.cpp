@@ -11,8 +11,15 @@ bool valid_id(const json& id) { return id.is_string() || id.is_number_integer() 
 }  // namespace
 
 ParseResult parse_message(std::string_view body) {
-  json msg = json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (msg.is_discarded()) return make_error(nullptr, kParseError, "invalid JSON");
+  json msg;
+  try {
+    msg = json::parse(body.begin(), body.end());
+  } catch (const json::parse_error& e) {
+    // nlohmann's text names the byte and what it expected: worth passing on to the client.
+    std::string what = e.what();
+    size_t colon = what.find("] ");
+    return make_error(nullptr, kParseError, "invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+  }
   // Batches are valid JSON-RPC 2.0 but LSP never uses them; answering one error keeps the
   // one-response-per-frame rule simple for clients.
   if (msg.is_array()) return make_error(nullptr, kInvalidRequest, "batches are not supported");
