@@ -22,13 +22,22 @@ Daemon::Daemon(const Options& options, Logger& log)
   server_options.stop = [this] { asio::post(io_, [this] { stop(0, "daemon/stop"); }); };
   server_options.status = [this] { return status_fields(); };
   server_options.log = [this](const std::string& line) { log_.line(line); };
+  std::string socket_path;
+  if (!options_.stdio) {
+    // An editor over stdio owns its documents; a socket daemon keeps them across restarts.
+    socket_path = options_.socket.empty() ? protocol::default_socket_path() : options_.socket;
+    store_ = std::make_unique<DocumentStore>(options_.state_dir.empty() ? protocol::state_dir() : options_.state_dir,
+                                             socket_path);
+    server_options.documents_changed = [this] { store_->save(workspace_, log_); };
+  }
   server_ = std::make_unique<protocol::Server>(workspace_, std::move(server_options));
 
   if (!options_.stdio) {
-    std::string path = options_.socket.empty() ? protocol::default_socket_path() : options_.socket;
-    if (std::string problem = protocol::prepare_socket_dir(path); !problem.empty())
+    if (std::string problem = protocol::prepare_socket_dir(socket_path); !problem.empty())
       throw std::runtime_error(problem);
-    unix_ = std::make_unique<UnixListener>(io_, path);
+    unix_ = std::make_unique<UnixListener>(io_, socket_path);
+    // Only once the socket is ours: a second daemon refused above must not touch the store.
+    store_->restore(workspace_, log_);
   }
   for (const auto& endpoint : options_.listen) tcp_.push_back(std::make_unique<TcpListener>(io_, endpoint));
 }

@@ -10,6 +10,7 @@
 #include <boost/asio.hpp>
 
 #include "daemon/connection.h"
+#include "daemon/document_store.h"
 #include "daemon/listener.h"
 #include "daemon/log.h"
 #include "daemon/options.h"
@@ -37,6 +38,7 @@ class Daemon {
   Logger& log_;
   boost::asio::io_context io_;
   Workspace workspace_;
+  std::unique_ptr<DocumentStore> store_;  // none over --stdio
   std::unique_ptr<protocol::Server> server_;
   std::unique_ptr<UnixListener> unix_;
   std::vector<std::unique_ptr<TcpListener>> tcp_;

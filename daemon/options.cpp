@@ -11,7 +11,7 @@ namespace prism::daemon {
 
 std::string usage() {
   return "usage: prismd [--stdio | --socket PATH] [--listen tcp:127.0.0.1:PORT] [--max-message-bytes N]\n"
-         "              [--log-file FILE] [--help] [--version]\n"
+         "              [--log-file FILE] [--state-dir DIR] [--help] [--version]\n"
          "\n"
          "Serves the prism protocol (JSON-RPC 2.0 with LSP framing, see docs/protocol.md).\n"
          "  --stdio                 serve one client on stdin/stdout; exit when it exits\n"
@@ -21,6 +21,8 @@ std::string usage() {
          "                          localhost); PORT 0 picks a free port. May be repeated.\n"
          "  --max-message-bytes N   largest accepted message body (default 67108864)\n"
          "  --log-file FILE         append the log here instead of stderr\n"
+         "  --state-dir DIR         keep the open documents here, so they come back after a restart\n"
+         "                          (default: $XDG_STATE_HOME/prism, ~/.local/state/prism); not with --stdio\n"
          "Once ready, prismd prints 'prismd: listening on ...' to stderr.\n";
 }
 
@@ -68,7 +70,8 @@ std::variant<Options, std::string> parse_options(int argc, const char* const* ar
       options.version = true;
     } else if (arg == "--stdio") {
       options.stdio = true;
-    } else if (arg == "--socket" || arg == "--listen" || arg == "--max-message-bytes" || arg == "--log-file") {
+    } else if (arg == "--socket" || arg == "--listen" || arg == "--max-message-bytes" || arg == "--log-file" ||
+               arg == "--state-dir") {
       auto v = take_value();
       if (!v || v->empty()) return arg + " needs a value";
       if (arg == "--socket") {
@@ -80,6 +83,8 @@ std::variant<Options, std::string> parse_options(int argc, const char* const* ar
         options.listen.push_back(std::get<TcpEndpoint>(endpoint));
       } else if (arg == "--log-file") {
         options.log_file = *v;
+      } else if (arg == "--state-dir") {
+        options.state_dir = *v;
       } else {
         size_t n = 0;
         auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);

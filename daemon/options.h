@@ -19,6 +19,7 @@ struct Options {
   std::vector<TcpEndpoint> listen;
   size_t max_message_bytes = 64u << 20;
   std::string log_file;  // empty: stderr
+  std::string state_dir;  // where open documents are kept across restarts; empty: protocol::state_dir()
   bool help = false;
   bool version = false;
 };

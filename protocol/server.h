@@ -30,6 +30,8 @@ class Server {
     std::function<json()> status;
     // One line per error response and per notable event.
     std::function<void(const std::string&)> log;
+    // After every open/change/close, in edit order (called under the document lock).
+    std::function<void()> documents_changed;
   };
 
   Server(Workspace& workspace, Options options);

@@ -85,6 +85,7 @@ json Server::open(Session& session, const json& raw) {
   subscribe(uri, session);
   // Diagnostics go out before the response, so a client has them once its request returns.
   publish(uri, state, *text);
+  if (options_.documents_changed) options_.documents_changed();
   return document_state_json(state, *text, session.encoding);
 }
 
@@ -106,6 +107,7 @@ json Server::change(Session& session, const json& raw) {
   DocumentState state = workspace_.change(uri, updated, version);
   subscribe(uri, session);
   publish(uri, state, updated);
+  if (options_.documents_changed) options_.documents_changed();
   return document_state_json(state, updated, session.encoding);
 }
 
@@ -117,6 +119,7 @@ json Server::close(Session&, const json& raw) {
   mark_modified(uri);
   workspace_.close(uri);
   subscribers_.erase(uri);
+  if (options_.documents_changed) options_.documents_changed();
   return nullptr;
 }
 

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <stdexcept>
@@ -28,6 +29,10 @@ Prismd::Prismd(std::vector<std::string> args, bool stdio) {
   if (::pipe2(err, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   if (stdio && (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0)) throw std::runtime_error("pipe failed");
 
+  if (std::find(args.begin(), args.end(), "--state-dir") == args.end()) {
+    args.push_back("--state-dir");
+    args.push_back(state_dir_.path());
+  }
   std::string program = PRISM_BIN_DIR "/prismd";
   std::vector<char*> argv{program.data()};
   for (auto& a : args) argv.push_back(a.data());

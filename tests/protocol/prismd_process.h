@@ -18,6 +18,7 @@ namespace prism::test {
 class Prismd {
  public:
   // Runs PRISM_BIN_DIR/prismd with `args`. With `stdio`, stdin/stdout are pipes for a Client.
+  // Unless `args` name a --state-dir, the daemon keeps its documents in a private one.
   explicit Prismd(std::vector<std::string> args, bool stdio = false);
   ~Prismd();
   Prismd(const Prismd&) = delete;
@@ -37,6 +38,7 @@ class Prismd {
   int take_stdin_write();
 
  private:
+  TempDir state_dir_;  // never the user's real state directory
   pid_t pid_ = -1;
   std::optional<int> exit_code_;
   int stdin_write_ = -1;
