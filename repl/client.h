@@ -13,23 +13,14 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/framing.h"
+#include "protocol/jsonrpc.h"
 
 namespace prism::repl {
 
 using json = nlohmann::json;
 
-// The error object of a JSON-RPC response.
-class RpcError : public std::runtime_error {
- public:
-  RpcError(int code, const std::string& message, json data = nullptr)
-      : std::runtime_error(message), code_(code), data_(std::move(data)) {}
-  int code() const { return code_; }
-  const json& data() const { return data_; }
-
- private:
-  int code_;
-  json data_;
-};
+// The error object of a JSON-RPC response: the same type the server's handlers throw.
+using RpcError = protocol::RpcFailure;
 
 // The connection failed, closed, or timed out.
 class ConnectionError : public std::runtime_error {

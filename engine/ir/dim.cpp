@@ -1,3 +1,4 @@
+#include "engine/ir/parenthesized.h"
 #include "engine/ir/dim.h"
 
 #include <algorithm>
@@ -11,13 +12,6 @@ namespace {
 constexpr size_t kMaxTerms = 256;
 constexpr int kMaxExponent = 64;
 
-// Built by appending: GCC 12 misreports "(" + std::string&& under -Wrestrict (GCC PR 105329).
-std::string parenthesized(const std::string& s) {
-  std::string out = "(";
-  out += s;
-  out += ')';
-  return out;
-}
 }  // namespace
 
 Dim::Dim(int64_t value) {

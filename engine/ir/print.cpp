@@ -3,19 +3,10 @@
 #include <charconv>
 #include <cmath>
 
+#include "engine/ir/parenthesized.h"
 #include "engine/ir/visitor.h"
 
 namespace prism {
-
-namespace {
-// Built by appending: GCC 12 misreports "(" + std::string&& under -Wrestrict (GCC PR 105329).
-std::string parenthesized(const std::string& s) {
-  std::string out = "(";
-  out += s;
-  out += ')';
-  return out;
-}
-}  // namespace
 
 std::string type_str(const Type& type) { return std::string(dtype_name(type.dtype)) + shape_str(type.shape); }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "prismd_process.h"
@@ -280,42 +281,36 @@ TEST_CASE("open documents come back when the daemon restarts", "[protocol][daemo
   TempDir state;
   const std::vector<std::string> args = {"--socket", dir.socket(), "--state-dir", state.path()};
   const std::string typed = "repl:/twice";
-  {
+  // One daemon lifetime: start, serve `body`, stop cleanly.
+  auto session = [&](const std::function<void(Client&)>& body) {
     Prismd daemon(args);
     REQUIRE(daemon.wait_ready());
     auto client = connect_initialized(dir.socket());
-    client->request("program/open", {{"uri", typed}, {"text", "program twice(X: f32[n]) {\n  return X * 2\n}\n"}, {"version", 1}}, kTimeout);
-    client->request("program/change", {{"uri", typed}, {"version", 4}, {"changes", {{{"text", "program twice(X: f32[n]) {\n  return X + X\n}\n"}}}}}, kTimeout);
-    client->request("program/open", {{"uri", kExamplePath}}, kTimeout);
+    body(*client);
     client->request("daemon/stop", json::object(), kTimeout);
     REQUIRE(daemon.wait_exit() == 0);
-  }
-  {
-    Prismd daemon(args);
-    REQUIRE(daemon.wait_ready());
-    auto client = connect_initialized(dir.socket());
-    json list = client->request("program/list", json::object(), kTimeout);
+  };
+  session([&](Client& client) {
+    client.request("program/open", {{"uri", typed}, {"text", "program twice(X: f32[n]) {\n  return X * 2\n}\n"}, {"version", 1}}, kTimeout);
+    client.request("program/change", {{"uri", typed}, {"version", 4}, {"changes", {{{"text", "program twice(X: f32[n]) {\n  return X + X\n}\n"}}}}}, kTimeout);
+    client.request("program/open", {{"uri", kExamplePath}}, kTimeout);
+  });
+  session([&](Client& client) {
+    json list = client.request("program/list", json::object(), kTimeout);
     std::vector<std::string> names;
     for (const auto& p : list["programs"]) names.push_back(p["name"]);
     CHECK(names == std::vector<std::string>{"rms_linear", "twice"});
     // The edited text and its version came back.
-    CHECK(client->request("program/show", {{"program", "twice"}}, kTimeout)["lowered"].get<std::string>().find("X + X") != std::string::npos);
-    CHECK(rpc_code([&] { client->request("program/change", {{"uri", typed}, {"version", 4}, {"changes", {{{"text", ""}}}}}, kTimeout); }) == -32803);
+    CHECK(client.request("program/show", {{"program", "twice"}}, kTimeout)["lowered"].get<std::string>().find("X + X") != std::string::npos);
+    CHECK(rpc_code([&] { client.request("program/change", {{"uri", typed}, {"version", 4}, {"changes", {{{"text", ""}}}}}, kTimeout); }) == -32803);
     // Closing is remembered too.
-    client->request("program/close", {{"uri", typed}}, kTimeout);
-    client->request("daemon/stop", json::object(), kTimeout);
-    REQUIRE(daemon.wait_exit() == 0);
-  }
-  {
-    Prismd daemon(args);
-    REQUIRE(daemon.wait_ready());
-    auto client = connect_initialized(dir.socket());
-    json list = client->request("program/list", json::object(), kTimeout);
+    client.request("program/close", {{"uri", typed}}, kTimeout);
+  });
+  session([&](Client& client) {
+    json list = client.request("program/list", json::object(), kTimeout);
     REQUIRE(list["programs"].size() == 1);
     CHECK(list["programs"][0]["name"] == "rms_linear");
-    client->request("daemon/stop", json::object(), kTimeout);
-    REQUIRE(daemon.wait_exit() == 0);
-  }
+  });
   SECTION("an unreadable store is ignored with a log line") {
     for (const auto& entry : std::filesystem::directory_iterator(state.path() + "/documents")) {
       std::ofstream(entry.path()) << "{ not json";
