@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/workspace.h"
 #include "protocol/framing.h"
@@ -83,6 +84,10 @@ class Server {
   json list();
   json show(const json& params);
   void run(const SessionPtr& session, const Incoming& message);
+  // Runs `work` on Options::spawn as a cancellable request; its answer becomes ContentModified
+  // when a document defining one of `programs` changes meanwhile.
+  void long_request(const SessionPtr& session, const Incoming& message, std::vector<std::string> programs,
+                    std::function<json(const CancelToken&)> work);
 
   Workspace& workspace_;
   Options options_;
@@ -99,13 +104,13 @@ class Server {
   // Runs in flight by the uri that defines their program: an edit of that uri stops them early
   // (their answer is ContentModified, not a stale result).
   struct ActiveRun {
-    std::string uri;
+    std::set<std::string> uris;
     std::shared_ptr<CancelToken> token;
     bool modified = false;
   };
   uint64_t next_run_ = 1;
   std::map<uint64_t, ActiveRun> runs_;
-  // Stops the runs of programs defined by `uri`, before the edit reaches the engine (whose run may
+  // Stops the requests on programs defined by `uri`, before the edit reaches the engine (whose run may
   // hold the workspace). Caller holds docs_mutex_.
   void mark_modified(const std::string& uri);
 };

@@ -52,7 +52,7 @@ void Server::subscribe(const std::string& uri, Session& session) {
 
 void Server::mark_modified(const std::string& uri) {
   for (auto& [id, run] : runs_) {
-    if (run.uri != uri) continue;
+    if (!run.uris.count(uri)) continue;
     run.modified = true;
     run.token->cancel();
   }

@@ -1,4 +1,7 @@
 // program/list, program/show and program/run (the long one: it runs on Options::spawn).
+#include <algorithm>
+#include <set>
+
 #include "protocol/convert.h"
 #include "protocol/params.h"
 #include "protocol/server.h"
@@ -18,32 +21,40 @@ json Server::show(const json& raw) {
 
 void Server::run(const SessionPtr& session, const Incoming& message) {
   RunRequest request = parse_run_request(message.params);
+  // An unknown program is reported by the engine's run itself.
+  long_request(session, message, {request.program}, [this, request](const CancelToken& token) {
+    return run_result_json(workspace_.run(request, &token));
+  });
+}
+
+void Server::long_request(const SessionPtr& session, const Incoming& message, std::vector<std::string> programs,
+                          std::function<json(const CancelToken&)> work) {
   // The token answers both $/cancelRequest (through the session) and edits of the defining
-  // document (through runs_). An unknown program is reported by the engine's run itself.
+  // documents (through runs_).
   std::shared_ptr<CancelToken> token =
       message.id ? session->start_request(*message.id) : std::make_shared<CancelToken>();
   uint64_t run_id = 0;
   {
     std::lock_guard lock(docs_mutex_);
     run_id = next_run_++;
-    runs_[run_id] = ActiveRun{"", token, false};
+    runs_[run_id] = ActiveRun{{}, token, false};
   }
-  auto work = [this, session, message, request = std::move(request), token, run_id]() {
+  auto task = [this, session, message, programs = std::move(programs), work = std::move(work), token, run_id]() {
     json response;
     try {
       token->check();  // cancelled while it waited for a worker
-      // Which document defines the program: its edits from now on make the result stale. (Looked
-      // up here, not on the I/O thread, since the engine may be busy with another run.)
-      std::string uri;
+      // Which documents define the programs: their edits from now on make the result stale.
+      // (Looked up here, not on the I/O thread, since the engine may be busy with other work.)
+      std::set<std::string> uris;
       for (const auto& p : workspace_.programs())
-        if (p.name == request.program) uri = p.uri;
+        if (std::find(programs.begin(), programs.end(), p.name) != programs.end()) uris.insert(p.uri);
       {
         std::lock_guard lock(docs_mutex_);
-        runs_[run_id].uri = uri;
+        runs_[run_id].uris = std::move(uris);
       }
-      RunResult result = workspace_.run(request, token.get());
+      json result = work(*token);
       token->check();
-      response = make_result(message.id.value_or(nullptr), run_result_json(result));
+      response = make_result(message.id.value_or(nullptr), std::move(result));
     } catch (const Error& e) {
       response = e.kind() == Error::Kind::Cancelled
                      ? error_reply(*session, message, kRequestCancelled, "request cancelled")
@@ -57,19 +68,22 @@ void Server::run(const SessionPtr& session, const Incoming& message) {
       modified = runs_[run_id].modified;
       runs_.erase(run_id);
     }
-    // An edit of the program while it ran makes any answer stale, the cancellation it caused included.
-    if (modified)
-      response = error_reply(*session, message, kContentModified,
-                             "program '" + request.program + "' changed while it ran");
+    // An edit of a program while the request ran makes any answer stale, the cancellation it
+    // caused included.
+    if (modified) {
+      std::string names;
+      for (const auto& p : programs) names += (names.empty() ? "'" : ", '") + p + "'";
+      response = error_reply(*session, message, kContentModified, "program " + names + " changed while it ran");
+    }
     if (message.id) {
       session->finish_request(*message.id, token.get());
       session->send(response);
     }
   };
   if (options_.spawn)
-    options_.spawn(std::move(work));
+    options_.spawn(std::move(task));
   else
-    work();
+    task();
 }
 
 }  // namespace prism::protocol
