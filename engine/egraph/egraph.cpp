@@ -41,6 +41,8 @@ Id EGraph::add(const ENode& node) {
     return x;
   }
   Id x = fresh(node);
+  // The analysis first: a node it rejects (an ill-shaped term) leaves only an unused id behind.
+  if (analysis_) analysis_->make(*this, x, c);
   classes_[x].nodes.push_back({c, x});
   for (int i = 0; i < c.arity; ++i)
     if (i == 0 || c.child[i] != c.child[0]) classes_[c.child[i]].parents.push_back({c, x});
@@ -49,7 +51,6 @@ Id EGraph::add(const ENode& node) {
   ++num_classes_;
   ++num_nodes_;
   by_op_dirty_ = true;
-  if (analysis_) analysis_->make(*this, x, c);
   return x;
 }
 
