@@ -1,5 +1,7 @@
 #include "engine/egraph/runner.h"
 
+#include <stdexcept>
+
 namespace prism::eg {
 
 const char* stop_reason_name(StopReason reason) {
@@ -67,14 +69,16 @@ RunReport Runner::run(EGraph& g, const RunLimits& limits, const CancelToken* can
       for (const Subst& s : matches) {
         if (rule.guard && !rule.guard(g, s)) continue;
         results.clear();
-        rule.apply(g, s, results);
+        try {
+          rule.apply(g, s, results);
+        } catch (const std::logic_error& e) {
+          throw std::logic_error("rule " + rule.name + ": " + e.what());
+        }
         for (Id id : results) {
           const size_t before = g.num_ids();
           bool joined = g.merge(s.root_node, id, {Justification::Rule, uint32_t(r)});
-          if (joined || g.num_ids() != before) {
-            ++stats_[r].applications;
-            if (on_apply) on_apply(r, s.root_node, id);
-          }
+          if (joined || g.num_ids() != before) ++stats_[r].applications;
+          if (on_apply) on_apply(r, s.root_node, id);
         }
       }
       stats_[r].time_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

@@ -49,7 +49,7 @@ class Runner {
   RunReport run(EGraph& g, const RunLimits& limits, const CancelToken* cancel = nullptr, const std::function<bool()>& goal = {});
 
   const std::vector<RuleStats>& stats() const { return stats_; }
-  // Called for every application that changed something: (rule index, matched node id, new id).
+  // Called for every application, whether or not it changed anything: (rule, matched node id, result id).
   std::function<void(size_t, Id, Id)> on_apply;
   size_t match_limit = 1000;  // initial scheduler threshold per rule per iteration
   size_t ban_length = 5;      // initial ban, in iterations
