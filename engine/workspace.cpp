@@ -4,6 +4,7 @@
 #include "engine/workspace.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -14,6 +15,7 @@
 #include "engine/ir/lower_composites.h"
 #include "engine/ir/print.h"
 #include "engine/lang/compile.h"
+#include "engine/lang/lexer.h"
 #include "engine/lang/suggest.h"
 
 namespace prism {
@@ -77,6 +79,9 @@ std::string stem_of(const std::string& path) {
 
 struct Workspace::Impl {
   std::map<std::string, Document> docs;
+  ResidentEGraph egraph;
+  // What the e-graph holds: program name -> the compiled program its term came from.
+  std::map<std::string, std::shared_ptr<const CompiledProgram>> in_egraph;
 
   // Where `name` is defined by an open document other than `except_uri`.
   std::optional<std::pair<std::string, int>> defined_elsewhere(const std::string& name, const std::string& except_uri) const {
@@ -368,6 +373,71 @@ RunResult Workspace::run(const RunRequest& request, const CancelToken* cancel) c
     result.outputs.push_back(std::move(s));
   }
   return result;
+}
+
+namespace {
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+}  // namespace
+
+void Workspace::sync_egraph() const {
+  std::lock_guard<std::mutex> sync(egraph_sync_);
+  std::vector<std::shared_ptr<const CompiledProgram>> add;
+  std::vector<std::string> drop;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::map<std::string, std::shared_ptr<const CompiledProgram>> now;
+    for (const auto& [uri, doc] : impl_->docs)
+      for (const auto& p : doc.programs) now[p->source.name] = p;
+    for (const auto& [name, p] : impl_->in_egraph)
+      if (!now.count(name)) drop.push_back(name);
+    for (const auto& [name, p] : now) {
+      auto it = impl_->in_egraph.find(name);
+      if (it == impl_->in_egraph.end() || it->second != p) add.push_back(p);
+    }
+    impl_->in_egraph = std::move(now);
+  }
+  for (const auto& name : drop) impl_->egraph.drop_program(name);
+  for (const auto& p : add) {
+    try {
+      impl_->egraph.set_program(p->source.name, p->lowered);
+    } catch (const Error&) {
+      impl_->egraph.drop_program(p->source.name);  // a program the terms cannot express (1-D matmul)
+    }
+  }
+}
+
+EquivResult Workspace::equivalent(const std::string& a, const std::string& b, const EquivLimits& limits, const CancelToken* cancel) {
+  sync_egraph();
+  Program pa, pb;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto ca = impl_->find(a), cb = impl_->find(b);
+    if (!ca && !cb) {
+      if (is_identifier(a)) impl_->unknown_program(a);
+      if (is_identifier(b)) impl_->unknown_program(b);
+      throw Error(Error::Kind::InvalidArgument, "at least one side of an equivalence must name a program (it gives the inputs of an inline expression)");
+    }
+    const Program& context = (ca ? ca : cb)->source;
+    auto side = [&](const std::string& text, const std::shared_ptr<const CompiledProgram>& c) {
+      if (c) return c->lowered;
+      if (is_identifier(text) && std::none_of(context.inputs.begin(), context.inputs.end(), [&](int id) { return context.value(id).name == text; }))
+        impl_->unknown_program(text);
+      return compile_expression(context, text);
+    };
+    pa = side(a, ca);
+    pb = side(b, cb);
+  }
+  return impl_->egraph.equivalent(pa, pb, limits, cancel);
+}
+
+EGraphStats Workspace::egraph_stats() const {
+  sync_egraph();
+  return impl_->egraph.stats();
 }
 
 }  // namespace prism

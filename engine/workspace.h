@@ -12,6 +12,7 @@
 
 #include "engine/cancel.h"
 #include "engine/diagnostic.h"
+#include "engine/egraph/equivalence.h"
 #include "engine/error.h"
 
 namespace prism {
@@ -102,9 +103,22 @@ class Workspace {
   // bindings, bad input files), Failed, or Cancelled when `cancel` fires.
   RunResult run(const RunRequest& request, const CancelToken* cancel = nullptr) const;
 
+  // Are two tensor computations equal? `a` and `b` are each a program name or an inline
+  // expression over the inputs of a program (`matmul(X, W) / rms(X)`); at least one side must
+  // name a program, which gives the context (inputs, dims) of an inline expression. Dims an
+  // expression introduces in a reshape (`reshape(X, [n, F, d/F])`) become extra symbolic dims.
+  // First a numeric check with the reference interpreter (Refuted with a counterexample), then a
+  // proof in the workspace's resident e-graph. Throws NotFound (unknown program) or
+  // InvalidArgument (an expression that does not compile, no side naming a program).
+  EquivResult equivalent(const std::string& a, const std::string& b, const EquivLimits& limits, const CancelToken* cancel = nullptr);
+  // The resident e-graph: size, the node cap, per-rule statistics, terms added vs shared.
+  EGraphStats egraph_stats() const;
+
  private:
   struct Impl;
+  void sync_egraph() const;  // brings the resident e-graph up to date with the open programs
   mutable std::mutex mutex_;
+  mutable std::mutex egraph_sync_;  // held while syncing, taken before mutex_
   std::unique_ptr<Impl> impl_;
 };
 

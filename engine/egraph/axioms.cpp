@@ -1,0 +1,248 @@
+// THE rule table. Every rule is an identity between tensors with numpy semantics that holds for
+// every binding of the symbolic dims that makes both sides well-shaped; tests check each one
+// numerically against the reference interpreter. Conventions (see tensor_lang.h): reductions keep
+// their axis (size 1); binary ops broadcast; from_program pads operands to equal rank except
+// scalars (rank 0), so the layout rules handle "equal rank" and "one side is a scalar".
+//
+// Guards, and why they are needed:
+//   * moving a factor across sum@i / a layout op requires the factor to have size 1 on that axis
+//     (the shape analysis decides: dim_at(...) == 1), else the factor varies with the summed index;
+//   * sum over + requires both terms to have the summed axis (neither broadcast along it);
+//   * the split rule only splits an axis of size k by a factor F already used somewhere in the
+//     e-graph as a split of a size-k axis (so F | k is an assumption the terms already make).
+#include "engine/egraph/axioms.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace prism::eg {
+
+namespace {
+
+constexpr TOp kUnary[] = {TOp::Neg, TOp::Exp, TOp::Log, TOp::Sqrt, TOp::Rsqrt, TOp::Square, TOp::Silu, TOp::Gelu, TOp::Relu};
+constexpr TOp kBinary[] = {TOp::Add, TOp::Sub, TOp::Mul, TOp::Div};
+constexpr TOp kReduce[] = {TOp::Sum, TOp::Max, TOp::Rms};
+
+std::string s(TOp op) { return top_name(op); }
+
+struct Table {
+  TensorGraph& tg;
+  std::vector<Rewrite> rules;
+
+  void rule(const std::string& name, const std::string& lhs, const std::string& rhs, Rewrite::Guard guard = {}) {
+    rules.push_back(Rewrite::make(name, lhs, rhs, resolve_top, std::move(guard)));
+  }
+  // A rule whose right-hand side is computed (new axes, a choice of factors).
+  void computed(const std::string& name, const std::string& lhs, const std::string& rhs_doc, Rewrite::Guard guard,
+                std::function<void(const Pattern&, EGraph&, const Subst&, std::vector<Id>&)> apply) {
+    Rewrite r;
+    r.name = name;
+    r.lhs = Pattern(lhs, resolve_top);
+    r.guard = std::move(guard);
+    auto lhs_copy = std::make_shared<Pattern>(r.lhs);
+    r.apply = [lhs_copy, apply](EGraph& g, const Subst& sub, std::vector<Id>& out) { apply(*lhs_copy, g, sub, out); };
+    r.rhs = rhs_doc;
+    rules.push_back(std::move(r));
+  }
+};
+
+}  // namespace
+
+std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
+  Table t{tg, {}};
+  auto rank = [&tg](Id id) { return tg.rank(id); };
+  auto one = [&tg](Id id, int axis) { return tg.dim_at(id, axis) == tg.one(); };
+  auto same_rank = [=](Id a, Id b) { return rank(a) == rank(b) && rank(a) > 0; };
+  // Layout op `op`@axis applied to an operand of a binary op: scalars broadcast and stay as they are.
+  auto lift = [&tg](TOp op, int axis, Id x) { return tg.rank(x) == 0 ? x : tg.op(op, {x}, axis); };
+  auto aligned = [=](Id a, Id b) { return rank(a) == rank(b) || rank(a) == 0 || rank(b) == 0; };
+
+  // ---- arithmetic ---------------------------------------------------------------------------
+  t.rule("add-comm", "(add ?a ?b)", "(add ?b ?a)");
+  t.rule("mul-comm", "(mul ?a ?b)", "(mul ?b ?a)");
+  t.rule("add-assoc", "(add ?a (add ?b ?c))", "(add (add ?a ?b) ?c)");
+  t.rule("add-assoc-rev", "(add (add ?a ?b) ?c)", "(add ?a (add ?b ?c))");
+  t.rule("mul-assoc", "(mul ?a (mul ?b ?c))", "(mul (mul ?a ?b) ?c)");
+  t.rule("mul-assoc-rev", "(mul (mul ?a ?b) ?c)", "(mul ?a (mul ?b ?c))");
+  t.rule("mul-distribute", "(mul ?a (add ?b ?c))", "(add (mul ?a ?b) (mul ?a ?c))");
+  t.rule("mul-factor", "(add (mul ?a ?b) (mul ?a ?c))", "(mul ?a (add ?b ?c))");
+  t.rule("div-distribute", "(div (add ?a ?b) ?c)", "(add (div ?a ?c) (div ?b ?c))");
+  t.rule("div-factor", "(add (div ?a ?c) (div ?b ?c))", "(div (add ?a ?b) ?c)");
+  t.rule("div-mul-swap", "(mul (div ?a ?b) ?c)", "(div (mul ?a ?c) ?b)");
+  t.rule("mul-div-swap", "(div (mul ?a ?c) ?b)", "(mul (div ?a ?b) ?c)");
+  t.rule("div-div", "(div (div ?a ?b) ?c)", "(div ?a (mul ?b ?c))");
+  t.rule("div-mul-denominator", "(div ?a (mul ?b ?c))", "(div (div ?a ?b) ?c)");
+  t.rule("exp-add", "(exp (add ?a ?b))", "(mul (exp ?a) (exp ?b))");
+  t.rule("exp-mul", "(mul (exp ?a) (exp ?b))", "(exp (add ?a ?b))");
+  t.rule("sub-add-neg", "(sub ?a ?b)", "(add ?a (neg ?b))");
+  t.rule("add-neg-sub", "(add ?a (neg ?b))", "(sub ?a ?b)");
+  t.rule("neg-mul", "(mul (neg ?a) ?b)", "(neg (mul ?a ?b))");
+  t.rule("neg-mul-rev", "(neg (mul ?a ?b))", "(mul (neg ?a) ?b)");
+  t.rule("square-mul", "(square ?x)", "(mul ?x ?x)");
+  t.rule("mul-square", "(mul ?x ?x)", "(square ?x)");
+  t.rule("log-exp", "(log (exp ?x))", "?x");
+
+  // ---- layout: unsqueeze / squeeze move inward through elementwise ops and reductions ----------
+  for (TOp u : kUnary) {
+    t.rule("unsqueeze-" + s(u), "(unsqueeze@i (" + s(u) + " ?x))", "(" + s(u) + " (unsqueeze@i ?x))");
+    t.rule("squeeze-" + s(u), "(squeeze@i (" + s(u) + " ?x))", "(" + s(u) + " (squeeze@i ?x))");
+  }
+  for (TOp b : kBinary) {
+    t.computed("unsqueeze-" + s(b), "(unsqueeze@i (" + s(b) + " ?a ?b))", "(" + s(b) + " (unsqueeze@i ?a) (unsqueeze@i ?b))",
+               [=](const EGraph&, const Subst& m) { return aligned(m.var[0], m.var[1]); },
+               [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+                 out.push_back(tg.op(b, {lift(TOp::Unsqueeze, m.axis[0], m.var[0]), lift(TOp::Unsqueeze, m.axis[0], m.var[1])}));
+               });
+    // Both operands have size 1 at i (the result has, and neither broadcasts onto a larger size).
+    t.computed("squeeze-" + s(b), "(squeeze@i (" + s(b) + " ?a ?b))", "(" + s(b) + " (squeeze@i ?a) (squeeze@i ?b))",
+               [=](const EGraph&, const Subst& m) {
+                 Id a = m.var[0], c = m.var[1];
+                 return aligned(a, c) && (rank(a) == 0 || one(a, m.axis[0])) && (rank(c) == 0 || one(c, m.axis[0]));
+               },
+               [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+                 out.push_back(tg.op(b, {lift(TOp::Squeeze, m.axis[0], m.var[0]), lift(TOp::Squeeze, m.axis[0], m.var[1])}));
+               });
+  }
+  t.rule("squeeze-unsqueeze", "(squeeze@i (unsqueeze@i ?x))", "?x");
+  t.rule("unsqueeze-squeeze", "(unsqueeze@i (squeeze@i ?x))", "?x");
+  t.computed("squeeze-unsqueeze-commute", "(squeeze@i (unsqueeze@j ?x))", "i<j: (unsqueeze@j-1 (squeeze@i ?x)); i>j: (unsqueeze@j (squeeze@i-1 ?x))",
+             [](const EGraph&, const Subst& m) { return m.axis[0] != m.axis[1]; },
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               int i = m.axis[0], j = m.axis[1];
+               if (i < j) out.push_back(tg.op(TOp::Unsqueeze, {tg.op(TOp::Squeeze, {m.var[0]}, i)}, j - 1));
+               else out.push_back(tg.op(TOp::Unsqueeze, {tg.op(TOp::Squeeze, {m.var[0]}, i - 1)}, j));
+             });
+  // Canonical order of two squeezes (the higher axis innermost) and of two unsqueezes (the lower innermost).
+  t.rule("squeeze-order", "(squeeze@i (squeeze@j ?x))", "(squeeze@j (squeeze@i+1 ?x))",
+         [](const EGraph&, const Subst& m) { return m.axis[0] >= m.axis[1]; });
+  t.rule("unsqueeze-order", "(unsqueeze@i (unsqueeze@j ?x))", "(unsqueeze@j+1 (unsqueeze@i ?x))",
+         [](const EGraph&, const Subst& m) { return m.axis[0] <= m.axis[1]; });
+  for (TOp r : kReduce) {
+    t.computed("unsqueeze-" + s(r), "(unsqueeze@i (" + s(r) + "@j ?x))", "(" + s(r) + "@j' (unsqueeze@i ?x)), j' = j<i ? j : j+1", {},
+               [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+                 int i = m.axis[0], j = m.axis[1];
+                 out.push_back(tg.op(r, {tg.op(TOp::Unsqueeze, {m.var[0]}, i)}, j < i ? j : j + 1));
+               });
+    t.computed("squeeze-" + s(r), "(squeeze@i (" + s(r) + "@j ?x))", "(" + s(r) + "@j' (squeeze@i ?x)), i != j, j' = j<i ? j : j-1",
+               [](const EGraph&, const Subst& m) { return m.axis[0] != m.axis[1]; },
+               [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+                 int i = m.axis[0], j = m.axis[1];
+                 out.push_back(tg.op(r, {tg.op(TOp::Squeeze, {m.var[0]}, i)}, j < i ? j : j - 1));
+               });
+  }
+
+  // ---- contraction: matmul is a sum over an explicit axis of a broadcast product -------------
+  // [.., n, k] x [.., k, m]: unsqueeze@r(a) is [.., n, k, 1], unsqueeze@r-2(b) is [.., 1, k, m].
+  t.computed("matmul-contract", "(matmul ?a ?b)", "(squeeze@r-1 (sum@r-1 (mul (unsqueeze@r ?a) (unsqueeze@r-2 ?b)))), r = rank",
+             [=](const EGraph&, const Subst& m) { return rank(m.var[0]) == rank(m.var[1]) && rank(m.var[0]) >= 2; },
+             [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               int r = int(rank(m.var[0]));
+               Id prod = tg.op(TOp::Mul, {tg.op(TOp::Unsqueeze, {m.var[0]}, r), tg.op(TOp::Unsqueeze, {m.var[1]}, r - 2)});
+               out.push_back(tg.op(TOp::Squeeze, {tg.op(TOp::Sum, {prod}, r - 1)}, r - 1));
+             });
+  t.rule("contract-matmul", "(squeeze@j (sum@j (mul (unsqueeze@j+1 ?a) (unsqueeze@j-1 ?b))))", "(matmul ?a ?b)",
+         [=](const EGraph&, const Subst& m) { return rank(m.var[0]) == rank(m.var[1]) && int(rank(m.var[0])) == m.axis[0] + 1; });
+
+  // ---- reductions -----------------------------------------------------------------------------
+  auto both_span = [=, &tg](const Subst& m) {
+    Id a = m.var[0], b = m.var[1];
+    return same_rank(a, b) && tg.dim_at(a, m.axis[0]) == tg.dim_at(b, m.axis[0]);
+  };
+  t.rule("sum-add", "(sum@i (add ?a ?b))", "(add (sum@i ?a) (sum@i ?b))", [=](const EGraph&, const Subst& m) { return both_span(m); });
+  t.rule("sum-add-rev", "(add (sum@i ?a) (sum@i ?b))", "(sum@i (add ?a ?b))", [=](const EGraph&, const Subst& m) { return both_span(m); });
+  // A factor of size 1 along the summed axis (or a scalar) does not depend on the summed index.
+  auto factor_out = [=](Id factor, Id other, int axis) {
+    return aligned(factor, other) && rank(other) > size_t(axis) && (rank(factor) == 0 || one(factor, axis));
+  };
+  t.rule("sum-mul-factor", "(sum@i (mul ?a ?b))", "(mul ?a (sum@i ?b))",
+         [=](const EGraph&, const Subst& m) { return factor_out(m.var[0], m.var[1], m.axis[0]); });
+  t.rule("mul-sum-factor", "(mul ?a (sum@i ?b))", "(sum@i (mul ?a ?b))",
+         [=](const EGraph&, const Subst& m) { return factor_out(m.var[0], m.var[1], m.axis[0]); });
+  t.rule("sum-div-factor", "(sum@i (div ?a ?b))", "(div (sum@i ?a) ?b)",
+         [=](const EGraph&, const Subst& m) { return factor_out(m.var[1], m.var[0], m.axis[0]); });
+  t.rule("div-sum-factor", "(div (sum@i ?a) ?b)", "(sum@i (div ?a ?b))",
+         [=](const EGraph&, const Subst& m) { return factor_out(m.var[1], m.var[0], m.axis[0]); });
+  t.rule("sum-commute", "(sum@i (sum@j ?x))", "(sum@j (sum@i ?x))", [](const EGraph&, const Subst& m) { return m.axis[0] != m.axis[1]; });
+  // sum(k, x) = sum(F, sum(k/F, x)): split axis i into [F, k/F], sum both, drop the extra axis.
+  t.computed("sum-split", "(sum@i ?x)", "(squeeze@i+1 (sum@i (sum@i+1 (splitax@i$F ?x)))) for each known split F of k", {},
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               DimId k = tg.dim_at(m.var[0], m.axis[0]);
+               const auto pairs = tg.split_pairs();  // copy: adding a splitax may extend it
+               for (auto [size, f] : pairs) {
+                 if (size != k || f == k || f == tg.one()) continue;
+                 int i = m.axis[0];
+                 Id split = tg.op(TOp::SplitAx, {m.var[0]}, i, f);
+                 out.push_back(tg.op(TOp::Squeeze, {tg.op(TOp::Sum, {tg.op(TOp::Sum, {split}, i + 1)}, i)}, i + 1));
+               }
+             });
+  t.rule("sum-merge", "(squeeze@i+1 (sum@i (sum@i+1 (splitax@i$F ?x))))", "(sum@i ?x)");
+  t.computed("rms-def", "(rms@i ?x)", "(sqrt (div (sum@i (mul ?x ?x)) k)), k = the size of axis i", {},
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               Id x = m.var[0];
+               Id k = tg.constant(Constant{tg.dim(tg.dim_at(x, m.axis[0])), 0});
+               out.push_back(tg.op(TOp::Sqrt, {tg.op(TOp::Div, {tg.op(TOp::Sum, {tg.op(TOp::Mul, {x, x})}, m.axis[0]), k})}));
+             });
+
+  // ---- splits move inward, like the other layout ops --------------------------------------------
+  for (TOp u : kUnary) t.rule("splitax-" + s(u), "(splitax@i$F (" + s(u) + " ?x))", "(" + s(u) + " (splitax@i$F ?x))");
+  for (TOp b : kBinary) {
+    // An operand that spans axis i is split; one that broadcasts along it (size 1) gets a second 1.
+    auto part = [&tg](Id x, int axis, DimId f, DimId k) -> Id {
+      if (tg.rank(x) == 0) return x;
+      return tg.dim_at(x, axis) == k ? tg.op(TOp::SplitAx, {x}, axis, f) : tg.op(TOp::Unsqueeze, {x}, axis);
+    };
+    t.computed("splitax-" + s(b), "(splitax@i$F (" + s(b) + " ?a ?b))",
+               "(" + s(b) + " (splitax@i$F ?a) (splitax@i$F ?b)); a side of size 1 at i gets unsqueeze@i instead",
+               [=, &tg](const EGraph&, const Subst& m) {
+                 Id a = m.var[0], c = m.var[1];
+                 if (!aligned(a, c)) return false;
+                 size_t r = std::max(rank(a), rank(c));
+                 DimId ka = tg.dim_at(a, m.axis[0], r), kc = tg.dim_at(c, m.axis[0], r);
+                 return ka != tg.one() ? (kc == ka || kc == tg.one()) : kc != tg.one();
+               },
+               [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+                 size_t r = std::max(rank(m.var[0]), rank(m.var[1]));
+                 DimId k = tg.dim_at(m.var[0], m.axis[0], r);
+                 if (k == tg.one()) k = tg.dim_at(m.var[1], m.axis[0], r);
+                 out.push_back(tg.op(b, {part(m.var[0], m.axis[0], m.payload[0], k), part(m.var[1], m.axis[0], m.payload[0], k)}));
+               });
+  }
+  t.computed("splitax-unsqueeze", "(splitax@i$F (unsqueeze@j ?x))", "j>i: (unsqueeze@j+1 (splitax@i$F ?x)); j<i: (unsqueeze@j (splitax@i-1$F ?x))",
+             [](const EGraph&, const Subst& m) { return m.axis[0] != m.axis[1]; },
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               int i = m.axis[0], j = m.axis[1];
+               DimId f = m.payload[0];
+               if (j > i) out.push_back(tg.op(TOp::Unsqueeze, {tg.op(TOp::SplitAx, {m.var[0]}, i, f)}, j + 1));
+               else out.push_back(tg.op(TOp::Unsqueeze, {tg.op(TOp::SplitAx, {m.var[0]}, i - 1, f)}, j));
+             });
+  t.computed("splitax-sum", "(splitax@i$F (sum@j ?x))", "(sum@j' (splitax@i$F ?x)), i != j, j' = j<i ? j : j+1",
+             [](const EGraph&, const Subst& m) { return m.axis[0] != m.axis[1]; },
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               int i = m.axis[0], j = m.axis[1];
+               out.push_back(tg.op(TOp::Sum, {tg.op(TOp::SplitAx, {m.var[0]}, i, m.payload[0])}, j < i ? j : j + 1));
+             });
+
+  // ---- parallel structure: grid axis first ------------------------------------------------------
+  t.rule("combine-partition", "(combine@a (partition@a$g ?x))", "?x");
+  t.rule("partition-combine", "(partition@a$g (combine@a ?y))", "?y",
+         [&tg](const EGraph&, const Subst& m) { return tg.dim_at(m.var[0], 0) == m.payload[0]; });
+  for (TOp u : kUnary) {
+    t.rule("partition-" + s(u), "(partition@a$g (" + s(u) + " ?x))", "(" + s(u) + " (partition@a$g ?x))");
+    t.rule("combine-" + s(u), "(combine@a (" + s(u) + " ?y))", "(" + s(u) + " (combine@a ?y))");
+    t.rule("replicate-" + s(u), "(" + s(u) + " (replicate$g ?x))", "(replicate$g (" + s(u) + " ?x))");
+  }
+  for (TOp b : kBinary) {
+    t.rule("partition-" + s(b), "(partition@a$g (" + s(b) + " ?x ?y))", "(" + s(b) + " (partition@a$g ?x) (partition@a$g ?y))",
+           [=, &tg](const EGraph&, const Subst& m) { return same_rank(m.var[0], m.var[1]) && tg.dim_at(m.var[0], m.axis[0]) == tg.dim_at(m.var[1], m.axis[0]); });
+    t.rule("replicate-" + s(b), "(" + s(b) + " (replicate$g ?x) (replicate$g ?y))", "(replicate$g (" + s(b) + " ?x ?y))",
+           [=](const EGraph&, const Subst& m) { return same_rank(m.var[0], m.var[1]); });
+  }
+  // Summing block partial sums over the grid is the whole sum; a replicated factor is constant
+  // along the grid axis.
+  t.rule("reduce-partition-sum", "(reduce (sum@a+1 (partition@a$g ?x)))", "(sum@a ?x)");
+  t.rule("reduce-replicate-factor", "(reduce (mul (replicate$g ?x) ?y))", "(mul ?x (reduce ?y))",
+         [=](const EGraph&, const Subst& m) { return rank(m.var[0]) + 1 == rank(m.var[1]); });
+  return std::move(t.rules);
+}
+
+}  // namespace prism::eg

@@ -1,0 +1,271 @@
+#include "engine/egraph/equivalence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "engine/egraph/explain.h"
+#include "engine/error.h"
+#include "engine/interp/interpreter.h"
+#include "engine/ir/lower_composites.h"
+#include "engine/ir/print.h"
+#include "engine/lang/compile.h"
+#include "engine/lang/lexer.h"
+
+namespace prism {
+
+const char* verdict_name(EquivResult::Verdict v) {
+  switch (v) {
+    case EquivResult::Verdict::Proved: return "proved";
+    case EquivResult::Verdict::NotProved: return "not proved";
+    case EquivResult::Verdict::Refuted: return "refuted";
+  }
+  return "?";
+}
+
+namespace {
+
+Program as_f32(Program p) {
+  for (Value& v : p.values) v.type.dtype = DType::F32;
+  return p;
+}
+
+// Every shape of the program is a positive integer and every reshape keeps the element count.
+bool binding_fits(const Program& p, const DimBindings& b) {
+  try {
+    for (const Value& v : p.values) {
+      int64_t count = 1;
+      for (const Dim& d : v.type.shape) count *= d.evaluate_size(b);
+      if (v.op == Op::Reshape) {
+        int64_t in = 1;
+        for (const Dim& d : p.value(v.operands[0]).type.shape) in *= d.evaluate_size(b);
+        if (in != count) return false;
+      }
+      if (count > (int64_t(1) << 22)) return false;
+    }
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::map<std::string, Tensor> inputs_for(const Program& p, const DimBindings& b, uint64_t seed) {
+  std::map<std::string, Tensor> in;
+  for (int id : p.inputs) {
+    const Value& v = p.value(id);
+    std::vector<int64_t> shape = concrete_shape(v.type.shape, b);
+    if (v.name.rfind("__ones", 0) == 0) {
+      Tensor t = Tensor::zeros(DType::F32, shape);
+      std::fill(t.data.begin(), t.data.end(), 1.0f);
+      in[v.name] = std::move(t);
+    } else {
+      in[v.name] = random_tensor(DType::F32, shape, seed, v.name);
+    }
+  }
+  return in;
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out.append(i ? sep : "").append(items[i]);
+  return out;
+}
+
+}  // namespace
+
+// Compiles `expr` as the body of a program with the parameters of `context`: the inline side of
+// an equivalence. Names inside [ ] that are not dims of the context (split factors) become dims
+// through an extra parameter that the expression never reads.
+Program compile_expression(const Program& context, const std::string& expr) {
+  std::vector<std::string> params, extra;
+  for (int id : context.inputs) params.push_back(context.value(id).name + ": " + type_str(context.value(id).type));
+  int depth = 0;
+  for (const Token& t : lex(expr)) {
+    if (t.kind == Tok::LBracket) ++depth;
+    if (t.kind == Tok::RBracket) --depth;
+    if (depth > 0 && t.kind == Tok::Ident && std::find(context.dims.begin(), context.dims.end(), t.text) == context.dims.end() &&
+        std::find(extra.begin(), extra.end(), t.text) == extra.end())
+      extra.push_back(t.text);
+  }
+  if (!extra.empty()) params.push_back("__dims: f32[" + join(extra, ", ") + "]");
+  const std::string text = "program __expr(" + join(params, ", ") + ") {\n  return " + expr + "\n}\n";
+  CompileResult r = compile_text(text, "<expression>");
+  std::vector<std::string> errors;
+  for (const auto& d : r.diagnostics)
+    if (d.severity == Severity::Error) errors.push_back(d.message);
+  if (!errors.empty() || r.programs.size() != 1)
+    throw Error(Error::Kind::InvalidArgument, "expression '" + expr + "' (over the inputs of '" + context.name + "'): " +
+                                                  (errors.empty() ? std::string("does not compile") : join(errors, "; ")));
+  Program p = lower_composites(r.programs[0]);
+  p.name = expr;
+  return p;
+}
+
+
+std::optional<Counterexample> find_counterexample(const Program& a0, const Program& b0, const CancelToken* cancel, int bindings_wanted) {
+  const Program a = as_f32(a0), b = as_f32(b0);
+  std::vector<std::string> dims = a.dims;
+  for (const auto& d : b.dims)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) dims.push_back(d);
+  static const int64_t kValues[] = {2, 3, 4, 5, 6, 8, 12};
+  std::mt19937_64 rng(0x5eed);
+  std::set<DimBindings> tried;
+  int found = 0;
+  for (int attempt = 0; attempt < 2000 && found < bindings_wanted; ++attempt) {
+    DimBindings bind;
+    for (const auto& d : dims) bind[d] = kValues[rng() % (sizeof(kValues) / sizeof(kValues[0]))];
+    if (!tried.insert(bind).second || !binding_fits(a, bind) || !binding_fits(b, bind)) continue;
+    ++found;
+    const uint64_t seed = 1000 + uint64_t(attempt);
+    std::vector<Tensor> ra, rb;
+    try {
+      ra = interpret(a, bind, inputs_for(a, bind, seed), cancel);
+      rb = interpret(b, bind, inputs_for(b, bind, seed), cancel);
+    } catch (const Error& e) {
+      if (e.kind() == Error::Kind::Cancelled) throw;
+      --found;  // this binding does not suit the programs after all
+      continue;
+    }
+    Counterexample cx{bind, seed, 0, ""};
+    const Tensor &x = ra.at(0), &y = rb.at(0);
+    if (x.shape != y.shape) {
+      cx.max_abs_diff = INFINITY;
+      cx.detail = "the outputs have different shapes " + shape_text(x.shape) + " and " + shape_text(y.shape);
+      return cx;
+    }
+    double diff = 0, scale = 0;
+    size_t worst = 0;
+    for (size_t i = 0; i < x.data.size(); ++i) {
+      double u = x.data[i], v = y.data[i];
+      if (std::isnan(u) && std::isnan(v)) continue;
+      double d = std::isnan(u) || std::isnan(v) ? INFINITY : std::fabs(u - v);
+      if (d > diff) diff = d, worst = i;
+      if (std::isfinite(u)) scale = std::max(scale, std::fabs(u));
+    }
+    if (diff > 1e-3 * (1 + scale)) {
+      cx.max_abs_diff = diff;
+      cx.detail = "element " + std::to_string(worst) + ": " + std::to_string(x.data[worst]) + " vs " + std::to_string(y.data[worst]);
+      return cx;
+    }
+  }
+  return std::nullopt;
+}
+
+struct ResidentEGraph::State {
+  eg::TensorGraph tg;
+  std::vector<eg::Rewrite> rules;
+  eg::Runner runner;
+  std::map<std::string, std::vector<eg::Id>> programs;
+  uint64_t added = 0, shared = 0;
+  size_t cap;
+  bool cap_hit = false;
+
+  explicit State(size_t node_cap) : rules(eg::tensor_axioms(tg)), runner(&rules), cap(node_cap) {}
+
+  eg::AddedTerms add(const Program& p) {
+    eg::AddedTerms t = eg::add_program(tg, p);
+    added += t.added;
+    shared += t.shared;
+    return t;
+  }
+  std::string cap_message() const {
+    if (!cap_hit) return "";
+    return "the resident e-graph reached its cap of " + std::to_string(cap) + " e-nodes (it holds " + std::to_string(tg.graph().num_nodes()) +
+           "); proofs that need more terms stop at the node limit";
+  }
+};
+
+ResidentEGraph::ResidentEGraph(size_t node_cap) : state_(std::make_unique<State>(node_cap)) {}
+ResidentEGraph::~ResidentEGraph() = default;
+
+void ResidentEGraph::set_program(const std::string& name, const Program& lowered) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_->programs[name] = state_->add(lowered).outputs;
+}
+
+void ResidentEGraph::drop_program(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  state_->programs.erase(name);  // the classes stay: other programs may share them
+}
+
+bool ResidentEGraph::has_program(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return state_->programs.count(name) > 0;
+}
+
+EquivResult ResidentEGraph::equivalent(const Program& a, const Program& b, const EquivLimits& limits, const CancelToken* cancel) {
+  for (const Program* p : {&a, &b})
+    if (p->outputs.size() != 1)
+      throw Error(Error::Kind::InvalidArgument, "'" + p->name + "' has " + std::to_string(p->outputs.size()) + " outputs; equivalence compares one output with one");
+  EquivResult r;
+  std::optional<Counterexample> cx;
+  try {
+    cx = find_counterexample(a, b, cancel);
+  } catch (const Error& e) {
+    if (e.kind() != Error::Kind::Cancelled) throw;
+    r.verdict = EquivResult::Verdict::NotProved;
+    r.stop_reason = StopReason::Cancelled;
+    r.message = "cancelled during the numeric check";
+    return r;
+  }
+
+  if (cx) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    State& s = *state_;
+    r.a_text = s.tg.print(s.add(a).outputs[0]);
+    r.b_text = s.tg.print(s.add(b).outputs[0]);
+    r.verdict = EquivResult::Verdict::Refuted;
+    r.counterexample = std::move(cx);
+    r.message = "the reference interpreter gives different values: " + r.counterexample->detail;
+    return r;
+  }
+  return prove(a, b, limits, cancel);
+}
+
+EquivResult ResidentEGraph::prove(const Program& a, const Program& b, const EquivLimits& limits, const CancelToken* cancel) {
+  for (const Program* p : {&a, &b})
+    if (p->outputs.size() != 1)
+      throw Error(Error::Kind::InvalidArgument, "'" + p->name + "' has " + std::to_string(p->outputs.size()) + " outputs; equivalence compares one output with one");
+  EquivResult r;
+  std::lock_guard<std::mutex> lock(mutex_);
+  State& s = *state_;
+  eg::Id ia = s.add(a).outputs[0], ib = s.add(b).outputs[0];
+  r.a_text = s.tg.print(ia);
+  r.b_text = s.tg.print(ib);
+  eg::EGraph& g = s.tg.graph();
+  eg::RunLimits run{std::min(s.cap, g.num_nodes() + limits.node_limit), limits.iter_limit, limits.time_limit_s};
+  eg::RunReport rep = s.runner.run(g, run, cancel, [&] { return g.find(ia) == g.find(ib); });
+  if (g.num_nodes() >= s.cap) s.cap_hit = true;
+  r.stop_reason = rep.stop;
+  if (g.find(ia) == g.find(ib)) {
+    r.verdict = EquivResult::Verdict::Proved;
+    r.explanation = eg::explain(s.tg, s.rules, ia, ib);
+    return r;
+  }
+  r.verdict = EquivResult::Verdict::NotProved;
+  r.message = std::string("not proved: saturation stopped (") + stop_reason_name(rep.stop) + ") after " + std::to_string(rep.iterations) +
+              " iterations with " + std::to_string(rep.nodes) + " e-nodes";
+  if (s.tg.shape_of(ia) != s.tg.shape_of(ib)) r.message += "; the two sides have different shapes";
+  if (s.cap_hit) r.message += "; " + s.cap_message();
+  return r;
+}
+
+EGraphStats ResidentEGraph::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const State& s = *state_;
+  EGraphStats st;
+  st.nodes = s.tg.graph().num_nodes();
+  st.classes = s.tg.graph().num_classes();
+  st.memory_bytes = s.tg.graph().memory_bytes();
+  st.node_cap = s.cap;
+  st.cap_hit = s.cap_hit;
+  st.cap_message = s.cap_message();
+  st.programs = s.programs.size();
+  st.rules = s.runner.stats();
+  st.terms_added = s.added;
+  st.terms_shared = s.shared;
+  return st;
+}
+
+}  // namespace prism

@@ -1,0 +1,116 @@
+// Workspace::equivalent: the identities the optimizer relies on must be proved (with symbolic
+// dims, and a printed explanation), and tempting non-identities must be refuted numerically and
+// never proved.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "engine/egraph/equivalence.h"
+#include "engine/ir/lower_composites.h"
+#include "engine/lang/compile.h"
+#include "engine/workspace.h"
+
+using namespace prism;
+
+namespace {
+
+std::string read_example(const std::string& name) {
+  std::ifstream in(std::string(PRISM_SOURCE_DIR) + "/examples/" + name + ".prism");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+const char* kExtra = R"(
+program row_sum(X: f32[n, d]) {
+  return sum(X, axis=-1)
+}
+program square_mm(X: f32[n, n], W: f32[n, n]) {
+  return matmul(X, W)
+}
+program ab(A: f32[n, d], B: f32[n, d]) {
+  return exp(A + B)
+}
+program scaled(X: f32[n, d], R: f32[1, d], W: f32[d, d]) {
+  return matmul(X / R, W)
+}
+)";
+
+void open_all(Workspace& ws) {
+  for (const char* name : {"rms_linear", "rmsnorm_mlp", "gated_mlp", "attention", "qk_norm_attention", "lora", "gqa"})
+    ws.open(std::string("file:///") + name + ".prism", read_example(name), 1);
+  ws.open("file:///extra.prism", kExtra, 1);
+}
+
+const std::string kSplitGate =
+    "silu(reshape(sum(sum(reshape(X, [n, F, d/F, 1]) * reshape(Wg, [1, F, d/F, d]), axis=2), axis=1), [n, d]))"
+    " * reshape(sum(sum(reshape(X, [n, F, d/F, 1]) * reshape(Wu, [1, F, d/F, d]), axis=2), axis=1), [n, d])";
+
+}  // namespace
+
+TEST_CASE("equivalence: the must-prove identities are proved with an explanation", "[egraph][equivalence][prove]") {
+  Workspace ws;
+  open_all(ws);
+  EquivLimits limits;
+  struct Case {
+    std::string a, b;
+  };
+  std::vector<Case> cases = {
+      {"rms_linear", "matmul(X, W) / rms(X, axis=-1)"},
+      {"gated_mlp", kSplitGate},
+      {"row_sum", "reshape(sum(sum(reshape(X, [n, F, d/F]), axis=2), axis=1), [n, 1])"},
+      {"attention", "matmul(exp(matmul(Q, Kt)), V) / sum(exp(matmul(Q, Kt)), axis=-1)"},
+      {"rmsnorm_mlp", "matmul(X, Wu) / rms(X, axis=-1) * (matmul(X, Wg) / rms(X, axis=-1))"},
+  };
+  for (const auto& c : cases) {
+    EquivResult r = ws.equivalent(c.a, c.b, limits);
+    INFO(c.a << "  vs  " << c.b << "\n" << verdict_name(r.verdict) << " (" << stop_reason_name(r.stop_reason) << ") " << r.message);
+    CHECK(r.verdict == EquivResult::Verdict::Proved);
+    CHECK_FALSE(r.explanation.empty());
+    CHECK_FALSE(r.a_text.empty());
+    WARN("proof of " << c.a << " == " << c.b << ":\n" << r.explanation);
+  }
+}
+
+TEST_CASE("equivalence: tempting non-identities are refuted and never proved", "[egraph][equivalence][never]") {
+  Workspace ws;
+  open_all(ws);
+  struct Case {
+    std::string a, b;
+  };
+  std::vector<Case> cases = {
+      {"square_mm", "matmul(W, X)"},
+      {"ab", "exp(A) + exp(B)"},
+      {"ab", "rms(A + B, axis=-1) - rms(A, axis=-1) - rms(B, axis=-1) + exp(A + B)"},
+      {"row_sum", "reshape(sum(X, axis=0), [n, 1]) * 0 + sum(X, axis=-1) * 2"},
+      {"scaled", "matmul(X, W) / R"},
+      {"rms_linear", "matmul(X, W) * rms(X, axis=-1)"},
+      {"rms_linear", "matmul(X, W)"},
+      {"gated_mlp", "silu(matmul(X, Wu)) * matmul(X, Wg)"},
+      {"attention", "matmul(exp(matmul(Q, Kt)) / sum(exp(matmul(Q, Kt)), axis=-2), V)"},
+      {"lora", "matmul(X, W) + matmul(X, matmul(A, B)) * 2"},
+  };
+  for (const auto& c : cases) {
+    EquivResult r = ws.equivalent(c.a, c.b, EquivLimits{});
+    INFO(c.a << "  vs  " << c.b << ": " << verdict_name(r.verdict) << " " << r.message);
+    CHECK(r.verdict == EquivResult::Verdict::Refuted);
+    REQUIRE(r.counterexample.has_value());
+    CHECK(r.counterexample->max_abs_diff > 0);
+  }
+  // The e-graph alone, with no numeric check in front, must not prove any of them either.
+  for (const auto& c : cases) {
+    std::string text = kExtra;
+    for (const char* name : {"rms_linear", "gated_mlp", "attention", "lora"}) text += read_example(name);
+    CompileResult compiled = compile_text(text, "never.prism");
+    const Program* context = nullptr;
+    for (const auto& p : compiled.programs)
+      if (p.name == c.a) context = &p;
+    REQUIRE(context);
+    ResidentEGraph g;
+    EquivResult r = g.prove(lower_composites(*context), compile_expression(*context, c.b), EquivLimits{20000, 12, 2.0});
+    INFO(c.a << "  vs  " << c.b << ": " << r.message);
+    CHECK(r.verdict == EquivResult::Verdict::NotProved);
+    CHECK(r.stop_reason != StopReason::GoalReached);
+  }
+}
