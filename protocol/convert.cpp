@@ -129,4 +129,52 @@ RunRequest parse_run_request(const json& raw) {
   return request;
 }
 
+EquivLimits parse_equiv_limits(const json& params) {
+  EquivLimits limits;
+  const json* given = optional_object(params, "limits");
+  if (!given) return limits;
+  if (auto n = optional_int(*given, "nodes", "limits")) {
+    if (*n < 1) throw invalid_params("limits.nodes", "'limits.nodes' must be a positive integer");
+    limits.node_limit = static_cast<size_t>(*n);
+  }
+  if (auto n = optional_int(*given, "iterations", "limits")) {
+    if (*n < 1) throw invalid_params("limits.iterations", "'limits.iterations' must be a positive integer");
+    limits.iter_limit = static_cast<size_t>(*n);
+  }
+  if (auto s = optional_number(*given, "seconds", "limits")) {
+    if (!(*s > 0)) throw invalid_params("limits.seconds", "'limits.seconds' must be a positive number");
+    limits.time_limit_s = *s;
+  }
+  return limits;
+}
+
+json equiv_result_json(const EquivResult& r) {
+  const char* result = r.verdict == EquivResult::Verdict::Proved    ? "proved"
+                       : r.verdict == EquivResult::Verdict::Refuted ? "refuted"
+                                                                    : "unknown";
+  json out = {{"result", result}, {"stopReason", stop_reason_name(r.stop_reason)}, {"a", r.a_text}, {"b", r.b_text}};
+  if (!r.explanation.empty()) out["explanation"] = r.explanation;
+  if (!r.message.empty()) out["message"] = r.message;
+  if (r.counterexample) {
+    json bindings = json::object();
+    for (const auto& [name, value] : r.counterexample->bindings) bindings[name] = value;
+    out["counterexample"] = {{"bindings", std::move(bindings)},
+                             {"seed", r.counterexample->seed},
+                             {"maxAbsDiff", r.counterexample->max_abs_diff},
+                             {"detail", r.counterexample->detail}};
+  }
+  return out;
+}
+
+json egraph_stats_json(const EGraphStats& s) {
+  json rules = json::array();
+  for (const auto& r : s.rules)
+    rules.push_back({{"name", r.name}, {"matches", r.matches}, {"applications", r.applications}, {"timeMs", r.time_ms}});
+  json out = {{"nodes", s.nodes},           {"classes", s.classes},         {"memoryBytes", s.memory_bytes},
+              {"nodeCap", s.node_cap},      {"capHit", s.cap_hit},          {"programs", s.programs},
+              {"termsAdded", s.terms_added}, {"termsShared", s.terms_shared}, {"rules", std::move(rules)}};
+  if (!s.cap_message.empty()) out["capMessage"] = s.cap_message;
+  return out;
+}
+
 }  // namespace prism::protocol

@@ -22,4 +22,10 @@ json run_result_json(const RunResult& result);
 // Validates program/run params; failures are InvalidParams naming the field ("bindings.n").
 RunRequest parse_run_request(const json& params);
 
+// program/equivalent's `limits` ({nodes, iterations, seconds}, each optional and positive).
+EquivLimits parse_equiv_limits(const json& params);
+// {result: "proved"|"refuted"|"unknown", stopReason, a, b, explanation?, counterexample?, message?}
+json equiv_result_json(const EquivResult& result);
+json egraph_stats_json(const EGraphStats& stats);
+
 }  // namespace prism::protocol

@@ -45,6 +45,13 @@ int64_t require_int(const json& obj, const std::string& key, const std::string& 
   return *v;
 }
 
+std::optional<double> optional_number(const json& obj, const std::string& key, const std::string& prefix) {
+  const json* v = find_field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_number()) throw invalid_params(field_path(prefix, key), "'" + field_path(prefix, key) + "' must be a number");
+  return v->get<double>();
+}
+
 std::optional<int64_t> optional_int(const json& obj, const std::string& key, const std::string& prefix) {
   const json* v = find_field(obj, key);
   if (!v) return std::nullopt;

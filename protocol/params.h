@@ -20,6 +20,7 @@ std::string require_string(const json& obj, const std::string& key, const std::s
 std::optional<std::string> optional_string(const json& obj, const std::string& key, const std::string& prefix = "");
 int64_t require_int(const json& obj, const std::string& key, const std::string& prefix = "");
 std::optional<int64_t> optional_int(const json& obj, const std::string& key, const std::string& prefix = "");
+std::optional<double> optional_number(const json& obj, const std::string& key, const std::string& prefix = "");
 // A nested object; nullptr when absent (or null).
 const json* optional_object(const json& obj, const std::string& key, const std::string& prefix = "");
 const json& require_array(const json& obj, const std::string& key, const std::string& prefix = "");

@@ -1,5 +1,7 @@
 #include "protocol/server.h"
 
+#include "protocol/convert.h"
+
 #include <unistd.h>
 
 #include "protocol/params.h"
@@ -149,6 +151,13 @@ void Server::register_builtins() {
                                    {}};
   methods_["program/show"] = Entry{[this](Session&, const json& p) { return show(p); }, {}, {}};
   methods_["program/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { run(s, m); }};
+  methods_["program/equivalent"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { equivalent(s, m); }};
+  methods_["egraph/stats"] = Entry{[this](Session&, const json& p) {
+                                     params_object(p);
+                                     return egraph_stats_json(workspace_.egraph_stats());
+                                   },
+                                   {},
+                                   {}};
   methods_["initialized"] = Entry{{}, [](Session&, const json&) {}, {}};
   methods_["exit"] = Entry{{}, [](Session& s, const json&) { s.close(s.shut_down ? 0 : 1); }, {}};
   methods_["$/cancelRequest"] = Entry{{}, [this](Session& s, const json& p) { cancel_request(s, p); }, {}};

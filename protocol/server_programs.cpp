@@ -1,4 +1,5 @@
-// program/list, program/show and program/run (the long one: it runs on Options::spawn).
+// program/list, program/show, and the long ones that run on Options::spawn: program/run and
+// program/equivalent.
 #include <algorithm>
 #include <set>
 
@@ -24,6 +25,17 @@ void Server::run(const SessionPtr& session, const Incoming& message) {
   // An unknown program is reported by the engine's run itself.
   long_request(session, message, {request.program}, [this, request](const CancelToken& token) {
     return run_result_json(workspace_.run(request, &token));
+  });
+}
+
+void Server::equivalent(const SessionPtr& session, const Incoming& message) {
+  const json& params = params_object(message.params);
+  std::string a = require_string(params, "a");
+  std::string b = require_string(params, "b");
+  EquivLimits limits = parse_equiv_limits(params);
+  // Either side may be an inline expression; only program names can go stale.
+  long_request(session, message, {a, b}, [this, a, b, limits](const CancelToken& token) {
+    return equiv_result_json(workspace_.equivalent(a, b, limits, &token));
   });
 }
 

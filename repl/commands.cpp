@@ -26,6 +26,20 @@ const std::vector<CommandSpec>& command_table() {
        "--out PATH writes the output as .npy (several outputs: PATH's stem.NAME.npy).\n"
        "Ctrl-C cancels a run in progress.",
        CommandSpec::Arg::Program},
+      {"equiv", "equiv A B [--nodes N] [--iterations N] [--seconds S]",
+       "prove two computations equal, or refute them with a counterexample",
+       "A and B are program names or expressions over a program's inputs (at least one names a\n"
+       "program, which gives the inputs and dims): `equiv rms_linear matmul(X, W) / rms(X)`.\n"
+       "Quote an expression that comes first: `equiv \"sum(X, axis=-1)\" my_program`.\n"
+       "First the reference interpreter compares them on random inputs (refuted: the bindings,\n"
+       "seed and difference); then the e-graph looks for a proof with symbolic dims (proved: the\n"
+       "chain of rewrites). `unknown` says which limit stopped the search. Ctrl-C cancels.",
+       CommandSpec::Arg::Program},
+      {"egraph", "egraph", "show the resident e-graph: size, node cap, per-rule statistics",
+       "The daemon keeps one e-graph for all open programs; opening or editing a program adds only\n"
+       "its new terms. Lists nodes, classes, memory, terms added vs shared, and each rule's matches,\n"
+       "applications and time.",
+       CommandSpec::Arg::None},
       {"daemon", "daemon status|stop", "show the daemon's status, or stop it",
        "`daemon status` prints the daemon's version, pid, uptime, clients and documents.\n"
        "`daemon stop` shuts the daemon down; the next `prism` starts a new one.",

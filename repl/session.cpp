@@ -1,5 +1,6 @@
 #include "repl/session.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -108,6 +109,8 @@ CommandOutput Session::execute(const std::string& command, const Origin& origin)
   if (spec->name == "show") return show(args);
   if (spec->name == "run") return run(args);
   if (spec->name == "daemon") return daemon(args);
+  if (spec->name == "equiv") return equiv(args);
+  if (spec->name == "egraph") return egraph();
   if (spec->name == "help") return help(args);
   quit_ = true;  // quit
   return {json{{"quit", true}}, ""};
@@ -284,6 +287,87 @@ CommandOutput Session::daemon(const std::vector<std::string>& args) {
   json s = call("daemon/status", json::object());
   std::ostringstream out;
   for (const auto& [k, v] : s.items()) out << k << ": " << (v.is_string() ? v.get<std::string>() : v.dump()) << "\n";
+  return {s, out.str()};
+}
+
+CommandOutput Session::equiv(const std::vector<std::string>& args) {
+  json limits = json::object();
+  std::vector<std::string> sides;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--nodes" || a == "--iterations" || a == "--seconds") {
+      if (i + 1 >= args.size()) throw CommandError(usage_error("equiv", a + " needs a value"));
+      const std::string& v = args[++i];
+      double x = 0;
+      size_t used = 0;
+      try {
+        x = std::stod(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != v.size() || !(x > 0)) throw CommandError(usage_error("equiv", a + " wants a positive number, not '" + v + "'"));
+      if (a == "--seconds")
+        limits["seconds"] = x;
+      else
+        limits[a.substr(2)] = static_cast<int64_t>(x);
+    } else {
+      sides.push_back(a);
+    }
+  }
+  if (sides.size() < 2) throw CommandError(usage_error("equiv", "equiv needs two sides"));
+  // The first word is A; B is the rest of the line (an expression may contain blanks).
+  std::vector<std::string> rest(sides.begin() + 1, sides.end());
+  json params = {{"a", sides[0]}, {"b", join(rest, " ")}};
+  if (!limits.empty()) params["limits"] = limits;
+  json r = call("program/equivalent", params);
+
+  // --json form: result, stop_reason, and explanation or counterexample.
+  json data = {{"result", r.value("result", "unknown")}, {"stop_reason", r.value("stopReason", "")},
+               {"a", r.value("a", "")}, {"b", r.value("b", "")}};
+  if (r.contains("explanation")) data["explanation"] = r["explanation"];
+  if (r.contains("counterexample")) data["counterexample"] = r["counterexample"];
+  if (r.contains("message")) data["message"] = r["message"];
+
+  std::ostringstream out;
+  std::string result = data["result"];
+  out << result << " (" << data.value("stop_reason", "") << ")\n  a: " << data.value("a", "") << "\n  b: " << data.value("b", "")
+      << "\n";
+  if (result == "refuted") {
+    const json& c = r["counterexample"];
+    std::vector<std::string> binds;
+    const json bindings = c.value("bindings", json::object());  // items() must not outlive it
+    for (const auto& [k, v] : bindings.items()) binds.push_back(k + "=" + v.dump());
+    out << "they differ by " << number(c.value("maxAbsDiff", 0.0)) << " at " << join(binds, " ") << " (seed "
+        << c.value("seed", 0) << ")\n";
+    if (!c.value("detail", "").empty()) out << "  " << c.value("detail", "") << "\n";
+  }
+  if (r.contains("explanation")) {
+    out << "proof:\n";
+    std::istringstream lines(r.value("explanation", ""));
+    for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
+  }
+  if (r.contains("message")) out << r.value("message", "") << "\n";
+  return {data, out.str()};
+}
+
+CommandOutput Session::egraph() {
+  json s = call("egraph/stats", json::object());
+  std::ostringstream out;
+  out << "nodes " << s.value("nodes", 0) << ", classes " << s.value("classes", 0) << ", memory "
+      << number(s.value("memoryBytes", 0) / 1048576.0) << " MiB, node cap " << s.value("nodeCap", 0) << "\n"
+      << "programs " << s.value("programs", 0) << ", terms added " << s.value("termsAdded", 0) << ", shared "
+      << s.value("termsShared", 0) << "\n";
+  if (s.value("capHit", false)) out << "node cap reached: " << s.value("capMessage", "") << "\n";
+  const json all_rules = s.value("rules", json::array());
+  std::vector<json> rules(all_rules.begin(), all_rules.end());
+  std::stable_sort(rules.begin(), rules.end(), [](const json& x, const json& y) {
+    return x.value("applications", 0) > y.value("applications", 0);
+  });
+  Table t({"RULE", "MATCHES", "APPLIED", "TIME MS"});
+  for (const auto& r : rules)
+    t.add({r.value("name", ""), std::to_string(r.value("matches", 0)), std::to_string(r.value("applications", 0)),
+           number(r.value("timeMs", 0.0))});
+  if (!rules.empty()) out << "\n" << t.render();
   return {s, out.str()};
 }
 

@@ -68,6 +68,8 @@ class Session {
   CommandOutput show(const std::vector<std::string>& args);
   CommandOutput run(const std::vector<std::string>& args);
   CommandOutput daemon(const std::vector<std::string>& args);
+  CommandOutput equiv(const std::vector<std::string>& args);
+  CommandOutput egraph();
   CommandOutput help(const std::vector<std::string>& args);
   // Turns a DocumentState into output; throws CommandError when it carries errors.
   CommandOutput document_report(const json& state, const std::string& what, const Origin& typed = {});
