@@ -2,6 +2,10 @@
 // programs' proofs intact, the node cap is reported in words, errors are clear.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "engine/egraph/equivalence.h"
 #include "engine/lang/compile.h"
 #include "engine/ir/lower_composites.h"
@@ -93,4 +97,26 @@ TEST_CASE("resident e-graph: errors, cancellation and the node cap", "[egraph][r
   EquivResult one_iter = fresh.prove(p, compile_expression(compiled.programs[0], kMlpRewritten), EquivLimits{200000, 1, 5.0});
   CHECK(one_iter.verdict == EquivResult::Verdict::NotProved);
   CHECK(one_iter.stop_reason == StopReason::IterLimit);
+}
+
+TEST_CASE("resident e-graph: concurrent proofs and edits", "[egraph][resident][threads]") {
+  Workspace ws;
+  ws.open("file:///b.prism", kMlp, 1);
+  std::atomic<int> proved{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 3; ++i)
+        if (ws.equivalent("rmsnorm_mlp", kMlpRewritten, EquivLimits{}).verdict == EquivResult::Verdict::Proved) ++proved;
+    });
+  threads.emplace_back([&] {
+    for (int v = 2; v < 8; ++v) {
+      ws.open("file:///a.prism", kLinear, v);
+      (void)ws.egraph_stats();
+      ws.close("file:///a.prism");
+    }
+  });
+  for (auto& th : threads) th.join();
+  CHECK(proved == 9);
+  CHECK(ws.egraph_stats().programs == 1);
 }
