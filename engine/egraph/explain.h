@@ -11,7 +11,7 @@
 namespace prism::eg {
 
 struct ExplainOptions {
-  size_t max_depth = 4;        // nesting of congruence sub-explanations
+  size_t max_depth = 12;       // nesting of congruence sub-explanations (2 per level)
   size_t max_term_len = 400;   // each printed term is cut here
   size_t max_lines = 400;
 };

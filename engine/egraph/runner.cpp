@@ -66,7 +66,9 @@ RunReport Runner::run(EGraph& g, const RunLimits& limits, const CancelToken* can
         stats_[r].time_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
         continue;
       }
+      size_t done = 0;
       for (const Subst& s : matches) {
+        if (cancel && (++done & 255) == 0 && cancel->cancelled()) return finish(StopReason::Cancelled);
         if (rule.guard && !rule.guard(g, s)) continue;
         results.clear();
         try {
@@ -74,11 +76,15 @@ RunReport Runner::run(EGraph& g, const RunLimits& limits, const CancelToken* can
         } catch (const std::logic_error& e) {
           throw std::logic_error("rule " + rule.name + ": " + e.what());
         }
+        if (results.empty()) continue;
+        // The left-hand side spelled exactly as matched (no new e-node: it is congruent to the
+        // match), so an explanation shows this rule's step on the very terms it rewrote.
+        const size_t ids_before = g.num_ids();
+        const Id lhs = rule.lhs.instantiate(g, s);
         for (Id id : results) {
-          const size_t before = g.num_ids();
-          bool joined = g.merge(s.root_node, id, {Justification::Rule, uint32_t(r)});
-          if (joined || g.num_ids() != before) ++stats_[r].applications;
-          if (on_apply) on_apply(r, s.root_node, id);
+          bool joined = g.merge(lhs, id, {Justification::Rule, uint32_t(r)});
+          if (joined || g.num_ids() != ids_before) ++stats_[r].applications;
+          if (on_apply) on_apply(r, lhs, id);
         }
       }
       stats_[r].time_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

@@ -26,6 +26,9 @@ const char* kExtra = R"(
 program row_sum(X: f32[n, d]) {
   return sum(X, axis=-1)
 }
+program square_sum(X: f32[n, n]) {
+  return sum(X, axis=-1)
+}
 program square_mm(X: f32[n, n], W: f32[n, n]) {
   return matmul(X, W)
 }
@@ -83,7 +86,8 @@ TEST_CASE("equivalence: tempting non-identities are refuted and never proved", "
       {"square_mm", "matmul(W, X)"},
       {"ab", "exp(A) + exp(B)"},
       {"ab", "rms(A + B, axis=-1) - rms(A, axis=-1) - rms(B, axis=-1) + exp(A + B)"},
-      {"row_sum", "reshape(sum(X, axis=0), [n, 1]) * 0 + sum(X, axis=-1) * 2"},
+      {"square_sum", "transpose(sum(X, axis=0))"},
+      {"row_sum", "reshape(sum(reshape(X, [n, F, d/F]), axis=1), [n, d/F])"},
       {"scaled", "matmul(X, W) / R"},
       {"rms_linear", "matmul(X, W) * rms(X, axis=-1)"},
       {"rms_linear", "matmul(X, W)"},
