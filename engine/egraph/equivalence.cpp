@@ -216,6 +216,7 @@ EquivResult ResidentEGraph::equivalent(const Program& a, const Program& b, const
     r.a_text = s.tg.print(s.add(a).outputs[0]);
     r.b_text = s.tg.print(s.add(b).outputs[0]);
     r.verdict = EquivResult::Verdict::Refuted;
+    r.stop_reason = StopReason::Counterexample;
     r.counterexample = std::move(cx);
     r.message = "the reference interpreter gives different values: " + r.counterexample->detail;
     return r;

@@ -28,7 +28,8 @@ struct EquivLimits {
   double time_limit_s = 5.0;
 };
 
-// Saturated, NodeLimit, IterLimit, TimeLimit, Cancelled; GoalReached: the proof was found before
+// Saturated, NodeLimit, IterLimit, TimeLimit, Cancelled; Counterexample: refuted numerically,
+// no saturation ran; GoalReached: the proof was found before
 // saturation (a proved result's usual reason).
 using StopReason = eg::StopReason;
 using eg::stop_reason_name;

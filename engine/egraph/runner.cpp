@@ -12,6 +12,7 @@ const char* stop_reason_name(StopReason reason) {
     case StopReason::TimeLimit: return "time limit";
     case StopReason::Cancelled: return "cancelled";
     case StopReason::GoalReached: return "goal reached";
+    case StopReason::Counterexample: return "counterexample";
   }
   return "?";
 }

@@ -18,8 +18,11 @@
 
 namespace prism::eg {
 
-enum class StopReason { Saturated, NodeLimit, IterLimit, TimeLimit, Cancelled, GoalReached };
-// "saturated", "node limit", "iteration limit", "time limit", "cancelled", "goal reached"
+// Counterexample is never a runner's: equivalence reports it when the numeric check refuted a
+// claim before any saturation ran (so no refutation ever reads "saturated").
+enum class StopReason { Saturated, NodeLimit, IterLimit, TimeLimit, Cancelled, GoalReached, Counterexample };
+// "saturated", "node limit", "iteration limit", "time limit", "cancelled", "goal reached",
+// "counterexample"
 const char* stop_reason_name(StopReason reason);
 
 struct RunLimits {

@@ -99,6 +99,7 @@ TEST_CASE("equivalence: tempting non-identities are refuted and never proved", "
     EquivResult r = ws.equivalent(c.a, c.b, EquivLimits{});
     INFO(c.a << "  vs  " << c.b << ": " << verdict_name(r.verdict) << " " << r.message);
     CHECK(r.verdict == EquivResult::Verdict::Refuted);
+    CHECK(r.stop_reason == StopReason::Counterexample);  // never "saturated": nothing ran
     REQUIRE(r.counterexample.has_value());
     CHECK(r.counterexample->max_abs_diff > 0);
   }
