@@ -122,7 +122,7 @@ class Canonicalizer {
     auto s = d.as_symbol();
     if (s && params_.count(*s)) {
       auto it = local.emplace(*s, int(local.size())).first;
-      return "p" + std::to_string(it->second);
+      return std::string("p").append(std::to_string(it->second));
     }
     return d.canonical();
   }
@@ -134,7 +134,7 @@ class Canonicalizer {
     if (!kernel.custom) {
       const LibraryKernel& lib = kernel.library;
       std::string s = std::string("library ") + op_name(lib.op) + " " + dtype_name(lib.dtype) + " " + attrs_key(lib.attrs);
-      for (const std::string& in : lib.inputs) s += " " + hex(tensor_key(in));
+      for (const std::string& in : lib.inputs) s.append(" ").append(hex(tensor_key(in)));
       out_key_[lib.output] = interface_.count(lib.output) ? lib.output : "";
       return fnv1a64(s + (interface_.count(lib.output) ? " as " + lib.output : ""));
     }
@@ -151,10 +151,16 @@ class Canonicalizer {
         case BlockOp::Kind::Accumulate: s = std::string(acc_name(op.acc)) + " " + attrs_key(op.attrs); break;
         case BlockOp::Kind::Save: s = std::string("save ") + dtype_name(op.dtype) + " " + map_key(op.map) + save_suffix(op); break;
       }
-      for (int o : op.operands) s += " " + (o >= 0 && size_t(o) < i ? hex(key[size_t(o)]) : "bad");
+      for (int o : op.operands) s.append(" ").append(o >= 0 && size_t(o) < i ? hex(key[size_t(o)]) : "bad");
       key[i] = fnv1a64(s);
     }
-    // Kahn's algorithm, always taking the ready op with the smallest key (then the earliest).
+    // Kahn's algorithm, always taking the ready op with the smallest (kind, key), then the
+    // earliest: loads first and saves last, so the canonical text reads top to bottom.
+    auto rank = [&](size_t i) {
+      BlockOp::Kind kd = ops[i].kind;
+      return kd == BlockOp::Kind::Load ? 0 : kd == BlockOp::Kind::Save ? 2 : 1;
+    };
+    auto before = [&](size_t i, size_t j) { return rank(i) != rank(j) ? rank(i) < rank(j) : key[i] < key[j]; };
     std::vector<int> pending(n, 0);
     std::vector<std::vector<size_t>> users(n);
     for (size_t i = 0; i < n; ++i)
@@ -168,7 +174,7 @@ class Canonicalizer {
     for (size_t step = 0; step < n; ++step) {
       size_t best = n;
       for (size_t i = 0; i < n; ++i)
-        if (!placed[i] && pending[i] == 0 && (best == n || key[i] < key[best])) best = i;
+        if (!placed[i] && pending[i] == 0 && (best == n || before(i, best))) best = i;
       placed[best] = true;
       order.push_back(best);
       for (size_t u : users[best]) --pending[u];
@@ -178,15 +184,15 @@ class Canonicalizer {
     std::vector<BlockOp> reordered;
     std::map<std::string, int> local;
     std::string s = "custom grid";
-    for (const Dim& g : block.grid) s += " " + size_key(g, local);
-    s += " loop " + (block.loop ? size_key(*block.loop, local) : std::string("none"));
+    for (const Dim& g : block.grid) s.append(" ").append(size_key(g, local));
+    s.append(" loop ").append(block.loop ? size_key(*block.loop, local) : std::string("none"));
     for (size_t i : order) {
       BlockOp op = ops[i];
       for (int& o : op.operands)
         if (o >= 0 && size_t(o) < n) o = new_index[size_t(o)];
       if (op.kind == BlockOp::Kind::Save) out_key_[op.name] = hex(key[i]);
       reordered.push_back(std::move(op));
-      s += " " + hex(key[i]);
+      s.append(" ").append(hex(key[i]));
     }
     block.ops = std::move(reordered);
     return fnv1a64(s);
@@ -216,7 +222,7 @@ class Canonicalizer {
     };
     auto choice = [&](Choice& ch) {
       if (!ch.symbolic()) return;
-      if (!vars.count(ch.var)) vars[ch.var] = "c" + std::to_string(++c);
+      if (!vars.count(ch.var)) vars[ch.var] = std::string("c").append(std::to_string(++c));
       ch.var = vars[ch.var];
     };
     for (Kernel& k : out.kernels) {
@@ -231,7 +237,7 @@ class Canonicalizer {
       for (BlockOp& op : k.block.ops) {
         if (op.kind == BlockOp::Kind::Load) tensor(op.tensor);
         if (op.kind == BlockOp::Kind::Save) tensor(op.name);
-        else op.name = "t" + std::to_string(++v);
+        else op.name = std::string("t").append(std::to_string(++v));
         if (op.kind == BlockOp::Kind::Load || op.kind == BlockOp::Kind::Save) {
           for (Choice& ch : op.map.grid) choice(ch);
           choice(op.map.loop);

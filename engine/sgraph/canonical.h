@@ -5,8 +5,9 @@
 //   - Each block op gets a structural key: its kind, op, attributes, map (grid dims by position,
 //     choice variables as "?"), and its operands' keys; a load's key includes its tensor's key (a
 //     graph input's name, or the structural key of the kernel and save that wrote it).
-//   - Ops are put in the topological order that always takes the ready op with the smallest key;
-//     kernels likewise, by a key over their grid and their ordered ops.
+//   - Ops are put in the topological order that always takes the ready op with the smallest
+//     (kind, key), loads first and saves last; kernels likewise, by a key over their grid and
+//     their ordered ops.
 //   - Names are then given in that order: block values t1, t2, … (per kernel); intermediate device
 //     tensors T1, T2, …; grid sizes g1, g2, … and loop ranges F1, F2, … across the graph; choice
 //     variables ?c1, ?c2, …. Graph inputs and outputs keep their names (they are the interface);
