@@ -1,6 +1,9 @@
 // The sGraph text form (print, parse) and the canonical form and hash.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
+
 #include "engine/error.h"
 #include "engine/sgraph/canonical.h"
 #include "engine/sgraph/parse.h"
@@ -166,4 +169,21 @@ TEST_CASE("parse errors say where and what was expected", "[sgraph][text][parse]
   CHECK(error("input X: f32[n]\nkernel 0: custom grid=[g]\n  y = frobnicate(x)\n") ==
         "line 3, col 7: expected an op name (matmul, add, exp, sum, …) or an accumulator (sum_accumulate, max_accumulate, "
         "rms_accumulate) but found 'frobnicate'");
+}
+
+TEST_CASE("the families in docs/sgraph.md are printed text that round-trips", "[sgraph][text][docs]") {
+  std::ifstream in(std::string(PRISM_SOURCE_DIR) + "/docs/sgraph.md");
+  REQUIRE(in);
+  std::string doc((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  int blocks = 0;
+  for (size_t at = 0; (at = doc.find("```\ninput ", at)) != std::string::npos;) {
+    size_t begin = at + 4, end = doc.find("```", begin);
+    std::string block = doc.substr(begin, end - begin);
+    SGraph g = parse(block);
+    CHECK(validate(g).empty());
+    CHECK(print(g) == block);
+    ++blocks;
+    at = end + 3;
+  }
+  CHECK(blocks == 4);
 }
