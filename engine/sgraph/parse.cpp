@@ -79,7 +79,13 @@ class Parser {
       ++line_no_;
       toks_ = tokenize(text_.substr(start, end - start), line_no_);
       pos_ = 0;
-      if (peek().kind != Token::End) statement();
+      if (peek().kind != Token::End) {
+        try {
+          statement();
+        } catch (const DimError& e) {  // overflow in a dim expression
+          fail(std::string("a valid dim (") + e.what() + ")", peek());
+        }
+      }
       start = end + 1;
     }
     return std::move(g_);

@@ -46,7 +46,14 @@ class Analyzer : public Visitor {
         error("'" + p + "' is both a tensor dim and a grid size or loop range");
     a_.tiles.resize(g_.kernels.size());
     a_.footprint.resize(g_.kernels.size());
-    visit(g_);
+    for (size_t k = 0; k < g_.kernels.size(); ++k) {
+      try {
+        visit_kernel(int(k), g_.kernels[k]);
+      } catch (const DimError& e) {  // overflow or division by zero in a size expression
+        error("kernel " + std::to_string(k) + ": " + e.what());
+        a_.footprint[k].reset();
+      }
+    }
     for (const std::string& o : g_.outputs) {
       if (a_.unknown.count(o)) continue;
       if (!a_.tensors.count(o)) error("output '" + o + "' is not an input and no kernel writes it");

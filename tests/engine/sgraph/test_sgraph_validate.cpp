@@ -1,7 +1,10 @@
 // The structural validator: valid families pass, invalid ones are refused with precise messages.
 #include <catch2/catch.hpp>
 
+#include "engine/error.h"
+#include "engine/sgraph/canonical.h"
 #include "engine/sgraph/parse.h"
+#include "engine/sgraph/print.h"
 #include "engine/sgraph/validate.h"
 #include "families.h"
 
@@ -103,4 +106,26 @@ TEST_CASE("graph errors", "[sgraph][validate][negative]") {
   CHECK(errors("input X: f32[n]\noutput Y\n") == std::vector<std::string>{"output 'Y' is not an input and no kernel writes it"});
   CHECK(errors("input X: f32[n, d]\ninput W: f32[m, d]\nkernel 0: Y: f32 = matmul(X, W)\n") ==
         std::vector<std::string>{"kernel 0: Y = matmul: matmul: inner dims d and m differ"});
+}
+
+TEST_CASE("malformed families give errors, never crashes", "[sgraph][validate][negative]") {
+  const char* texts[] = {
+      "input X: f32[n]\nkernel 0: custom grid=[0]\n  x = load X map {grid: 0->0, loop: -}\n  save O: f32 = x map {grid: 0->0, loop: -}\n",
+      "input X: f32[n]\nkernel 0: custom grid=[g] loop=F\n  x = load X map {grid: -, loop: 0}\n  s = sum(x, axis=3)\n",
+      "input X: f32[n]\nkernel 0: custom grid=[g] loop=F\n  x = load X map {grid: ?a->g, loop: ?b}\n  y = exp(x)\n  save O: f32 = y map {grid: ?c->g, loop: ?d}\n"
+      "kernel 1: P: f32 = sum(O, axis=0)\noutput P\n",
+      "input X: f32[n, 1000000000]\nkernel 0: custom grid=[g]\n  x = load X map {grid: 0->g, loop: -}\n  y = mul(x, x)\n",
+      "input X: f32[]\nkernel 0: custom grid=[]\n  x = load X map {grid: -, loop: -}\n  y = matmul(x, x)\n",
+  };
+  for (const char* t : texts) {
+    CAPTURE(t);
+    SGraph g = parse(t);
+    CHECK_NOTHROW(validate(g));
+    CHECK_NOTHROW(print(g));
+    CHECK_NOTHROW(canonical_text(g));
+  }
+  CHECK(validate(parse(texts[0])).at(0) == "kernel 0: grid dim 0 is 0, not a positive integer");
+  CHECK(validate(parse(texts[1])).at(0) == "kernel 0: op 1 's' = sum: sum: axis 3 out of range for rank 1");
+  CHECK(validate(parse(texts[4])).at(0) == "kernel 0: op 1 'y' = matmul: matmul needs tiles of rank 2 or more");
+  CHECK_THROWS_AS(parse("input X: f32[n*99999999999*99999999999]\n"), Error);
 }
