@@ -1,0 +1,114 @@
+#include "engine/sgraph/sgraph.h"
+
+#include <algorithm>
+
+#include "engine/error.h"
+
+namespace prism::sgraph {
+
+namespace {
+
+void add_once(std::vector<std::string>& list, const std::string& name) {
+  if (std::find(list.begin(), list.end(), name) == list.end()) list.push_back(name);
+}
+
+Choice concretize(const Choice& c, const ChoiceAssignment& assignment) {
+  if (!c.symbolic()) return c;
+  auto it = assignment.find(c.var);
+  if (it == assignment.end()) throw Error(Error::Kind::InvalidArgument, "no value for map choice variable ?" + c.var);
+  return Choice::of(it->second);
+}
+
+void add_symbols(std::vector<std::string>& list, const Dim& d) {
+  for (const std::string& s : d.symbols()) add_once(list, s);
+}
+
+}  // namespace
+
+const char* acc_name(AccKind kind) {
+  switch (kind) {
+    case AccKind::Sum: return "sum_accumulate";
+    case AccKind::Max: return "max_accumulate";
+    case AccKind::Rms: return "rms_accumulate";
+  }
+  return "?";
+}
+
+std::optional<AccKind> acc_from_name(const std::string& name) {
+  for (AccKind k : {AccKind::Sum, AccKind::Max, AccKind::Rms})
+    if (name == acc_name(k)) return k;
+  return std::nullopt;
+}
+
+bool Map::is_concrete() const {
+  return !loop.symbolic() && std::none_of(grid.begin(), grid.end(), [](const Choice& c) { return c.symbolic(); });
+}
+
+std::vector<std::string> Map::variables() const {
+  std::vector<std::string> out;
+  for (const Choice& c : grid)
+    if (c.symbolic()) add_once(out, c.var);
+  if (loop.symbolic()) add_once(out, loop.var);
+  return out;
+}
+
+Map Map::concretized(const ChoiceAssignment& assignment) const {
+  Map out;
+  for (const Choice& c : grid) out.grid.push_back(concretize(c, assignment));
+  out.loop = concretize(loop, assignment);
+  return out;
+}
+
+bool SGraph::is_concrete() const { return variables().empty(); }
+
+std::vector<std::string> SGraph::variables() const {
+  std::vector<std::string> out;
+  for (const Kernel& k : kernels) {
+    if (!k.custom) continue;
+    for (const BlockOp& op : k.block.ops)
+      if (op.kind == BlockOp::Kind::Load || op.kind == BlockOp::Kind::Save)
+        for (const std::string& v : op.map.variables()) add_once(out, v);
+  }
+  return out;
+}
+
+SGraph SGraph::concretized(const ChoiceAssignment& assignment) const {
+  SGraph out = *this;
+  for (Kernel& k : out.kernels) {
+    if (!k.custom) continue;
+    for (BlockOp& op : k.block.ops)
+      if (op.kind == BlockOp::Kind::Load || op.kind == BlockOp::Kind::Save) op.map = op.map.concretized(assignment);
+  }
+  return out;
+}
+
+std::vector<std::string> SGraph::parameters() const {
+  std::vector<std::string> out;
+  for (const Kernel& k : kernels) {
+    if (!k.custom) continue;
+    for (const Dim& g : k.block.grid) add_symbols(out, g);
+    if (k.block.loop) add_symbols(out, *k.block.loop);
+  }
+  return out;
+}
+
+std::vector<std::string> kernel_inputs(const Kernel& kernel) {
+  std::vector<std::string> out;
+  if (!kernel.custom) {
+    for (const std::string& s : kernel.library.inputs) add_once(out, s);
+    return out;
+  }
+  for (const BlockOp& op : kernel.block.ops)
+    if (op.kind == BlockOp::Kind::Load) add_once(out, op.tensor);
+  return out;
+}
+
+std::vector<std::string> kernel_outputs(const Kernel& kernel) {
+  if (!kernel.custom) return {kernel.library.output};
+  std::vector<std::string> out;
+  for (const BlockOp& op : kernel.block.ops)
+    if (op.kind == BlockOp::Kind::Save) add_once(out, op.name);
+  return out;
+}
+
+}  // namespace prism::sgraph

@@ -1,0 +1,128 @@
+// The sGraph IR: a family of fused-kernel programs with symbolic execution parameters (design.md §4).
+//
+// An SGraph is a kernel graph: device tensors flow through a few kernels in sequence. A kernel is
+// either a library kernel (one prism::Op over whole device tensors: matmul, an elementwise op, a
+// reduction) or a custom kernel described by a block graph:
+//
+//   - a grid of k dims whose sizes are Dims (normally the symbols g1..gk), and an optional for-loop
+//     whose range is a Dim (normally F); every block of the grid runs the block graph once;
+//   - loads: a device tensor cut into tiles by a Map (which grid dim partitions which data dim, which
+//     data dim the loop walks); a tile's dim j is the tensor's dim j divided by the grid sizes and
+//     the loop range mapped onto j (d / (g1*F));
+//   - compute ops on tiles (prism::Op semantics with numpy broadcasting; reductions keep or drop the
+//     axis as in the language);
+//   - accumulators, which fold a loop-body value over the loop iterations (sum, max, or rms: sum of
+//     squares along an axis, sqrt(total / count) after the loop);
+//   - saves, which write a tile into a new device tensor through a Map. A grid dim that the save's
+//     map does not place on a data dim is a cross-block reduction: the blocks' tiles are stacked on
+//     a new leading "partial" axis of that grid size (one per such grid dim, in grid order), to be
+//     combined by a later kernel.
+//
+// Maps hold Choices, each either concrete (a data dim, or none) or a named choice variable (?a)
+// that generation leaves open; concretized() makes a map (or a whole graph) concrete. A grid dim
+// has one Choice per tensor, so "a grid dim partitions at most one dim of a tensor" holds by
+// construction; the rest of the constraints are checked by validate.h.
+//
+// Block values are referred to by index into CustomKernel::ops; device tensors by name.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/ir/dim.h"
+#include "engine/ir/dtype.h"
+#include "engine/ir/program.h"
+
+namespace prism::sgraph {
+
+// One map entry: a data dim (kNone: no data dim) or an open choice variable named var.
+struct Choice {
+  static constexpr int kNone = -1;
+  int dim = kNone;
+  std::string var;  // non-empty: symbolic; dim is then meaningless
+
+  static Choice none() { return {}; }
+  static Choice of(int d) { return {d, ""}; }
+  static Choice variable(const std::string& name) { return {kNone, name}; }
+  bool symbolic() const { return !var.empty(); }
+  bool is_none() const { return !symbolic() && dim == kNone; }
+  bool operator==(const Choice&) const = default;
+};
+
+// Values for choice variables: each a data dim index or Choice::kNone.
+using ChoiceAssignment = std::map<std::string, int>;
+
+struct Map {
+  std::vector<Choice> grid;  // one per grid dim of the kernel: the data dim it partitions
+  Choice loop;               // the data dim the for-loop walks
+
+  bool is_concrete() const;
+  std::vector<std::string> variables() const;  // in order of appearance, each once
+  // Replaces every variable by its assigned value; throws Error{InvalidArgument} for a variable
+  // without a value.
+  Map concretized(const ChoiceAssignment& assignment) const;
+  bool operator==(const Map&) const = default;
+};
+
+enum class AccKind { Sum, Max, Rms };
+const char* acc_name(AccKind kind);  // "sum_accumulate" …
+std::optional<AccKind> acc_from_name(const std::string& name);
+
+struct BlockOp {
+  enum class Kind { Load, Compute, Accumulate, Save };
+  Kind kind = Kind::Compute;
+  std::string name;           // the value it defines (Load, Compute, Accumulate); for Save: the device tensor written
+  std::string tensor;         // Load: the device tensor read
+  Map map;                    // Load, Save
+  Op op = Op::Add;            // Compute: unary, binary, matmul or reduce (sum, max, rms)
+  AccKind acc = AccKind::Sum; // Accumulate
+  Attrs attrs;                // axis/keepdims for Compute reductions; axis for an Rms accumulator
+  std::vector<int> operands;  // indices of earlier ops of the same kernel
+  DType dtype = DType::F32;   // Save: storage type of the written tensor
+};
+
+struct CustomKernel {
+  std::vector<Dim> grid;     // grid sizes, normally symbols (g1, g2)
+  std::optional<Dim> loop;   // loop range, normally a symbol (F); none: no for-loop
+  std::vector<BlockOp> ops;  // in a topological order
+
+  Dim loop_range() const { return loop ? *loop : Dim(1); }
+};
+
+struct LibraryKernel {
+  std::string output;               // the device tensor it defines
+  DType dtype = DType::F32;
+  Op op = Op::Add;
+  Attrs attrs;
+  std::vector<std::string> inputs;  // device tensors
+};
+
+struct Kernel {
+  bool custom = false;
+  LibraryKernel library;  // when !custom
+  CustomKernel block;     // when custom
+};
+
+struct TensorDecl {
+  std::string name;
+  Type type;
+};
+
+struct SGraph {
+  std::vector<TensorDecl> inputs;    // the graph's device inputs, in parameter order
+  std::vector<Kernel> kernels;       // in execution order
+  std::vector<std::string> outputs;  // device tensors returned, in return order
+
+  bool is_concrete() const;                    // every map is concrete
+  std::vector<std::string> variables() const;  // every choice variable, in order of appearance
+  SGraph concretized(const ChoiceAssignment& assignment) const;
+  // Names of the symbols used as grid sizes and loop ranges, in order of appearance.
+  std::vector<std::string> parameters() const;
+};
+
+// Device tensors a kernel reads / writes, in op order, each once.
+std::vector<std::string> kernel_inputs(const Kernel& kernel);
+std::vector<std::string> kernel_outputs(const Kernel& kernel);
+
+}  // namespace prism::sgraph

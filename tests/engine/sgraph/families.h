@@ -1,0 +1,109 @@
+// Hand-written sGraph families for the workloads of design.md §8, in the sGraph text form, with
+// the programs they implement. Shared by the sGraph tests.
+#pragma once
+
+namespace prism::test::families {
+
+// matmul(rms_norm(X), W): the grid splits W's columns, the loop walks d accumulating both X@W
+// and the sum of squares of X; the division by rms comes after the loop.
+inline constexpr const char* kRmsLinearProgram = R"(program rms_linear(X: f16[n, d], W: f16[d, d]) {
+  return matmul(rms_norm(X), W)
+}
+)";
+inline constexpr const char* kRmsLinear = R"(input X: f16[n, d]
+input W: f16[d, d]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: -, loop: 1}
+  w = load W map {grid: 1->g1, loop: 0}
+  xw = matmul(x, w)
+  acc = sum_accumulate(xw)
+  r = rms_accumulate(x, axis=1)
+  y = div(acc, r)
+  save O: f16 = y map {grid: 1->g1, loop: -}
+output O
+)";
+
+// silu(X@Wg) * (X@Wu): both matmuls accumulated over the loop in one kernel, the tail after it.
+inline constexpr const char* kGatedMlpProgram = R"(program gated_mlp(X: f16[n, d], Wg: f16[d, d], Wu: f16[d, d]) {
+  return silu(matmul(X, Wg)) * matmul(X, Wu)
+}
+)";
+inline constexpr const char* kGatedMlp = R"(input X: f16[n, d]
+input Wg: f16[d, d]
+input Wu: f16[d, d]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: -, loop: 1}
+  wg = load Wg map {grid: 1->g1, loop: 0}
+  wu = load Wu map {grid: 1->g1, loop: 0}
+  a = matmul(x, wg)
+  b = matmul(x, wu)
+  ga = sum_accumulate(a)
+  ub = sum_accumulate(b)
+  s = silu(ga)
+  y = mul(s, ub)
+  save O: f16 = y map {grid: 1->g1, loop: -}
+output O
+)";
+
+// exp(Q@Kt) normalized, @V. Flash-decoding style: g1 splits the batch, g2 splits the key/value
+// length s, the loop walks each split; each block saves its partial numerator and denominator
+// (g2 is a cross-block reduction: leading partial axis). Kernel 1 walks the g2 partials with its
+// loop, sums them and divides.
+inline constexpr const char* kAttentionProgram = R"(program attention(Q: f16[B, q, e], Kt: f16[B, e, s], V: f16[B, s, e]) {
+  S = exp(matmul(Q, Kt))
+  return matmul(S / sum(S, axis=-1), V)
+}
+)";
+inline constexpr const char* kAttention = R"(input Q: f16[B, q, e]
+input Kt: f16[B, e, s]
+input V: f16[B, s, e]
+kernel 0: custom grid=[g1, g2] loop=F1
+  qt = load Q map {grid: 0->g1, loop: -}
+  kt = load Kt map {grid: 0->g1 2->g2, loop: 2}
+  vt = load V map {grid: 0->g1 1->g2, loop: 1}
+  st = matmul(qt, kt)
+  p = exp(st)
+  num = matmul(p, vt)
+  den = sum(p, axis=2)
+  an = sum_accumulate(num)
+  ad = sum_accumulate(den)
+  save Pn: f32 = an map {grid: 0->g1, loop: -}
+  save Pd: f32 = ad map {grid: 0->g1, loop: -}
+kernel 1: custom grid=[g3] loop=F2
+  pn = load Pn map {grid: 1->g3, loop: 0}
+  pd = load Pd map {grid: 1->g3, loop: 0}
+  sn = sum(pn, axis=0, keepdims=false)
+  sd = sum(pd, axis=0, keepdims=false)
+  n = sum_accumulate(sn)
+  d = sum_accumulate(sd)
+  o = div(n, d)
+  save O: f16 = o map {grid: 0->g3, loop: -}
+output O
+)";
+
+// X@W + (X@A)@B in one kernel: the grid splits the output columns, the loop walks d
+// accumulating X@W and X@A; (X@A)@B happens after the loop with B's column block.
+inline constexpr const char* kLoraProgram = R"(program lora(X: f16[n, d], W: f16[d, m], A: f16[d, r], B: f16[r, m]) {
+  return matmul(X, W) + matmul(matmul(X, A), B)
+}
+)";
+inline constexpr const char* kLora = R"(input X: f16[n, d]
+input W: f16[d, m]
+input A: f16[d, r]
+input B: f16[r, m]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: -, loop: 1}
+  w = load W map {grid: 1->g1, loop: 0}
+  a = load A map {grid: -, loop: 0}
+  b = load B map {grid: 1->g1, loop: -}
+  xw = matmul(x, w)
+  xa = matmul(x, a)
+  accw = sum_accumulate(xw)
+  acca = sum_accumulate(xa)
+  xab = matmul(acca, b)
+  y = add(accw, xab)
+  save O: f16 = y map {grid: 1->g1, loop: -}
+output O
+)";
+
+}  // namespace prism::test::families
