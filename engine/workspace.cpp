@@ -440,4 +440,11 @@ EGraphStats Workspace::egraph_stats() const {
   return impl_->egraph.stats();
 }
 
+SearchResult Workspace::search(const std::string&, const SearchLimits&, const CancelToken*,
+                              const std::function<void(const SearchProgress&)>&) {
+  throw Error(Error::Kind::Failed, "search is being built");
+}
+
+std::optional<SearchResult> Workspace::search_result(const std::string&) const { return std::nullopt; }
+
 }  // namespace prism

@@ -3,6 +3,7 @@
 // onto these calls (the clangd split: ClangdServer vs ClangdLSPServer).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "engine/diagnostic.h"
 #include "engine/egraph/equivalence.h"
 #include "engine/error.h"
+#include "engine/search/search.h"
 
 namespace prism {
 
@@ -113,6 +115,16 @@ class Workspace {
   EquivResult equivalent(const std::string& a, const std::string& b, const EquivLimits& limits, const CancelToken* cancel = nullptr);
   // The resident e-graph: size, the node cap, per-rule statistics, terms added vs shared.
   EGraphStats egraph_stats() const;
+
+  // The symbolic search (engine/search/search.h) for a program's current version. Throws NotFound
+  // (unknown program) or Cancelled. Long work runs without the workspace mutex. The result is
+  // stored for (program, current version); a repeated search of an unchanged program with the
+  // same limits returns the stored result. `progress` is called at most ~10 times a second.
+  SearchResult search(const std::string& program, const SearchLimits& limits,
+                      const CancelToken* cancel = nullptr,
+                      const std::function<void(const SearchProgress&)>& progress = {});
+  // The stored result for the program's CURRENT version, if any (an edit invalidates it).
+  std::optional<SearchResult> search_result(const std::string& program) const;
 
  private:
   struct Impl;

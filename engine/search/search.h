@@ -1,0 +1,52 @@
+// The symbolic search (design.md §3, §4): generate families of fused kernels (sGraphs) for a
+// program, prune them by abstract expressions, dimensions, structure and hardware bounds, and
+// report only the families an e-graph proof shows equal to the program.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace prism {
+
+struct SearchLimits {
+  int max_block_ops = 8;        // compute ops + accumulators per block graph; loads/saves excluded
+  int max_kernels = 2;
+  int max_accumulators = 3;     // accumulators per custom kernel
+  int threads = 0;              // 0: all hardware threads
+  double budget_s = 10.0;       // wall-clock budget; the stop reason says when it was hit
+  bool prune = true;            // false: exhaustive (for the soundness test)
+};
+
+struct SearchStats {
+  uint64_t generated = 0, pruned_expression = 0, pruned_dims = 0, pruned_structure = 0,
+           pruned_hardware = 0, duplicates = 0, verified = 0, rejected = 0, unproved = 0;
+  double generate_s = 0, verify_s = 0, total_s = 0;
+  std::string stop_reason;      // "complete", "budget", "cancelled"
+};
+
+struct SearchProgress {
+  uint64_t generated = 0, pruned = 0, verified = 0;
+  double elapsed_s = 0;
+};
+
+struct Candidate {
+  int id = 0;                            // 1-based, stable order: by kernel count, then canonical text
+  int kernels = 0;
+  std::string text;                      // the sGraph text form (engine/sgraph print)
+  std::string summary;                   // one line, e.g. "1 custom kernel: matmul+rms accumulated over F1, div after"
+  std::vector<std::string> parameters;   // symbolic parameters: "g1", "F1", ...
+  bool verified = true;                  // always true for reported candidates
+  std::string proof;                     // the e-graph explanation (printable)
+  uint64_t hash = 0;                     // canonical hash
+};
+
+struct SearchResult {
+  std::string program;
+  int64_t version = 0;                   // the document version it was searched at
+  SearchLimits limits;
+  SearchStats stats;
+  std::vector<Candidate> candidates;
+};
+
+}  // namespace prism
