@@ -4,3 +4,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 build/bin/prism_bench_interpreter "$@"
+build/bin/prism_bench_egraph
