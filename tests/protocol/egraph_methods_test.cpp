@@ -24,6 +24,12 @@ TEST_CASE("program/equivalent proves, refutes and validates its params", "[proto
   CHECK(refuted["counterexample"]["bindings"].contains("d"));
   CHECK(refuted["counterexample"]["seed"].is_number_integer());
 
+  // Outputs of different shapes: refuted, with no (infinite) distance in the JSON.
+  json shapes = server.result(*peer, "program/equivalent", {{"a", "rms_linear"}, {"b", "sum(X, axis=-1)"}});
+  CHECK(shapes["result"] == "refuted");
+  CHECK_FALSE(shapes["counterexample"].contains("maxAbsDiff"));
+  CHECK_THAT(shapes["counterexample"]["detail"].get<std::string>(), Catch::Contains("different shapes"));
+
   // A tiny iteration budget: not proved, and the stop reason says which limit.
   json capped = server.result(*peer, "program/equivalent",
                               {{"a", "rms_linear"}, {"b", "matmul(X, W) / rms(X)"}, {"limits", {{"iterations", 1}}}});

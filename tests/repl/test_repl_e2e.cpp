@@ -147,6 +147,11 @@ TEST_CASE("equiv proves, refutes, and --json carries result and stop_reason", "[
   CHECK(text.out.find("refuted (counterexample)") == 0);
   CHECK(text.out.find("they differ by") != std::string::npos);
 
+  auto shapes = f.prism({"--no-start", "-c", "equiv rms_linear sum(X, axis=-1)"});
+  CHECK(shapes.exit_code == 0);
+  CHECK(shapes.out.find("refuted") == 0);
+  CHECK(shapes.out.find("different shapes") != std::string::npos);
+
   auto bad = f.prism({"--no-start", "-c", "equiv rms_linear"});
   CHECK(bad.exit_code == 1);
   CHECK(bad.err.find("usage: equiv") != std::string::npos);
