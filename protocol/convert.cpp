@@ -1,6 +1,7 @@
 #include "protocol/convert.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "protocol/params.h"
 #include "protocol/uri.h"
@@ -176,6 +177,56 @@ json egraph_stats_json(const EGraphStats& s) {
               {"termsAdded", s.terms_added}, {"termsShared", s.terms_shared}, {"rules", std::move(rules)}};
   if (!s.cap_message.empty()) out["capMessage"] = s.cap_message;
   return out;
+}
+
+SearchLimits parse_search_limits(const json& params) {
+  SearchLimits limits;
+  const json* given = optional_object(params, "limits");
+  if (!given) return limits;
+  auto positive = [&](const char* key, int& into) {
+    if (auto v = optional_int(*given, key, "limits")) {
+      if (*v < 1 || *v > 1000) throw invalid_params(std::string("limits.") + key, std::string("'limits.") + key + "' must be between 1 and 1000");
+      into = static_cast<int>(*v);
+    }
+  };
+  positive("maxOps", limits.max_block_ops);
+  positive("maxKernels", limits.max_kernels);
+  positive("maxAccumulators", limits.max_accumulators);
+  positive("threads", limits.threads);
+  if (auto s = optional_number(*given, "budgetSeconds", "limits")) {
+    if (!(*s > 0)) throw invalid_params("limits.budgetSeconds", "'limits.budgetSeconds' must be a positive number");
+    limits.budget_s = *s;
+  }
+  if (const json* prune = find_field(*given, "prune")) {
+    if (!prune->is_boolean()) throw invalid_params("limits.prune", "'limits.prune' must be true or false");
+    limits.prune = prune->get<bool>();
+  }
+  return limits;
+}
+
+json search_stats_json(const SearchStats& s) {
+  return {{"generated", s.generated},       {"prunedExpression", s.pruned_expression},
+          {"prunedDims", s.pruned_dims},     {"prunedStructure", s.pruned_structure},
+          {"prunedHardware", s.pruned_hardware}, {"duplicates", s.duplicates},
+          {"verified", s.verified},          {"rejected", s.rejected},
+          {"unproved", s.unproved},          {"generateSeconds", s.generate_s},
+          {"verifySeconds", s.verify_s},     {"totalSeconds", s.total_s},
+          {"stopReason", s.stop_reason}};
+}
+
+json search_summary_json(const SearchResult& r) {
+  json limits = {{"maxOps", r.limits.max_block_ops}, {"maxKernels", r.limits.max_kernels},
+                 {"maxAccumulators", r.limits.max_accumulators}, {"threads", r.limits.threads},
+                 {"budgetSeconds", r.limits.budget_s}, {"prune", r.limits.prune}};
+  return {{"program", r.program}, {"version", r.version}, {"stats", search_stats_json(r.stats)},
+          {"limits", std::move(limits)}, {"candidates", r.candidates.size()}};
+}
+
+json candidate_json(const Candidate& c) {
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(c.hash));
+  return {{"id", c.id},           {"kernels", c.kernels},   {"text", c.text},   {"summary", c.summary},
+          {"parameters", c.parameters}, {"verified", c.verified}, {"proof", c.proof}, {"hash", hash}};
 }
 
 }  // namespace prism::protocol

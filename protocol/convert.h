@@ -28,4 +28,12 @@ EquivLimits parse_equiv_limits(const json& params);
 json equiv_result_json(const EquivResult& result);
 json egraph_stats_json(const EGraphStats& stats);
 
+// search/run's `limits` ({maxOps, maxKernels, maxAccumulators, threads, budgetSeconds, prune}).
+SearchLimits parse_search_limits(const json& params);
+json search_stats_json(const SearchStats& stats);
+// search/run's answer: {program, version, stats, limits, candidates: N}.
+json search_summary_json(const SearchResult& result);
+// One family: {id, kernels, text, summary, parameters, verified, proof, hash (16 hex digits)}.
+json candidate_json(const Candidate& candidate);
+
 }  // namespace prism::protocol

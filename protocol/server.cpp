@@ -152,6 +152,8 @@ void Server::register_builtins() {
   methods_["program/show"] = Entry{[this](Session&, const json& p) { return show(p); }, {}, {}};
   methods_["program/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { run(s, m); }};
   methods_["program/equivalent"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { equivalent(s, m); }};
+  methods_["search/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { search(s, m); }};
+  methods_["search/candidates"] = Entry{[this](Session&, const json& p) { return candidates(p); }, {}, {}};
   methods_["egraph/stats"] = Entry{[this](Session&, const json& p) {
                                      params_object(p);
                                      return egraph_stats_json(workspace_.egraph_stats());

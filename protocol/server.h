@@ -85,6 +85,8 @@ class Server {
   json show(const json& params);
   void run(const SessionPtr& session, const Incoming& message);
   void equivalent(const SessionPtr& session, const Incoming& message);
+  void search(const SessionPtr& session, const Incoming& message);
+  json candidates(const json& params);
   // Runs `work` on Options::spawn as a cancellable request; its answer becomes ContentModified
   // when a document defining one of `programs` changes meanwhile.
   void long_request(const SessionPtr& session, const Incoming& message, std::vector<std::string> programs,

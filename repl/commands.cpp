@@ -40,6 +40,19 @@ const std::vector<CommandSpec>& command_table() {
        "its new terms. Lists nodes, classes, memory, terms added vs shared, and each rule's matches,\n"
        "applications and time.",
        CommandSpec::Arg::None},
+      {"search", "search NAME [--budget SECONDS] [--max-ops N] [--max-kernels K] [--max-accumulators A] [--threads T]",
+       "search for fused kernel families equivalent to a program",
+       "Generates families of kernels with symbolic grid sizes and loop ranges, prunes them by\n"
+       "symbolic reasoning, and keeps those an e-graph proves equal to NAME. A live progress bar\n"
+       "shows the counts (not in scripts); Ctrl-C cancels. Results are kept per program version:\n"
+       "`candidates NAME` lists them, `explain NAME K` shows one with its proof.",
+       CommandSpec::Arg::Program},
+      {"candidates", "candidates NAME", "list the verified families the last search found",
+       "One row per family: its id, how many kernels, its symbolic parameters, and a summary.\n"
+       "With --json, one object per family (id, kernels, text, verified, summary, parameters).",
+       CommandSpec::Arg::Program},
+      {"explain", "explain NAME K", "show family K's structure and its equivalence proof", "",
+       CommandSpec::Arg::Program},
       {"daemon", "daemon status|stop", "show the daemon's status, or stop it",
        "`daemon status` prints the daemon's version, pid, uptime, clients and documents.\n"
        "`daemon stop` shuts the daemon down; the next `prism` starts a new one.",

@@ -12,6 +12,7 @@
 #include "repl/daemon_launcher.h"
 #include "repl/interrupt.h"
 #include "repl/line_editor.h"
+#include "repl/progress_bar.h"
 #include "repl/script.h"
 #include "repl/session.h"
 
@@ -47,7 +48,9 @@ struct Options {
 };
 
 void print_output(const CommandOutput& out, bool json) {
-  if (json) {
+  if (json && !out.json_lines.empty()) {
+    for (const auto& line : out.json_lines) std::cout << line.dump() << "\n";
+  } else if (json) {
     if (!out.data.is_null()) std::cout << out.data.dump() << "\n";
   } else {
     std::cout << out.text;
@@ -116,6 +119,8 @@ int interactive_loop(Session& session, const Options& opt) {
   LineEditor editor(prism::protocol::state_dir() + "/history",
                     [&session](const auto& before, const auto& prefix) { return complete(session, before, prefix); });
   InterruptForwarder interrupts(session);
+  ProgressBar bar;
+  if (::isatty(2)) session.show_progress_with([&bar](const nlohmann::json& value) { bar.update(value); });
   CommandSplitter splitter;
   while (!session.quit_requested()) {
     std::string line;

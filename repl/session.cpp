@@ -57,7 +57,11 @@ std::string absolute_path(const std::string& path) {
 
 Session::Session(std::unique_ptr<Client> client) : client_(std::move(client)) {
   // Diagnostics also come back in each document result; the pushed copies are not needed here.
-  client_->on_notification([](const json&) {});
+  // Progress of a long command goes to the sink that main set (a progress bar), if any.
+  client_->on_notification([this](const json& message) {
+    if (progress_sink_ && message.value("method", "") == "$/progress" && message.contains("params"))
+      progress_sink_(message["params"].value("value", json::object()));
+  });
   json params = {{"processId", static_cast<int64_t>(::getpid())},
                  {"clientInfo", {{"name", "prism"}, {"version", PRISM_VERSION}}},
                  {"capabilities", {{"general", {{"positionEncodings", {"utf-8", "utf-16"}}}}}}};
@@ -111,6 +115,9 @@ CommandOutput Session::execute(const std::string& command, const Origin& origin)
   if (spec->name == "daemon") return daemon(args);
   if (spec->name == "equiv") return equiv(args);
   if (spec->name == "egraph") return egraph();
+  if (spec->name == "search") return search(args);
+  if (spec->name == "candidates") return candidates(args);
+  if (spec->name == "explain") return explain(args);
   if (spec->name == "help") return help(args);
   quit_ = true;  // quit
   return {json{{"quit", true}}, ""};
@@ -369,6 +376,98 @@ CommandOutput Session::egraph() {
            number(r.value("timeMs", 0.0))});
   if (!rules.empty()) out << "\n" << t.render();
   return {s, out.str()};
+}
+
+CommandOutput Session::search(const std::vector<std::string>& args) {
+  if (args.empty()) throw CommandError(usage_error("search", "search needs a program name"));
+  json limits = json::object();
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    static const std::map<std::string, std::string> flags = {
+        {"--budget", "budgetSeconds"}, {"--max-ops", "maxOps"}, {"--max-kernels", "maxKernels"},
+        {"--max-accumulators", "maxAccumulators"}, {"--threads", "threads"}};
+    auto flag = flags.find(a);
+    if (flag == flags.end()) throw CommandError(usage_error("search", "unexpected argument '" + a + "'"));
+    if (i + 1 >= args.size()) throw CommandError(usage_error("search", a + " needs a value"));
+    const std::string& v = args[++i];
+    int64_t n = 0;
+    if (a == "--budget") {
+      double s = 0;
+      size_t used = 0;
+      try {
+        s = std::stod(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != v.size() || !(s > 0)) throw CommandError(usage_error("search", "--budget wants seconds > 0, not '" + v + "'"));
+      limits[flag->second] = s;
+    } else {
+      if (!parse_int(v, n) || n < 1) throw CommandError(usage_error("search", a + " wants a positive integer, not '" + v + "'"));
+      limits[flag->second] = n;
+    }
+  }
+  json params = {{"program", args[0]}};
+  if (!limits.empty()) params["limits"] = limits;
+  if (progress_sink_) params["workDoneToken"] = "prism-search-" + std::to_string(++progress_tokens_);
+  json r;
+  try {
+    r = call("search/run", params);
+  } catch (...) {
+    if (progress_sink_) progress_sink_(json{{"kind", "end"}});
+    throw;
+  }
+  if (progress_sink_) progress_sink_(json{{"kind", "end"}});
+
+  const json stats = r.value("stats", json::object());
+  std::ostringstream out;
+  out << r.value("program", args[0]) << ": " << r.value("candidates", 0) << " verified "
+      << (r.value("candidates", 0) == 1 ? "family" : "families") << " (" << stats.value("stopReason", "") << ", "
+      << number(stats.value("totalSeconds", 0.0)) << " s)\n";
+  Table t({"GENERATED", "PRUNED: EXPRESSION", "DIMS", "STRUCTURE", "HARDWARE", "DUPLICATES", "VERIFIED", "REJECTED", "UNPROVED"});
+  auto n = [&](const char* k) { return std::to_string(stats.value(k, int64_t{0})); };
+  t.add({n("generated"), n("prunedExpression"), n("prunedDims"), n("prunedStructure"), n("prunedHardware"),
+         n("duplicates"), n("verified"), n("rejected"), n("unproved")});
+  out << t.render() << "`candidates " << args[0] << "` lists them.\n";
+  return {r, out.str()};
+}
+
+CommandOutput Session::candidates(const std::vector<std::string>& args) {
+  if (args.size() != 1) throw CommandError(usage_error("candidates", "candidates takes one program name"));
+  json r = call("search/candidates", {{"program", args[0]}});
+  const json families = r.value("candidates", json::array());
+  CommandOutput output;
+  output.data = r;
+  Table t({"ID", "KERNELS", "PARAMETERS", "VERIFIED", "SUMMARY"});
+  for (const auto& c : families) {
+    std::vector<std::string> parameters;
+    for (const auto& p : c.value("parameters", json::array())) parameters.push_back(p.get<std::string>());
+    t.add({std::to_string(c.value("id", 0)), std::to_string(c.value("kernels", 0)), join(parameters, " "),
+           c.value("verified", false) ? "proved" : "no", c.value("summary", "")});
+    json line = c;
+    line.erase("proof");  // `explain` shows it; one line per family stays readable
+    line["program"] = r.value("program", args[0]);
+    output.json_lines.push_back(std::move(line));
+  }
+  output.text = families.empty() ? "no verified families for " + args[0] + "\n" : t.render();
+  return output;
+}
+
+CommandOutput Session::explain(const std::vector<std::string>& args) {
+  int64_t id = 0;
+  if (args.size() != 2 || !parse_int(args[1], id)) throw CommandError(usage_error("explain", "explain takes a program name and a candidate id"));
+  json r = call("search/candidates", {{"program", args[0]}});
+  for (const auto& c : r.value("candidates", json::array())) {
+    if (c.value("id", int64_t{0}) != id) continue;
+    std::ostringstream out;
+    out << "candidate " << id << " of " << args[0] << ": " << c.value("summary", "") << "\n\n";
+    std::istringstream text(c.value("text", ""));
+    for (std::string line; std::getline(text, line);) out << "  " << line << "\n";
+    out << "\nproof (e-graph, symbolic sizes):\n";
+    std::istringstream proof(c.value("proof", ""));
+    for (std::string line; std::getline(proof, line);) out << "  " << line << "\n";
+    return {c, out.str()};
+  }
+  throw CommandError("no candidate " + args[1] + " for " + args[0] + " (`candidates " + args[0] + "` lists them)");
 }
 
 CommandOutput Session::help(const std::vector<std::string>& args) {

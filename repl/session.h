@@ -2,6 +2,7 @@
 // terminals; main.cpp decides whether output is text or JSON and where errors go.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -29,8 +30,9 @@ class CommandError : public std::runtime_error {
 };
 
 struct CommandOutput {
-  json data;         // the result as one JSON object (--json mode)
-  std::string text;  // the same for people
+  json data;                    // the result as one JSON object (--json mode)
+  std::string text;             // the same for people
+  std::vector<json> json_lines = {};  // when set, --json prints these, one object per line, instead
 };
 
 // Where a command came from, so that errors in a typed program block name the script's line.
@@ -58,6 +60,8 @@ class Session {
   int64_t active_request() const { return active_request_.load(); }
   // Sends $/cancelRequest for the request in flight; safe to call from another thread.
   void cancel_active_request();
+  // Where `$/progress` of long commands goes (a terminal's progress bar); none: no progress asked.
+  void show_progress_with(std::function<void(const json& value)> sink) { progress_sink_ = std::move(sink); }
 
  private:
   json call(const std::string& method, const json& params);
@@ -69,6 +73,9 @@ class Session {
   CommandOutput run(const std::vector<std::string>& args);
   CommandOutput daemon(const std::vector<std::string>& args);
   CommandOutput equiv(const std::vector<std::string>& args);
+  CommandOutput search(const std::vector<std::string>& args);
+  CommandOutput candidates(const std::vector<std::string>& args);
+  CommandOutput explain(const std::vector<std::string>& args);
   CommandOutput egraph();
   CommandOutput help(const std::vector<std::string>& args);
   // Turns a DocumentState into output; throws CommandError when it carries errors.
@@ -83,6 +90,8 @@ class Session {
   std::atomic<int64_t> active_request_{0};
   bool quit_ = false;
   std::vector<std::string> warnings_;
+  std::function<void(const json&)> progress_sink_;
+  int64_t progress_tokens_ = 0;
 };
 
 // Absolute form of a user-given path, relative to the REPL's working directory (the daemon has

@@ -1,0 +1,27 @@
+// A one-line live progress display on a terminal for `$/progress` notifications
+// (begin/report/end): "search rms_linear ⠿ generated 1200, pruned 800, verified 3   2.4 s".
+#pragma once
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace prism::repl {
+
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::FILE* out = stderr) : out_(out) {}
+  // Takes the `value` of one $/progress notification.
+  void update(const nlohmann::json& value);
+  // Erases the line (also called when the request ends without an `end`).
+  void clear();
+
+ private:
+  std::FILE* out_;
+  std::string title_;
+  std::chrono::steady_clock::time_point started_{};
+  bool shown_ = false;
+};
+
+}  // namespace prism::repl
