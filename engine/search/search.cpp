@@ -5,6 +5,7 @@
 
 #include <tbb/concurrent_unordered_set.h>
 #include <tbb/concurrent_vector.h>
+#include <tbb/parallel_for_each.h>
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
@@ -94,33 +95,35 @@ SearchResult search_program(const Program& target, const SearchLimits& limits, c
       return;
     }
     const Indices ix = analyze_indices(dag);
-    for (const Plan& plan : enumerate_plans(ix)) {
+    const std::vector<Plan> plans = enumerate_plans(ix);
+    // The plans of one computation are independent: verify them on all workers.
+    tbb::parallel_for_each(plans.begin(), plans.end(), [&](const Plan& plan) {
       if (stop()) return;
       std::string why;
       std::optional<Family> fam = build_family(dag, ix, plan, target, limits, why);
       if (!fam) {
         c.pruned_structure++;
-        continue;
+        return;
       }
       c.families++;
       const sgraph::Analysis an = sgraph::analyze(fam->graph);
       if (!an.ok()) {
         c.pruned_structure++;
-        continue;
+        return;
       }
       // A dim equality left open (d/F1 == d/g1) holds only for some sizes: not a generic family.
       if (std::any_of(an.constraints.begin(), an.constraints.end(), [](const sgraph::Constraint& k) { return k.kind == sgraph::Constraint::Kind::Equal; })) {
         c.pruned_dims++;
-        continue;
+        return;
       }
       if (expr && !limits.bindings.empty() && !sgraph::memory_lower_bound(fam->graph, limits.bindings, hw).empty()) {
         c.pruned_hardware++;
-        continue;
+        return;
       }
       const uint64_t hash = sgraph::canonical_hash(fam->graph);
       if (!seen.insert(hash).second) {
         c.duplicates++;
-        continue;
+        return;
       }
       const auto tv = Clock::now();
       bool ok = false;
@@ -133,7 +136,7 @@ SearchResult search_program(const Program& target, const SearchLimits& limits, c
         else c.unproved++;
       }
       c.verify_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
-      if (!ok) continue;
+      if (!ok) return;
       c.verified++;
       Candidate cand;
       const sgraph::SGraph canon = sgraph::canonicalize(fam->graph);
@@ -144,7 +147,7 @@ SearchResult search_program(const Program& target, const SearchLimits& limits, c
       cand.proof = proof.text;
       cand.hash = hash;
       found.push_back(std::move(cand));
-    }
+    });
   };
 
   const auto tg0 = Clock::now();
