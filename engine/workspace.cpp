@@ -82,6 +82,8 @@ struct Workspace::Impl {
   ResidentEGraph egraph;
   // What the e-graph holds: program name -> the compiled program its term came from.
   std::map<std::string, std::shared_ptr<const CompiledProgram>> in_egraph;
+  // Search results: program name -> the last result (with the version it was searched at).
+  std::map<std::string, SearchResult> searches;
 
   // Where `name` is defined by an open document other than `except_uri`.
   std::optional<std::pair<std::string, int>> defined_elsewhere(const std::string& name, const std::string& except_uri) const {
@@ -117,6 +119,7 @@ struct Workspace::Impl {
 
   // Compiles `text` into `doc`; never throws.
   void analyze(const std::string& uri, Document& doc) {
+    for (const auto& p : doc.programs) searches.erase(p->source.name);  // the text changed
     doc.programs.clear();
     doc.diagnostics.clear();
     try {
@@ -189,7 +192,10 @@ DocumentState Workspace::change(const std::string& uri, const std::string& text,
 
 void Workspace::close(const std::string& uri) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (impl_->docs.erase(uri) == 0) throw Error(Error::Kind::NotFound, "no open document '" + uri + "'");
+  auto it = impl_->docs.find(uri);
+  if (it == impl_->docs.end()) throw Error(Error::Kind::NotFound, "no open document '" + uri + "'");
+  for (const auto& p : it->second.programs) impl_->searches.erase(p->source.name);
+  impl_->docs.erase(it);
 }
 
 std::optional<DocumentState> Workspace::document(const std::string& uri) const {
@@ -440,11 +446,44 @@ EGraphStats Workspace::egraph_stats() const {
   return impl_->egraph.stats();
 }
 
-SearchResult Workspace::search(const std::string&, const SearchLimits&, const CancelToken*,
-                              const std::function<void(const SearchProgress&)>&) {
-  throw Error(Error::Kind::Failed, "search is being built");
+// Results are stored per program name with the version they were searched at; an edit bumps the
+// version, so a stale result is never returned. `threads` does not change what is found.
+namespace {
+bool same_question(SearchLimits a, SearchLimits b) {
+  a.threads = b.threads = 0;
+  return a == b;
+}
+}  // namespace
+
+SearchResult Workspace::search(const std::string& program, const SearchLimits& limits, const CancelToken* cancel,
+                               const std::function<void(const SearchProgress&)>& progress) {
+  std::shared_ptr<const CompiledProgram> compiled;
+  int64_t version = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    compiled = impl_->find(program);
+    if (!compiled) impl_->unknown_program(program);
+    version = impl_->docs.at(compiled->summary.uri).version;
+    if (auto it = impl_->searches.find(program); it != impl_->searches.end() && it->second.version == version &&
+                                                 same_question(it->second.limits, limits))
+      return it->second;
+  }
+  SearchResult r = search::search_program(compiled->lowered, limits, cancel, progress);  // no lock held
+  r.program = program;
+  r.version = version;
+  r.limits = limits;
+  std::lock_guard<std::mutex> lock(mutex_);
+  impl_->searches[program] = r;
+  return r;
 }
 
-std::optional<SearchResult> Workspace::search_result(const std::string&) const { return std::nullopt; }
+std::optional<SearchResult> Workspace::search_result(const std::string& program) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto compiled = impl_->find(program);
+  auto it = impl_->searches.find(program);
+  if (!compiled || it == impl_->searches.end()) return std::nullopt;
+  if (it->second.version != impl_->docs.at(compiled->summary.uri).version) return std::nullopt;
+  return it->second;
+}
 
 }  // namespace prism

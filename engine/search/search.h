@@ -4,28 +4,41 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 namespace prism {
 
 struct SearchLimits {
-  int max_block_ops = 8;        // compute ops + accumulators per block graph; loads/saves excluded
+  int max_block_ops = 8;        // compute ops of the fused computation (loads, saves and the
+                                // accumulators the loop adds are not counted)
   int max_kernels = 2;
   int max_accumulators = 3;     // accumulators per custom kernel
   int threads = 0;              // 0: all hardware threads
   double budget_s = 10.0;       // wall-clock budget; the stop reason says when it was hit
-  bool prune = true;            // false: exhaustive (for the soundness test)
+  bool prune = true;            // false: no expression or hardware pruning (exhaustive; for the
+                                // soundness test). Dims and structure define the space: always on.
+  // Hardware lower bounds: a family whose smallest tiles cannot fit the target's fast memory for
+  // these representative dims is dropped. Empty bindings: no hardware pruning (shape-generic).
+  std::string target = "gpu";   // "gpu" (48 KiB per block), "gpu-228k" (228 KiB), "cpu" (1 MiB L2 budget)
+  std::map<std::string, int64_t> bindings;
+  bool operator==(const SearchLimits&) const = default;
 };
 
 struct SearchStats {
   uint64_t generated = 0, pruned_expression = 0, pruned_dims = 0, pruned_structure = 0,
            pruned_hardware = 0, duplicates = 0, verified = 0, rejected = 0, unproved = 0;
-  double generate_s = 0, verify_s = 0, total_s = 0;
+  uint64_t families = 0;        // complete sGraphs built from finished computations and plans
+  double saturate_s = 0;        // saturating the target's e-graph (once)
+  double generate_s = 0;        // wall time of the enumeration (verification runs inside it)
+  double verify_s = 0;          // worker time in verification, summed over threads
+  double total_s = 0;
   std::string stop_reason;      // "complete", "budget", "cancelled"
 };
 
 struct SearchProgress {
+  // pruned: all four reasons together
   uint64_t generated = 0, pruned = 0, verified = 0;
   double elapsed_s = 0;
 };
@@ -48,5 +61,16 @@ struct SearchResult {
   SearchStats stats;
   std::vector<Candidate> candidates;
 };
+
+struct Program;
+class CancelToken;
+
+namespace search {
+// The whole search for one lowered single-output program (Workspace::search calls it without
+// holding the workspace mutex). Throws Error{Cancelled}, Error{InvalidArgument} (a program the
+// e-graph terms cannot express, an unknown target).
+SearchResult search_program(const Program& lowered, const SearchLimits& limits, const CancelToken* cancel = nullptr,
+                            const std::function<void(const SearchProgress&)>& progress = {});
+}  // namespace search
 
 }  // namespace prism

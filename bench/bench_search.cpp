@@ -1,0 +1,45 @@
+// Search time and counts per workload (design.md §8) with 1 and 2 threads, default bounds.
+// Run by scripts/bench.sh, never by the tests.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "engine/ir/lower_composites.h"
+#include "engine/lang/compile.h"
+#include "engine/search/search.h"
+
+using namespace prism;
+
+static Program load(const std::string& name) {
+  std::ifstream in(std::string(PRISM_SOURCE_DIR) + "/examples/" + name + ".prism");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  for (const auto& p : compile_text(ss.str(), name + ".prism").programs)
+    if (p.name == name) return lower_composites(p);
+  throw std::runtime_error("no program " + name);
+}
+
+int main() {
+  std::printf("%-18s %7s %7s %8s %8s %8s %8s %5s %4s %4s %8s %8s %7s\n", "workload", "t1_s", "t2_s", "speedup", "generated", "pruned", "families",
+              "dups", "ver", "rej", "verify_s", "sat_s", "stop");
+  for (const char* name : {"rms_linear", "rmsnorm_mlp", "gated_mlp", "attention", "qk_norm_attention", "lora", "gqa"}) {
+    const Program p = load(name);
+    double best[2] = {1e9, 1e9};
+    SearchResult last;
+    for (int rep = 0; rep < 3; ++rep)
+      for (int t = 1; t <= 2; ++t) {
+        SearchLimits limits;
+        limits.threads = t;
+        SearchResult r = search::search_program(p, limits);
+        best[t - 1] = std::min(best[t - 1], r.stats.total_s);
+        last = r;
+      }
+    const SearchStats& s = last.stats;
+    const uint64_t pruned = s.pruned_expression + s.pruned_dims + s.pruned_structure + s.pruned_hardware;
+    std::printf("%-18s %7.3f %7.3f %8.2f %8llu %8llu %8llu %5llu %4llu %4llu %8.3f %8.4f %7s\n", name, best[0], best[1], best[0] / best[1],
+                (unsigned long long)s.generated, (unsigned long long)pruned, (unsigned long long)s.families, (unsigned long long)s.duplicates,
+                (unsigned long long)s.verified, (unsigned long long)s.rejected, s.verify_s, s.saturate_s, s.stop_reason.c_str());
+  }
+}

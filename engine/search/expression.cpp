@@ -1,0 +1,61 @@
+#include "engine/search/expression.h"
+
+#include "engine/egraph/from_program.h"
+#include "engine/error.h"
+
+namespace prism::search {
+
+namespace {
+
+eg::TOp term_op(Op op) {
+  switch (op) {
+    case Op::Neg: return eg::TOp::Neg;
+    case Op::Exp: return eg::TOp::Exp;
+    case Op::Log: return eg::TOp::Log;
+    case Op::Sqrt: return eg::TOp::Sqrt;
+    case Op::Rsqrt: return eg::TOp::Rsqrt;
+    case Op::Square: return eg::TOp::Square;
+    case Op::Silu: return eg::TOp::Silu;
+    case Op::Gelu: return eg::TOp::Gelu;
+    case Op::Relu: return eg::TOp::Relu;
+    case Op::Add: return eg::TOp::Add;
+    case Op::Sub: return eg::TOp::Sub;
+    case Op::Mul: return eg::TOp::Mul;
+    case Op::Div: return eg::TOp::Div;
+    case Op::Matmul: return eg::TOp::Matmul;
+    case Op::Sum: return eg::TOp::Sum;
+    case Op::Max: return eg::TOp::Max;
+    case Op::Rms: return eg::TOp::Rms;
+    default: throw Error(Error::Kind::Failed, std::string("no block op for ") + op_name(op));
+  }
+}
+
+}  // namespace
+
+TargetExpressions::TargetExpressions(const Program& target, const SaturationLimits& limits, const CancelToken* cancel)
+    : tg_(std::make_unique<eg::TensorGraph>()) {
+  rules_ = eg::tensor_axioms(*tg_);
+  eg::AddedTerms added = eg::add_program(*tg_, target);
+  root_ = added.outputs.at(0);
+  // from_program adds the inputs first, in parameter order; re-adding returns their ids.
+  for (int id : target.inputs) inputs_.push_back(tg_->input(target.value(id).name, target.value(id).type.shape));
+  eg::Runner runner(&rules_);
+  report_ = runner.run(tg_->graph(), eg::RunLimits{limits.node_limit, limits.iter_limit, limits.time_limit_s}, cancel);
+  if (report_.stop == eg::StopReason::Cancelled) throw Error(Error::Kind::Cancelled, "cancelled");
+  tg_->graph().rebuild();
+  root_ = tg_->graph().find(root_);
+}
+
+eg::Id TargetExpressions::lookup(const DagValue& op, const std::vector<eg::Id>& kids) const {
+  eg::ENode n;
+  n.op = uint8_t(term_op(op.op));
+  n.arity = uint8_t(kids.size());
+  n.axis = int16_t(is_reduction(op.op) ? op.axis : 0);
+  for (size_t i = 0; i < kids.size(); ++i) {
+    if (kids[i] == eg::kNoId) return eg::kNoId;
+    n.child[i] = kids[i];
+  }
+  return tg_->graph().lookup(n);
+}
+
+}  // namespace prism::search

@@ -1,0 +1,46 @@
+// Pruning by abstract expression (design.md §3): the target program's term is put in a private
+// e-graph and saturated once with the sound axioms; afterwards the e-graph is read-only and shared
+// by all workers. A candidate op whose term is not in it (its node, over the e-classes of its
+// operands, is not hash-consed there) is not a subterm of anything the axioms make equal to the
+// target within the saturation limits, so no program containing it is found equal; its whole
+// subtree is dropped. The lookup is one hash probe per op.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "engine/cancel.h"
+#include "engine/egraph/axioms.h"
+#include "engine/egraph/runner.h"
+#include "engine/egraph/tensor_lang.h"
+#include "engine/search/dag.h"
+
+namespace prism::search {
+
+struct SaturationLimits {
+  size_t node_limit = 60000;
+  size_t iter_limit = 10;
+  double time_limit_s = 2.0;
+};
+
+class TargetExpressions {
+ public:
+  // `target`: the lowered program (one output). Throws Error{InvalidArgument} for a program the
+  // terms cannot express, Error{Cancelled}.
+  TargetExpressions(const Program& target, const SaturationLimits& limits, const CancelToken* cancel);
+
+  eg::Id input(int index) const { return inputs_.at(size_t(index)); }  // parameter order
+  eg::Id root() const { return root_; }
+  // The class of `op` over operand classes (kNoId: not in the saturated e-graph). Thread-safe.
+  eg::Id lookup(const DagValue& op, const std::vector<eg::Id>& operand_classes) const;
+  eg::StopReason stop() const { return report_.stop; }
+  size_t nodes() const { return tg_->graph().num_nodes(); }
+
+ private:
+  std::unique_ptr<eg::TensorGraph> tg_;
+  std::vector<eg::Rewrite> rules_;
+  std::vector<eg::Id> inputs_;
+  eg::Id root_ = eg::kNoId;
+  eg::RunReport report_;
+};
+
+}  // namespace prism::search

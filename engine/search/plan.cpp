@@ -1,0 +1,352 @@
+#include "engine/search/plan.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace prism::search {
+
+namespace {
+
+struct UnionFind {
+  std::vector<int> parent;
+  explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), 0); }
+  int find(int x) {
+    while (parent[size_t(x)] != x) x = parent[size_t(x)] = parent[size_t(parent[size_t(x)])];
+    return x;
+  }
+  void join(int a, int b) { parent[size_t(find(a))] = find(b); }
+};
+
+int axis_in(const Indices& ix, int value, int cls) {
+  if (cls < 0) return -1;
+  const auto& of = ix.of[size_t(value)];
+  for (size_t a = 0; a < of.size(); ++a)
+    if (of[a] == cls) return int(a);
+  return -1;
+}
+
+int axes_in(const Indices& ix, int value, int cls) {
+  return int(std::count(ix.of[size_t(value)].begin(), ix.of[size_t(value)].end(), cls));
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+}  // namespace
+
+int Indices::reduced_by(const Dag& dag, int value) const {
+  const DagValue& v = dag.values[size_t(value)];
+  if (is_reduction(v.op)) return of[size_t(v.operands[0])][size_t(v.axis)];
+  if (v.op == Op::Matmul) {
+    const auto& a = of[size_t(v.operands[0])];
+    return a.back();
+  }
+  return -1;
+}
+
+Indices analyze_indices(const Dag& dag) {
+  const Dim one(1);
+  std::vector<int> offset;
+  int total = 0;
+  for (const DagValue& v : dag.values) {
+    offset.push_back(total);
+    total += int(v.type.shape.size());
+  }
+  UnionFind uf{size_t(total)};
+  std::vector<int> reduced_axes;  // node ids
+  auto node = [&](int v, size_t axis) { return offset[size_t(v)] + int(axis); };
+  auto big = [&](int v, size_t axis) { return dag.values[size_t(v)].type.shape[axis] != one; };
+  for (int i = dag.num_inputs; i < int(dag.values.size()); ++i) {
+    const DagValue& v = dag.values[size_t(i)];
+    const size_t r = v.type.shape.size();
+    if (is_reduction(v.op)) {
+      for (size_t a = 0; a < r; ++a)
+        if (int(a) != v.axis && big(i, a)) uf.join(node(i, a), node(v.operands[0], a));
+      reduced_axes.push_back(node(v.operands[0], size_t(v.axis)));
+      continue;
+    }
+    const size_t pass = v.op == Op::Matmul ? r - 2 : r;  // axes that pass through elementwise
+    for (size_t a = 0; a < pass; ++a)
+      for (int o : v.operands)
+        if (big(i, a) && big(o, a)) uf.join(node(i, a), node(o, a));
+    if (v.op == Op::Matmul) {
+      int x = v.operands[0], y = v.operands[1];
+      if (big(i, r - 2)) uf.join(node(i, r - 2), node(x, r - 2));
+      if (big(i, r - 1)) uf.join(node(i, r - 1), node(y, r - 1));
+      uf.join(node(x, r - 1), node(y, r - 2));
+      reduced_axes.push_back(node(x, r - 1));
+    }
+  }
+  Indices ix;
+  std::vector<int> cls_of_root(size_t(total), -1);
+  for (int v = 0; v < int(dag.values.size()); ++v) {
+    std::vector<int> row;
+    for (size_t a = 0; a < dag.values[size_t(v)].type.shape.size(); ++a) {
+      if (!big(v, a)) {
+        row.push_back(-1);
+        continue;
+      }
+      int root = uf.find(node(v, a));
+      if (cls_of_root[size_t(root)] < 0) {
+        cls_of_root[size_t(root)] = ix.count();
+        ix.size.push_back(dag.values[size_t(v)].type.shape[a]);
+        ix.reduced.push_back(false);
+      }
+      row.push_back(cls_of_root[size_t(root)]);
+    }
+    ix.of.push_back(row);
+  }
+  for (int n : reduced_axes) {
+    int c = cls_of_root[size_t(uf.find(n))];
+    if (c >= 0) ix.reduced[size_t(c)] = true;
+  }
+  return ix;
+}
+
+std::vector<Plan> enumerate_plans(const Indices& ix) {
+  std::vector<std::vector<int>> grids = {{}};
+  for (int a = 0; a < ix.count(); ++a) {
+    grids.push_back({a});
+    for (int b = a + 1; b < ix.count(); ++b) grids.push_back({a, b});
+  }
+  std::vector<Plan> plans;
+  for (const auto& g : grids) {
+    plans.push_back({g, -1});
+    for (int c = 0; c < ix.count(); ++c)
+      if (ix.reduced[size_t(c)]) plans.push_back({g, c});
+  }
+  return plans;
+}
+
+std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan& plan, const Program& target,
+                                   const SearchLimits& limits, std::string& why) {
+  using sgraph::BlockOp;
+  using sgraph::Choice;
+  const int n = int(dag.values.size()), sink = dag.sink(), L = plan.loop;
+  int C = -1;  // the class of the cross-block reduction
+  std::vector<int> data_parallel;
+  for (int c : plan.grid) {
+    if (!ix.reduced[size_t(c)]) {
+      data_parallel.push_back(c);
+      continue;
+    }
+    if (C >= 0) return why = "two cross-block reductions", std::nullopt;
+    C = c;
+  }
+  enum Phase { Inv, Walk, After };
+  std::vector<Phase> phase(size_t(n), Inv);
+  std::vector<int> kernel(size_t(n), 0);
+  std::vector<bool> partial(size_t(n), false);  // a block partial of the cross-block reduction
+  std::vector<Dim> split(size_t(n), Dim(1));
+  std::vector<bool> used_in_k0(size_t(n), false), read_by_k1(size_t(n), false);
+  int accumulators = 0;
+  for (int v = 0; v < n; ++v) {
+    const DagValue& d = dag.values[size_t(v)];
+    if (d.op == Op::Input) {
+      phase[size_t(v)] = axis_in(ix, v, L) >= 0 ? Walk : Inv;
+      continue;
+    }
+    bool walk = false, after = false, k1 = false;
+    for (int o : d.operands) {
+      walk |= phase[size_t(o)] == Walk;
+      after |= phase[size_t(o)] == After;
+      k1 |= partial[size_t(o)] || kernel[size_t(o)] == 1;
+    }
+    if (walk && after) return why = "a value after the loop meets a loop-body value", std::nullopt;
+    const int r = ix.reduced_by(dag, v);
+    if (k1) {
+      kernel[size_t(v)] = 1;
+      for (int o : d.operands) {
+        if (!partial[size_t(o)] && kernel[size_t(o)] != 1)
+          return why = "the combining kernel would read a value other than the block partials", std::nullopt;
+        if (partial[size_t(o)]) read_by_k1[size_t(o)] = true;
+      }
+      phase[size_t(v)] = After;
+      continue;
+    }
+    for (int o : d.operands) used_in_k0[size_t(o)] = true;
+    if (r >= 0 && r == L) {
+      ++accumulators;
+      split[size_t(v)] = split[size_t(v)] * Dim::symbol("F1");
+      phase[size_t(v)] = After;
+    } else {
+      phase[size_t(v)] = walk ? Walk : after ? After : Inv;
+    }
+    if (r >= 0 && r == C) {
+      if (d.op != Op::Sum && d.op != Op::Matmul) return why = "a cross-block reduction that is not a sum", std::nullopt;
+      partial[size_t(v)] = true;
+      const int g = int(std::find(plan.grid.begin(), plan.grid.end(), C) - plan.grid.begin());
+      split[size_t(v)] = split[size_t(v)] * Dim::symbol("g" + std::to_string(g + 1));
+    }
+  }
+  if (phase[size_t(sink)] == Walk) return why = "the output would be saved inside the loop", std::nullopt;
+  if (accumulators > limits.max_accumulators) return why = "more accumulators than allowed", std::nullopt;
+  const int kernels = C >= 0 ? 2 : 1;
+  if (kernels > limits.max_kernels) return why = "more kernels than allowed", std::nullopt;
+  for (int c : data_parallel)
+    if (axis_in(ix, sink, c) < 0) return why = "a grid dim that lays out no output dim", std::nullopt;
+  std::vector<int> saved;  // kernel-0 values saved (the sink, or the block partials kernel 1 reads)
+  if (C < 0) saved.push_back(sink);
+  for (int v = 0; v < n; ++v)
+    if (partial[size_t(v)] && (read_by_k1[size_t(v)] || v == sink)) saved.push_back(v);
+  for (int v : saved)
+    for (int c : data_parallel)
+      if (axis_in(ix, v, c) < 0) return why = "a grid dim would stack copies of a block partial", std::nullopt;
+  auto conflict = [&](int v) {
+    for (int c : plan.grid)
+      if (axes_in(ix, v, c) > 1) return true;
+    return L >= 0 && axes_in(ix, v, L) > 1;
+  };
+  for (int v = 0; v < n; ++v)
+    if ((used_in_k0[size_t(v)] && dag.values[size_t(v)].op == Op::Input) || v == sink || partial[size_t(v)])
+      if (conflict(v)) return why = "a tensor with two axes in one grid or loop class", std::nullopt;
+
+  // ---- kernel 0 ----------------------------------------------------------------------------
+  const Value& out = target.value(target.outputs.at(0));
+  sgraph::SGraph g;
+  for (int v = 0; v < dag.num_inputs; ++v) g.inputs.push_back({dag.values[size_t(v)].name, dag.values[size_t(v)].type});
+  sgraph::Kernel k0;
+  k0.custom = true;
+  for (size_t i = 0; i < plan.grid.size(); ++i) k0.block.grid.push_back(Dim::symbol("g" + std::to_string(i + 1)));
+  if (L >= 0) k0.block.loop = Dim::symbol("F1");
+  auto map_of = [&](int v, const std::vector<int>& grid, int offset, bool place_cross) {
+    sgraph::Map m;
+    for (int c : grid) {
+      int a = (c == C && !place_cross) ? -1 : axis_in(ix, v, c);
+      m.grid.push_back(a < 0 ? Choice::none() : Choice::of(a + offset));
+    }
+    return m;
+  };
+  std::vector<int> at(size_t(n), -1);
+  auto& ops0 = k0.block.ops;
+  auto push = [](std::vector<BlockOp>& ops, BlockOp op) {
+    ops.push_back(std::move(op));
+    return int(ops.size()) - 1;
+  };
+  for (int v = 0; v < dag.num_inputs; ++v) {
+    if (!used_in_k0[size_t(v)]) continue;
+    BlockOp load;
+    load.kind = BlockOp::Kind::Load;
+    load.name = "x" + std::to_string(v);
+    load.tensor = dag.values[size_t(v)].name;
+    load.map = map_of(v, plan.grid, 0, true);
+    int la = axis_in(ix, v, L);
+    load.map.loop = la < 0 ? Choice::none() : Choice::of(la);
+    at[size_t(v)] = push(ops0, load);
+  }
+  std::vector<std::string> acc_names, after_names, k1_names;
+  for (int v = dag.num_inputs; v < n; ++v) {
+    if (kernel[size_t(v)] != 0) continue;
+    const DagValue& d = dag.values[size_t(v)];
+    const int r = ix.reduced_by(dag, v);
+    BlockOp op;
+    op.name = "v" + std::to_string(v);
+    for (int o : d.operands) op.operands.push_back(at[size_t(o)]);
+    if (r >= 0 && r == L && d.op == Op::Rms) {
+      op.kind = BlockOp::Kind::Accumulate;
+      op.acc = sgraph::AccKind::Rms;
+      op.attrs.axis = d.axis;
+      at[size_t(v)] = push(ops0, op);
+      acc_names.push_back("rms");
+      continue;
+    }
+    op.kind = BlockOp::Kind::Compute;
+    op.op = d.op;
+    if (is_reduction(d.op)) {
+      op.attrs.axis = d.axis;
+      op.attrs.keepdims = true;
+    }
+    at[size_t(v)] = push(ops0, op);
+    if (r >= 0 && r == L) {
+      BlockOp acc;
+      acc.kind = BlockOp::Kind::Accumulate;
+      acc.name = "a" + std::to_string(v);
+      acc.acc = d.op == Op::Max ? sgraph::AccKind::Max : sgraph::AccKind::Sum;
+      acc.operands = {at[size_t(v)]};
+      at[size_t(v)] = push(ops0, acc);
+      acc_names.push_back(op_name(d.op));
+    } else if (phase[size_t(v)] == After) {
+      after_names.push_back(op_name(d.op));
+    }
+  }
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const int v = saved[i];
+    BlockOp save;
+    save.kind = BlockOp::Kind::Save;
+    save.name = C < 0 ? "O" : "P" + std::to_string(i + 1);
+    save.dtype = C < 0 ? out.type.dtype : DType::F32;
+    save.map = map_of(v, plan.grid, 0, false);
+    save.map.loop = Choice::none();
+    save.operands = {at[size_t(v)]};
+    push(ops0, save);
+  }
+  g.kernels.push_back(std::move(k0));
+
+  // ---- kernel 1: sums the block partials, computes the rest --------------------------------
+  if (C >= 0) {
+    sgraph::Kernel k1;
+    k1.custom = true;
+    for (size_t i = 0; i < data_parallel.size(); ++i) k1.block.grid.push_back(Dim::symbol("g" + std::to_string(plan.grid.size() + i + 1)));
+    auto& ops1 = k1.block.ops;
+    std::vector<int> at1(size_t(n), -1);
+    for (size_t i = 0; i < saved.size(); ++i) {
+      const int v = saved[i];
+      BlockOp load;
+      load.kind = BlockOp::Kind::Load;
+      load.name = "p" + std::to_string(i + 1);
+      load.tensor = "P" + std::to_string(i + 1);
+      load.map = map_of(v, data_parallel, 1, true);
+      load.map.loop = Choice::none();
+      int l = push(ops1, load);
+      BlockOp sum;
+      sum.kind = BlockOp::Kind::Compute;
+      sum.name = "s" + std::to_string(i + 1);
+      sum.op = Op::Sum;
+      sum.attrs.axis = 0;
+      sum.attrs.keepdims = false;
+      sum.operands = {l};
+      at1[size_t(v)] = push(ops1, sum);
+    }
+    for (int v = dag.num_inputs; v < n; ++v) {
+      if (kernel[size_t(v)] != 1) continue;
+      const DagValue& d = dag.values[size_t(v)];
+      BlockOp op;
+      op.kind = BlockOp::Kind::Compute;
+      op.name = "v" + std::to_string(v);
+      op.op = d.op;
+      if (is_reduction(d.op)) {
+        op.attrs.axis = d.axis;
+        op.attrs.keepdims = true;
+      }
+      for (int o : d.operands) op.operands.push_back(at1[size_t(o)]);
+      at1[size_t(v)] = push(ops1, op);
+      k1_names.push_back(op_name(d.op));
+    }
+    BlockOp save;
+    save.kind = BlockOp::Kind::Save;
+    save.name = "O";
+    save.dtype = out.type.dtype;
+    save.map = map_of(sink, data_parallel, 0, true);
+    save.map.loop = Choice::none();
+    save.operands = {at1[size_t(sink)]};
+    push(ops1, save);
+    g.kernels.push_back(std::move(k1));
+  }
+  g.outputs = {"O"};
+
+  // ---- summary -----------------------------------------------------------------------------
+  std::vector<std::string> grid_text;
+  for (size_t i = 0; i < plan.grid.size(); ++i)
+    grid_text.push_back("g" + std::to_string(i + 1) + (plan.grid[i] == C ? " reduces " : " splits ") + ix.size[size_t(plan.grid[i])].str());
+  std::string s = std::to_string(kernels) + (kernels == 1 ? " custom kernel: " : " custom kernels: ") + dag.ops_text();
+  if (!grid_text.empty()) s += "; grid " + join(grid_text, ", ");
+  if (L >= 0) s += "; loop F1 over " + ix.size[size_t(L)].str() + ", " + join(acc_names, "+") + " accumulated";
+  if (!after_names.empty()) s += ", " + join(after_names, "+") + " after";
+  if (C >= 0) s += "; kernel 2 sums the g partials" + (k1_names.empty() ? std::string() : ", then " + join(k1_names, "+"));
+  return Family{std::move(g), std::move(split), s};
+}
+
+}  // namespace prism::search

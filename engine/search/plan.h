@@ -1,0 +1,60 @@
+// Parallelization plans: how a fused computation (dag.h) becomes kernels with symbolic grids and
+// loops, and the sGraph that results.
+//
+// Indices: the axes of the DAG's values are grouped into index classes (einsum-style): an
+// elementwise op's axes are its operands' (where they are not broadcast), a matmul joins the
+// contraction axes of its operands and passes rows, columns and batch axes through, a reduction
+// passes the other axes through. A class is *reduced* when some op sums, maxes, rms'es or
+// contracts over it. A plan picks up to two classes for grid dims and at most one reduced class
+// for the loop; the maps of every load and save follow from the classes, so a grid dim cuts every
+// axis of its class the same way and dims match by construction.
+//
+// Structural rules (a plan that breaks one is no family; counted as "structure"):
+//   - the loop walks a reduced class; every reduction over it gets an accumulator right after it
+//     (sum/matmul: sum_accumulate, max: max_accumulate, rms: rms_accumulate replacing it), and at
+//     most `max_accumulators` of them; a value after the loop never meets a loop-body value, and
+//     the output is saved only after the accumulators (never inside the loop);
+//   - a grid dim on a reduced class is a cross-block reduction: at most one, only over sums and
+//     matmuls; the block partials are saved with a partial axis and a second kernel sums them and
+//     computes everything downstream, which must read only those partials (so max_kernels >= 2);
+//   - a grid dim on a class that is not reduced must reach the output (it lays out its tiles);
+//   - a tensor has at most one axis in each grid or loop class.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/search/dag.h"
+#include "engine/search/search.h"
+#include "engine/sgraph/sgraph.h"
+
+namespace prism::search {
+
+struct Indices {
+  std::vector<std::vector<int>> of;  // [value][axis] -> class (-1: a size-1 axis)
+  std::vector<Dim> size;             // per class
+  std::vector<bool> reduced;         // per class
+  int count() const { return int(size.size()); }
+  // The class an op reduces over (the contraction for matmul), or -1.
+  int reduced_by(const Dag& dag, int value) const;
+};
+Indices analyze_indices(const Dag& dag);
+
+struct Plan {
+  std::vector<int> grid;  // classes, increasing (grid dims are unordered: symmetry breaking)
+  int loop = -1;          // a reduced class, or -1
+};
+// Every plan for the DAG (grid sets of up to two classes, loop none or a reduced class).
+std::vector<Plan> enumerate_plans(const Indices& indices);
+
+struct Family {
+  sgraph::SGraph graph;
+  std::vector<Dim> split;  // [value] how many pieces the loop and the grid cut its reduction into (1: none)
+  std::string summary;
+};
+
+// The family for a plan, or the structural rule it breaks (`why`).
+std::optional<Family> build_family(const Dag& dag, const Indices& indices, const Plan& plan, const Program& target,
+                                   const SearchLimits& limits, std::string& why);
+
+}  // namespace prism::search

@@ -1,0 +1,191 @@
+// Orchestration of the symbolic search: saturate the target's e-graph, enumerate fused
+// computations on TBB workers (generator.h), cut each into families by the plans (plan.h), drop
+// invalid, oversized and duplicate families, verify the rest (verify.h), and keep the proved ones.
+#include "engine/search/search.h"
+
+#include <tbb/concurrent_unordered_set.h>
+#include <tbb/concurrent_vector.h>
+#include <tbb/parallel_for_each.h>
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+
+#include "engine/cancel.h"
+#include "engine/error.h"
+#include "engine/search/generator.h"
+#include "engine/search/plan.h"
+#include "engine/search/verify.h"
+#include "engine/sgraph/canonical.h"
+#include "engine/sgraph/instantiate.h"
+#include "engine/sgraph/validate.h"
+
+namespace prism::search {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+sgraph::Target target_of(const std::string& name) {
+  if (name == "gpu") return {"gpu", 48 * 1024};
+  if (name == "gpu-228k") return {"gpu-228k", 228 * 1024};
+  if (name == "cpu") return {"cpu", 1024 * 1024};
+  throw Error(Error::Kind::InvalidArgument, "unknown search target '" + name + "' (known: gpu, gpu-228k, cpu)");
+}
+
+struct Counters {
+  GenCounters gen;
+  std::atomic<uint64_t> families{0}, pruned_structure{0}, pruned_dims{0}, pruned_hardware{0}, duplicates{0}, verified{0}, rejected{0},
+      unproved{0}, verify_ns{0};
+  uint64_t pruned() const {
+    return gen.pruned_expression + gen.pruned_dims + gen.pruned_structure + pruned_structure + pruned_dims + pruned_hardware;
+  }
+};
+
+}  // namespace
+
+SearchResult search_program(const Program& target, const SearchLimits& limits, const CancelToken* cancel,
+                            const std::function<void(const SearchProgress&)>& progress) {
+  const auto t0 = Clock::now();
+  if (target.outputs.size() != 1) throw Error(Error::Kind::InvalidArgument, "the search needs a program with one output");
+  const sgraph::Target hw = target_of(limits.target);
+  SearchResult result;
+  result.program = target.name;
+  result.limits = limits;
+  SearchStats& st = result.stats;
+  Counters c;
+
+  std::unique_ptr<TargetExpressions> expr;
+  if (limits.prune) expr = std::make_unique<TargetExpressions>(target, SaturationLimits{}, cancel);
+  st.saturate_s = seconds_since(t0);
+  NumericCheck check(target);
+  Prover prover(target);
+  Generator gen(target, expr.get(), limits.max_block_ops, c.gen);
+  tbb::concurrent_unordered_set<uint64_t> seen;
+  tbb::concurrent_vector<Candidate> found;
+
+  std::atomic<bool> cancelled{false}, over_budget{false};
+  std::atomic<int64_t> last_report{0};
+  std::mutex report_mutex;
+  auto report = [&](bool force) {
+    if (!progress) return;
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+    int64_t last = last_report.load();
+    if (!force && (now - last < 100 || !last_report.compare_exchange_strong(last, now))) return;
+    std::lock_guard<std::mutex> lock(report_mutex);
+    progress(SearchProgress{c.gen.generated + c.families, c.pruned(), c.verified, seconds_since(t0)});
+  };
+  const std::function<bool()> stop = [&] {
+    if (cancelled || over_budget) return true;
+    if (cancel && cancel->cancelled()) return cancelled = true;
+    if (seconds_since(t0) > limits.budget_s) return over_budget = true;
+    report(false);
+    return false;
+  };
+
+  const std::function<void(const Dag&)> emit = [&](const Dag& dag) {
+    // Without expression pruning nothing vouches for the computation yet: check it whole first
+    // (no plan can fix a computation that differs from the program).
+    if (!expr && !check.dag_matches(dag, cancel)) {
+      c.rejected++;
+      return;
+    }
+    const Indices ix = analyze_indices(dag);
+    const std::vector<Plan> plans = enumerate_plans(ix);
+    // The plans of one computation are independent: verify them on all workers.
+    tbb::parallel_for_each(plans.begin(), plans.end(), [&](const Plan& plan) {
+      if (stop()) return;
+      std::string why;
+      std::optional<Family> fam = build_family(dag, ix, plan, target, limits, why);
+      if (!fam) {
+        c.pruned_structure++;
+        return;
+      }
+      c.families++;
+      const sgraph::Analysis an = sgraph::analyze(fam->graph);
+      if (!an.ok()) {
+        c.pruned_structure++;
+        return;
+      }
+      // A dim equality left open (d/F1 == d/g1) holds only for some sizes: not a generic family.
+      if (std::any_of(an.constraints.begin(), an.constraints.end(), [](const sgraph::Constraint& k) { return k.kind == sgraph::Constraint::Kind::Equal; })) {
+        c.pruned_dims++;
+        return;
+      }
+      if (expr && !limits.bindings.empty() && !sgraph::memory_lower_bound(fam->graph, limits.bindings, hw).empty()) {
+        c.pruned_hardware++;
+        return;
+      }
+      const uint64_t hash = sgraph::canonical_hash(fam->graph);
+      if (!seen.insert(hash).second) {
+        c.duplicates++;
+        return;
+      }
+      const auto tv = Clock::now();
+      bool ok = false;
+      Proof proof;
+      if (check.mismatch(fam->graph, cancel)) {
+        c.rejected++;
+      } else {
+        proof = prover.prove(split_term(dag, fam->split), cancel);
+        if (proof.proved) ok = true;
+        else c.unproved++;
+      }
+      c.verify_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
+      if (!ok) return;
+      c.verified++;
+      Candidate cand;
+      const sgraph::SGraph canon = sgraph::canonicalize(fam->graph);
+      cand.kernels = int(canon.kernels.size());
+      cand.text = sgraph::canonical_text(fam->graph);
+      cand.summary = fam->summary;
+      cand.parameters = canon.parameters();
+      cand.proof = proof.text;
+      cand.hash = hash;
+      found.push_back(std::move(cand));
+    });
+  };
+
+  const auto tg0 = Clock::now();
+  tbb::task_arena arena(limits.threads > 0 ? limits.threads : tbb::task_arena::automatic);
+  arena.execute([&] {
+    tbb::task_group group;
+    const std::function<void(std::function<void()>)> spawn = [&](std::function<void()> f) { group.run(std::move(f)); };
+    try {
+      gen.run(emit, stop, spawn, 2);
+    } catch (...) {
+      cancelled = true;  // unwind the other workers, then rethrow
+      group.wait();
+      throw;
+    }
+    group.wait();
+  });
+  st.generate_s = seconds_since(tg0);
+  if (cancelled || (cancel && cancel->cancelled())) throw Error(Error::Kind::Cancelled, "search cancelled");
+
+  st.generated = c.gen.generated + c.families;
+  st.families = c.families;
+  st.pruned_expression = c.gen.pruned_expression;
+  st.pruned_dims = c.gen.pruned_dims + c.pruned_dims;
+  st.pruned_structure = c.gen.pruned_structure + c.pruned_structure;
+  st.pruned_hardware = c.pruned_hardware;
+  st.duplicates = c.duplicates;
+  st.verified = c.verified;
+  st.rejected = c.rejected;
+  st.unproved = c.unproved;
+  st.verify_s = double(c.verify_ns) * 1e-9;
+  st.stop_reason = over_budget ? "budget" : "complete";
+  result.candidates.assign(found.begin(), found.end());
+  std::sort(result.candidates.begin(), result.candidates.end(),
+            [](const Candidate& a, const Candidate& b) { return a.kernels != b.kernels ? a.kernels < b.kernels : a.text < b.text; });
+  for (size_t i = 0; i < result.candidates.size(); ++i) result.candidates[i].id = int(i + 1);
+  st.total_s = seconds_since(t0);
+  report(true);
+  return result;
+}
+
+}  // namespace prism::search

@@ -1,0 +1,74 @@
+// Verification of a finished family (design.md §3). Nothing is reported unless all of these hold:
+//
+//  1. numeric pre-filter: the family, instantiated at a tiny size with distinct grid sizes and
+//     loop range (symmetry breaking: g1=2, g2=3, F1=4, so a map that confuses two of them
+//     changes the result), is simulated by sgraph::evaluate and compared with the reference
+//     interpreter on the same random inputs. This exercises the real maps, accumulators, partial
+//     axes and the combining kernel.
+//  2. proof: the family is translated to a term with symbolic sizes: every reduction that the
+//     loop and/or a cross-block grid dim cut into pieces becomes the explicit split sum over a
+//     reshape (sum over [f, K/f] with f = F1, g, or g*F1 — the partial sums the blocks and the
+//     iterations compute); an rms the loop cuts becomes sqrt(split sum of squares / K). The
+//     e-graph must put this term and the program's term in one class (ResidentEGraph::prove,
+//     one private e-graph per worker thread). Data-parallel grid dims appear in no term: they cut
+//     every axis of one index class the same way (plan.h), which the simulation checks.
+// A family that passes 1 but not 2 is "unproved"; one that fails 1 is "rejected".
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "engine/cancel.h"
+#include "engine/egraph/equivalence.h"
+#include "engine/interp/tensor.h"
+#include "engine/search/dag.h"
+#include "engine/sgraph/sgraph.h"
+
+namespace prism::search {
+
+// The split term of a family: its DAG with each reduction v cut into split[v] pieces.
+Program split_term(const Dag& dag, const std::vector<Dim>& split);
+
+class NumericCheck {
+ public:
+  explicit NumericCheck(const Program& target);
+  // Empty when the family matches the reference at the tiny instance; else why not.
+  std::optional<std::string> mismatch(const sgraph::SGraph& family, const CancelToken* cancel) const;
+  // The DAG alone (whole tensors, no parallelization) against the reference.
+  bool dag_matches(const Dag& dag, const CancelToken* cancel) const;
+  const DimBindings& dims() const { return dims_; }
+
+ private:
+  const Program& target_;
+  DimBindings dims_;
+  std::map<std::string, Tensor> inputs_;
+  Tensor reference_;
+};
+
+// Sizes for the numeric check: g1=2, g2=3, g3=2, g4=3, F1=4 (others 2).
+DimBindings check_sizes(const sgraph::SGraph& family);
+
+struct Proof {
+  bool proved = false;
+  std::string text;  // the terms and the e-graph's explanation, or why not proved
+};
+
+// Proofs against one target, cached by term (families that differ only in data-parallel grid
+// dims share one). Thread-safe; every thread proves in its own e-graph.
+class Prover {
+ public:
+  explicit Prover(const Program& target);
+  ~Prover();
+  Proof prove(const Program& term, const CancelToken* cancel);
+
+ private:
+  struct PerThread;
+  const Program& target_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const Proof>> cache_;
+  std::unique_ptr<PerThread> threads_;
+};
+
+}  // namespace prism::search

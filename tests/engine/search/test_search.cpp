@@ -1,0 +1,233 @@
+// The symbolic search: it finds the fused families of design.md §8, reports only proved ones,
+// prunes soundly (pruned and exhaustive searches verify the same families), honours hardware
+// bounds, and stores results per program version in the Workspace.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "../sgraph/families.h"
+#include "engine/cancel.h"
+#include "engine/error.h"
+#include "engine/search/search.h"
+#include "engine/sgraph/canonical.h"
+#include "engine/sgraph/instantiate.h"
+#include "engine/sgraph/parse.h"
+#include "engine/workspace.h"
+#include "search_helpers.h"
+
+using namespace prism;
+using namespace prism::test::families;
+
+namespace {
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The text of kernel `k` (from its "kernel k:" line to the next kernel or the output line).
+std::string kernel_text(const std::string& text, int k) {
+  size_t from = text.find("kernel " + std::to_string(k) + ":");
+  if (from == std::string::npos) return "";
+  size_t to = text.find("kernel " + std::to_string(k + 1) + ":", from);
+  if (to == std::string::npos) to = text.find("\noutput", from);
+  return text.substr(from, to - from);
+}
+
+SearchResult search_example(const std::string& name, SearchLimits limits = {}) {
+  limits.threads = 2;
+  return search::search_program(test::lowered_example(name), limits);
+}
+
+void check_reported(const SearchResult& r) {
+  CHECK(r.stats.stop_reason == "complete");
+  CHECK(r.stats.verified == r.candidates.size());
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const Candidate& c = r.candidates[i];
+    CHECK(c.id == int(i + 1));
+    CHECK(c.verified);
+    CHECK(c.proof.find("proved") != std::string::npos);
+    CHECK(c.hash == sgraph::canonical_hash(sgraph::parse(c.text)));
+    CHECK_FALSE(c.summary.empty());
+    if (i > 0) CHECK(r.candidates[i - 1].kernels <= c.kernels);
+  }
+}
+
+bool has_hash(const SearchResult& r, uint64_t hash) {
+  return std::any_of(r.candidates.begin(), r.candidates.end(), [&](const Candidate& c) { return c.hash == hash; });
+}
+
+}  // namespace
+
+TEST_CASE("search: rms_linear accumulates the matmul and the rms over the loop, divides after", "[search][mustfind]") {
+  SearchResult r = search_example("rms_linear");
+  check_reported(r);
+  // The hand-written family of the sGraph tests, found exactly (same canonical hash).
+  CHECK(has_hash(r, sgraph::canonical_hash(sgraph::parse(kRmsLinear))));
+  WARN("rms_linear candidates: " << r.candidates.size());
+}
+
+TEST_CASE("search: gated_mlp fuses both matmuls and the tail in one kernel", "[search][mustfind]") {
+  SearchResult r = search_example("gated_mlp");
+  check_reported(r);
+  // The hand-written family, up to the operand order of the final (commutative) mul, which the
+  // generator puts in its canonical order and the canonical form does not normalize.
+  std::string swapped = kGatedMlp;
+  const std::string from = "mul(s, ub)";
+  REQUIRE(swapped.find(from) != std::string::npos);
+  swapped.replace(swapped.find(from), from.size(), "mul(ub, s)");
+  CHECK(has_hash(r, sgraph::canonical_hash(sgraph::parse(swapped))));
+}
+
+TEST_CASE("search: rmsnorm_mlp fuses the norm, both matmuls and the product in one kernel", "[search][mustfind]") {
+  SearchResult r = search_example("rmsnorm_mlp");
+  check_reported(r);
+  bool found = false;
+  for (const Candidate& c : r.candidates)
+    if (c.kernels == 1 && c.text.find("loop=") != std::string::npos && count(c.text, "= matmul(") == 2 &&
+        count(c.text, "sum_accumulate") == 2 && count(c.text, "rms_accumulate") == 1 && count(c.text, "= mul(") == 1)
+      found = true;
+  CHECK(found);
+}
+
+TEST_CASE("search: attention and gqa split the key/value length across the grid and combine", "[search][mustfind]") {
+  for (const char* name : {"attention", "gqa"}) {
+    SearchResult r = search_example(name);
+    check_reported(r);
+    bool found = false;
+    const Candidate* shown = nullptr;
+    for (const Candidate& c : r.candidates) {
+      const std::string k0 = kernel_text(c.text, 0), k1 = kernel_text(c.text, 1);
+      // Kernel 0: a grid dim that no output dim takes (partials on a leading axis), the loop
+      // walking s inside each split, numerator and denominator accumulated. Kernel 1: sums the
+      // partials and divides.
+      if (c.kernels == 2 && k0.find("loop=F") != std::string::npos && count(k0, "sum_accumulate") == 2 && count(k0, "= exp(") == 1 &&
+          count(k0, "save ") == 2 && k0.find("# f32[g") != std::string::npos && count(k1, "sum(") == 2 && count(k1, "= div(") == 1 &&
+          c.summary.find("reduces s") != std::string::npos && c.summary.find("loop F1 over s") != std::string::npos) {
+        found = true;
+        shown = &c;
+      }
+    }
+    INFO(name);
+    CHECK(found);
+    if (shown) WARN(name << " flash-decoding candidate:\n" << shown->text << "\n" << shown->proof.substr(0, 1200));
+  }
+}
+
+TEST_CASE("search: lora computes X@W + (X@A)@B in one kernel", "[search][mustfind]") {
+  SearchResult r = search_example("lora");
+  check_reported(r);
+  bool found = false;
+  for (const Candidate& c : r.candidates)
+    if (c.kernels == 1 && c.text.find("loop=F1") != std::string::npos && count(c.text, "= matmul(") == 3 &&
+        count(c.text, "sum_accumulate") == 2 && count(c.text, "= add(") == 1 && c.text.find("grid=[g1]") != std::string::npos)
+      found = true;
+  CHECK(found);
+}
+
+TEST_CASE("search: pruning removes only what could never verify", "[search][soundness]") {
+  struct Case {
+    std::string program;
+    int ops;
+  };
+  for (const Case& k : {Case{"rms_linear", 3}, Case{"lora", 4}}) {
+    SearchLimits on, off;
+    on.max_block_ops = off.max_block_ops = k.ops;
+    on.budget_s = off.budget_s = 120;
+    off.prune = false;
+    SearchResult a = search_example(k.program, on), b = search_example(k.program, off);
+    REQUIRE(a.stats.stop_reason == "complete");
+    REQUIRE(b.stats.stop_reason == "complete");
+    std::set<uint64_t> ha, hb;
+    for (const Candidate& c : a.candidates) ha.insert(c.hash);
+    for (const Candidate& c : b.candidates) hb.insert(c.hash);
+    INFO(k.program << ": pruned " << ha.size() << " families, exhaustive " << hb.size() << "; exhaustive generated "
+                   << b.stats.generated << ", rejected " << b.stats.rejected);
+    CHECK_FALSE(ha.empty());
+    CHECK(ha == hb);
+    CHECK(b.stats.generated > a.stats.generated);
+    CHECK(a.stats.pruned_expression > 0);
+    CHECK(b.stats.pruned_expression == 0);
+  }
+}
+
+TEST_CASE("search: hardware lower bounds drop families whose smallest tiles cannot fit", "[search][hardware]") {
+  SearchLimits limits;
+  limits.bindings = {{"n", 16}, {"d", 4096}};
+  limits.target = "gpu";  // 48 KiB per block
+  SearchResult generic = search_example("rms_linear"), bound = search_example("rms_linear", limits);
+  CHECK(bound.stats.pruned_hardware > 0);
+  CHECK(bound.candidates.size() < generic.candidates.size());
+  CHECK_FALSE(bound.candidates.empty());
+  for (const Candidate& c : bound.candidates)
+    CHECK(sgraph::memory_lower_bound(sgraph::parse(c.text), limits.bindings, sgraph::Target{"gpu", 48 * 1024}).empty());
+  CHECK(has_hash(bound, sgraph::canonical_hash(sgraph::parse(kRmsLinear))));
+  limits.target = "tpu";
+  CHECK_THROWS_AS(search_example("rms_linear", limits), Error);
+}
+
+TEST_CASE("search: bounds on kernels and accumulators are honoured", "[search][structure]") {
+  SearchLimits one;
+  one.max_kernels = 1;
+  for (const Candidate& c : search_example("attention", one).candidates) CHECK(c.kernels == 1);
+  SearchLimits acc;
+  acc.max_accumulators = 1;
+  for (const Candidate& c : search_example("gated_mlp", acc).candidates) CHECK(count(c.text, "_accumulate") <= 1);
+}
+
+TEST_CASE("search: stop reasons, cancellation and progress", "[search][control]") {
+  SearchLimits tight;
+  tight.budget_s = 0;
+  SearchResult r = search_example("qk_norm_attention", tight);
+  CHECK(r.stats.stop_reason == "budget");
+  for (const Candidate& c : r.candidates) CHECK(c.verified);
+
+  CancelToken token;
+  token.cancel();
+  CHECK_THROWS_AS(search::search_program(test::lowered_example("rms_linear"), SearchLimits{}, &token), Error);
+
+  int calls = 0;
+  SearchProgress last;
+  search::search_program(test::lowered_example("rmsnorm_mlp"), SearchLimits{}, nullptr, [&](const SearchProgress& p) {
+    ++calls;
+    last = p;
+  });
+  CHECK(calls >= 1);
+  CHECK(last.verified > 0);
+}
+
+TEST_CASE("search: the workspace stores results per program version", "[search][workspace]") {
+  Workspace ws;
+  ws.open("file:///rms_linear.prism", test::example_text("rms_linear"), 1);
+  CHECK_FALSE(ws.search_result("rms_linear").has_value());
+  CHECK_THROWS_AS(ws.search("nope", SearchLimits{}), Error);
+  SearchLimits limits;
+  limits.threads = 2;
+  SearchResult a = ws.search("rms_linear", limits);
+  CHECK(a.version == 1);
+  CHECK(a.program == "rms_linear");
+  REQUIRE(ws.search_result("rms_linear").has_value());
+  CHECK(ws.search_result("rms_linear")->candidates.size() == a.candidates.size());
+  // The same question again: the stored result (same timings), whatever the thread count.
+  limits.threads = 1;
+  SearchResult b = ws.search("rms_linear", limits);
+  CHECK(b.stats.total_s == a.stats.total_s);
+  // An edit invalidates it.
+  ws.change("file:///rms_linear.prism", test::example_text("rms_linear") + "\n", 2);
+  CHECK_FALSE(ws.search_result("rms_linear").has_value());
+  SearchResult c = ws.search("rms_linear", limits);
+  CHECK(c.version == 2);
+  CHECK(c.candidates.size() == a.candidates.size());
+  CancelToken token;
+  token.cancel();
+  try {
+    SearchLimits other;
+    other.max_block_ops = 4;
+    ws.search("rms_linear", other, &token);
+    FAIL("not cancelled");
+  } catch (const Error& e) {
+    CHECK(e.kind() == Error::Kind::Cancelled);
+  }
+}
