@@ -156,3 +156,35 @@ TEST_CASE("equiv proves, refutes, and --json carries result and stop_reason", "[
   CHECK(bad.exit_code == 1);
   CHECK(bad.err.find("usage: equiv") != std::string::npos);
 }
+
+TEST_CASE("search, candidates and explain from a script", "[repl][e2e][search]") {
+  ReplFixture f;
+  auto r = f.prism({"--json", "-c", "open " + example("rms_linear") + "; search rms_linear --max-kernels 1; candidates rms_linear"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());  // no progress bar in script mode
+  std::istringstream lines(r.out);
+  std::vector<nlohmann::json> objects;
+  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  REQUIRE(objects.size() >= 3);
+  const auto& search = objects[1];
+  CHECK(search["stats"]["stopReason"] == "complete");
+  size_t families = search["candidates"].get<size_t>();
+  REQUIRE(families > 0);
+  REQUIRE(objects.size() == 2 + families);  // one object per family
+  for (size_t i = 2; i < objects.size(); ++i) {
+    CHECK(objects[i].contains("id"));
+    CHECK(objects[i]["kernels"] == 1);
+    CHECK(objects[i]["text"].get<std::string>().find("kernel 0: custom") != std::string::npos);
+    CHECK(objects[i]["verified"] == true);
+  }
+
+  auto text = f.prism({"--no-start", "-c", "explain rms_linear 1"});
+  INFO(text.err);
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("kernel 0: custom") != std::string::npos);
+  CHECK(text.out.find("proof (e-graph, symbolic sizes):") != std::string::npos);
+  auto missing = f.prism({"--no-start", "-c", "explain rms_linear 999"});
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.err.find("no candidate 999") != std::string::npos);
+}
