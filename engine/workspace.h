@@ -39,7 +39,7 @@ struct ProgramSummary {
 struct ProgramDetail {
   ProgramSummary summary;
   std::vector<TensorView> values;  // every named value of the source, with inferred shapes
-  std::string signature;           // "program rms_linear(X: f16[n, d], W: f16[d, d]) -> f16[n, d]"
+  std::string signature;           // "program p(X: f16[n, d], W: f16[d, d]) -> f16[n, d]"
   std::string lowered;             // the program with composites lowered to primitives, in the language
 };
 

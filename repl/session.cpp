@@ -30,6 +30,17 @@ bool parse_int(const std::string& s, int64_t& out) {
   return used == s.size();
 }
 
+// A whole-string number greater than zero ("2.5", "30").
+bool parse_positive(const std::string& s, double& out) {
+  size_t used = 0;
+  try {
+    out = std::stod(s, &used);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return used == s.size() && out > 0;
+}
+
 std::string join(const std::vector<std::string>& items, const std::string& sep) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
@@ -306,13 +317,7 @@ CommandOutput Session::equiv(const std::vector<std::string>& args) {
       if (i + 1 >= args.size()) throw CommandError(usage_error("equiv", a + " needs a value"));
       const std::string& v = args[++i];
       double x = 0;
-      size_t used = 0;
-      try {
-        x = std::stod(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != v.size() || !(x > 0)) throw CommandError(usage_error("equiv", a + " wants a positive number, not '" + v + "'"));
+      if (!parse_positive(v, x)) throw CommandError(usage_error("equiv", a + " wants a positive number, not '" + v + "'"));
       if (a == "--seconds")
         limits["seconds"] = x;
       else
@@ -393,13 +398,7 @@ CommandOutput Session::search(const std::vector<std::string>& args) {
     int64_t n = 0;
     if (a == "--budget") {
       double s = 0;
-      size_t used = 0;
-      try {
-        s = std::stod(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      if (used != v.size() || !(s > 0)) throw CommandError(usage_error("search", "--budget wants seconds > 0, not '" + v + "'"));
+      if (!parse_positive(v, s)) throw CommandError(usage_error("search", "--budget wants seconds > 0, not '" + v + "'"));
       limits[flag->second] = s;
     } else {
       if (!parse_int(v, n) || n < 1) throw CommandError(usage_error("search", a + " wants a positive integer, not '" + v + "'"));

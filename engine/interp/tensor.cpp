@@ -2,6 +2,7 @@
 
 #include "engine/error.h"
 #include "engine/interp/half.h"
+#include "engine/util/hash.h"
 
 namespace prism {
 
@@ -32,14 +33,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 namespace {
-uint64_t fnv1a64(const std::string& s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

@@ -9,14 +9,6 @@
 
 namespace prism::sgraph {
 
-uint64_t fnv1a64(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 namespace {
 

@@ -19,12 +19,13 @@
 #include <string>
 
 #include "engine/sgraph/sgraph.h"
+#include "engine/util/hash.h"
 
 namespace prism::sgraph {
 
 SGraph canonicalize(const SGraph& graph);
 std::string canonical_text(const SGraph& graph);  // print(canonicalize(graph))
 uint64_t canonical_hash(const SGraph& graph);     // FNV-1a 64 of canonical_text
-uint64_t fnv1a64(const std::string& text);
+using prism::fnv1a64;  // engine/util/hash.h
 
 }  // namespace prism::sgraph
