@@ -75,6 +75,9 @@ bool run_command(Session& session, const ScriptCommand& cmd, bool json, bool int
   } catch (const ConnectionError& e) {
     std::cerr << prefix << "error: lost the connection to prismd: " << e.what() << "\n";
     throw;
+  } catch (const std::exception& e) {
+    // A reply this REPL did not expect (e.g. from a daemon of another version): report, never crash.
+    std::cerr << prefix << "error: unexpected reply from prismd: " << e.what() << "\n";
   }
   return false;
 }

@@ -337,8 +337,8 @@ CommandOutput Session::equiv(const std::vector<std::string>& args) {
     std::vector<std::string> binds;
     const json bindings = c.value("bindings", json::object());  // items() must not outlive it
     for (const auto& [k, v] : bindings.items()) binds.push_back(k + "=" + v.dump());
-    out << "they differ by " << number(c.value("maxAbsDiff", 0.0)) << " at " << join(binds, " ") << " (seed "
-        << c.value("seed", 0) << ")\n";
+    std::string by = c.contains("maxAbsDiff") && c["maxAbsDiff"].is_number() ? " by " + number(c["maxAbsDiff"].get<double>()) : "";
+    out << "they differ" << by << " at " << join(binds, " ") << " (seed " << c.value("seed", 0) << ")\n";
     if (!c.value("detail", "").empty()) out << "  " << c.value("detail", "") << "\n";
   }
   if (r.contains("explanation")) {

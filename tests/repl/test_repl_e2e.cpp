@@ -122,3 +122,37 @@ TEST_CASE("script errors: unknown command, bad binding, missing dim, no daemon",
   CHECK(none.exit_code == 3);
   CHECK(none.err.find("no prismd answers") != std::string::npos);
 }
+
+TEST_CASE("equiv proves, refutes, and --json carries result and stop_reason", "[repl][e2e][equiv]") {
+  ReplFixture f;
+  auto r = f.prism({"--json", "-c",
+                    "open " + example("rms_linear") + "; equiv rms_linear matmul(X, W) / rms(X); "
+                    "equiv rms_linear matmul(X, W) * rms(X); egraph"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream lines(r.out);
+  std::vector<nlohmann::json> objects;
+  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  REQUIRE(objects.size() == 4);
+  CHECK(objects[1]["result"] == "proved");
+  CHECK(objects[1]["stop_reason"] == "goal reached");
+  CHECK(objects[1]["explanation"].get<std::string>().find("matmul") != std::string::npos);
+  CHECK(objects[2]["result"] == "refuted");
+  CHECK(objects[2]["stop_reason"] == "counterexample");
+  CHECK(objects[2]["counterexample"]["maxAbsDiff"].get<double>() > 0);
+  CHECK(objects[3]["nodes"].get<int>() > 0);
+
+  auto text = f.prism({"--no-start", "-c", "equiv rms_linear matmul(X, W) * rms(X)"});
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("refuted (counterexample)") == 0);
+  CHECK(text.out.find("they differ by") != std::string::npos);
+
+  auto shapes = f.prism({"--no-start", "-c", "equiv rms_linear sum(X, axis=-1)"});
+  CHECK(shapes.exit_code == 0);
+  CHECK(shapes.out.find("refuted") == 0);
+  CHECK(shapes.out.find("different shapes") != std::string::npos);
+
+  auto bad = f.prism({"--no-start", "-c", "equiv rms_linear"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("usage: equiv") != std::string::npos);
+}
