@@ -346,7 +346,14 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
   if (L >= 0) s += "; loop F1 over " + ix.size[size_t(L)].str() + ", " + join(acc_names, "+") + " accumulated";
   if (!after_names.empty()) s += ", " + join(after_names, "+") + " after";
   if (C >= 0) s += "; kernel 2 sums the g partials" + (k1_names.empty() ? std::string() : ", then " + join(k1_names, "+"));
-  return Family{std::move(g), std::move(split), s};
+  std::vector<GridCut> cuts;
+  for (size_t i = 0; i < plan.grid.size(); ++i) {
+    if (plan.grid[i] == C) continue;
+    GridCut cut{Dim::symbol("g" + std::to_string(i + 1)), {}};
+    for (int v = 0; v < n; ++v) cut.axis.push_back(axis_in(ix, v, plan.grid[i]));
+    cuts.push_back(std::move(cut));
+  }
+  return Family{std::move(g), std::move(split), std::move(cuts), s};
 }
 
 }  // namespace prism::search

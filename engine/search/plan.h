@@ -47,9 +47,17 @@ struct Plan {
 // Every plan for the DAG (grid sets of up to two classes, loop none or a reduced class).
 std::vector<Plan> enumerate_plans(const Indices& indices);
 
+// A data-parallel grid dim (kernel 0's g<i>): it cuts the axis axis[v] of every DAG value v into
+// `size` blocks (-1: v has no axis in its class and every block reads all of v).
+struct GridCut {
+  Dim size;
+  std::vector<int> axis;
+};
+
 struct Family {
   sgraph::SGraph graph;
   std::vector<Dim> split;  // [value] how many pieces the loop and the grid cut its reduction into (1: none)
+  std::vector<GridCut> cuts;  // the data-parallel grid dims, in grid order
   std::string summary;
 };
 

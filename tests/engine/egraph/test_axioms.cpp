@@ -77,6 +77,32 @@ void seed_terms(TensorGraph& tg) {
   op(TOp::Partition, {op(TOp::Combine, {part(Y)}, 1)}, 1, gg);
   op(TOp::Reduce, {op(TOp::Sum, {part(X)}, 2)});
   op(TOp::Reduce, {op(TOp::Mul, {rep(r), part(X)})});
+  // lifting partition / replicate out of a block body (both branches of every axis shift)
+  Id D = tg.input("D", {d, d}), e = tg.input("e", {Dim(1), d}), f = tg.input("f", {d, Dim(1)});
+  auto part0 = [&](Id x) { return op(TOp::Partition, {x}, 0, gg); };
+  U(part(X), 1);
+  U(part(X), 3);
+  U(rep(X), 1);
+  S(part(e), 1);
+  S(part0(f), 2);
+  S(rep(r), 2);
+  tg.splitax(1, F, part(D));
+  tg.splitax(2, F, part0(D));
+  tg.splitax(2, F, rep(X));
+  for (TOp red : kReduce) {
+    op(red, {part(X)}, 1);
+    op(red, {rep(X)}, 2);
+  }
+  for (TOp u : kUnary) op(u, {part(X)});
+  for (TOp b : kBinary) {
+    op(b, {part(X), part(Y)});
+    op(b, {rep(r), part(X)});
+    op(b, {part(X), rep(r)});
+    op(b, {part(X), two});
+    op(b, {two, part(X)});
+    op(b, {rep(X), two});
+    op(b, {two, rep(X)});
+  }
   for (TOp u : kUnary) {
     U(op(u, {X}), 0);
     S(op(u, {r}), 1);
