@@ -210,3 +210,25 @@ TEST_CASE("axioms: extraction picks the cheapest equivalent term", "[egraph][axi
   CHECK(ex.cost(t) == 2);
   CHECK(tg.print(t, [&](Id i) -> const ENode& { return ex.best(i); }) == "exp(X)");
 }
+
+TEST_CASE("axioms: the grid is lifted only where every block computes its tile of the whole", "[egraph][axioms][partition]") {
+  TensorGraph tg;
+  std::vector<Rewrite> rules = tensor_axioms(tg);
+  const Dim n = Dim::symbol("n"), d = Dim::symbol("d"), g = Dim::symbol("g");
+  const DimId gg = tg.dim_id(g);
+  Id X = tg.input("X", {n, d}), T = tg.input("T", {n, d / g});
+  auto part = [&](Id x) { return tg.op(TOp::Partition, {x}, 1, gg); };
+  auto rep = [&](Id x) { return tg.op(TOp::Replicate, {x}, 0, gg); };
+  Id whole = tg.op(TOp::Div, {X, tg.op(TOp::Rms, {X}, 1)});
+  // Each block divides its columns by the rms of the whole row: the whole, cut and put back.
+  Id good = tg.op(TOp::Combine, {tg.op(TOp::Div, {part(X), rep(tg.op(TOp::Rms, {X}, 1))})}, 1);
+  // Each block divides by the rms of its own columns only: same shape, a different tensor.
+  Id per_tile = tg.op(TOp::Combine, {tg.op(TOp::Div, {part(X), tg.op(TOp::Rms, {part(X)}, 2)})}, 1);
+  // Every block multiplies by the same [n, d/g] tile: well-shaped, but no tile of a whole product.
+  Id same_tile = tg.op(TOp::Combine, {tg.op(TOp::Mul, {rep(T), part(X)})}, 1);
+  REQUIRE_NOTHROW(Runner(&rules).run(tg.graph(), RunLimits{30000, 8, 10.0}));
+  const EGraph& eg = tg.graph();
+  CHECK(eg.find(good) == eg.find(whole));
+  CHECK(eg.find(per_tile) != eg.find(whole));
+  CHECK(eg.find(same_tile) != eg.find(good));  // (without the guard, lifting it would build an ill-shaped term and throw)
+}
