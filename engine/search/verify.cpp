@@ -3,6 +3,7 @@
 #include <tbb/enumerable_thread_specific.h>
 
 #include <cmath>
+#include <stdexcept>
 
 #include "engine/egraph/from_program.h"
 #include "engine/error.h"
@@ -32,7 +33,9 @@ constexpr double kTolerance = 2e-2;  // f16 outputs; a wrong map is off by O(1)
 
 }  // namespace
 
-eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const std::vector<Dim>& split, const std::vector<GridCut>& cuts) {
+eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family) {
+  const std::vector<Dim>& split = family.split;
+  const std::vector<GridCut>& cuts = family.cuts;
   const int G = int(cuts.size());  // leading grid axes of every tile
   auto reshape = [&](eg::Id x, const std::vector<Dim>& to) { return eg::add_reshape(tg, x, to); };
   // The reduction `op` over axis A of x as the reduction over [f, K/f]: the f pieces' partials.
@@ -53,25 +56,43 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const std::vector<Dim>& 
       {Op::Relu, eg::TOp::Relu}, {Op::Add, eg::TOp::Add}, {Op::Sub, eg::TOp::Sub}, {Op::Mul, eg::TOp::Mul},
       {Op::Div, eg::TOp::Div}, {Op::Matmul, eg::TOp::Matmul}, {Op::Sum, eg::TOp::Sum}, {Op::Max, eg::TOp::Max},
       {Op::Rms, eg::TOp::Rms}};
-  std::vector<eg::Id> at;
+  // Value v as the tiles of the given kernel's grid: every block reads its tile of v along a cut
+  // dim's axis, and all of v when v has no axis in the dim's class.
+  auto cut = [&](eg::Id x, size_t v, int kernel) {
+    for (int k = 0; k < G; ++k) {
+      const eg::DimId g = tg.dim_id(kernel == 0 ? cuts[size_t(k)].size : cuts[size_t(k)].size2);
+      const int a = cuts[size_t(k)].axis[v];
+      x = a >= 0 ? tg.op(eg::TOp::Partition, {x}, a + k, g) : tg.op(eg::TOp::Replicate, {x}, 0, g);
+    }
+    return x;
+  };
+  // The tiles of v laid side by side again (the last cut, the outermost grid axis, first).
+  auto uncut = [&](eg::Id y, size_t v) {
+    for (int k = G - 1; k >= 0; --k) {
+      // Only a value the dim lays out has tiles to put together (plan.cpp refuses other families).
+      if (cuts[size_t(k)].axis[v] < 0) throw Error(Error::Kind::Failed, "family term: a grid dim would stack copies of a saved value");
+      y = tg.op(eg::TOp::Combine, {y}, cuts[size_t(k)].axis[v] + k);
+    }
+    return y;
+  };
+  std::vector<eg::Id> at, recut(dag.values.size(), eg::kNoId);
+  // A block partial that kernel 1 reads: saved by kernel 0's blocks, loaded by kernel 1's.
+  auto in_kernel1 = [&](int o) {
+    if (family.kernel[size_t(o)] == 1) return at[size_t(o)];
+    if (recut[size_t(o)] == eg::kNoId) recut[size_t(o)] = cut(uncut(at[size_t(o)], size_t(o)), size_t(o), 1);
+    return recut[size_t(o)];
+  };
   for (size_t i = 0; i < dag.values.size(); ++i) {
     const DagValue& d = dag.values[i];
     if (d.op == Op::Input) {
-      // Every block reads its tile of an input cut by a grid dim, and all of any other input.
-      eg::Id x = tg.input(d.name, d.type.shape);
-      for (int k = 0; k < G; ++k) {
-        const eg::DimId g = tg.dim_id(cuts[size_t(k)].size);
-        const int a = cuts[size_t(k)].axis[i];
-        x = a >= 0 ? tg.op(eg::TOp::Partition, {x}, a + k, g) : tg.op(eg::TOp::Replicate, {x}, 0, g);
-      }
-      at.push_back(x);
+      at.push_back(cut(tg.input(d.name, d.type.shape), i, 0));
       continue;
     }
     auto it = kMap.find(d.op);
     if (it == kMap.end()) throw Error(Error::Kind::Failed, std::string("family term: no term for ") + op_name(d.op));
     const eg::TOp op = it->second;
     std::vector<eg::Id> ops;
-    for (int o : d.operands) ops.push_back(at[size_t(o)]);
+    for (int o : d.operands) ops.push_back(family.kernel[i] == 1 ? in_kernel1(o) : at[size_t(o)]);
     const Dim f = split[i];
     const int A = d.axis + G;
     if (f == Dim(1)) {
@@ -99,20 +120,21 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const std::vector<Dim>& 
       at.push_back(split_reduce(op, ops[0], A, f));
     }
   }
-  // Undo the cuts, the last (outermost grid axis) first: the tiles of the output laid side by side.
-  eg::Id y = at.back();
-  for (int k = G - 1; k >= 0; --k) y = tg.op(eg::TOp::Combine, {y}, cuts[size_t(k)].axis[size_t(dag.sink())] + k);
-  return y;
+  // The output: saved by the combining kernel when there is one (a partial sink: it only sums).
+  const int sink = dag.sink();
+  return uncut(family.combining ? in_kernel1(sink) : at[size_t(sink)], size_t(sink));
 }
 
-std::string family_key(const Dag& dag, const std::vector<Dim>& split, const std::vector<GridCut>& cuts) {
+std::string family_key(const Dag& dag, const Family& family) {
   std::string key = dag.key();
   key += " | split";
-  for (const Dim& f : split) key.append(" ").append(f.canonical());
-  for (const GridCut& c : cuts) {
-    key.append(" | cut ").append(c.size.canonical()).append(":");
+  for (const Dim& f : family.split) key.append(" ").append(f.canonical());
+  for (const GridCut& c : family.cuts) {
+    key.append(" | cut ").append(c.size.canonical()).append(" ").append(c.size2.canonical()).append(":");
     for (int a : c.axis) key.append(" ").append(std::to_string(a));
   }
+  key += family.combining ? " | kernels" : " | kernel";
+  for (int k : family.kernel) key.append(" ").append(std::to_string(k));
   return key;
 }
 
@@ -172,15 +194,25 @@ Prover::Prover(const Program& target) : target_(target), threads_(std::make_uniq
 Prover::~Prover() = default;
 
 Proof Prover::prove(const Dag& dag, const Family& family, const CancelToken* cancel) {
-  const std::string key = family_key(dag, family.split, family.cuts);
+  const std::string key = family_key(dag, family);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
   }
   auto& g = threads_->graphs.local();
   if (!g) g = std::make_unique<ResidentEGraph>(600000);
-  auto build = [&](eg::TensorGraph& tg) { return family_term(tg, dag, family.split, family.cuts); };
-  EquivResult r = g->prove(build, target_, EquivLimits{150000, 30, 4.0}, cancel);
+  auto build = [&](eg::TensorGraph& tg) { return family_term(tg, dag, family); };
+  EquivResult r;
+  try {
+    r = g->prove(build, target_, EquivLimits{150000, 30, 4.0}, cancel);
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::Cancelled) throw;
+    r.verdict = EquivResult::Verdict::NotProved;
+    r.message = e.what();
+  } catch (const std::logic_error& e) {  // an ill-shaped family term: nothing to prove
+    r.verdict = EquivResult::Verdict::NotProved;
+    r.message = e.what();
+  }
   if (r.stop_reason == StopReason::Cancelled) throw Error(Error::Kind::Cancelled, "cancelled");
   Proof p;
   p.proved = r.verdict == EquivResult::Verdict::Proved;

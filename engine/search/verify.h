@@ -36,10 +36,11 @@ namespace prism::search {
 
 // The term of a family in `tg`: its DAG with each reduction v cut into split[v] pieces, computed
 // on tiles with one leading grid axis per data-parallel grid dim (inputs partitioned or
-// replicated), and the output tiles combined. Returns the root.
-eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const std::vector<Dim>& split, const std::vector<GridCut>& cuts);
+// replicated), and the output tiles combined. With a combining kernel, the block partials it
+// reads are combined and cut again by its own grid. Returns the root.
+eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family);
 // Identifies a family's term (the proof cache's key).
-std::string family_key(const Dag& dag, const std::vector<Dim>& split, const std::vector<GridCut>& cuts);
+std::string family_key(const Dag& dag, const Family& family);
 
 class NumericCheck {
  public:
