@@ -8,6 +8,11 @@
 //   * moving a factor across sum@i / a layout op requires the factor to have size 1 on that axis
 //     (the shape analysis decides: dim_at(...) == 1), else the factor varies with the summed index;
 //   * sum over + requires both terms to have the summed axis (neither broadcast along it);
+//   * partition / replicate are lifted out of an op on tiles only when every block then computes
+//     its tile of the op on whole tensors: the op works on an axis other than the grid axis and
+//     the cut axis (a per-tile reduction is not a tile of the whole reduction), both operands of
+//     a binary op have equal rank (the grid axes line up), and a replicated operand has size 1 on
+//     the cut axis (else every block would reuse one tile of it);
 //   * the split rule only splits an axis of size k by a factor F already used somewhere in the
 //     e-graph as a split of a size-k axis (so F | k is an assumption the terms already make).
 #include "engine/egraph/axioms.h"

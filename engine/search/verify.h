@@ -14,9 +14,9 @@
 //     class that is not reduced) is in the term too: the body runs on tiles with a leading grid
 //     axis, each input cut by partition@a$g along its axis in that class or replicate$g'd when it
 //     has none, and the output tiles are put back by combine@a; the axioms lift partition and
-//     replicate out of the body until combine(partition(x)) cancels. (With a cross-block
-//     reduction, the combining kernel's own grid is modelled as kernel 0's cut; its maps are
-//     checked by 1.)
+//     replicate out of the body until combine(partition(x)) cancels. With a combining kernel, the
+//     block partials it reads are combined from kernel 0's tiles and cut again by its own grid
+//     (the sum over the partial axis is written with kernel 0's tiles, as the split sum above).
 // A family that passes 1 but not 2 is "unproved"; one that fails 1 is "rejected".
 #pragma once
 #include <map>

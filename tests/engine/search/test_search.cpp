@@ -85,6 +85,16 @@ TEST_CASE("search: a data-parallel grid dim is part of the proof (partition, com
   // Every reported family with a grid dim that splits (does not reduce) proves its partition.
   for (const Candidate& c : r.candidates)
     if (c.summary.find(" splits ") != std::string::npos) CHECK(c.proof.find("combine(") != std::string::npos);
+  // With a combining kernel, its own grid cuts the combined block partials again.
+  SearchResult two = search_example("gated_mlp");
+  check_reported(two);
+  size_t recut = 0;
+  for (const Candidate& c : two.candidates)
+    if (c.kernels == 2 && c.summary.find(" splits ") != std::string::npos) {
+      ++recut;
+      CHECK(c.proof.find("partition(combine(") != std::string::npos);
+    }
+  CHECK(recut > 0);
   WARN("rms_linear: " << r.stats.verified << " proved, " << r.stats.unproved << " unproved\n" << it->proof.substr(0, 1500));
 }
 
