@@ -81,6 +81,7 @@ void seed_terms(TensorGraph& tg) {
   Id D = tg.input("D", {d, d}), e = tg.input("e", {Dim(1), d}), f = tg.input("f", {d, Dim(1)});
   auto part0 = [&](Id x) { return op(TOp::Partition, {x}, 0, gg); };
   U(part(X), 1);
+  U(part(X), 2);
   U(part(X), 3);
   U(rep(X), 1);
   S(part(e), 1);
