@@ -8,6 +8,11 @@
 //   * moving a factor across sum@i / a layout op requires the factor to have size 1 on that axis
 //     (the shape analysis decides: dim_at(...) == 1), else the factor varies with the summed index;
 //   * sum over + requires both terms to have the summed axis (neither broadcast along it);
+//   * partition / replicate are lifted out of an op on tiles only when every block then computes
+//     its tile of the op on whole tensors: the op works on an axis other than the grid axis and
+//     the cut axis (a per-tile reduction is not a tile of the whole reduction), both operands of
+//     a binary op have equal rank (the grid axes line up), and a replicated operand has size 1 on
+//     the cut axis (else every block would reuse one tile of it);
 //   * the split rule only splits an axis of size k by a factor F already used somewhere in the
 //     e-graph as a split of a size-k axis (so F | k is an assumption the terms already make).
 #include "engine/egraph/axioms.h"
@@ -237,6 +242,76 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
     t.rule("replicate-" + s(b), "(" + s(b) + " (replicate$g ?x) (replicate$g ?y))", "(replicate$g (" + s(b) + " ?x ?y))",
            [=](const EGraph&, const Subst& m) { return same_rank(m.var[0], m.var[1]); });
   }
+  // Lifting the grid outward (a block body on tiles -> the tiles of the whole body). A tile's axis
+  // j >= 1 is axis j-1 of the tensor it was cut from (the grid axis is 0), so every lifted op
+  // shifts its axis by one; an op on the grid axis itself (j = 0) is never lifted.
+  for (TOp u : kUnary) t.rule(s(u) + "-partition", "(" + s(u) + " (partition@a$g ?x))", "(partition@a$g (" + s(u) + " ?x))");
+  for (TOp b : kBinary) {
+    // Both sides cut the same axis of equal size: block k combines the k-th tiles of both.
+    t.rule(s(b) + "-partition", "(" + s(b) + " (partition@a$g ?x) (partition@a$g ?y))", "(partition@a$g (" + s(b) + " ?x ?y))",
+           [=, &tg](const EGraph&, const Subst& m) { return same_rank(m.var[0], m.var[1]) && tg.dim_at(m.var[0], m.axis[0]) == tg.dim_at(m.var[1], m.axis[0]); });
+    // A replicated operand must have size 1 on the cut axis (it broadcasts along it): then every
+    // block sees all of it. One of size d/g would be the same tile for every block: not lifted.
+    t.rule(s(b) + "-replicate-partition", "(" + s(b) + " (replicate$g ?x) (partition@a$g ?y))", "(partition@a$g (" + s(b) + " ?x ?y))",
+           [=](const EGraph&, const Subst& m) { return same_rank(m.var[0], m.var[1]) && one(m.var[0], m.axis[0]); });
+    t.rule(s(b) + "-partition-replicate", "(" + s(b) + " (partition@a$g ?x) (replicate$g ?y))", "(partition@a$g (" + s(b) + " ?x ?y))",
+           [=](const EGraph&, const Subst& m) { return same_rank(m.var[0], m.var[1]) && one(m.var[1], m.axis[0]); });
+    // A scalar (rank 0) is the same in every block.
+    t.rule(s(b) + "-partition-scalar", "(" + s(b) + " (partition@a$g ?x) ?c)", "(partition@a$g (" + s(b) + " ?x ?c))",
+           [=](const EGraph&, const Subst& m) { return rank(m.var[1]) == 0; });
+    t.rule(s(b) + "-scalar-partition", "(" + s(b) + " ?c (partition@a$g ?x))", "(partition@a$g (" + s(b) + " ?c ?x))",
+           [=](const EGraph&, const Subst& m) { return rank(m.var[0]) == 0; });
+    t.rule(s(b) + "-replicate-scalar", "(" + s(b) + " (replicate$g ?x) ?c)", "(replicate$g (" + s(b) + " ?x ?c))",
+           [=](const EGraph&, const Subst& m) { return rank(m.var[1]) == 0; });
+    t.rule(s(b) + "-scalar-replicate", "(" + s(b) + " ?c (replicate$g ?x))", "(replicate$g (" + s(b) + " ?c ?x))",
+           [=](const EGraph&, const Subst& m) { return rank(m.var[0]) == 0; });
+  }
+  // A reduction over a tile axis other than the grid axis and the cut axis (j-1 != a): reducing
+  // each tile along an uncut axis is cutting the reduced tensor.
+  for (TOp r : kReduce) {
+    t.computed(s(r) + "-partition", "(" + s(r) + "@j (partition@a$g ?x))", "(partition@a$g (" + s(r) + "@j-1 ?x)), j >= 1, j-1 != a",
+               [](const EGraph&, const Subst& m) { return m.axis[0] >= 1 && m.axis[0] - 1 != m.axis[1]; },
+               [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+                 out.push_back(tg.op(TOp::Partition, {tg.op(r, {m.var[0]}, m.axis[0] - 1)}, m.axis[1], m.payload[0]));
+               });
+    t.computed(s(r) + "-replicate", "(" + s(r) + "@j (replicate$g ?x))", "(replicate$g (" + s(r) + "@j-1 ?x)), j >= 1",
+               [](const EGraph&, const Subst& m) { return m.axis[0] >= 1; },
+               [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+                 out.push_back(tg.op(TOp::Replicate, {tg.op(r, {m.var[0]}, m.axis[0] - 1)}, 0, m.payload[0]));
+               });
+  }
+  // Layout ops on a tile axis j >= 1 act on axis j-1 of the cut tensor; the cut axis a moves when
+  // an axis is inserted or removed before it. squeeze / splitax of the cut axis itself is not lifted.
+  t.computed("unsqueeze-partition", "(unsqueeze@j (partition@a$g ?x))", "(partition@a' (unsqueeze@j-1 ?x)), j >= 1, a' = j-1 <= a ? a+1 : a",
+             [](const EGraph&, const Subst& m) { return m.axis[0] >= 1; },
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               int j = m.axis[0] - 1, a = m.axis[1];
+               out.push_back(tg.op(TOp::Partition, {tg.op(TOp::Unsqueeze, {m.var[0]}, j)}, j <= a ? a + 1 : a, m.payload[0]));
+             });
+  t.computed("squeeze-partition", "(squeeze@j (partition@a$g ?x))", "(partition@a' (squeeze@j-1 ?x)), j >= 1, j-1 != a, a' = j-1 < a ? a-1 : a",
+             [](const EGraph&, const Subst& m) { return m.axis[0] >= 1 && m.axis[0] - 1 != m.axis[1]; },
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               int j = m.axis[0] - 1, a = m.axis[1];
+               out.push_back(tg.op(TOp::Partition, {tg.op(TOp::Squeeze, {m.var[0]}, j)}, j < a ? a - 1 : a, m.payload[0]));
+             });
+  t.computed("splitax-partition", "(splitax@j$F (partition@a$g ?x))", "(partition@a' (splitax@j-1$F ?x)), j >= 1, j-1 != a, a' = j-1 < a ? a+1 : a",
+             [](const EGraph&, const Subst& m) { return m.axis[0] >= 1 && m.axis[0] - 1 != m.axis[1]; },
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               int j = m.axis[0] - 1, a = m.axis[1];
+               out.push_back(tg.op(TOp::Partition, {tg.op(TOp::SplitAx, {m.var[0]}, j, m.payload[0])}, j < a ? a + 1 : a, m.payload[1]));
+             });
+  for (TOp lay : {TOp::Unsqueeze, TOp::Squeeze}) {
+    t.computed(s(lay) + "-replicate", "(" + s(lay) + "@j (replicate$g ?x))", "(replicate$g (" + s(lay) + "@j-1 ?x)), j >= 1",
+               [](const EGraph&, const Subst& m) { return m.axis[0] >= 1; },
+               [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+                 out.push_back(tg.op(TOp::Replicate, {tg.op(lay, {m.var[0]}, m.axis[0] - 1)}, 0, m.payload[0]));
+               });
+  }
+  t.computed("splitax-replicate", "(splitax@j$F (replicate$g ?x))", "(replicate$g (splitax@j-1$F ?x)), j >= 1",
+             [](const EGraph&, const Subst& m) { return m.axis[0] >= 1; },
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               out.push_back(tg.op(TOp::Replicate, {tg.op(TOp::SplitAx, {m.var[0]}, m.axis[0] - 1, m.payload[0])}, 0, m.payload[1]));
+             });
   // Summing block partial sums over the grid is the whole sum; a replicated factor is constant
   // along the grid axis.
   t.rule("reduce-partition-sum", "(reduce (sum@a+1 (partition@a$g ?x)))", "(sum@a ?x)");

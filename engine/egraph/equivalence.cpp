@@ -225,13 +225,19 @@ EquivResult ResidentEGraph::equivalent(const Program& a, const Program& b, const
 }
 
 EquivResult ResidentEGraph::prove(const Program& a, const Program& b, const EquivLimits& limits, const CancelToken* cancel) {
-  for (const Program* p : {&a, &b})
-    if (p->outputs.size() != 1)
-      throw Error(Error::Kind::InvalidArgument, "'" + p->name + "' has " + std::to_string(p->outputs.size()) + " outputs; equivalence compares one output with one");
+  if (a.outputs.size() != 1)
+    throw Error(Error::Kind::InvalidArgument, "'" + a.name + "' has " + std::to_string(a.outputs.size()) + " outputs; equivalence compares one output with one");
+  // The builder runs under prove's lock, so reaching into the state is safe.
+  return prove([this, &a](eg::TensorGraph&) { return state_->add(a).outputs[0]; }, b, limits, cancel);
+}
+
+EquivResult ResidentEGraph::prove(const TermBuilder& build_a, const Program& b, const EquivLimits& limits, const CancelToken* cancel) {
+  if (b.outputs.size() != 1)
+    throw Error(Error::Kind::InvalidArgument, "'" + b.name + "' has " + std::to_string(b.outputs.size()) + " outputs; equivalence compares one output with one");
   EquivResult r;
   std::lock_guard<std::mutex> lock(mutex_);
   State& s = *state_;
-  eg::Id ia = s.add(a).outputs[0], ib = s.add(b).outputs[0];
+  eg::Id ia = build_a(s.tg), ib = s.add(b).outputs[0];
   r.a_text = s.tg.print(ia);
   r.b_text = s.tg.print(ib);
   eg::EGraph& g = s.tg.graph();

@@ -6,6 +6,7 @@
 // seed and the difference that the reference interpreter found.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -89,6 +90,10 @@ class ResidentEGraph {
   EquivResult equivalent(const Program& a, const Program& b, const EquivLimits& limits, const CancelToken* cancel = nullptr);
   // The proof alone (no numeric check): what the tests use to show a false identity is never proved.
   EquivResult prove(const Program& a, const Program& b, const EquivLimits& limits, const CancelToken* cancel = nullptr);
+  // The same with side `a` built directly as a term (for the parallel ops partition / replicate /
+  // combine, which IR programs do not have). `build_a` runs under the lock and returns its root.
+  using TermBuilder = std::function<eg::Id(eg::TensorGraph&)>;
+  EquivResult prove(const TermBuilder& build_a, const Program& b, const EquivLimits& limits, const CancelToken* cancel = nullptr);
   EGraphStats stats() const;
 
  private:

@@ -75,6 +75,11 @@ Id Builder::reshape(Id x, const std::vector<Dim>& to) {
 
 }  // namespace
 
+Id add_reshape(TensorGraph& tg, Id x, const std::vector<Dim>& to) {
+  AddedTerms stats;
+  return Builder(tg, stats).reshape(x, to);
+}
+
 AddedTerms add_program(TensorGraph& tg, const Program& p) {
   AddedTerms stats;
   Builder b(tg, stats);

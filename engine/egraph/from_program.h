@@ -21,4 +21,8 @@ struct AddedTerms {
 // express (a 1-D matmul operand).
 AddedTerms add_program(TensorGraph& tg, const Program& lowered);
 
+// A reshape of x's term to `to`, written as add_program writes one: squeezes, axis splits and
+// unsqueezes when it is that, else an opaque reshape node.
+Id add_reshape(TensorGraph& tg, Id x, const std::vector<Dim>& to);
+
 }  // namespace prism::eg

@@ -346,7 +346,15 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
   if (L >= 0) s += "; loop F1 over " + ix.size[size_t(L)].str() + ", " + join(acc_names, "+") + " accumulated";
   if (!after_names.empty()) s += ", " + join(after_names, "+") + " after";
   if (C >= 0) s += "; kernel 2 sums the g partials" + (k1_names.empty() ? std::string() : ", then " + join(k1_names, "+"));
-  return Family{std::move(g), std::move(split), s};
+  // The data-parallel dims with kernel 0's and kernel 1's names for them (as the grids above).
+  std::vector<GridCut> cuts;
+  for (size_t i = 0; i < data_parallel.size(); ++i) {
+    const size_t at = size_t(std::find(plan.grid.begin(), plan.grid.end(), data_parallel[i]) - plan.grid.begin());
+    GridCut cut{Dim::symbol("g" + std::to_string(at + 1)), Dim::symbol("g" + std::to_string(plan.grid.size() + i + 1)), {}};
+    for (int v = 0; v < n; ++v) cut.axis.push_back(axis_in(ix, v, data_parallel[i]));
+    cuts.push_back(std::move(cut));
+  }
+  return Family{std::move(g), std::move(split), std::move(cuts), std::move(kernel), C >= 0, s};
 }
 
 }  // namespace prism::search

@@ -47,9 +47,20 @@ struct Plan {
 // Every plan for the DAG (grid sets of up to two classes, loop none or a reduced class).
 std::vector<Plan> enumerate_plans(const Indices& indices);
 
+// A data-parallel grid dim: it cuts the axis axis[v] of every DAG value v into `size` blocks in
+// kernel 0 (its g<i>) and into `size2` blocks in the combining kernel, when there is one (-1: v
+// has no axis in the dim's class and every block reads all of v).
+struct GridCut {
+  Dim size, size2;
+  std::vector<int> axis;
+};
+
 struct Family {
   sgraph::SGraph graph;
   std::vector<Dim> split;  // [value] how many pieces the loop and the grid cut its reduction into (1: none)
+  std::vector<GridCut> cuts;  // the data-parallel grid dims, in grid order
+  std::vector<int> kernel;    // [value] the kernel computing it: 1 downstream of a cross-block reduction, else 0
+  bool combining = false;     // a second kernel sums the block partials (and computes kernel-1 values)
   std::string summary;
 };
 

@@ -131,7 +131,7 @@ SearchResult search_program(const Program& target, const SearchLimits& limits, c
       if (check.mismatch(fam->graph, cancel)) {
         c.rejected++;
       } else {
-        proof = prover.prove(split_term(dag, fam->split), cancel);
+        proof = prover.prove(dag, *fam, cancel);
         if (proof.proved) ok = true;
         else c.unproved++;
       }

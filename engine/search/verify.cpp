@@ -3,7 +3,9 @@
 #include <tbb/enumerable_thread_specific.h>
 
 #include <cmath>
+#include <stdexcept>
 
+#include "engine/egraph/from_program.h"
 #include "engine/error.h"
 #include "engine/interp/half.h"
 #include "engine/interp/interpreter.h"
@@ -14,54 +16,6 @@
 namespace prism::search {
 
 namespace {
-
-struct Builder {
-  Program p;
-  int add(Op op, std::vector<int> operands, Attrs attrs = {}) {
-    Value v;
-    v.id = int(p.values.size());
-    v.op = op;
-    v.name = "t" + std::to_string(v.id);
-    v.operands = std::move(operands);
-    if (op == Op::Const) {
-      v.type = Type{DType::F32, {}, true};
-    } else {
-      std::vector<Type> types;
-      for (int o : v.operands) types.push_back(p.value(o).type);
-      Inferred r = infer_type(op, attrs, types);
-      if (!r.type) throw Error(Error::Kind::Failed, "split term: " + r.error);
-      v.type = *r.type;
-      v.type.dtype = DType::F32;
-    }
-    v.attrs = std::move(attrs);
-    p.values.push_back(std::move(v));
-    return int(p.values.size()) - 1;
-  }
-  int reshape(int x, std::vector<Dim> shape) {
-    Attrs a;
-    a.shape = std::move(shape);
-    return add(Op::Reshape, {x}, a);
-  }
-  int reduce(Op op, int x, int axis) {
-    Attrs a;
-    a.axis = axis;
-    a.keepdims = true;
-    return add(op, {x}, a);
-  }
-  const std::vector<Dim>& shape(int x) const { return p.value(x).type.shape; }
-  // sum over `axis` of x written as the sum over [f, K/f]: the partial sums of f pieces.
-  int split_sum(int x, int axis, const Dim& f) {
-    std::vector<Dim> s = shape(x), cut;
-    const Dim k = s[size_t(axis)];
-    cut.insert(cut.end(), s.begin(), s.begin() + axis);
-    cut.push_back(f);
-    cut.push_back(k / f);
-    cut.insert(cut.end(), s.begin() + axis + 1, s.end());
-    int y = reduce(Op::Sum, reduce(Op::Sum, reshape(x, cut), axis + 1), axis);
-    s[size_t(axis)] = Dim(1);
-    return reshape(y, s);
-  }
-};
 
 double relative_error(const Tensor& a, const Tensor& b) {
   if (a.shape != b.shape) return INFINITY;
@@ -79,75 +33,109 @@ constexpr double kTolerance = 2e-2;  // f16 outputs; a wrong map is off by O(1)
 
 }  // namespace
 
-Program split_term(const Dag& dag, const std::vector<Dim>& split) {
-  Builder b;
-  b.p.name = "family";
-  std::vector<int> at;
+eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family) {
+  const std::vector<Dim>& split = family.split;
+  const std::vector<GridCut>& cuts = family.cuts;
+  const int G = int(cuts.size());  // leading grid axes of every tile
+  auto reshape = [&](eg::Id x, const std::vector<Dim>& to) { return eg::add_reshape(tg, x, to); };
+  // The reduction `op` over axis A of x as the reduction over [f, K/f]: the f pieces' partials.
+  auto split_reduce = [&](eg::TOp op, eg::Id x, int A, const Dim& f) {
+    std::vector<Dim> s = tg.dims_of(x), cut;
+    const Dim k = s[size_t(A)];
+    cut.insert(cut.end(), s.begin(), s.begin() + A);
+    cut.push_back(f);
+    cut.push_back(k / f);
+    cut.insert(cut.end(), s.begin() + A + 1, s.end());
+    eg::Id y = tg.op(op, {tg.op(op, {reshape(x, cut)}, A + 1)}, A);
+    s[size_t(A)] = Dim(1);
+    return reshape(y, s);
+  };
+  static const std::map<Op, eg::TOp> kMap = {
+      {Op::Neg, eg::TOp::Neg}, {Op::Exp, eg::TOp::Exp}, {Op::Log, eg::TOp::Log}, {Op::Sqrt, eg::TOp::Sqrt},
+      {Op::Rsqrt, eg::TOp::Rsqrt}, {Op::Square, eg::TOp::Square}, {Op::Silu, eg::TOp::Silu}, {Op::Gelu, eg::TOp::Gelu},
+      {Op::Relu, eg::TOp::Relu}, {Op::Add, eg::TOp::Add}, {Op::Sub, eg::TOp::Sub}, {Op::Mul, eg::TOp::Mul},
+      {Op::Div, eg::TOp::Div}, {Op::Matmul, eg::TOp::Matmul}, {Op::Sum, eg::TOp::Sum}, {Op::Max, eg::TOp::Max},
+      {Op::Rms, eg::TOp::Rms}};
+  // Value v as the tiles of the given kernel's grid: every block reads its tile of v along a cut
+  // dim's axis, and all of v when v has no axis in the dim's class.
+  auto cut = [&](eg::Id x, size_t v, int kernel) {
+    for (int k = 0; k < G; ++k) {
+      const eg::DimId g = tg.dim_id(kernel == 0 ? cuts[size_t(k)].size : cuts[size_t(k)].size2);
+      const int a = cuts[size_t(k)].axis[v];
+      x = a >= 0 ? tg.op(eg::TOp::Partition, {x}, a + k, g) : tg.op(eg::TOp::Replicate, {x}, 0, g);
+    }
+    return x;
+  };
+  // The tiles of v laid side by side again (the last cut, the outermost grid axis, first).
+  auto uncut = [&](eg::Id y, size_t v) {
+    for (int k = G - 1; k >= 0; --k) {
+      // Only a value the dim lays out has tiles to put together (plan.cpp refuses other families).
+      if (cuts[size_t(k)].axis[v] < 0) throw Error(Error::Kind::Failed, "family term: a grid dim would stack copies of a saved value");
+      y = tg.op(eg::TOp::Combine, {y}, cuts[size_t(k)].axis[v] + k);
+    }
+    return y;
+  };
+  std::vector<eg::Id> at, recut(dag.values.size(), eg::kNoId);
+  // A block partial that kernel 1 reads: saved by kernel 0's blocks, loaded by kernel 1's.
+  auto in_kernel1 = [&](int o) {
+    if (family.kernel[size_t(o)] == 1) return at[size_t(o)];
+    if (recut[size_t(o)] == eg::kNoId) recut[size_t(o)] = cut(uncut(at[size_t(o)], size_t(o)), size_t(o), 1);
+    return recut[size_t(o)];
+  };
   for (size_t i = 0; i < dag.values.size(); ++i) {
     const DagValue& d = dag.values[i];
     if (d.op == Op::Input) {
-      Value v;
-      v.id = int(b.p.values.size());
-      v.op = Op::Input;
-      v.name = d.name;
-      v.named = true;
-      v.type = d.type;
-      b.p.values.push_back(v);
-      b.p.inputs.push_back(v.id);
-      at.push_back(v.id);
+      at.push_back(cut(tg.input(d.name, d.type.shape), i, 0));
       continue;
     }
-    std::vector<int> ops;
-    for (int o : d.operands) ops.push_back(at[size_t(o)]);
+    auto it = kMap.find(d.op);
+    if (it == kMap.end()) throw Error(Error::Kind::Failed, std::string("family term: no term for ") + op_name(d.op));
+    const eg::TOp op = it->second;
+    std::vector<eg::Id> ops;
+    for (int o : d.operands) ops.push_back(family.kernel[i] == 1 ? in_kernel1(o) : at[size_t(o)]);
     const Dim f = split[i];
+    const int A = d.axis + G;
     if (f == Dim(1)) {
-      Attrs a;
-      if (is_reduction(d.op)) {
-        a.axis = d.axis;
-        a.keepdims = true;
-      }
-      at.push_back(b.add(d.op, ops, a));
-      continue;
-    }
-    if (d.op == Op::Matmul) {
+      at.push_back(is_reduction(d.op) ? tg.op(op, ops, A) : tg.op(op, ops));
+    } else if (d.op == Op::Matmul) {
       // [.., n, K] x [.., K, m] = sum over the pieces of (a as [.., n, f, K/f, 1]) * (b as [.., 1, f, K/f, m]).
-      std::vector<Dim> sa = b.shape(ops[0]), sb = b.shape(ops[1]);
+      std::vector<Dim> sa = tg.dims_of(ops[0]), sb = tg.dims_of(ops[1]);
       const size_t r = sa.size();
       const Dim k = sa[r - 1];
       std::vector<Dim> ca(sa.begin(), sa.end() - 1), cb(sb.begin(), sb.end() - 2);
       ca.insert(ca.end(), {f, k / f, Dim(1)});
       cb.insert(cb.end(), {Dim(1), f, k / f, sb[r - 1]});
-      int prod = b.add(Op::Mul, {b.reshape(ops[0], ca), b.reshape(ops[1], cb)});
-      int s = b.reduce(Op::Sum, b.reduce(Op::Sum, prod, int(r)), int(r) - 1);
-      std::vector<Dim> out = dag.values[i].type.shape;
-      at.push_back(b.reshape(s, out));
-    } else if (d.op == Op::Sum) {
-      at.push_back(b.split_sum(ops[0], d.axis, f));
+      eg::Id prod = tg.op(eg::TOp::Mul, {reshape(ops[0], ca), reshape(ops[1], cb)});
+      eg::Id sum = tg.op(eg::TOp::Sum, {tg.op(eg::TOp::Sum, {prod}, int(r))}, int(r) - 1);
+      std::vector<Dim> out = tg.dims_of(sum);
+      out.erase(out.begin() + int(r) - 1, out.begin() + int(r) + 1);
+      at.push_back(reshape(sum, out));
     } else if (d.op == Op::Rms) {
       // rms_accumulate: sqrt(sum of squares over all pieces / K).
-      Attrs k;
-      k.constant.exact = b.shape(ops[0])[size_t(d.axis)];
-      int total = b.split_sum(b.add(Op::Mul, {ops[0], ops[0]}), d.axis, f);
-      at.push_back(b.add(Op::Sqrt, {b.add(Op::Div, {total, b.add(Op::Const, {}, k)})}));
+      eg::Id k = tg.constant(Constant{tg.dims_of(ops[0])[size_t(A)], 0});
+      eg::Id total = split_reduce(eg::TOp::Sum, tg.op(eg::TOp::Mul, {ops[0], ops[0]}), A, f);
+      at.push_back(tg.op(eg::TOp::Sqrt, {tg.op(eg::TOp::Div, {total, k})}));
     } else {
-      // max over pieces: the max of the pieces' maxes.
-      std::vector<Dim> s = b.shape(ops[0]), cut;
-      const Dim kk = s[size_t(d.axis)];
-      cut.insert(cut.end(), s.begin(), s.begin() + d.axis);
-      cut.push_back(f);
-      cut.push_back(kk / f);
-      cut.insert(cut.end(), s.begin() + d.axis + 1, s.end());
-      int y = b.reduce(Op::Max, b.reduce(Op::Max, b.reshape(ops[0], cut), d.axis + 1), d.axis);
-      s[size_t(d.axis)] = Dim(1);
-      at.push_back(b.reshape(y, s));
+      // sum: the sum of the pieces' sums; max: the max of the pieces' maxes.
+      at.push_back(split_reduce(op, ops[0], A, f));
     }
   }
-  b.p.outputs.push_back(at.back());
-  for (const Value& v : b.p.values)
-    for (const Dim& dim : v.type.shape)
-      for (const std::string& s : dim.symbols())
-        if (std::find(b.p.dims.begin(), b.p.dims.end(), s) == b.p.dims.end()) b.p.dims.push_back(s);
-  return b.p;
+  // The output: saved by the combining kernel when there is one (a partial sink: it only sums).
+  const int sink = dag.sink();
+  return uncut(family.combining ? in_kernel1(sink) : at[size_t(sink)], size_t(sink));
+}
+
+std::string family_key(const Dag& dag, const Family& family) {
+  std::string key = dag.key();
+  key += " | split";
+  for (const Dim& f : family.split) key.append(" ").append(f.canonical());
+  for (const GridCut& c : family.cuts) {
+    key.append(" | cut ").append(c.size.canonical()).append(" ").append(c.size2.canonical()).append(":");
+    for (int a : c.axis) key.append(" ").append(std::to_string(a));
+  }
+  key += family.combining ? " | kernels" : " | kernel";
+  for (int k : family.kernel) key.append(" ").append(std::to_string(k));
+  return key;
 }
 
 DimBindings check_sizes(const sgraph::SGraph& family) {
@@ -205,15 +193,26 @@ struct Prover::PerThread {
 Prover::Prover(const Program& target) : target_(target), threads_(std::make_unique<PerThread>()) {}
 Prover::~Prover() = default;
 
-Proof Prover::prove(const Program& term, const CancelToken* cancel) {
-  const std::string key = print_program(term);
+Proof Prover::prove(const Dag& dag, const Family& family, const CancelToken* cancel) {
+  const std::string key = family_key(dag, family);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
   }
   auto& g = threads_->graphs.local();
   if (!g) g = std::make_unique<ResidentEGraph>(600000);
-  EquivResult r = g->prove(term, target_, EquivLimits{150000, 30, 4.0}, cancel);
+  auto build = [&](eg::TensorGraph& tg) { return family_term(tg, dag, family); };
+  EquivResult r;
+  try {
+    r = g->prove(build, target_, EquivLimits{150000, 30, 4.0}, cancel);
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::Cancelled) throw;
+    r.verdict = EquivResult::Verdict::NotProved;
+    r.message = e.what();
+  } catch (const std::logic_error& e) {  // an ill-shaped family term: nothing to prove
+    r.verdict = EquivResult::Verdict::NotProved;
+    r.message = e.what();
+  }
   if (r.stop_reason == StopReason::Cancelled) throw Error(Error::Kind::Cancelled, "cancelled");
   Proof p;
   p.proved = r.verdict == EquivResult::Verdict::Proved;

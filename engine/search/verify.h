@@ -10,8 +10,13 @@
 //     reshape (sum over [f, K/f] with f = F1, g, or g*F1 — the partial sums the blocks and the
 //     iterations compute); an rms the loop cuts becomes sqrt(split sum of squares / K). The
 //     e-graph must put this term and the program's term in one class (ResidentEGraph::prove,
-//     one private e-graph per worker thread). Data-parallel grid dims appear in no term: they cut
-//     every axis of one index class the same way (plan.h), which the simulation checks.
+//     one private e-graph per worker thread). Every data-parallel grid dim g (one that cuts an index
+//     class that is not reduced) is in the term too: the body runs on tiles with a leading grid
+//     axis, each input cut by partition@a$g along its axis in that class or replicate$g'd when it
+//     has none, and the output tiles are put back by combine@a; the axioms lift partition and
+//     replicate out of the body until combine(partition(x)) cancels. With a combining kernel, the
+//     block partials it reads are combined from kernel 0's tiles and cut again by its own grid
+//     (the sum over the partial axis is written with kernel 0's tiles, as the split sum above).
 // A family that passes 1 but not 2 is "unproved"; one that fails 1 is "rejected".
 #pragma once
 #include <map>
@@ -24,12 +29,18 @@
 #include "engine/egraph/equivalence.h"
 #include "engine/interp/tensor.h"
 #include "engine/search/dag.h"
+#include "engine/search/plan.h"
 #include "engine/sgraph/sgraph.h"
 
 namespace prism::search {
 
-// The split term of a family: its DAG with each reduction v cut into split[v] pieces.
-Program split_term(const Dag& dag, const std::vector<Dim>& split);
+// The term of a family in `tg`: its DAG with each reduction v cut into split[v] pieces, computed
+// on tiles with one leading grid axis per data-parallel grid dim (inputs partitioned or
+// replicated), and the output tiles combined. With a combining kernel, the block partials it
+// reads are combined and cut again by its own grid. Returns the root.
+eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family);
+// Identifies a family's term (the proof cache's key).
+std::string family_key(const Dag& dag, const Family& family);
 
 class NumericCheck {
  public:
@@ -55,13 +66,12 @@ struct Proof {
   std::string text;  // the terms and the e-graph's explanation, or why not proved
 };
 
-// Proofs against one target, cached by term (families that differ only in data-parallel grid
-// dims share one). Thread-safe; every thread proves in its own e-graph.
+// Proofs against one target, cached by family term (family_key). Thread-safe; every thread proves in its own e-graph.
 class Prover {
  public:
   explicit Prover(const Program& target);
   ~Prover();
-  Proof prove(const Program& term, const CancelToken* cancel);
+  Proof prove(const Dag& dag, const Family& family, const CancelToken* cancel);
 
  private:
   struct PerThread;

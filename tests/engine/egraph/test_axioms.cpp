@@ -77,6 +77,33 @@ void seed_terms(TensorGraph& tg) {
   op(TOp::Partition, {op(TOp::Combine, {part(Y)}, 1)}, 1, gg);
   op(TOp::Reduce, {op(TOp::Sum, {part(X)}, 2)});
   op(TOp::Reduce, {op(TOp::Mul, {rep(r), part(X)})});
+  // lifting partition / replicate out of a block body (both branches of every axis shift)
+  Id D = tg.input("D", {d, d}), e = tg.input("e", {Dim(1), d}), f = tg.input("f", {d, Dim(1)});
+  auto part0 = [&](Id x) { return op(TOp::Partition, {x}, 0, gg); };
+  U(part(X), 1);
+  U(part(X), 2);
+  U(part(X), 3);
+  U(rep(X), 1);
+  S(part(e), 1);
+  S(part0(f), 2);
+  S(rep(r), 2);
+  tg.splitax(1, F, part(D));
+  tg.splitax(2, F, part0(D));
+  tg.splitax(2, F, rep(X));
+  for (TOp red : kReduce) {
+    op(red, {part(X)}, 1);
+    op(red, {rep(X)}, 2);
+  }
+  for (TOp u : kUnary) op(u, {part(X)});
+  for (TOp b : kBinary) {
+    op(b, {part(X), part(Y)});
+    op(b, {rep(r), part(X)});
+    op(b, {part(X), rep(r)});
+    op(b, {part(X), two});
+    op(b, {two, part(X)});
+    op(b, {rep(X), two});
+    op(b, {two, rep(X)});
+  }
   for (TOp u : kUnary) {
     U(op(u, {X}), 0);
     S(op(u, {r}), 1);
@@ -183,4 +210,26 @@ TEST_CASE("axioms: extraction picks the cheapest equivalent term", "[egraph][axi
   Extractor ex(tg.graph());
   CHECK(ex.cost(t) == 2);
   CHECK(tg.print(t, [&](Id i) -> const ENode& { return ex.best(i); }) == "exp(X)");
+}
+
+TEST_CASE("axioms: the grid is lifted only where every block computes its tile of the whole", "[egraph][axioms][partition]") {
+  TensorGraph tg;
+  std::vector<Rewrite> rules = tensor_axioms(tg);
+  const Dim n = Dim::symbol("n"), d = Dim::symbol("d"), g = Dim::symbol("g");
+  const DimId gg = tg.dim_id(g);
+  Id X = tg.input("X", {n, d}), T = tg.input("T", {n, d / g});
+  auto part = [&](Id x) { return tg.op(TOp::Partition, {x}, 1, gg); };
+  auto rep = [&](Id x) { return tg.op(TOp::Replicate, {x}, 0, gg); };
+  Id whole = tg.op(TOp::Div, {X, tg.op(TOp::Rms, {X}, 1)});
+  // Each block divides its columns by the rms of the whole row: the whole, cut and put back.
+  Id good = tg.op(TOp::Combine, {tg.op(TOp::Div, {part(X), rep(tg.op(TOp::Rms, {X}, 1))})}, 1);
+  // Each block divides by the rms of its own columns only: same shape, a different tensor.
+  Id per_tile = tg.op(TOp::Combine, {tg.op(TOp::Div, {part(X), tg.op(TOp::Rms, {part(X)}, 2)})}, 1);
+  // Every block multiplies by the same [n, d/g] tile: well-shaped, but no tile of a whole product.
+  Id same_tile = tg.op(TOp::Combine, {tg.op(TOp::Mul, {rep(T), part(X)})}, 1);
+  REQUIRE_NOTHROW(Runner(&rules).run(tg.graph(), RunLimits{30000, 8, 10.0}));
+  const EGraph& eg = tg.graph();
+  CHECK(eg.find(good) == eg.find(whole));
+  CHECK(eg.find(per_tile) != eg.find(whole));
+  CHECK(eg.find(same_tile) != eg.find(good));  // (without the guard, lifting it would build an ill-shaped term and throw)
 }

@@ -69,6 +69,35 @@ TEST_CASE("search: rms_linear accumulates the matmul and the rms over the loop, 
   WARN("rms_linear candidates: " << r.candidates.size());
 }
 
+TEST_CASE("search: a data-parallel grid dim is part of the proof (partition, combine)", "[search][mustfind][proof]") {
+  SearchResult r = search_example("rms_linear");
+  check_reported(r);
+  const uint64_t hash = sgraph::canonical_hash(sgraph::parse(kRmsLinear));
+  auto it = std::find_if(r.candidates.begin(), r.candidates.end(), [&](const Candidate& c) { return c.hash == hash; });
+  REQUIRE(it != r.candidates.end());
+  // Its grid cuts W's output columns: W is partitioned, X replicated, the output tiles combined,
+  // and the e-graph proved that equal to the program's term.
+  const std::string family = it->proof.substr(0, it->proof.find("program term:"));
+  CHECK(family.find("combine(") != std::string::npos);
+  CHECK(family.find("partition(W") != std::string::npos);
+  CHECK(family.find("replicate(X") != std::string::npos);
+  CHECK(it->proof.find("proved (") != std::string::npos);
+  // Every reported family with a grid dim that splits (does not reduce) proves its partition.
+  for (const Candidate& c : r.candidates)
+    if (c.summary.find(" splits ") != std::string::npos) CHECK(c.proof.find("combine(") != std::string::npos);
+  // With a combining kernel, its own grid cuts the combined block partials again.
+  SearchResult two = search_example("gated_mlp");
+  check_reported(two);
+  size_t recut = 0;
+  for (const Candidate& c : two.candidates)
+    if (c.kernels == 2 && c.summary.find(" splits ") != std::string::npos) {
+      ++recut;
+      CHECK(c.proof.find("partition(combine(") != std::string::npos);
+    }
+  CHECK(recut > 0);
+  WARN("rms_linear: " << r.stats.verified << " proved, " << r.stats.unproved << " unproved\n" << it->proof.substr(0, 1500));
+}
+
 TEST_CASE("search: gated_mlp fuses both matmuls and the tail in one kernel", "[search][mustfind]") {
   SearchResult r = search_example("gated_mlp");
   check_reported(r);
