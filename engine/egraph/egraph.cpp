@@ -130,13 +130,13 @@ void EGraph::repair(Id cls) {
 void EGraph::rebuild() {
   std::vector<Id>& touched = touched_;
   while (!pending_.empty() || !analysis_pending_.empty()) {
-    std::vector<Id> todo;
-    todo.swap(pending_);
-    for (Id& c : todo) c = find_compress(c);
-    std::sort(todo.begin(), todo.end());
-    todo.erase(std::unique(todo.begin(), todo.end()), todo.end());
-    for (Id c : todo) repair(find(c));
-    touched.insert(touched.end(), todo.begin(), todo.end());
+    std::vector<Id> dirty;
+    dirty.swap(pending_);
+    for (Id& c : dirty) c = find_compress(c);
+    std::sort(dirty.begin(), dirty.end());
+    dirty.erase(std::unique(dirty.begin(), dirty.end()), dirty.end());
+    for (Id c : dirty) repair(find(c));
+    touched.insert(touched.end(), dirty.begin(), dirty.end());
 
     std::vector<std::pair<ENode, Id>> work;
     work.swap(analysis_pending_);
