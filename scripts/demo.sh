@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: set up, build, start the daemon, open the bundled rms_linear example, show its
-# inferred shapes and run it on random inputs. The daemon keeps running afterwards, so `prism`
-# connects to it at once; `build/bin/prism -c "daemon stop"` stops it.
+# inferred shapes, run it on random inputs, search for fused-kernel families proved equal to it and
+# list them. The daemon keeps running afterwards, so `prism` connects to it at once;
+# `build/bin/prism -c "daemon stop"` stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -10,4 +11,4 @@ example=${1:-examples/rms_linear.prism}
 program=$(basename "$example" .prism)
 bindings=${BINDINGS:-n=8 d=4096}
 set -x
-build/bin/prism -c "open $example; show $program; run $program $bindings --seed 0"
+build/bin/prism -c "open $example; show $program; run $program $bindings --seed 0; search $program; candidates $program"
