@@ -84,7 +84,24 @@ Session::Session(std::unique_ptr<Client> client) : client_(std::move(client)) {
                         " is running but this is prism " PRISM_VERSION "; `prism -c \"daemon stop\"` restarts it");
   }
   client_->notify("initialized", json::object());
+  warn_if_daemon_rebuilt();
   refresh_program_names();
+}
+
+void Session::warn_if_daemon_rebuilt() {
+  // A rebuild replaces the prismd file while an old daemon keeps running its deleted copy: its
+  // answers then lag behind this REPL (same version string, older code).
+  json status = client_->request("daemon/status", json::object(), std::chrono::seconds(30));
+  if (!status.contains("pid") || !status["pid"].is_number_integer()) return;
+  char exe[4096];
+  std::string link = "/proc/" + std::to_string(status["pid"].get<int64_t>()) + "/exe";
+  ssize_t n = ::readlink(link.c_str(), exe, sizeof exe - 1);
+  if (n <= 0) return;  // another user's process or no /proc: nothing to tell
+  std::string path(exe, static_cast<size_t>(n));
+  const std::string deleted = " (deleted)";
+  if (path.size() > deleted.size() && path.compare(path.size() - deleted.size(), deleted.size(), deleted) == 0)
+    warnings_.push_back("the running prismd (pid " + std::to_string(status["pid"].get<int64_t>()) +
+                        ") was started from a binary that has since been rebuilt; `prism -c \"daemon stop\"` restarts it");
 }
 
 json Session::call(const std::string& method, const json& params) {

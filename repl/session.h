@@ -65,6 +65,7 @@ class Session {
 
  private:
   json call(const std::string& method, const json& params);
+  void warn_if_daemon_rebuilt();
   CommandOutput define_program(const std::string& text, const Origin& origin);
   CommandOutput open(const std::vector<std::string>& args);
   CommandOutput close(const std::vector<std::string>& args);

@@ -10,5 +10,8 @@ bash scripts/build.sh
 example=${1:-examples/rms_linear.prism}
 program=$(basename "$example" .prism)
 bindings=${BINDINGS:-n=8 d=4096}
+# A daemon left from an earlier build would answer with older code: restart it (open documents
+# are kept on disk and come back).
+build/bin/prism --no-start -c "daemon stop" >/dev/null 2>&1 || true
 set -x
 build/bin/prism -c "open $example; show $program; run $program $bindings --seed 0; search $program; candidates $program"

@@ -188,3 +188,19 @@ TEST_CASE("search, candidates and explain from a script", "[repl][e2e][search]")
   CHECK(missing.exit_code == 1);
   CHECK(missing.err.find("no candidate 999") != std::string::npos);
 }
+
+TEST_CASE("the REPL warns when the running daemon's binary was rebuilt", "[repl][e2e][stale]") {
+  ReplFixture f;
+  // A daemon started from a copy that is then replaced: what a rebuild does to a running one.
+  std::string copy = f.dir() / "prismd-copy";
+  std::filesystem::copy_file(bin("prismd"), copy);
+  std::filesystem::permissions(copy, std::filesystem::perms::owner_all);
+  auto first = f.prism({"--prismd", copy, "-c", "programs"});
+  INFO(first.err);
+  REQUIRE(first.exit_code == 0);
+  CHECK(first.err.empty());
+  std::filesystem::remove(copy);
+  auto second = f.prism({"--no-start", "-c", "programs"});
+  CHECK(second.exit_code == 0);
+  CHECK(second.err.find("has since been rebuilt") != std::string::npos);
+}
