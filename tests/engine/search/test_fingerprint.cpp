@@ -5,7 +5,9 @@
 
 #include "../interp_helpers.h"
 #include "../sgraph/families.h"
+#include "../search/search_helpers.h"
 #include "engine/search/fingerprint.h"
+#include "engine/search/search.h"
 #include "engine/sgraph/parse.h"
 
 using namespace prism;
@@ -110,4 +112,14 @@ TEST_CASE("fingerprint: the check at the numeric check's instance", "[search][fi
   wrong.replace(wrong.find("y = div(acc, r)"), 15, "y = mul(acc, r)");
   CHECK(check.check(sgraph::parse(wrong), why, nullptr) == FingerprintCheck::Verdict::Differ);
   CHECK(why.find("fingerprint") != std::string::npos);
+}
+
+TEST_CASE("fingerprint: the search fingerprints families first and still finds the workload", "[search][fingerprint]") {
+  SearchLimits limits;
+  limits.threads = 2;
+  const SearchResult r = search::search_program(test::lowered_example("rms_linear"), limits);
+  CHECK(r.stats.fingerprinted > 0);
+  CHECK(r.stats.fingerprint_rejected <= r.stats.rejected);
+  CHECK(r.stats.fingerprint_s <= r.stats.verify_s);
+  CHECK_FALSE(r.candidates.empty());
 }
