@@ -15,6 +15,7 @@
 
 #include "engine/cancel.h"
 #include "engine/error.h"
+#include "engine/search/fingerprint.h"
 #include "engine/search/generator.h"
 #include "engine/search/plan.h"
 #include "engine/search/verify.h"
@@ -40,7 +41,7 @@ sgraph::Target target_of(const std::string& name) {
 struct Counters {
   GenCounters gen;
   std::atomic<uint64_t> families{0}, pruned_structure{0}, pruned_dims{0}, pruned_hardware{0}, duplicates{0}, verified{0}, rejected{0},
-      unproved{0}, verify_ns{0};
+      unproved{0}, verify_ns{0}, fingerprinted{0}, fingerprint_rejected{0}, fingerprint_ns{0};
   uint64_t pruned() const {
     return gen.pruned_expression + gen.pruned_dims + gen.pruned_structure + pruned_structure + pruned_dims + pruned_hardware;
   }
@@ -63,6 +64,7 @@ SearchResult search_program(const Program& target, const SearchLimits& limits, c
   if (limits.prune) expr = std::make_unique<TargetExpressions>(target, SaturationLimits{}, cancel);
   st.saturate_s = seconds_since(t0);
   NumericCheck check(target);
+  FingerprintCheck fingerprint(target, check.dims());
   Prover prover(target);
   Generator gen(target, expr.get(), limits.max_block_ops, c.gen);
   tbb::concurrent_unordered_set<uint64_t> seen;
@@ -128,7 +130,15 @@ SearchResult search_program(const Program& target, const SearchLimits& limits, c
       const auto tv = Clock::now();
       bool ok = false;
       Proof proof;
-      if (check.mismatch(fam->graph, cancel)) {
+      // The fingerprint first: a mismatch rejects; a match or no fingerprint goes on to the rest.
+      std::string fp_why;
+      const FingerprintCheck::Verdict fv = fingerprint.check(fam->graph, fp_why, cancel);
+      c.fingerprint_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
+      if (fv != FingerprintCheck::Verdict::Cannot) c.fingerprinted++;
+      if (fv == FingerprintCheck::Verdict::Differ) {
+        c.fingerprint_rejected++;
+        c.rejected++;
+      } else if (check.mismatch(fam->graph, cancel)) {
         c.rejected++;
       } else {
         proof = prover.prove(dag, *fam, cancel);
@@ -178,6 +188,9 @@ SearchResult search_program(const Program& target, const SearchLimits& limits, c
   st.rejected = c.rejected;
   st.unproved = c.unproved;
   st.verify_s = double(c.verify_ns) * 1e-9;
+  st.fingerprinted = c.fingerprinted;
+  st.fingerprint_rejected = c.fingerprint_rejected;
+  st.fingerprint_s = double(c.fingerprint_ns) * 1e-9;
   st.stop_reason = over_budget ? "budget" : "complete";
   result.candidates.assign(found.begin(), found.end());
   std::sort(result.candidates.begin(), result.candidates.end(),

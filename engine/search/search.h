@@ -30,6 +30,9 @@ struct SearchStats {
   uint64_t generated = 0, pruned_expression = 0, pruned_dims = 0, pruned_structure = 0,
            pruned_hardware = 0, duplicates = 0, verified = 0, rejected = 0, unproved = 0;
   uint64_t families = 0;        // complete sGraphs built from finished computations and plans
+  uint64_t fingerprinted = 0;         // families the finite-field fingerprint could judge (fingerprint.h)
+  uint64_t fingerprint_rejected = 0;  // of those, rejected by it (counted in rejected too)
+  double fingerprint_s = 0;           // worker time in the fingerprint, summed over threads (in verify_s)
   double saturate_s = 0;        // saturating the target's e-graph (once)
   double generate_s = 0;        // wall time of the enumeration (verification runs inside it)
   double verify_s = 0;          // worker time in verification, summed over threads

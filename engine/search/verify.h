@@ -1,5 +1,8 @@
 // Verification of a finished family (design.md §3). Nothing is reported unless all of these hold:
 //
+//  0. fingerprint pre-filter (fingerprint.h): the family and the program over a finite field on
+//     the same random inputs, at the numeric check's instance; exact, so a mismatch rejects. A
+//     family or program it cannot fingerprint (a zero denominator, a log) goes on to 1.
 //  1. numeric pre-filter: the family, instantiated at a tiny size with distinct grid sizes and
 //     loop range (symmetry breaking: g1=2, g2=3, F1=4, so a map that confuses two of them
 //     changes the result), is simulated by sgraph::evaluate and compared with the reference
@@ -17,7 +20,7 @@
 //     replicate out of the body until combine(partition(x)) cancels. With a combining kernel, the
 //     block partials it reads are combined from kernel 0's tiles and cut again by its own grid
 //     (the sum over the partial axis is written with kernel 0's tiles, as the split sum above).
-// A family that passes 1 but not 2 is "unproved"; one that fails 1 is "rejected".
+// A family that passes 0 and 1 but not 2 is "unproved"; one that fails 0 or 1 is "rejected".
 #pragma once
 #include <map>
 #include <memory>

@@ -1,0 +1,435 @@
+#include "engine/search/fingerprint.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/error.h"
+#include "engine/interp/interpreter.h"
+#include "engine/search/verify.h"
+#include "engine/util/hash.h"
+
+namespace prism::search {
+
+namespace {
+
+constexpr uint64_t kP = 2147483579, kQ = 1073741789, kG = 4;  // p = 2q + 1; g = 2^2 has order q
+constexpr uint64_t kNoMax = ~uint64_t(0);                     // the max accumulator's start (p component)
+struct Cannot {};                                             // no fingerprint: fall back
+
+uint64_t mix(uint64_t z) {  // splitmix64's finalizer
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+uint64_t pow_mod(uint64_t b, uint64_t e, uint64_t m) {
+  uint64_t r = 1;
+  for (b %= m; e; e >>= 1, b = b * b % m)
+    if (e & 1) r = r * b % m;
+  return r;
+}
+FieldElem add(FieldElem a, FieldElem b) { return {(a.p + b.p) % kP, (a.q + b.q) % kQ}; }
+FieldElem neg(FieldElem a) { return {(kP - a.p) % kP, (kQ - a.q) % kQ}; }
+FieldElem mul(FieldElem a, FieldElem b) { return {a.p * b.p % kP, a.q * b.q % kQ}; }
+FieldElem inv(FieldElem a) {
+  if (a.p == 0 || a.q == 0) throw Cannot{};
+  return {pow_mod(a.p, kP - 2, kP), pow_mod(a.q, kQ - 2, kQ)};
+}
+FieldElem exp(FieldElem a) { return {pow_mod(kG, a.q, kP), 1}; }
+FieldElem of_int(int64_t n) { return {uint64_t((n % int64_t(kP) + int64_t(kP)) % int64_t(kP)), uint64_t((n % int64_t(kQ) + int64_t(kQ)) % int64_t(kQ))}; }
+FieldElem of_rational(const Rational& r) { return mul(of_int(r.num()), inv(of_int(r.den()))); }
+FieldElem of_double(double x) {  // the dyadic rational m * 2^e it stores
+  if (!std::isfinite(x)) throw Cannot{};
+  int e = 0;
+  const int64_t m = int64_t(std::ldexp(std::frexp(x, &e), 53));
+  const uint64_t s = uint64_t(e >= 53 ? e - 53 : 53 - e);
+  const FieldElem pow2{pow_mod(2, s, kP), pow_mod(2, s, kQ)}, scale = e >= 53 ? pow2 : inv(pow2);
+  return mul(of_int(m), scale);
+}
+// An uninterpreted function of the element (keyed by the op): a nonzero pair.
+FieldElem opaque(uint64_t key, FieldElem a) {
+  const uint64_t h = mix(key ^ mix(a.p * kQ + a.q));
+  return {1 + h % (kP - 1), 1 + mix(h) % (kQ - 1)};
+}
+// Max under a random total order (a keyed hash, ties by value); kNoMax is the identity.
+FieldElem max2(FieldElem a, FieldElem b) {
+  if (a.p == kNoMax) return b;
+  if (b.p == kNoMax) return a;
+  const uint64_t ka = mix(0x6d6178 ^ mix(a.p * kQ + a.q)), kb = mix(0x6d6178 ^ mix(b.p * kQ + b.q));
+  if (ka != kb) return ka > kb ? a : b;
+  return a.p * kQ + a.q > b.p * kQ + b.q ? a : b;
+}
+
+int64_t count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+FieldTensor filled(std::vector<int64_t> shape, FieldElem v = {}) {
+  const int64_t n = count(shape);
+  return {std::move(shape), std::vector<FieldElem>(size_t(n), v)};
+}
+std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+// Strides of `shape` right-aligned to `out` (0 where it broadcasts).
+std::vector<int64_t> bstrides(const std::vector<int64_t>& shape, const std::vector<int64_t>& out) {
+  std::vector<int64_t> s(out.size(), 0), own = strides_of(shape);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    size_t src = shape.size() - 1 - i, dst = out.size() - 1 - i;
+    s[dst] = shape[src] == 1 && out[dst] != 1 ? 0 : own[src];
+  }
+  return s;
+}
+std::vector<int64_t> bshape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  const size_t r = std::max(a.size(), b.size());
+  std::vector<int64_t> out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1, db = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1) throw Cannot{};
+    out[r - 1 - i] = da == 1 ? db : da;
+  }
+  return out;
+}
+// fn(i, offset in a, offset in b) over every element of `out` (row-major).
+template <typename Fn>
+void each(const std::vector<int64_t>& out, const std::vector<int64_t>& sa, const std::vector<int64_t>& sb, Fn fn) {
+  const int64_t n = count(out);
+  std::vector<int64_t> idx(out.size(), 0);
+  for (int64_t i = 0, oa = 0, ob = 0; i < n; ++i) {
+    fn(i, oa, ob);
+    for (size_t d = out.size(); d-- > 0;) {
+      oa += sa[d], ob += sb[d];
+      if (++idx[d] < out[d]) break;
+      oa -= sa[d] * out[d], ob -= sb[d] * out[d], idx[d] = 0;
+    }
+  }
+}
+
+FieldElem unary(Op op, FieldElem x) {
+  switch (op) {
+    case Op::Neg: return neg(x);
+    case Op::Exp: return exp(x);
+    case Op::Square: return mul(x, x);
+    case Op::Silu: return mul(x, inv(add(of_int(1), exp(neg(x)))));
+    case Op::Sqrt: return opaque(1, x);
+    case Op::Rsqrt: return inv(opaque(1, x));
+    case Op::Gelu: return opaque(2, x);
+    case Op::Relu: return opaque(3, x);
+    default: throw Cannot{};  // log (log-exp has no model here), anything else
+  }
+}
+FieldElem binary(Op op, FieldElem a, FieldElem b) {
+  switch (op) {
+    case Op::Add: return add(a, b);
+    case Op::Sub: return add(a, neg(b));
+    case Op::Mul: return mul(a, b);
+    case Op::Div: return mul(a, inv(b));
+    default: throw Cannot{};
+  }
+}
+
+FieldTensor matmul(const FieldTensor& a, const FieldTensor& b) {
+  const size_t ra = a.shape.size(), rb = b.shape.size();
+  if (ra < 2 || rb < 2 || a.shape[ra - 1] != b.shape[rb - 2]) throw Cannot{};
+  const int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
+  std::vector<int64_t> ba(a.shape.begin(), a.shape.end() - 2), bb(b.shape.begin(), b.shape.end() - 2), batch = bshape(ba, bb), shape = batch;
+  shape.push_back(m);
+  shape.push_back(n);
+  FieldTensor out = filled(shape);
+  each(batch, bstrides(ba, batch), bstrides(bb, batch), [&](int64_t bi, int64_t oa, int64_t ob) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        uint64_t sp = 0, sq = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const FieldElem x = a.data[size_t(oa * m * k + i * k + p)], y = b.data[size_t(ob * k * n + p * n + j)];
+          sp = (sp + x.p * y.p) % kP, sq = (sq + x.q * y.q) % kQ;
+        }
+        out.data[size_t(bi * m * n + i * n + j)] = {sp, sq};
+      }
+  });
+  return out;
+}
+
+FieldTensor reduce(Op op, const FieldTensor& x, int axis, bool keepdims) {
+  const size_t r = x.shape.size();
+  if (axis < 0) axis += int(r);
+  if (axis < 0 || size_t(axis) >= r) throw Cannot{};
+  int64_t outer = 1, inner = 1, k = x.shape[size_t(axis)];
+  for (size_t i = 0; i < size_t(axis); ++i) outer *= x.shape[i];
+  for (size_t i = size_t(axis) + 1; i < r; ++i) inner *= x.shape[i];
+  std::vector<int64_t> shape = x.shape;
+  if (keepdims) shape[size_t(axis)] = 1;
+  else shape.erase(shape.begin() + axis);
+  FieldTensor out = filled(shape, op == Op::Max ? FieldElem{kNoMax, 0} : FieldElem{});
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < k; ++j)
+      for (int64_t i = 0; i < inner; ++i) {
+        const FieldElem v = x.data[size_t((o * k + j) * inner + i)];
+        FieldElem& acc = out.data[size_t(o * inner + i)];
+        acc = op == Op::Max ? max2(acc, v) : op == Op::Rms ? add(acc, mul(v, v)) : add(acc, v);
+      }
+  if (op == Op::Rms)
+    for (FieldElem& v : out.data) v = unary(Op::Sqrt, mul(v, inv(of_int(k))));
+  return out;
+}
+
+// One op on field tensors; `shape` is the result's concrete shape where known (reshape needs it).
+FieldTensor apply(Op op, const Attrs& attrs, const std::vector<const FieldTensor*>& xs, const std::vector<int64_t>& shape) {
+  switch (op_class(op)) {
+    case OpClass::Unary: {
+      FieldTensor out = *xs[0];
+      for (FieldElem& v : out.data) v = unary(op, v);
+      return out;
+    }
+    case OpClass::Binary: {
+      const FieldTensor &a = *xs[0], &b = *xs[1];
+      FieldTensor out = filled(bshape(a.shape, b.shape));
+      each(out.shape, bstrides(a.shape, out.shape), bstrides(b.shape, out.shape),
+           [&](int64_t i, int64_t oa, int64_t ob) { out.data[size_t(i)] = binary(op, a.data[size_t(oa)], b.data[size_t(ob)]); });
+      return out;
+    }
+    case OpClass::Matmul: return matmul(*xs[0], *xs[1]);
+    case OpClass::Reduce: return reduce(op, *xs[0], attrs.axis, attrs.keepdims);
+    case OpClass::Reshape: {
+      if (count(shape) != count(xs[0]->shape)) throw Cannot{};
+      return {shape, xs[0]->data};
+    }
+    case OpClass::Transpose: {
+      const FieldTensor& x = *xs[0];
+      const std::vector<int64_t> own = strides_of(x.shape);
+      std::vector<int64_t> out_shape, st;
+      for (int p : attrs.perm) out_shape.push_back(x.shape[size_t(p)]), st.push_back(own[size_t(p)]);
+      FieldTensor out = filled(out_shape);
+      each(out_shape, st, st, [&](int64_t i, int64_t o, int64_t) { out.data[size_t(i)] = x.data[size_t(o)]; });
+      return out;
+    }
+    case OpClass::Concat:
+    case OpClass::Split: {
+      // Both as copies of contiguous chunks along the axis.
+      const size_t axis = size_t(attrs.axis);
+      FieldTensor out = filled(shape);
+      int64_t outer = 1, inner = 1;
+      for (size_t i = 0; i < axis; ++i) outer *= shape[i];
+      for (size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
+      size_t at = 0;
+      for (int64_t o = 0; o < outer; ++o) {
+        if (op == Op::Split) {
+          const int64_t part = shape[axis] * inner, whole = xs[0]->shape[axis] * inner;
+          std::copy_n(xs[0]->data.begin() + o * whole + attrs.index * part, part, out.data.begin() + o * part);
+          continue;
+        }
+        for (const FieldTensor* x : xs) {
+          const int64_t chunk = x->shape[axis] * inner;
+          std::copy_n(x->data.begin() + o * chunk, chunk, out.data.begin() + int64_t(at));
+          at += size_t(chunk);
+        }
+      }
+      return out;
+    }
+    default: throw Cannot{};
+  }
+}
+
+// Copies the box `extent` at `from` in src to `to` in dst (same rank).
+void copy_box(const FieldTensor& src, const std::vector<int64_t>& from, FieldTensor& dst, const std::vector<int64_t>& to,
+              const std::vector<int64_t>& extent) {
+  const std::vector<int64_t> ss = strides_of(src.shape), ds = strides_of(dst.shape);
+  int64_t s0 = 0, d0 = 0;
+  for (size_t i = 0; i < extent.size(); ++i) s0 += from[i] * ss[i], d0 += to[i] * ds[i];
+  each(extent, ss, ds, [&](int64_t, int64_t s, int64_t d) { dst.data[size_t(d0 + d)] = src.data[size_t(s0 + s)]; });
+}
+
+// One custom kernel over the field, block by block, as sgraph::evaluate does it.
+void run_custom(const sgraph::CustomKernel& k, const std::vector<sgraph::TileInfo>& tiles, const DimBindings& b, FieldInputs& tensors,
+                const CancelToken* cancel) {
+  using sgraph::BlockOp;
+  std::vector<int64_t> grid;
+  for (const Dim& g : k.grid) grid.push_back(g.evaluate_size(b));
+  const int64_t loop = k.loop_range().evaluate_size(b);
+  std::vector<std::vector<int64_t>> tile(k.ops.size());
+  FieldInputs outputs;
+  for (size_t i = 0; i < k.ops.size(); ++i) {
+    if (!tiles[i].type) throw Cannot{};
+    tile[i] = concrete_shape(tiles[i].type->shape, b);
+    if (k.ops[i].kind == BlockOp::Kind::Save) outputs[k.ops[i].name] = filled(tile[i]);
+  }
+  // Where the tile of (block, iteration) starts along each data dim under `map`.
+  auto offsets = [&](const sgraph::Map& map, const std::vector<int64_t>& t, const std::vector<int64_t>& block, int64_t f) {
+    std::vector<int64_t> at(t.size(), 0);
+    for (size_t j = 0; j < t.size(); ++j) {
+      const int64_t walk = map.loop.dim == int(j) ? loop : 1;
+      for (size_t gi = 0; gi < map.grid.size(); ++gi)
+        if (map.grid[gi].dim == int(j)) at[j] += block[gi] * t[j] * walk;
+      if (walk > 1) at[j] += f * t[j];
+    }
+    return at;
+  };
+  auto phase = [&](size_t i) {
+    if (k.ops[i].kind == BlockOp::Kind::Accumulate) return 1;
+    const sgraph::LoopRole r = tiles[i].role;
+    return r == sgraph::LoopRole::Invariant ? 0 : r == sgraph::LoopRole::After ? 2 : 1;
+  };
+  auto rms_axis = [&](size_t i) {
+    const int rank = int(tile[size_t(k.ops[i].operands[0])].size()), axis = k.ops[i].attrs.axis;
+    return axis < 0 ? axis + rank : axis;
+  };
+  std::vector<FieldTensor> values(k.ops.size());
+  auto run_phase = [&](int ph, const std::vector<int64_t>& block, int64_t f) {
+    for (size_t i = 0; i < k.ops.size(); ++i) {
+      if (phase(i) != ph) continue;
+      const BlockOp& op = k.ops[i];
+      if (op.kind == BlockOp::Kind::Load) {
+        const FieldTensor& src = tensors.at(op.tensor);
+        values[i] = filled(tile[i]);
+        copy_box(src, offsets(op.map, tile[i], block, f), values[i], std::vector<int64_t>(tile[i].size(), 0), tile[i]);
+      } else if (op.kind == BlockOp::Kind::Compute) {
+        std::vector<const FieldTensor*> xs;
+        for (int o : op.operands) xs.push_back(&values[size_t(o)]);
+        values[i] = apply(op.op, op.attrs, xs, tile[i]);
+      } else if (op.kind == BlockOp::Kind::Accumulate) {
+        const FieldTensor& x = values[size_t(op.operands[0])];
+        FieldTensor& acc = values[i];
+        if (op.acc == sgraph::AccKind::Rms) {
+          const FieldTensor s = reduce(Op::Sum, apply(Op::Square, {}, {&x}, x.shape), rms_axis(i), true);
+          if (s.data.size() != acc.data.size()) throw Cannot{};
+          for (size_t e = 0; e < acc.data.size(); ++e) acc.data[e] = add(acc.data[e], s.data[e]);
+        } else {
+          if (x.data.size() != acc.data.size()) throw Cannot{};
+          for (size_t e = 0; e < acc.data.size(); ++e)
+            acc.data[e] = op.acc == sgraph::AccKind::Max ? max2(acc.data[e], x.data[e]) : add(acc.data[e], x.data[e]);
+        }
+      } else {  // save: partial axes first, then the tile where its map says
+        const FieldTensor& x = values[size_t(op.operands[0])];
+        std::vector<int64_t> to;
+        for (size_t gi = 0; gi < op.map.grid.size(); ++gi)
+          if (op.map.grid[gi].is_none()) to.push_back(block[gi]);
+        const size_t parts = to.size();
+        for (int64_t o : offsets(op.map, x.shape, block, f)) to.push_back(o);
+        std::vector<int64_t> extent(parts, 1);
+        extent.insert(extent.end(), x.shape.begin(), x.shape.end());
+        FieldTensor view{extent, x.data};
+        copy_box(view, std::vector<int64_t>(extent.size(), 0), outputs.at(op.name), to, extent);
+      }
+    }
+  };
+  std::vector<int64_t> block(grid.size(), 0);
+  while (true) {
+    if (cancel) cancel->check();
+    for (size_t i = 0; i < k.ops.size(); ++i)
+      if (k.ops[i].kind == BlockOp::Kind::Accumulate)
+        values[i] = filled(tile[i], k.ops[i].acc == sgraph::AccKind::Max ? FieldElem{kNoMax, 0} : FieldElem{});
+    run_phase(0, block, 0);
+    for (int64_t f = 0; f < loop; ++f) run_phase(1, block, f);
+    for (size_t i = 0; i < k.ops.size(); ++i)  // rms: sqrt(sum of squares / count seen along the axis)
+      if (k.ops[i].kind == BlockOp::Kind::Accumulate && k.ops[i].acc == sgraph::AccKind::Rms) {
+        const FieldElem n = inv(of_int(tile[size_t(k.ops[i].operands[0])][size_t(rms_axis(i))] * loop));
+        for (FieldElem& v : values[i].data) v = unary(Op::Sqrt, mul(v, n));
+      }
+    run_phase(2, block, 0);
+    size_t i = block.size();
+    while (i-- > 0) {
+      if (++block[i] < grid[i]) break;
+      block[i] = 0;
+    }
+    if (i == size_t(-1)) break;
+  }
+  for (auto& [name, t] : outputs) tensors[name] = std::move(t);
+}
+
+FieldTensor evaluate_instance(const sgraph::Instance& inst, const FieldInputs& inputs, const CancelToken* cancel) {
+  const sgraph::SGraph& g = inst.graph;
+  FieldInputs tensors;
+  for (const sgraph::TensorDecl& in : g.inputs) {
+    auto it = inputs.find(in.name);
+    if (it == inputs.end() || it->second.shape != concrete_shape(in.type.shape, inst.bindings)) throw Cannot{};
+    tensors[in.name] = it->second;
+  }
+  for (size_t k = 0; k < g.kernels.size(); ++k) {
+    const sgraph::Kernel& kernel = g.kernels[k];
+    if (kernel.custom) {
+      run_custom(kernel.block, inst.analysis.tiles[k], inst.bindings, tensors, cancel);
+      continue;
+    }
+    const sgraph::LibraryKernel& lib = kernel.library;
+    std::vector<const FieldTensor*> xs;
+    for (const std::string& in : lib.inputs) xs.push_back(&tensors.at(in));
+    auto type = inst.analysis.tensors.find(lib.output);
+    if (type == inst.analysis.tensors.end()) throw Cannot{};
+    tensors[lib.output] = apply(lib.op, lib.attrs, xs, concrete_shape(type->second.shape, inst.bindings));
+  }
+  return tensors.at(g.outputs.at(0));
+}
+
+}  // namespace
+
+FieldInputs random_field_inputs(const Program& program, const DimBindings& dims, uint64_t seed) {
+  FieldInputs out;
+  for (int id : program.inputs) {
+    const Value& v = program.value(id);
+    FieldTensor t = filled(concrete_shape(v.type.shape, dims));
+    uint64_t state = seed ^ fnv1a64(v.name);
+    for (FieldElem& e : t.data) {
+      const uint64_t h = mix(state++);
+      e = {h % kP, mix(h) % kQ};
+    }
+    out[v.name] = std::move(t);
+  }
+  return out;
+}
+
+std::optional<FieldTensor> fingerprint(const Program& lowered, const DimBindings& dims, const FieldInputs& inputs, const CancelToken* cancel) {
+  std::vector<FieldTensor> at(lowered.values.size());
+  try {
+    for (const Value& v : lowered.values) {
+      if (cancel) cancel->check();
+      const std::vector<int64_t> shape = concrete_shape(v.type.shape, dims);
+      if (v.op == Op::Input) {
+        at[size_t(v.id)] = inputs.at(v.name);
+        if (at[size_t(v.id)].shape != shape) throw Cannot{};
+      } else if (v.op == Op::Const) {
+        const Constant& c = v.attrs.constant;
+        at[size_t(v.id)] = filled({}, c.exact ? of_rational(c.exact->evaluate(dims)) : of_double(c.number));
+      } else {
+        std::vector<const FieldTensor*> xs;
+        for (int o : v.operands) xs.push_back(&at[size_t(o)]);
+        at[size_t(v.id)] = apply(v.op, v.attrs, xs, shape);
+        if (at[size_t(v.id)].shape != shape) throw Cannot{};
+      }
+    }
+  } catch (const Cannot&) {
+    return std::nullopt;
+  }
+  return at[size_t(lowered.outputs.at(0))];
+}
+
+std::optional<FieldTensor> fingerprint(const sgraph::Instance& inst, const FieldInputs& inputs, const CancelToken* cancel) {
+  try {
+    return evaluate_instance(inst, inputs, cancel);
+  } catch (const Cannot&) {
+    return std::nullopt;
+  }
+}
+
+FingerprintCheck::FingerprintCheck(const Program& target, const DimBindings& dims)
+    : dims_(dims), inputs_(random_field_inputs(target, dims, 0x5eed)), reference_(fingerprint(target, dims, inputs_)) {}
+
+FingerprintCheck::Verdict FingerprintCheck::check(const sgraph::SGraph& family, std::string& why, const CancelToken* cancel) const {
+  if (!reference_) return Verdict::Cannot;
+  std::optional<FieldTensor> got;
+  try {
+    sgraph::Target roomy{"check", int64_t(1) << 40};
+    got = fingerprint(sgraph::instantiate(family, dims_, check_sizes(family), roomy), inputs_, cancel);
+  } catch (const Error& e) {
+    if (e.kind() == Error::Kind::Cancelled) throw;
+    return Verdict::Cannot;  // the numeric check says why it does not instantiate
+  }
+  if (!got) return Verdict::Cannot;
+  if (*got == *reference_) return Verdict::Match;
+  why = got->shape != reference_->shape ? "fingerprint: output shape differs" : "fingerprint differs from the program's";
+  return Verdict::Differ;
+}
+
+}  // namespace prism::search
