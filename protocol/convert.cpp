@@ -209,7 +209,9 @@ json search_stats_json(const SearchStats& s) {
           {"prunedDims", s.pruned_dims},     {"prunedStructure", s.pruned_structure},
           {"prunedHardware", s.pruned_hardware}, {"duplicates", s.duplicates},
           {"verified", s.verified},          {"rejected", s.rejected},
-          {"unproved", s.unproved},          {"generateSeconds", s.generate_s},
+          {"unproved", s.unproved},          {"fingerprinted", s.fingerprinted},
+          {"fingerprintRejected", s.fingerprint_rejected}, {"fingerprintSeconds", s.fingerprint_s},
+          {"generateSeconds", s.generate_s},
           {"verifySeconds", s.verify_s},     {"totalSeconds", s.total_s},
           {"stopReason", s.stop_reason}};
 }

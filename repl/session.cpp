@@ -439,10 +439,11 @@ CommandOutput Session::search(const std::vector<std::string>& args) {
   out << r.value("program", args[0]) << ": " << r.value("candidates", 0) << " verified "
       << (r.value("candidates", 0) == 1 ? "family" : "families") << " (" << stats.value("stopReason", "") << ", "
       << number(stats.value("totalSeconds", 0.0)) << " s)\n";
-  Table t({"GENERATED", "PRUNED: EXPRESSION", "DIMS", "STRUCTURE", "HARDWARE", "DUPLICATES", "VERIFIED", "REJECTED", "UNPROVED"});
+  Table t({"GENERATED", "PRUNED: EXPRESSION", "DIMS", "STRUCTURE", "HARDWARE", "DUPLICATES", "FINGERPRINTED",
+           "REJECTED", "UNPROVED", "VERIFIED"});
   auto n = [&](const char* k) { return std::to_string(stats.value(k, int64_t{0})); };
   t.add({n("generated"), n("prunedExpression"), n("prunedDims"), n("prunedStructure"), n("prunedHardware"),
-         n("duplicates"), n("verified"), n("rejected"), n("unproved")});
+         n("duplicates"), n("fingerprinted"), n("rejected"), n("unproved"), n("verified")});
   out << t.render() << "`candidates " << args[0] << "` lists them.\n";
   return {r, out.str()};
 }

@@ -42,6 +42,8 @@ TEST_CASE("search/run reports progress and stores candidates for search/candidat
   CHECK(summary["program"] == "rms_linear");
   CHECK(summary["stats"]["stopReason"] == "complete");
   CHECK(summary["stats"]["verified"].get<int>() > 0);
+  CHECK(summary["stats"]["fingerprinted"].get<int>() > 0);
+  CHECK(summary["stats"].contains("fingerprintRejected"));
   CHECK(summary["candidates"].get<int>() == summary["stats"]["verified"].get<int>());
   // Progress for token 7: begin first, end last, each a $/progress notification.
   std::vector<std::string> kinds;
