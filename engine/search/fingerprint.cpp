@@ -35,7 +35,20 @@ FieldElem inv(FieldElem a) {
   if (a.p == 0 || a.q == 0) throw Cannot{};
   return {pow_mod(a.p, kP - 2, kP), pow_mod(a.q, kQ - 2, kQ)};
 }
-FieldElem exp(FieldElem a) { return {pow_mod(kG, a.q, kP), 1}; }
+// kG^x for x < q < 2^30 from two tables of kG^lo and kG^(hi * 2^15): one product instead of a
+// 30-step power (exp is applied to every element of attention-sized tensors).
+FieldElem exp(FieldElem a) {
+  struct Tables {
+    std::vector<uint64_t> lo, hi;
+    Tables() : lo(1u << 15), hi(1u << 15) {
+      const uint64_t step = pow_mod(kG, 1u << 15, kP);
+      lo[0] = hi[0] = 1;
+      for (size_t i = 1; i < lo.size(); ++i) lo[i] = lo[i - 1] * kG % kP, hi[i] = hi[i - 1] * step % kP;
+    }
+  };
+  static const Tables t;
+  return {t.lo[a.q & 0x7fff] * t.hi[a.q >> 15] % kP, 1};
+}
 FieldElem of_int(int64_t n) { return {uint64_t((n % int64_t(kP) + int64_t(kP)) % int64_t(kP)), uint64_t((n % int64_t(kQ) + int64_t(kQ)) % int64_t(kQ))}; }
 FieldElem of_rational(const Rational& r) { return mul(of_int(r.num()), inv(of_int(r.den()))); }
 FieldElem of_double(double x) {  // the dyadic rational m * 2^e it stores
@@ -140,15 +153,23 @@ FieldTensor matmul(const FieldTensor& a, const FieldTensor& b) {
   shape.push_back(n);
   FieldTensor out = filled(shape);
   each(batch, bstrides(ba, batch), bstrides(bb, batch), [&](int64_t bi, int64_t oa, int64_t ob) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        uint64_t sp = 0, sq = 0;
-        for (int64_t p = 0; p < k; ++p) {
-          const FieldElem x = a.data[size_t(oa * m * k + i * k + p)], y = b.data[size_t(ob * k * n + p * n + j)];
-          sp = (sp + x.p * y.p) % kP, sq = (sq + x.q * y.q) % kQ;
+    // Products are below 2^62: summed in 128 bits, reduced once per output instead of per term
+    // (the modulo dominates otherwise).
+    std::vector<unsigned __int128> sp(static_cast<size_t>(n), 0), sq(static_cast<size_t>(n), 0);
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(sp.begin(), sp.end(), 0);
+      std::fill(sq.begin(), sq.end(), 0);
+      for (int64_t p = 0; p < k; ++p) {
+        const FieldElem x = a.data[size_t(oa * m * k + i * k + p)];
+        const FieldElem* row = &b.data[size_t(ob * k * n + p * n)];
+        for (int64_t j = 0; j < n; ++j) {
+          sp[size_t(j)] += uint64_t(x.p * row[j].p);
+          sq[size_t(j)] += uint64_t(x.q * row[j].q);
         }
-        out.data[size_t(bi * m * n + i * n + j)] = {sp, sq};
       }
+      for (int64_t j = 0; j < n; ++j)
+        out.data[size_t(bi * m * n + i * n + j)] = {uint64_t(sp[size_t(j)] % kP), uint64_t(sq[size_t(j)] % kQ)};
+    }
   });
   return out;
 }
@@ -185,6 +206,12 @@ FieldTensor apply(Op op, const Attrs& attrs, const std::vector<const FieldTensor
       return out;
     }
     case OpClass::Binary: {
+      if (op == Op::Div) {
+        // Invert the divisor once per element of its own (often broadcast, much smaller) tensor.
+        FieldTensor inverse = *xs[1];
+        for (FieldElem& v : inverse.data) v = inv(v);
+        return apply(Op::Mul, attrs, {xs[0], &inverse}, shape);
+      }
       const FieldTensor &a = *xs[0], &b = *xs[1];
       FieldTensor out = filled(bshape(a.shape, b.shape));
       each(out.shape, bstrides(a.shape, out.shape), bstrides(b.shape, out.shape),
