@@ -1,6 +1,7 @@
 #include "repl/session.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,8 @@ std::string elapsed_ms(double ms) {
   std::snprintf(buf, sizeof buf, ms < 10 ? "%.2f ms" : "%.1f ms", ms);
   return buf;
 }
+
+std::string elapsed_s(double s) { return s < 1 ? elapsed_ms(s * 1000) : (number(std::round(s * 100) / 100) + " s"); }
 
 }  // namespace
 
@@ -438,7 +441,7 @@ CommandOutput Session::search(const std::vector<std::string>& args) {
   std::ostringstream out;
   out << r.value("program", args[0]) << ": " << r.value("candidates", 0) << " verified "
       << (r.value("candidates", 0) == 1 ? "family" : "families") << " (" << stats.value("stopReason", "") << ", "
-      << number(stats.value("totalSeconds", 0.0)) << " s)\n";
+      << elapsed_s(stats.value("totalSeconds", 0.0)) << ")\n";
   Table t({"GENERATED", "PRUNED: EXPRESSION", "DIMS", "STRUCTURE", "HARDWARE", "DUPLICATES", "FINGERPRINTED",
            "REJECTED", "UNPROVED", "VERIFIED"});
   auto n = [&](const char* k) { return std::to_string(stats.value(k, int64_t{0})); };
