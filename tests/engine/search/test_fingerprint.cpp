@@ -60,15 +60,8 @@ TEST_CASE("fingerprint: wrong families differ", "[search][fingerprint][negative]
   REQUIRE(want);
   CHECK_FALSE(*got == *want);
   // The contraction split across the grid: combined by a sum, equal; by a max, different.
-  const std::string partials = R"(input X: f32[n, d]
-input W: f32[d, m]
-kernel 0: custom grid=[g1]
-  x = load X map {grid: 1->g1, loop: -}
-  w = load W map {grid: 0->g1, loop: -}
-  y = matmul(x, w)
-  save P: f32 = y map {grid: -, loop: -}
-)";
-  const char* program = "program p(X: f32[n, d], W: f32[d, m]) {\n  return matmul(X, W)\n}\n";
+  const std::string partials = fam::kSplitContractionPartials;
+  const char* program = fam::kSplitContractionProgram;
   const DimBindings dims{{"n", 4}, {"d", 32}, {"m", 8}};
   auto [sum, ref] = both(program, partials + "kernel 1: O: f32 = sum(P, axis=0, keepdims=false)\noutput O\n", dims, {{"g1", 4}});
   auto [max, ref2] = both(program, partials + "kernel 1: O: f32 = max(P, axis=0, keepdims=false)\noutput O\n", dims, {{"g1", 4}});

@@ -106,4 +106,16 @@ kernel 0: custom grid=[g1] loop=F1
 output O
 )";
 
+// A negative example: g1 splits the contraction dim d of X@W, so each block holds a partial product
+// on a partial axis; only a sum over that axis gives the program below.
+inline constexpr const char* kSplitContractionProgram = "program p(X: f32[n, d], W: f32[d, m]) {\n  return matmul(X, W)\n}\n";
+inline constexpr const char* kSplitContractionPartials = R"(input X: f32[n, d]
+input W: f32[d, m]
+kernel 0: custom grid=[g1]
+  x = load X map {grid: 1->g1, loop: -}
+  w = load W map {grid: 0->g1, loop: -}
+  y = matmul(x, w)
+  save P: f32 = y map {grid: -, loop: -}
+)";
+
 }  // namespace prism::test::families

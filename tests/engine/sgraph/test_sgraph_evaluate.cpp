@@ -71,15 +71,8 @@ TEST_CASE("a wrong map evaluates to something else", "[sgraph][evaluate][negativ
 
 TEST_CASE("splitting the contraction across the grid needs the partials combined", "[sgraph][evaluate][negative]") {
   // g1 splits d (the contraction) in X and W: each block has a partial X@W.
-  const char* partials = R"(input X: f32[n, d]
-input W: f32[d, m]
-kernel 0: custom grid=[g1]
-  x = load X map {grid: 1->g1, loop: -}
-  w = load W map {grid: 0->g1, loop: -}
-  y = matmul(x, w)
-  save P: f32 = y map {grid: -, loop: -}
-)";
-  const char* program = "program p(X: f32[n, d], W: f32[d, m]) {\n  return matmul(X, W)\n}\n";
+  const char* partials = fam::kSplitContractionPartials;
+  const char* program = fam::kSplitContractionProgram;
   DimBindings dims{{"n", 4}, {"d", 32}, {"m", 8}};
   // Combined by a sum over the partial axis: correct.
   std::string combined = std::string(partials) + "kernel 1: O: f32 = sum(P, axis=0, keepdims=false)\noutput O\n";
