@@ -1,23 +1,16 @@
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
 
 #include "compile_helpers.h"
 #include "engine/ir/lower_composites.h"
 #include "engine/ir/print.h"
 #include "engine/workspace.h"
+#include "support/subprocess.h"
 
 using namespace prism;
+using prism::test::read_example;
 
 namespace {
-
-std::string read_example(const std::string& name) {
-  std::ifstream f(std::string(PRISM_SOURCE_DIR) + "/examples/" + name + ".prism");
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 struct Example {
   const char* name;

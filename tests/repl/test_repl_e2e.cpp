@@ -38,6 +38,14 @@ class ReplFixture {
 
 std::string example(const std::string& name) { return source("examples/" + name + ".prism"); }
 
+// --json output: one object per line.
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::istringstream lines(out);
+  std::vector<nlohmann::json> objects;
+  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  return objects;
+}
+
 }  // namespace
 
 TEST_CASE("prism -c starts the daemon, opens, shows and runs a program", "[repl][e2e]") {
@@ -93,9 +101,7 @@ TEST_CASE("script mode with --json prints one object per command", "[repl][e2e]"
   auto r = f.prism({"--json", "-c", "open " + example("rms_linear") + "; run rms_linear n=4 d=32 --seed 3 --out " + out_file});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  std::istringstream lines(r.out);
-  std::vector<nlohmann::json> objects;
-  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  std::vector<nlohmann::json> objects = json_lines(r.out);
   REQUIRE(objects.size() == 2);
   CHECK(objects[0]["programs"] == nlohmann::json::array({"rms_linear"}));
   CHECK(objects[1]["outputs"][0]["shape"] == nlohmann::json::array({4, 32}));
@@ -130,9 +136,7 @@ TEST_CASE("equiv proves, refutes, and --json carries result and stop_reason", "[
                     "equiv rms_linear matmul(X, W) * rms(X); egraph"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  std::istringstream lines(r.out);
-  std::vector<nlohmann::json> objects;
-  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  std::vector<nlohmann::json> objects = json_lines(r.out);
   REQUIRE(objects.size() == 4);
   CHECK(objects[1]["result"] == "proved");
   CHECK(objects[1]["stop_reason"] == "goal reached");
@@ -163,9 +167,7 @@ TEST_CASE("search, candidates and explain from a script", "[repl][e2e][search]")
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.empty());  // no progress bar in script mode
-  std::istringstream lines(r.out);
-  std::vector<nlohmann::json> objects;
-  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
+  std::vector<nlohmann::json> objects = json_lines(r.out);
   REQUIRE(objects.size() >= 3);
   const auto& search = objects[1];
   CHECK(search["stats"]["stopReason"] == "complete");

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 namespace prism::test {
@@ -101,5 +103,12 @@ TempDir::~TempDir() {
 
 std::string bin(const std::string& program) { return std::string(PRISM_BIN_DIR) + "/" + program; }
 std::string source(const std::string& relative) { return std::string(PRISM_SOURCE_DIR) + "/" + relative; }
+
+std::string read_example(const std::string& name) {
+  std::ifstream in(source("examples/" + name + ".prism"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 }  // namespace prism::test

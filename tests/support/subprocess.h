@@ -37,5 +37,7 @@ class TempDir {
 
 std::string bin(const std::string& program);      // PRISM_BIN_DIR/program
 std::string source(const std::string& relative);  // PRISM_SOURCE_DIR/relative
+// The text of examples/NAME.prism.
+std::string read_example(const std::string& name);
 
 }  // namespace prism::test

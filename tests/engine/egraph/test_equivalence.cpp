@@ -3,24 +3,17 @@
 // never proved.
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <sstream>
 
 #include "engine/egraph/equivalence.h"
 #include "engine/ir/lower_composites.h"
 #include "engine/lang/compile.h"
 #include "engine/workspace.h"
+#include "support/subprocess.h"
 
 using namespace prism;
+using prism::test::read_example;
 
 namespace {
-
-std::string read_example(const std::string& name) {
-  std::ifstream in(std::string(PRISM_SOURCE_DIR) + "/examples/" + name + ".prism");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 const char* kExtra = R"(
 program row_sum(X: f32[n, d]) {
