@@ -1,23 +1,13 @@
-// Running the built programs from tests: feed stdin, capture stdout/stderr and the exit code,
-// with a hard time limit so that a hung program fails its test instead of hanging the suite.
+// Test support: running the built programs (engine/util/process.h), temporary directories, paths.
 #pragma once
-#include <chrono>
-#include <map>
 #include <string>
-#include <vector>
+
+#include "engine/util/process.h"
 
 namespace prism::test {
 
-struct ProcessResult {
-  int exit_code = -1;  // -1 when killed by a signal or the time limit
-  bool timed_out = false;
-  std::string out;
-  std::string err;
-};
-
-ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input = "",
-                          const std::map<std::string, std::string>& env = {},
-                          std::chrono::milliseconds limit = std::chrono::seconds(60));
+using prism::ProcessResult;
+using prism::run_process;
 
 // A fresh private directory under /tmp, removed with everything in it when the object dies.
 class TempDir {

@@ -1,0 +1,166 @@
+#include "engine/backend/cpu/compiler.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include "engine/error.h"
+#include "engine/util/hash.h"
+#include "engine/util/process.h"
+
+namespace prism::backend::cpu {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : fallback;
+}
+
+std::string compiler_of(const CompileOptions& options) {
+  return !options.compiler.empty() ? options.compiler : env_or("CXX", "c++");
+}
+
+// `c++ --version`'s first line, once per compiler: part of the cache key.
+std::string compiler_identity(const std::string& compiler) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> known;
+  std::lock_guard lock(mutex);
+  if (auto it = known.find(compiler); it != known.end()) return it->second;
+  std::string id = compiler;
+  try {
+    ProcessResult r = run_process({compiler, "--version"}, "", {}, std::chrono::seconds(30));
+    id.append("|").append(r.out, 0, r.out.find('\n'));
+  } catch (const std::exception&) {
+  }
+  return known[compiler] = id;
+}
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// The first lines of the compiler's output: enough to see the error, never a wall of text.
+std::string first_lines(const std::string& text, int lines) {
+  size_t pos = 0;
+  for (int i = 0; i < lines && pos != std::string::npos; ++i) {
+    pos = text.find('\n', pos);
+    if (pos != std::string::npos) ++pos;
+  }
+  return pos == std::string::npos ? text : text.substr(0, pos) + "...";
+}
+
+}  // namespace
+
+std::string default_kernel_cache_dir() {
+  if (auto dir = env_or("PRISM_CACHE_DIR", ""); !dir.empty()) return dir + "/kernels";
+  if (auto dir = env_or("XDG_CACHE_HOME", ""); !dir.empty()) return dir + "/prism/kernels";
+  return env_or("HOME", "/tmp") + "/.cache/prism/kernels";
+}
+
+CompiledLibrary compile_library(const std::string& source, const CompileOptions& options) {
+  const std::string compiler = compiler_of(options);
+  std::string key_text = compiler_identity(compiler);
+  for (const auto& f : options.flags) key_text += "\x1f" + f;
+  for (const auto& l : options.libs) key_text += "\x1e" + l;
+  key_text += "\x1d" + source;
+  CompiledLibrary result;
+  result.key = hex(fnv1a64(key_text)) + hex(fnv1a64("prism-kernel:" + key_text));
+  const fs::path dir = options.cache_dir.empty() ? default_kernel_cache_dir() : options.cache_dir;
+  result.path = (dir / (result.key + ".so")).string();
+  if (fs::exists(result.path)) {
+    result.cached = true;
+    return result;
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(Error::Kind::Failed, "cannot create the kernel cache " + dir.string() + ": " + ec.message());
+
+  static std::atomic<uint64_t> counter{0};
+  const std::string stem = result.key + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  const fs::path src = dir / (stem + ".cpp"), obj = dir / (stem + ".so");
+  {
+    std::ofstream out(src);
+    out << source;
+    if (!out) throw Error(Error::Kind::Failed, "cannot write " + src.string());
+  }
+  std::vector<std::string> argv{compiler};
+  argv.insert(argv.end(), options.flags.begin(), options.flags.end());
+  argv.insert(argv.end(), {src.string(), "-o", obj.string()});
+  argv.insert(argv.end(), options.libs.begin(), options.libs.end());
+  auto start = std::chrono::steady_clock::now();
+  ProcessResult r;
+  try {
+    r = run_process(argv, "", {}, std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000)));
+  } catch (const std::exception& e) {
+    fs::remove(src, ec);
+    throw Error(Error::Kind::Failed, "cannot run the compiler '" + compiler + "': " + e.what());
+  }
+  result.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fs::remove(src, ec);
+  if (r.timed_out || r.exit_code != 0) {
+    fs::remove(obj, ec);
+    if (r.timed_out)
+      throw Error(Error::Kind::Failed, "the compiler '" + compiler + "' took more than " + std::to_string(int(options.timeout_s)) + " s");
+    throw Error(Error::Kind::Failed, "the compiler '" + compiler + "' failed (exit " + std::to_string(r.exit_code) +
+                                         "):\n" + first_lines(r.err + r.out, 12));
+  }
+  fs::rename(obj, result.path, ec);
+  if (ec) throw Error(Error::Kind::Failed, "cannot move the compiled kernel into " + result.path + ": " + ec.message());
+  return result;
+}
+
+std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& sources, const CompileOptions& options,
+                                               int parallel, std::vector<std::string>* errors) {
+  std::vector<CompiledLibrary> results(sources.size());
+  std::vector<std::string> messages(sources.size());
+  tbb::task_arena arena(parallel > 0 ? parallel : tbb::task_arena::automatic);
+  arena.execute([&] {
+    tbb::parallel_for(size_t(0), sources.size(), [&](size_t i) {
+      try {
+        results[i] = compile_library(sources[i], options);
+      } catch (const std::exception& e) {
+        messages[i] = e.what();
+      }
+    });
+  });
+  if (errors) *errors = std::move(messages);
+  return results;
+}
+
+LoadedLibrary::LoadedLibrary(const std::string& path) : path_(path) {
+  handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle_) {
+    const char* why = ::dlerror();
+    throw Error(Error::Kind::Failed, "cannot load " + path + ": " + (why ? why : "unknown error"));
+  }
+}
+
+LoadedLibrary::~LoadedLibrary() {
+  if (handle_) ::dlclose(handle_);
+}
+
+void* LoadedLibrary::symbol(const std::string& name) const {
+  ::dlerror();
+  void* p = ::dlsym(handle_, name.c_str());
+  if (!p) throw Error(Error::Kind::Failed, "'" + name + "' is not defined in " + path_);
+  return p;
+}
+
+}  // namespace prism::backend::cpu

@@ -1,0 +1,55 @@
+// Compiling generated C++ into shared objects with the host compiler, cached on disk by content:
+// the cache key is a hash of the compiler's identity, the flags and the source, so the same kernel
+// is never compiled twice (across daemon restarts too), and a changed compiler or flag set never
+// reuses a stale object. Objects are written to a temporary name and renamed into place, so
+// concurrent compiles of the same source (threads or processes) are safe.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace prism::backend::cpu {
+
+struct CompileOptions {
+  std::string cache_dir;         // empty: default_kernel_cache_dir()
+  std::string compiler;          // empty: $CXX, else "c++"
+  std::vector<std::string> flags = {"-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"};
+  std::vector<std::string> libs;  // linked after the source, e.g. "-lopenblas"
+  double timeout_s = 120;
+};
+
+struct CompiledLibrary {
+  std::string path;      // the shared object in the cache
+  std::string key;       // its content hash (hex)
+  bool cached = false;   // found in the cache, nothing compiled
+  double compile_s = 0;  // 0 when cached
+};
+
+// $PRISM_CACHE_DIR/kernels, else $XDG_CACHE_HOME/prism/kernels, else ~/.cache/prism/kernels.
+std::string default_kernel_cache_dir();
+
+// Throws Error{Failed} with the compiler's diagnostics (the first lines) when it fails or times out.
+CompiledLibrary compile_library(const std::string& source, const CompileOptions& options = {});
+
+// Several at once, at most `parallel` compilers running (0: hardware threads). Element i is the
+// result for sources[i], or its error message in `errors[i]` (then path is empty).
+std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& sources, const CompileOptions& options,
+                                               int parallel, std::vector<std::string>* errors);
+
+// A loaded shared object (dlopen RTLD_NOW | RTLD_LOCAL), closed when the object dies.
+class LoadedLibrary {
+ public:
+  explicit LoadedLibrary(const std::string& path);  // throws Error{Failed} with dlerror()
+  ~LoadedLibrary();
+  LoadedLibrary(const LoadedLibrary&) = delete;
+  LoadedLibrary& operator=(const LoadedLibrary&) = delete;
+  // Throws Error{Failed} when the symbol is missing.
+  void* symbol(const std::string& name) const;
+  template <class Fn>
+  Fn function(const std::string& name) const { return reinterpret_cast<Fn>(symbol(name)); }
+
+ private:
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace prism::backend::cpu

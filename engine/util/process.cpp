@@ -1,0 +1,91 @@
+#include "engine/util/process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace prism {
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input,
+                          const std::map<std::string, std::string>& env, std::chrono::milliseconds limit) {
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  if (::pipe(in_pipe) || ::pipe(out_pipe) || ::pipe(err_pipe)) throw std::runtime_error("pipe failed");
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::setpgid(0, 0);  // its own group, so a time-out kills what it started too
+    ::dup2(in_pipe[0], 0);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    for (int fd = 3; fd < 256; ++fd) ::close(fd);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  ::signal(SIGPIPE, SIG_IGN);
+  ::fcntl(in_pipe[1], F_SETFL, O_NONBLOCK);
+
+  ProcessResult r;
+  size_t written = 0;
+  int in_fd = in_pipe[1];
+  if (input.empty()) {
+    ::close(in_fd);
+    in_fd = -1;
+  }
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  int open_outputs = 2;
+  while (open_outputs > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      r.timed_out = true;
+      ::kill(-pid, SIGKILL);
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    pollfd fds[3] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}, {in_fd, POLLOUT, 0}};
+    int n = ::poll(fds, in_fd >= 0 ? 3 : 2, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      char buf[65536];
+      ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+      if (got > 0) {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(got));
+      } else {
+        ::close(fds[i].fd);
+        (i == 0 ? out_pipe[0] : err_pipe[0]) = -1;
+        --open_outputs;
+      }
+    }
+    if (in_fd >= 0 && (fds[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      ssize_t put = ::write(in_fd, input.data() + written, input.size() - written);
+      if (put > 0) written += static_cast<size_t>(put);
+      if (put < 0 || written == input.size()) {
+        ::close(in_fd);
+        in_fd = -1;
+      }
+    }
+  }
+  for (int fd : {out_pipe[0], err_pipe[0], in_fd})
+    if (fd >= 0) ::close(fd);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
+  return r;
+}
+
+}  // namespace prism

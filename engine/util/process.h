@@ -1,0 +1,25 @@
+// Running another program: feed its stdin, capture stdout/stderr and how it ended, with a hard
+// time limit (the whole process group is killed), so a hung compiler or kernel costs one call.
+#pragma once
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace prism {
+
+struct ProcessResult {
+  int exit_code = -1;     // -1 when killed by a signal or the time limit
+  int term_signal = 0;    // the signal that ended it, if one did
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+
+// argv[0] without a '/' is looked up in PATH. `env` entries are set on top of the environment.
+// Throws std::runtime_error only when the process cannot be started at all.
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input = "",
+                          const std::map<std::string, std::string>& env = {},
+                          std::chrono::milliseconds limit = std::chrono::seconds(60));
+
+}  // namespace prism
