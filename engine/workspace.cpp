@@ -9,6 +9,7 @@
 #include <cmath>
 #include <exception>
 #include <new>
+#include <set>
 
 #include "engine/interp/interpreter.h"
 #include "engine/io/npy.h"
@@ -168,13 +169,35 @@ struct Workspace::Impl {
 Workspace::Workspace() : impl_(std::make_unique<Impl>()) {}
 Workspace::~Workspace() = default;
 
-DocumentState Workspace::open(const std::string& uri, const std::string& text, int64_t version) {
+DocumentState Workspace::open(const std::string& uri, const std::string& text, int64_t version, bool replace) {
   std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> replaced;
+  if (replace) {
+    std::set<std::string> defined;
+    try {
+      for (const auto& program : compile_text(text, uri).programs) defined.insert(program.name);
+    } catch (const std::exception&) {
+      // analyze() below reports it
+    }
+    for (auto it = impl_->docs.begin(); it != impl_->docs.end();) {
+      bool clash = it->first != uri && std::any_of(it->second.programs.begin(), it->second.programs.end(),
+                                                     [&](const auto& p) { return defined.count(p->source.name) > 0; });
+      if (!clash) {
+        ++it;
+        continue;
+      }
+      for (const auto& p : it->second.programs) impl_->searches.erase(p->source.name);
+      replaced.push_back(it->first);
+      it = impl_->docs.erase(it);
+    }
+  }
   Document& doc = impl_->docs[uri];
   doc.text = text;
   doc.version = version;
   impl_->analyze(uri, doc);
-  return impl_->state(uri, doc);
+  DocumentState state = impl_->state(uri, doc);
+  state.replaced = std::move(replaced);
+  return state;
 }
 
 DocumentState Workspace::change(const std::string& uri, const std::string& text, int64_t version) {

@@ -48,6 +48,8 @@ struct DocumentState {
   int64_t version = 0;
   std::vector<std::string> programs;  // names of programs that parsed and type-checked
   Diagnostics diagnostics;            // the full current set (empty: clean)
+  std::vector<std::string> replaced;  // open(…, replace=true): other documents closed because
+                                      // this one defines a program of the same name
 };
 
 struct RunRequest {
@@ -86,8 +88,10 @@ class Workspace {
   Workspace& operator=(const Workspace&) = delete;
 
   // Opens (or replaces) a document. Never throws for bad program text: problems come back as
-  // diagnostics. A program whose name is already defined by another open document is a diagnostic.
-  DocumentState open(const std::string& uri, const std::string& text, int64_t version);
+  // diagnostics. A program whose name is already defined by another open document is a diagnostic,
+  // unless `replace`: then those other documents are closed first (listed in `replaced`), as a
+  // REPL user who opens a file or types a program again means.
+  DocumentState open(const std::string& uri, const std::string& text, int64_t version, bool replace = false);
   // Replaces the text of an open document. Throws NotFound for an unknown uri and
   // InvalidArgument when version is not greater than the current one.
   DocumentState change(const std::string& uri, const std::string& text, int64_t version);

@@ -60,10 +60,12 @@ json diagnostics_json(const Diagnostics& diagnostics, const std::string& text, P
 }
 
 json document_state_json(const DocumentState& state, const std::string& text, PositionEncoding encoding) {
-  return json{{"uri", state.uri},
-              {"version", state.version},
-              {"programs", state.programs},
-              {"diagnostics", diagnostics_json(state.diagnostics, text, encoding)}};
+  json out{{"uri", state.uri},
+           {"version", state.version},
+           {"programs", state.programs},
+           {"diagnostics", diagnostics_json(state.diagnostics, text, encoding)}};
+  if (!state.replaced.empty()) out["replaced"] = state.replaced;
+  return out;
 }
 
 json tensor_json(const TensorView& tensor) {

@@ -39,6 +39,13 @@ std::optional<std::string> optional_string(const json& obj, const std::string& k
   return v->get<std::string>();
 }
 
+std::optional<bool> optional_bool(const json& obj, const std::string& key, const std::string& prefix) {
+  const json* v = find_field(obj, key);
+  if (!v) return std::nullopt;
+  if (!v->is_boolean()) throw invalid_params(field_path(prefix, key), "'" + field_path(prefix, key) + "' must be true or false");
+  return v->get<bool>();
+}
+
 int64_t require_int(const json& obj, const std::string& key, const std::string& prefix) {
   auto v = optional_int(obj, key, prefix);
   if (!v) throw invalid_params(field_path(prefix, key), "missing integer param '" + field_path(prefix, key) + "'");

@@ -18,6 +18,7 @@ const json* find_field(const json& obj, const std::string& key);
 
 std::string require_string(const json& obj, const std::string& key, const std::string& prefix = "");
 std::optional<std::string> optional_string(const json& obj, const std::string& key, const std::string& prefix = "");
+std::optional<bool> optional_bool(const json& obj, const std::string& key, const std::string& prefix = "");
 int64_t require_int(const json& obj, const std::string& key, const std::string& prefix = "");
 std::optional<int64_t> optional_int(const json& obj, const std::string& key, const std::string& prefix = "");
 std::optional<double> optional_number(const json& obj, const std::string& key, const std::string& prefix = "");

@@ -76,12 +76,17 @@ json Server::open(Session& session, const json& raw) {
   if (given.empty()) throw invalid_params("uri", "'uri' must not be empty");
   auto text = optional_string(params, "text");
   int64_t version = optional_int(params, "version").value_or(0);
+  bool replace = optional_bool(params, "replace").value_or(false);
   if (!text) text = read_document(given);
   std::string uri = document_uri(given);
 
   std::lock_guard lock(docs_mutex_);
   mark_modified(uri);
-  DocumentState state = workspace_.open(uri, *text, version);
+  DocumentState state = workspace_.open(uri, *text, version, replace);
+  for (const auto& closed : state.replaced) {
+    mark_modified(closed);
+    subscribers_.erase(closed);
+  }
   subscribe(uri, session);
   // Diagnostics go out before the response, so a client has them once its request returns.
   publish(uri, state, *text);

@@ -182,6 +182,12 @@ CommandOutput Session::document_report(const json& state, const std::string& wha
     throw CommandError(text, state, /*located=*/true);
   }
   text += what + ": " + (names.empty() ? "no programs" : join(names, ", ")) + "\n";
+  if (state.contains("replaced") && state["replaced"].is_array())
+    for (const auto& old : state["replaced"]) {
+      std::string old_uri = old.get<std::string>();
+      typed_sources_.erase(old_uri);
+      text += "  (replaces the definition from " + (old_uri.rfind(kTypedScheme, 0) == 0 ? std::string("the prompt") : display_path(old_uri)) + ")\n";
+    }
   return {state, text};
 }
 
@@ -190,7 +196,7 @@ CommandOutput Session::define_program(const std::string& text, const Origin& ori
   std::string uri = kTypedScheme + (name.empty() ? std::string("unnamed") : name);
   typed_sources_[uri] = text;
   int64_t version = ++versions_[uri];
-  json state = call("program/open", {{"uri", uri}, {"text", text}, {"version", version}});
+  json state = call("program/open", {{"uri", uri}, {"text", text}, {"version", version}, {"replace", true}});
   return document_report(state, "defined", origin);
 }
 
@@ -198,7 +204,7 @@ CommandOutput Session::open(const std::vector<std::string>& args) {
   if (args.size() != 1) throw CommandError(usage_error("open", "open takes one path"));
   std::string path = absolute_path(args[0]);
   if (!std::filesystem::is_regular_file(path)) throw CommandError("cannot open " + args[0] + ": no such file");
-  json state = call("program/open", {{"uri", "file://" + path}});
+  json state = call("program/open", {{"uri", "file://" + path}, {"replace", true}});
   return document_report(state, "opened " + display_path(path));
 }
 

@@ -79,6 +79,22 @@ TEST_CASE("a program defined twice is a diagnostic at the second definition", "[
   CHECK(ws.show("rms_linear").summary.uri == "a.prism");
 }
 
+TEST_CASE("opening with replace closes the other documents that define the same programs", "[engine][workspace]") {
+  Workspace ws;
+  ws.open("a.prism", std::string(kRmsLinear) + "program keep(X: f32[n]) { return X }\n", 1);
+  ws.open("c.prism", "program other(X: f32[n]) { return X }\n", 1);
+  DocumentState b = ws.open("b.prism", "program rms_linear(X: f32[n]) { return exp(X) }\n", 1, /*replace=*/true);
+  CHECK(b.diagnostics.empty());
+  CHECK(b.replaced == std::vector<std::string>{"a.prism"});
+  CHECK(ws.show("rms_linear").summary.uri == "b.prism");
+  CHECK(!ws.document("a.prism"));  // the whole document goes, with `keep`
+  CHECK(ws.document("c.prism"));
+  // Without replace nothing is closed.
+  DocumentState d = ws.open("d.prism", "program other(X: f32[n]) { return X }\n", 1);
+  CHECK(d.replaced.empty());
+  CHECK(d.diagnostics.size() == 1);
+}
+
 TEST_CASE("show and programs describe a program", "[engine][workspace]") {
   Workspace ws;
   ws.open("a.prism", kRmsLinear, 1);

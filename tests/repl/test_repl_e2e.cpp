@@ -66,6 +66,17 @@ TEST_CASE("prism -c starts the daemon, opens, shows and runs a program", "[repl]
   CHECK(again.out.find("rms_linear") != std::string::npos);
 }
 
+TEST_CASE("opening a second file that defines the same program replaces the first", "[repl][e2e]") {
+  ReplFixture f;
+  std::filesystem::create_directories(f.dir() / "copy");
+  std::filesystem::copy_file(example("rms_linear"), f.dir() / "copy/rms_linear.prism");
+  auto r = f.prism({"-c", "open " + example("rms_linear") + "; open " + (f.dir() / "copy/rms_linear.prism") + "; programs"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("(replaces the definition from") != std::string::npos);
+  CHECK(r.out.find(f.dir() / "copy/rms_linear.prism") != std::string::npos);
+}
+
 TEST_CASE("a script stops at the first error with its line on stderr", "[repl][e2e]") {
   ReplFixture f;
   auto r = f.prism({}, "open " + example("rms_linear") + "\nshow no_such_program\nprograms\n");
