@@ -1,0 +1,69 @@
+// Running generated kernels in a separate worker process (`prism-runner`), so that a kernel that
+// crashes or hangs fails its own candidate and never the daemon (design.md §6).
+//
+// A KernelRunner owns one worker. The inputs are handed over once (a file in /dev/shm, mapped by
+// the worker) and every run reuses them; each run loads a shared object (abi.h), calls it once
+// for the outputs that are checked, then times it: the median of N calls after warm-up. A worker
+// that dies (signal, exit) or does not answer within the run's time limit is killed, that run
+// fails with a message saying what happened, and the next run starts a fresh worker.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/cancel.h"
+#include "engine/interp/tensor.h"
+
+namespace prism::backend::cpu {
+
+struct RunRequest {
+  std::string library;                             // a shared object implementing abi.h
+  std::vector<std::vector<int64_t>> output_shapes; // in return order
+  int threads = 1;
+  int warmup = 2;          // untimed calls after the checked one
+  int min_runs = 5;        // timed calls: at least min_runs, and more until min_time_s has passed,
+  int max_runs = 50;       // at most max_runs
+  double min_time_s = 0.2;
+  double timeout_s = 20;   // for the whole run (load, checked call, warm-up, timing)
+};
+
+struct RunOutcome {
+  bool ok = false;
+  std::string error;            // when !ok: "the kernel crashed (SIGSEGV, segmentation fault)", …
+  std::vector<Tensor> outputs;  // f32, from the first (checked) call
+  double median_ms = 0, min_ms = 0;
+  int runs = 0;
+};
+
+// $PRISM_RUNNER, else prism-runner next to the running executable.
+std::string default_runner_path();
+
+class KernelRunner {
+ public:
+  explicit KernelRunner(std::string runner_path = default_runner_path());
+  ~KernelRunner();
+  KernelRunner(const KernelRunner&) = delete;
+  KernelRunner& operator=(const KernelRunner&) = delete;
+
+  // The inputs of every following run, in parameter order (converted to dense f32).
+  void set_inputs(const std::vector<Tensor>& inputs);
+  // Never throws for what the kernel does; throws Error{Cancelled} when `cancel` fires (the worker
+  // is killed) and Error{Failed} when no worker can be started at all.
+  RunOutcome run(const RunRequest& request, const CancelToken* cancel = nullptr);
+
+ private:
+  struct Worker;
+  void start();
+  void stop();
+  std::string runner_path_;
+  std::string dir_;                 // private directory for the input and output files
+  std::vector<int64_t> input_sizes_;
+  std::unique_ptr<Worker> worker_;
+  uint64_t runs_ = 0;
+};
+
+// The worker's side (prism-runner's main): serves commands on `in_fd`, answers on `out_fd`,
+// until end of input. Returns the process exit code.
+int serve_runner(int in_fd, int out_fd);
+
+}  // namespace prism::backend::cpu
