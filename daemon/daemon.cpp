@@ -22,6 +22,8 @@ Daemon::Daemon(const Options& options, Logger& log)
   server_options.stop = [this] { asio::post(io_, [this] { stop(0, "daemon/stop"); }); };
   server_options.status = [this] { return status_fields(); };
   server_options.log = [this](const std::string& line) { log_.line(line); };
+  // The tuning DB is worth keeping for every daemon, an editor's too.
+  workspace_.set_storage(options_.state_dir.empty() ? protocol::state_dir() : options_.state_dir, "");
   std::string socket_path;
   if (!options_.stdio) {
     // An editor over stdio owns its documents; a socket daemon keeps them across restarts.

@@ -166,7 +166,7 @@ struct Workspace::Impl {
   }
 };
 
-Workspace::Workspace() : impl_(std::make_unique<Impl>()) {}
+Workspace::Workspace() : tune_state_(make_tune_state()), impl_(std::make_unique<Impl>()) {}
 Workspace::~Workspace() = default;
 
 DocumentState Workspace::open(const std::string& uri, const std::string& text, int64_t version, bool replace) {
@@ -498,6 +498,13 @@ SearchResult Workspace::search(const std::string& program, const SearchLimits& l
   std::lock_guard<std::mutex> lock(mutex_);
   impl_->searches[program] = r;
   return r;
+}
+
+std::pair<Program, int64_t> Workspace::lowered_program(const std::string& program) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto compiled = impl_->find(program);
+  if (!compiled) impl_->unknown_program(program);
+  return {compiled->lowered, impl_->docs.at(compiled->summary.uri).version};
 }
 
 std::optional<SearchResult> Workspace::search_result(const std::string& program) const {

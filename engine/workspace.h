@@ -16,6 +16,7 @@
 #include "engine/egraph/equivalence.h"
 #include "engine/error.h"
 #include "engine/search/search.h"
+#include "engine/tune/tuner.h"
 
 namespace prism {
 
@@ -130,8 +131,34 @@ class Workspace {
   // The stored result for the program's CURRENT version, if any (an edit invalidates it).
   std::optional<SearchResult> search_result(const std::string& program) const;
 
+  // The lowered program and the version of its document. Throws NotFound.
+  std::pair<Program, int64_t> lowered_program(const std::string& program) const;
+
+  // --- Tuning (engine/tune; workspace_tune.cpp) ---
+  // Where the tuning DB lives (<dir>/tune) and the kernel cache and CPU description
+  // (<cache_dir>); empty: the DB in memory only, the default cache.
+  void set_storage(const std::string& data_dir, const std::string& cache_dir);
+  // The targets this workspace can tune for, each with whether it is available and why not.
+  std::vector<tune::TargetStatus> targets() const;
+  // Tunes a program's verified families for concrete dims (searching first, with default
+  // limits, when it has no search result at its current version). A question the tuning DB has
+  // answered before is answered from it without compiling or running anything (from_db).
+  // Throws NotFound, InvalidArgument (bindings, target), Failed, Cancelled.
+  tune::TuneResult tune(const std::string& program, const tune::TuneRequest& request, const CancelToken* cancel = nullptr,
+                        const std::function<void(const tune::TuneProgress&)>& progress = {});
+  // The tuning results of the program's current version asked in this workspace, latest last.
+  std::vector<tune::TuneResult> tune_results(const std::string& program) const;
+  // A kernel's source: family `candidate` (0: the best of the latest tune) at `bindings` (empty:
+  // the latest tune's), with the tuned sizes when that family was timed, else the cost model's.
+  tune::KernelSource kernel_source(const std::string& program, int candidate, const std::map<std::string, int64_t>& bindings,
+                                   const std::string& target);
+
  private:
   struct Impl;
+  struct TuneState;
+  static std::shared_ptr<TuneState> make_tune_state();
+  tune::TargetDescription cpu_target() const;
+  std::shared_ptr<TuneState> tune_state_;
   void sync_egraph() const;  // brings the resident e-graph up to date with the open programs
   mutable std::mutex mutex_;
   mutable std::mutex egraph_sync_;  // held while syncing, taken before mutex_

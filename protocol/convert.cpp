@@ -112,19 +112,25 @@ json run_result_json(const RunResult& result) {
               {"outputs", std::move(outputs)}};
 }
 
-RunRequest parse_run_request(const json& raw) {
-  const json& params = params_object(raw);
-  RunRequest request;
-  request.program = require_string(params, "program");
+std::map<std::string, int64_t> parse_bindings(const json& params) {
+  std::map<std::string, int64_t> out;
   if (const json* bindings = optional_object(params, "bindings")) {
     for (const auto& [name, value] : bindings->items()) {
       std::string field = "bindings." + name;
       auto v = optional_int(*bindings, name, "bindings");
       if (!v) throw invalid_params(field, "'" + field + "' must be an integer");
       if (*v < 1) throw invalid_params(field, "'" + field + "' must be a positive integer");
-      request.bindings[name] = *v;
+      out[name] = *v;
     }
   }
+  return out;
+}
+
+RunRequest parse_run_request(const json& raw) {
+  const json& params = params_object(raw);
+  RunRequest request;
+  request.program = require_string(params, "program");
+  request.bindings = parse_bindings(params);
   request.seed = static_cast<uint64_t>(non_negative(params, "seed", 0));
   request.head = static_cast<size_t>(non_negative(params, "head", 8));
   if (const json* inputs = optional_object(params, "inputs")) {

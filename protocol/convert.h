@@ -20,6 +20,8 @@ json detail_json(const ProgramDetail& program);
 json run_result_json(const RunResult& result);
 
 // Validates program/run params; failures are InvalidParams naming the field ("bindings.n").
+// `bindings: {dim: positive integer}` of a params object ({} when absent).
+std::map<std::string, int64_t> parse_bindings(const json& params);
 RunRequest parse_run_request(const json& params);
 
 // program/equivalent's `limits` ({nodes, iterations, seconds}, each optional and positive).
@@ -35,5 +37,11 @@ json search_stats_json(const SearchStats& stats);
 json search_summary_json(const SearchResult& result);
 // One family: {id, kernels, text, summary, parameters, verified, proof, hash (16 hex digits)}.
 json candidate_json(const Candidate& candidate);
+
+// tune/run, tune/results, kernel/source (convert_tune.cpp).
+tune::TuneRequest parse_tune_request(const json& params);
+json tune_result_json(const tune::TuneResult& result);
+json kernel_source_json(const tune::KernelSource& source);
+json target_status_json(const std::vector<tune::TargetStatus>& targets);
 
 }  // namespace prism::protocol

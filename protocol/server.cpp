@@ -154,6 +154,9 @@ void Server::register_builtins() {
   methods_["program/equivalent"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { equivalent(s, m); }};
   methods_["search/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { search(s, m); }};
   methods_["search/candidates"] = Entry{[this](Session&, const json& p) { return candidates(p); }, {}, {}};
+  methods_["tune/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { tune(s, m); }};
+  methods_["tune/results"] = Entry{[this](Session&, const json& p) { return tune_results(p); }, {}, {}};
+  methods_["kernel/source"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { kernel_source(s, m); }};
   methods_["egraph/stats"] = Entry{[this](Session&, const json& p) {
                                      params_object(p);
                                      return egraph_stats_json(workspace_.egraph_stats());
@@ -200,6 +203,7 @@ json Server::status() {
            {"uptimeSeconds", uptime},
            {"clients", clients()},
            {"documents", workspace_.documents().size()},
+           {"targets", target_status_json(workspace_.targets())},
            {"socket", nullptr}};
   if (options_.status) {
     json extra = options_.status();

@@ -53,6 +53,23 @@ const std::vector<CommandSpec>& command_table() {
        CommandSpec::Arg::Program},
       {"explain", "explain NAME K", "show family K's structure and its equivalence proof", "",
        CommandSpec::Arg::Program},
+      {"tune", "tune NAME DIM=VALUE... [--target cpu] [--top K] [--threads T] [--seed S]",
+       "tune a program's families for concrete dims and show the speedup table",
+       "Instantiates every verified family (searching first if needed) for the dims, ranks the\n"
+       "instantiations with the cost model, compiles the top K (default 8) in parallel, checks each\n"
+       "against the reference interpreter and times it in a separate process, beside the eager\n"
+       "baseline (one kernel per op, OpenBLAS matmul) and the roofline. A repeated question is\n"
+       "answered from the tuning DB at once. A progress bar shows the phases; Ctrl-C cancels.",
+       CommandSpec::Arg::Program},
+      {"code", "code NAME [K] [DIM=VALUE...] [--target cpu]", "print a kernel's generated source",
+       "Without K: the best candidate of the latest `tune NAME`, at its dims. With K: family K, at\n"
+       "its tuned sizes when it was timed, else at the cost model's choice (give the dims if NAME\n"
+       "was not tuned). --json prints an object with `source`.",
+       CommandSpec::Arg::Program},
+      {"export", "export NAME FILE [K] [DIM=VALUE...]", "write a kernel's source and a C header to files",
+       "Writes FILE (the source, as `code` prints it) and FILE with the extension .h (a C header\n"
+       "declaring prism_entry with the tensors' shapes), so the kernel can be called from your code.",
+       CommandSpec::Arg::Program},
       {"daemon", "daemon status|stop", "show the daemon's status, or stop it",
        "`daemon status` prints the daemon's version, pid, uptime, clients and documents.\n"
        "`daemon stop` shuts the daemon down; the next `prism` starts a new one.",

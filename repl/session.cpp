@@ -149,6 +149,9 @@ CommandOutput Session::execute(const std::string& command, const Origin& origin)
   if (spec->name == "search") return search(args);
   if (spec->name == "candidates") return candidates(args);
   if (spec->name == "explain") return explain(args);
+  if (spec->name == "tune") return tune(args);
+  if (spec->name == "code") return code(args);
+  if (spec->name == "export") return export_kernel(args);
   if (spec->name == "help") return help(args);
   quit_ = true;  // quit
   return {json{{"quit", true}}, ""};
@@ -330,7 +333,16 @@ CommandOutput Session::daemon(const std::vector<std::string>& args) {
   }
   json s = call("daemon/status", json::object());
   std::ostringstream out;
-  for (const auto& [k, v] : s.items()) out << k << ": " << (v.is_string() ? v.get<std::string>() : v.dump()) << "\n";
+  for (const auto& [k, v] : s.items()) {
+    if (k == "targets" && v.is_array()) {
+      out << "targets:\n";
+      for (const auto& t : v)
+        out << "  " << t.value("name", "") << ": " << (t.value("available", false) ? "available" : "not available") << " ("
+            << t.value("detail", "") << ")\n";
+      continue;
+    }
+    out << k << ": " << (v.is_string() ? v.get<std::string>() : v.dump()) << "\n";
+  }
   return {s, out.str()};
 }
 

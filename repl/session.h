@@ -77,6 +77,9 @@ class Session {
   CommandOutput search(const std::vector<std::string>& args);
   CommandOutput candidates(const std::vector<std::string>& args);
   CommandOutput explain(const std::vector<std::string>& args);
+  CommandOutput tune(const std::vector<std::string>& args);     // session_tune.cpp
+  CommandOutput code(const std::vector<std::string>& args);
+  CommandOutput export_kernel(const std::vector<std::string>& args);
   CommandOutput egraph();
   CommandOutput help(const std::vector<std::string>& args);
   // Turns a DocumentState into output; throws CommandError when it carries errors.

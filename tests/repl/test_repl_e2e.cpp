@@ -23,7 +23,9 @@ class ReplFixture {
     if (std::filesystem::exists(socket())) prism::test::run_process({bin("prism"), "--socket", socket(), "--no-start", "-c", "daemon stop"}, "", env());
   }
   std::string socket() const { return dir_ / "run/prismd.sock"; }
-  std::map<std::string, std::string> env() const { return {{"XDG_STATE_HOME", dir_ / "state"}, {"PRISM_SOCKET", ""}}; }
+  std::map<std::string, std::string> env() const {
+    return {{"XDG_STATE_HOME", dir_ / "state"}, {"PRISM_SOCKET", ""}, {"PRISM_CACHE_DIR", dir_ / "cache"}};
+  }
 
   ProcessResult prism(std::vector<std::string> args, const std::string& input = "") const {
     std::vector<std::string> argv = {bin("prism"), "--socket", socket()};
@@ -216,4 +218,37 @@ TEST_CASE("the REPL warns when the running daemon's binary was rebuilt", "[repl]
   auto second = f.prism({"--no-start", "-c", "programs"});
   CHECK(second.exit_code == 0);
   CHECK(second.err.find("has since been rebuilt") != std::string::npos);
+}
+
+TEST_CASE("tune prints the speedup table; code and export give the best kernel", "[repl][e2e][tune]") {
+  ReplFixture f;
+  auto r = f.prism({"--json", "-c", "open " + example("rms_linear") + "; tune rms_linear n=4 d=64 --top 2; code rms_linear; export rms_linear " +
+                                        (f.dir() / "k.cpp")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto lines = json_lines(r.out);
+  REQUIRE(lines.size() == 4);
+  const auto& tune = lines[1];
+  for (const char* key : {"baseline_ms", "best_ms", "speedup", "roofline_fraction", "candidate", "target"}) CHECK(tune.contains(key));
+  CHECK(tune["target"] == "cpu");
+  CHECK(tune["best_ms"].get<double>() > 0);
+  CHECK(tune["candidate"].is_number_integer());
+  CHECK(lines[2]["candidate"] == tune["candidate"]);
+  CHECK_THAT(lines[2]["source"].get<std::string>(), Catch::Contains("prism_entry"));
+  CHECK(lines[3]["header_file"] == f.dir() / "k.h");
+  // The exported files compile on their own.
+  auto cc = prism::test::run_process({"c++", "-std=c++17", "-O1", "-fopenmp", "-fPIC", "-shared", f.dir() / "k.cpp", "-o", f.dir() / "k.so", "-lopenblas"});
+  INFO(cc.err);
+  CHECK(cc.exit_code == 0);
+
+  // The human table: one summary row, the timed rows, a second tune answered from the DB.
+  auto text = f.prism({"-c", "tune rms_linear n=4 d=64 --top 2"});
+  INFO(text.err);
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("from the tuning DB") != std::string::npos);
+  CHECK(text.out.find("SPEEDUP") != std::string::npos);
+  CHECK(text.out.find("ROOFLINE") != std::string::npos);
+  auto bad = f.prism({"-c", "tune rms_linear"});
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.err.find("tune needs the dims") != std::string::npos);
 }

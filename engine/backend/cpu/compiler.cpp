@@ -145,7 +145,8 @@ std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& s
 }
 
 LoadedLibrary::LoadedLibrary(const std::string& path) : path_(path) {
-  handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Never unmapped: a library that used OpenMP leaves idle pool threads whose code must stay.
+  handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!handle_) {
     const char* why = ::dlerror();
     throw Error(Error::Kind::Failed, "cannot load " + path + ": " + (why ? why : "unknown error"));

@@ -35,7 +35,8 @@ CompiledLibrary compile_library(const std::string& source, const CompileOptions&
 std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& sources, const CompileOptions& options,
                                                int parallel, std::vector<std::string>* errors);
 
-// A loaded shared object (dlopen RTLD_NOW | RTLD_LOCAL), closed when the object dies.
+// A loaded shared object (dlopen RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE: a kernel built with
+// OpenMP leaves pool threads behind, so its code is never unmapped).
 class LoadedLibrary {
  public:
   explicit LoadedLibrary(const std::string& path);  // throws Error{Failed} with dlerror()

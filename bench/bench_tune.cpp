@@ -1,0 +1,96 @@
+// The speedup table of issue 5: every workload of design.md §8 at its shapes, f32 on this CPU:
+// the eager baseline (one kernel per op, OpenBLAS matmul), prism's best tuned candidate, the
+// speedup, the fraction of the roofline reached, and the search and tune times.
+// Run by scripts/bench_tune.sh, never by the tests. Arguments: workload names to restrict to,
+// --top K (default 8).
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/workspace.h"
+
+using namespace prism;
+
+namespace {
+
+struct Shape {
+  const char* workload;
+  std::map<std::string, int64_t> bindings;
+};
+
+std::string read(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw std::runtime_error("cannot read " + path);
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
+std::vector<Shape> shapes() {
+  std::vector<Shape> out;
+  for (const char* w : {"rms_linear", "rmsnorm_mlp", "gated_mlp"})
+    for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{8, 1024}, {8, 2048}, {8, 4096}, {16, 1024}, {16, 4096}})
+      out.push_back({w, {{"n", n}, {"d", d}}});
+  // (batch, heads, q, s, e) with B = batch * heads.
+  for (const char* w : {"attention", "qk_norm_attention"})
+    for (auto [b, q] : std::vector<std::pair<int64_t, int64_t>>{{16, 1}, {16, 128}, {64, 1}, {32, 1}})
+      out.push_back({w, {{"B", b}, {"q", q}, {"s", 1024}, {"e", 128}}});
+  out.push_back({"lora", {{"n", 16}, {"d", 256}, {"o", 4096}, {"r", 16}}});
+  out.push_back({"gqa", {{"h", 2}, {"g", 256}, {"e", 64}, {"s", 4096}}});
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::set<std::string> only;
+  int top = 8;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--top") && i + 1 < argc) top = std::atoi(argv[++i]);
+    else only.insert(argv[i]);
+  }
+  Workspace ws;
+  ws.set_storage("", "");  // no tuning DB: every row is measured now
+  std::set<std::string> opened;
+  std::printf("| workload | shape | eager ms | best ms | speedup | roofline ms | %% roofline | bound | candidate | sizes | search s | tune s | rank corr |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::string machine;
+  for (const Shape& s : shapes()) {
+    if (!only.empty() && !only.count(s.workload)) continue;
+    double search_s = 0;
+    if (opened.insert(s.workload).second) {
+      std::string path = std::string(PRISM_SOURCE_DIR) + "/examples/" + s.workload + ".prism";
+      ws.open("file://" + path, read(path), 1);
+      auto t0 = std::chrono::steady_clock::now();
+      ws.search(s.workload, SearchLimits{});
+      search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    tune::TuneRequest request;
+    request.bindings = s.bindings;
+    request.top = top;
+    try {
+      tune::TuneResult r = ws.tune(s.workload, request);
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%s; streaming read %.1f GB/s, f32 peak %.0f GFLOP/s; %d threads", r.target_model.c_str(),
+                    r.bandwidth_gbs, r.peak_gflops, r.threads);
+      machine = buf;
+      std::string cand = r.best >= 0 ? std::to_string(r.rows[size_t(r.best)].candidate) : "-";
+      std::string sizes = r.best >= 0 ? tune::sizes_text(r.rows[size_t(r.best)].sizes) : "-";
+      std::printf("| %s | %s | %.3f | %.3f | %.2fx | %.3f | %.0f%% | %s | %s | %s | %.2f | %.1f | %.2f |\n", s.workload,
+                  tune::sizes_text(s.bindings).c_str(), r.baseline_ms, r.best_ms, r.speedup, r.roofline_ms,
+                  100 * r.roofline_fraction, r.roofline_bound.c_str(), cand.c_str(), sizes.c_str(), search_s, r.stats.total_s,
+                  r.rank_correlation);
+      for (const auto& row : r.rows)
+        if (!row.ok) std::fprintf(stderr, "  %s candidate %d %s: %s\n", s.workload, row.candidate, tune::sizes_text(row.sizes).c_str(), row.error.c_str());
+    } catch (const std::exception& e) {
+      std::printf("| %s | %s | failed: %s |\n", s.workload, tune::sizes_text(s.bindings).c_str(), e.what());
+    }
+    std::fflush(stdout);
+  }
+  std::printf("\nmachine: %s\n", machine.c_str());
+}

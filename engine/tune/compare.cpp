@@ -1,0 +1,56 @@
+#include "engine/tune/compare.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace prism::tune {
+
+namespace {
+
+std::string index_text(const std::vector<int64_t>& shape, int64_t flat) {
+  std::vector<int64_t> index(shape.size());
+  for (size_t i = shape.size(); i-- > 0;) {
+    index[i] = shape[i] ? flat % shape[i] : 0;
+    flat = shape[i] ? flat / shape[i] : 0;
+  }
+  std::string s = "(";
+  for (size_t i = 0; i < index.size(); ++i) s += (i ? ", " : "") + std::to_string(index[i]);
+  return s + ")";
+}
+
+}  // namespace
+
+Comparison compare_outputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double rtol, double atol) {
+  Comparison c;
+  if (got.size() != want.size()) {
+    c.failure = "the kernel produced " + std::to_string(got.size()) + " outputs, the program " + std::to_string(want.size());
+    return c;
+  }
+  for (size_t o = 0; o < got.size(); ++o) {
+    const Tensor &g = got[o], &w = want[o];
+    if (g.data.size() != w.data.size()) {
+      c.failure = "output " + std::to_string(o) + " has " + std::to_string(g.data.size()) + " elements, expected " +
+                  std::to_string(w.data.size());
+      return c;
+    }
+    double scale = 0;
+    for (float v : w.data) scale = std::max(scale, double(std::fabs(v)));
+    for (size_t i = 0; i < g.data.size(); ++i) {
+      double err = std::fabs(double(g.data[i]) - double(w.data[i]));
+      double tolerance = rtol * std::fabs(double(w.data[i])) + atol * scale;
+      if (!(err <= tolerance)) {  // NaN fails too
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "output %zu differs at %s: %g vs %g (tolerance %.3g)", o,
+                      index_text(w.shape, int64_t(i)).c_str(), double(g.data[i]), double(w.data[i]), tolerance);
+        c.failure = buf;
+        c.max_error = std::isnan(err) ? INFINITY : err;
+        return c;
+      }
+      c.max_error = std::max(c.max_error, err);
+    }
+  }
+  return c;
+}
+
+}  // namespace prism::tune

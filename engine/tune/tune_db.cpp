@@ -1,0 +1,192 @@
+#include "engine/tune/tune_db.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/ir/print.h"
+#include "engine/util/hash.h"
+
+namespace prism::tune {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kHeader = "prism-tune 1";
+
+// Free text on one line: tabs and newlines become spaces (they separate fields and records).
+std::string clean(std::string s) {
+  for (char& c : s)
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  return s;
+}
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string sizes_field(const std::map<std::string, int64_t>& sizes) {
+  std::string s;
+  for (const auto& [k, v] : sizes) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  return s;
+}
+
+std::map<std::string, int64_t> parse_sizes(const std::string& text) {
+  std::map<std::string, int64_t> sizes;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos) throw std::runtime_error("bad sizes");
+    sizes[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+  }
+  return sizes;
+}
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> fields;
+  size_t start = 0;
+  for (;;) {
+    size_t tab = line.find('\t', start);
+    fields.push_back(line.substr(start, tab - start));
+    if (tab == std::string::npos) return fields;
+    start = tab + 1;
+  }
+}
+
+}  // namespace
+
+std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const TargetDescription& target) {
+  std::string text = print_program(lowered) + "\x1f" + sizes_field(bindings) + "\x1f" + target.name + "\x1f" + target.model +
+                     "\x1f" + PRISM_VERSION;
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(fnv1a64(text)),
+                static_cast<unsigned long long>(fnv1a64("tune:" + text)));
+  return buf;
+}
+
+std::string format_tune_result(const TuneResult& r) {
+  std::ostringstream out;
+  out << kHeader << "\n";
+  out << "program\t" << clean(r.program) << "\n";
+  out << "version\t" << r.version << "\n";
+  out << "target\t" << clean(r.target) << "\t" << clean(r.target_model) << "\n";
+  out << "bindings\t" << sizes_field(r.bindings) << "\n";
+  out << "top\t" << r.top << "\t" << r.threads << "\n";
+  out << "machine\t" << number(r.bandwidth_gbs) << "\t" << number(r.peak_gflops) << "\n";
+  out << "baseline\t" << number(r.baseline_ms) << "\t" << clean(r.baseline_error) << "\n";
+  out << "roofline\t" << number(r.roofline_ms) << "\t" << clean(r.roofline_bound) << "\n";
+  out << "best\t" << r.best << "\t" << number(r.best_ms) << "\t" << number(r.speedup) << "\t" << number(r.roofline_fraction) << "\n";
+  out << "correlation\t" << number(r.rank_correlation) << "\n";
+  out << "stats\t" << r.stats.instantiations << "\t" << r.stats.compiled << "\t" << r.stats.cached << "\t"
+      << number(r.stats.compile_s) << "\t" << number(r.stats.run_s) << "\t" << number(r.stats.total_s) << "\n";
+  for (const auto& row : r.rows)
+    out << "row\t" << row.candidate << "\t" << sizes_field(row.sizes) << "\t" << row.cost_rank << "\t" << number(row.predicted_ms)
+        << "\t" << number(row.measured_ms) << "\t" << number(row.max_error) << "\t" << (row.ok ? 1 : 0) << "\t"
+        << clean(row.summary) << "\t" << clean(row.error) << "\n";
+  out << "end\n";
+  return out.str();
+}
+
+std::optional<TuneResult> parse_tune_result(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line) || line != kHeader) return std::nullopt;
+  TuneResult r;
+  bool ended = false;
+  try {
+    while (std::getline(in, line)) {
+      auto f = split_tabs(line);
+      const std::string& tag = f[0];
+      auto need = [&](size_t n) {
+        if (f.size() < n) throw std::runtime_error("short record");
+      };
+      if (tag == "end") {
+        ended = true;
+        break;
+      } else if (tag == "program") {
+        need(2), r.program = f[1];
+      } else if (tag == "version") {
+        need(2), r.version = std::stoll(f[1]);
+      } else if (tag == "target") {
+        need(3), r.target = f[1], r.target_model = f[2];
+      } else if (tag == "bindings") {
+        need(2), r.bindings = parse_sizes(f[1]);
+      } else if (tag == "top") {
+        need(3), r.top = std::stoi(f[1]), r.threads = std::stoi(f[2]);
+      } else if (tag == "machine") {
+        need(3), r.bandwidth_gbs = std::stod(f[1]), r.peak_gflops = std::stod(f[2]);
+      } else if (tag == "baseline") {
+        need(3), r.baseline_ms = std::stod(f[1]), r.baseline_error = f[2];
+      } else if (tag == "roofline") {
+        need(3), r.roofline_ms = std::stod(f[1]), r.roofline_bound = f[2];
+      } else if (tag == "best") {
+        need(5), r.best = std::stoi(f[1]), r.best_ms = std::stod(f[2]), r.speedup = std::stod(f[3]), r.roofline_fraction = std::stod(f[4]);
+      } else if (tag == "correlation") {
+        need(2), r.rank_correlation = std::stod(f[1]);
+      } else if (tag == "stats") {
+        need(7);
+        r.stats.instantiations = std::stoull(f[1]), r.stats.compiled = std::stoull(f[2]), r.stats.cached = std::stoull(f[3]);
+        r.stats.compile_s = std::stod(f[4]), r.stats.run_s = std::stod(f[5]), r.stats.total_s = std::stod(f[6]);
+      } else if (tag == "row") {
+        need(11);
+        TuneRow row;
+        row.candidate = std::stoi(f[1]);
+        row.sizes = parse_sizes(f[2]);
+        row.cost_rank = std::stoi(f[3]);
+        row.predicted_ms = std::stod(f[4]);
+        row.measured_ms = std::stod(f[5]);
+        row.max_error = std::stod(f[6]);
+        row.ok = f[7] == "1";
+        row.summary = f[8];
+        row.error = f[9];
+        r.rows.push_back(std::move(row));
+      }
+    }
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (!ended || r.best >= int(r.rows.size())) return std::nullopt;
+  return r;
+}
+
+TuneDb::TuneDb(std::string dir) : dir_(std::move(dir)) {}
+
+void TuneDb::set_dir(std::string dir) {
+  std::lock_guard lock(mutex_);
+  dir_ = std::move(dir);
+}
+
+std::optional<TuneResult> TuneDb::get(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  if (auto it = memory_.find(key); it != memory_.end()) return it->second;
+  if (dir_.empty()) return std::nullopt;
+  std::ifstream in(fs::path(dir_) / (key + ".tune"));
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_tune_result(text.str());
+}
+
+void TuneDb::put(const std::string& key, const TuneResult& result) {
+  std::lock_guard lock(mutex_);
+  memory_[key] = result;
+  if (dir_.empty()) return;
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  fs::path file = fs::path(dir_) / (key + ".tune");
+  fs::path tmp = fs::path(dir_) / (key + ".tmp." + std::to_string(::getpid()));
+  {
+    std::ofstream out(tmp);
+    out << format_tune_result(result);
+    if (!out) return;
+  }
+  fs::rename(tmp, file, ec);
+}
+
+}  // namespace prism::tune

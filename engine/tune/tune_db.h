@@ -1,0 +1,39 @@
+// The tuning DB (design.md §5): tuning results on disk, keyed by (program, bindings, target,
+// prism version), so the same question is never tuned twice, across daemon restarts too.
+// One small text file per key in the DB directory, written to a temporary name and renamed.
+#pragma once
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "engine/ir/program.h"
+#include "engine/tune/tuner.h"
+
+namespace prism::tune {
+
+// The key: a hash of the printed program, the bindings, the target's name and model, and
+// PRISM_VERSION (a newer prism may generate better kernels).
+std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const TargetDescription& target);
+
+// The text form of a result and back; parse_tune_result returns nothing for text it cannot read
+// (an older format, a truncated file), which the DB treats as a miss.
+std::string format_tune_result(const TuneResult& result);
+std::optional<TuneResult> parse_tune_result(const std::string& text);
+
+class TuneDb {
+ public:
+  explicit TuneDb(std::string dir = "");  // empty: kept in memory only
+  void set_dir(std::string dir);
+  const std::string& dir() const { return dir_; }
+  std::optional<TuneResult> get(const std::string& key) const;
+  // Throws nothing: a DB that cannot be written keeps the result in memory.
+  void put(const std::string& key, const TuneResult& result);
+
+ private:
+  mutable std::mutex mutex_;
+  std::string dir_;
+  std::map<std::string, TuneResult> memory_;
+};
+
+}  // namespace prism::tune

@@ -1,0 +1,323 @@
+#include "engine/tune/tuner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <numeric>
+#include <thread>
+
+#include "engine/backend/cpu/codegen.h"
+#include "engine/backend/cpu/compiler.h"
+#include "engine/backend/cpu/eager.h"
+#include "engine/backend/cpu/runner.h"
+#include "engine/error.h"
+#include "engine/interp/interpreter.h"
+#include "engine/sgraph/instantiate.h"
+#include "engine/sgraph/parse.h"
+#include "engine/tune/compare.h"
+#include "engine/tune/cost_model.h"
+#include "engine/tune/roofline.h"
+#include "engine/tune/storage.h"
+
+namespace prism::tune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// One instantiation of one family, with its cost.
+struct Option {
+  size_t family = 0;
+  sgraph::Instance instance;
+  DimBindings sizes;
+  double predicted_s = 0;
+};
+
+// The family's sizes only (the instance's bindings also hold the tensor dims).
+DimBindings family_sizes(const sgraph::SGraph& graph, const DimBindings& all) {
+  DimBindings sizes;
+  for (const auto& p : graph.parameters()) sizes[p] = all.at(p);
+  return sizes;
+}
+
+void check_bindings(const Program& lowered, const DimBindings& bindings) {
+  for (const auto& dim : lowered.dims) {
+    auto it = bindings.find(dim);
+    if (it == bindings.end()) throw Error(Error::Kind::InvalidArgument, "missing binding for dim '" + dim + "'");
+    if (it->second <= 0) throw Error(Error::Kind::InvalidArgument, "dim '" + dim + "' must be positive");
+  }
+  for (const auto& [name, value] : bindings)
+    if (std::find(lowered.dims.begin(), lowered.dims.end(), name) == lowered.dims.end())
+      throw Error(Error::Kind::InvalidArgument, "'" + name + "' is not a dim of " + lowered.name);
+}
+
+std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dims, uint64_t seed,
+                                  std::map<std::string, Tensor>* by_name) {
+  std::vector<Tensor> inputs;
+  for (int id : program.inputs) {
+    const Value& v = program.value(id);
+    inputs.push_back(random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims), seed, v.name));
+    (*by_name)[v.name] = inputs.back();
+  }
+  return inputs;
+}
+
+// Spearman's rank correlation of two equally long lists (ties get their order's rank).
+double rank_correlation(const std::vector<double>& a, const std::vector<double>& b) {
+  size_t n = a.size();
+  if (n < 3) return 0;
+  auto ranks = [n](const std::vector<double>& v) {
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return v[x] < v[y]; });
+    std::vector<double> r(n);
+    for (size_t i = 0; i < n; ++i) r[order[i]] = double(i);
+    return r;
+  };
+  std::vector<double> ra = ranks(a), rb = ranks(b);
+  double d2 = 0;
+  for (size_t i = 0; i < n; ++i) d2 += (ra[i] - rb[i]) * (ra[i] - rb[i]);
+  return 1 - 6 * d2 / (double(n) * (double(n) * double(n) - 1));
+}
+
+// Every valid instantiation of every family, cheapest first by the cost model.
+std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims,
+                                 const TargetDescription& target, const CancelToken* cancel) {
+  std::vector<Option> options;
+  for (size_t f = 0; f < graphs.size(); ++f) {
+    if (cancel) cancel->check();
+    for (const DimBindings& sizes : sgraph::enumerate(graphs[f], dims, target.sgraph_target())) {
+      Option o;
+      o.family = f;
+      o.sizes = sizes;
+      o.instance = sgraph::instantiate(graphs[f], dims, sizes, target.sgraph_target());
+      o.predicted_s = estimate_cost(o.instance, target).seconds;
+      options.push_back(std::move(o));
+    }
+  }
+  std::stable_sort(options.begin(), options.end(), [](const Option& a, const Option& b) { return a.predicted_s < b.predicted_s; });
+  return options;
+}
+
+// The top K by cost, at most half of them (rounded up) from one family, so one family's many
+// tile sizes cannot crowd out the others.
+std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
+  std::vector<size_t> chosen;
+  std::map<size_t, int> per_family;
+  int cap = std::max(1, (top + 1) / 2);
+  for (size_t i = 0; i < ranked.size() && int(chosen.size()) < top; ++i)
+    if (per_family[ranked[i].family]++ < cap) chosen.push_back(i);
+  return chosen;
+}
+
+// Fault injection, to test that a bad kernel costs only its own candidate (docs/tuning.md):
+// PRISM_FAULT_INJECT="crash@1,hang@2" replaces the source of the 1st / 2nd chosen instantiation
+// by a kernel that crashes / never returns. Empty when unset.
+std::map<size_t, std::string> planted_faults() {
+  std::map<size_t, std::string> faults;
+  const char* spec = std::getenv("PRISM_FAULT_INJECT");
+  if (!spec) return faults;
+  std::string text = spec;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? text.size() : comma + 1;
+    auto at = item.find('@');
+    if (at == std::string::npos) continue;
+    std::string kind = item.substr(0, at);
+    size_t index = std::strtoul(item.c_str() + at + 1, nullptr, 10);
+    const char* body = kind == "crash" ? "  volatile int* p = nullptr;\n  *p = 1;\n"
+                       : kind == "hang" ? "  for (volatile int spin = 0;; spin = spin + 1) {}\n"
+                                        : nullptr;
+    if (!body || index == 0) continue;
+    faults[index - 1] = std::string("// planted by PRISM_FAULT_INJECT\nextern \"C\" const char* prism_error() { return \"\"; }\n"
+                                    "extern \"C\" int prism_entry(const float* const*, float* const*, int) {\n") +
+                        body + "  return 0;\n}\n";
+  }
+  return faults;
+}
+
+// PRISM_KERNEL_TIMEOUT (seconds) overrides a run's time limit.
+double kernel_timeout_s(double fallback) {
+  const char* v = std::getenv("PRISM_KERNEL_TIMEOUT");
+  double t = v ? std::atof(v) : 0;
+  return t > 0 ? t : fallback;
+}
+
+}  // namespace
+
+std::string sizes_text(const std::map<std::string, int64_t>& sizes) {
+  std::string s;
+  for (const auto& [name, value] : sizes) s += (s.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  return s.empty() ? "-" : s;
+}
+
+TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& families, const TuneRequest& request,
+                         const TuneEnvironment& env, const CancelToken* cancel,
+                         const std::function<void(const TuneProgress&)>& progress) {
+  const auto start = Clock::now();
+  auto report = [&](const std::string& phase, int done, int total) {
+    if (progress) progress({phase, done, total, seconds_since(start)});
+  };
+  if (request.target != "cpu") throw Error(Error::Kind::InvalidArgument, "unknown target '" + request.target + "'");
+  const DimBindings dims(request.bindings.begin(), request.bindings.end());
+  check_bindings(lowered, dims);
+  const TargetDescription& target = env.target;
+
+  TuneResult result;
+  result.program = lowered.name;
+  result.target = request.target;
+  result.target_model = target.model;
+  result.bindings = request.bindings;
+  result.top = request.top;
+  result.threads = request.threads > 0 ? request.threads : target.cores;
+  result.bandwidth_gbs = target.bandwidth_gbs;
+  result.peak_gflops = target.peak_gflops;
+
+  // The reference: the program with f32 storage, on seeded random inputs.
+  report("reference", 0, 1);
+  const Program program = with_storage(lowered, DType::F32);
+  std::map<std::string, Tensor> named;
+  std::vector<Tensor> inputs = random_inputs(program, dims, request.seed, &named);
+  std::vector<Tensor> reference = interpret(program, dims, named, cancel);
+  Roofline roof = program_roofline(program, dims, target, DType::F32);
+  result.roofline_ms = roof.seconds * 1e3;
+  result.roofline_bound = roof.bound;
+
+  report("ranking", 0, int(families.size()));
+  std::vector<sgraph::SGraph> graphs;
+  for (const auto& family : families) graphs.push_back(with_storage(sgraph::parse(family.text), DType::F32));
+  std::vector<Option> ranked = rank_options(graphs, dims, target, cancel);
+  result.stats.instantiations = ranked.size();
+  std::vector<size_t> chosen = choose(ranked, request.top);
+
+  // Sources: the eager baseline first, then the chosen instantiations.
+  backend::cpu::CodegenOptions codegen;
+  codegen.simd_bytes = target.simd_bytes;
+  std::vector<std::string> sources{backend::cpu::generate_eager_source(program, dims)};
+  std::vector<std::string> source_errors(chosen.size() + 1);
+  const std::map<size_t, std::string> faults = planted_faults();
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    if (auto fault = faults.find(i); fault != faults.end()) {
+      sources.push_back(fault->second);
+      continue;
+    }
+    try {
+      sources.push_back(backend::cpu::generate_cpu_source(ranked[chosen[i]].instance, codegen));
+    } catch (const std::exception& e) {
+      sources.push_back("");
+      source_errors[i + 1] = std::string("cannot generate code: ") + e.what();
+    }
+  }
+  report("compiling", 0, int(sources.size()));
+  backend::cpu::CompileOptions compile;
+  compile.cache_dir = env.kernel_cache_dir;
+  compile.libs = backend::cpu::kEagerLibs;
+  std::vector<std::string> compile_errors;
+  auto compile_start = Clock::now();
+  std::vector<backend::cpu::CompiledLibrary> libraries =
+      backend::cpu::compile_libraries(sources, compile, std::max(1, target.cores), &compile_errors);
+  result.stats.compile_s = seconds_since(compile_start);
+  for (size_t i = 0; i < libraries.size(); ++i) {
+    if (!source_errors[i].empty()) compile_errors[i] = source_errors[i];
+    if (libraries[i].path.empty()) continue;
+    ++(libraries[i].cached ? result.stats.cached : result.stats.compiled);
+  }
+  if (cancel) cancel->check();
+
+  // Timing: every library in one worker, baseline first, all on the same inputs.
+  auto run_start = Clock::now();
+  backend::cpu::KernelRunner runner = env.runner_path.empty() ? backend::cpu::KernelRunner() : backend::cpu::KernelRunner(env.runner_path);
+  runner.set_inputs(inputs);
+  backend::cpu::RunRequest run;
+  for (const auto& t : reference) run.output_shapes.push_back(t.shape);
+  run.threads = result.threads;
+  run.timeout_s = kernel_timeout_s(run.timeout_s);
+  auto time_library = [&](size_t i, TuneRow& row) {
+    if (libraries[i].path.empty()) {
+      row.error = compile_errors[i];
+      return;
+    }
+    run.library = libraries[i].path;
+    backend::cpu::RunOutcome outcome = runner.run(run, cancel);
+    if (!outcome.ok) {
+      row.error = outcome.error;
+      return;
+    }
+    Comparison check = compare_outputs(outcome.outputs, reference);
+    row.max_error = check.max_error;
+    if (check.failure) {
+      row.error = "wrong result: " + *check.failure;
+      return;
+    }
+    row.ok = true;
+    row.measured_ms = outcome.median_ms;
+  };
+  report("timing", 0, int(chosen.size()) + 1);
+  TuneRow baseline;
+  time_library(0, baseline);
+  if (baseline.ok) result.baseline_ms = baseline.measured_ms;
+  else result.baseline_error = baseline.error;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    report("timing", int(i) + 1, int(chosen.size()) + 1);
+    const Option& o = ranked[chosen[i]];
+    TuneRow row;
+    row.candidate = families[o.family].id;
+    row.summary = families[o.family].summary;
+    row.sizes = std::map<std::string, int64_t>(o.sizes.begin(), o.sizes.end());
+    row.cost_rank = int(chosen[i]) + 1;
+    row.predicted_ms = o.predicted_s * 1e3;
+    time_library(i + 1, row);
+    result.rows.push_back(std::move(row));
+  }
+  result.stats.run_s = seconds_since(run_start);
+
+  std::stable_sort(result.rows.begin(), result.rows.end(), [](const TuneRow& a, const TuneRow& b) {
+    if (a.ok != b.ok) return a.ok;
+    return a.ok ? a.measured_ms < b.measured_ms : a.cost_rank < b.cost_rank;
+  });
+  std::vector<double> predicted, measured;
+  for (const auto& row : result.rows)
+    if (row.ok) {
+      predicted.push_back(row.predicted_ms);
+      measured.push_back(row.measured_ms);
+    }
+  result.rank_correlation = rank_correlation(predicted, measured);
+  if (!result.rows.empty() && result.rows[0].ok) {
+    result.best = 0;
+    result.best_ms = result.rows[0].measured_ms;
+    if (result.baseline_ms > 0) result.speedup = result.baseline_ms / result.best_ms;
+    result.roofline_fraction = result.roofline_ms / result.best_ms;
+  }
+  result.stats.total_s = seconds_since(start);
+  report("done", int(chosen.size()) + 1, int(chosen.size()) + 1);
+  return result;
+}
+
+KernelChoice kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
+                        const TargetDescription& target, const std::map<std::string, int64_t>* sizes) {
+  const DimBindings dims(bindings.begin(), bindings.end());
+  check_bindings(lowered, dims);
+  sgraph::SGraph graph = with_storage(sgraph::parse(family.text), DType::F32);
+  KernelChoice choice;
+  sgraph::Instance instance;
+  if (sizes) {
+    instance = sgraph::instantiate(graph, dims, DimBindings(sizes->begin(), sizes->end()), target.sgraph_target());
+  } else {
+    std::vector<Option> ranked = rank_options({graph}, dims, target, nullptr);
+    if (ranked.empty())
+      throw Error(Error::Kind::InvalidArgument, "candidate " + std::to_string(family.id) + " has no valid instantiation at these dims");
+    instance = std::move(ranked[0].instance);
+  }
+  choice.sizes = family_sizes(graph, instance.bindings);
+  backend::cpu::CodegenOptions codegen;
+  codegen.simd_bytes = target.simd_bytes;
+  choice.source = backend::cpu::generate_cpu_source(instance, codegen);
+  return choice;
+}
+
+}  // namespace prism::tune

@@ -1,0 +1,118 @@
+// The tuner (design.md §5): for concrete dims and a target, every verified family's
+// instantiations are ranked by the cost model; the top K are generated, compiled in parallel,
+// checked against the reference interpreter and timed in the kernel runner (a separate process),
+// beside the eager baseline and the roofline. Nothing that fails its numeric check can be best.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/cancel.h"
+#include "engine/ir/program.h"
+#include "engine/search/search.h"
+#include "engine/tune/target.h"
+
+namespace prism::tune {
+
+struct TuneRequest {
+  std::string target = "cpu";
+  std::map<std::string, int64_t> bindings;  // every dim of the program
+  int top = 8;           // instantiations compiled and timed (by cost rank, at most half from one family)
+  int threads = 0;       // kernel threads; 0: the target's cores
+  uint64_t seed = 0;     // random inputs (engine/interp/tensor.h)
+};
+
+struct TuneRow {
+  int candidate = 0;                     // the family's Candidate::id
+  std::string summary;                   // the family's one-line summary
+  std::map<std::string, int64_t> sizes;  // its grid sizes and loop ranges
+  int cost_rank = 0;                     // 1-based rank by the cost model among all instantiations
+  double predicted_ms = 0;               // the cost model's estimate
+  double measured_ms = 0;                // median of the timed runs (ok rows)
+  double max_error = 0;                  // largest |kernel - reference| (ok rows)
+  bool ok = false;
+  std::string error;                     // compile error, crash, time-out, wrong result
+};
+
+struct TuneStats {
+  uint64_t instantiations = 0;  // valid instantiations over all families
+  uint64_t compiled = 0;        // objects actually compiled (not found in the kernel cache)
+  uint64_t cached = 0;          // objects found in the kernel cache
+  double compile_s = 0, run_s = 0, total_s = 0;
+};
+
+struct TuneResult {
+  std::string program;
+  int64_t version = 0;
+  std::string target;          // "cpu"
+  std::string target_model;    // "AMD EPYC, 2 cores, AVX-512"
+  std::map<std::string, int64_t> bindings;
+  int top = 0;
+  int threads = 0;
+  double bandwidth_gbs = 0, peak_gflops = 0;
+  double baseline_ms = 0;      // the eager baseline (one kernel per op, OpenBLAS matmul)
+  std::string baseline_error;  // when the baseline itself failed
+  double best_ms = 0;          // 0 when no candidate passed
+  double speedup = 0;          // baseline_ms / best_ms
+  double roofline_ms = 0;      // max(compulsory bytes / bandwidth, flops / peak)
+  double roofline_fraction = 0;  // roofline_ms / best_ms
+  std::string roofline_bound;  // "memory" | "compute"
+  int best = -1;               // index into rows
+  std::vector<TuneRow> rows;   // the timed instantiations: ok rows by time, then failures
+  double rank_correlation = 0; // Spearman, predicted vs measured, over the ok rows (0 with < 3)
+  TuneStats stats;
+  bool from_db = false;        // answered by the tuning DB, nothing compiled or run
+};
+
+struct TuneProgress {
+  std::string phase;  // "reference", "ranking", "compiling", "timing"
+  int done = 0, total = 0;
+  double elapsed_s = 0;
+};
+
+struct TuneEnvironment {
+  TargetDescription target;
+  std::string kernel_cache_dir;  // empty: the default
+  std::string runner_path;       // empty: the default (prism-runner next to the executable)
+};
+
+// `lowered`: the program (any storage dtype: the CPU retypes it to f32); `families`: its verified
+// search candidates. Throws Error{InvalidArgument} (bindings), Error{Failed} (no runner),
+// Error{Cancelled}.
+TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& families, const TuneRequest& request,
+                         const TuneEnvironment& env, const CancelToken* cancel = nullptr,
+                         const std::function<void(const TuneProgress&)>& progress = {});
+
+// One family at concrete dims: the best instantiation by the cost model, or by `sizes` when given.
+struct KernelChoice {
+  std::map<std::string, int64_t> sizes;
+  std::string source;       // C++ implementing engine/backend/cpu/abi.h
+};
+KernelChoice kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
+                        const TargetDescription& target, const std::map<std::string, int64_t>* sizes = nullptr);
+
+// What the workspace answers for kernel/source and export.
+struct KernelSource {
+  std::string program;
+  int candidate = 0;
+  std::string summary;
+  std::map<std::string, int64_t> bindings, sizes;
+  std::string target;
+  bool tuned = false;   // sizes from a timed instantiation (else from the cost model)
+  std::string source;   // C++ implementing engine/backend/cpu/abi.h
+  std::string header;   // a C header declaring it, with the shapes in a comment
+};
+
+// A target and whether it can be used here ("cuda": no CUDA device …).
+struct TargetStatus {
+  std::string name;
+  bool available = false;
+  std::string detail;  // the model when available, else why not
+};
+
+// The sizes of an instantiation as "g1=64 F1=16".
+std::string sizes_text(const std::map<std::string, int64_t>& sizes);
+
+}  // namespace prism::tune

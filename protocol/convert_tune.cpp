@@ -1,0 +1,94 @@
+// tune/run params and the JSON of tuning results, kernel sources and targets (docs/protocol.md).
+#include "protocol/convert.h"
+#include "protocol/params.h"
+
+namespace prism::protocol {
+
+namespace {
+
+json sizes_json(const std::map<std::string, int64_t>& sizes) {
+  json out = json::object();
+  for (const auto& [k, v] : sizes) out[k] = v;
+  return out;
+}
+
+json row_json(const tune::TuneRow& row) {
+  json out{{"candidate", row.candidate},  {"summary", row.summary},         {"sizes", sizes_json(row.sizes)},
+           {"costRank", row.cost_rank},   {"predictedMs", row.predicted_ms}, {"ok", row.ok}};
+  if (row.ok) {
+    out["measuredMs"] = row.measured_ms;
+    out["maxError"] = row.max_error;
+  } else {
+    out["error"] = row.error;
+  }
+  return out;
+}
+
+}  // namespace
+
+tune::TuneRequest parse_tune_request(const json& params) {
+  tune::TuneRequest request;
+  request.bindings = parse_bindings(params);
+  if (request.bindings.empty()) throw invalid_params("bindings", "missing 'bindings': every dim of the program, e.g. {\"n\": 8}");
+  request.target = optional_string(params, "target").value_or("cpu");
+  if (auto top = optional_int(params, "top")) {
+    if (*top < 1 || *top > 256) throw invalid_params("top", "'top' must be between 1 and 256");
+    request.top = static_cast<int>(*top);
+  }
+  if (auto threads = optional_int(params, "threads")) {
+    if (*threads < 1 || *threads > 1024) throw invalid_params("threads", "'threads' must be between 1 and 1024");
+    request.threads = static_cast<int>(*threads);
+  }
+  if (auto seed = optional_int(params, "seed")) {
+    if (*seed < 0) throw invalid_params("seed", "'seed' must not be negative");
+    request.seed = static_cast<uint64_t>(*seed);
+  }
+  return request;
+}
+
+json tune_result_json(const tune::TuneResult& r) {
+  json rows = json::array();
+  for (const auto& row : r.rows) rows.push_back(row_json(row));
+  json out{{"program", r.program},
+           {"version", r.version},
+           {"target", r.target},
+           {"targetModel", r.target_model},
+           {"bindings", sizes_json(r.bindings)},
+           {"top", r.top},
+           {"threads", r.threads},
+           {"bandwidthGBs", r.bandwidth_gbs},
+           {"peakGflops", r.peak_gflops},
+           {"baselineMs", r.baseline_ms},
+           {"bestMs", r.best_ms},
+           {"speedup", r.speedup},
+           {"rooflineMs", r.roofline_ms},
+           {"rooflineFraction", r.roofline_fraction},
+           {"rooflineBound", r.roofline_bound},
+           {"rankCorrelation", r.rank_correlation},
+           {"fromDb", r.from_db},
+           {"rows", std::move(rows)},
+           {"stats",
+            {{"instantiations", r.stats.instantiations},
+             {"compiled", r.stats.compiled},
+             {"cached", r.stats.cached},
+             {"compileSeconds", r.stats.compile_s},
+             {"runSeconds", r.stats.run_s},
+             {"totalSeconds", r.stats.total_s}}}};
+  if (!r.baseline_error.empty()) out["baselineError"] = r.baseline_error;
+  out["best"] = r.best >= 0 ? row_json(r.rows[size_t(r.best)]) : json(nullptr);
+  return out;
+}
+
+json kernel_source_json(const tune::KernelSource& k) {
+  return {{"program", k.program}, {"candidate", k.candidate}, {"summary", k.summary},
+          {"bindings", sizes_json(k.bindings)}, {"sizes", sizes_json(k.sizes)}, {"target", k.target},
+          {"tuned", k.tuned}, {"source", k.source}, {"header", k.header}};
+}
+
+json target_status_json(const std::vector<tune::TargetStatus>& targets) {
+  json out = json::array();
+  for (const auto& t : targets) out.push_back({{"name", t.name}, {"available", t.available}, {"detail", t.detail}});
+  return out;
+}
+
+}  // namespace prism::protocol

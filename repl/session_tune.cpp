@@ -1,0 +1,216 @@
+// The REPL's tuning commands: tune (a speedup table), code (a kernel's source) and export
+// (the source and a C header written to files).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "repl/commands.h"
+#include "repl/format.h"
+#include "repl/session.h"
+
+namespace prism::repl {
+
+namespace {
+
+std::string usage(const std::string& command, const std::string& problem) {
+  const CommandSpec* spec = find_command(command);
+  return problem + (spec ? "\nusage: " + spec->usage : "");
+}
+
+bool whole_number(const std::string& s, int64_t& out) {
+  if (s.empty()) return false;
+  size_t used = 0;
+  try {
+    out = std::stoll(s, &used, 10);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return used == s.size();
+}
+
+std::string ms(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, v < 10 ? "%.3f ms" : "%.1f ms", v);
+  return buf;
+}
+
+std::string ratio(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", v);
+  return buf;
+}
+
+std::string percent(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * v);
+  return buf;
+}
+
+std::string sizes_of(const json& sizes) {
+  std::string s;
+  for (auto it = sizes.begin(); it != sizes.end(); ++it) s += (s.empty() ? "" : " ") + it.key() + "=" + it.value().dump();
+  return s.empty() ? "-" : s;
+}
+
+// Shared by tune, code and export: DIM=VALUE bindings, --target T, and the flags each allows.
+struct Parsed {
+  json bindings = json::object();
+  std::string target = "cpu";
+  std::map<std::string, int64_t> numbers;    // --top 8 …
+  std::vector<std::string> positional;       // what is left, in order
+};
+
+Parsed parse_args(const std::string& command, const std::vector<std::string>& args, const std::vector<std::string>& number_flags) {
+  Parsed p;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.rfind("--", 0) == 0) {
+      if (i + 1 >= args.size()) throw CommandError(usage(command, a + " needs a value"));
+      const std::string& v = args[++i];
+      if (a == "--target") {
+        p.target = v;
+        continue;
+      }
+      if (std::find(number_flags.begin(), number_flags.end(), a) == number_flags.end())
+        throw CommandError(usage(command, "unexpected argument '" + a + "'"));
+      int64_t n = 0;
+      if (!whole_number(v, n) || n < 1) throw CommandError(usage(command, a + " wants a positive integer, not '" + v + "'"));
+      p.numbers[a] = n;
+    } else if (size_t eq = a.find('='); eq != std::string::npos) {
+      int64_t n = 0;
+      std::string dim = a.substr(0, eq), v = a.substr(eq + 1);
+      if (dim.empty() || !whole_number(v, n) || n <= 0)
+        throw CommandError(usage(command, "binding '" + a + "' wants DIM=POSITIVE_INTEGER"));
+      p.bindings[dim] = n;
+    } else {
+      p.positional.push_back(a);
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+CommandOutput Session::tune(const std::vector<std::string>& args) {
+  Parsed p = parse_args("tune", args, {"--top", "--threads", "--seed"});
+  if (p.positional.size() != 1) throw CommandError(usage("tune", p.positional.empty() ? "tune needs a program name" : "tune takes one program name"));
+  if (p.bindings.empty()) throw CommandError(usage("tune", "tune needs the dims: e.g. n=8 d=4096"));
+  const std::string program = p.positional[0];
+  json params = {{"program", program}, {"bindings", p.bindings}, {"target", p.target}};
+  if (p.numbers.count("--top")) params["top"] = p.numbers["--top"];
+  if (p.numbers.count("--threads")) params["threads"] = p.numbers["--threads"];
+  if (p.numbers.count("--seed")) params["seed"] = p.numbers["--seed"];
+  if (progress_sink_) params["workDoneToken"] = "prism-tune-" + std::to_string(++progress_tokens_);
+  json r;
+  try {
+    r = call("tune/run", params);
+  } catch (...) {
+    if (progress_sink_) progress_sink_(json{{"kind", "end"}});
+    throw;
+  }
+  if (progress_sink_) progress_sink_(json{{"kind", "end"}});
+
+  const json best = r.value("best", json());
+  const json rows = r.value("rows", json::array());
+  const json stats = r.value("stats", json::object());
+  std::ostringstream out;
+  out << program << " " << sizes_of(r.value("bindings", json::object())) << " on " << r.value("target", "") << " ("
+      << r.value("targetModel", "") << "; " << number(std::round(r.value("bandwidthGBs", 0.0) * 10) / 10) << " GB/s, "
+      << number(std::round(r.value("peakGflops", 0.0))) << " GFLOP/s), " << r.value("threads", 0) << " threads"
+      << (r.value("fromDb", false) ? ", from the tuning DB" : "") << "\n";
+  Table summary({"EAGER", "BEST", "SPEEDUP", "ROOFLINE", "CANDIDATE", "SIZES", "SUMMARY"});
+  if (best.is_object()) {
+    summary.add({ms(r.value("baselineMs", 0.0)), ms(r.value("bestMs", 0.0)), ratio(r.value("speedup", 0.0)),
+                 percent(r.value("rooflineFraction", 0.0)), std::to_string(best.value("candidate", 0)),
+                 sizes_of(best.value("sizes", json::object())), best.value("summary", "")});
+  } else {
+    summary.add({ms(r.value("baselineMs", 0.0)), "-", "-", "-", "-", "-", "no candidate passed its check"});
+  }
+  out << summary.render();
+  if (r.contains("baselineError")) out << "the eager baseline failed: " << r.value("baselineError", "") << "\n";
+  out << "roofline " << ms(r.value("rooflineMs", 0.0)) << " (" << r.value("rooflineBound", "") << "-bound)\n\n";
+  Table timed({"CANDIDATE", "SIZES", "COST RANK", "PREDICTED", "MEASURED", "VS EAGER", "CHECK"});
+  for (const auto& row : rows) {
+    bool ok = row.value("ok", false);
+    double measured = row.value("measuredMs", 0.0), base = r.value("baselineMs", 0.0);
+    timed.add({std::to_string(row.value("candidate", 0)), sizes_of(row.value("sizes", json::object())),
+               std::to_string(row.value("costRank", 0)), ms(row.value("predictedMs", 0.0)), ok ? ms(measured) : "-",
+               ok && base > 0 ? ratio(base / measured) : "-", ok ? "ok" : row.value("error", "failed")});
+  }
+  out << timed.render();
+  char tail[256];
+  std::snprintf(tail, sizeof tail, "%zu of %lld instantiations timed (%lld compiled, %lld cached), %.1f s; cost-model rank correlation %.2f\n",
+                rows.size(), static_cast<long long>(stats.value("instantiations", int64_t{0})),
+                static_cast<long long>(stats.value("compiled", int64_t{0})), static_cast<long long>(stats.value("cached", int64_t{0})),
+                stats.value("totalSeconds", 0.0), r.value("rankCorrelation", 0.0));
+  out << tail << "`code " << program << "` prints the best kernel; `export " << program << " FILE` writes it.\n";
+
+  json data = {{"program", program},
+               {"target", r.value("target", "")},
+               {"bindings", r.value("bindings", json::object())},
+               {"baseline_ms", r.value("baselineMs", 0.0)},
+               {"best_ms", r.value("bestMs", 0.0)},
+               {"speedup", r.value("speedup", 0.0)},
+               {"roofline_fraction", r.value("rooflineFraction", 0.0)},
+               {"roofline_ms", r.value("rooflineMs", 0.0)},
+               {"candidate", best.is_object() ? json(best.value("candidate", 0)) : json(nullptr)},
+               {"sizes", best.is_object() ? best.value("sizes", json::object()) : json(nullptr)},
+               {"summary", best.is_object() ? best.value("summary", "") : ""},
+               {"from_db", r.value("fromDb", false)},
+               {"rank_correlation", r.value("rankCorrelation", 0.0)},
+               {"rows", rows},
+               {"stats", stats}};
+  return {data, out.str()};
+}
+
+namespace {
+// kernel/source params for NAME [K] and the bindings and target given.
+json source_params(const std::string& command, const Parsed& p, size_t candidate_at) {
+  json params = {{"program", p.positional[0]}, {"bindings", p.bindings}, {"target", p.target}};
+  if (p.positional.size() > candidate_at) {
+    int64_t k = 0;
+    if (!whole_number(p.positional[candidate_at], k) || k < 1)
+      throw CommandError(usage(command, "a candidate is a number from `candidates " + p.positional[0] + "`, not '" + p.positional[candidate_at] + "'"));
+    params["candidate"] = k;
+  }
+  return params;
+}
+}  // namespace
+
+CommandOutput Session::code(const std::vector<std::string>& args) {
+  Parsed p = parse_args("code", args, {});
+  if (p.positional.empty() || p.positional.size() > 2) throw CommandError(usage("code", "code takes a program name and optionally a candidate"));
+  json r = call("kernel/source", source_params("code", p, 1));
+  std::string text = "// candidate " + std::to_string(r.value("candidate", 0)) + " at " + sizes_of(r.value("bindings", json::object())) +
+                     ", sizes " + sizes_of(r.value("sizes", json::object())) +
+                     (r.value("tuned", false) ? " (tuned)" : " (chosen by the cost model)") + "\n" + r.value("source", "");
+  if (!text.empty() && text.back() != '\n') text += "\n";
+  return {r, text};
+}
+
+CommandOutput Session::export_kernel(const std::vector<std::string>& args) {
+  Parsed p = parse_args("export", args, {});
+  if (p.positional.size() < 2 || p.positional.size() > 3)
+    throw CommandError(usage("export", "export takes a program name, a file and optionally a candidate"));
+  std::filesystem::path file = absolute_path(p.positional[1]);
+  Parsed source_args = p;
+  source_args.positional.erase(source_args.positional.begin() + 1);  // NAME [K]
+  json r = call("kernel/source", source_params("export", source_args, 1));
+  std::filesystem::path header = file;
+  header.replace_extension(".h");
+  if (header == file) header += ".h";
+  std::string source = "#include \"" + header.filename().string() + "\"\n" + r.value("source", "");
+  for (const auto& [path, text] : {std::pair{file, source}, std::pair{header, r.value("header", "")}}) {
+    std::ofstream out(path);
+    out << text;
+    if (!out) throw CommandError("cannot write " + path.string());
+  }
+  json data = {{"program", p.positional[0]}, {"candidate", r.value("candidate", 0)}, {"source_file", file.string()},
+               {"header_file", header.string()}, {"sizes", r.value("sizes", json::object())}, {"bindings", r.value("bindings", json::object())}};
+  return {data, "wrote " + file.string() + " and " + header.string() + " (candidate " + std::to_string(r.value("candidate", 0)) +
+                    ", sizes " + sizes_of(r.value("sizes", json::object())) + ")\n"};
+}
+
+}  // namespace prism::repl

@@ -1,0 +1,180 @@
+// The tuner end to end in the engine: search, rank, compile, check and time every workload, and
+// an independent check of the best kernel's source against the reference interpreter.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "engine/backend/cpu/abi.h"
+#include "engine/backend/cpu/compiler.h"
+#include "engine/interp/interpreter.h"
+#include "engine/tune/storage.h"
+#include "engine/tune/tune_db.h"
+#include "engine/workspace.h"
+#include "support/subprocess.h"
+
+using namespace prism;
+
+namespace {
+
+// One kernel cache and CPU description for the whole test run (describing the CPU measures it).
+const std::string& shared_cache() {
+  static test::TempDir dir;
+  return dir.path();
+}
+
+// Runs `source` in this process on seed-`seed` inputs and compares with the interpreter (f32).
+void check_source(const Program& lowered, const std::string& source, const std::map<std::string, int64_t>& bindings, uint64_t seed) {
+  backend::cpu::CompileOptions options;
+  options.cache_dir = shared_cache() + "/kernels";
+  options.libs = {"-lopenblas"};
+  backend::cpu::LoadedLibrary lib(backend::cpu::compile_library(source, options).path);
+  const Program program = tune::with_storage(lowered, DType::F32);
+  const DimBindings dims(bindings.begin(), bindings.end());
+  std::map<std::string, Tensor> named;
+  std::vector<const float*> ins;
+  for (int id : program.inputs) {
+    const Value& v = program.value(id);
+    named[v.name] = random_tensor(DType::F32, concrete_shape(v.type.shape, dims), seed, v.name);
+  }
+  for (int id : program.inputs) ins.push_back(named[program.value(id).name].data.data());
+  std::vector<Tensor> want = interpret(program, dims, named);
+  std::vector<Tensor> got;
+  std::vector<float*> outs;
+  for (const auto& w : want) got.push_back(Tensor::zeros(DType::F32, w.shape));
+  for (auto& g : got) outs.push_back(g.data.data());
+  REQUIRE(lib.function<backend::cpu::EntryFn>(backend::cpu::kEntrySymbol)(ins.data(), outs.data(), 2) == 0);
+  for (size_t o = 0; o < want.size(); ++o) {
+    double scale = 0;
+    for (float v : want[o].data) scale = std::max(scale, double(std::fabs(v)));
+    for (size_t i = 0; i < want[o].data.size(); ++i) {
+      INFO("output " << o << " element " << i);
+      REQUIRE(std::fabs(got[o].data[i] - want[o].data[i]) <= 1e-3 * std::fabs(want[o].data[i]) + 1e-4 * scale);
+    }
+  }
+}
+
+struct Workload {
+  const char* name;
+  std::map<std::string, int64_t> first, second;
+};
+
+}  // namespace
+
+TEST_CASE("tuner: every workload's best candidate is checked, timed, and matches the reference at two bindings", "[tune][tuner]") {
+  const std::vector<Workload> workloads = {
+      {"rms_linear", {{"n", 4}, {"d", 64}}, {{"n", 8}, {"d", 256}}},
+      {"rmsnorm_mlp", {{"n", 4}, {"d", 64}}, {{"n", 16}, {"d", 128}}},
+      {"gated_mlp", {{"n", 4}, {"d", 64}}, {{"n", 8}, {"d", 128}}},
+      {"attention", {{"B", 2}, {"q", 1}, {"s", 64}, {"e", 16}}, {{"B", 4}, {"q", 8}, {"s", 128}, {"e", 32}}},
+      {"qk_norm_attention", {{"B", 2}, {"q", 4}, {"s", 64}, {"e", 16}}, {{"B", 2}, {"q", 1}, {"s", 128}, {"e", 32}}},
+      {"gqa", {{"h", 2}, {"g", 8}, {"s", 64}, {"e", 16}}, {{"h", 2}, {"g", 16}, {"s", 256}, {"e", 32}}},
+      {"lora", {{"n", 4}, {"d", 32}, {"o", 64}, {"r", 4}}, {{"n", 16}, {"d", 64}, {"o", 128}, {"r", 16}}},
+  };
+  for (const auto& w : workloads) {
+    test::TempDir data;
+    Workspace ws;
+    ws.set_storage(data.path(), shared_cache());
+    ws.open(std::string("file://") + test::source("examples/") + w.name + ".prism", test::read_example(w.name), 1);
+    for (const auto& bindings : {w.first, w.second}) {
+      INFO(w.name << " " << tune::sizes_text(bindings));
+      tune::TuneRequest request;
+      request.bindings = bindings;
+      request.top = 2;
+      tune::TuneResult r = ws.tune(w.name, request);
+      for (const auto& row : r.rows) UNSCOPED_INFO("candidate " << row.candidate << " " << tune::sizes_text(row.sizes) << ": " << (row.ok ? "ok" : row.error));
+      REQUIRE(r.best >= 0);
+      const tune::TuneRow& best = r.rows[size_t(r.best)];
+      CHECK(best.ok);
+      CHECK(best.measured_ms > 0);
+      CHECK(r.baseline_ms > 0);
+      CHECK(r.baseline_error.empty());
+      CHECK(r.speedup == Approx(r.baseline_ms / r.best_ms));
+      CHECK(r.roofline_ms > 0);
+      CHECK_FALSE(r.from_db);
+      // The best kernel's source, checked here on other inputs than the tuner used.
+      tune::KernelSource k = ws.kernel_source(w.name, 0, bindings, "cpu");
+      CHECK(k.candidate == best.candidate);
+      CHECK(k.sizes == best.sizes);
+      CHECK(k.tuned);
+      check_source(ws.lowered_program(w.name).first, k.source, bindings, 7);
+    }
+  }
+}
+
+TEST_CASE("tuner: a repeated question is answered by the tuning DB without compiling anything", "[tune][tuner][db]") {
+  test::TempDir data;
+  test::TempDir cache;  // a private kernel cache: every object in it was compiled by this test
+  auto objects = [&] {
+    size_t n = 0;
+    if (std::filesystem::exists(cache / "kernels"))
+      for (const auto& e : std::filesystem::directory_iterator(cache / "kernels")) n += e.path().extension() == ".so";
+    return n;
+  };
+  tune::TuneRequest request;
+  request.bindings = {{"n", 4}, {"d", 64}};
+  request.top = 2;
+  {
+    Workspace ws;
+    ws.set_storage(data.path(), cache.path());
+    ws.open("a.prism", test::read_example("rms_linear"), 1);
+    tune::TuneResult first = ws.tune("rms_linear", request);
+    CHECK_FALSE(first.from_db);
+    CHECK(first.stats.compiled == 3);  // the baseline and two candidates
+    REQUIRE(objects() == 3);
+  }
+  // A new workspace (a restarted daemon) on the same data dir: no compile, no run.
+  std::filesystem::remove_all(cache / "kernels");
+  Workspace ws;
+  ws.set_storage(data.path(), cache.path());
+  ws.open("a.prism", test::read_example("rms_linear"), 1);
+  tune::TuneResult again = ws.tune("rms_linear", request);
+  CHECK(again.from_db);
+  CHECK(again.stats.compiled == 0);
+  CHECK(objects() == 0);
+  REQUIRE(ws.tune_results("rms_linear").size() == 1);
+  // Other bindings, or more candidates than were timed, are a new question.
+  request.top = 3;
+  CHECK_FALSE(ws.tune("rms_linear", request).from_db);
+  CHECK(objects() > 0);
+}
+
+TEST_CASE("tune DB: the text form round-trips and a damaged file is a miss", "[tune][db]") {
+  tune::TuneResult r;
+  r.program = "p";
+  r.version = 3;
+  r.target = "cpu";
+  r.target_model = "Some CPU, 2 cores";
+  r.bindings = {{"n", 8}, {"d", 4096}};
+  r.top = 4;
+  r.threads = 2;
+  r.baseline_ms = 4.25;
+  r.best_ms = 2.5;
+  r.speedup = 1.7;
+  r.roofline_ms = 2;
+  r.roofline_fraction = 0.8;
+  r.roofline_bound = "memory";
+  tune::TuneRow ok;
+  ok.candidate = 3;
+  ok.summary = "1 custom kernel: matmul\tsum";
+  ok.sizes = {{"g1", 64}, {"F1", 16}};
+  ok.ok = true;
+  ok.measured_ms = 2.5;
+  tune::TuneRow bad;
+  bad.candidate = 5;
+  bad.error = "the kernel crashed (SIGSEGV)\nat line 2";
+  r.rows = {ok, bad};
+  r.best = 0;
+  auto back = tune::parse_tune_result(tune::format_tune_result(r));
+  REQUIRE(back);
+  CHECK(back->bindings == r.bindings);
+  CHECK(back->rows.size() == 2);
+  CHECK(back->rows[0].sizes == ok.sizes);
+  CHECK(back->rows[0].summary == "1 custom kernel: matmul sum");
+  CHECK(back->rows[1].error == "the kernel crashed (SIGSEGV) at line 2");
+  CHECK_FALSE(back->rows[1].ok);
+  CHECK(back->best_ms == 2.5);
+  CHECK(back->target_model == r.target_model);
+  std::string text = tune::format_tune_result(r);
+  CHECK_FALSE(tune::parse_tune_result(text.substr(0, text.size() / 2)));
+  CHECK_FALSE(tune::parse_tune_result("something else"));
+}

@@ -1,0 +1,114 @@
+// tune/run, tune/results and kernel/source: over the socket against a daemon with planted
+// faulty kernels (a bad kernel costs one candidate and never the daemon), and their params.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <thread>
+
+#include "in_process.h"
+#include "prismd_process.h"
+#include "protocol/framing.h"
+#include "repl/client.h"
+
+using namespace prism::test;
+using prism::repl::Client;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kTimeout = std::chrono::milliseconds(120000);
+
+std::unique_ptr<Client> connect(const std::string& socket) {
+  auto client = Client::connect_unix(socket);
+  client->request("initialize", {{"processId", ::getpid()}, {"capabilities", json::object()}}, kTimeout);
+  client->notify("initialized", json::object());
+  return client;
+}
+
+// Starts prismd with `env` set (and unset again once it runs).
+std::unique_ptr<Prismd> start_with(const std::map<std::string, std::string>& env, const std::vector<std::string>& args) {
+  for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+  auto daemon = std::make_unique<Prismd>(args);
+  for (const auto& [k, v] : env) ::unsetenv(k.c_str());
+  return daemon;
+}
+
+}  // namespace
+
+TEST_CASE("tune/run: a crashing and a hanging kernel fail their candidates while the daemon serves others", "[protocol][tune][isolation]") {
+  TempDir dir;
+  auto daemon = start_with({{"PRISM_FAULT_INJECT", "crash@1,hang@2"}, {"PRISM_KERNEL_TIMEOUT", "2"}, {"PRISM_CACHE_DIR", dir / "cache"}},
+                           {"--socket", dir.socket()});
+  REQUIRE(daemon->wait_ready());
+  auto client = connect(dir.socket());
+  auto other = connect(dir.socket());
+  client->request("program/open", {{"uri", "untitled:r"}, {"text", kRmsLinear}}, kTimeout);
+  client->send_raw(prism::protocol::encode_frame(
+      json{{"jsonrpc", "2.0"}, {"id", "tune"}, {"method", "tune/run"},
+           {"params", {{"program", "rms_linear"}, {"bindings", {{"n", 4}, {"d", 64}}}, {"top", 3}}}}
+          .dump()));
+  // While it tunes (the planted hang alone takes 2 s), the other client is answered.
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) {
+    CHECK(other->request("program/list", json::object(), 5000ms)["programs"].size() == 1);
+    std::this_thread::sleep_for(200ms);
+  }
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+
+  std::optional<json> reply;
+  while (!reply) {
+    auto m = client->read_message(kTimeout);
+    REQUIRE(m);
+    if (m->value("id", json()) == "tune") reply = *m;
+  }
+  INFO(reply->dump(2));
+  REQUIRE(reply->contains("result"));
+  const json& r = (*reply)["result"];
+  std::vector<std::string> errors;
+  for (const auto& row : r["rows"])
+    if (!row["ok"].get<bool>()) errors.push_back(row["error"]);
+  REQUIRE(errors.size() == 2);
+  CHECK_THAT(errors[0] + " | " + errors[1], Catch::Contains("the kernel crashed (SIGSEGV"));
+  CHECK_THAT(errors[0] + " | " + errors[1], Catch::Contains("did not finish within 2 s"));
+  REQUIRE(r["best"].is_object());
+  CHECK(r["best"]["ok"] == true);
+  CHECK(r["baselineMs"].get<double>() > 0);
+  CHECK(r["speedup"].get<double>() > 0);
+
+  // The daemon still tunes, and remembers.
+  json results = other->request("tune/results", {{"program", "rms_linear"}}, kTimeout);
+  REQUIRE(results["results"].size() == 1);
+  CHECK(results["results"][0]["best"] == r["best"]);
+  json source = other->request("kernel/source", {{"program", "rms_linear"}}, kTimeout);
+  CHECK(source["candidate"] == r["best"]["candidate"]);
+  CHECK(source["tuned"] == true);
+  CHECK_THAT(source["source"].get<std::string>(), Catch::Contains("prism_entry"));
+  CHECK_THAT(source["header"].get<std::string>(), Catch::Contains("int prism_entry(const float* const* inputs"));
+  json status = other->request("daemon/status", json::object(), kTimeout);
+  REQUIRE(status["targets"].size() == 2);
+  CHECK(status["targets"][0]["name"] == "cpu");
+  CHECK(status["targets"][0]["available"] == true);
+  CHECK(status["targets"][1]["name"] == "cuda");
+  CHECK(status["targets"][1]["available"] == false);
+}
+
+TEST_CASE("tune/run and kernel/source validate their params", "[protocol][tune]") {
+  InProcess server;
+  auto peer = server.initialized();
+  server.result(*peer, "program/open", {{"uri", "untitled:r"}, {"text", kRmsLinear}});
+  CHECK(error_code(server.call(*peer, "tune/run", {{"program", "rms_linear"}})) == -32602);
+  CHECK(error_code(server.call(*peer, "tune/run", {{"program", "rms_linear"}, {"bindings", {{"n", 0}}}})) == -32602);
+  CHECK(error_code(server.call(*peer, "tune/run", {{"program", "rms_linear"}, {"bindings", {{"n", 4}, {"d", 64}}}, {"top", 0}})) == -32602);
+  json cuda = server.call(*peer, "tune/run", {{"program", "rms_linear"}, {"bindings", {{"n", 4}, {"d", 64}}}, {"target", "cuda"}});
+  CHECK(error_code(cuda) == -32803);
+  CHECK_THAT(cuda["error"]["message"].get<std::string>(), Catch::Contains("target 'cuda' is not available"));
+  json missing = server.call(*peer, "tune/run", {{"program", "rms_linear"}, {"bindings", {{"n", 4}}}});
+  CHECK(error_code(missing) == -32803);
+  CHECK_THAT(missing["error"]["message"].get<std::string>(), Catch::Contains("missing binding for dim 'd'"));
+  json unknown = server.call(*peer, "tune/run", {{"program", "nope"}, {"bindings", {{"n", 4}}}});
+  CHECK(error_code(unknown) == -32803);
+  json untuned = server.call(*peer, "kernel/source", {{"program", "rms_linear"}});
+  CHECK(error_code(untuned) == -32803);
+  CHECK_THAT(untuned["error"]["message"].get<std::string>(), Catch::Contains("has not been tuned yet"));
+  CHECK(server.result(*peer, "tune/results", {{"program", "rms_linear"}})["results"].empty());
+}
