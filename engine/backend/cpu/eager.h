@@ -1,0 +1,25 @@
+// The eager baseline of a program: each op as its own pass over memory, as PyTorch's eager mode
+// runs it, for the "candidate vs eager" column of every report (design.md §5).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/ir/program.h"
+
+namespace prism::backend::cpu {
+
+// C++17 source for the eager baseline of a lowered program (primitives only) at concrete
+// bindings: each op its own pass (an OpenMP parallel loop nest per op; a reshape is a view, no
+// pass), matmul (batched too, numpy broadcasting of the batch dims) through cblas_sgemm with
+// openblas_set_num_threads(threads), elementwise formulas and reduction orders as the reference
+// interpreter's, intermediates in library-owned buffers allocated on the first call. Implements
+// the ABI of abi.h; every tensor is dense row-major f32 (dtypes are ignored: nothing is rounded
+// to f16/bf16). Link with kEagerLibs. Throws Error{InvalidArgument} for a dim the bindings do not
+// make a positive integer, Error{Failed} for an op that is not a primitive.
+std::string generate_eager_source(const Program& lowered, const DimBindings& bindings);
+
+// -z nodelete: the library is never unmapped by dlclose, so neither are libgomp and OpenBLAS, whose
+// idle pool threads would crash in unmapped code if they were.
+inline const std::vector<std::string> kEagerLibs = {"-lopenblas", "-Wl,-z,nodelete"};
+
+}  // namespace prism::backend::cpu

@@ -1,0 +1,185 @@
+// The cost model. Assumptions, each a deliberate simplification; the model only has to rank the
+// instances of one family, so it aims to be monotone in the obvious directions, not exact:
+//
+//  1. Traffic. A block loads each tile it uses: a tile the loop walks (or any load in the loop
+//     body) moves its bytes every iteration, an invariant one once per block. Over all blocks,
+//     the first read of each device tensor comes from DRAM (memory_bytes); everything beyond
+//     that (blocks re-reading a replicated tile, a later kernel re-reading a tensor) is served by
+//     L2/L3 (cache_bytes). Every written tensor is written to DRAM once. Tensors are f32 on the
+//     CPU, their declared dtype elsewhere.
+//  2. Bandwidths. DRAM: the target's measured streaming-read bandwidth. Cache: kCacheSpeedup (4)
+//     times that, for L2/L3 hits shared by all cores.
+//  3. Flops. matmul 2*m*n*k per tile, elementwise ops one per output element, reductions and
+//     accumulators one per input element (transcendentals count 1), each times the times the op
+//     runs (loop iterations for loop-body ops) and the blocks. Peak is the target's f32 FMA peak,
+//     divided by a vectorization factor min(1, width / lanes) where width is the tile's last
+//     (contiguous) dim and lanes = simd_bytes / 4: a tile narrower than a vector register wastes
+//     lanes.
+//  4. Overlap. Within a kernel, memory, cache and compute overlap perfectly: the kernel takes the
+//     largest of the three, divided by its parallel efficiency blocks / (ceil(blocks/cores) *
+//     cores) (the last wave of blocks leaves cores idle; one block uses one core).
+//  5. Overheads. kBlockOverhead (1 us) per block on each core (ceil(blocks/cores) waves: tile
+//     setup, loop control, poor locality of tiny blocks) and kKernelOverhead (5 us) per kernel (an
+//     OpenMP parallel region or a library call). Kernels run one after another.
+//  6. Library kernels. Whole-tensor ops at full parallel efficiency: their inputs' and output's
+//     bytes (as in 1) and their op's flops at peak.
+#include "engine/tune/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "engine/interp/interpreter.h"
+
+namespace prism::tune {
+
+namespace {
+
+constexpr double kCacheSpeedup = 4;
+constexpr double kBlockOverhead = 1e-6;
+constexpr double kKernelOverhead = 5e-6;
+
+using sgraph::BlockOp;
+using sgraph::LoopRole;
+
+double elements(const std::vector<int64_t>& shape) {
+  double n = 1;
+  for (int64_t d : shape) n *= double(d);
+  return n;
+}
+
+class CostModel {
+ public:
+  CostModel(const sgraph::Instance& instance, const TargetDescription& target) : in_(instance), target_(target) {}
+
+  CostEstimate run() {
+    const auto& kernels = in_.graph.kernels;
+    for (size_t k = 0; k < kernels.size(); ++k) {
+      KernelCost c = kernels[k].custom ? custom(k) : library(kernels[k].library);
+      add(c);
+    }
+    est_.kernels = int(kernels.size());
+    est_.seconds = memory_s_ + cache_s_ + compute_s_ + overhead_s_;
+    double top = std::max({memory_s_, cache_s_, compute_s_, overhead_s_});
+    est_.bound = top == overhead_s_ ? "overhead" : top == compute_s_ ? "compute" : top == cache_s_ ? "cache" : "memory";
+    return est_;
+  }
+
+ private:
+  struct KernelCost {
+    double memory_bytes = 0, cache_bytes = 0, flops = 0, scaled_flops = 0;  // scaled: divided by the vectorization factor
+    int64_t blocks = 0;
+    bool custom = false;
+  };
+
+  double storage_bytes(DType declared) const {
+    return double(sgraph::element_bytes(target_.name == "cpu" ? DType::F32 : declared));
+  }
+  double tensor_bytes(const std::string& name) const {
+    const Type& t = in_.analysis.tensors.at(name);
+    return elements(concrete_shape(t.shape, in_.bindings)) * storage_bytes(t.dtype);
+  }
+  std::vector<int64_t> tile(size_t k, size_t i) const {
+    const auto& info = in_.analysis.tiles[k][i];
+    return info.type ? concrete_shape(info.type->shape, in_.bindings) : std::vector<int64_t>{};
+  }
+  double vector_factor(const std::vector<int64_t>& shape) const {
+    double lanes = std::max(1, target_.simd_bytes / 4);
+    double width = shape.empty() ? 1 : double(shape.back());
+    return std::min(1.0, width / lanes);
+  }
+
+  // The part of `bytes` read from `name` that comes from DRAM: the tensor's first read only.
+  void read(KernelCost& c, const std::string& name, double bytes) {
+    double unique = read_.insert(name).second ? tensor_bytes(name) : 0;
+    unique = std::min(unique, bytes);
+    c.memory_bytes += unique;
+    c.cache_bytes += bytes - unique;
+  }
+
+  KernelCost custom(size_t k) {
+    const sgraph::CustomKernel& kernel = in_.graph.kernels[k].block;
+    KernelCost c;
+    c.custom = true;
+    c.blocks = 1;
+    for (const Dim& g : kernel.grid) c.blocks *= g.evaluate_size(in_.bindings);
+    const double loop = double(kernel.loop_range().evaluate_size(in_.bindings)), blocks = double(c.blocks);
+    std::map<std::string, double> loaded;  // bytes moved per tensor over all blocks
+    for (size_t i = 0; i < kernel.ops.size(); ++i) {
+      const BlockOp& op = kernel.ops[i];
+      const LoopRole role = in_.analysis.tiles[k][i].role;
+      const bool in_body = op.kind == BlockOp::Kind::Accumulate || (role != LoopRole::Invariant && role != LoopRole::After);
+      const double runs = (in_body ? loop : 1) * blocks;
+      const std::vector<int64_t> shape = tile(k, i);
+      switch (op.kind) {
+        case BlockOp::Kind::Load:
+          loaded[op.tensor] += elements(shape) * storage_bytes(in_.analysis.tensors.at(op.tensor).dtype) * runs;
+          break;
+        case BlockOp::Kind::Save: c.memory_bytes += tensor_bytes(op.name); break;
+        case BlockOp::Kind::Compute:
+        case BlockOp::Kind::Accumulate: {
+          // A reduction or accumulator visits its operand's elements and vectorizes along its operand's
+          // last dim; matmul and elementwise ops along their result's.
+          const std::vector<int64_t> x = op.operands.empty() ? shape : tile(k, size_t(op.operands[0]));
+          const bool matmul = op.kind == BlockOp::Kind::Compute && op.op == Op::Matmul;
+          const bool reduces = op.kind == BlockOp::Kind::Accumulate || op_class(op.op) == OpClass::Reduce;
+          const double f = matmul ? 2 * elements(shape) * double(x.empty() ? 1 : x.back()) : reduces ? elements(x) : elements(shape);
+          c.flops += f * runs;
+          c.scaled_flops += f * runs / vector_factor(reduces ? x : shape);
+          break;
+        }
+      }
+    }
+    for (const auto& [name, bytes] : loaded) read(c, name, bytes);
+    return c;
+  }
+
+  KernelCost library(const sgraph::LibraryKernel& lib) {
+    KernelCost c;
+    for (const std::string& name : std::set<std::string>(lib.inputs.begin(), lib.inputs.end())) read(c, name, tensor_bytes(name));
+    c.memory_bytes += tensor_bytes(lib.output);
+    std::vector<int64_t> out = concrete_shape(in_.analysis.tensors.at(lib.output).shape, in_.bindings);
+    std::vector<int64_t> x = concrete_shape(in_.analysis.tensors.at(lib.inputs.at(0)).shape, in_.bindings);
+    if (lib.op == Op::Matmul) c.flops = 2 * elements(out) * double(x.empty() ? 1 : x.back());
+    else if (op_class(lib.op) == OpClass::Reduce) c.flops = elements(x);
+    else c.flops = elements(out);
+    c.scaled_flops = c.flops;
+    return c;
+  }
+
+  void add(const KernelCost& c) {
+    const double bw = std::max(target_.bandwidth_gbs, 1e-3) * 1e9, peak = std::max(target_.peak_gflops, 1e-3) * 1e9;
+    const int64_t cores = std::max(1, target_.cores);
+    double efficiency = 1, waves = 0;
+    if (c.custom) {
+      waves = double((c.blocks + cores - 1) / cores);
+      efficiency = double(c.blocks) / (waves * double(cores));
+      est_.blocks += c.blocks;
+      est_.parallel_efficiency = std::min(est_.parallel_efficiency, efficiency);
+    }
+    const double mem = c.memory_bytes / bw / efficiency, cache = c.cache_bytes / (kCacheSpeedup * bw) / efficiency,
+                 compute = c.scaled_flops / peak / efficiency;
+    // Only the largest of the overlapped parts costs time; it is credited to its kind.
+    double top = std::max({mem, cache, compute});
+    (top == compute ? compute_s_ : top == cache ? cache_s_ : memory_s_) += top;
+    overhead_s_ += waves * kBlockOverhead + kKernelOverhead;
+    est_.memory_bytes += c.memory_bytes;
+    est_.cache_bytes += c.cache_bytes;
+    est_.flops += c.flops;
+  }
+
+  const sgraph::Instance& in_;
+  const TargetDescription& target_;
+  std::set<std::string> read_;  // device tensors read so far
+  CostEstimate est_;
+  double memory_s_ = 0, cache_s_ = 0, compute_s_ = 0, overhead_s_ = 0;
+};
+
+}  // namespace
+
+CostEstimate estimate_cost(const sgraph::Instance& instance, const TargetDescription& target) {
+  return CostModel(instance, target).run();
+}
+
+}  // namespace prism::tune

@@ -1,0 +1,27 @@
+// A cost model that ranks instances of an sGraph family without running them (design.md §5).
+// The assumptions are listed at the top of cost_model.cpp.
+#pragma once
+#include <string>
+
+#include "engine/sgraph/instantiate.h"
+#include "engine/tune/target.h"
+
+namespace prism::tune {
+
+struct CostEstimate {
+  double seconds = 0;        // the estimate used for ranking
+  double memory_bytes = 0;   // bytes from DRAM: each device tensor element read the first time, written once
+  double cache_bytes = 0;    // bytes re-read by blocks that share a tile (served by L2/L3)
+  double flops = 0;
+  int kernels = 0;
+  int64_t blocks = 0;        // total grid points over all custom kernels
+  double parallel_efficiency = 1;  // blocks spread over cores: blocks / (ceil(blocks/cores) * cores), the worst kernel's
+  std::string bound;         // "memory", "cache", "compute", "overhead": the largest part of `seconds`
+};
+
+// Tensors are stored as f32 on the CPU (every tensor is f32 there) and at their declared dtype on
+// other targets. Throws Error{InvalidArgument} when the instance's bindings leave a tile size
+// unbound (an instance from instantiate() never does).
+CostEstimate estimate_cost(const sgraph::Instance& instance, const TargetDescription& target);
+
+}  // namespace prism::tune

@@ -1,0 +1,151 @@
+#include "engine/tune/cpu_measure.h"
+
+#include "engine/backend/cpu/compiler.h"
+
+namespace prism::tune {
+
+namespace {
+
+// Both kernels time themselves with steady_clock inside one OpenMP parallel region, each thread
+// from a common barrier (thread start-up is not counted), and take the best of several short
+// trials: on a shared machine the best one is the least disturbed.
+//
+// Read: every thread sums its contiguous chunk of a float array with eight independent vector
+// accumulators (enough to hide the add latency, so the loop waits on memory only); the array is
+// first-touched by the threads that read it. Bandwidth is shared: GB/s = all bytes / the slowest
+// thread's time.
+//
+// FMA: every thread runs CHAINS (10) independent chains acc = acc * a + b on vector registers of
+// the widest ISA the compiler targets (explicit FMA intrinsics: ISO C++ mode does not contract
+// a*b+c). Ten chains cover FMA latency (4 cycles) x 2 FMA pipes on current x86 cores, with
+// registers to spare. FMA units are per core: GFLOP/s = the sum of the threads' own rates
+// (2 * lanes * chains * iterations / the thread's time).
+constexpr const char* kSource = R"(
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <immintrin.h>
+#include <omp.h>
+
+#if defined(__AVX512F__)
+typedef __m512 vec;
+static inline vec vset(float x) { return _mm512_set1_ps(x); }
+static inline vec vfma(vec a, vec b, vec c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vec vadd(vec a, vec b) { return _mm512_add_ps(a, b); }
+static inline vec vload(const float* p) { return _mm512_loadu_ps(p); }
+static inline float vsum(vec a) { return _mm512_reduce_add_ps(a); }
+#elif defined(__AVX2__) && defined(__FMA__)
+typedef __m256 vec;
+static inline vec vset(float x) { return _mm256_set1_ps(x); }
+static inline vec vfma(vec a, vec b, vec c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vec vadd(vec a, vec b) { return _mm256_add_ps(a, b); }
+static inline vec vload(const float* p) { return _mm256_loadu_ps(p); }
+static inline float vsum(vec a) { float t[8]; _mm256_storeu_ps(t, a); float s = 0; for (float x : t) s += x; return s; }
+#else
+typedef __m128 vec;
+static inline vec vset(float x) { return _mm_set1_ps(x); }
+static inline vec vfma(vec a, vec b, vec c) { return _mm_add_ps(_mm_mul_ps(a, b), c); }
+static inline vec vadd(vec a, vec b) { return _mm_add_ps(a, b); }
+static inline vec vload(const float* p) { return _mm_loadu_ps(p); }
+static inline float vsum(vec a) { float t[4]; _mm_storeu_ps(t, a); return t[0] + t[1] + t[2] + t[3]; }
+#endif
+static const int kLanes = int(sizeof(vec) / sizeof(float));
+
+static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+volatile float g_sink;
+
+extern "C" double prism_measure_read_gbs(long long bytes, int threads, int repeats) {
+  const long long n = bytes / (long long)sizeof(float) / (8 * kLanes) * (8 * kLanes);
+  float* data = static_cast<float*>(std::aligned_alloc(64, size_t(n) * sizeof(float)));
+  if (!data) return 0;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (long long i = 0; i < n; ++i) data[i] = 1.0f;
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    // Bandwidth is shared, so the rate is all bytes over the slowest thread's time, each thread
+    // timed from a common barrier (thread start-up is not counted).
+    float total = 0;
+    double slowest = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total) reduction(max : slowest)
+    {
+      int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#pragma omp barrier
+      double t0 = now();
+      long long blocks = n / (8 * kLanes);
+      long long lo = blocks * t / nt * 8 * kLanes, hi = blocks * (t + 1) / nt * 8 * kLanes;
+      vec a0 = vset(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+      for (long long i = lo; i < hi; i += 8 * kLanes) {
+        const float* p = data + i;
+        a0 = vadd(a0, vload(p)); a1 = vadd(a1, vload(p + kLanes));
+        a2 = vadd(a2, vload(p + 2 * kLanes)); a3 = vadd(a3, vload(p + 3 * kLanes));
+        a4 = vadd(a4, vload(p + 4 * kLanes)); a5 = vadd(a5, vload(p + 5 * kLanes));
+        a6 = vadd(a6, vload(p + 6 * kLanes)); a7 = vadd(a7, vload(p + 7 * kLanes));
+      }
+      total += vsum(vadd(vadd(vadd(a0, a1), vadd(a2, a3)), vadd(vadd(a4, a5), vadd(a6, a7))));
+      slowest = now() - t0;
+    }
+    g_sink = total;
+    if (slowest < best) best = slowest;
+  }
+  std::free(data);
+  return double(n) * sizeof(float) / best / 1e9;
+}
+
+#define CHAINS 10
+// Per-thread rates, summed: each thread times its own chains after a common barrier, so a thread
+// that the OS started late (another process on its core) does not make the others look slow.
+// FMA units are per core, so the per-core rates add up.
+static double fma_trial(long long iters, int threads) {
+  double rate = 0;
+  float total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total, rate)
+  {
+    volatile float va = 0.999999f, vb = 1e-7f;
+    vec a = vset(va), b = vset(vb);
+    vec c[CHAINS];
+    for (int j = 0; j < CHAINS; ++j) c[j] = vset(float(j));
+#pragma omp barrier
+    double t0 = now();
+    for (long long i = 0; i < iters; ++i)
+      for (int j = 0; j < CHAINS; ++j) c[j] = vfma(c[j], a, b);
+    vec s = c[0];
+    for (int j = 1; j < CHAINS; ++j) s = vadd(s, c[j]);
+    total += vsum(s);
+    rate += 2.0 * kLanes * CHAINS * double(iters) / (now() - t0) / 1e9;
+  }
+  g_sink = total;
+  return rate;
+}
+
+extern "C" double prism_measure_fma_gflops(int threads, double seconds, int trials) {
+  // Iterations for `seconds` per trial, from a short trial's rate.
+  double per_thread = fma_trial(1 << 16, threads) / threads;
+  long long iters = (long long)(per_thread * 1e9 * seconds / (2.0 * kLanes * CHAINS)) + 1;
+  double best = 0;
+  for (int r = 0; r < trials; ++r) {
+    double rate = fma_trial(iters, threads);
+    if (rate > best) best = rate;
+  }
+  return best;
+}
+)";
+
+}  // namespace
+
+CpuMeasurement measure_cpu(const MeasureOptions& options) {
+  backend::cpu::CompileOptions compile;
+  compile.cache_dir = options.kernel_cache_dir;
+  compile.libs = {"-Wl,-z,nodelete"};  // libgomp's idle pool threads must outlive dlclose
+  backend::cpu::LoadedLibrary lib(backend::cpu::compile_library(kSource, compile).path);
+  auto read = lib.function<double (*)(long long, int, int)>("prism_measure_read_gbs");
+  auto fma = lib.function<double (*)(int, double, int)>("prism_measure_fma_gflops");
+  int threads = options.threads < 1 ? 1 : options.threads;
+  CpuMeasurement m;
+  m.bandwidth_gbs = read(static_cast<long long>(options.read_bytes), threads, options.read_repeats);
+  m.peak_gflops = fma(threads, options.fma_seconds, options.fma_trials);
+  return m;
+}
+
+}  // namespace prism::tune

@@ -1,0 +1,27 @@
+// Measuring this machine's streaming-read bandwidth and f32 FMA peak with small kernels compiled by
+// engine/backend/cpu/compiler.h: the same compiler and -march=native as generated kernels, so the
+// numbers are what generated code can reach on this machine, run in-process on all given threads.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace prism::tune {
+
+struct CpuMeasurement {
+  double bandwidth_gbs = 0;  // streaming read, all threads, best of a few passes
+  double peak_gflops = 0;    // independent FMA chains on vector registers, all threads
+};
+
+struct MeasureOptions {
+  int threads = 1;
+  int64_t read_bytes = int64_t(256) << 20;  // the array summed: far larger than any last-level cache
+  int read_repeats = 5;                     // passes over it; the best counts
+  double fma_seconds = 0.02;                // per FMA trial
+  int fma_trials = 8;                       // the best counts
+  std::string kernel_cache_dir;             // where the compiled kernels go (empty: the default)
+};
+
+// Throws Error{Failed} when the kernels do not compile or load.
+CpuMeasurement measure_cpu(const MeasureOptions& options);
+
+}  // namespace prism::tune

@@ -1,0 +1,29 @@
+// The roofline of a program at concrete dims on a target: the time no implementation can beat,
+// from the bytes it must move (every input read once, every output written once) and the flops it
+// must do, at the target's peak bandwidth and peak flops.
+#pragma once
+#include <string>
+
+#include "engine/ir/program.h"
+#include "engine/tune/target.h"
+
+namespace prism::tune {
+
+struct Roofline {
+  double compulsory_bytes = 0;  // every input read once + every output written once, at the storage dtype
+  double flops = 0;             // matmul 2*m*n*k (batched), elementwise/reduction 1 per element visited (transcendentals count 1)
+  double memory_s = 0, compute_s = 0;
+  double seconds = 0;           // max(memory_s, compute_s)
+  std::string bound;            // "memory" or "compute"
+};
+
+// Flops of one value of a lowered program at concrete bindings: matmul 2*m*n*k per batch element,
+// unary and binary ops one per output element, reductions one per input element, data movement
+// and constants none. Shared with the cost model.
+double value_flops(const Program& lowered, const Value& v, const DimBindings& bindings);
+
+// `lowered`: primitives only (lower_composites). storage: the dtype every tensor is stored as (f32
+// on the CPU). Throws Error{InvalidArgument} for a dim the bindings do not make a positive integer.
+Roofline program_roofline(const Program& lowered, const DimBindings& bindings, const TargetDescription& target, DType storage);
+
+}  // namespace prism::tune

@@ -1,0 +1,37 @@
+// Target descriptions: what the cost model and the roofline know about a machine. The CPU is
+// described from this machine (sysfs, cpuid, and two short measurements, cached on disk); a GPU is
+// data from its data sheet.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/sgraph/instantiate.h"
+
+namespace prism::tune {
+
+struct TargetDescription {
+  std::string name = "cpu";     // "cpu" or "cuda"
+  std::string model;            // e.g. "AMD EPYC, 2 cores, AVX-512"
+  int cores = 1;
+  int64_t l1_bytes = 0, l2_bytes = 0;  // per core
+  int64_t l3_bytes = 0;                // total
+  int simd_bytes = 32;          // 16 SSE, 32 AVX2, 64 AVX-512
+  double bandwidth_gbs = 0;     // streaming-read bandwidth from memory, all cores (measured on the CPU)
+  double peak_gflops = 0;       // f32 FMA peak, all cores (measured on the CPU)
+  int64_t fast_memory_bytes = 0;  // per-block tile budget: sgraph::Target::fast_memory_bytes
+  bool measured = false;        // bandwidth/peak measured here (false: data sheet values)
+  sgraph::Target sgraph_target() const { return {name, fast_memory_bytes}; }
+};
+
+// This machine's CPU: cores from sched_getaffinity (else std::thread::hardware_concurrency), caches
+// from /sys/devices/system/cpu/cpu0/cache, SIMD width from __builtin_cpu_supports, model from
+// /proc/cpuinfo; bandwidth and peak measured once (cpu_measure.h, about a second) and cached in
+// `cache_dir`/cpu-target.txt keyed by model, cores and PRISM_VERSION: a later call reads the file
+// and measures nothing. Empty cache_dir: the parent of default_kernel_cache_dir() ($PRISM_CACHE_DIR,
+// $XDG_CACHE_HOME/prism, ~/.cache/prism). Throws Error{Failed} when the measuring kernels fail.
+TargetDescription describe_cpu(const std::string& cache_dir = "");
+
+// An NVIDIA H100 SXM from its data sheet, for the CUDA backend.
+TargetDescription cuda_h100_data();
+
+}  // namespace prism::tune

@@ -1,0 +1,112 @@
+// The cost model ranks instances of hand-written families without running them.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "engine/sgraph/families.h"
+#include "engine/sgraph/parse.h"
+#include "engine/tune/cost_model.h"
+
+using namespace prism;
+using namespace prism::tune;
+namespace fam = prism::test::families;
+
+namespace {
+
+// A fixed four-core machine, so the ranking does not depend on where the test runs.
+TargetDescription four_cores() {
+  TargetDescription t;
+  t.cores = 4;
+  t.simd_bytes = 32;
+  t.bandwidth_gbs = 20;
+  t.peak_gflops = 400;
+  t.l2_bytes = 2 << 20;
+  t.fast_memory_bytes = 1 << 20;
+  return t;
+}
+
+struct Ranked {
+  DimBindings sizes;
+  CostEstimate cost;
+};
+
+std::vector<Ranked> rank(const sgraph::SGraph& g, const DimBindings& dims, const TargetDescription& t) {
+  std::vector<Ranked> out;
+  for (const DimBindings& sizes : sgraph::enumerate(g, dims, t.sgraph_target()))
+    out.push_back({sizes, estimate_cost(sgraph::instantiate(g, dims, sizes, t.sgraph_target()), t)});
+  std::sort(out.begin(), out.end(), [](const Ranked& a, const Ranked& b) { return a.cost.seconds < b.cost.seconds; });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cost model: one block on four cores and a thousand one-column blocks rank below a good grid", "[tune][cost]") {
+  TargetDescription t = four_cores();
+  sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);
+  DimBindings dims{{"n", 16}, {"d", 1024}};
+  std::vector<Ranked> ranked = rank(g, dims, t);
+  REQUIRE(ranked.size() > 10);
+  const Ranked& best = ranked.front();
+  INFO("best g1=" << best.sizes.at("g1") << " F1=" << best.sizes.at("F1") << ": " << best.cost.seconds * 1e6 << " us, "
+                  << best.cost.bound);
+  CHECK(best.sizes.at("g1") >= t.cores);
+  CHECK(best.sizes.at("g1") < 1024);
+  CHECK(best.cost.parallel_efficiency == 1);
+  CHECK(best.cost.kernels == 1);
+  // Every instance reads X and W and writes O from memory at least once (f32 on the CPU).
+  const double compulsory = (16 * 1024 + 1024 * 1024 + 16 * 1024) * 4.0;
+  for (const Ranked& r : ranked) CHECK(r.cost.memory_bytes >= compulsory);
+
+  auto cost = [&](int64_t g1, int64_t f1) {
+    return estimate_cost(sgraph::instantiate(g, dims, {{"g1", g1}, {"F1", f1}}, t.sgraph_target()), t);
+  };
+  CostEstimate one_block = cost(1, best.sizes.at("F1"));
+  CHECK(one_block.parallel_efficiency == 0.25);
+  CHECK(one_block.blocks == 1);
+  CHECK(one_block.seconds > best.cost.seconds);
+  CostEstimate tiny = cost(1024, best.sizes.at("F1"));
+  CHECK(tiny.blocks == 1024);
+  CHECK(tiny.cache_bytes > best.cost.cache_bytes);  // X is re-read by every block
+  CHECK(tiny.seconds > best.cost.seconds);
+  CHECK(tiny.seconds > 2 * best.cost.seconds);
+}
+
+TEST_CASE("cost model: monotone in bandwidth, peak and cores", "[tune][cost]") {
+  TargetDescription t = four_cores();
+  sgraph::SGraph g = sgraph::parse(fam::kGatedMlp);
+  DimBindings dims{{"n", 8}, {"d", 512}};
+  sgraph::Instance inst = sgraph::instantiate(g, dims, {{"g1", 8}, {"F1", 4}}, t.sgraph_target());
+  CostEstimate base = estimate_cost(inst, t);
+  // Two matmuls; two accumulators adding an 8x64 tile in each of 4 iterations of 8 blocks; silu and mul after the loop.
+  CHECK(base.flops == 2 * (2.0 * 8 * 512 * 512) + 2 * (8 * 64 * 4 * 8) + 2 * (8 * 512));
+  TargetDescription faster = t;
+  faster.bandwidth_gbs *= 2;
+  CHECK(estimate_cost(inst, faster).seconds <= base.seconds);
+  faster = t;
+  faster.peak_gflops *= 2;
+  CHECK(estimate_cost(inst, faster).seconds <= base.seconds);
+  TargetDescription fewer = t;
+  fewer.cores = 3;  // 8 blocks on 3 cores: 3 waves, efficiency 8/9
+  CostEstimate c3 = estimate_cost(inst, fewer);
+  CHECK(c3.parallel_efficiency == Approx(8.0 / 9));
+  CHECK(c3.seconds > base.seconds);
+}
+
+TEST_CASE("cost model: a two-kernel family with cross-block partials", "[tune][cost]") {
+  TargetDescription t = four_cores();
+  sgraph::SGraph g = sgraph::parse(fam::kAttention);
+  DimBindings dims{{"B", 16}, {"q", 1}, {"e", 128}, {"s", 1024}};
+  std::vector<Ranked> ranked = rank(g, dims, t);
+  REQUIRE_FALSE(ranked.empty());
+  for (const Ranked& r : ranked) {
+    CHECK(r.cost.kernels == 2);
+    CHECK(r.cost.seconds > 0);
+    CHECK(r.cost.flops > 0);
+  }
+  // The partials Pn/Pd are written by kernel 0 and read once by kernel 1: more memory traffic
+  // with more key splits (g2).
+  auto cost = [&](int64_t g2) {
+    return estimate_cost(sgraph::instantiate(g, dims, {{"g1", 16}, {"g2", g2}, {"F1", 1}, {"g3", 16}, {"F2", 1}}, t.sgraph_target()), t);
+  };
+  CHECK(cost(8).memory_bytes > cost(2).memory_bytes);
+}

@@ -1,0 +1,67 @@
+// Target descriptions: this machine's CPU (measured once, then read from the cache) and the H100 data.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "engine/tune/target.h"
+#include "support/subprocess.h"
+
+using namespace prism;
+using namespace prism::tune;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][target]") {
+  test::TempDir dir;
+  TargetDescription first = describe_cpu(dir.path());
+  CHECK(first.name == "cpu");
+  CHECK(first.measured);
+  CHECK(first.cores >= 1);
+  CHECK((first.simd_bytes == 16 || first.simd_bytes == 32 || first.simd_bytes == 64));
+  CHECK(first.bandwidth_gbs > 0);
+  CHECK(first.peak_gflops > 0);
+  CHECK(first.fast_memory_bytes > 0);
+  if (first.l2_bytes > 0) CHECK(first.fast_memory_bytes == first.l2_bytes / 2);
+  CHECK_THAT(first.model, Catch::Contains(std::to_string(first.cores) + " core"));
+  CHECK(first.sgraph_target().fast_memory_bytes == first.fast_memory_bytes);
+  const std::string file = dir / "cpu-target.txt";
+  REQUIRE(std::filesystem::exists(file));
+
+  TargetDescription again = describe_cpu(dir.path());
+  CHECK(again.bandwidth_gbs == first.bandwidth_gbs);
+  CHECK(again.peak_gflops == first.peak_gflops);
+  CHECK(again.model == first.model);
+
+  // The values come from the file: an edited value is what the next call reports.
+  std::string text = std::regex_replace(read_text(file), std::regex("bandwidth_gbs=[^\n]*"), "bandwidth_gbs=12345");
+  std::ofstream(file) << text;
+  CHECK(describe_cpu(dir.path()).bandwidth_gbs == 12345);
+
+  // A file for another machine (or version) is not used: measured again and rewritten.
+  std::ofstream(file) << std::regex_replace(text, std::regex("key=[^\n]*"), "key=another machine");
+  CHECK(describe_cpu(dir.path()).bandwidth_gbs != 12345);
+  CHECK_THAT(read_text(file), Catch::Contains("key=" + first.model));
+}
+
+TEST_CASE("the H100 is described from its data sheet", "[tune][target]") {
+  TargetDescription h = cuda_h100_data();
+  CHECK(h.name == "cuda");
+  CHECK_FALSE(h.measured);
+  CHECK(h.cores == 132);
+  CHECK(h.fast_memory_bytes == 227 * 1024);
+  CHECK(h.bandwidth_gbs == 3350);
+  CHECK(h.peak_gflops == 67000);
+  CHECK(h.sgraph_target().name == "cuda");
+}
