@@ -1,0 +1,272 @@
+// The matmul micro-kernel of generated sources (a register-blocked outer-product kernel on GCC
+// vector extensions), its blocking choice, and the calls that lower a (batched) matmul onto it.
+#include <algorithm>
+#include <limits>
+
+#include "engine/backend/cpu/emit_ops.h"
+#include "engine/error.h"
+
+namespace prism::backend::cpu::detail {
+
+namespace {
+
+// C[M x N] (row stride LDC) = or += A[M x K] (LDA) @ B[K x N] (LDB), all compile-time; A, B and C
+// are views into whatever holds them (a device tensor, a tile, an output). The kernel keeps an
+// MR x NV-vector block of C in registers over a K chunk, broadcasting one A element per row and
+// loading NV vectors of a B row per step. The K chunk (KC) keeps a B panel in L1 while every row
+// block of C passes over it. Columns past the last full vector take a scalar path.
+const char* kMicroKernel = R"(
+template <int MR, int NV, bool ACC>
+static inline __attribute__((always_inline)) void prism_mk(long K, const float* __restrict A, long lda, const float* __restrict B,
+                                                           long ldb, float* __restrict C, long ldc) {
+  vf c[MR][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) c[r][v] = ACC ? vload(C + r * ldc + v * kW) : vf{};
+  for (long k = 0; k < K; ++k) {
+    vf b[NV];
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) b[v] = vload(B + k * ldb + v * kW);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      const vf a = vbroadcast(A[r * lda + k]);
+#pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) c[r][v] = vfma(a, b[v], c[r][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) vstore(C + r * ldc + v * kW, c[r][v]);
+}
+
+// The last NT (< kW) columns, scalar.
+template <int MR, int NT, bool ACC>
+static inline void prism_mk_tail(long K, const float* __restrict A, long lda, const float* __restrict B, long ldb,
+                                 float* __restrict C, long ldc) {
+  float c[MR][NT];
+  for (int r = 0; r < MR; ++r)
+    for (int t = 0; t < NT; ++t) c[r][t] = ACC ? C[r * ldc + t] : 0.0f;
+  for (long k = 0; k < K; ++k)
+    for (int r = 0; r < MR; ++r) {
+      const float a = A[r * lda + k];
+      for (int t = 0; t < NT; ++t) c[r][t] += a * B[k * ldb + t];
+    }
+  for (int r = 0; r < MR; ++r)
+    for (int t = 0; t < NT; ++t) C[r * ldc + t] = c[r][t];
+}
+
+// Every column block, and within it every row block, of one K chunk.
+template <long M, long N, long LDA, long LDB, long LDC, bool ACC, int MR, int NV>
+static inline void prism_mm_panel(long kc, const float* __restrict A, const float* __restrict B, float* __restrict C) {
+  constexpr long NB = long(NV) * kW, NFULL = N / NB * NB, NVR = (N - NFULL) / kW, NT = (N - NFULL) % kW;
+  constexpr long MFULL = M / MR * MR, MREM = M - MFULL;
+  for (long j = 0; j < NFULL; j += NB) {
+    for (long i = 0; i < MFULL; i += MR) prism_mk<MR, NV, ACC>(kc, A + i * LDA, LDA, B + j, LDB, C + i * LDC + j, LDC);
+    if constexpr (MREM > 0) prism_mk<int(MREM), NV, ACC>(kc, A + MFULL * LDA, LDA, B + j, LDB, C + MFULL * LDC + j, LDC);
+  }
+  if constexpr (NVR > 0) {
+    for (long i = 0; i < MFULL; i += MR) prism_mk<MR, int(NVR), ACC>(kc, A + i * LDA, LDA, B + NFULL, LDB, C + i * LDC + NFULL, LDC);
+    if constexpr (MREM > 0)
+      prism_mk<int(MREM), int(NVR), ACC>(kc, A + MFULL * LDA, LDA, B + NFULL, LDB, C + MFULL * LDC + NFULL, LDC);
+  }
+  if constexpr (NT > 0) {
+    constexpr long J = NFULL + NVR * kW;
+    for (long i = 0; i < MFULL; i += MR) prism_mk_tail<MR, int(NT), ACC>(kc, A + i * LDA, LDA, B + J, LDB, C + i * LDC + J, LDC);
+    if constexpr (MREM > 0) prism_mk_tail<int(MREM), int(NT), ACC>(kc, A + MFULL * LDA, LDA, B + J, LDB, C + MFULL * LDC + J, LDC);
+  }
+}
+
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC>
+static inline void prism_mm(const float* __restrict A, const float* __restrict B, float* __restrict C) {
+  prism_mm_panel<M, N, LDA, LDB, LDC, ACC, MR, NV>(K < KC ? K : KC, A, B, C);
+  for (long k0 = KC; k0 < K; k0 += KC)
+    prism_mm_panel<M, N, LDA, LDB, LDC, true, MR, NV>(K - k0 < KC ? K - k0 : KC, A + k0, B + k0 * LDB, C);
+}
+)";
+
+std::string fma_body(int simd_bytes) {
+  // Explicit FMA: an ISO -std=c++17 build does not contract a * b + c on its own.
+  if (simd_bytes == 64)
+    return "#if defined(__AVX512F__)\n  return (vf)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);\n#else\n  return a * b + c;\n#endif\n";
+  return "#if defined(__FMA__)\n  return (vf)_mm256_fmadd_ps((__m256)a, (__m256)b, (__m256)c);\n#else\n  return a * b + c;\n#endif\n";
+}
+
+}  // namespace
+
+std::string prelude(int simd_bytes) {
+  if (simd_bytes != 32 && simd_bytes != 64)
+    throw Error(Error::Kind::InvalidArgument, "codegen: simd_bytes must be 32 or 64, not " + std::to_string(simd_bytes));
+  std::string s = R"(// Generated by prism (engine/backend/cpu/codegen): dense row-major f32, all sizes constant.
+#include <dlfcn.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace {
+)";
+  s += "constexpr long kW = " + std::to_string(simd_bytes / 4) + ";  // floats per vector\n";
+  s += "typedef float vf __attribute__((vector_size(" + std::to_string(simd_bytes) + ")));\n";
+  s += R"(static inline vf vload(const float* p) { vf v; __builtin_memcpy(&v, p, sizeof v); return v; }
+static inline void vstore(float* p, vf v) { __builtin_memcpy(p, &v, sizeof v); }
+static inline vf vbroadcast(float x) { return vf{} + x; }
+static inline vf vfma(vf a, vf b, vf c) {
+)";
+  s += fma_body(simd_bytes);
+  s += R"(}
+static inline float prism_hsum(vf v) {
+  float s = 0.0f;
+  for (int i = 0; i < int(kW); ++i) s += v[i];
+  return s;
+}
+static inline float prism_square(float a) { return a * a; }
+static inline float prism_silu(float a) { return a / (1.0f + std::exp(-a)); }
+static inline float prism_gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+static inline float prism_relu(float a) { return a < 0.0f ? 0.0f : a; }
+// max_accumulate: a NaN seen once stays.
+static inline float prism_max_into(float acc, float x) { return (x > acc || x != x) ? (acc != acc ? acc : x) : acc; }
+// The OpenMP runtime came in with this library; its worker threads outlive any one parallel
+// region, so it must never be unloaded with the library (a later dlclose would pull their code
+// from under them). Pin it when the library loads.
+__attribute__((constructor)) static void prism_pin_openmp() {
+  for (const char* name : {"libgomp.so.1", "libomp.so", "libomp.so.5"}) dlopen(name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+// Per-thread scratch for a block's computed tiles, grown on demand and kept across calls.
+static float* prism_scratch(size_t floats) {
+  static thread_local float* buffer = nullptr;
+  static thread_local size_t size = 0;
+  if (size < floats) {
+    std::free(buffer);
+    buffer = static_cast<float*>(std::aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64));
+    size = buffer ? floats : 0;
+  }
+  return buffer;
+}
+)";
+  s += kMicroKernel;
+  s += "}  // namespace\n";
+  return s;
+}
+
+// Picks the MR x NV block with the fewest estimated cycles for an M x N result: a K step of an
+// mr x nv block issues mr*nv FMAs and nv vector loads plus mr broadcasts, and must keep
+// mr*nv + nv + 1 vector registers live (32 with AVX-512, 16 with AVX2).
+Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes) {
+  const int64_t w = simd_bytes / 4, regs = simd_bytes == 64 ? 32 : 16;
+  const int64_t vectors = std::max<int64_t>(1, n / w);
+  Blocking best;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (int mr = 1; mr <= std::min<int64_t>(m, 16); ++mr)
+    for (int nv = 1; nv <= std::min<int64_t>(vectors, 8); ++nv) {
+      if (mr * nv + nv + 1 > regs) continue;
+      auto step = [](int64_t r, int64_t v) { return double(std::max(r * v, v + (r + 1) / 2)) + 2.0; };
+      int64_t mfull = m / mr, mrem = m % mr, nfull = (n / w) / nv, nvr = (n / w) % nv;
+      double cost = 0;
+      cost += double(mfull * nfull) * step(mr, nv) + double(mrem ? nfull : 0) * step(mrem, nv);
+      if (nvr) cost += double(mfull) * step(mr, nvr) + (mrem ? step(mrem, nvr) : 0.0);
+      if (cost < best_cost - 1e-9) {
+        best_cost = cost;
+        best.mr = mr;
+        best.nv = nv;
+      }
+    }
+  // A B panel of kc rows stays in L1 (16 KiB of it) while the row blocks pass over it; with a
+  // single row block there is nothing to reuse and the panel is the whole contraction.
+  int64_t panel_row = int64_t(best.nv) * w * 4;
+  best.kc = m > best.mr ? std::max<int64_t>(16, 16384 / panel_row) : k;
+  best.kc = std::max<int64_t>(1, std::min(best.kc, k));
+  return best;
+}
+
+namespace {
+
+// The offset expression of batch index `bi` (flattened over `batch`) into a view whose batch
+// strides (aligned right, broadcast 0) are `strides`.
+std::string batch_offset(const std::vector<int64_t>& batch, const std::vector<int64_t>& strides, const std::string& bi) {
+  std::string off;
+  int64_t inner = 1;
+  for (size_t d = batch.size(); d-- > 0;) {
+    if (batch[d] != 1 && strides[d] != 0) {
+      if (!off.empty()) off += " + ";
+      off += "(" + bi + " / " + std::to_string(inner) + "L % " + std::to_string(batch[d]) + "L) * " + std::to_string(strides[d]) + "L";
+    }
+    inner *= batch[d];
+  }
+  return off.empty() ? "0" : off;
+}
+
+std::vector<int64_t> batch_strides(const View& v, const std::vector<int64_t>& batch) {
+  std::vector<int64_t> s(batch.size(), 0);
+  size_t vb = v.shape.size() - 2;
+  for (size_t i = 0; i < vb; ++i) {
+    size_t src = vb - 1 - i, dst = batch.size() - 1 - i;
+    s[dst] = v.shape[src] == 1 ? 0 : v.strides[src];
+  }
+  return s;
+}
+
+std::string mm_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, bool acc, const Blocking& b,
+                    const std::string& pa, const std::string& pb, const std::string& pc) {
+  return "prism_mm<" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " + std::to_string(lda) + ", " +
+         std::to_string(ldb) + ", " + std::to_string(ldc) + ", " + (acc ? "true" : "false") + ", " + std::to_string(b.mr) + ", " +
+         std::to_string(b.nv) + ", " + std::to_string(b.kc) + ">(" + pa + ", " + pb + ", " + pc + ");\n";
+}
+
+}  // namespace
+
+// Custom kernels: a loop over the batch, one prism_mm per batch element. Library kernels: one
+// parallel loop over (batch, row chunk, column chunk), with compile-time tail chunks.
+std::string emit_matmul(const View& a, const View& b, const View& out, bool accumulate, const EmitContext& ctx) {
+  size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
+  if (ra < 2 || rb < 2 || ro < 2) throw Error(Error::Kind::InvalidArgument, "codegen: matmul needs operands of rank 2 or more");
+  if (a.strides[ra - 1] != 1 || b.strides[rb - 1] != 1 || out.strides[ro - 1] != 1)
+    throw Error(Error::Kind::InvalidArgument, "codegen: matmul operands must be contiguous along their last dim");
+  int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
+  if (b.shape[rb - 2] != k || out.shape[ro - 2] != m || out.shape[ro - 1] != n)
+    throw Error(Error::Kind::InvalidArgument, "codegen: matmul sizes do not agree");
+  int64_t lda = a.strides[ra - 2], ldb = b.strides[rb - 2], ldc = out.strides[ro - 2];
+  std::vector<int64_t> batch(out.shape.begin(), out.shape.end() - 2);
+  int64_t nb = element_count(batch);
+  auto sa = batch_strides(a, batch), sb = batch_strides(b, batch), so = batch_strides(out, batch);
+  std::string ind = ctx.indent, s;
+  if (!ctx.parallel) {
+    Blocking bl = choose_blocking(m, n, k, ctx.simd_bytes);
+    std::string i2 = ind;
+    if (nb > 1) {
+      s += ind + "for (long bi = 0; bi < " + std::to_string(nb) + "; ++bi)\n";
+      i2 += "  ";
+    }
+    auto at = [&](const View& v, const std::vector<int64_t>& st) { return nb > 1 ? v.ptr + " + " + batch_offset(batch, st, "bi") : v.ptr; };
+    return s + i2 + mm_call(m, n, k, lda, ldb, ldc, accumulate, bl, at(a, sa), at(b, sb), at(out, so));
+  }
+  // Chunks: 64 rows by 256 columns (whole dims when smaller).
+  const int64_t rc = std::min<int64_t>(m, 64), cc = std::min<int64_t>(n, 256);
+  const int64_t rchunks = (m + rc - 1) / rc, cchunks = (n + cc - 1) / cc;
+  const int64_t rtail = m - (rchunks - 1) * rc, ctail = n - (cchunks - 1) * cc;
+  s += ind + "#pragma omp parallel for num_threads(threads) schedule(static)\n";
+  s += ind + "for (long t = 0; t < " + std::to_string(nb * rchunks * cchunks) + "L; ++t) {\n";
+  std::string i2 = ind + "  ";
+  s += i2 + "const long bi = t / " + std::to_string(rchunks * cchunks) + "L, r = t / " + std::to_string(cchunks) + "L % " +
+       std::to_string(rchunks) + "L, c = t % " + std::to_string(cchunks) + "L;\n";
+  s += i2 + "const float* pa = " + a.ptr + " + " + batch_offset(batch, sa, "bi") + " + r * " + std::to_string(rc * lda) + "L;\n";
+  s += i2 + "const float* pb = " + b.ptr + " + " + batch_offset(batch, sb, "bi") + " + c * " + std::to_string(cc) + "L;\n";
+  s += i2 + "float* pc = " + out.ptr + " + " + batch_offset(batch, so, "bi") + " + r * " + std::to_string(rc * ldc) + "L + c * " +
+       std::to_string(cc) + "L;\n";
+  for (int rt = 0; rt < 2; ++rt)
+    for (int ct = 0; ct < 2; ++ct) {
+      int64_t mm = rt ? rtail : rc, nn = ct ? ctail : cc;
+      if ((rt && rtail == rc) || (ct && ctail == cc)) continue;  // no distinct tail chunk
+      std::string cond = std::string(rt ? "r == " + std::to_string(rchunks - 1) + "L" : (rtail == rc ? "true" : "r != " + std::to_string(rchunks - 1) + "L")) +
+                         " && " + (ct ? "c == " + std::to_string(cchunks - 1) + "L" : (ctail == cc ? "true" : "c != " + std::to_string(cchunks - 1) + "L"));
+      s += i2 + "if (" + cond + ") " + mm_call(mm, nn, k, lda, ldb, ldc, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes), "pa", "pb", "pc");
+    }
+  return s + ind + "}\n";
+}
+
+}  // namespace prism::backend::cpu::detail

@@ -1,0 +1,193 @@
+#include "engine/backend/cpu/emit_ops.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "engine/error.h"
+
+namespace prism::backend::cpu::detail {
+
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+View dense_view(const std::string& ptr, const std::vector<int64_t>& shape) { return View{ptr, shape, dense_strides(shape)}; }
+
+int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string unary_expr(Op op, const std::string& a) {
+  switch (op) {
+    case Op::Neg: return "(-" + a + ")";
+    case Op::Exp: return "std::exp(" + a + ")";
+    case Op::Log: return "std::log(" + a + ")";
+    case Op::Sqrt: return "std::sqrt(" + a + ")";
+    case Op::Rsqrt: return "(1.0f / std::sqrt(" + a + "))";
+    case Op::Square: return "prism_square(" + a + ")";
+    case Op::Silu: return "prism_silu(" + a + ")";
+    case Op::Gelu: return "prism_gelu(" + a + ")";
+    case Op::Relu: return "prism_relu(" + a + ")";
+    default: throw Error(Error::Kind::InvalidArgument, std::string("codegen: '") + op_name(op) + "' is not a unary op it can lower");
+  }
+}
+
+std::string binary_expr(Op op, const std::string& a, const std::string& b) {
+  switch (op) {
+    case Op::Add: return "(" + a + " + " + b + ")";
+    case Op::Sub: return "(" + a + " - " + b + ")";
+    case Op::Mul: return "(" + a + " * " + b + ")";
+    case Op::Div: return "(" + a + " / " + b + ")";
+    default: throw Error(Error::Kind::InvalidArgument, std::string("codegen: '") + op_name(op) + "' is not a binary op it can lower");
+  }
+}
+
+namespace {
+
+// Strides of `v` aligned to the right of a loop nest over `shape`; broadcast dims (size 1 in v,
+// or missing on the left) get stride 0.
+std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 0);
+  size_t r = v.shape.size();
+  for (size_t i = 0; i < r; ++i) {
+    size_t src = r - 1 - i, dst = shape.size() - 1 - i;
+    s[dst] = v.shape[src] == 1 ? 0 : v.strides[src];
+  }
+  return s;
+}
+
+// "ptr[i0*s0 + i1*s1]" over loop indices named prefix0, prefix1 … (dims of size 1 have no loop).
+std::string element(const View& v, const std::vector<int64_t>& strides, const std::vector<int64_t>& shape,
+                    const std::string& prefix = "i") {
+  std::string off;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (strides[d] == 0 || shape[d] == 1) continue;
+    if (!off.empty()) off += " + ";
+    off += prefix + std::to_string(d);
+    if (strides[d] != 1) off += " * " + std::to_string(strides[d]) + "L";
+  }
+  return v.ptr + "[" + (off.empty() ? "0" : off) + "]";
+}
+
+// A loop nest over `shape` (no loop for dims of size 1) around body(indent). With ctx.parallel,
+// the outer loops (up to two, perfectly nested) run as one OpenMP parallel loop.
+std::string loop_nest(const std::vector<int64_t>& shape, const EmitContext& ctx, const std::function<std::string(const std::string&)>& body,
+                      const std::string& prefix = "i") {
+  std::vector<size_t> dims;
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1) dims.push_back(d);
+  std::string out, ind = ctx.indent;
+  if (ctx.parallel && !dims.empty())
+    out += ind + "#pragma omp parallel for collapse(" + std::to_string(std::min<size_t>(2, dims.size())) +
+           ") num_threads(threads) schedule(static)\n";
+  for (size_t k = 0; k < dims.size(); ++k) {
+    std::string i = prefix + std::to_string(dims[k]);
+    if (k + 1 == dims.size() && !ctx.parallel) out += ind + "#pragma GCC ivdep\n";
+    out += ind + "for (long " + i + " = 0; " + i + " < " + std::to_string(shape[dims[k]]) + "; ++" + i + ")\n";
+    ind += "  ";
+  }
+  out += ind + "{\n" + body(ind + "  ") + ind + "}\n";
+  return out;
+}
+
+}  // namespace
+
+std::string emit_unary(Op op, const View& x, const View& out, const EmitContext& ctx) {
+  auto sx = aligned_strides(x, out.shape), so = aligned_strides(out, out.shape);
+  return loop_nest(out.shape, ctx, [&](const std::string& ind) {
+    return ind + element(out, so, out.shape) + " = " + unary_expr(op, element(x, sx, out.shape)) + ";\n";
+  });
+}
+
+std::string emit_zip(const View& a, const View& b, const View& out, const std::function<std::string(const std::string&, const std::string&)>& expr,
+                     const EmitContext& ctx) {
+  auto sa = aligned_strides(a, out.shape), sb = aligned_strides(b, out.shape), so = aligned_strides(out, out.shape);
+  return loop_nest(out.shape, ctx, [&](const std::string& ind) {
+    return ind + element(out, so, out.shape) + " = " + expr(element(a, sa, out.shape), element(b, sb, out.shape)) + ";\n";
+  });
+}
+
+std::string emit_binary(Op op, const View& a, const View& b, const View& out, const EmitContext& ctx) {
+  binary_expr(op, "", "");  // throws for an op that is not binary
+  return emit_zip(a, b, out, [op](const std::string& x, const std::string& y) { return binary_expr(op, x, y); }, ctx);
+}
+
+std::string emit_copy(const View& x, const View& out, const EmitContext& ctx) {
+  auto sx = aligned_strides(x, out.shape), so = aligned_strides(out, out.shape);
+  return loop_nest(out.shape, ctx, [&](const std::string& ind) { return ind + element(out, so, out.shape) + " = " + element(x, sx, out.shape) + ";\n"; });
+}
+
+// Code declaring `float acc` = the sum (of squares) of xr[0..k) for a contiguous xr: vector
+// partial sums (so not the interpreter's order, only its value up to rounding), then the rest.
+std::string contiguous_fold(const std::string& ind, int64_t k, bool square, const std::string& start) {
+  std::string f = square ? "vfma(a, a, s0)" : "s0 + a", g = square ? "vfma(b, b, s1)" : "s1 + b";
+  std::string s = ind + "vf s0 = {}, s1 = {};\n" + ind + "long j = 0;\n";
+  s += ind + "for (; j + 2 * kW <= " + std::to_string(k) + "; j += 2 * kW) { const vf a = vload(xr + j), b = vload(xr + j + kW); s0 = " + f +
+       "; s1 = " + g + "; }\n";
+  s += ind + "for (; j + kW <= " + std::to_string(k) + "; j += kW) { const vf a = vload(xr + j); s0 = " + f + "; }\n";
+  s += ind + "float acc = " + start + " + prism_hsum(s0 + s1);\n";
+  s += ind + "for (; j < " + std::to_string(k) + "; ++j) { float v = xr[j]; acc += " + (square ? "v * v" : "v") + "; }\n";
+  return s;
+}
+
+std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx) {
+  size_t ax = size_t(axis);
+  std::vector<int64_t> shape = x.shape;
+  int64_t k = shape[ax];
+  shape[ax] = 1;
+  auto sx = aligned_strides(x, shape), so = aligned_strides(out, shape);
+  sx[ax] = 0;
+  std::string at = element(x, sx, shape), step = std::to_string(x.strides[ax]);
+  return loop_nest(shape, ctx, [&](const std::string& ind) {
+    std::string o = element(out, so, shape);
+    if (x.strides[ax] == 1 && k >= 16) return ind + "const float* xr = &" + at + ";\n" + contiguous_fold(ind, k, true, o) + ind + o + " = acc;\n";
+    return ind + "const float* xr = &" + at + ";\n" + ind + "float acc = " + o + ";\n" + ind + "for (long j = 0; j < " + std::to_string(k) +
+           "; ++j) { float v = xr[j * " + step + "L]; acc += v * v; }\n" + ind + o + " = acc;\n";
+  });
+}
+
+// Loops over the result (x's shape with the axis at size 1), the reduced axis innermost: each
+// result element folds x along the axis in order, as the interpreter does.
+std::string emit_reduce(Op op, int axis, const View& x, const View& out, const EmitContext& ctx) {
+  if (op != Op::Sum && op != Op::Max && op != Op::Rms)
+    throw Error(Error::Kind::InvalidArgument, std::string("codegen: '") + op_name(op) + "' is not a reduction it can lower");
+  size_t ax = size_t(axis);
+  std::vector<int64_t> shape = x.shape;
+  int64_t k = shape[ax];
+  shape[ax] = 1;
+  View o = out;
+  if (o.shape.size() + 1 == x.shape.size()) {  // keepdims=false: the axis back as size 1
+    o.shape.insert(o.shape.begin() + long(ax), 1);
+    o.strides.insert(o.strides.begin() + long(ax), 0);
+  }
+  auto sx = aligned_strides(x, shape), so = aligned_strides(o, shape);
+  std::vector<int64_t> xs = sx;
+  xs[ax] = 0;
+  std::string at = element(x, xs, shape);
+  std::string step = std::to_string(x.strides[ax]);
+  return loop_nest(shape, ctx, [&](const std::string& ind) {
+    std::string s = ind + "const float* xr = &" + at + ";\n";
+    if (op == Op::Max) {
+      s += ind + "float acc = -std::numeric_limits<float>::infinity();\n";
+      s += ind + "for (long j = 0; j < " + std::to_string(k) + "; ++j) {\n";
+      s += ind + "  float v = xr[j * " + step + "L];\n";
+      s += ind + "  if (v > acc || v != v) acc = acc != acc ? acc : v;\n";
+      s += ind + "}\n";
+    } else if (x.strides[ax] == 1 && k >= 16) {
+      s += contiguous_fold(ind, k, op == Op::Rms, "0.0f");
+      if (op == Op::Rms) s += ind + "acc = std::sqrt(acc / float(" + std::to_string(k) + "));\n";
+    } else {
+      s += ind + "float acc = 0.0f;\n";
+      s += ind + "for (long j = 0; j < " + std::to_string(k) + "; ++j) { float v = xr[j * " + step + "L]; acc += " +
+           (op == Op::Rms ? "v * v" : "v") + "; }\n";
+      if (op == Op::Rms) s += ind + "acc = std::sqrt(acc / float(" + std::to_string(k) + "));\n";
+    }
+    return s + ind + element(o, so, shape) + " = acc;\n";
+  });
+}
+
+}  // namespace prism::backend::cpu::detail

@@ -1,0 +1,65 @@
+// Building blocks of the CPU code generator (codegen.h, emit_library.h): C++ text for one op over
+// strided views of f32 data whose sizes and strides are compile-time constants.
+//
+// A View is a base-pointer expression plus shape and element strides; the last stride is always 1
+// (a box cut out of a row-major tensor, a dense tile, or a place in an output), so loads never copy
+// and every op reads its operands where they lie.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/ir/program.h"
+
+namespace prism::backend::cpu::detail {
+
+struct View {
+  std::string ptr;  // C++ expression of the first element
+  std::vector<int64_t> shape, strides;
+};
+
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape);
+View dense_view(const std::string& ptr, const std::vector<int64_t>& shape);
+int64_t element_count(const std::vector<int64_t>& shape);
+
+// How an op's code is laid out: `indent` for every line; `parallel` puts an OpenMP parallel loop
+// (num_threads(threads)) on the outermost loops (library kernels; custom kernels are already
+// parallel over their grid).
+struct EmitContext {
+  std::string indent = "  ";
+  bool parallel = false;
+  int simd_bytes = 32;
+};
+
+// C++ expression of an elementwise op on float expressions (the interpreter's formulas).
+std::string unary_expr(Op op, const std::string& a);
+std::string binary_expr(Op op, const std::string& a, const std::string& b);
+
+// out = op(x), same shape.
+std::string emit_unary(Op op, const View& x, const View& out, const EmitContext& ctx);
+// out = op(a, b) with numpy broadcasting; out has the broadcast shape.
+std::string emit_binary(Op op, const View& a, const View& b, const View& out, const EmitContext& ctx);
+// out = expr(a, b) elementwise with broadcasting, expr building the C++ expression.
+std::string emit_zip(const View& a, const View& b, const View& out, const std::function<std::string(const std::string&, const std::string&)>& expr,
+                     const EmitContext& ctx);
+// out[...] = x[...], same shape.
+std::string emit_copy(const View& x, const View& out, const EmitContext& ctx);
+// out = sum/max/rms of x along `axis` (normalized); out has x's shape with the axis removed or 1.
+std::string emit_reduce(Op op, int axis, const View& x, const View& out, const EmitContext& ctx);
+// out += the sum of squares of x along `axis` (out: x's shape with the axis at 1), folded in order.
+std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx);
+// out (+)= a @ b, batch dims broadcast; accumulate: out += a @ b (out already holds a value).
+std::string emit_matmul(const View& a, const View& b, const View& out, bool accumulate, const EmitContext& ctx);
+
+// The shared top of every generated source: includes, the vector type and the matmul micro-kernel.
+std::string prelude(int simd_bytes);
+
+// Register blocking of the micro-kernel for an M x N result: MR rows by NV vectors.
+struct Blocking {
+  int mr = 1, nv = 1;
+  int64_t kc = 0;  // contraction chunk that keeps a B panel in L1 while all row blocks use it
+};
+Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes);
+
+}  // namespace prism::backend::cpu::detail

@@ -1,0 +1,218 @@
+// The CPU code generator against the sGraph evaluator: every hand-written family at two sizes
+// (including a non-multiple of the vector blocking, a cross-block reduction combined by a later
+// kernel, max/rms accumulators, batched matmul and library kernels), compiled, run with 1 and 2
+// threads; and every family the search finds for the examples, compiled and checked.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "../search/search_helpers.h"
+#include "../sgraph/families.h"
+#include "../sgraph/sgraph_helpers.h"
+#include "engine/backend/cpu/abi.h"
+#include "engine/backend/cpu/codegen.h"
+#include "engine/backend/cpu/compiler.h"
+#include "engine/error.h"
+#include "engine/sgraph/print.h"
+#include "support/subprocess.h"
+
+using namespace prism;
+using namespace prism::backend::cpu;
+namespace fam = prism::test::families;
+
+namespace {
+
+// One compile cache for the whole test run.
+const std::string& cache_dir() {
+  static test::TempDir dir;
+  return dir.path();
+}
+
+int native_simd_bytes() { return __builtin_cpu_supports("avx512f") ? 64 : 32; }
+
+CompileOptions compile_options() {
+  CompileOptions o;
+  o.cache_dir = cache_dir();
+  o.libs = {"-lopenblas"};
+  return o;
+}
+
+// The family with every storage type f32, as the generated code computes.
+std::string as_f32(std::string s) {
+  for (const char* t : {"bf16", "f16"})
+    for (size_t at; (at = s.find(t)) != std::string::npos;) s.replace(at, std::string(t).size(), "f32");
+  return s;
+}
+
+std::vector<Tensor> run_library(const LoadedLibrary& lib, const sgraph::Instance& inst, const std::map<std::string, Tensor>& inputs, int threads) {
+  std::vector<const float*> ins;
+  for (const auto& in : inst.graph.inputs) ins.push_back(inputs.at(in.name).data.data());
+  std::vector<Tensor> outs;
+  for (const std::string& o : inst.graph.outputs)
+    outs.push_back(Tensor::zeros(DType::F32, concrete_shape(inst.analysis.tensors.at(o).shape, inst.bindings)));
+  std::vector<float*> ptrs;
+  for (Tensor& t : outs) ptrs.push_back(t.data.data());
+  int rc = lib.function<EntryFn>(kEntrySymbol)(ins.data(), ptrs.data(), threads);
+  INFO(lib.function<ErrorFn>(kErrorSymbol)());
+  REQUIRE(rc == 0);
+  return outs;
+}
+
+// Largest relative error of the generated code over all outputs, with 1 and 2 threads, against
+// the evaluator on the same random inputs.
+double codegen_error(const sgraph::Instance& inst, const CompiledLibrary& compiled, uint64_t seed = 11) {
+  auto inputs = test::random_inputs(inst.graph, inst.bindings, seed);
+  std::vector<Tensor> want = sgraph::evaluate(inst, inputs);
+  LoadedLibrary lib(compiled.path);
+  double worst = 0;
+  for (int threads : {1, 2})
+    for (int rep = 0; rep < 2; ++rep) {  // twice: static buffers reused
+      std::vector<Tensor> got = run_library(lib, inst, inputs, threads);
+      for (size_t o = 0; o < want.size(); ++o) worst = std::max(worst, test::relative_error(got[o], want[o]));
+    }
+  return worst;
+}
+
+double family_codegen_error(const std::string& family, const DimBindings& dims, const DimBindings& sizes, int simd_bytes = native_simd_bytes()) {
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(as_f32(family)), dims, sizes, sgraph::Target{"cpu", 1 << 20});
+  CodegenOptions options;
+  options.simd_bytes = simd_bytes;
+  std::string source = generate_cpu_source(inst, options);
+  if (const char* dump = std::getenv("PRISM_CODEGEN_DUMP")) std::ofstream(dump) << source;  // for debugging by hand
+  return codegen_error(inst, compile_library(source, compile_options()));
+}
+
+constexpr double kTol = 1e-4;
+
+// Max and rms accumulators, a per-tile reduction folded by a sum accumulator, a broadcast binary.
+const char* kMaxRmsFamily = R"(input X: f32[n, d]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: 0->g1, loop: 1}
+  e = exp(x)
+  m = max_accumulate(e)
+  r = rms_accumulate(x, axis=1)
+  s = sum(x, axis=1)
+  sa = sum_accumulate(s)
+  y = mul(m, r)
+  z = add(y, sa)
+  save O: f32 = z map {grid: 0->g1, loop: -}
+output O
+)";
+
+// A value saved inside the loop, walked along its columns.
+const char* kWalkedSaveFamily = R"(input X: f32[n, d]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: 0->g1, loop: 1}
+  y = gelu(x)
+  save O: f32 = y map {grid: 0->g1, loop: 1}
+output O
+)";
+
+// Library kernels only: a batched matmul broadcasting its right operand, unary ops, reductions
+// with and without kept dims, broadcast binary ops, and a graph output returned twice.
+const char* kLibraryFamily = R"(input A: f32[b, m, k]
+input B: f32[k, n]
+kernel 0: P: f32 = matmul(A, B)
+kernel 1: Q: f32 = silu(P)
+kernel 2: R: f32 = rms(Q, axis=2, keepdims=false)
+kernel 3: S: f32 = max(Q, axis=0)
+kernel 4: E: f32 = exp(S)
+kernel 5: U: f32 = div(Q, E)
+kernel 6: V: f32 = sum(U, axis=-1)
+kernel 7: W: f32 = sub(U, V)
+kernel 8: Z: f32 = relu(W)
+output R, Z, R
+)";
+
+}  // namespace
+
+TEST_CASE("codegen: rms_linear family matches the evaluator", "[codegen]") {
+  CHECK(family_codegen_error(fam::kRmsLinear, {{"n", 8}, {"d", 64}}, {{"g1", 4}, {"F1", 2}}) < kTol);
+  CHECK(family_codegen_error(fam::kRmsLinear, {{"n", 16}, {"d", 128}}, {{"g1", 1}, {"F1", 1}}) < kTol);
+  // n = 3 rows, tiles of 5 columns: remainders of every blocking, scalar column tails.
+  CHECK(family_codegen_error(fam::kRmsLinear, {{"n", 3}, {"d", 80}}, {{"g1", 16}, {"F1", 4}}) < kTol);
+  // AVX2 blocking too.
+  CHECK(family_codegen_error(fam::kRmsLinear, {{"n", 5}, {"d", 96}}, {{"g1", 2}, {"F1", 3}}, 32) < kTol);
+}
+
+TEST_CASE("codegen: gated_mlp family matches the evaluator", "[codegen]") {
+  CHECK(family_codegen_error(fam::kGatedMlp, {{"n", 8}, {"d", 64}}, {{"g1", 4}, {"F1", 4}}) < kTol);
+  CHECK(family_codegen_error(fam::kGatedMlp, {{"n", 3}, {"d", 48}}, {{"g1", 2}, {"F1", 16}}) < kTol);
+}
+
+TEST_CASE("codegen: lora family matches the evaluator", "[codegen]") {
+  CHECK(family_codegen_error(fam::kLora, {{"n", 16}, {"d", 64}, {"m", 128}, {"r", 8}}, {{"g1", 8}, {"F1", 4}}) < kTol);
+  CHECK(family_codegen_error(fam::kLora, {{"n", 4}, {"d", 32}, {"m", 96}, {"r", 4}}, {{"g1", 2}, {"F1", 16}}) < kTol);
+}
+
+TEST_CASE("codegen: attention family (batched matmul, cross-block partials, combining kernel) matches the evaluator", "[codegen]") {
+  DimBindings a{{"B", 4}, {"q", 1}, {"s", 64}, {"e", 16}}, b{{"B", 2}, {"q", 3}, {"s", 96}, {"e", 8}};
+  CHECK(family_codegen_error(fam::kAttention, a, {{"g1", 2}, {"g2", 4}, {"F1", 2}, {"g3", 2}, {"F2", 4}}) < kTol);
+  CHECK(family_codegen_error(fam::kAttention, b, {{"g1", 1}, {"g2", 8}, {"F1", 4}, {"g3", 2}, {"F2", 2}}) < kTol);
+}
+
+TEST_CASE("codegen: split contraction combined by a library reduction", "[codegen]") {
+  std::string combined = std::string(fam::kSplitContractionPartials) + "kernel 1: O: f32 = sum(P, axis=0, keepdims=false)\noutput O\n";
+  CHECK(family_codegen_error(combined, {{"n", 4}, {"d", 32}, {"m", 24}}, {{"g1", 4}}) < kTol);
+}
+
+TEST_CASE("codegen: max and rms accumulators, a walked save, library kernels", "[codegen]") {
+  CHECK(family_codegen_error(kMaxRmsFamily, {{"n", 6}, {"d", 40}}, {{"g1", 3}, {"F1", 4}}) < kTol);
+  CHECK(family_codegen_error(kWalkedSaveFamily, {{"n", 6}, {"d", 40}}, {{"g1", 2}, {"F1", 5}}) < kTol);
+  CHECK(family_codegen_error(kLibraryFamily, {{"b", 3}, {"m", 5}, {"k", 7}, {"n", 19}}, {}) < kTol);
+  CHECK(family_codegen_error(kLibraryFamily, {{"b", 2}, {"m", 70}, {"k", 33}, {"n", 300}}, {}) < kTol);
+}
+
+TEST_CASE("codegen: what it cannot lower is an InvalidArgument error", "[codegen]") {
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(as_f32(fam::kRmsLinear)), {{"n", 4}, {"d", 16}}, {{"g1", 2}, {"F1", 2}}, {});
+  CodegenOptions options;
+  options.simd_bytes = 48;
+  CHECK_THROWS_WITH(generate_cpu_source(inst, options), Catch::Contains("simd_bytes"));
+}
+
+// Every family the search finds for each example compiles at one small binding, and the first
+// few compute what the evaluator computes.
+TEST_CASE("codegen: every family the search finds for the examples compiles and the first ones match", "[codegen][search]") {
+  const std::map<std::string, DimBindings> dims = {
+      {"rms_linear", {{"n", 4}, {"d", 64}}},
+      {"rmsnorm_mlp", {{"n", 4}, {"d", 64}}},
+      {"gated_mlp", {{"n", 4}, {"d", 64}}},
+      {"lora", {{"n", 4}, {"d", 64}, {"o", 128}, {"r", 8}}},
+      {"attention", {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}}},
+      {"qk_norm_attention", {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}}},
+      {"gqa", {{"h", 2}, {"g", 2}, {"s", 64}, {"e", 16}}},
+  };
+  const sgraph::Target target{"cpu", 1 << 20};
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(PRISM_SOURCE_DIR) + "/examples")) {
+    std::string name = entry.path().stem().string();
+    if (entry.path().extension() != ".prism") continue;
+    INFO("example " << name);
+    REQUIRE(dims.count(name));
+    SearchLimits limits;
+    limits.threads = 2;
+    limits.target = "cpu";
+    limits.budget_s = 10;
+    SearchResult r = search::search_program(test::lowered_example(name), limits);
+    std::vector<sgraph::Instance> instances;
+    std::vector<std::string> sources;
+    for (const Candidate& c : r.candidates) {
+      sgraph::SGraph g = sgraph::parse(as_f32(c.text));
+      std::vector<DimBindings> sizes = sgraph::enumerate(g, dims.at(name), target, {}, 64);
+      if (sizes.empty()) continue;
+      // A middle choice: grids and loops of more than one block or iteration where possible.
+      instances.push_back(sgraph::instantiate(g, dims.at(name), sizes[sizes.size() / 2], target));
+      sources.push_back(generate_cpu_source(instances.back(), {0, native_simd_bytes()}));
+    }
+    WARN(name << ": " << r.candidates.size() << " families, " << sources.size() << " instantiated");
+    std::vector<std::string> errors;
+    auto compiled = compile_libraries(sources, compile_options(), 2, &errors);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      INFO("family\n" << sgraph::print(instances[i].graph) << "\n" << errors[i]);
+      REQUIRE(errors[i].empty());
+      if (i < 4) CHECK(codegen_error(instances[i], compiled[i]) < kTol);
+    }
+  }
+}
