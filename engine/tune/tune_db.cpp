@@ -134,7 +134,7 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         r.stats.instantiations = std::stoull(f[1]), r.stats.compiled = std::stoull(f[2]), r.stats.cached = std::stoull(f[3]);
         r.stats.compile_s = std::stod(f[4]), r.stats.run_s = std::stod(f[5]), r.stats.total_s = std::stod(f[6]);
       } else if (tag == "row") {
-        need(11);
+        need(10);
         TuneRow row;
         row.candidate = std::stoi(f[1]);
         row.sizes = parse_sizes(f[2]);

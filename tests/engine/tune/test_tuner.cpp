@@ -120,7 +120,7 @@ TEST_CASE("tuner: a repeated question is answered by the tuning DB without compi
     tune::TuneResult first = ws.tune("rms_linear", request);
     CHECK_FALSE(first.from_db);
     CHECK(first.stats.compiled == 3);  // the baseline and two candidates
-    REQUIRE(objects() == 3);
+    REQUIRE(objects() >= 3);  // and the CPU description's measuring kernels
   }
   // A new workspace (a restarted daemon) on the same data dir: no compile, no run.
   std::filesystem::remove_all(cache / "kernels");
