@@ -65,24 +65,6 @@ std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dim
   return inputs;
 }
 
-// Spearman's rank correlation of two equally long lists (ties get their order's rank).
-double rank_correlation(const std::vector<double>& a, const std::vector<double>& b) {
-  size_t n = a.size();
-  if (n < 3) return 0;
-  auto ranks = [n](const std::vector<double>& v) {
-    std::vector<size_t> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return v[x] < v[y]; });
-    std::vector<double> r(n);
-    for (size_t i = 0; i < n; ++i) r[order[i]] = double(i);
-    return r;
-  };
-  std::vector<double> ra = ranks(a), rb = ranks(b);
-  double d2 = 0;
-  for (size_t i = 0; i < n; ++i) d2 += (ra[i] - rb[i]) * (ra[i] - rb[i]);
-  return 1 - 6 * d2 / (double(n) * (double(n) * double(n) - 1));
-}
-
 // Every valid instantiation of every family, cheapest first by the cost model.
 std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims,
                                  const TargetDescription& target, const CancelToken* cancel) {
@@ -149,6 +131,35 @@ double kernel_timeout_s(double fallback) {
 }
 
 }  // namespace
+
+// Spearman's rank correlation of two equally long lists: Pearson's correlation of their ranks,
+// ties sharing their average rank. 0 when it is undefined (fewer than 3 values, or one list
+// constant: a cost model that cannot tell the instantiations apart has no correlation to show).
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  size_t n = a.size();
+  if (n < 3) return 0;
+  auto ranks = [n](const std::vector<double>& v) {
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return v[x] < v[y]; });
+    std::vector<double> r(n);
+    for (size_t i = 0; i < n;) {
+      size_t j = i;
+      while (j + 1 < n && v[order[j + 1]] == v[order[i]]) ++j;
+      for (size_t k = i; k <= j; ++k) r[order[k]] = (double(i) + double(j)) / 2;
+      i = j + 1;
+    }
+    return r;
+  };
+  std::vector<double> ra = ranks(a), rb = ranks(b);
+  double mean = (double(n) - 1) / 2, cov = 0, va = 0, vb = 0;
+  for (size_t i = 0; i < n; ++i) {
+    cov += (ra[i] - mean) * (rb[i] - mean);
+    va += (ra[i] - mean) * (ra[i] - mean);
+    vb += (rb[i] - mean) * (rb[i] - mean);
+  }
+  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : 0;
+}
 
 std::string sizes_text(const std::map<std::string, int64_t>& sizes) {
   std::string s;
@@ -286,7 +297,7 @@ TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& f
       predicted.push_back(row.predicted_ms);
       measured.push_back(row.measured_ms);
     }
-  result.rank_correlation = rank_correlation(predicted, measured);
+  result.rank_correlation = spearman(predicted, measured);
   if (!result.rows.empty() && result.rows[0].ok) {
     result.best = 0;
     result.best_ms = result.rows[0].measured_ms;

@@ -112,6 +112,10 @@ struct TargetStatus {
   std::string detail;  // the model when available, else why not
 };
 
+// Spearman's rank correlation (ties share their average rank); 0 when undefined: fewer than 3
+// values, or a constant list.
+double spearman(const std::vector<double>& a, const std::vector<double>& b);
+
 // The sizes of an instantiation as "g1=64 F1=16".
 std::string sizes_text(const std::map<std::string, int64_t>& sizes);
 

@@ -178,3 +178,11 @@ TEST_CASE("tune DB: the text form round-trips and a damaged file is a miss", "[t
   CHECK_FALSE(tune::parse_tune_result(text.substr(0, text.size() / 2)));
   CHECK_FALSE(tune::parse_tune_result("something else"));
 }
+
+TEST_CASE("tuner: Spearman's rank correlation, with ties and constant lists", "[tune]") {
+  CHECK(tune::spearman({1, 2, 3, 4}, {10, 20, 30, 40}) == Approx(1));
+  CHECK(tune::spearman({1, 2, 3, 4}, {4, 3, 2, 1}) == Approx(-1));
+  CHECK(tune::spearman({1, 1, 1, 1}, {1, 2, 3, 4}) == 0);  // a model that cannot tell them apart
+  CHECK(tune::spearman({1, 2}, {1, 2}) == 0);
+  CHECK(tune::spearman({1, 2, 2, 3}, {1, 2, 3, 4}) == Approx(0.9486833).epsilon(1e-6));
+}
