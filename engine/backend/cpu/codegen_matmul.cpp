@@ -16,9 +16,9 @@ namespace {
 // loading NV vectors of a B row per step. The K chunk (KC) keeps a B panel in L1 while every row
 // block of C passes over it. Columns past the last full vector take a scalar path.
 const char* kMicroKernel = R"(
-template <int MR, int NV, bool ACC>
+template <int MR, int NV, bool ACC, bool PF = false>
 static inline __attribute__((always_inline)) void prism_mk(long K, const float* __restrict A, long lda, const float* __restrict B,
-                                                           long ldb, float* __restrict C, long ldc) {
+                                                           long ldb, float* __restrict C, long ldc, const float* P = nullptr) {
   vf c[MR][NV];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
@@ -28,6 +28,10 @@ static inline __attribute__((always_inline)) void prism_mk(long K, const float* 
     vf b[NV];
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) b[v] = vload(B + k * ldb + v * kW);
+    if constexpr (PF) {
+#pragma GCC unroll 16
+      for (long l = 0; l < NV * kW; l += 16) __builtin_prefetch(P + k * ldb + l, 0, 3);
+    }
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const vf a = vbroadcast(A[r * lda + k]);
@@ -63,8 +67,16 @@ static inline void prism_mm_panel(long kc, const float* __restrict A, const floa
   constexpr long NB = long(NV) * kW, NFULL = N / NB * NB, NVR = (N - NFULL) / kW, NT = (N - NFULL) % kW;
   constexpr long MFULL = M / MR * MR, MREM = M - MFULL;
   for (long j = 0; j < NFULL; j += NB) {
-    for (long i = 0; i < MFULL; i += MR) prism_mk<MR, NV, ACC>(kc, A + i * LDA, LDA, B + j, LDB, C + i * LDC + j, LDC);
-    if constexpr (MREM > 0) prism_mk<int(MREM), NV, ACC>(kc, A + MFULL * LDA, LDA, B + j, LDB, C + MFULL * LDC + j, LDC);
+    // The first row block prefetches the next strip of B (or the next chunk's first strip):
+    // strips of a row-strided B cross a page every row, where hardware prefetchers stop.
+    const float* next = j + NB < NFULL ? B + j + NB : B + kc * LDB;
+    if constexpr (MFULL > 0) {
+      prism_mk<MR, NV, ACC, true>(kc, A, LDA, B + j, LDB, C + j, LDC, next);
+      for (long i = MR; i < MFULL; i += MR) prism_mk<MR, NV, ACC>(kc, A + i * LDA, LDA, B + j, LDB, C + i * LDC + j, LDC);
+      if constexpr (MREM > 0) prism_mk<int(MREM), NV, ACC>(kc, A + MFULL * LDA, LDA, B + j, LDB, C + MFULL * LDC + j, LDC);
+    } else {
+      prism_mk<int(MREM), NV, ACC, true>(kc, A, LDA, B + j, LDB, C + j, LDC, next);
+    }
   }
   if constexpr (NVR > 0) {
     for (long i = 0; i < MFULL; i += MR) prism_mk<MR, int(NVR), ACC>(kc, A + i * LDA, LDA, B + NFULL, LDB, C + i * LDC + NFULL, LDC);
@@ -103,9 +115,12 @@ namespace {
 )";
   s += "constexpr long kW = " + std::to_string(simd_bytes / 4) + ";  // floats per vector\n";
   s += "typedef float vf __attribute__((vector_size(" + std::to_string(simd_bytes) + ")));\n";
+  // A brace list of x in every lane: `vf{} + x` would cost a scalar add (0 + -0 is +0).
+  std::string lanes;
+  for (int i = 0; i < simd_bytes / 4; ++i) lanes += i ? ", x" : "x";
+  s += "static inline vf vbroadcast(float x) { return vf{" + lanes + "}; }\n";
   s += R"(static inline vf vload(const float* p) { vf v; __builtin_memcpy(&v, p, sizeof v); return v; }
 static inline void vstore(float* p, vf v) { __builtin_memcpy(p, &v, sizeof v); }
-static inline vf vbroadcast(float x) { return vf{} + x; }
 // GCC contracts a * b + c into one FMA in C++ (-ffp-contract=fast is its default outside ISO C).
 static inline vf vfma(vf a, vf b, vf c) { return a * b + c; }
 static inline float prism_hsum(vf v) {
@@ -165,10 +180,10 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes) {
         best.nv = nv;
       }
     }
-  // A B panel of kc rows stays in L1 (16 KiB of it) while the row blocks pass over it; with a
-  // single row block there is nothing to reuse and the panel is the whole contraction.
+  // A strip of B of kc rows (16 KiB) stays in L1 while the row blocks pass over it, and is what
+  // the micro-kernel prefetches ahead.
   int64_t panel_row = int64_t(best.nv) * w * 4;
-  best.kc = m > best.mr ? std::max<int64_t>(16, 16384 / panel_row) : k;
+  best.kc = std::max<int64_t>(8, 16384 / panel_row);
   best.kc = std::max<int64_t>(1, std::min(best.kc, k));
   return best;
 }
