@@ -82,7 +82,7 @@ class CustomEmitter {
     for (size_t i = 0; i < n_; ++i) {
       const BlockOp& op = k_.ops[i];
       if (op.kind != BlockOp::Kind::Accumulate) continue;
-      std::string init = op.acc == sgraph::AccKind::Max ? "-std::numeric_limits<float>::infinity()" : "0.0f";
+      std::string init = op.acc == sgraph::AccKind::Max ? "-__builtin_inff()" : "0.0f";
       s += "    for (long e = 0; e < " + num(element_count(shape_[i])) + "; ++e) v" + std::to_string(i) + "[e] = " + init + ";\n";
     }
     s += phase(Phase::Before, "    ", "0");
@@ -95,7 +95,7 @@ class CustomEmitter {
       const BlockOp& op = k_.ops[i];
       if (op.kind != BlockOp::Kind::Accumulate || op.acc != sgraph::AccKind::Rms) continue;
       int64_t count = shape_[size_t(op.operands[0])][size_t(rms_axis(i))] * loop_;
-      s += "    for (long e = 0; e < " + num(element_count(shape_[i])) + "; ++e) v" + std::to_string(i) + "[e] = std::sqrt(v" +
+      s += "    for (long e = 0; e < " + num(element_count(shape_[i])) + "; ++e) v" + std::to_string(i) + "[e] = __builtin_sqrtf(v" +
            std::to_string(i) + "[e] / float(" + std::to_string(count) + "));\n";
     }
     s += phase(Phase::After, "    ", "0");
@@ -319,7 +319,7 @@ std::string generate_cpu_source(const sgraph::Instance& inst, const CodegenOptio
 
   std::string s = prelude(options.simd_bytes);
   s += "\nstatic float* T[" + std::to_string(std::max<size_t>(1, t.name.size())) + "];  // device tensors\n";
-  s += "static int prism_failed = 0;\nstatic std::string prism_message;\n\n";
+  s += "static int prism_failed = 0;\nstatic const char* prism_message = \"\";\n\n";
   for (size_t k = 0; k < g.kernels.size(); ++k) {
     const sgraph::Kernel& kernel = g.kernels[k];
     std::string fn = "kernel_" + std::to_string(k);
@@ -344,9 +344,9 @@ std::string generate_cpu_source(const sgraph::Instance& inst, const CodegenOptio
       s += "  " + ti + " = outputs[" + std::to_string(slot->second) + "];" + comment;
     } else {
       s += "  {\n    static float* buffer = nullptr;\n";
-      s += "    if (!buffer) buffer = static_cast<float*>(std::aligned_alloc(64, " +
+      s += "    if (!buffer) buffer = static_cast<float*>(aligned_alloc(64, " +
            std::to_string((element_count(t.shape[i]) * 4 + 63) / 64 * 64) + "));\n";
-      s += "    if (!buffer) { prism_message = \"out of memory for " + t.name[i] + "\"; return 1; }\n";
+      s += "    if (!buffer) { prism_message = \"out of memory for a device tensor\"; return 1; }\n";
       s += "    " + ti + " = buffer;" + comment + "  }\n";
     }
   }
@@ -355,11 +355,11 @@ std::string generate_cpu_source(const sgraph::Instance& inst, const CodegenOptio
   for (size_t o = 0; o < g.outputs.size(); ++o) {
     int i = t.at(g.outputs[o]);
     if (size_t(i) < num_inputs || output_slot.at(g.outputs[o]) != o)
-      s += "  std::memcpy(outputs[" + std::to_string(o) + "], T[" + std::to_string(i) + "], " + std::to_string(element_count(t.shape[size_t(i)]) * 4) +
+      s += "  memcpy(outputs[" + std::to_string(o) + "], T[" + std::to_string(i) + "], " + std::to_string(element_count(t.shape[size_t(i)]) * 4) +
            ");\n";
   }
   s += "  if (prism_failed) { prism_message = \"out of memory for a block's scratch\"; return 1; }\n";
-  s += "  return 0;\n}\n\nextern \"C\" const char* prism_error(void) { return prism_message.c_str(); }\n";
+  s += "  return 0;\n}\n\nextern \"C\" const char* prism_error(void) { return prism_message; }\n";
   return s;
 }
 

@@ -24,10 +24,10 @@ int64_t element_count(const std::vector<int64_t>& shape) {
 std::string unary_expr(Op op, const std::string& a) {
   switch (op) {
     case Op::Neg: return "(-" + a + ")";
-    case Op::Exp: return "std::exp(" + a + ")";
-    case Op::Log: return "std::log(" + a + ")";
-    case Op::Sqrt: return "std::sqrt(" + a + ")";
-    case Op::Rsqrt: return "(1.0f / std::sqrt(" + a + "))";
+    case Op::Exp: return "__builtin_expf(" + a + ")";
+    case Op::Log: return "__builtin_logf(" + a + ")";
+    case Op::Sqrt: return "__builtin_sqrtf(" + a + ")";
+    case Op::Rsqrt: return "(1.0f / __builtin_sqrtf(" + a + "))";
     case Op::Square: return "prism_square(" + a + ")";
     case Op::Silu: return "prism_silu(" + a + ")";
     case Op::Gelu: return "prism_gelu(" + a + ")";
@@ -172,19 +172,19 @@ std::string emit_reduce(Op op, int axis, const View& x, const View& out, const E
   return loop_nest(shape, ctx, [&](const std::string& ind) {
     std::string s = ind + "const float* xr = &" + at + ";\n";
     if (op == Op::Max) {
-      s += ind + "float acc = -std::numeric_limits<float>::infinity();\n";
+      s += ind + "float acc = -__builtin_inff();\n";
       s += ind + "for (long j = 0; j < " + std::to_string(k) + "; ++j) {\n";
       s += ind + "  float v = xr[j * " + step + "L];\n";
       s += ind + "  if (v > acc || v != v) acc = acc != acc ? acc : v;\n";
       s += ind + "}\n";
     } else if (x.strides[ax] == 1 && k >= 16) {
       s += contiguous_fold(ind, k, op == Op::Rms, "0.0f");
-      if (op == Op::Rms) s += ind + "acc = std::sqrt(acc / float(" + std::to_string(k) + "));\n";
+      if (op == Op::Rms) s += ind + "acc = __builtin_sqrtf(acc / float(" + std::to_string(k) + "));\n";
     } else {
       s += ind + "float acc = 0.0f;\n";
       s += ind + "for (long j = 0; j < " + std::to_string(k) + "; ++j) { float v = xr[j * " + step + "L]; acc += " +
            (op == Op::Rms ? "v * v" : "v") + "; }\n";
-      if (op == Op::Rms) s += ind + "acc = std::sqrt(acc / float(" + std::to_string(k) + "));\n";
+      if (op == Op::Rms) s += ind + "acc = __builtin_sqrtf(acc / float(" + std::to_string(k) + "));\n";
     }
     return s + ind + element(o, so, shape) + " = acc;\n";
   });
