@@ -162,7 +162,7 @@ class CustomEmitter {
     for (size_t j = 0; j < tile.size(); ++j) {
       int64_t walk = map.loop.dim == int(j) ? loop_ : 1;
       for (size_t gi = 0; gi < map.grid.size(); ++gi)
-        if (map.grid[gi].dim == int(j)) add("b" + std::to_string(gi), tile[j] * walk * strides[first + j]);
+        if (map.grid[gi].dim == int(j)) add(std::string("b").append(std::to_string(gi)), tile[j] * walk * strides[first + j]);
       if (walk > 1) add(f, tile[j] * strides[first + j]);
     }
     return off.empty() ? "0" : off;
