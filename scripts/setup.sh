@@ -11,6 +11,7 @@ packages=(
   catch2                # Catch2 v2 (single header, CMake config)
   libedit-dev           # line editing for the REPL
   libopenblas-dev       # eager-baseline matmul on the CPU
+  libopenblas0-openmp   # the same on OpenMP threads, shared with the per-op loops (eager.h)
   python3-numpy         # tests cross-check .npy files with NumPy
 )
 

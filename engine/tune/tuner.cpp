@@ -227,7 +227,7 @@ TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& f
   report("compiling", 0, int(sources.size()));
   backend::cpu::CompileOptions compile;
   compile.cache_dir = env.kernel_cache_dir;
-  compile.libs = backend::cpu::kEagerLibs;
+  compile.libs = backend::cpu::eager_libs();
   std::vector<std::string> compile_errors;
   auto compile_start = Clock::now();
   std::vector<backend::cpu::CompiledLibrary> libraries =

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -315,5 +316,15 @@ class EagerWriter {
 }  // namespace
 
 std::string generate_eager_source(const Program& lowered, const DimBindings& bindings) { return EagerWriter(lowered, bindings).run(); }
+
+const std::vector<std::string>& eager_libs() {
+  static const std::vector<std::string> libs = [] {
+    const std::string openmp = "/usr/lib/x86_64-linux-gnu/openblas-openmp";
+    if (std::filesystem::exists(openmp + "/libopenblas.so.0"))
+      return std::vector<std::string>{"-L" + openmp, "-Wl,-rpath," + openmp, "-l:libopenblas.so.0", "-Wl,-z,nodelete"};
+    return std::vector<std::string>{"-lopenblas", "-Wl,-z,nodelete"};
+  }();
+  return libs;
+}
 
 }  // namespace prism::backend::cpu

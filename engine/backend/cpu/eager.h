@@ -14,12 +14,17 @@ namespace prism::backend::cpu {
 // openblas_set_num_threads(threads), elementwise formulas and reduction orders as the reference
 // interpreter's, intermediates in library-owned buffers allocated on the first call. Implements
 // the ABI of abi.h; every tensor is dense row-major f32 (dtypes are ignored: nothing is rounded
-// to f16/bf16). Link with kEagerLibs. Throws Error{InvalidArgument} for a dim the bindings do not
+// to f16/bf16). Link with eager_libs(). Throws Error{InvalidArgument} for a dim the bindings do not
 // make a positive integer, Error{Failed} for an op that is not a primitive.
 std::string generate_eager_source(const Program& lowered, const DimBindings& bindings);
 
-// -z nodelete: the library is never unmapped by dlclose, so neither are libgomp and OpenBLAS, whose
-// idle pool threads would crash in unmapped code if they were.
-inline const std::vector<std::string> kEagerLibs = {"-lopenblas", "-Wl,-z,nodelete"};
+// What an eager (or any BLAS-calling) library links with. OpenBLAS built on OpenMP when it is
+// installed (Debian's libopenblas0-openmp), so that BLAS and the per-op OpenMP loops share one
+// thread pool, as PyTorch arranges it: the pthread build's threads keep spinning for a while
+// after each call and fight the OpenMP threads for the cores, which would make the baseline look
+// slower than it is. Else the default -lopenblas. -z nodelete: the library is never unmapped by
+// dlclose, so neither are libgomp and OpenBLAS, whose idle pool threads would crash in unmapped
+// code if they were.
+const std::vector<std::string>& eager_libs();
 
 }  // namespace prism::backend::cpu

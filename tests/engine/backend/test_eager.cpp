@@ -77,7 +77,7 @@ TEST_CASE("eager: every example program compiles and matches the interpreter", "
   }
   CompileOptions options;
   options.cache_dir = dir.path();
-  options.libs = kEagerLibs;
+  options.libs = eager_libs();
   std::vector<std::string> errors;
   std::vector<CompiledLibrary> libs = compile_libraries(sources, options, 2, &errors);
   for (size_t i = 0; i < names.size(); ++i) {
@@ -106,7 +106,7 @@ TEST_CASE("eager: broadcasting, reductions over any axis, data movement and cons
   DimBindings b{{"a", 2}, {"b", 3}, {"c", 4}};  // c even: W splits in two
   CompileOptions options;
   options.cache_dir = dir.path();
-  options.libs = kEagerLibs;
+  options.libs = eager_libs();
   std::string src = generate_eager_source(p, b);
   INFO(src);
   CHECK(eager_error(compile_library(src, options).path, p, b, 2) <= 1e-4);
