@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/ir/lower_composites.h"
 #include "engine/lang/compile.h"
@@ -21,10 +22,13 @@ static Program load(const std::string& name) {
   throw std::runtime_error("no program " + name);
 }
 
-int main() {
+// Arguments: workloads to run (default: all), e.g. `prism_bench_search attention gqa`.
+int main(int argc, char** argv) {
+  std::vector<std::string> names = {"rms_linear", "rmsnorm_mlp", "gated_mlp", "attention", "qk_norm_attention", "lora", "gqa"};
+  if (argc > 1) names.assign(argv + 1, argv + argc);
   std::printf("%-18s %7s %7s %8s %8s %8s %8s %5s %4s %4s %8s %8s %7s\n", "workload", "t1_s", "t2_s", "speedup", "generated", "pruned", "families",
               "dups", "ver", "rej", "verify_s", "sat_s", "stop");
-  for (const char* name : {"rms_linear", "rmsnorm_mlp", "gated_mlp", "attention", "qk_norm_attention", "lora", "gqa"}) {
+  for (const std::string& name : names) {
     const Program p = load(name);
     double best[2] = {1e9, 1e9};
     SearchResult last;
@@ -38,7 +42,7 @@ int main() {
       }
     const SearchStats& s = last.stats;
     const uint64_t pruned = s.pruned_expression + s.pruned_dims + s.pruned_structure + s.pruned_hardware;
-    std::printf("%-18s %7.3f %7.3f %8.2f %8llu %8llu %8llu %5llu %4llu %4llu %8.3f %8.4f %7s\n", name, best[0], best[1], best[0] / best[1],
+    std::printf("%-18s %7.3f %7.3f %8.2f %8llu %8llu %8llu %5llu %4llu %4llu %8.3f %8.4f %7s\n", name.c_str(), best[0], best[1], best[0] / best[1],
                 (unsigned long long)s.generated, (unsigned long long)pruned, (unsigned long long)s.families, (unsigned long long)s.duplicates,
                 (unsigned long long)s.verified, (unsigned long long)s.rejected, s.verify_s, s.saturate_s, s.stop_reason.c_str());
   }

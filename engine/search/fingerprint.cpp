@@ -5,7 +5,6 @@
 
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
-#include "engine/search/verify.h"
 #include "engine/util/hash.h"
 
 namespace prism::search {
@@ -440,6 +439,22 @@ std::optional<FieldTensor> fingerprint(const sgraph::Instance& inst, const Field
   }
 }
 
+DimBindings fingerprint_dims(const Program& target) {
+  DimBindings dims;
+  for (size_t i = 0; i < target.dims.size(); ++i) dims[target.dims[i]] = int64_t(12 * (i + 1));
+  return dims;
+}
+
+DimBindings fingerprint_sizes(const sgraph::SGraph& family) {
+  static const std::map<std::string, int64_t> kSizes = {{"g1", 2}, {"g2", 4}, {"g3", 2}, {"g4", 4}, {"F1", 3}};
+  DimBindings sizes;
+  for (const std::string& p : family.parameters()) {
+    auto it = kSizes.find(p);
+    sizes[p] = it == kSizes.end() ? 2 : it->second;
+  }
+  return sizes;
+}
+
 FingerprintCheck::FingerprintCheck(const Program& target, const DimBindings& dims)
     : dims_(dims), inputs_(random_field_inputs(target, dims, 0x5eed)), reference_(fingerprint(target, dims, inputs_)) {}
 
@@ -448,7 +463,7 @@ FingerprintCheck::Verdict FingerprintCheck::check(const sgraph::SGraph& family, 
   std::optional<FieldTensor> got;
   try {
     sgraph::Target roomy{"check", int64_t(1) << 40};
-    got = fingerprint(sgraph::instantiate(family, dims_, check_sizes(family), roomy), inputs_, cancel);
+    got = fingerprint(sgraph::instantiate(family, dims_, fingerprint_sizes(family), roomy), inputs_, cancel);
   } catch (const Error& e) {
     if (e.kind() == Error::Kind::Cancelled) throw;
     return Verdict::Cannot;  // the numeric check says why it does not instantiate

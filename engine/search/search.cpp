@@ -64,7 +64,7 @@ SearchResult search_program(const Program& target, const SearchLimits& limits, c
   if (limits.prune) expr = std::make_unique<TargetExpressions>(target, SaturationLimits{}, cancel);
   st.saturate_s = seconds_since(t0);
   NumericCheck check(target);
-  FingerprintCheck fingerprint(target, check.dims());
+  FingerprintCheck fingerprint(target, fingerprint_dims(target));
   Prover prover(target);
   Generator gen(target, expr.get(), limits.max_block_ops, c.gen);
   tbb::concurrent_unordered_set<uint64_t> seen;

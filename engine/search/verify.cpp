@@ -1,6 +1,6 @@
 #include "engine/search/verify.h"
 
-#include <tbb/enumerable_thread_specific.h>
+#include <tbb/task_arena.h>
 
 #include <cmath>
 #include <stdexcept>
@@ -166,7 +166,9 @@ std::optional<std::string> NumericCheck::mismatch(const sgraph::SGraph& family, 
   try {
     sgraph::Target roomy{"check", int64_t(1) << 40};
     sgraph::Instance inst = sgraph::instantiate(family, dims_, check_sizes(family), roomy);
-    Tensor got = sgraph::evaluate(inst, inputs_, cancel).at(0);
+    // The interpreter's matmul may run a parallel loop: isolated, a waiting worker takes only
+    // its pieces, never another family's verification (which would hold this one up).
+    Tensor got = tbb::this_task_arena::isolate([&] { return sgraph::evaluate(inst, inputs_, cancel).at(0); });
     double err = relative_error(got, reference_);
     if (err > kTolerance) return "differs from the reference by " + std::to_string(err) + " (relative)";
     return std::nullopt;
@@ -178,7 +180,7 @@ std::optional<std::string> NumericCheck::mismatch(const sgraph::SGraph& family, 
 
 bool NumericCheck::dag_matches(const Dag& dag, const CancelToken* cancel) const {
   try {
-    Tensor got = interpret(dag.to_program("dag"), dims_, inputs_, cancel).at(0);
+    Tensor got = tbb::this_task_arena::isolate([&] { return interpret(dag.to_program("dag"), dims_, inputs_, cancel).at(0); });
     return relative_error(got, reference_) <= kTolerance;
   } catch (const Error& e) {
     if (e.kind() == Error::Kind::Cancelled) throw;
@@ -186,12 +188,7 @@ bool NumericCheck::dag_matches(const Dag& dag, const CancelToken* cancel) const 
   }
 }
 
-struct Prover::PerThread {
-  tbb::enumerable_thread_specific<std::unique_ptr<ResidentEGraph>> graphs;
-};
-
-Prover::Prover(const Program& target) : target_(target), threads_(std::make_unique<PerThread>()) {}
-Prover::~Prover() = default;
+Prover::Prover(const Program& target) : target_(target) {}
 
 Proof Prover::prove(const Dag& dag, const Family& family, const CancelToken* cancel) {
   const std::string key = family_key(dag, family);
@@ -199,8 +196,10 @@ Proof Prover::prove(const Dag& dag, const Family& family, const CancelToken* can
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
   }
-  auto& g = threads_->graphs.local();
-  if (!g) g = std::make_unique<ResidentEGraph>(600000);
+  // A fresh e-graph per proof: a proof never depends on which thread ran it or what it proved
+  // before (one e-graph that kept every earlier family's terms made each later proof match over
+  // all of them: slower and slower, and its node cap made verdicts depend on the order).
+  auto g = std::make_unique<ResidentEGraph>(600000);
   auto build = [&](eg::TensorGraph& tg) { return family_term(tg, dag, family); };
   EquivResult r;
   try {

@@ -1,7 +1,7 @@
 // Verification of a finished family (design.md §3). Nothing is reported unless all of these hold:
 //
 //  0. fingerprint pre-filter (fingerprint.h): the family and the program over a finite field on
-//     the same random inputs, at the numeric check's instance; exact, so a mismatch rejects. A
+//     the same random inputs, at its own smaller instance (fingerprint.h); exact, so a mismatch rejects. A
 //     family or program it cannot fingerprint (a zero denominator, a log) goes on to 1.
 //  1. numeric pre-filter: the family, instantiated at a tiny size with distinct grid sizes and
 //     loop range (symmetry breaking: g1=2, g2=3, F1=4, so a map that confuses two of them
@@ -13,7 +13,7 @@
 //     reshape (sum over [f, K/f] with f = F1, g, or g*F1 — the partial sums the blocks and the
 //     iterations compute); an rms the loop cuts becomes sqrt(split sum of squares / K). The
 //     e-graph must put this term and the program's term in one class (ResidentEGraph::prove,
-//     one private e-graph per worker thread). Every data-parallel grid dim g (one that cuts an index
+//     a fresh e-graph per proof). Every data-parallel grid dim g (one that cuts an index
 //     class that is not reduced) is in the term too: the body runs on tiles with a leading grid
 //     axis, each input cut by partition@a$g along its axis in that class or replicate$g'd when it
 //     has none, and the output tiles are put back by combine@a; the axioms lift partition and
@@ -69,19 +69,17 @@ struct Proof {
   std::string text;  // the terms and the e-graph's explanation, or why not proved
 };
 
-// Proofs against one target, cached by family term (family_key). Thread-safe; every thread proves in its own e-graph.
+// Proofs against one target, cached by family term (family_key). Thread-safe; every proof runs
+// in a fresh e-graph, so its verdict and text do not depend on the thread or the order.
 class Prover {
  public:
   explicit Prover(const Program& target);
-  ~Prover();
   Proof prove(const Dag& dag, const Family& family, const CancelToken* cancel);
 
  private:
-  struct PerThread;
   const Program& target_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const Proof>> cache_;
-  std::unique_ptr<PerThread> threads_;
 };
 
 }  // namespace prism::search

@@ -206,6 +206,24 @@ TEST_CASE("search: bounds on kernels and accumulators are honoured", "[search][s
   for (const Candidate& c : search_example("gated_mlp", acc).candidates) CHECK(count(c.text, "_accumulate") <= 1);
 }
 
+TEST_CASE("search: the same candidates in the same order, with the same proofs, at 1 and 2 threads", "[search][determinism]") {
+  for (const char* name : {"rmsnorm_mlp", "attention"}) {
+    SearchLimits limits;
+    limits.threads = 1;
+    const SearchResult one = search::search_program(test::lowered_example(name), limits);
+    limits.threads = 2;
+    const SearchResult two = search::search_program(test::lowered_example(name), limits);
+    REQUIRE(one.candidates.size() == two.candidates.size());
+    CHECK(one.stats.verified == two.stats.verified);
+    CHECK(one.stats.families == two.stats.families);
+    for (size_t i = 0; i < one.candidates.size(); ++i) {
+      CHECK(one.candidates[i].text == two.candidates[i].text);
+      CHECK(one.candidates[i].hash == two.candidates[i].hash);
+      CHECK(one.candidates[i].proof == two.candidates[i].proof);
+    }
+  }
+}
+
 TEST_CASE("search: stop reasons, cancellation and progress", "[search][control]") {
   SearchLimits tight;
   tight.budget_s = 0;
