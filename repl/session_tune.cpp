@@ -130,7 +130,9 @@ CommandOutput Session::tune(const std::vector<std::string>& args) {
   }
   out << summary.render();
   if (r.contains("baselineError")) out << "the eager baseline failed: " << r.value("baselineError", "") << "\n";
-  out << "roofline " << ms(r.value("rooflineMs", 0.0)) << " (" << r.value("rooflineBound", "") << "-bound)\n\n";
+  std::string bound = r.value("rooflineBound", "");
+  out << "roofline " << ms(r.value("rooflineMs", 0.0)) << " ("
+      << (bound == "cache" ? "memory-bound; the working set stays in the last-level cache" : bound + "-bound") << ")\n\n";
   Table timed({"CANDIDATE", "SIZES", "COST RANK", "PREDICTED", "MEASURED", "VS EAGER", "CHECK"});
   for (const auto& row : rows) {
     bool ok = row.value("ok", false);

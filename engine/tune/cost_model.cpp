@@ -7,8 +7,10 @@
 //     that (blocks re-reading a replicated tile, a later kernel re-reading a tensor) is served by
 //     L2/L3 (cache_bytes). Every written tensor is written to DRAM once. Tensors are f32 on the
 //     CPU, their declared dtype elsewhere.
-//  2. Bandwidths. DRAM: the target's measured streaming-read bandwidth. Cache: kCacheSpeedup (4)
-//     times that, for L2/L3 hits shared by all cores.
+//  2. Bandwidths. DRAM: the target's measured streaming-read bandwidth, or its measured
+//     last-level-cache bandwidth when the kernel's tensors fit in half of that cache (a kernel run
+//     again and again then finds them there). Cache: kCacheSpeedup (4) times that, for L2/L3 hits
+//     shared by all cores.
 //  3. Flops. matmul 2*m*n*k per tile, elementwise ops one per output element, reductions and
 //     accumulators one per input element (transcendentals count 1), each times the times the op
 //     runs (loop iterations for loop-body ops) and the blocks. Peak is the target's f32 FMA peak,
@@ -149,7 +151,8 @@ class CostModel {
   }
 
   void add(const KernelCost& c) {
-    const double bw = std::max(target_.bandwidth_gbs, 1e-3) * 1e9, peak = std::max(target_.peak_gflops, 1e-3) * 1e9;
+    // A kernel whose tensors fit in the last-level cache reads them from there when run again.
+    const double bw = std::max(target_.bandwidth_for(c.memory_bytes), 1e-3) * 1e9, peak = std::max(target_.peak_gflops, 1e-3) * 1e9;
     const int64_t cores = std::max(1, target_.cores);
     double efficiency = 1, waves = 0;
     if (c.custom) {

@@ -9,6 +9,7 @@ namespace prism::tune {
 
 struct CpuMeasurement {
   double bandwidth_gbs = 0;  // streaming read, all threads, best of a few passes
+  double cache_bandwidth_gbs = 0;  // the same over an array that stays in the last-level cache
   double peak_gflops = 0;    // independent FMA chains on vector registers, all threads
 };
 
@@ -16,6 +17,8 @@ struct MeasureOptions {
   int threads = 1;
   int64_t read_bytes = int64_t(256) << 20;  // the array summed: far larger than any last-level cache
   int read_repeats = 5;                     // passes over it; the best counts
+  int64_t cache_read_bytes = 0;             // an array that fits the last-level cache (0: not measured)
+  int cache_read_repeats = 40;
   double fma_seconds = 0.02;                // per FMA trial
   int fma_trials = 8;                       // the best counts
   std::string kernel_cache_dir;             // where the compiled kernels go (empty: the default)

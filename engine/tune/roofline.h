@@ -1,6 +1,8 @@
 // The roofline of a program at concrete dims on a target: the time no implementation can beat,
 // from the bytes it must move (every input read once, every output written once) and the flops it
-// must do, at the target's peak bandwidth and peak flops.
+// must do, at the target's peak bandwidth and peak flops. The bandwidth is that of the level the
+// compulsory bytes fit in (TargetDescription::bandwidth_for): a kernel timed again and again on a
+// working set that fits in the last-level cache reads it from there, not from memory.
 #pragma once
 #include <string>
 
@@ -13,6 +15,8 @@ struct Roofline {
   double compulsory_bytes = 0;  // every input read once + every output written once, at the storage dtype
   double flops = 0;             // matmul 2*m*n*k (batched), elementwise/reduction 1 per element visited (transcendentals count 1)
   double memory_s = 0, compute_s = 0;
+  double bandwidth_gbs = 0;     // the bandwidth memory_s assumes (TargetDescription::bandwidth_for)
+  std::string level;            // where the working set lives between calls: "memory" or "cache"
   double seconds = 0;           // max(memory_s, compute_s)
   std::string bound;            // "memory" or "compute"
 };

@@ -17,10 +17,17 @@ struct TargetDescription {
   int64_t l3_bytes = 0;                // total
   int simd_bytes = 32;          // 16 SSE, 32 AVX2, 64 AVX-512
   double bandwidth_gbs = 0;     // streaming-read bandwidth from memory, all cores (measured on the CPU)
+  double cache_bandwidth_gbs = 0;  // the same for a working set that stays in the last-level cache
+                                   // (0: unknown, use bandwidth_gbs)
   double peak_gflops = 0;       // f32 FMA peak, all cores (measured on the CPU)
   int64_t fast_memory_bytes = 0;  // per-block tile budget: sgraph::Target::fast_memory_bytes
   bool measured = false;        // bandwidth/peak measured here (false: data sheet values)
   sgraph::Target sgraph_target() const { return {name, fast_memory_bytes}; }
+  // The read bandwidth for a working set of `bytes` read again and again (a timing loop, a
+  // layer run many times): from the last-level cache when it fits in half of it, else memory.
+  double bandwidth_for(double bytes) const {
+    return cache_bandwidth_gbs > 0 && l3_bytes > 0 && bytes <= 0.5 * double(l3_bytes) ? cache_bandwidth_gbs : bandwidth_gbs;
+  }
 };
 
 // This machine's CPU: cores from sched_getaffinity (else std::thread::hardware_concurrency), caches

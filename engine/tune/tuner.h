@@ -51,14 +51,14 @@ struct TuneResult {
   std::map<std::string, int64_t> bindings;
   int top = 0;
   int threads = 0;
-  double bandwidth_gbs = 0, peak_gflops = 0;
+  double bandwidth_gbs = 0, peak_gflops = 0;  // what the roofline assumes (memory or cache bandwidth)
   double baseline_ms = 0;      // the eager baseline (one kernel per op, OpenBLAS matmul)
   std::string baseline_error;  // when the baseline itself failed
   double best_ms = 0;          // 0 when no candidate passed
   double speedup = 0;          // baseline_ms / best_ms
   double roofline_ms = 0;      // max(compulsory bytes / bandwidth, flops / peak)
   double roofline_fraction = 0;  // roofline_ms / best_ms
-  std::string roofline_bound;  // "memory" | "compute"
+  std::string roofline_bound;  // "memory", "cache" (memory-bound, working set in the last-level cache), "compute"
   int best = -1;               // index into rows
   std::vector<TuneRow> rows;   // the timed instantiations: ok rows by time, then failures
   double rank_correlation = 0; // Spearman, predicted vs measured, over the ok rows (0 with < 3)
