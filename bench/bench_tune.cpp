@@ -75,9 +75,10 @@ int main(int argc, char** argv) {
     request.top = top;
     try {
       tune::TuneResult r = ws.tune(s.workload, request);
+      tune::TargetDescription cpu = tune::describe_cpu();
       char buf[256];
-      std::snprintf(buf, sizeof buf, "%s; streaming read %.1f GB/s, f32 peak %.0f GFLOP/s; %d threads", r.target_model.c_str(),
-                    r.bandwidth_gbs, r.peak_gflops, r.threads);
+      std::snprintf(buf, sizeof buf, "%s; streaming read %.1f GB/s from memory, %.1f GB/s from the last-level cache; f32 peak %.0f GFLOP/s; %d threads",
+                    cpu.model.c_str(), cpu.bandwidth_gbs, cpu.cache_bandwidth_gbs, cpu.peak_gflops, r.threads);
       machine = buf;
       std::string cand = r.best >= 0 ? std::to_string(r.rows[size_t(r.best)].candidate) : "-";
       std::string sizes = r.best >= 0 ? tune::sizes_text(r.rows[size_t(r.best)].sizes) : "-";

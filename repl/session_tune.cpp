@@ -133,13 +133,15 @@ CommandOutput Session::tune(const std::vector<std::string>& args) {
   std::string bound = r.value("rooflineBound", "");
   out << "roofline " << ms(r.value("rooflineMs", 0.0)) << " ("
       << (bound == "cache" ? "memory-bound; the working set stays in the last-level cache" : bound + "-bound") << ")\n\n";
-  Table timed({"CANDIDATE", "SIZES", "COST RANK", "PREDICTED", "MEASURED", "VS EAGER", "CHECK"});
+  Table timed({"CANDIDATE", "SIZES", "COST RANK", "PREDICTED", "MEASURED", "VS EAGER", "ROOFLINE", "CHECK"});
+  const double roof = r.value("rooflineMs", 0.0);
   for (const auto& row : rows) {
     bool ok = row.value("ok", false);
     double measured = row.value("measuredMs", 0.0), base = r.value("baselineMs", 0.0);
     timed.add({std::to_string(row.value("candidate", 0)), sizes_of(row.value("sizes", json::object())),
                std::to_string(row.value("costRank", 0)), ms(row.value("predictedMs", 0.0)), ok ? ms(measured) : "-",
-               ok && base > 0 ? ratio(base / measured) : "-", ok ? "ok" : row.value("error", "failed")});
+               ok && base > 0 ? ratio(base / measured) : "-", ok && measured > 0 ? percent(roof / measured) : "-",
+               ok ? "ok" : row.value("error", "failed")});
   }
   out << timed.render();
   char tail[256];
