@@ -103,4 +103,20 @@ std::string help_for(std::string_view name) {
   return out;
 }
 
+std::string usage_error(const std::string& command, const std::string& problem) {
+  const CommandSpec* spec = find_command(command);
+  return problem + (spec ? "\nusage: " + spec->usage : "");
+}
+
+bool parse_int(const std::string& s, int64_t& out) {
+  if (s.empty()) return false;
+  size_t used = 0;
+  try {
+    out = std::stoll(s, &used, 10);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return used == s.size();
+}
+
 }  // namespace prism::repl

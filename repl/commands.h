@@ -1,5 +1,6 @@
 // The REPL's commands: one table that drives dispatch, `help` and tab completion.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,5 +22,9 @@ const CommandSpec* find_command(std::string_view name);
 std::string help_overview();
 // Help for one command; empty when there is no such command.
 std::string help_for(std::string_view name);
+// "PROBLEM\nusage: USAGE" for a command's argument error.
+std::string usage_error(const std::string& command, const std::string& problem);
+// A whole-string base-10 integer ("8", "-3"); false for anything else.
+bool parse_int(const std::string& s, int64_t& out);
 
 }  // namespace prism::repl

@@ -20,17 +20,6 @@ namespace {
 
 constexpr const char* kTypedScheme = "repl:/";
 
-bool parse_int(const std::string& s, int64_t& out) {
-  if (s.empty()) return false;
-  size_t used = 0;
-  try {
-    out = std::stoll(s, &used, 10);
-  } catch (const std::exception&) {
-    return false;
-  }
-  return used == s.size();
-}
-
 // A whole-string number greater than zero ("2.5", "30").
 bool parse_positive(const std::string& s, double& out) {
   size_t used = 0;
@@ -46,11 +35,6 @@ std::string join(const std::vector<std::string>& items, const std::string& sep) 
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
   return out;
-}
-
-std::string usage_error(const std::string& command, const std::string& problem) {
-  const CommandSpec* spec = find_command(command);
-  return problem + (spec ? "\nusage: " + spec->usage : "");
 }
 
 std::string elapsed_ms(double ms) {

@@ -14,22 +14,6 @@ namespace prism::repl {
 
 namespace {
 
-std::string usage(const std::string& command, const std::string& problem) {
-  const CommandSpec* spec = find_command(command);
-  return problem + (spec ? "\nusage: " + spec->usage : "");
-}
-
-bool whole_number(const std::string& s, int64_t& out) {
-  if (s.empty()) return false;
-  size_t used = 0;
-  try {
-    out = std::stoll(s, &used, 10);
-  } catch (const std::exception&) {
-    return false;
-  }
-  return used == s.size();
-}
-
 std::string ms(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, v < 10 ? "%.3f ms" : "%.1f ms", v);
@@ -67,22 +51,22 @@ Parsed parse_args(const std::string& command, const std::vector<std::string>& ar
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a.rfind("--", 0) == 0) {
-      if (i + 1 >= args.size()) throw CommandError(usage(command, a + " needs a value"));
+      if (i + 1 >= args.size()) throw CommandError(usage_error(command, a + " needs a value"));
       const std::string& v = args[++i];
       if (a == "--target") {
         p.target = v;
         continue;
       }
       if (std::find(number_flags.begin(), number_flags.end(), a) == number_flags.end())
-        throw CommandError(usage(command, "unexpected argument '" + a + "'"));
+        throw CommandError(usage_error(command, "unexpected argument '" + a + "'"));
       int64_t n = 0;
-      if (!whole_number(v, n) || n < 1) throw CommandError(usage(command, a + " wants a positive integer, not '" + v + "'"));
+      if (!parse_int(v, n) || n < 1) throw CommandError(usage_error(command, a + " wants a positive integer, not '" + v + "'"));
       p.numbers[a] = n;
     } else if (size_t eq = a.find('='); eq != std::string::npos) {
       int64_t n = 0;
       std::string dim = a.substr(0, eq), v = a.substr(eq + 1);
-      if (dim.empty() || !whole_number(v, n) || n <= 0)
-        throw CommandError(usage(command, "binding '" + a + "' wants DIM=POSITIVE_INTEGER"));
+      if (dim.empty() || !parse_int(v, n) || n <= 0)
+        throw CommandError(usage_error(command, "binding '" + a + "' wants DIM=POSITIVE_INTEGER"));
       p.bindings[dim] = n;
     } else {
       p.positional.push_back(a);
@@ -95,8 +79,8 @@ Parsed parse_args(const std::string& command, const std::vector<std::string>& ar
 
 CommandOutput Session::tune(const std::vector<std::string>& args) {
   Parsed p = parse_args("tune", args, {"--top", "--threads", "--seed"});
-  if (p.positional.size() != 1) throw CommandError(usage("tune", p.positional.empty() ? "tune needs a program name" : "tune takes one program name"));
-  if (p.bindings.empty()) throw CommandError(usage("tune", "tune needs the dims: e.g. n=8 d=4096"));
+  if (p.positional.size() != 1) throw CommandError(usage_error("tune", p.positional.empty() ? "tune needs a program name" : "tune takes one program name"));
+  if (p.bindings.empty()) throw CommandError(usage_error("tune", "tune needs the dims: e.g. n=8 d=4096"));
   const std::string program = p.positional[0];
   json params = {{"program", program}, {"bindings", p.bindings}, {"target", p.target}};
   if (p.numbers.count("--top")) params["top"] = p.numbers["--top"];
@@ -175,8 +159,8 @@ json source_params(const std::string& command, const Parsed& p, size_t candidate
   json params = {{"program", p.positional[0]}, {"bindings", p.bindings}, {"target", p.target}};
   if (p.positional.size() > candidate_at) {
     int64_t k = 0;
-    if (!whole_number(p.positional[candidate_at], k) || k < 1)
-      throw CommandError(usage(command, "a candidate is a number from `candidates " + p.positional[0] + "`, not '" + p.positional[candidate_at] + "'"));
+    if (!parse_int(p.positional[candidate_at], k) || k < 1)
+      throw CommandError(usage_error(command, "a candidate is a number from `candidates " + p.positional[0] + "`, not '" + p.positional[candidate_at] + "'"));
     params["candidate"] = k;
   }
   return params;
@@ -185,7 +169,7 @@ json source_params(const std::string& command, const Parsed& p, size_t candidate
 
 CommandOutput Session::code(const std::vector<std::string>& args) {
   Parsed p = parse_args("code", args, {});
-  if (p.positional.empty() || p.positional.size() > 2) throw CommandError(usage("code", "code takes a program name and optionally a candidate"));
+  if (p.positional.empty() || p.positional.size() > 2) throw CommandError(usage_error("code", "code takes a program name and optionally a candidate"));
   json r = call("kernel/source", source_params("code", p, 1));
   std::string text = "// candidate " + std::to_string(r.value("candidate", 0)) + " at " + sizes_of(r.value("bindings", json::object())) +
                      ", sizes " + sizes_of(r.value("sizes", json::object())) +
@@ -197,7 +181,7 @@ CommandOutput Session::code(const std::vector<std::string>& args) {
 CommandOutput Session::export_kernel(const std::vector<std::string>& args) {
   Parsed p = parse_args("export", args, {});
   if (p.positional.size() < 2 || p.positional.size() > 3)
-    throw CommandError(usage("export", "export takes a program name, a file and optionally a candidate"));
+    throw CommandError(usage_error("export", "export takes a program name, a file and optionally a candidate"));
   std::filesystem::path file = absolute_path(p.positional[1]);
   Parsed source_args = p;
   source_args.positional.erase(source_args.positional.begin() + 1);  // NAME [K]
