@@ -25,6 +25,11 @@
 //     OpenMP parallel region or a library call). Kernels run one after another.
 //  6. Library kernels. Whole-tensor ops at full parallel efficiency: their inputs' and output's
 //     bytes (as in 1) and their op's flops at peak.
+//  7. Access pattern. A tile is read as runs of contiguous bytes (its rows, when it does not span
+//     the tensor's last dim); every run costs kRunOverhead (256) bytes' worth of streaming on top
+//     of its own bytes (a new DRAM page and a prefetch stream restarting). This is what sets
+//     instantiations apart that move the same bytes: wide, contiguous tiles stream better than
+//     narrow ones.
 #include "engine/tune/cost_model.h"
 
 #include <algorithm>
@@ -41,6 +46,7 @@ namespace {
 constexpr double kCacheSpeedup = 4;
 constexpr double kBlockOverhead = 1e-6;
 constexpr double kKernelOverhead = 5e-6;
+constexpr double kRunOverhead = 256;
 
 using sgraph::BlockOp;
 using sgraph::LoopRole;
@@ -92,6 +98,17 @@ class CostModel {
     return std::min(1.0, width / lanes);
   }
 
+  // Elements of a tile that lie contiguously in its tensor: the trailing dims the tile spans
+  // whole, times the first dim it cuts.
+  static double contiguous_run(const std::vector<int64_t>& tile, const std::vector<int64_t>& tensor) {
+    double run = 1;
+    for (size_t j = tile.size(); j-- > 0;) {
+      run *= double(tile[j]);
+      if (j >= tensor.size() || tile[j] != tensor[j]) break;
+    }
+    return run;
+  }
+
   // The part of `bytes` read from `name` that comes from DRAM: the tensor's first read only.
   void read(KernelCost& c, const std::string& name, double bytes) {
     double unique = read_.insert(name).second ? tensor_bytes(name) : 0;
@@ -107,7 +124,8 @@ class CostModel {
     c.blocks = 1;
     for (const Dim& g : kernel.grid) c.blocks *= g.evaluate_size(in_.bindings);
     const double loop = double(kernel.loop_range().evaluate_size(in_.bindings)), blocks = double(c.blocks);
-    std::map<std::string, double> loaded;  // bytes moved per tensor over all blocks
+    std::map<std::string, double> loaded;        // bytes moved per tensor over all blocks
+    std::map<std::string, double> run_overhead;  // their access-pattern surcharge (assumption 7)
     for (size_t i = 0; i < kernel.ops.size(); ++i) {
       const BlockOp& op = kernel.ops[i];
       const LoopRole role = in_.analysis.tiles[k][i].role;
@@ -115,9 +133,13 @@ class CostModel {
       const double runs = (in_body ? loop : 1) * blocks;
       const std::vector<int64_t> shape = tile(k, i);
       switch (op.kind) {
-        case BlockOp::Kind::Load:
-          loaded[op.tensor] += elements(shape) * storage_bytes(in_.analysis.tensors.at(op.tensor).dtype) * runs;
+        case BlockOp::Kind::Load: {
+          const double element = storage_bytes(in_.analysis.tensors.at(op.tensor).dtype);
+          const double run = contiguous_run(shape, concrete_shape(in_.analysis.tensors.at(op.tensor).shape, in_.bindings)) * element;
+          loaded[op.tensor] += elements(shape) * element * runs;
+          run_overhead[op.tensor] += elements(shape) * element * runs * kRunOverhead / std::max(run, 1.0);
           break;
+        }
         case BlockOp::Kind::Save: c.memory_bytes += tensor_bytes(op.name); break;
         case BlockOp::Kind::Compute:
         case BlockOp::Kind::Accumulate: {
@@ -133,7 +155,14 @@ class CostModel {
         }
       }
     }
-    for (const auto& [name, bytes] : loaded) read(c, name, bytes);
+    for (const auto& [name, bytes] : loaded) {
+      // The surcharge goes where the bytes come from, in proportion.
+      const double memory_before = c.memory_bytes, cache_before = c.cache_bytes;
+      read(c, name, bytes);
+      const double extra = run_overhead[name] / std::max(bytes, 1.0);
+      c.memory_bytes += (c.memory_bytes - memory_before) * extra;
+      c.cache_bytes += (c.cache_bytes - cache_before) * extra;
+    }
     return c;
   }
 

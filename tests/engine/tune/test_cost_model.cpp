@@ -60,13 +60,14 @@ TEST_CASE("cost model: one block on four cores and a thousand one-column blocks 
   auto cost = [&](int64_t g1, int64_t f1) {
     return estimate_cost(sgraph::instantiate(g, dims, {{"g1", g1}, {"F1", f1}}, t.sgraph_target()), t);
   };
-  CostEstimate one_block = cost(1, best.sizes.at("F1"));
+  // (F1 = 16: every grid fits its tiles at that loop range.)
+  CostEstimate one_block = cost(1, 16);
   CHECK(one_block.parallel_efficiency == 0.25);
   CHECK(one_block.blocks == 1);
   CHECK(one_block.seconds > best.cost.seconds);
-  CostEstimate tiny = cost(1024, best.sizes.at("F1"));
+  CostEstimate tiny = cost(1024, 16);
   CHECK(tiny.blocks == 1024);
-  CHECK(tiny.cache_bytes > best.cost.cache_bytes);  // X is re-read by every block
+  CHECK(tiny.cache_bytes > cost(4, 16).cache_bytes);  // X is re-read by every block
   CHECK(tiny.seconds > best.cost.seconds);
   CHECK(tiny.seconds > 2 * best.cost.seconds);
 }
@@ -109,4 +110,16 @@ TEST_CASE("cost model: a two-kernel family with cross-block partials", "[tune][c
     return estimate_cost(sgraph::instantiate(g, dims, {{"g1", 16}, {"g2", g2}, {"F1", 1}, {"g3", 16}, {"F2", 1}}, t.sgraph_target()), t);
   };
   CHECK(cost(8).memory_bytes > cost(2).memory_bytes);
+}
+
+TEST_CASE("cost model: of two instantiations moving the same bytes, the one with wider contiguous rows is cheaper", "[tune][cost]") {
+  TargetDescription t = four_cores();
+  sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);
+  DimBindings dims{{"n", 16}, {"d", 4096}};
+  auto cost = [&](int64_t g1, int64_t f1) {
+    return estimate_cost(sgraph::instantiate(g, dims, {{"g1", g1}, {"F1", f1}}, t.sgraph_target()), t);
+  };
+  // W's tile is [d/F1, d/g1]: rows of d/g1 floats. Four blocks (4 KiB rows) beat 64 (256 B rows),
+  // both using every core and reading W once.
+  CHECK(cost(4, 256).seconds < cost(64, 16).seconds);
 }
