@@ -214,7 +214,7 @@ SearchResult search_example(const std::string& name) {
 TEST_CASE("cuda: families the search finds for the examples compile with NVRTC", "[cuda][search]") {
   if (!have_nvrtc()) return;
   const auto& dims = kExampleDims;
-  const size_t per_example = 3;
+  const size_t per_example = 1000;  // every family
   double nvrtc_s = 0;
   int sources = 0;
   for (const auto& [name, binding] : dims) {
