@@ -1,0 +1,52 @@
+// Lowering an instantiated sGraph to CUDA C++ (design.md §6), compiled by nvrtc.h and launched
+// through driver.h. It computes what sgraph::evaluate computes:
+//
+//   - a custom kernel becomes one `extern "C" __global__` kernel with one thread block per grid
+//     point (blockIdx.x flattened over the grid, the last grid dim fastest). Every tile of the
+//     block lives in dynamic shared memory: loads staged at their storage type (f32, __half,
+//     __nv_bfloat16), computed tiles and accumulators in f32. The block runs its loop-invariant
+//     ops once, the loop body F times, then the ops after the loop, with __syncthreads() after
+//     every op; each op is shared by the block's threads (elementwise: thread t takes elements
+//     t, t + T, …; matmul: an output element per thread, f32 accumulation in order; reductions: a
+//     warp per result element with shuffles, or a thread per element for short axes);
+//   - a library kernel becomes a simple grid-stride kernel over its whole device tensors;
+//   - device tensors are dense row-major at the dtype the sGraph declares; saves round to it.
+//
+// Kernel parameters: a pointer to every device tensor the kernel reads, then to every one it
+// writes, in the order of sgraph::kernel_inputs / sgraph::kernel_outputs (CudaKernelInfo::params
+// names them). Launch: grid_blocks blocks of `threads` threads with shared_bytes of dynamic shared
+// memory (above 48 KiB the function's max dynamic shared size must be raised first). All sizes are
+// compile-time constants of the source.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/sgraph/instantiate.h"
+
+namespace prism::backend::cuda {
+
+struct CudaCodegenOptions {
+  int threads_per_block = 128;          // a multiple of 32, at most 1024
+  int64_t shared_memory_bytes = 232448; // the most dynamic shared memory a block may use (H100: 227 KiB)
+};
+
+struct CudaKernelInfo {
+  std::string name;           // the extern "C" symbol
+  int64_t grid_blocks = 1;
+  int threads = 128;
+  int64_t shared_bytes = 0;   // dynamic shared memory per block
+  std::vector<std::string> params;  // the device tensors its pointer parameters point to, in order
+};
+
+struct CudaSource {
+  std::string source;
+  std::vector<CudaKernelInfo> kernels;       // in launch order (the sGraph's kernel order)
+  std::vector<std::string> scratch_tensors;  // intermediate device tensors the host must allocate, in order
+};
+
+// CUDA C++ for a concrete instance (every map concrete, every size bound). Throws
+// Error{InvalidArgument} naming what it cannot lower.
+CudaSource generate_cuda_source(const sgraph::Instance& instance, const CudaCodegenOptions& options = {});
+
+}  // namespace prism::backend::cuda

@@ -1,0 +1,282 @@
+#include "engine/backend/cuda/emit_ops.h"
+
+#include <climits>
+
+#include "engine/error.h"
+
+namespace prism::backend::cuda::detail {
+
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
+  return s;
+}
+
+View dense_view(const std::string& ptr, const std::vector<int64_t>& shape) { return View{ptr, shape, dense_strides(shape)}; }
+
+int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+const char* storage_type(DType dtype) {
+  switch (dtype) {
+    case DType::F16: return "__half";
+    case DType::BF16: return "__nv_bfloat16";
+    case DType::F32: break;
+  }
+  return "float";
+}
+
+int64_t storage_bytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+
+std::string unary_expr(Op op, const std::string& a) {
+  switch (op) {
+    case Op::Neg: return "(-" + a + ")";
+    case Op::Exp: return "expf(" + a + ")";
+    case Op::Log: return "logf(" + a + ")";
+    case Op::Sqrt: return "sqrtf(" + a + ")";
+    case Op::Rsqrt: return "(1.0f / sqrtf(" + a + "))";
+    case Op::Square: return "prism_square(" + a + ")";
+    case Op::Silu: return "prism_silu(" + a + ")";
+    case Op::Gelu: return "prism_gelu(" + a + ")";
+    case Op::Relu: return "prism_relu(" + a + ")";
+    default: throw Error(Error::Kind::InvalidArgument, std::string("cuda codegen: '") + op_name(op) + "' is not a unary op it can lower");
+  }
+}
+
+std::string binary_expr(Op op, const std::string& a, const std::string& b) {
+  switch (op) {
+    case Op::Add: return "(" + a + " + " + b + ")";
+    case Op::Sub: return "(" + a + " - " + b + ")";
+    case Op::Mul: return "(" + a + " * " + b + ")";
+    case Op::Div: return "(" + a + " / " + b + ")";
+    default: throw Error(Error::Kind::InvalidArgument, std::string("cuda codegen: '") + op_name(op) + "' is not a binary op it can lower");
+  }
+}
+
+namespace {
+
+// Strides of `v` aligned to the right of a loop over `shape`; broadcast dims (size 1 in v, or
+// missing on the left) get stride 0.
+std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 0);
+  size_t r = v.shape.size();
+  for (size_t i = 0; i < r; ++i) {
+    size_t src = r - 1 - i, dst = shape.size() - 1 - i;
+    s[dst] = v.shape[src] == 1 ? 0 : v.strides[src];
+  }
+  return s;
+}
+
+const char* index_type(const EmitContext& ctx) { return ctx.spread == Spread::Block ? "int" : "long long"; }
+
+// A stride literal: 64-bit when the offsets it builds may not fit an int.
+std::string literal(int64_t v, bool wide) { return std::to_string(v) + (wide ? "LL" : ""); }
+
+bool is_wide(const std::vector<int64_t>& strides, const std::vector<int64_t>& shape, const EmitContext& ctx) {
+  if (ctx.spread == Spread::Grid) return true;
+  int64_t most = 0;
+  for (size_t d = 0; d < shape.size(); ++d) most += (shape[d] - 1) * (strides[d] < 0 ? -strides[d] : strides[d]);
+  return most > INT_MAX / 2;
+}
+
+// "i0 * s0 + i1 * s1" over coordinates prefix0, prefix1 … (dims of size 1 and stride 0 skipped).
+std::string offset(const std::vector<int64_t>& strides, const std::vector<int64_t>& shape, const std::string& prefix, const EmitContext& ctx) {
+  bool wide = is_wide(strides, shape, ctx);
+  std::string off;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (strides[d] == 0 || shape[d] == 1) continue;
+    if (!off.empty()) off += " + ";
+    off += prefix + std::to_string(d);
+    if (strides[d] != 1) off += " * " + literal(strides[d], wide);
+  }
+  return off.empty() ? "0" : off;
+}
+
+std::string element(const View& v, const std::vector<int64_t>& strides, const std::vector<int64_t>& shape, const EmitContext& ctx,
+                    const std::string& prefix = "i") {
+  return v.ptr + "[" + offset(strides, shape, prefix, ctx) + "]";
+}
+
+// Declarations of the coordinates prefix<d> of the flat index `var` over `shape` (row-major; no
+// coordinate for dims of size 1).
+std::string coordinates(const std::vector<int64_t>& shape, const std::string& var, const std::string& prefix, const std::string& ind,
+                        const EmitContext& ctx) {
+  std::string s;
+  int64_t inner = 1;
+  std::vector<std::string> lines(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1) {
+      std::string e = inner == 1 ? var : var + " / " + literal(inner, ctx.spread == Spread::Grid);
+      lines[d] = ind + "const " + index_type(ctx) + " " + prefix + std::to_string(d) + " = " + e + " % " +
+                 literal(shape[d], ctx.spread == Spread::Grid) + ";\n";
+    }
+    inner *= shape[d];
+  }
+  for (const std::string& l : lines) s += l;
+  return s;
+}
+
+// This thread's share of `count` items (index `var`) around body(indent).
+std::string spread_loop(int64_t count, const std::string& var, const EmitContext& ctx, const std::function<std::string(const std::string&)>& body) {
+  std::string ind = ctx.indent, s;
+  std::string t = std::to_string(ctx.threads);
+  if (ctx.spread == Spread::Block)
+    s = ind + "for (int " + var + " = threadIdx.x; " + var + " < " + std::to_string(count) + "; " + var + " += " + t + ") {\n";
+  else
+    s = ind + "for (long long " + var + " = (long long)blockIdx.x * " + t + " + threadIdx.x; " + var + " < " + std::to_string(count) + "LL; " +
+        var + " += (long long)gridDim.x * " + t + ") {\n";
+  return s + body(ind + "  ") + ind + "}\n";
+}
+
+// A loop over every element of `shape` with coordinates i<d>, body(indent).
+std::string element_loop(const std::vector<int64_t>& shape, const EmitContext& ctx, const std::function<std::string(const std::string&)>& body) {
+  return spread_loop(element_count(shape), "e", ctx, [&](const std::string& ind) { return coordinates(shape, "e", "i", ind, ctx) + body(ind); });
+}
+
+}  // namespace
+
+std::string emit_map(const View& x, const View& out, const std::function<std::string(const std::string&)>& expr, const EmitContext& ctx) {
+  auto sx = aligned_strides(x, out.shape), so = aligned_strides(out, out.shape);
+  return element_loop(out.shape, ctx, [&](const std::string& ind) {
+    return ind + "prism_put(&" + element(out, so, out.shape, ctx) + ", " + expr("prism_f32(" + element(x, sx, out.shape, ctx) + ")") + ");\n";
+  });
+}
+
+std::string emit_zip(const View& a, const View& b, const View& out, const std::function<std::string(const std::string&, const std::string&)>& expr,
+                     const EmitContext& ctx) {
+  auto sa = aligned_strides(a, out.shape), sb = aligned_strides(b, out.shape), so = aligned_strides(out, out.shape);
+  return element_loop(out.shape, ctx, [&](const std::string& ind) {
+    return ind + "prism_put(&" + element(out, so, out.shape, ctx) + ", " +
+           expr("prism_f32(" + element(a, sa, out.shape, ctx) + ")", "prism_f32(" + element(b, sb, out.shape, ctx) + ")") + ");\n";
+  });
+}
+
+std::string emit_raw_copy(const View& x, const View& out, const EmitContext& ctx) {
+  auto sx = aligned_strides(x, out.shape), so = aligned_strides(out, out.shape);
+  return element_loop(out.shape, ctx, [&](const std::string& ind) {
+    return ind + element(out, so, out.shape, ctx) + " = " + element(x, sx, out.shape, ctx) + ";\n";
+  });
+}
+
+namespace {
+
+// The fold of x along `axis` into out: `square` sums squares; `into` adds to out's value (an rms
+// accumulator) instead of writing; `finish_rms` divides by the count and takes the root. A warp
+// per result element (lanes stride the axis, then a shuffle tree) when the axis is long and the
+// op is spread over a block; else a thread per result element, folding in order.
+std::string fold(Op op, int axis, const View& x, const View& out, bool into, const EmitContext& ctx) {
+  size_t ax = size_t(axis);
+  std::vector<int64_t> shape = x.shape;
+  int64_t k = shape[ax];
+  shape[ax] = 1;
+  View o = out;
+  if (o.shape.size() + 1 == x.shape.size()) {  // keepdims=false: the axis back as size 1
+    o.shape.insert(o.shape.begin() + long(ax), 1);
+    o.strides.insert(o.strides.begin() + long(ax), 0);
+  }
+  auto sx = aligned_strides(x, shape), so = aligned_strides(o, shape);
+  const bool square = op == Op::Rms;
+  const bool max = op == Op::Max;
+  auto combine = [&](const std::string& acc, const std::string& v) {
+    if (max) return "prism_max_into(" + acc + ", " + v + ")";
+    return acc + " + " + v;
+  };
+  const std::string init = max ? "prism_neg_inf()" : "0.0f";
+  const std::string value = square ? "prism_square(prism_f32(xr[j * " + literal(x.strides[ax], ctx.spread == Spread::Grid) + "]))"
+                                   : "prism_f32(xr[j * " + literal(x.strides[ax], ctx.spread == Spread::Grid) + "])";
+  auto result = [&](const std::string& ind) {
+    std::string dst = element(o, so, shape, ctx);
+    std::string v = into ? "prism_f32(" + dst + ") + acc" : op == Op::Rms ? "sqrtf(acc / " + std::to_string(k) + ".0f)" : "acc";
+    return ind + "prism_put(&" + dst + ", " + v + ");\n";
+  };
+  const int64_t results = element_count(shape);
+  if (ctx.spread == Spread::Block && k >= 32) {
+    std::string ind = ctx.indent, s = ind + "{\n";
+    const int warps = ctx.threads / 32;
+    s += ind + "  const int lane = threadIdx.x & 31;\n";
+    s += ind + "  for (int r = threadIdx.x >> 5; r < " + std::to_string(results) + "; r += " + std::to_string(warps) + ") {\n";
+    std::string in2 = ind + "    ";
+    s += coordinates(shape, "r", "i", in2, ctx);
+    s += in2 + "const auto* xr = &" + element(x, sx, shape, ctx) + ";\n";
+    s += in2 + "float acc = " + init + ";\n";
+    s += in2 + "for (int j = lane; j < " + std::to_string(k) + "; j += 32) acc = " + combine("acc", value) + ";\n";
+    s += in2 + "for (int m = 16; m > 0; m >>= 1) acc = " + combine("acc", "__shfl_xor_sync(0xffffffffu, acc, m)") + ";\n";
+    s += in2 + "if (lane == 0) {\n" + result(in2 + "  ") + in2 + "}\n";
+    return s + ind + "  }\n" + ind + "}\n";
+  }
+  return spread_loop(results, "r", ctx, [&](const std::string& ind) {
+    std::string s = coordinates(shape, "r", "i", ind, ctx);
+    s += ind + "const auto* xr = &" + element(x, sx, shape, ctx) + ";\n";
+    s += ind + "float acc = " + init + ";\n";
+    s += ind + "for (" + index_type(ctx) + " j = 0; j < " + std::to_string(k) + "; ++j) acc = " + combine("acc", value) + ";\n";
+    return s + result(ind);
+  });
+}
+
+}  // namespace
+
+std::string emit_reduce(Op op, int axis, const View& x, const View& out, const EmitContext& ctx) {
+  if (op != Op::Sum && op != Op::Max && op != Op::Rms)
+    throw Error(Error::Kind::InvalidArgument, std::string("cuda codegen: '") + op_name(op) + "' is not a reduction it can lower");
+  return fold(op, axis, x, out, false, ctx);
+}
+
+std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx) {
+  return fold(Op::Rms, axis, x, out, true, ctx);
+}
+
+std::string emit_matmul(const View& a, const View& b, const View& out, const EmitContext& ctx) {
+  size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
+  if (ra < 2 || rb < 2 || ro < 2) throw Error(Error::Kind::InvalidArgument, "cuda codegen: matmul needs operands of rank 2 or more");
+  int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
+  if (b.shape[rb - 2] != k || out.shape[ro - 2] != m || out.shape[ro - 1] != n)
+    throw Error(Error::Kind::InvalidArgument, "cuda codegen: matmul sizes do not agree");
+  // Batch dims broadcast as elementwise ops do; the last two dims are walked explicitly.
+  auto batch_strides = [&](const View& v) {
+    View bv{v.ptr, std::vector<int64_t>(v.shape.begin(), v.shape.end() - 2), std::vector<int64_t>(v.strides.begin(), v.strides.end() - 2)};
+    std::vector<int64_t> batch(out.shape.begin(), out.shape.end() - 2);
+    auto s = aligned_strides(bv, batch);
+    s.push_back(0);
+    s.push_back(0);
+    return s;
+  };
+  auto sa = batch_strides(a), sb = batch_strides(b), so = aligned_strides(out, out.shape);
+  sa[ro - 2] = a.strides[ra - 2];  // row i of a
+  sb[ro - 1] = b.strides[rb - 1];  // column j of b
+  const bool wide = ctx.spread == Spread::Grid;
+  return element_loop(out.shape, ctx, [&](const std::string& ind) {
+    std::string s = ind + "const auto* ar = &" + element(a, sa, out.shape, ctx) + ";\n";
+    s += ind + "const auto* bc = &" + element(b, sb, out.shape, ctx) + ";\n";
+    s += ind + "float acc = 0.0f;\n";
+    s += ind + "#pragma unroll 4\n";
+    s += ind + "for (int k = 0; k < " + std::to_string(k) + "; ++k) acc += prism_f32(ar[k * " + literal(a.strides[ra - 1], wide) +
+         "]) * prism_f32(bc[k * " + literal(b.strides[rb - 2], wide) + "]);\n";
+    return s + ind + "prism_put(&" + element(out, so, out.shape, ctx) + ", acc);\n";
+  });
+}
+
+std::string prelude() {
+  return R"(// Generated by prism (engine/backend/cuda/codegen): every size a constant, f32 math.
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+__device__ __forceinline__ float prism_f32(float x) { return x; }
+__device__ __forceinline__ float prism_f32(__half x) { return __half2float(x); }
+__device__ __forceinline__ float prism_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ void prism_put(float* p, float v) { *p = v; }
+__device__ __forceinline__ void prism_put(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void prism_put(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ float prism_neg_inf() { return __int_as_float(0xff800000); }
+__device__ __forceinline__ float prism_square(float a) { return a * a; }
+__device__ __forceinline__ float prism_silu(float a) { return a / (1.0f + expf(-a)); }
+__device__ __forceinline__ float prism_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+__device__ __forceinline__ float prism_relu(float a) { return a < 0.0f ? 0.0f : a; }
+// max: a NaN seen once stays.
+__device__ __forceinline__ float prism_max_into(float acc, float x) { return (x > acc || x != x) ? (acc != acc ? acc : x) : acc; }
+)";
+}
+
+}  // namespace prism::backend::cuda::detail

@@ -1,0 +1,7 @@
+// Test support (prism_cuda_host.h): __half on the host, round to nearest even through _Float16.
+#pragma once
+struct __half {
+  _Float16 v;
+};
+inline float __half2float(__half h) { return float(h.v); }
+inline __half __float2half_rn(float f) { return __half{_Float16(f)}; }
