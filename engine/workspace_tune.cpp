@@ -1,8 +1,14 @@
 // The Workspace's tuning methods: the tuning DB, the CPU description (measured once), the
 // latest results per program, and kernel sources for `code` and `export`.
 #include <filesystem>
+#include <limits>
 
 #include "engine/backend/cpu/compiler.h"
+#include "engine/backend/cuda/driver.h"
+#include "engine/backend/cuda/nvrtc.h"
+#include "engine/sgraph/parse.h"
+#include "engine/tune/cost_model.h"
+#include "engine/tune/cuda_source.h"
 #include "engine/interp/interpreter.h"
 #include "engine/tune/tune_db.h"
 #include "engine/workspace.h"
@@ -23,12 +29,23 @@ std::shared_ptr<Workspace::TuneState> Workspace::make_tune_state() { return std:
 
 namespace {
 
-void check_target(const std::string& target) {
-  if (target == "cpu") return;
-  if (target == "cuda")
-    throw Error(Error::Kind::InvalidArgument, "target 'cuda' is not available: the CUDA backend is not built yet; use --target cpu");
-  throw Error(Error::Kind::InvalidArgument, "unknown target '" + target + "' (targets: cpu, cuda)");
+void check_known(const std::string& target) {
+  if (target != "cpu" && target != "cuda") throw Error(Error::Kind::InvalidArgument, "unknown target '" + target + "' (targets: cpu, cuda)");
 }
+
+// Tuning runs kernels: the CUDA target needs a device and NVRTC.
+void check_tunable(const std::string& target) {
+  check_known(target);
+  if (target == "cpu") return;
+  backend::cuda::CudaStatus device = backend::cuda::cuda_status();
+  if (!device.available)
+    throw Error(Error::Kind::InvalidArgument, "target 'cuda' is not available: " + device.detail +
+                                                  "; the CPU target serves (--target cpu); `code NAME --target cuda` still shows the CUDA source");
+  throw Error(Error::Kind::InvalidArgument, "target 'cuda': tuning on the GPU is not wired into the tuner yet (" + device.detail + ")");
+}
+
+// The GPU the cost model plans for when there is none to ask: an H100's data sheet.
+tune::TargetDescription gpu_target() { return tune::cuda_h100_data(); }
 
 std::string shape_list(const Program& program, const std::vector<int>& ids, const DimBindings& dims) {
   std::string s;
@@ -74,12 +91,17 @@ std::vector<tune::TargetStatus> Workspace::targets() const {
     std::lock_guard lock(tune_state_->mutex);
     cpu.detail = tune_state_->cpu ? tune_state_->cpu->model : "this machine's CPU (measured on first use)";
   }
-  return {cpu, {"cuda", false, "the CUDA backend is not built yet"}};
+  backend::cuda::CudaStatus device = backend::cuda::cuda_status();
+  backend::cuda::NvrtcStatus nvrtc = backend::cuda::nvrtc_status();
+  tune::TargetStatus cuda{"cuda", false, device.detail + "; " + nvrtc.detail};
+  // Kernels run only with both; without a device NVRTC still compiles the generated sources.
+  cuda.available = device.available && nvrtc.available;
+  return {cpu, cuda};
 }
 
 tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneRequest& request, const CancelToken* cancel,
                                  const std::function<void(const tune::TuneProgress&)>& progress) {
-  check_target(request.target);
+  check_tunable(request.target);
   auto [lowered, version] = lowered_program(program);
   if (request.top < 1) throw Error(Error::Kind::InvalidArgument, "top must be at least 1");
   std::optional<SearchResult> found = search_result(program);
@@ -127,12 +149,12 @@ std::vector<tune::TuneResult> Workspace::tune_results(const std::string& program
 
 tune::KernelSource Workspace::kernel_source(const std::string& program, int candidate,
                                             const std::map<std::string, int64_t>& bindings, const std::string& target) {
-  check_target(target);
+  check_known(target);
   auto [lowered, version] = lowered_program(program);
   std::vector<tune::TuneResult> tuned = tune_results(program);
   const tune::TuneResult* match = nullptr;
   for (const auto& r : tuned)
-    if (bindings.empty() || r.bindings == bindings) match = &r;
+    if (r.target == target && (bindings.empty() || r.bindings == bindings)) match = &r;
   tune::KernelSource k;
   k.program = program;
   k.target = target;
@@ -140,14 +162,28 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
   if (k.bindings.empty())
     throw Error(Error::Kind::InvalidArgument, "'" + program + "' has not been tuned yet: give its dims (e.g. " +
                                                   (lowered.dims.empty() ? std::string("n=8") : lowered.dims[0] + "=8") + ")");
+  std::optional<SearchResult> found = search_result(program);
+  if (!found) found = search(program, SearchLimits{});
+  if (candidate == 0 && target == "cuda" && (!match || match->best < 0)) {
+    // Not tuned on a GPU: the family whose cheapest instantiation the cost model likes best.
+    double best = std::numeric_limits<double>::infinity();
+    for (const auto& family : found->candidates) {
+      try {
+        sgraph::Instance instance = tune::choose_instance(lowered, sgraph::parse(family.text), family.id, k.bindings, gpu_target());
+        double seconds = tune::estimate_cost(instance, gpu_target()).seconds;
+        if (seconds < best) best = seconds, candidate = family.id;
+      } catch (const Error&) {
+        // no valid instantiation at these dims
+      }
+    }
+    if (candidate == 0) throw Error(Error::Kind::InvalidArgument, "no family of '" + program + "' fits a GPU at " + tune::sizes_text(k.bindings));
+  }
   if (candidate == 0) {
     if (!match || match->best < 0)
       throw Error(Error::Kind::InvalidArgument, "no tuned best candidate for '" + program + "' at " + tune::sizes_text(k.bindings) +
                                                     ": tune it first, or name a candidate");
     candidate = match->rows[size_t(match->best)].candidate;
   }
-  std::optional<SearchResult> found = search_result(program);
-  if (!found) found = search(program, SearchLimits{});
   if (candidate < 1 || candidate > int(found->candidates.size()))
     throw Error(Error::Kind::NotFound, "'" + program + "' has no candidate " + std::to_string(candidate) + " (it has " +
                                            std::to_string(found->candidates.size()) + ")");
@@ -159,13 +195,14 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
         sizes = &row.sizes;
         break;
       }
-  tune::KernelChoice choice = tune::kernel_for(lowered, family, k.bindings, cpu_target(), sizes);
+  tune::KernelChoice choice = target == "cuda" ? tune::cuda_kernel_for(lowered, family, k.bindings, gpu_target(), sizes)
+                                               : tune::kernel_for(lowered, family, k.bindings, cpu_target(), sizes);
   k.candidate = candidate;
   k.summary = family.summary;
   k.sizes = choice.sizes;
   k.tuned = sizes != nullptr;
   k.source = choice.source;
-  k.header = header_for(lowered, k);
+  k.header = target == "cuda" ? "" : header_for(lowered, k);
   return k;
 }
 

@@ -116,7 +116,7 @@ CommandOutput Session::tune(const std::vector<std::string>& args) {
   if (r.contains("baselineError")) out << "the eager baseline failed: " << r.value("baselineError", "") << "\n";
   std::string bound = r.value("rooflineBound", "");
   out << "roofline " << ms(r.value("rooflineMs", 0.0)) << " ("
-      << (bound == "cache" ? "memory-bound; the working set stays in the last-level cache" : bound + "-bound") << ")\n\n";
+      << (bound == "cache" ? "memory-bound; the working set stays in the caches" : bound + "-bound") << ")\n\n";
   Table timed({"CANDIDATE", "SIZES", "COST RANK", "PREDICTED", "MEASURED", "VS EAGER", "ROOFLINE", "CHECK"});
   const double roof = r.value("rooflineMs", 0.0);
   for (const auto& row : rows) {

@@ -5,7 +5,8 @@
 //     body) moves its bytes every iteration, an invariant one once per block. Over all blocks,
 //     the first read of each device tensor comes from DRAM (memory_bytes); everything beyond
 //     that (blocks re-reading a replicated tile, a later kernel re-reading a tensor) is served by
-//     L2/L3 (cache_bytes). Every written tensor is written to DRAM once. Tensors are f32 on the
+//     L2/L3 (cache_bytes), unless the tensor is larger than the caches (L3 + every core's L2):
+//     then every re-read comes from DRAM too. Every written tensor is written to DRAM once. Tensors are f32 on the
 //     CPU, their declared dtype elsewhere.
 //  2. Bandwidths. DRAM: the target's measured streaming-read bandwidth, or its measured
 //     last-level-cache bandwidth when the kernel's tensors fit in half of that cache (a kernel run
@@ -109,9 +110,11 @@ class CostModel {
     return run;
   }
 
-  // The part of `bytes` read from `name` that comes from DRAM: the tensor's first read only.
+  // The part of `bytes` read from `name` that comes from DRAM: the tensor's first read only, or
+  // every read of a tensor too large for the caches (blocks re-reading it find it evicted).
   void read(KernelCost& c, const std::string& name, double bytes) {
     double unique = read_.insert(name).second ? tensor_bytes(name) : 0;
+    if (tensor_bytes(name) > target_.cache_capacity()) unique = bytes;
     unique = std::min(unique, bytes);
     c.memory_bytes += unique;
     c.cache_bytes += bytes - unique;

@@ -2,7 +2,7 @@
 // from the bytes it must move (every input read once, every output written once) and the flops it
 // must do, at the target's peak bandwidth and peak flops. The bandwidth is that of the level the
 // compulsory bytes fit in (TargetDescription::bandwidth_for): a kernel timed again and again on a
-// working set that fits in the last-level cache reads it from there, not from memory.
+// working set that fits in the caches reads it from there, not from memory.
 #pragma once
 #include <string>
 

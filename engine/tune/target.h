@@ -23,10 +23,13 @@ struct TargetDescription {
   int64_t fast_memory_bytes = 0;  // per-block tile budget: sgraph::Target::fast_memory_bytes
   bool measured = false;        // bandwidth/peak measured here (false: data sheet values)
   sgraph::Target sgraph_target() const { return {name, fast_memory_bytes}; }
+  // Bytes the caches can hold between two calls of a kernel: the last level plus every core's
+  // second level (on CPUs whose last level is a victim cache, as AMD's, they add up).
+  double cache_capacity() const { return double(l3_bytes) + double(l2_bytes) * double(cores); }
   // The read bandwidth for a working set of `bytes` read again and again (a timing loop, a
-  // layer run many times): from the last-level cache when it fits in half of it, else memory.
+  // layer run many times): from the caches when it fits in them, else from memory.
   double bandwidth_for(double bytes) const {
-    return cache_bandwidth_gbs > 0 && l3_bytes > 0 && bytes <= 0.5 * double(l3_bytes) ? cache_bandwidth_gbs : bandwidth_gbs;
+    return cache_bandwidth_gbs > 0 && l3_bytes > 0 && bytes <= cache_capacity() ? cache_bandwidth_gbs : bandwidth_gbs;
   }
 };
 

@@ -311,22 +311,29 @@ TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& f
   return result;
 }
 
-KernelChoice kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
-                        const TargetDescription& target, const std::map<std::string, int64_t>* sizes) {
+sgraph::Instance choose_instance(const Program& lowered, const sgraph::SGraph& graph, int family_id,
+                                 const std::map<std::string, int64_t>& bindings, const TargetDescription& target,
+                                 const std::map<std::string, int64_t>* sizes) {
   const DimBindings dims(bindings.begin(), bindings.end());
   check_bindings(lowered, dims);
+  if (sizes) return sgraph::instantiate(graph, dims, DimBindings(sizes->begin(), sizes->end()), target.sgraph_target());
+  std::vector<Option> ranked = rank_options({graph}, dims, target, nullptr);
+  if (ranked.empty())
+    throw Error(Error::Kind::InvalidArgument, "candidate " + std::to_string(family_id) + " has no valid instantiation at these dims");
+  return std::move(ranked[0].instance);
+}
+
+std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance) {
+  DimBindings sizes = family_sizes(instance.graph, instance.bindings);
+  return {sizes.begin(), sizes.end()};
+}
+
+KernelChoice kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
+                        const TargetDescription& target, const std::map<std::string, int64_t>* sizes) {
   sgraph::SGraph graph = with_storage(sgraph::parse(family.text), DType::F32);
+  sgraph::Instance instance = choose_instance(lowered, graph, family.id, bindings, target, sizes);
   KernelChoice choice;
-  sgraph::Instance instance;
-  if (sizes) {
-    instance = sgraph::instantiate(graph, dims, DimBindings(sizes->begin(), sizes->end()), target.sgraph_target());
-  } else {
-    std::vector<Option> ranked = rank_options({graph}, dims, target, nullptr);
-    if (ranked.empty())
-      throw Error(Error::Kind::InvalidArgument, "candidate " + std::to_string(family.id) + " has no valid instantiation at these dims");
-    instance = std::move(ranked[0].instance);
-  }
-  choice.sizes = family_sizes(graph, instance.bindings);
+  choice.sizes = instance_sizes(instance);
   backend::cpu::CodegenOptions codegen;
   codegen.simd_bytes = target.simd_bytes;
   choice.source = backend::cpu::generate_cpu_source(instance, codegen);

@@ -12,6 +12,7 @@
 #include "engine/cancel.h"
 #include "engine/ir/program.h"
 #include "engine/search/search.h"
+#include "engine/sgraph/instantiate.h"
 #include "engine/tune/target.h"
 
 namespace prism::tune {
@@ -58,7 +59,7 @@ struct TuneResult {
   double speedup = 0;          // baseline_ms / best_ms
   double roofline_ms = 0;      // max(compulsory bytes / bandwidth, flops / peak)
   double roofline_fraction = 0;  // roofline_ms / best_ms
-  std::string roofline_bound;  // "memory", "cache" (memory-bound, working set in the last-level cache), "compute"
+  std::string roofline_bound;  // "memory", "cache" (memory-bound, working set in the caches), "compute"
   int best = -1;               // index into rows
   std::vector<TuneRow> rows;   // the timed instantiations: ok rows by time, then failures
   double rank_correlation = 0; // Spearman, predicted vs measured, over the ok rows (0 with < 3)
@@ -90,6 +91,14 @@ struct KernelChoice {
   std::map<std::string, int64_t> sizes;
   std::string source;       // C++ implementing engine/backend/cpu/abi.h
 };
+// `graph` (a family, retyped for the target's storage) at `bindings`: the cheapest instantiation
+// by the cost model, or the one with `sizes`. Throws Error{InvalidArgument} (bindings, sizes, or
+// no valid instantiation).
+sgraph::Instance choose_instance(const Program& lowered, const sgraph::SGraph& graph, int family_id,
+                                 const std::map<std::string, int64_t>& bindings, const TargetDescription& target,
+                                 const std::map<std::string, int64_t>* sizes = nullptr);
+// An instance's grid sizes and loop ranges (without the tensor dims).
+std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance);
 KernelChoice kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
                         const TargetDescription& target, const std::map<std::string, int64_t>* sizes = nullptr);
 

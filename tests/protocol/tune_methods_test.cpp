@@ -111,4 +111,19 @@ TEST_CASE("tune/run and kernel/source validate their params", "[protocol][tune]"
   CHECK(error_code(untuned) == -32803);
   CHECK_THAT(untuned["error"]["message"].get<std::string>(), Catch::Contains("has not been tuned yet"));
   CHECK(server.result(*peer, "tune/results", {{"program", "rms_linear"}})["results"].empty());
+  CHECK(error_code(server.call(*peer, "kernel/source", {{"program", "rms_linear"}, {"bindings", {{"n", 8}, {"d", 64}}}, {"target", "tpu"}})) == -32803);
+}
+
+TEST_CASE("kernel/source with target cuda gives the CUDA source without a GPU", "[protocol][tune][cuda]") {
+  InProcess server;
+  auto peer = server.initialized();
+  server.result(*peer, "program/open", {{"uri", "untitled:r"}, {"text", kRmsLinear}});
+  json k = server.result(*peer, "kernel/source", {{"program", "rms_linear"}, {"bindings", {{"n", 8}, {"d", 256}}}, {"target", "cuda"}});
+  CHECK(k["target"] == "cuda");
+  CHECK(k["candidate"].get<int>() >= 1);
+  CHECK(k["tuned"] == false);
+  CHECK_THAT(k["source"].get<std::string>(), Catch::Contains("extern \"C\" __global__"));
+  CHECK_THAT(k["source"].get<std::string>(), Catch::Contains("prism_kernel_0<<<"));
+  json again = server.result(*peer, "kernel/source", {{"program", "rms_linear"}, {"bindings", {{"n", 8}, {"d", 256}}}, {"target", "cuda"}, {"candidate", 3}});
+  CHECK(again["candidate"] == 3);
 }
