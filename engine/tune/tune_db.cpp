@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "engine/ir/print.h"
-#include "engine/util/hash.h"
+#include "engine/util/cache.h"
 
 namespace prism::tune {
 
@@ -64,10 +64,7 @@ std::vector<std::string> split_tabs(const std::string& line) {
 std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const TargetDescription& target) {
   std::string text = print_program(lowered) + "\x1f" + sizes_field(bindings) + "\x1f" + target.name + "\x1f" + target.model +
                      "\x1f" + PRISM_VERSION;
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(fnv1a64(text)),
-                static_cast<unsigned long long>(fnv1a64("tune:" + text)));
-  return buf;
+  return content_key(text, "tune:");
 }
 
 std::string format_tune_result(const TuneResult& r) {

@@ -149,23 +149,9 @@ class CustomEmitter {
     scratch_ += (element_count(shape_[i]) + 15) / 16 * 16;  // 64-byte aligned tiles
   }
 
-  // The element offset of the (block, iteration f) tile of `shape` in a tensor with `strides`
-  // (data dims from `first`), as evaluate.cpp places it.
   std::string tile_offset(const sgraph::Map& map, const std::vector<int64_t>& tile, const std::vector<int64_t>& strides, size_t first,
                           const std::string& f) const {
-    std::string off;
-    auto add = [&](const std::string& var, int64_t scale) {
-      if (scale == 0 || var == "0") return;
-      if (!off.empty()) off += " + ";
-      off += var + " * " + num(scale);
-    };
-    for (size_t j = 0; j < tile.size(); ++j) {
-      int64_t walk = map.loop.dim == int(j) ? loop_ : 1;
-      for (size_t gi = 0; gi < map.grid.size(); ++gi)
-        if (map.grid[gi].dim == int(j)) add(std::string("b").append(std::to_string(gi)), tile[j] * walk * strides[first + j]);
-      if (walk > 1) add(f, tile[j] * strides[first + j]);
-    }
-    return off.empty() ? "0" : off;
+    return backend::tile_offset(map, tile, strides, first, f, loop_, "L");
   }
 
   View load_view(size_t i, const std::string& f) const {

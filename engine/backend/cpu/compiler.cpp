@@ -17,7 +17,7 @@
 #include <tbb/task_arena.h>
 
 #include "engine/error.h"
-#include "engine/util/hash.h"
+#include "engine/util/cache.h"
 #include "engine/util/process.h"
 
 namespace prism::backend::cpu {
@@ -25,11 +25,6 @@ namespace prism::backend::cpu {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : fallback;
-}
 
 std::string compiler_of(const CompileOptions& options) {
   return !options.compiler.empty() ? options.compiler : env_or("CXX", "c++");
@@ -50,28 +45,10 @@ std::string compiler_identity(const std::string& compiler) {
   return known[compiler] = id;
 }
 
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-// The first lines of the compiler's output: enough to see the error, never a wall of text.
-std::string first_lines(const std::string& text, int lines) {
-  size_t pos = 0;
-  for (int i = 0; i < lines && pos != std::string::npos; ++i) {
-    pos = text.find('\n', pos);
-    if (pos != std::string::npos) ++pos;
-  }
-  return pos == std::string::npos ? text : text.substr(0, pos) + "...";
-}
-
 }  // namespace
 
 std::string default_kernel_cache_dir() {
-  if (auto dir = env_or("PRISM_CACHE_DIR", ""); !dir.empty()) return dir + "/kernels";
-  if (auto dir = env_or("XDG_CACHE_HOME", ""); !dir.empty()) return dir + "/prism/kernels";
-  return env_or("HOME", "/tmp") + "/.cache/prism/kernels";
+  return prism_cache_dir("kernels");
 }
 
 CompiledLibrary compile_library(const std::string& source, const CompileOptions& options) {
@@ -81,7 +58,7 @@ CompiledLibrary compile_library(const std::string& source, const CompileOptions&
   for (const auto& l : options.libs) key_text += "\x1e" + l;
   key_text += "\x1d" + source;
   CompiledLibrary result;
-  result.key = hex(fnv1a64(key_text)) + hex(fnv1a64("prism-kernel:" + key_text));
+  result.key = content_key(key_text, "prism-kernel:");
   const fs::path dir = options.cache_dir.empty() ? default_kernel_cache_dir() : options.cache_dir;
   result.path = (dir / (result.key + ".so")).string();
   if (fs::exists(result.path)) {

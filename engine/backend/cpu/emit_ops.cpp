@@ -7,58 +7,11 @@
 
 namespace prism::backend::cpu::detail {
 
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
+std::string unary_expr(Op op, const std::string& a) { return backend::unary_expr(op, a, kHostMath, "codegen"); }
 
-View dense_view(const std::string& ptr, const std::vector<int64_t>& shape) { return View{ptr, shape, dense_strides(shape)}; }
-
-int64_t element_count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-std::string unary_expr(Op op, const std::string& a) {
-  switch (op) {
-    case Op::Neg: return "(-" + a + ")";
-    case Op::Exp: return "__builtin_expf(" + a + ")";
-    case Op::Log: return "__builtin_logf(" + a + ")";
-    case Op::Sqrt: return "__builtin_sqrtf(" + a + ")";
-    case Op::Rsqrt: return "(1.0f / __builtin_sqrtf(" + a + "))";
-    case Op::Square: return "prism_square(" + a + ")";
-    case Op::Silu: return "prism_silu(" + a + ")";
-    case Op::Gelu: return "prism_gelu(" + a + ")";
-    case Op::Relu: return "prism_relu(" + a + ")";
-    default: throw Error(Error::Kind::InvalidArgument, std::string("codegen: '") + op_name(op) + "' is not a unary op it can lower");
-  }
-}
-
-std::string binary_expr(Op op, const std::string& a, const std::string& b) {
-  switch (op) {
-    case Op::Add: return "(" + a + " + " + b + ")";
-    case Op::Sub: return "(" + a + " - " + b + ")";
-    case Op::Mul: return "(" + a + " * " + b + ")";
-    case Op::Div: return "(" + a + " / " + b + ")";
-    default: throw Error(Error::Kind::InvalidArgument, std::string("codegen: '") + op_name(op) + "' is not a binary op it can lower");
-  }
-}
+std::string binary_expr(Op op, const std::string& a, const std::string& b) { return backend::binary_expr(op, a, b, "codegen"); }
 
 namespace {
-
-// Strides of `v` aligned to the right of a loop nest over `shape`; broadcast dims (size 1 in v,
-// or missing on the left) get stride 0.
-std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 0);
-  size_t r = v.shape.size();
-  for (size_t i = 0; i < r; ++i) {
-    size_t src = r - 1 - i, dst = shape.size() - 1 - i;
-    s[dst] = v.shape[src] == 1 ? 0 : v.strides[src];
-  }
-  return s;
-}
 
 // "ptr[i0*s0 + i1*s1]" over loop indices named prefix0, prefix1 … (dims of size 1 have no loop).
 std::string element(const View& v, const std::vector<int64_t>& strides, const std::vector<int64_t>& shape,

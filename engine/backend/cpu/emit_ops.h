@@ -10,18 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/view.h"
 #include "engine/ir/program.h"
 
 namespace prism::backend::cpu::detail {
 
-struct View {
-  std::string ptr;  // C++ expression of the first element
-  std::vector<int64_t> shape, strides;
-};
+using backend::View;
+using backend::dense_strides;
+using backend::dense_view;
+using backend::element_count;
+using backend::aligned_strides;
 
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape);
-View dense_view(const std::string& ptr, const std::vector<int64_t>& shape);
-int64_t element_count(const std::vector<int64_t>& shape);
 
 // How an op's code is laid out: `indent` for every line; `parallel` puts an OpenMP parallel loop
 // (num_threads(threads)) on the outermost loops (library kernels; custom kernels are already

@@ -6,20 +6,6 @@
 
 namespace prism::backend::cuda::detail {
 
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
-
-View dense_view(const std::string& ptr, const std::vector<int64_t>& shape) { return View{ptr, shape, dense_strides(shape)}; }
-
-int64_t element_count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 const char* storage_type(DType dtype) {
   switch (dtype) {
     case DType::F16: return "__half";
@@ -31,44 +17,11 @@ const char* storage_type(DType dtype) {
 
 int64_t storage_bytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
 
-std::string unary_expr(Op op, const std::string& a) {
-  switch (op) {
-    case Op::Neg: return "(-" + a + ")";
-    case Op::Exp: return "expf(" + a + ")";
-    case Op::Log: return "logf(" + a + ")";
-    case Op::Sqrt: return "sqrtf(" + a + ")";
-    case Op::Rsqrt: return "(1.0f / sqrtf(" + a + "))";
-    case Op::Square: return "prism_square(" + a + ")";
-    case Op::Silu: return "prism_silu(" + a + ")";
-    case Op::Gelu: return "prism_gelu(" + a + ")";
-    case Op::Relu: return "prism_relu(" + a + ")";
-    default: throw Error(Error::Kind::InvalidArgument, std::string("cuda codegen: '") + op_name(op) + "' is not a unary op it can lower");
-  }
-}
+std::string unary_expr(Op op, const std::string& a) { return backend::unary_expr(op, a, kCudaMath, "cuda codegen"); }
 
-std::string binary_expr(Op op, const std::string& a, const std::string& b) {
-  switch (op) {
-    case Op::Add: return "(" + a + " + " + b + ")";
-    case Op::Sub: return "(" + a + " - " + b + ")";
-    case Op::Mul: return "(" + a + " * " + b + ")";
-    case Op::Div: return "(" + a + " / " + b + ")";
-    default: throw Error(Error::Kind::InvalidArgument, std::string("cuda codegen: '") + op_name(op) + "' is not a binary op it can lower");
-  }
-}
+std::string binary_expr(Op op, const std::string& a, const std::string& b) { return backend::binary_expr(op, a, b, "cuda codegen"); }
 
 namespace {
-
-// Strides of `v` aligned to the right of a loop over `shape`; broadcast dims (size 1 in v, or
-// missing on the left) get stride 0.
-std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 0);
-  size_t r = v.shape.size();
-  for (size_t i = 0; i < r; ++i) {
-    size_t src = r - 1 - i, dst = shape.size() - 1 - i;
-    s[dst] = v.shape[src] == 1 ? 0 : v.strides[src];
-  }
-  return s;
-}
 
 const char* index_type(const EmitContext& ctx) { return ctx.spread == Spread::Block ? "int" : "long long"; }
 

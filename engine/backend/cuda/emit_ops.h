@@ -15,18 +15,17 @@
 #include <vector>
 
 #include "engine/ir/dtype.h"
+#include "engine/backend/view.h"
 #include "engine/ir/program.h"
 
 namespace prism::backend::cuda::detail {
 
-struct View {
-  std::string ptr;  // CUDA C++ expression of the first element
-  std::vector<int64_t> shape, strides;
-};
+using backend::View;
+using backend::dense_strides;
+using backend::dense_view;
+using backend::element_count;
+using backend::aligned_strides;
 
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape);
-View dense_view(const std::string& ptr, const std::vector<int64_t>& shape);
-int64_t element_count(const std::vector<int64_t>& shape);
 const char* storage_type(DType dtype);  // float, __half, __nv_bfloat16
 int64_t storage_bytes(DType dtype);
 

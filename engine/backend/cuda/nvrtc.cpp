@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "engine/error.h"
-#include "engine/util/hash.h"
+#include "engine/util/cache.h"
 
 namespace prism::backend::cuda {
 
@@ -47,11 +47,6 @@ struct Nvrtc {
     return s ? s : "NVRTC error " + std::to_string(r);
   }
 };
-
-std::string env_or(const char* name, const std::string& fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : fallback;
-}
 
 // The toolkit's include directory (for cuda_fp16.h): $CUDA_HOME, $CUDA_PATH, next to the
 // library that was opened, /usr/local/cuda.
@@ -131,21 +126,6 @@ const Nvrtc& nvrtc() {
   return n;
 }
 
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-std::string first_lines(const std::string& text, int lines) {
-  size_t pos = 0;
-  for (int i = 0; i < lines && pos != std::string::npos; ++i) {
-    pos = text.find('\n', pos);
-    if (pos != std::string::npos) ++pos;
-  }
-  return pos == std::string::npos ? text : text.substr(0, pos) + "...";
-}
-
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
@@ -190,9 +170,7 @@ NvrtcStatus nvrtc_status() {
 }
 
 std::string default_ptx_cache_dir() {
-  if (auto dir = env_or("PRISM_CACHE_DIR", ""); !dir.empty()) return dir + "/ptx";
-  if (auto dir = env_or("XDG_CACHE_HOME", ""); !dir.empty()) return dir + "/prism/ptx";
-  return env_or("HOME", "/tmp") + "/.cache/prism/ptx";
+  return prism_cache_dir("ptx");
 }
 
 std::vector<std::string> nvrtc_options(const std::string& arch) {
@@ -208,7 +186,7 @@ PtxResult compile_to_ptx(const std::string& source, const std::string& arch, con
   std::string key_text = n.detail;
   for (const std::string& o : options) key_text += "\x1f" + o;
   key_text += "\x1d" + source;
-  const std::string key = hex(fnv1a64(key_text)) + hex(fnv1a64("prism-ptx:" + key_text));
+  const std::string key = content_key(key_text, "prism-ptx:");
   const fs::path dir = cache_dir.empty() ? default_ptx_cache_dir() : cache_dir;
   const fs::path path = dir / (key + ".ptx");
   std::error_code ec;
