@@ -160,11 +160,13 @@ class EagerWriter {
   }
 
   // A kernel over `params` (the last one written), with `body` run for idx in [0, n).
-  void kernel(const std::string& what, const std::vector<CudaTensor>& params, int64_t blocks, const std::string& body) {
+  void kernel(const std::string& what, const std::vector<CudaTensor>& params, int64_t blocks, const std::string& body,
+              int64_t shared_bytes = 0) {
     CudaKernelInfo info;
     info.name = "prism_eager_" + std::to_string(out_.plan.steps.size()) + "_" + what;
     info.grid_blocks = blocks;
     info.threads = kThreads;
+    info.shared_bytes = shared_bytes;
     std::string sig;
     for (size_t i = 0; i < params.size(); ++i) {
       info.params.push_back(params[i].name);
@@ -181,8 +183,8 @@ class EagerWriter {
   void elementwise(const std::string& what, const std::vector<CudaTensor>& params, int64_t n, const std::string& stmt) {
     int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t(1) << 20);
     kernel(what, params, blocks,
-           "  for (i64 idx = blockIdx.x * (i64)blockDim.x + threadIdx.x; idx < " + lit(n) +
-               "; idx += (i64)gridDim.x * blockDim.x) {\n    " + stmt + "\n  }\n");
+           "  for (i64 idx = blockIdx.x * " + lit(kThreads) + " + threadIdx.x; idx < " + lit(n) + "; idx += (i64)gridDim.x * " +
+               lit(kThreads) + ") {\n    " + stmt + "\n  }\n");
   }
 
   void value(const Value& val) {
@@ -316,12 +318,14 @@ class EagerWriter {
     std::string combine = val.op == Op::Max ? "{ const float x = sh[threadIdx.x + s]; float acc = sh[threadIdx.x]; " + update + " sh[threadIdx.x] = acc; }"
                                             : "sh[threadIdx.x] += sh[threadIdx.x + s];";
     kernel(op_name(val.op), params, std::min<int64_t>(outer, int64_t(1) << 20),
-           "  __shared__ float sh[" + std::to_string(kThreads) + "];\n  for (i64 o = blockIdx.x; o < " + lit(outer) +
-               "; o += gridDim.x) {\n    float acc = " + init + ";\n    for (i64 j = threadIdx.x; j < " + lit(k) +
-               "; j += blockDim.x) { const float x = ld(p0, o * " + lit(k) + " + j); " + update +
-               " }\n    sh[threadIdx.x] = acc;\n    __syncthreads();\n    for (int s = blockDim.x / 2; s > 0; s >>= 1) {\n"
-               "      if (threadIdx.x < s) " + combine + "\n      __syncthreads();\n    }\n"
-               "    if (threadIdx.x == 0) { const float acc = sh[0]; st(p1, o, " + result + "); }\n    __syncthreads();\n  }\n");
+           "  extern __shared__ __align__(16) unsigned char prism_smem[];\n  float* sh = reinterpret_cast<float*>(prism_smem);\n"
+           "  for (i64 o = blockIdx.x; o < " + lit(outer) + "; o += gridDim.x) {\n    float acc = " + init +
+               ";\n    for (i64 j = threadIdx.x; j < " + lit(k) + "; j += " + lit(kThreads) + ") { const float x = ld(p0, o * " + lit(k) +
+               " + j); " + update + " }\n    sh[threadIdx.x] = acc;\n    __syncthreads();\n    for (int s = " +
+               std::to_string(kThreads / 2) + "; s > 0; s >>= 1) {\n      if (threadIdx.x < s) " + combine +
+               "\n      __syncthreads();\n    }\n    if (threadIdx.x == 0) { const float acc = sh[0]; st(p1, o, " + result +
+               "); }\n    __syncthreads();\n  }\n",
+           kThreads * 4);
   }
 
   void transpose(const Value& val) {

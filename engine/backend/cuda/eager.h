@@ -17,7 +17,7 @@ struct CudaEager {
 // For a lowered program (primitives only) at concrete bindings. Every value is stored at its
 // declared dtype (f16 stays f16) and computed in f32 with the reference interpreter's formulas:
 // elementwise ops with numpy broadcasting (a grid-stride thread per output element), sum / max /
-// rms over one axis (a block per output element with a shared-memory tree when the axis is the
+// rms over one axis (a block per output element with a tree in dynamic shared memory when the axis is the
 // innermost, else a thread per output element in axis order), transpose / concat / split as
 // copies, reshape a view; scalar constants inlined. Inputs are named in0…, outputs out0….
 // Throws Error{InvalidArgument} for a dim the bindings do not make a positive integer,
