@@ -70,6 +70,10 @@ struct Allocations {
 std::string run(const CudaPlan& plan, const std::string& out_path, const std::vector<HostInput>& inputs, int warmup, int runs) {
   if (plan.inputs.size() != inputs.size())
     return "error the plan has " + std::to_string(plan.inputs.size()) + " inputs, the worker holds " + std::to_string(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (plan.inputs[i].elements != inputs[i].elements)
+      return "error input " + std::to_string(i) + " (" + plan.inputs[i].name + ") has " + std::to_string(inputs[i].elements) +
+             " elements, the plan says " + std::to_string(plan.inputs[i].elements);
   Session& s = session();
   if (!s.keep) s.keep = std::make_unique<CudaDevice>();
   CudaDevice device;
@@ -86,9 +90,6 @@ std::string run(const CudaPlan& plan, const std::string& out_path, const std::ve
   };
   for (size_t i = 0; i < inputs.size(); ++i) {
     const CudaTensor& t = plan.inputs[i];
-    if (t.elements != inputs[i].elements)
-      return "error input " + std::to_string(i) + " (" + t.name + ") has " + std::to_string(inputs[i].elements) + " elements, the plan says " +
-             std::to_string(t.elements);
     std::vector<char> bytes = encode(inputs[i].data, t.elements, t.dtype);
     device.to_device(allocate(t), bytes.data(), bytes.size());
   }

@@ -58,3 +58,21 @@ TEST_CASE("cuda run: the eager baseline runs in the worker, or the run says why 
   INFO(check.failure.value_or(""));
   CHECK_FALSE(check.failure);
 }
+
+TEST_CASE("cuda run: a plan that does not match the worker's inputs is refused in words, before any device is used", "[cuda][runner]") {
+  backend::cpu::KernelRunner runner;
+  runner.set_inputs({Tensor::zeros(DType::F32, {4})});
+  backend::cpu::CudaRunRequest request;
+  request.plan.inputs = {{"a", 4, DType::F16}, {"b", 4, DType::F16}};
+  request.plan.outputs = {{"c", 4, DType::F16}};
+  request.plan.ptx = "// none\n";
+  request.output_shapes = {{4}};
+  backend::cpu::RunOutcome outcome = runner.run_cuda(request);
+  CHECK_FALSE(outcome.ok);
+  CHECK_THAT(outcome.error, Catch::Contains("the plan has 2 inputs, the worker holds 1"));
+  // The worker was restarted for the next run, which still answers.
+  request.plan.inputs.pop_back();
+  request.plan.inputs[0].elements = 5;
+  outcome = runner.run_cuda(request);
+  CHECK_THAT(outcome.error, Catch::Contains("input 0 (a) has 4 elements, the plan says 5"));
+}
