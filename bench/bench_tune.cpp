@@ -10,42 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/shapes.h"
 #include "engine/workspace.h"
 
 using namespace prism;
 
-namespace {
-
-struct Shape {
-  const char* workload;
-  std::map<std::string, int64_t> bindings;
-};
-
-std::string read(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw std::runtime_error("cannot read " + path);
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
-  std::fclose(f);
-  return text;
-}
-
-std::vector<Shape> shapes() {
-  std::vector<Shape> out;
-  for (const char* w : {"rms_linear", "rmsnorm_mlp", "gated_mlp"})
-    for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{8, 1024}, {8, 2048}, {8, 4096}, {16, 1024}, {16, 4096}})
-      out.push_back({w, {{"n", n}, {"d", d}}});
-  // (batch, heads, q, s, e) with B = batch * heads.
-  for (const char* w : {"attention", "qk_norm_attention"})
-    for (auto [b, q] : std::vector<std::pair<int64_t, int64_t>>{{16, 1}, {16, 128}, {64, 1}, {32, 1}})
-      out.push_back({w, {{"B", b}, {"q", q}, {"s", 1024}, {"e", 128}}});
-  out.push_back({"lora", {{"n", 16}, {"d", 256}, {"o", 4096}, {"r", 16}}});
-  out.push_back({"gqa", {{"h", 2}, {"g", 256}, {"e", 64}, {"s", 4096}}});
-  return out;
-}
-
-}  // namespace
+using namespace prism::bench;
 
 int main(int argc, char** argv) {
   std::set<std::string> only;

@@ -20,6 +20,7 @@ struct Workspace::TuneState {
   tune::TuneDb db;
   std::string cache_dir;                                      // empty: the defaults
   std::optional<tune::TargetDescription> cpu;                 // described once
+  std::optional<tune::TargetDescription> gpu;                 // this machine's GPU, described once
   std::map<std::string, std::vector<tune::TuneResult>> results;  // program -> its tunes, latest last
 
   std::string kernel_cache_dir() const { return cache_dir.empty() ? "" : cache_dir + "/kernels"; }
@@ -41,7 +42,9 @@ void check_tunable(const std::string& target) {
   if (!device.available)
     throw Error(Error::Kind::InvalidArgument, "target 'cuda' is not available: " + device.detail +
                                                   "; the CPU target serves (--target cpu); `code NAME --target cuda` still shows the CUDA source");
-  throw Error(Error::Kind::InvalidArgument, "target 'cuda': tuning on the GPU is not wired into the tuner yet (" + device.detail + ")");
+  backend::cuda::NvrtcStatus nvrtc = backend::cuda::nvrtc_status();
+  if (!nvrtc.available)
+    throw Error(Error::Kind::InvalidArgument, "target 'cuda' is not available: " + nvrtc.detail + " (" + device.detail + ")");
 }
 
 // The GPU the cost model plans for when there is none to ask: an H100's data sheet.
@@ -111,7 +114,14 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
   }
   if (found->candidates.empty())
     throw Error(Error::Kind::Failed, "the search found no verified family for '" + program + "' to tune");
-  tune::TargetDescription target = cpu_target();
+  tune::TargetDescription target;
+  if (request.target == "cuda") {
+    std::lock_guard lock(tune_state_->mutex);
+    if (!tune_state_->gpu) tune_state_->gpu = tune::describe_cuda_device();
+    target = *tune_state_->gpu;
+  } else {
+    target = cpu_target();
+  }
   const std::string key = tune::tune_key(lowered, request.bindings, target);
   auto record = [&](tune::TuneResult r) {
     r.program = program;
@@ -130,7 +140,8 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
   tune::TuneEnvironment env;
   env.target = target;
   env.kernel_cache_dir = tune_state_->kernel_cache_dir();
-  tune::TuneResult result = tune::tune_families(lowered, found->candidates, request, env, cancel, progress);
+  tune::TuneResult result = request.target == "cuda" ? tune::tune_families_cuda(lowered, found->candidates, request, env, cancel, progress)
+                                                     : tune::tune_families(lowered, found->candidates, request, env, cancel, progress);
   result.program = program;
   result.version = version;
   tune_state_->db.put(key, result);

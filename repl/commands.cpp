@@ -53,12 +53,13 @@ const std::vector<CommandSpec>& command_table() {
        CommandSpec::Arg::Program},
       {"explain", "explain NAME K", "show family K's structure and its equivalence proof", "",
        CommandSpec::Arg::Program},
-      {"tune", "tune NAME DIM=VALUE... [--target cpu] [--top K] [--threads T] [--seed S]",
+      {"tune", "tune NAME DIM=VALUE... [--target cpu|cuda] [--top K] [--threads T] [--seed S]",
        "tune a program's families for concrete dims and show the speedup table",
        "Instantiates every verified family (searching first if needed) for the dims, ranks the\n"
        "instantiations with the cost model, compiles the top K (default 8) in parallel, checks each\n"
        "against the reference interpreter and times it in a separate process, beside the eager\n"
-       "baseline (one kernel per op, OpenBLAS matmul) and the roofline. A repeated question is\n"
+       "baseline (one kernel per op; OpenBLAS matmul on the CPU, cuBLAS on the GPU) and the roofline.\n"
+       "--target cuda needs a CUDA device and NVRTC (f16 stays f16 there). A repeated question is\n"
        "answered from the tuning DB at once. A progress bar shows the phases; Ctrl-C cancels.",
        CommandSpec::Arg::Program},
       {"code", "code NAME [K] [DIM=VALUE...] [--target cpu]", "print a kernel's generated source",

@@ -102,7 +102,8 @@ CommandOutput Session::tune(const std::vector<std::string>& args) {
   std::ostringstream out;
   out << program << " " << sizes_of(r.value("bindings", json::object())) << " on " << r.value("target", "") << " ("
       << r.value("targetModel", "") << "; " << number(std::round(r.value("bandwidthGBs", 0.0) * 10) / 10) << " GB/s, "
-      << number(std::round(r.value("peakGflops", 0.0))) << " GFLOP/s), " << r.value("threads", 0) << " threads"
+      << number(std::round(r.value("peakGflops", 0.0))) << " GFLOP/s), " << r.value("threads", 0)
+      << (r.value("target", "") == "cuda" ? " threads per block" : " threads")
       << (r.value("fromDb", false) ? ", from the tuning DB" : "") << "\n";
   Table summary({"EAGER", "BEST", "SPEEDUP", "ROOFLINE", "CANDIDATE", "SIZES", "SUMMARY"});
   if (best.is_object()) {

@@ -1,5 +1,7 @@
 #include "engine/tune/target.h"
 
+#include "engine/backend/cuda/driver.h"
+
 #include <sched.h>
 #include <unistd.h>
 
@@ -162,6 +164,30 @@ TargetDescription cuda_h100_data() {
   t.peak_gflops = 67000;            // f32 FMA (non tensor core); 989 TFLOP/s fp16 dense on tensor cores
   t.fast_memory_bytes = 227 * 1024; // shared memory usable by one block (228 KiB per SM)
   t.measured = false;
+  t.tensor_peak_gflops = 989000;    // f16/bf16 dense, tensor cores
+  t.arch = "compute_90";
+  return t;
+}
+
+TargetDescription describe_cuda_device() {
+  backend::cuda::CudaDevice device;
+  const backend::cuda::DeviceInfo& info = device.info();
+  TargetDescription t = cuda_h100_data();
+  std::string sheet = " (data-sheet bandwidth and peaks)";
+  if (info.name.find("H200") != std::string::npos) {
+    t.bandwidth_gbs = 4800;  // HBM3e
+  } else if (info.name.find("H100") != std::string::npos && info.name.find("PCIe") != std::string::npos) {
+    t.bandwidth_gbs = 2000;
+    t.peak_gflops = 51000;
+    t.tensor_peak_gflops = 756000;
+  } else if (info.name.find("H100") == std::string::npos) {
+    sheet = " (bandwidth and peaks assumed: an H100 SXM's)";
+  }
+  t.cores = info.sm_count;
+  t.fast_memory_bytes = info.shared_per_block_optin > 0 ? info.shared_per_block_optin : info.shared_per_block;
+  t.arch = info.arch();
+  t.model = info.name + ", " + std::to_string(info.sm_count) + " SMs, compute capability " + std::to_string(info.cc_major) + "." +
+            std::to_string(info.cc_minor) + sheet;
   return t;
 }
 

@@ -22,6 +22,9 @@ struct TargetDescription {
   double peak_gflops = 0;       // f32 FMA peak, all cores (measured on the CPU)
   int64_t fast_memory_bytes = 0;  // per-block tile budget: sgraph::Target::fast_memory_bytes
   bool measured = false;        // bandwidth/peak measured here (false: data sheet values)
+  double tensor_peak_gflops = 0;  // GPU: f16/bf16 dense peak on tensor cores, for the roofline at
+                                  // 16-bit storage (0: none, peak_gflops serves)
+  std::string arch;             // GPU: the virtual architecture NVRTC compiles for ("compute_90")
   sgraph::Target sgraph_target() const { return {name, fast_memory_bytes}; }
   // Bytes the caches can hold between two calls of a kernel: the last level plus every core's
   // second level (on CPUs whose last level is a victim cache, as AMD's, they add up).
@@ -43,5 +46,11 @@ TargetDescription describe_cpu(const std::string& cache_dir = "");
 
 // An NVIDIA H100 SXM from its data sheet, for the CUDA backend.
 TargetDescription cuda_h100_data();
+
+// The GPU of this machine (device 0, driver.h's DeviceInfo): its SMs as cores, the opt-in shared
+// memory per block as fast_memory_bytes, its compute capability as arch; bandwidth and peaks from
+// the data sheet for the H100 (SXM or PCIe) and H200, else the H100 SXM's, marked "(assumed)" in
+// the model. Throws Error{Failed} saying why when there is no device.
+TargetDescription describe_cuda_device();
 
 }  // namespace prism::tune

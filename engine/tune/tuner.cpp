@@ -19,22 +19,15 @@
 #include "engine/tune/cost_model.h"
 #include "engine/tune/roofline.h"
 #include "engine/tune/storage.h"
+#include "engine/tune/tuner_steps.h"
 
 namespace prism::tune {
 
-namespace {
+namespace steps {
 
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// One instantiation of one family, with its cost.
-struct Option {
-  size_t family = 0;
-  sgraph::Instance instance;
-  DimBindings sizes;
-  double predicted_s = 0;
-};
 
 // The family's sizes only (the instance's bindings also hold the tensor dims).
 DimBindings family_sizes(const sgraph::SGraph& graph, const DimBindings& all) {
@@ -130,7 +123,29 @@ double kernel_timeout_s(double fallback) {
   return t > 0 ? t : fallback;
 }
 
-}  // namespace
+void finish(TuneResult& result) {
+  std::stable_sort(result.rows.begin(), result.rows.end(), [](const TuneRow& a, const TuneRow& b) {
+    if (a.ok != b.ok) return a.ok;
+    return a.ok ? a.measured_ms < b.measured_ms : a.cost_rank < b.cost_rank;
+  });
+  std::vector<double> predicted, measured;
+  for (const auto& row : result.rows)
+    if (row.ok) {
+      predicted.push_back(row.predicted_ms);
+      measured.push_back(row.measured_ms);
+    }
+  result.rank_correlation = spearman(predicted, measured);
+  if (!result.rows.empty() && result.rows[0].ok) {
+    result.best = 0;
+    result.best_ms = result.rows[0].measured_ms;
+    if (result.baseline_ms > 0) result.speedup = result.baseline_ms / result.best_ms;
+    result.roofline_fraction = result.roofline_ms / result.best_ms;
+  }
+}
+
+}  // namespace steps
+
+using namespace steps;
 
 // Spearman's rank correlation of two equally long lists: Pearson's correlation of their ranks,
 // ties sharing their average rank. 0 when it is undefined (fewer than 3 values, or one list
@@ -289,23 +304,7 @@ TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& f
   }
   result.stats.run_s = seconds_since(run_start);
 
-  std::stable_sort(result.rows.begin(), result.rows.end(), [](const TuneRow& a, const TuneRow& b) {
-    if (a.ok != b.ok) return a.ok;
-    return a.ok ? a.measured_ms < b.measured_ms : a.cost_rank < b.cost_rank;
-  });
-  std::vector<double> predicted, measured;
-  for (const auto& row : result.rows)
-    if (row.ok) {
-      predicted.push_back(row.predicted_ms);
-      measured.push_back(row.measured_ms);
-    }
-  result.rank_correlation = spearman(predicted, measured);
-  if (!result.rows.empty() && result.rows[0].ok) {
-    result.best = 0;
-    result.best_ms = result.rows[0].measured_ms;
-    if (result.baseline_ms > 0) result.speedup = result.baseline_ms / result.best_ms;
-    result.roofline_fraction = result.roofline_ms / result.best_ms;
-  }
+  finish(result);
   result.stats.total_s = seconds_since(start);
   report("done", int(chosen.size()) + 1, int(chosen.size()) + 1);
   return result;

@@ -86,6 +86,17 @@ TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& f
                          const TuneEnvironment& env, const CancelToken* cancel = nullptr,
                          const std::function<void(const TuneProgress&)>& progress = {});
 
+// The same on the GPU (request.target "cuda", env.target a GPU: describe_cuda_device()): the
+// reference at the program's declared dtypes (f16 stays f16), the families at their declared
+// storage, the top K generated as CUDA C++ and compiled to PTX (NVRTC), the eager baseline a
+// kernel per op with cuBLAS matmuls, every run in the kernel runner's worker (CUDA events),
+// outputs checked per dtype (f16: rtol 1e-2, atol 1e-2 x the output's largest magnitude; bf16:
+// 5e-2; f32: 1e-3). TuneResult::threads is the threads per block. Throws as tune_families, and
+// Error{Failed} when NVRTC is not available.
+TuneResult tune_families_cuda(const Program& lowered, const std::vector<Candidate>& families, const TuneRequest& request,
+                              const TuneEnvironment& env, const CancelToken* cancel = nullptr,
+                              const std::function<void(const TuneProgress&)>& progress = {});
+
 // One family at concrete dims: the best instantiation by the cost model, or by `sizes` when given.
 struct KernelChoice {
   std::map<std::string, int64_t> sizes;

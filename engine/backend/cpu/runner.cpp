@@ -185,20 +185,40 @@ void KernelRunner::set_inputs(const std::vector<Tensor>& inputs) {
 }
 
 RunOutcome KernelRunner::run(const RunRequest& request, const CancelToken* cancel) {
+  const std::string out_path = dir_ + "/outputs-" + std::to_string(runs_++) + ".bin";
+  std::ostringstream cmd;
+  cmd << "run " << request.threads << " " << request.warmup << " " << request.min_runs << " " << request.max_runs << " "
+      << request.min_time_s << " " << request.output_shapes.size();
+  for (const auto& shape : request.output_shapes) cmd << " " << checked_element_count(shape);
+  cmd << " " << out_path << "\t" << request.library << "\n";
+  return exchange(cmd.str(), out_path, request.output_shapes, request.timeout_s, cancel);
+}
+
+RunOutcome KernelRunner::run_cuda(const CudaRunRequest& request, const CancelToken* cancel) {
+  const std::string id = std::to_string(runs_++);
+  const std::string out_path = dir_ + "/outputs-" + id + ".bin", plan_path = dir_ + "/plan-" + id + ".txt";
+  {
+    std::ofstream plan(plan_path, std::ios::binary | std::ios::trunc);
+    plan << backend::cuda::plan_text(request.plan);
+    if (!plan) throw Error(Error::Kind::Failed, "cannot write the CUDA plan to " + plan_path);
+  }
+  std::ostringstream cmd;
+  cmd << "cuda " << request.warmup << " " << request.runs << " " << out_path << "\t" << plan_path << "\n";
+  RunOutcome outcome = exchange(cmd.str(), out_path, request.output_shapes, request.timeout_s, cancel);
+  std::error_code ec;
+  fs::remove(plan_path, ec);
+  if (!outcome.ok) stop();
+  return outcome;
+}
+
+RunOutcome KernelRunner::exchange(const std::string& command, const std::string& out_path,
+                                  const std::vector<std::vector<int64_t>>& output_shapes, double timeout_s, const CancelToken* cancel) {
   RunOutcome outcome;
   if (worker_ && worker_->pid <= 0) worker_.reset();  // killed by a cancelled run
   if (!worker_) start();
-  const std::string out_path = dir_ + "/outputs-" + std::to_string(runs_++) + ".bin";
-  std::vector<int64_t> sizes;
-  for (const auto& shape : request.output_shapes) sizes.push_back(checked_element_count(shape));
-  std::ostringstream cmd;
-  cmd << "run " << request.threads << " " << request.warmup << " " << request.min_runs << " " << request.max_runs << " "
-      << request.min_time_s << " " << sizes.size();
-  for (int64_t s : sizes) cmd << " " << s;
-  cmd << " " << out_path << "\t" << request.library << "\n";
   std::string line;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(request.timeout_s * 1000));
-  if (!write_all(worker_->to, cmd.str().data(), cmd.str().size())) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  if (!write_all(worker_->to, command.data(), command.size())) {
     outcome.error = worker_->reap();
     worker_.reset();
     return outcome;
@@ -206,7 +226,7 @@ RunOutcome KernelRunner::run(const RunRequest& request, const CancelToken* cance
   switch (worker_->read_line(line, deadline, cancel)) {
     case Worker::Read::Timeout:
       worker_.reset();
-      outcome.error = "the kernel did not finish within " + std::to_string(int(request.timeout_s)) + " s (killed)";
+      outcome.error = "the kernel did not finish within " + std::to_string(int(timeout_s)) + " s (killed)";
       return outcome;
     case Worker::Read::Eof: {
       outcome.error = worker_->reap();
@@ -230,8 +250,8 @@ RunOutcome KernelRunner::run(const RunRequest& request, const CancelToken* cance
     return outcome;
   }
   std::ifstream in(out_path, std::ios::binary);
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    Tensor t = Tensor::zeros(DType::F32, request.output_shapes[i]);
+  for (size_t i = 0; i < output_shapes.size(); ++i) {
+    Tensor t = Tensor::zeros(DType::F32, output_shapes[i]);
     in.read(reinterpret_cast<char*>(t.data.data()), static_cast<std::streamsize>(t.data.size() * sizeof(float)));
     outcome.outputs.push_back(std::move(t));
   }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/cuda/plan.h"
 #include "engine/cancel.h"
 #include "engine/interp/tensor.h"
 
@@ -25,6 +26,17 @@ struct RunRequest {
   int max_runs = 50;       // at most max_runs
   double min_time_s = 0.2;
   double timeout_s = 20;   // for the whole run (load, checked call, warm-up, timing)
+};
+
+// A run on the GPU: the plan's inputs are this runner's inputs in order (uploaded at each plan
+// input's dtype), its outputs come back as f32 tensors of `output_shapes`; the whole launch
+// sequence is run once, warmed up, then timed `runs` times with CUDA events (median, minimum).
+struct CudaRunRequest {
+  backend::cuda::CudaPlan plan;
+  std::vector<std::vector<int64_t>> output_shapes;  // in return order
+  int warmup = 5;
+  int runs = 50;
+  double timeout_s = 60;   // for the whole run (context, module load, checked run, timing)
 };
 
 struct RunOutcome {
@@ -50,11 +62,16 @@ class KernelRunner {
   // Never throws for what the kernel does; throws Error{Cancelled} when `cancel` fires (the worker
   // is killed) and Error{Failed} when no worker can be started at all.
   RunOutcome run(const RunRequest& request, const CancelToken* cancel = nullptr);
+  // The same for a CUDA plan. A run that fails on the device also ends the worker (a CUDA error
+  // can poison its context), so the next run starts a fresh one.
+  RunOutcome run_cuda(const CudaRunRequest& request, const CancelToken* cancel = nullptr);
 
  private:
   struct Worker;
   void start();
   void stop();
+  RunOutcome exchange(const std::string& command, const std::string& out_path, const std::vector<std::vector<int64_t>>& output_shapes,
+                      double timeout_s, const CancelToken* cancel);
   std::string runner_path_;
   std::string dir_;                 // private directory for the input and output files
   std::vector<int64_t> input_sizes_;

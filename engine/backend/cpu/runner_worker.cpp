@@ -3,6 +3,10 @@
 //   run THREADS WARMUP MIN MAX MIN_S K SIZE_1 … SIZE_K OUT_PATH \t LIBRARY
 //        load LIBRARY, call it once and write its K outputs to OUT_PATH, then warm up and time it
 //                                                                    → ok MEDIAN_MS MIN_MS RUNS
+//   cuda WARMUP RUNS OUT_PATH \t PLAN_PATH
+//        run a CUDA plan (engine/backend/cuda/plan.h) on the inputs, write its outputs as f32
+//        to OUT_PATH, time it with CUDA events (engine/backend/cuda/run_worker.h)
+//                                                                    → ok MEDIAN_MS MIN_MS RUNS
 // Any failure the worker survives answers "error MESSAGE"; a kernel that crashes takes the
 // worker with it, which is the point of running it here.
 #include <sys/mman.h>
@@ -22,6 +26,7 @@
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/runner.h"
+#include "engine/backend/cuda/run_worker.h"
 
 namespace prism::backend::cpu {
 
@@ -130,6 +135,19 @@ std::string run(State& state, std::istringstream& args) {
   return reply;
 }
 
+std::string run_cuda(State& state, std::istringstream& args) {
+  int warmup = 0, runs = 1;
+  args >> warmup >> runs;
+  std::string rest;
+  args >> std::ws;
+  std::getline(args, rest);
+  auto tab = rest.find('\t');
+  if (tab == std::string::npos) return "error malformed cuda command";
+  std::vector<backend::cuda::HostInput> inputs;
+  for (const auto& b : state.inputs) inputs.push_back({b->data, b->size});
+  return backend::cuda::run_cuda_plan(rest.substr(tab + 1), rest.substr(0, tab), inputs, warmup, runs);
+}
+
 }  // namespace
 
 int serve_runner(int in_fd, int out_fd) {
@@ -151,6 +169,8 @@ int serve_runner(int in_fd, int out_fd) {
         reply = e.empty() ? "ok" : "error " + e;
       } else if (command == "run") {
         reply = run(state, args);
+      } else if (command == "cuda") {
+        reply = run_cuda(state, args);
       } else {
         reply = "error unknown command '" + command + "'";
       }

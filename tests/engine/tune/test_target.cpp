@@ -63,5 +63,7 @@ TEST_CASE("the H100 is described from its data sheet", "[tune][target]") {
   CHECK(h.fast_memory_bytes == 227 * 1024);
   CHECK(h.bandwidth_gbs == 3350);
   CHECK(h.peak_gflops == 67000);
+  CHECK(h.tensor_peak_gflops == 989000);  // f16 dense on tensor cores: the roofline's peak at 16-bit storage
+  CHECK(h.arch == "compute_90");
   CHECK(h.sgraph_target().name == "cuda");
 }

@@ -1,0 +1,29 @@
+// cuBLAS, opened at run time (dlopen libcublas.so.13, .12, .so) like the driver, for the eager
+// baseline's matmuls (plan.h's CudaGemm). Used by prism-runner only.
+#pragma once
+#include <string>
+
+#include "engine/backend/cuda/driver.h"
+#include "engine/backend/cuda/plan.h"
+
+namespace prism::backend::cuda {
+
+// One cuBLAS handle on the current context (the device's primary context, which CudaDevice
+// uses), on the default stream. Throws Error{Failed} in words when libcublas cannot be opened
+// or a call fails.
+class Cublas {
+ public:
+  Cublas();
+  ~Cublas();
+  Cublas(const Cublas&) = delete;
+  Cublas& operator=(const Cublas&) = delete;
+
+  // Row-major C = A @ B per batch element (f32 accumulation); a, b, c: the tensors' device
+  // addresses and dtypes.
+  void gemm(const CudaGemm& g, CudaDevice::Ptr a, CudaDevice::Ptr b, CudaDevice::Ptr c, DType ab, DType c_dtype);
+
+ private:
+  void* handle_ = nullptr;
+};
+
+}  // namespace prism::backend::cuda

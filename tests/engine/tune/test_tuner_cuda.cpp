@@ -1,0 +1,82 @@
+// Tuning on the GPU (tune_families_cuda through Workspace::tune). Without a device the workspace
+// refuses target cuda with InvalidArgument saying why, and tune_families_cuda's own runs fail in
+// words; with one, a small tune finds a candidate that passes its check beside the cuBLAS
+// baseline. GPU-only parts warn and return here.
+#include <catch2/catch.hpp>
+
+#include "../search/search_helpers.h"
+#include "engine/backend/cuda/driver.h"
+#include "engine/backend/cuda/nvrtc.h"
+#include "engine/error.h"
+#include "engine/tune/target.h"
+#include "engine/tune/tuner.h"
+#include "engine/workspace.h"
+#include "support/subprocess.h"
+
+using namespace prism;
+
+TEST_CASE("tuner cuda: target cuda without a device is refused in words", "[tune][cuda]") {
+  backend::cuda::CudaStatus device = backend::cuda::cuda_status();
+  if (device.available && backend::cuda::nvrtc_status().available) {
+    WARN("skipped: this machine has a CUDA device (" << device.detail << ")");
+    return;
+  }
+  test::TempDir data;
+  Workspace ws;
+  ws.set_storage(data.path(), data.path());
+  ws.open("a.prism", test::read_example("rms_linear"), 1);
+  tune::TuneRequest request;
+  request.target = "cuda";
+  request.bindings = {{"n", 4}, {"d", 64}};
+  try {
+    ws.tune("rms_linear", request);
+    FAIL("tune --target cuda succeeded without a device");
+  } catch (const Error& e) {
+    CHECK(e.kind() == Error::Kind::InvalidArgument);
+    CHECK_THAT(e.what(), Catch::Contains("target 'cuda' is not available"));
+    if (!device.available) CHECK_THAT(e.what(), Catch::Contains(device.detail));
+  }
+  if (!device.available) CHECK_THROWS_WITH(tune::describe_cuda_device(), Catch::Contains(device.detail));
+}
+
+TEST_CASE("tuner cuda: a small tune runs the baseline and the candidates in the worker", "[tune][cuda]") {
+  backend::cuda::CudaStatus device = backend::cuda::cuda_status();
+  backend::cuda::NvrtcStatus nvrtc = backend::cuda::nvrtc_status();
+  if (!nvrtc.available) {
+    WARN("skipped: " << nvrtc.detail);
+    return;
+  }
+  Program p = test::lowered_example("rms_linear");
+  SearchLimits limits;
+  limits.threads = 2;
+  limits.target = "gpu-228k";
+  limits.budget_s = 5;
+  SearchResult found = search::search_program(p, limits);
+  REQUIRE_FALSE(found.candidates.empty());
+  tune::TuneRequest request;
+  request.target = "cuda";
+  request.bindings = {{"n", 8}, {"d", 256}};
+  request.top = 3;
+  test::TempDir cache;
+  tune::TuneEnvironment env;
+  env.target = device.available ? tune::describe_cuda_device() : tune::cuda_h100_data();
+  env.kernel_cache_dir = cache.path();
+  tune::TuneResult r = tune::tune_families_cuda(p, found.candidates, request, env);
+  REQUIRE(r.rows.size() == 3);
+  CHECK(r.stats.compiled + r.stats.cached == 4);  // the baseline and three candidates compiled to PTX
+  CHECK(r.roofline_ms > 0);
+  if (!device.available) {
+    // Everything compiled; every run fails saying there is no device.
+    CHECK_THAT(r.baseline_error, Catch::Contains(device.detail));
+    for (const auto& row : r.rows) CHECK_THAT(row.error, Catch::Contains(device.detail));
+    CHECK(r.best < 0);
+    WARN("skipped the GPU runs: " << device.detail);
+    return;
+  }
+  INFO(r.baseline_error);
+  CHECK(r.baseline_ms > 0);
+  REQUIRE(r.best == 0);
+  CHECK(r.rows[0].ok);
+  CHECK(r.best_ms > 0);
+  CHECK(r.speedup > 0);
+}
