@@ -55,8 +55,8 @@ std::string offset(const Shape& strides) {
   for (size_t d = 0; d < strides.size(); ++d) {
     if (strides[d] == 0) continue;
     if (!e.empty()) e += " + ";
-    e += "i" + std::to_string(d);
-    if (strides[d] != 1) e += "*" + lit(strides[d]);
+    e.append("i").append(std::to_string(d));
+    if (strides[d] != 1) e.append("*").append(lit(strides[d]));
   }
   return e.empty() ? "0" : e;
 }
