@@ -9,17 +9,17 @@
 //     then every re-read comes from DRAM too. Every written tensor is written to DRAM once. Tensors are f32 on the
 //     CPU, their declared dtype elsewhere.
 //  2. Bandwidths. DRAM: the target's measured streaming-read bandwidth, or its measured
-//     last-level-cache bandwidth when the kernel's tensors fit in half of that cache (a kernel run
-//     again and again then finds them there). Cache: kCacheSpeedup (4) times that, for L2/L3 hits
-//     shared by all cores.
+//     last-level-cache bandwidth when the kernel's tensors fit in the caches (a kernel run again
+//     and again then finds them there). Re-reads (cache_bytes): the measured cache bandwidth
+//     (kCacheSpeedup (4) times memory's when it was not measured), shared by all cores.
 //  3. Flops. matmul 2*m*n*k per tile, elementwise ops one per output element, reductions and
 //     accumulators one per input element (transcendentals count 1), each times the times the op
 //     runs (loop iterations for loop-body ops) and the blocks. Peak is the target's f32 FMA peak,
 //     divided by a vectorization factor min(1, width / lanes) where width is the tile's last
 //     (contiguous) dim and lanes = simd_bytes / 4: a tile narrower than a vector register wastes
 //     lanes.
-//  4. Overlap. Within a kernel, memory, cache and compute overlap perfectly: the kernel takes the
-//     largest of the three, divided by its parallel efficiency blocks / (ceil(blocks/cores) *
+//  4. Overlap. Within a kernel, data movement (memory plus cache traffic, one after the other)
+//     and compute overlap perfectly: the kernel takes the larger, divided by its parallel efficiency blocks / (ceil(blocks/cores) *
 //     cores) (the last wave of blocks leaves cores idle; one block uses one core).
 //  5. Overheads. kBlockOverhead (1 us) per block on each core (ceil(blocks/cores) waves: tile
 //     setup, loop control, poor locality of tiny blocks) and kKernelOverhead (5 us) per kernel (an
@@ -193,11 +193,15 @@ class CostModel {
       est_.blocks += c.blocks;
       est_.parallel_efficiency = std::min(est_.parallel_efficiency, efficiency);
     }
-    const double mem = c.memory_bytes / bw / efficiency, cache = c.cache_bytes / (kCacheSpeedup * bw) / efficiency,
+    // Re-reads come from the caches at their measured bandwidth (kCacheSpeedup times memory's when
+    // it was not measured), shared by all cores like memory's.
+    const double cache_bw = target_.cache_bandwidth_gbs > 0 ? target_.cache_bandwidth_gbs * 1e9 : kCacheSpeedup * bw;
+    const double mem = c.memory_bytes / bw / efficiency, cache = c.cache_bytes / cache_bw / efficiency,
                  compute = c.scaled_flops / peak / efficiency;
-    // Only the largest of the overlapped parts costs time; it is credited to its kind.
-    double top = std::max({mem, cache, compute});
-    (top == compute ? compute_s_ : top == cache ? cache_s_ : memory_s_) += top;
+    // Data movement overlaps compute; only the larger costs time, credited to its kind.
+    const double movement = mem + cache;
+    if (compute >= movement) compute_s_ += compute;
+    else (cache > mem ? cache_s_ : memory_s_) += movement;
     overhead_s_ += waves * kBlockOverhead + kKernelOverhead;
     est_.memory_bytes += c.memory_bytes;
     est_.cache_bytes += c.cache_bytes;
