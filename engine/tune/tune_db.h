@@ -12,8 +12,8 @@
 
 namespace prism::tune {
 
-// The key: a hash of the printed program, the bindings, the target's name and model, and
-// PRISM_VERSION (a newer prism may generate better kernels).
+// The key: a hash of the printed program, the bindings, the target's name and model,
+// PRISM_VERSION and the tuner's revision (a newer prism may generate better kernels).
 std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const TargetDescription& target);
 
 // The text form of a result and back; parse_tune_result returns nothing for text it cannot read
