@@ -28,6 +28,28 @@ std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& 
   return s;
 }
 
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& shape, const std::vector<int64_t>& out) {
+  std::vector<int64_t> strides(out.size(), 0);
+  int64_t s = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    size_t src = shape.size() - 1 - i, dst = out.size() - 1 - i;
+    strides[dst] = shape[src] == 1 && out[dst] != 1 ? 0 : s;
+    s *= shape[src];
+  }
+  return strides;
+}
+
+std::string index_offset(const std::vector<int64_t>& strides, const std::string& suffix) {
+  std::string e;
+  for (size_t d = 0; d < strides.size(); ++d) {
+    if (strides[d] == 0) continue;
+    if (!e.empty()) e += " + ";
+    e.append("i").append(std::to_string(d));
+    if (strides[d] != 1) e.append("*").append(std::to_string(strides[d])).append(suffix);
+  }
+  return e.empty() ? "0" : e;
+}
+
 std::string tile_offset(const sgraph::Map& map, const std::vector<int64_t>& tile, const std::vector<int64_t>& strides,
                         size_t first, const std::string& f, int64_t loop_range, const std::string& suffix) {
   std::string off;

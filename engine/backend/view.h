@@ -25,6 +25,13 @@ int64_t element_count(const std::vector<int64_t>& shape);
 // or missing on the left) get stride 0.
 std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& shape);
 
+// Strides of a dense row-major `shape` aligned right against a broadcast result `out`: a dim of
+// size 1 against a larger one, or a missing one, gets stride 0.
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& shape, const std::vector<int64_t>& out);
+// "i0*12LL + i2*3LL" over loop indices i0, i1 … ("0" when every stride is 0); `suffix` ends the
+// integer literals.
+std::string index_offset(const std::vector<int64_t>& strides, const std::string& suffix);
+
 // The element offset of the (block, iteration `f`) tile of shape `tile` in a tensor with
 // `strides` (data dims from `first`), as sgraph::evaluate places it: along dim j, block b of a
 // grid dim partitioning j starts at b * tile[j] * (loop range if the loop walks j too), iteration

@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "engine/backend/view.h"
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
 
@@ -14,12 +15,6 @@ namespace prism::backend::cpu {
 namespace {
 
 using Shape = std::vector<int64_t>;
-
-int64_t count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 std::string lit(int64_t v) { return std::to_string(v) + "LL"; }
 
@@ -32,36 +27,7 @@ std::string float_lit(float x) {
   return buf;
 }
 
-Shape row_major_strides(const Shape& shape) {
-  Shape s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
-
-// Strides of `shape` aligned right against `out`; a broadcast dim (size 1 against a larger one, or
-// missing) gets stride 0.
-Shape broadcast_strides(const Shape& shape, const Shape& out) {
-  Shape strides(out.size(), 0);
-  int64_t s = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    size_t src = shape.size() - 1 - i, dst = out.size() - 1 - i;
-    strides[dst] = shape[src] == 1 && out[dst] != 1 ? 0 : s;
-    s *= shape[src];
-  }
-  return strides;
-}
-
-// "i0*12LL + i2*3LL" for the loop indices i0.. and strides (0 when every stride is 0).
-std::string offset(const Shape& strides) {
-  std::string e;
-  for (size_t d = 0; d < strides.size(); ++d) {
-    if (strides[d] == 0) continue;
-    if (!e.empty()) e += " + ";
-    e.append("i").append(std::to_string(d));
-    if (strides[d] != 1) e.append("*").append(lit(strides[d]));
-  }
-  return e.empty() ? "0" : e;
-}
+std::string offset(const Shape& strides) { return index_offset(strides, "LL"); }
 
 const char* unary_expr(Op op) {
   switch (op) {
@@ -131,7 +97,7 @@ class EagerWriter {
     for (size_t j = 0; j < p_.outputs.size(); ++j) {
       int id = p_.outputs[j];
       if (direct_output_.count(id) && direct_output_.at(id) == j) continue;
-      out << "    std::memcpy(outputs[" << j << "], v" << id << ", " << lit(count(shapes_[size_t(id)])) << " * sizeof(float));\n";
+      out << "    std::memcpy(outputs[" << j << "], v" << id << ", " << lit(element_count(shapes_[size_t(id)])) << " * sizeof(float));\n";
     }
     out << "    return 0;\n";
     out << "  } catch (const std::exception& e) {\n    g_error = e.what();\n    return 1;\n  }\n}\n";
@@ -152,7 +118,7 @@ class EagerWriter {
         return line("float* " + v(val.id) + " = outputs[" + std::to_string(j) + "];  // " + val.name);
       }
     line("float* " + v(val.id) + " = buf[" + std::to_string(buffers_.size()) + "].data();  // " + val.name);
-    buffers_.push_back(count(shape(val.id)));
+    buffers_.push_back(element_count(shape(val.id)));
   }
 
   void value(const Value& val) {
@@ -209,7 +175,7 @@ class EagerWriter {
     if (!expr) throw Error(Error::Kind::Failed, std::string("eager: no unary op '") + op_name(val.op) + "'");
     destination(val);
     std::string x = v(val.operands[0]);
-    loop_nest({count(shape(val.id))}, "const float a = " + x + "[i0]; " + v(val.id) + "[i0] = " + expr + ";");
+    loop_nest({element_count(shape(val.id))}, "const float a = " + x + "[i0]; " + v(val.id) + "[i0] = " + expr + ";");
   }
 
   void binary(const Value& val) {
@@ -221,10 +187,10 @@ class EagerWriter {
     std::string stmt;
     if (shape(a) == out && shape(b) == out) {
       stmt = "const float a = " + v(a) + "[i0], b = " + v(b) + "[i0]; " + v(val.id) + "[i0] = " + expr + ";";
-      return loop_nest({count(out)}, stmt);
+      return loop_nest({element_count(out)}, stmt);
     }
     stmt = "const float a = " + v(a) + "[" + offset(broadcast_strides(shape(a), out)) + "], b = " + v(b) + "[" +
-           offset(broadcast_strides(shape(b), out)) + "]; " + v(val.id) + "[" + offset(row_major_strides(out)) + "] = " + expr + ";";
+           offset(broadcast_strides(shape(b), out)) + "]; " + v(val.id) + "[" + offset(dense_strides(out)) + "] = " + expr + ";";
     loop_nest(out, stmt);
   }
 
@@ -234,7 +200,7 @@ class EagerWriter {
     const Shape &sa = shape(val.operands[0]), &sb = shape(val.operands[1]), &out = shape(val.id);
     int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
     Shape batch(out.begin(), out.end() - 2), ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
-    Shape stride_a = broadcast_strides(ba, batch), stride_b = broadcast_strides(bb, batch), stride_c = row_major_strides(batch);
+    Shape stride_a = broadcast_strides(ba, batch), stride_b = broadcast_strides(bb, batch), stride_c = dense_strides(batch);
     std::string indent;
     for (size_t d = 0; d < batch.size(); ++d) {
       std::string i = std::string("i").append(std::to_string(d));
@@ -271,10 +237,10 @@ class EagerWriter {
   void transpose(const Value& val) {
     destination(val);
     const Shape& x = shape(val.operands[0]);
-    Shape in_strides = row_major_strides(x), strides(x.size());
+    Shape in_strides = dense_strides(x), strides(x.size());
     for (size_t i = 0; i < x.size(); ++i) strides[i] = in_strides[size_t(val.attrs.perm[i])];
     const Shape& out = shape(val.id);
-    loop_nest(out, v(val.id) + "[" + offset(row_major_strides(out)) + "] = " + v(val.operands[0]) + "[" + offset(strides) + "];");
+    loop_nest(out, v(val.id) + "[" + offset(dense_strides(out)) + "] = " + v(val.operands[0]) + "[" + offset(strides) + "];");
   }
 
   // Each operand's rows of `chunk` elements copied into place: outer x chunk loop nests.

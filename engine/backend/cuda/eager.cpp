@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 
+#include "engine/backend/view.h"
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
 
@@ -15,12 +16,6 @@ namespace {
 
 using Shape = std::vector<int64_t>;
 constexpr int kThreads = 256;
-
-int64_t count(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 std::string lit(int64_t v) { return std::to_string(v) + "LL"; }
 
@@ -32,34 +27,7 @@ std::string float_lit(float x) {
   return buf;
 }
 
-Shape row_major_strides(const Shape& shape) {
-  Shape s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
-
-// Strides of `shape` aligned right against `out`; a broadcast dim gets stride 0.
-Shape broadcast_strides(const Shape& shape, const Shape& out) {
-  Shape strides(out.size(), 0);
-  int64_t s = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    size_t src = shape.size() - 1 - i, dst = out.size() - 1 - i;
-    strides[dst] = shape[src] == 1 && out[dst] != 1 ? 0 : s;
-    s *= shape[src];
-  }
-  return strides;
-}
-
-std::string offset(const Shape& strides) {
-  std::string e;
-  for (size_t d = 0; d < strides.size(); ++d) {
-    if (strides[d] == 0) continue;
-    if (!e.empty()) e += " + ";
-    e.append("i").append(std::to_string(d));
-    if (strides[d] != 1) e.append("*").append(lit(strides[d]));
-  }
-  return e.empty() ? "0" : e;
-}
+std::string offset(const Shape& strides) { return index_offset(strides, "LL"); }
 
 // Declarations of i0…i(r-1), the coordinates of flat index `idx` in `shape`.
 std::string coordinates(const Shape& shape) {
@@ -118,12 +86,12 @@ class EagerWriter {
     out_.source = kPrologue;
     for (size_t i = 0; i < p_.inputs.size(); ++i) {
       const Value& v = p_.value(p_.inputs[i]);
-      out_.plan.inputs.push_back({"in" + std::to_string(i), count(shape(v.id)), v.type.dtype});
+      out_.plan.inputs.push_back({"in" + std::to_string(i), element_count(shape(v.id)), v.type.dtype});
       storage_[v.id] = out_.plan.inputs.back();
     }
     for (size_t j = 0; j < p_.outputs.size(); ++j) {
       const Value& v = p_.value(p_.outputs[j]);
-      out_.plan.outputs.push_back({"out" + std::to_string(j), count(shape(v.id)), v.type.dtype});
+      out_.plan.outputs.push_back({"out" + std::to_string(j), element_count(shape(v.id)), v.type.dtype});
     }
     for (const Value& v : p_.values) value(v);
     for (size_t j = 0; j < p_.outputs.size(); ++j) {
@@ -142,7 +110,7 @@ class EagerWriter {
   CudaTensor destination(const Value& val) {
     for (size_t j = 0; j < p_.outputs.size(); ++j)
       if (p_.outputs[j] == val.id) return storage_[val.id] = out_.plan.outputs[j];
-    out_.plan.scratch.push_back({"t" + std::to_string(val.id), count(shape(val.id)), val.type.dtype});
+    out_.plan.scratch.push_back({"t" + std::to_string(val.id), element_count(shape(val.id)), val.type.dtype});
     return storage_[val.id] = out_.plan.scratch.back();
   }
 
@@ -226,7 +194,7 @@ class EagerWriter {
     std::string a = load(val.operands[0], params, "idx");
     params.push_back(destination(val));
     std::string o = "p" + std::to_string(params.size() - 1);
-    elementwise(op_name(val.op), params, count(shape(val.id)), "const float a = " + a + "; st(" + o + ", idx, " + expr + ");");
+    elementwise(op_name(val.op), params, element_count(shape(val.id)), "const float a = " + a + "; st(" + o + ", idx, " + expr + ");");
   }
 
   void binary(const Value& val) {
@@ -240,7 +208,7 @@ class EagerWriter {
     std::string lb = load(b, params, same ? "idx" : offset(broadcast_strides(shape(b), out)));
     params.push_back(destination(val));
     std::string o = "p" + std::to_string(params.size() - 1);
-    elementwise(op_name(val.op), params, count(out),
+    elementwise(op_name(val.op), params, element_count(out),
                 (same ? "" : coordinates(out) + "\n    ") + "const float a = " + la + ", b = " + lb + "; st(" + o + ", idx, " + expr + ");");
   }
 
@@ -259,10 +227,10 @@ class EagerWriter {
     g.a = ta.name, g.b = tb.name, g.c = tc.name;
     g.m = sa[sa.size() - 2], g.k = sa.back(), g.n = sb.back();
     Shape batch(out.begin(), out.end() - 2), ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
-    int64_t nb = count(batch);
+    int64_t nb = element_count(batch);
     auto uniform = [&](const Shape& b, int64_t matrix, int64_t* stride) {
-      if (count(b) == nb) return *stride = matrix, true;  // whole (same element count: same dims)
-      if (count(b) == 1) return *stride = 0, true;        // broadcast entirely
+      if (element_count(b) == nb) return *stride = matrix, true;  // whole (same element count: same dims)
+      if (element_count(b) == 1) return *stride = 0, true;        // broadcast entirely
       return false;
     };
     CudaStep step;
@@ -330,11 +298,11 @@ class EagerWriter {
 
   void transpose(const Value& val) {
     const Shape& x = shape(val.operands[0]);
-    Shape in_strides = row_major_strides(x), strides(x.size());
+    Shape in_strides = dense_strides(x), strides(x.size());
     for (size_t i = 0; i < x.size(); ++i) strides[i] = in_strides[size_t(val.attrs.perm[i])];
     const Shape& out = shape(val.id);
     std::vector<CudaTensor> params{tensor(val.operands[0]), destination(val)};
-    elementwise("transpose", params, count(out), coordinates(out) + "\n    st(p1, idx, ld(p0, " + offset(strides) + "));");
+    elementwise("transpose", params, element_count(out), coordinates(out) + "\n    st(p1, idx, ld(p0, " + offset(strides) + "));");
   }
 
   void concat(const Value& val) {
