@@ -123,6 +123,45 @@ double kernel_timeout_s(double fallback) {
   return t > 0 ? t : fallback;
 }
 
+void record_run(TuneRow& row, const backend::cpu::RunOutcome& outcome,
+                const std::function<Comparison(const std::vector<Tensor>&)>& check) {
+  if (!outcome.ok) {
+    row.error = outcome.error;
+    return;
+  }
+  Comparison verdict = check(outcome.outputs);
+  row.max_error = verdict.max_error;
+  if (verdict.failure) {
+    row.error = "wrong result: " + *verdict.failure;
+    return;
+  }
+  row.ok = true;
+  row.measured_ms = outcome.median_ms;
+}
+
+void time_items(TuneResult& result, const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
+                const std::vector<Candidate>& families, const std::function<void(size_t item, TuneRow& row)>& time_item,
+                const std::function<void(const std::string& phase, int done, int total)>& report) {
+  const int total = int(chosen.size()) + 1;
+  report("timing", 0, total);
+  TuneRow baseline;
+  time_item(0, baseline);
+  if (baseline.ok) result.baseline_ms = baseline.measured_ms;
+  else result.baseline_error = baseline.error;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    report("timing", int(i) + 1, total);
+    const Option& o = ranked[chosen[i]];
+    TuneRow row;
+    row.candidate = families[o.family].id;
+    row.summary = families[o.family].summary;
+    row.sizes = std::map<std::string, int64_t>(o.sizes.begin(), o.sizes.end());
+    row.cost_rank = int(chosen[i]) + 1;
+    row.predicted_ms = o.predicted_s * 1e3;
+    time_item(i + 1, row);
+    result.rows.push_back(std::move(row));
+  }
+}
+
 void finish(TuneResult& result) {
   std::stable_sort(result.rows.begin(), result.rows.end(), [](const TuneRow& a, const TuneRow& b) {
     if (a.ok != b.ok) return a.ok;
@@ -271,37 +310,9 @@ TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& f
       return;
     }
     run.library = libraries[i].path;
-    backend::cpu::RunOutcome outcome = runner.run(run, cancel);
-    if (!outcome.ok) {
-      row.error = outcome.error;
-      return;
-    }
-    Comparison check = compare_outputs(outcome.outputs, reference);
-    row.max_error = check.max_error;
-    if (check.failure) {
-      row.error = "wrong result: " + *check.failure;
-      return;
-    }
-    row.ok = true;
-    row.measured_ms = outcome.median_ms;
+    record_run(row, runner.run(run, cancel), [&](const std::vector<Tensor>& got) { return compare_outputs(got, reference); });
   };
-  report("timing", 0, int(chosen.size()) + 1);
-  TuneRow baseline;
-  time_library(0, baseline);
-  if (baseline.ok) result.baseline_ms = baseline.measured_ms;
-  else result.baseline_error = baseline.error;
-  for (size_t i = 0; i < chosen.size(); ++i) {
-    report("timing", int(i) + 1, int(chosen.size()) + 1);
-    const Option& o = ranked[chosen[i]];
-    TuneRow row;
-    row.candidate = families[o.family].id;
-    row.summary = families[o.family].summary;
-    row.sizes = std::map<std::string, int64_t>(o.sizes.begin(), o.sizes.end());
-    row.cost_rank = int(chosen[i]) + 1;
-    row.predicted_ms = o.predicted_s * 1e3;
-    time_library(i + 1, row);
-    result.rows.push_back(std::move(row));
-  }
+  time_items(result, ranked, chosen, families, time_library, report);
   result.stats.run_s = seconds_since(run_start);
 
   finish(result);

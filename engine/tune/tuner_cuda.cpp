@@ -142,37 +142,10 @@ TuneResult tune_families_cuda(const Program& lowered, const std::vector<Candidat
       return;
     }
     run.plan = std::move(plans[i]);
-    backend::cpu::RunOutcome outcome = runner.run_cuda(run, cancel);
-    if (!outcome.ok) {
-      row.error = outcome.error;
-      return;
-    }
-    Comparison check = check_outputs(outcome.outputs, reference, out_dtypes);
-    row.max_error = check.max_error;
-    if (check.failure) {
-      row.error = "wrong result: " + *check.failure;
-      return;
-    }
-    row.ok = true;
-    row.measured_ms = outcome.median_ms;
+    steps::record_run(row, runner.run_cuda(run, cancel),
+                      [&](const std::vector<Tensor>& got) { return check_outputs(got, reference, out_dtypes); });
   };
-  report("timing", 0, int(chosen.size()) + 1);
-  TuneRow baseline;
-  time_plan(0, baseline);
-  if (baseline.ok) result.baseline_ms = baseline.measured_ms;
-  else result.baseline_error = baseline.error;
-  for (size_t i = 0; i < chosen.size(); ++i) {
-    report("timing", int(i) + 1, int(chosen.size()) + 1);
-    const steps::Option& o = ranked[chosen[i]];
-    TuneRow row;
-    row.candidate = families[o.family].id;
-    row.summary = families[o.family].summary;
-    row.sizes = std::map<std::string, int64_t>(o.sizes.begin(), o.sizes.end());
-    row.cost_rank = int(chosen[i]) + 1;
-    row.predicted_ms = o.predicted_s * 1e3;
-    time_plan(i + 1, row);
-    result.rows.push_back(std::move(row));
-  }
+  steps::time_items(result, ranked, chosen, families, time_plan, report);
   result.stats.run_s = seconds_since(run_start);
   steps::finish(result);
   result.stats.total_s = seconds_since(start);

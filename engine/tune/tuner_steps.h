@@ -1,14 +1,17 @@
 // The steps the CPU and CUDA tuners share (tuner.cpp, tuner_cuda.cpp): binding checks, seeded
 // inputs, ranking every instantiation by the cost model, choosing the top K, the time limit.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "engine/backend/cpu/runner.h"
 #include "engine/cancel.h"
 #include "engine/interp/tensor.h"
 #include "engine/ir/program.h"
 #include "engine/sgraph/instantiate.h"
+#include "engine/tune/compare.h"
 #include "engine/tune/target.h"
 #include "engine/tune/tuner.h"
 
@@ -33,6 +36,15 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top);
 // PRISM_KERNEL_TIMEOUT (seconds), else `fallback`.
 double kernel_timeout_s(double fallback);
+// Fills `row` from a worker's run: the run's error, or the numeric check's verdict on its outputs
+// ("wrong result: …") and the median time.
+void record_run(TuneRow& row, const backend::cpu::RunOutcome& outcome,
+                const std::function<Comparison(const std::vector<Tensor>&)>& check);
+// Times the eager baseline (item 0) and then each chosen instantiation (item i + 1) with
+// `time_item`, reporting "timing" progress, and fills the result's baseline and rows.
+void time_items(TuneResult& result, const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
+                const std::vector<Candidate>& families, const std::function<void(size_t item, TuneRow& row)>& time_item,
+                const std::function<void(const std::string& phase, int done, int total)>& report);
 // Sorts the rows (ok by time, then failures by cost rank) and fills best, speedup, roofline
 // fraction and the rank correlation.
 void finish(TuneResult& result);
