@@ -18,12 +18,7 @@ using namespace prism;
 using namespace prism::bench;
 
 int main(int argc, char** argv) {
-  std::set<std::string> only;
-  int top = 8;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--top") && i + 1 < argc) top = std::atoi(argv[++i]);
-    else only.insert(argv[i]);
-  }
+  const auto [only, top] = parse_args(argc, argv);
   Workspace ws;
   ws.set_storage("", "");  // no tuning DB: every row is measured now
   std::set<std::string> opened;

@@ -3,7 +3,10 @@
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -38,6 +41,21 @@ inline std::vector<Shape> shapes() {
   out.push_back({"lora", {{"n", 16}, {"d", 256}, {"o", 4096}, {"r", 16}}});
   out.push_back({"gqa", {{"h", 2}, {"g", 256}, {"e", 64}, {"s", 4096}}});
   return out;
+}
+
+// The tuning benches' command line: workload names to restrict to, --top K (default 8).
+struct Args {
+  std::set<std::string> only;
+  int top = 8;
+};
+
+inline Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--top") && i + 1 < argc) a.top = std::atoi(argv[++i]);
+    else a.only.insert(argv[i]);
+  }
+  return a;
 }
 
 }  // namespace prism::bench
