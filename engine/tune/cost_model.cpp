@@ -3,15 +3,16 @@
 //
 //  1. Traffic. A block loads each tile it uses: a tile the loop walks (or any load in the loop
 //     body) moves its bytes every iteration, an invariant one once per block. Over all blocks,
-//     the first read of each device tensor comes from DRAM (memory_bytes); everything beyond
-//     that (blocks re-reading a replicated tile, a later kernel re-reading a tensor) is served by
-//     L2/L3 (cache_bytes), unless the tensor is larger than the caches (L3 + every core's L2):
-//     then every re-read comes from DRAM too. Every written tensor is written to DRAM once. Tensors are f32 on the
-//     CPU, their declared dtype elsewhere.
-//  2. Bandwidths. DRAM: the target's measured streaming-read bandwidth, or its measured
-//     last-level-cache bandwidth when the kernel's tensors fit in the caches (a kernel run again
-//     and again then finds them there). Re-reads (cache_bytes): the measured cache bandwidth
-//     (kCacheSpeedup (4) times memory's when it was not measured), shared by all cores.
+//     the first read of each device tensor comes from DRAM (memory_bytes); of everything beyond
+//     that (blocks re-reading a replicated tile, a later kernel re-reading a tensor) the caches
+//     serve the part TargetDescription::cache_hit_fraction gives for the kernel's working set
+//     (cache_bytes) and DRAM the rest: blocks that each stream a weight matrix near the size of
+//     L3 mostly stream it from memory. Every written tensor is written to DRAM once. Tensors are
+//     f32 on the CPU, their declared dtype elsewhere.
+//  2. Bandwidths. DRAM: the target's measured streaming-read bandwidth, mixed with its measured
+//     last-level-cache bandwidth by the hit fraction of the kernel's DRAM bytes (a kernel run again
+//     and again finds what fits in the caches there). Re-reads (cache_bytes): the measured cache
+//     bandwidth (kCacheSpeedup (4) times memory's when it was not measured), shared by all cores.
 //  3. Flops. matmul 2*m*n*k per tile, elementwise ops one per output element, reductions and
 //     accumulators one per input element (transcendentals count 1), each times the times the op
 //     runs (loop iterations for loop-body ops) and the blocks. Peak is the target's f32 FMA peak,
@@ -31,6 +32,10 @@
 //     of its own bytes (a new DRAM page and a prefetch stream restarting). This is what sets
 //     instantiations apart that move the same bytes: wide, contiguous tiles stream better than
 //     narrow ones.
+//  8. Accumulators (CPU). The matmul micro-kernel keeps a register block of an accumulator tile
+//     over a K step and loads and stores the whole tile once per loop iteration: a tile larger than
+//     half of L1 moves twice its bytes from L2 every iteration (cache_bytes). This is what sets a
+//     long loop of thin K steps into a wide accumulator apart from a short loop of thick ones.
 #include "engine/tune/cost_model.h"
 
 #include <algorithm>
@@ -110,14 +115,19 @@ class CostModel {
     return run;
   }
 
-  // The part of `bytes` read from `name` that comes from DRAM: the tensor's first read only, or
-  // every read of a tensor too large for the caches (blocks re-reading it find it evicted).
-  void read(KernelCost& c, const std::string& name, double bytes) {
-    double unique = read_.insert(name).second ? tensor_bytes(name) : 0;
-    if (tensor_bytes(name) > target_.cache_capacity()) unique = bytes;
-    unique = std::min(unique, bytes);
-    c.memory_bytes += unique;
-    c.cache_bytes += bytes - unique;
+  // Splits `bytes` read from `name` between DRAM and the caches: the tensor's first read comes
+  // from DRAM, of every re-read the part the caches do not keep (`hit`: assumption 1).
+  void read(KernelCost& c, const std::string& name, double bytes, double hit) {
+    const double first = read_.insert(name).second ? std::min(tensor_bytes(name), bytes) : 0, again = bytes - first;
+    c.memory_bytes += first + again * (1 - hit);
+    c.cache_bytes += again * hit;
+  }
+
+  // The hit fraction of a kernel that touches these tensors.
+  double working_set_hit(const std::set<std::string>& names) const {
+    double bytes = 0;
+    for (const std::string& n : names) bytes += tensor_bytes(n);
+    return target_.cache_hit_fraction(bytes);
   }
 
   KernelCost custom(size_t k) {
@@ -154,14 +164,25 @@ class CostModel {
           const double f = matmul ? 2 * elements(shape) * double(x.empty() ? 1 : x.back()) : reduces ? elements(x) : elements(shape);
           c.flops += f * runs;
           c.scaled_flops += f * runs / vector_factor(reduces ? x : shape);
+          if (op.kind == BlockOp::Kind::Accumulate && target_.name == "cpu" && target_.l1_bytes > 0 && !op.operands.empty()) {
+            const BlockOp& from = kernel.ops[size_t(op.operands[0])];
+            const double tile_bytes = elements(shape) * 4;  // accumulators are f32
+            if (from.kind == BlockOp::Kind::Compute && from.op == Op::Matmul && tile_bytes > double(target_.l1_bytes) / 2)
+              c.cache_bytes += 2 * tile_bytes * runs;  // assumption 8
+          }
           break;
         }
       }
     }
+    std::set<std::string> touched;
+    for (const auto& [name, bytes] : loaded) touched.insert(name);
+    for (const BlockOp& op : kernel.ops)
+      if (op.kind == BlockOp::Kind::Save) touched.insert(op.name);
+    const double hit = working_set_hit(touched);
     for (const auto& [name, bytes] : loaded) {
       // The surcharge goes where the bytes come from, in proportion.
       const double memory_before = c.memory_bytes, cache_before = c.cache_bytes;
-      read(c, name, bytes);
+      read(c, name, bytes, hit);
       const double extra = run_overhead[name] / std::max(bytes, 1.0);
       c.memory_bytes += (c.memory_bytes - memory_before) * extra;
       c.cache_bytes += (c.cache_bytes - cache_before) * extra;
@@ -171,7 +192,10 @@ class CostModel {
 
   KernelCost library(const sgraph::LibraryKernel& lib) {
     KernelCost c;
-    for (const std::string& name : std::set<std::string>(lib.inputs.begin(), lib.inputs.end())) read(c, name, tensor_bytes(name));
+    std::set<std::string> inputs(lib.inputs.begin(), lib.inputs.end()), touched = inputs;
+    touched.insert(lib.output);
+    const double hit = working_set_hit(touched);
+    for (const std::string& name : inputs) read(c, name, tensor_bytes(name), hit);
     c.memory_bytes += tensor_bytes(lib.output);
     std::vector<int64_t> out = concrete_shape(in_.analysis.tensors.at(lib.output).shape, in_.bindings);
     std::vector<int64_t> x = concrete_shape(in_.analysis.tensors.at(lib.inputs.at(0)).shape, in_.bindings);
@@ -183,7 +207,7 @@ class CostModel {
   }
 
   void add(const KernelCost& c) {
-    // A kernel whose tensors fit in the last-level cache reads them from there when run again.
+    // A kernel whose tensors fit in the caches reads them from there when run again (assumption 2).
     const double bw = std::max(target_.bandwidth_for(c.memory_bytes), 1e-3) * 1e9, peak = std::max(target_.peak_gflops, 1e-3) * 1e9;
     const int64_t cores = std::max(1, target_.cores);
     double efficiency = 1, waves = 0;

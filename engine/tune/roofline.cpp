@@ -42,7 +42,7 @@ Roofline program_roofline(const Program& lowered, const DimBindings& bindings, c
   for (int id : lowered.outputs) r.compulsory_bytes += elements(concrete_shape(lowered.value(id).type.shape, bindings)) * bytes;
   for (const Value& v : lowered.values) r.flops += value_flops(lowered, v, bindings);
   r.bandwidth_gbs = target.bandwidth_for(r.compulsory_bytes);
-  r.level = r.bandwidth_gbs == target.bandwidth_gbs ? "memory" : "cache";
+  r.level = target.cache_hit_fraction(r.compulsory_bytes) >= 0.5 ? "cache" : "memory";
   r.memory_s = r.bandwidth_gbs > 0 ? r.compulsory_bytes / (r.bandwidth_gbs * 1e9) : 0;
   r.compute_s = target.peak_gflops > 0 ? r.flops / (target.peak_gflops * 1e9) : 0;
   r.seconds = std::max(r.memory_s, r.compute_s);

@@ -1,8 +1,8 @@
 // The roofline of a program at concrete dims on a target: the time no implementation can beat,
 // from the bytes it must move (every input read once, every output written once) and the flops it
-// must do, at the target's peak bandwidth and peak flops. The bandwidth is that of the level the
-// compulsory bytes fit in (TargetDescription::bandwidth_for): a kernel timed again and again on a
-// working set that fits in the caches reads it from there, not from memory.
+// must do, at the target's peak bandwidth and peak flops. The bandwidth is that of where the
+// compulsory bytes live between calls (TargetDescription::bandwidth_for): a kernel timed again and
+// again on a working set that fits in the caches reads it from there, one near their size partly.
 #pragma once
 #include <string>
 
@@ -16,7 +16,7 @@ struct Roofline {
   double flops = 0;             // matmul 2*m*n*k (batched), elementwise/reduction 1 per element visited (transcendentals count 1)
   double memory_s = 0, compute_s = 0;
   double bandwidth_gbs = 0;     // the bandwidth memory_s assumes (TargetDescription::bandwidth_for)
-  std::string level;            // where the working set lives between calls: "memory" or "cache"
+  std::string level;            // where most of the working set lives between calls: "memory" or "cache"
   double seconds = 0;           // max(memory_s, compute_s)
   std::string bound;            // "memory" or "compute"
 };

@@ -78,13 +78,26 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
 }
 
 // The top K by cost, at most half of them (rounded up) from one family, so one family's many
-// tile sizes cannot crowd out the others.
+// tile sizes cannot crowd out the others; and, while other sizes are left, at most a quarter with
+// the same tile sizes, so families that differ only in how they order elementwise ops (the cost
+// model ties them) cannot crowd out other sizes.
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
   std::vector<size_t> chosen;
+  std::vector<bool> taken(ranked.size(), false);
   std::map<size_t, int> per_family;
-  int cap = std::max(1, (top + 1) / 2);
-  for (size_t i = 0; i < ranked.size() && int(chosen.size()) < top; ++i)
-    if (per_family[ranked[i].family]++ < cap) chosen.push_back(i);
+  std::map<std::string, int> per_sizes;
+  const int family_cap = std::max(1, (top + 1) / 2), sizes_cap = std::max(1, (top + 3) / 4);
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t i = 0; i < ranked.size() && int(chosen.size()) < top; ++i) {
+      if (taken[i] || per_family[ranked[i].family] >= family_cap) continue;
+      const std::string sizes = sizes_text(ranked[i].sizes);
+      if (pass == 0 && per_sizes[sizes] >= sizes_cap) continue;
+      taken[i] = true;
+      ++per_family[ranked[i].family];
+      ++per_sizes[sizes];
+      chosen.push_back(i);
+    }
+  std::sort(chosen.begin(), chosen.end());
   return chosen;
 }
 

@@ -32,7 +32,8 @@ std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dim
 // Every valid instantiation of every family, cheapest first by the cost model.
 std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims, const TargetDescription& target,
                                  const CancelToken* cancel);
-// The top K by cost, at most half of them (rounded up) from one family.
+// The top K by cost (in rank order), at most half of them (rounded up) from one family and, while
+// other tile sizes are left, at most a quarter with the same tile sizes.
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top);
 // PRISM_KERNEL_TIMEOUT (seconds), else `fallback`.
 double kernel_timeout_s(double fallback);

@@ -57,7 +57,8 @@ std::string prelude(int simd_bytes);
 // Register blocking of the micro-kernel for an M x N result: MR rows by NV vectors.
 struct Blocking {
   int mr = 1, nv = 1;
-  int64_t kc = 0;  // contraction chunk that keeps a B panel in L1 while all row blocks use it
+  int64_t kc = 0;  // contraction chunk that keeps a B panel in L1 while all row blocks use it (all of K
+                   // when one row block covers M); chunks are even
 };
 Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes);
 

@@ -15,6 +15,7 @@
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/codegen.h"
 #include "engine/backend/cpu/compiler.h"
+#include "engine/backend/cpu/emit_ops.h"
 #include "engine/error.h"
 #include "engine/sgraph/print.h"
 #include "support/subprocess.h"
@@ -229,4 +230,21 @@ TEST_CASE("codegen: families the search finds for the examples compile and the f
 // Every family of every example (about 300 compiles; run by hand: prism_tests "[codegen-all]").
 TEST_CASE("codegen: every family the search finds for the examples compiles", "[.][codegen-all]") {
   check_search_families({"rms_linear", "gated_mlp", "lora", "rmsnorm_mlp", "attention", "gqa", "qk_norm_attention"}, 1, 4);
+}
+
+TEST_CASE("codegen: the matmul blocking takes K whole for one row block and in even chunks otherwise", "[codegen]") {
+  // 8 rows: one 8-row block, nothing re-reads a strip of B.
+  detail::Blocking one = detail::choose_blocking(8, 2048, 4096, 64);
+  CHECK(one.mr == 8);
+  CHECK(one.kc == 4096);
+  // 16 rows: two row blocks share each strip; 128 = 2 chunks of 64 (not 85 + 43).
+  detail::Blocking two = detail::choose_blocking(16, 512, 128, 64);
+  CHECK(two.mr * two.nv + two.nv + 1 <= 32);
+  CHECK(16 > two.mr);
+  const int64_t chunks = (128 + two.kc - 1) / two.kc;
+  CHECK(chunks * two.kc - 128 < chunks);
+  CHECK(two.kc * two.nv * 64 <= 16384 + 64 * two.nv * 64);
+  // AVX2: 16 registers bound the block.
+  detail::Blocking avx2 = detail::choose_blocking(16, 512, 128, 32);
+  CHECK(avx2.mr * avx2.nv + avx2.nv + 1 <= 16);
 }

@@ -123,3 +123,74 @@ TEST_CASE("cost model: of two instantiations moving the same bytes, the one with
   // both using every core and reading W once.
   CHECK(cost(4, 256).seconds < cost(64, 16).seconds);
 }
+
+namespace {
+
+// This machine's kind: 2 Zen 4 cores, 32 KiB L1 and 1 MiB L2 each, 32 MiB of L3.
+TargetDescription two_zen4_cores() {
+  TargetDescription t;
+  t.cores = 2;
+  t.simd_bytes = 64;
+  t.bandwidth_gbs = 40;
+  t.cache_bandwidth_gbs = 200;
+  t.peak_gflops = 235;
+  t.l1_bytes = 32 << 10;
+  t.l2_bytes = 1 << 20;
+  t.l3_bytes = 32 << 20;
+  t.fast_memory_bytes = 64 << 20;
+  return t;
+}
+
+// gated_mlp with the grid splitting the rows of X: every block reads all of both weights.
+constexpr const char* kGatedMlpSplitRows = R"(input X: f16[n, d]
+input Wg: f16[d, d]
+input Wu: f16[d, d]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: 0->g1, loop: 1}
+  wg = load Wg map {grid: -, loop: 0}
+  wu = load Wu map {grid: -, loop: 0}
+  a = matmul(x, wg)
+  b = matmul(x, wu)
+  ga = sum_accumulate(a)
+  ub = sum_accumulate(b)
+  s = silu(ga)
+  y = mul(s, ub)
+  save O: f16 = y map {grid: 0->g1, loop: -}
+output O
+)";
+
+}  // namespace
+
+TEST_CASE("cost model: blocks re-reading weights near L3's size read them from memory, small ones from the caches", "[tune][cost]") {
+  TargetDescription t = two_zen4_cores();
+  sgraph::SGraph rows = sgraph::parse(kGatedMlpSplitRows), cols = sgraph::parse(fam::kGatedMlp);
+  auto cost = [&](const sgraph::SGraph& g, int64_t d) {
+    return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", d}}, {{"g1", 2}, {"F1", 16}}, t.sgraph_target()), t);
+  };
+  const double weights = 2.0 * 2048 * 2048 * 4;  // 32 MiB: a quarter of it stays in the caches
+  CHECK(cost(rows, 2048).memory_bytes > 1.7 * weights);
+  // (Up to 8% over: each 4 KiB row of a weight tile pays the contiguous-run surcharge, assumption 7.)
+  CHECK(cost(cols, 2048).memory_bytes < 1.08 * weights + 2 * 8 * 2048 * 4 * 2);
+  CHECK(cost(rows, 2048).seconds > 1.5 * cost(cols, 2048).seconds);
+  const double small = 2.0 * 512 * 512 * 4;  // 2 MiB: re-read from the caches
+  CHECK(cost(rows, 512).memory_bytes < 1.08 * small + 2 * 8 * 512 * 4 * 2);
+  CHECK(cost(rows, 512).cache_bytes >= small);
+}
+
+TEST_CASE("cost model: a long loop of thin K steps into an accumulator larger than L1 moves it every iteration", "[tune][cost]") {
+  TargetDescription t = two_zen4_cores();
+  sgraph::SGraph g = sgraph::parse(fam::kGatedMlp);
+  auto cost = [&](int64_t f1) {
+    return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", 2048}}, {{"g1", 2}, {"F1", f1}}, t.sgraph_target()), t);
+  };
+  // Two 8 x 1024 f32 accumulators (32 KiB each) per block: 2 x 32 KiB x 2 per iteration.
+  const double per_iteration = 2 * (2 * 8 * 1024 * 4.0) * 2;
+  // (X's shorter rows at F1=256 add a little of their own: assumption 7.)
+  CHECK(cost(256).cache_bytes - cost(8).cache_bytes == Approx(per_iteration * (256 - 8)).epsilon(0.01));
+  CHECK(cost(256).seconds > cost(8).seconds);
+  // An accumulator within half of L1 stays there: n=2 gives 8 KiB accumulators.
+  auto small = [&](int64_t f1) {
+    return estimate_cost(sgraph::instantiate(g, {{"n", 2}, {"d", 2048}}, {{"g1", 2}, {"F1", f1}}, t.sgraph_target()), t);
+  };
+  CHECK(small(256).cache_bytes - small(8).cache_bytes < 0.01 * (2 * (2 * 2 * 1024 * 4.0) * 2) * (256 - 8));
+}

@@ -67,3 +67,27 @@ TEST_CASE("the H100 is described from its data sheet", "[tune][target]") {
   CHECK(h.arch == "compute_90");
   CHECK(h.sgraph_target().name == "cuda");
 }
+
+TEST_CASE("the caches serve a working set up to half of L3 plus the L2s, none from L3 plus the L2s on, part in between", "[tune][target]") {
+  TargetDescription t;
+  t.cores = 2;
+  t.l2_bytes = 1 << 20;
+  t.l3_bytes = 32 << 20;
+  t.bandwidth_gbs = 40;
+  t.cache_bandwidth_gbs = 200;
+  const double mib = 1 << 20;
+  CHECK(t.cache_hit_fraction(8 * mib) == 1);
+  CHECK(t.cache_hit_fraction(18 * mib) == 1);
+  CHECK(t.cache_hit_fraction(30 * mib) == Approx(0.25));
+  CHECK(t.cache_hit_fraction(34 * mib) == 0);
+  CHECK(t.cache_hit_fraction(36 * mib) == 0);
+  CHECK(t.cache_hit_fraction(64 * mib) == 0);
+  CHECK(t.cache_hit_fraction(24 * mib) > t.cache_hit_fraction(32 * mib));
+  CHECK(t.bandwidth_for(8 * mib) == 200);
+  CHECK(t.bandwidth_for(64 * mib) == 40);
+  // 26 MiB: half from the caches, half from memory, read one after the other.
+  CHECK(t.bandwidth_for(26 * mib) == Approx(1 / (0.5 / 200 + 0.5 / 40)));
+  t.cache_bandwidth_gbs = 0;  // not measured: memory's for everything
+  CHECK(t.bandwidth_for(8 * mib) == 40);
+  CHECK(t.cache_hit_fraction(8 * mib) == 1);
+}

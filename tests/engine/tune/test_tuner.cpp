@@ -9,6 +9,7 @@
 #include "engine/interp/interpreter.h"
 #include "engine/tune/storage.h"
 #include "engine/tune/tune_db.h"
+#include "engine/tune/tuner_steps.h"
 #include "engine/workspace.h"
 #include "support/subprocess.h"
 
@@ -185,4 +186,21 @@ TEST_CASE("tuner: Spearman's rank correlation, with ties and constant lists", "[
   CHECK(tune::spearman({1, 1, 1, 1}, {1, 2, 3, 4}) == 0);  // a model that cannot tell them apart
   CHECK(tune::spearman({1, 2}, {1, 2}) == 0);
   CHECK(tune::spearman({1, 2, 2, 3}, {1, 2, 3, 4}) == Approx(0.9486833).epsilon(1e-6));
+}
+
+TEST_CASE("tuner: the timed top K mixes families and tile sizes", "[tune]") {
+  // Ten options ranked by cost: families 0..4 tie at sizes A (the cost model cannot tell
+  // families apart that order elementwise ops differently), then sizes B, C, D from family 0.
+  std::vector<tune::steps::Option> ranked;
+  for (size_t f = 0; f < 5; ++f) ranked.push_back({f, {}, {{"F1", 32}, {"g1", 16}}, 1.0});
+  for (int64_t f1 : {64, 16, 128}) ranked.push_back({0, {}, {{"F1", f1}, {"g1", 8}}, 1.1});
+  ranked.push_back({1, {}, {{"F1", 64}, {"g1", 8}}, 1.1});
+  ranked.push_back({2, {}, {{"F1", 8}, {"g1", 32}}, 1.2});
+  // Top 4: one per tile sizes while other sizes are left (A, B, then F1=8 g1=32: family 0 is at
+  // its cap of two and 8 repeats B), then the next in rank order.
+  CHECK(tune::steps::choose(ranked, 4) == std::vector<size_t>{0, 1, 5, 9});
+  // Top 8: two per tile sizes, four per family, then the next in rank order.
+  CHECK(tune::steps::choose(ranked, 8) == std::vector<size_t>{0, 1, 2, 5, 6, 7, 8, 9});
+  // Fewer options than K: all of them within the family cap.
+  CHECK(tune::steps::choose({ranked[0], ranked[1]}, 8) == std::vector<size_t>{0, 1});
 }
