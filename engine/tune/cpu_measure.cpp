@@ -146,6 +146,8 @@ CpuMeasurement measure_cpu(const MeasureOptions& options) {
   m.bandwidth_gbs = read(static_cast<long long>(options.read_bytes), threads, options.read_repeats);
   if (options.cache_read_bytes > 0)
     m.cache_bandwidth_gbs = read(static_cast<long long>(options.cache_read_bytes), threads, options.cache_read_repeats);
+  for (int64_t bytes : options.curve_bytes)
+    m.read_curve.emplace_back(double(bytes), read(static_cast<long long>(bytes), threads, options.cache_read_repeats));
   m.peak_gflops = fma(threads, options.fma_seconds, options.fma_trials);
   return m;
 }

@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace prism::tune {
 
@@ -11,6 +13,7 @@ struct CpuMeasurement {
   double bandwidth_gbs = 0;  // streaming read, all threads, best of a few passes
   double cache_bandwidth_gbs = 0;  // the same over an array that stays in the last-level cache
   double peak_gflops = 0;    // independent FMA chains on vector registers, all threads
+  std::vector<std::pair<double, double>> read_curve;  // (bytes, GB/s) at MeasureOptions::curve_bytes
 };
 
 struct MeasureOptions {
@@ -19,6 +22,7 @@ struct MeasureOptions {
   int read_repeats = 5;                     // passes over it; the best counts
   int64_t cache_read_bytes = 0;             // an array that fits the last-level cache (0: not measured)
   int cache_read_repeats = 40;
+  std::vector<int64_t> curve_bytes;         // more array sizes to read (cache_read_repeats passes each)
   double fma_seconds = 0.02;                // per FMA trial
   int fma_trials = 8;                       // the best counts
   std::string kernel_cache_dir;             // where the compiled kernels go (empty: the default)

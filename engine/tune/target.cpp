@@ -5,10 +5,12 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "engine/backend/cpu/compiler.h"
@@ -84,8 +86,34 @@ int simd_bytes() {
 
 const char* isa_name(int bytes) { return bytes == 64 ? "AVX-512" : bytes == 32 ? "AVX2" : "SSE"; }
 
-// "|2": the file format with the last-level-cache bandwidth; older files are measured again.
-std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|2"; }
+// "|3": the file format with the read curve; older files are measured again.
+std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|3"; }
+
+// "bytes:gbs,bytes:gbs,…"
+std::string curve_text(const std::vector<std::pair<double, double>>& curve) {
+  std::ostringstream out;
+  out.precision(17);
+  for (size_t i = 0; i < curve.size(); ++i) out << (i ? "," : "") << curve[i].first << ":" << curve[i].second;
+  return out.str();
+}
+
+std::vector<std::pair<double, double>> parse_curve(const std::string& text) {
+  std::vector<std::pair<double, double>> curve;
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    size_t colon = item.find(':');
+    if (colon == std::string::npos) throw std::invalid_argument("read_curve item without ':'");
+    curve.emplace_back(std::stod(item.substr(0, colon)), std::stod(item.substr(colon + 1)));
+  }
+  return curve;
+}
+
+// Ascending in bytes, and a larger set never reads faster than a smaller one (a pass disturbed
+// by another process would otherwise make the curve rise).
+void make_monotone(std::vector<std::pair<double, double>>& curve) {
+  std::sort(curve.begin(), curve.end());
+  for (size_t i = 1; i < curve.size(); ++i) curve[i].second = std::min(curve[i].second, curve[i - 1].second);
+}
 
 // The cache file: key=value lines; `key` must match for the measured values to be used.
 bool read_cache(const fs::path& file, const std::string& key, TargetDescription& t) {
@@ -98,6 +126,7 @@ bool read_cache(const fs::path& file, const std::string& key, TargetDescription&
     t.bandwidth_gbs = std::stod(kv.at("bandwidth_gbs"));
     t.peak_gflops = std::stod(kv.at("peak_gflops"));
     t.cache_bandwidth_gbs = std::stod(kv.at("cache_bandwidth_gbs"));
+    t.read_curve = parse_curve(kv["read_curve"]);
   } catch (const std::exception&) {
     return false;
   }
@@ -113,7 +142,8 @@ void write_cache(const fs::path& file, const std::string& key, const TargetDescr
     std::ofstream out(tmp);
     out.precision(17);
     out << "key=" << key << "\nmodel=" << t.model << "\ncores=" << t.cores << "\nbandwidth_gbs=" << t.bandwidth_gbs
-        << "\ncache_bandwidth_gbs=" << t.cache_bandwidth_gbs << "\npeak_gflops=" << t.peak_gflops << "\n";
+        << "\ncache_bandwidth_gbs=" << t.cache_bandwidth_gbs << "\npeak_gflops=" << t.peak_gflops
+        << "\nread_curve=" << curve_text(t.read_curve) << "\n";
     if (!out) return;  // an unwritable cache only costs a measurement next time
   }
   fs::rename(tmp, file, ec);
@@ -141,14 +171,46 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   MeasureOptions options;
   options.threads = t.cores;
   options.kernel_cache_dir = (dir / "kernels").string();
-  // A quarter of the last-level cache: resident across passes, far larger than L2.
+  // A quarter of the last-level cache: resident across passes, far larger than L2. The curve:
+  // from half of it to twice the caches' capacity, where sets stop fitting.
   options.cache_read_bytes = t.l3_bytes > 0 ? t.l3_bytes / 4 : 0;
+  if (t.l3_bytes > 0)
+    for (double f : {0.5, 0.75, 1.0, 1.25, 1.5, 2.0}) options.curve_bytes.push_back(int64_t(f * t.cache_capacity()) / 64 * 64);
   CpuMeasurement m = measure_cpu(options);
   t.bandwidth_gbs = m.bandwidth_gbs;
   t.peak_gflops = m.peak_gflops;
   t.cache_bandwidth_gbs = m.cache_bandwidth_gbs;
+  if (m.cache_bandwidth_gbs > 0) t.read_curve.emplace_back(double(options.cache_read_bytes), m.cache_bandwidth_gbs);
+  for (const auto& point : m.read_curve) t.read_curve.push_back(point);
+  make_monotone(t.read_curve);
   write_cache(file, key, t);
   return t;
+}
+
+double TargetDescription::cache_hit_fraction(double bytes) const {
+  if (!read_curve.empty() && cache_bandwidth_gbs > bandwidth_gbs && bandwidth_gbs > 0) {
+    const double slow = 1 / bandwidth_gbs, fast = 1 / cache_bandwidth_gbs;
+    return std::clamp((slow - 1 / bandwidth_for(bytes)) / (slow - fast), 0.0, 1.0);
+  }
+  const double all = double(l3_bytes) / 2 + double(l2_bytes) * double(cores), none = cache_capacity();
+  return none <= 0 || bytes > none ? 0.0 : bytes <= all ? 1.0 : (none - bytes) / (none - all);
+}
+
+double TargetDescription::bandwidth_for(double bytes) const {
+  if (cache_bandwidth_gbs <= 0) return bandwidth_gbs;
+  if (read_curve.empty()) {
+    const double h = cache_hit_fraction(bytes);
+    return h <= 0 ? bandwidth_gbs : 1.0 / (h / cache_bandwidth_gbs + (1 - h) / bandwidth_gbs);
+  }
+  if (bytes <= read_curve.front().first) return std::max(read_curve.front().second, bandwidth_gbs);
+  for (size_t i = 1; i < read_curve.size(); ++i) {
+    const auto [b0, g0] = read_curve[i - 1];
+    const auto [b1, g1] = read_curve[i];
+    if (bytes > b1) continue;
+    const double t = b1 > b0 ? (bytes - b0) / (b1 - b0) : 1;
+    return std::max(1.0 / ((1 - t) / g0 + t / g1), bandwidth_gbs);
+  }
+  return bandwidth_gbs;
 }
 
 TargetDescription cuda_h100_data() {

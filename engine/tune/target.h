@@ -4,6 +4,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/sgraph/instantiate.h"
 
@@ -29,23 +31,19 @@ struct TargetDescription {
   // Bytes the caches can hold between two calls of a kernel: the last level plus every core's
   // second level (on CPUs whose last level is a victim cache, as AMD's, they add up).
   double cache_capacity() const { return double(l3_bytes) + double(l2_bytes) * double(cores); }
-  // The fraction of a working set of `bytes`, read again and again (a timing loop, a layer run
-  // many times), that the caches serve: all of it up to half the last level plus the second
-  // levels, none from cache_capacity() on, linearly in between. A set near the last level's size
-  // does not stay in it: other data and the replacement policy evict part of every pass (measured
-  // on a Zen 4 with 32 MiB of L3 and 2 x 1 MiB of L2, two threads summing a buffer: 16 MiB at
-  // 158 GB/s, 24 MiB at 94, 32 MiB at 66, 48 MiB at 40, memory's 40.9).
-  double cache_hit_fraction(double bytes) const {
-    const double all = double(l3_bytes) / 2 + double(l2_bytes) * double(cores), none = cache_capacity();
-    return none <= 0 || bytes > none ? 0.0 : bytes <= all ? 1.0 : (none - bytes) / (none - all);
-  }
-  // The read bandwidth for such a working set: the hit fraction at the caches' bandwidth, the rest
-  // at memory's (memory's for all of it when the caches' was not measured).
-  double bandwidth_for(double bytes) const {
-    const double h = cache_bandwidth_gbs > 0 ? cache_hit_fraction(bytes) : 0;
-    if (h <= 0) return bandwidth_gbs;
-    return 1.0 / (h / cache_bandwidth_gbs + (1 - h) / bandwidth_gbs);
-  }
+  // Streaming-read bandwidth measured at working-set sizes from the caches' to memory's, as
+  // (bytes, GB/s) ascending in bytes and never rising (CPU; empty when not measured). A set near
+  // the last level's size does not stay in it: other data and the replacement policy evict part
+  // of every pass (on a Zen 4 with 32 MiB of L3: 16 MiB at 158 GB/s, 32 MiB at 66, 48 MiB at 40).
+  std::vector<std::pair<double, double>> read_curve;
+  // The read bandwidth for a working set of `bytes` read again and again (a timing loop, a layer
+  // run many times): read_curve interpolated (in time per byte), the caches' bandwidth below it,
+  // memory's above it. Without a curve: the caches' bandwidth up to half the last level plus the
+  // second levels, memory's from cache_capacity() on, a mix of the two in between.
+  double bandwidth_for(double bytes) const;
+  // The fraction of such a working set the caches serve, consistent with bandwidth_for: 1 when it
+  // reads at the caches' bandwidth, 0 at memory's.
+  double cache_hit_fraction(double bytes) const;
 };
 
 // This machine's CPU: cores from sched_getaffinity (else std::thread::hardware_concurrency), caches

@@ -39,7 +39,18 @@ TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][t
   const std::string file = dir / "cpu-target.txt";
   REQUIRE(std::filesystem::exists(file));
 
+  // The read curve: ascending sizes, never faster for a larger set, within memory's and the caches'.
+  if (first.l3_bytes > 0) {
+    REQUIRE(first.read_curve.size() >= 2);
+    for (size_t i = 1; i < first.read_curve.size(); ++i) {
+      CHECK(first.read_curve[i].first > first.read_curve[i - 1].first);
+      CHECK(first.read_curve[i].second <= first.read_curve[i - 1].second);
+    }
+    CHECK(first.bandwidth_for(1024) >= first.bandwidth_for(4 * first.cache_capacity()));
+  }
+
   TargetDescription again = describe_cpu(dir.path());
+  CHECK(again.read_curve == first.read_curve);
   CHECK(again.bandwidth_gbs == first.bandwidth_gbs);
   CHECK(again.peak_gflops == first.peak_gflops);
   CHECK(again.model == first.model);
@@ -90,4 +101,23 @@ TEST_CASE("the caches serve a working set up to half of L3 plus the L2s, none fr
   t.cache_bandwidth_gbs = 0;  // not measured: memory's for everything
   CHECK(t.bandwidth_for(8 * mib) == 40);
   CHECK(t.cache_hit_fraction(8 * mib) == 1);
+}
+
+TEST_CASE("a measured read curve is interpolated in time per byte, memory's bandwidth beyond it", "[tune][target]") {
+  TargetDescription t;
+  t.cores = 2;
+  t.l2_bytes = 1 << 20;
+  t.l3_bytes = 32 << 20;
+  t.bandwidth_gbs = 40;
+  t.cache_bandwidth_gbs = 200;
+  const double mib = 1 << 20;
+  t.read_curve = {{8 * mib, 200}, {16 * mib, 160}, {32 * mib, 64}, {64 * mib, 40}};
+  CHECK(t.bandwidth_for(mib) == 200);
+  CHECK(t.bandwidth_for(16 * mib) == Approx(160));
+  CHECK(t.bandwidth_for(24 * mib) == Approx(1 / (0.5 / 160 + 0.5 / 64)));
+  CHECK(t.bandwidth_for(128 * mib) == 40);
+  CHECK(t.cache_hit_fraction(mib) == Approx(1));
+  CHECK(t.cache_hit_fraction(128 * mib) == Approx(0));
+  // 32 MiB at 64 GB/s: 1/64 = h/200 + (1-h)/40.
+  CHECK(t.cache_hit_fraction(32 * mib) == Approx((1.0 / 40 - 1.0 / 64) / (1.0 / 40 - 1.0 / 200)));
 }
