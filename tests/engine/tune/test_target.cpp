@@ -21,6 +21,17 @@ std::string read_text(const std::string& path) {
   return s.str();
 }
 
+// 2 cores, 1 MiB of L2 each, 32 MiB of L3; 40 GB/s from memory, 200 from the caches.
+TargetDescription zen4_like() {
+  TargetDescription t;
+  t.cores = 2;
+  t.l2_bytes = 1 << 20;
+  t.l3_bytes = 32 << 20;
+  t.bandwidth_gbs = 40;
+  t.cache_bandwidth_gbs = 200;
+  return t;
+}
+
 }  // namespace
 
 TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][target]") {
@@ -80,12 +91,7 @@ TEST_CASE("the H100 is described from its data sheet", "[tune][target]") {
 }
 
 TEST_CASE("the caches serve a working set up to half of L3 plus the L2s, none from L3 plus the L2s on, part in between", "[tune][target]") {
-  TargetDescription t;
-  t.cores = 2;
-  t.l2_bytes = 1 << 20;
-  t.l3_bytes = 32 << 20;
-  t.bandwidth_gbs = 40;
-  t.cache_bandwidth_gbs = 200;
+  TargetDescription t = zen4_like();
   const double mib = 1 << 20;
   CHECK(t.cache_hit_fraction(8 * mib) == 1);
   CHECK(t.cache_hit_fraction(18 * mib) == 1);
@@ -104,12 +110,7 @@ TEST_CASE("the caches serve a working set up to half of L3 plus the L2s, none fr
 }
 
 TEST_CASE("a measured read curve is interpolated in time per byte, memory's bandwidth beyond it", "[tune][target]") {
-  TargetDescription t;
-  t.cores = 2;
-  t.l2_bytes = 1 << 20;
-  t.l3_bytes = 32 << 20;
-  t.bandwidth_gbs = 40;
-  t.cache_bandwidth_gbs = 200;
+  TargetDescription t = zen4_like();
   const double mib = 1 << 20;
   t.read_curve = {{8 * mib, 200}, {16 * mib, 160}, {32 * mib, 64}, {64 * mib, 40}};
   CHECK(t.bandwidth_for(mib) == 200);
