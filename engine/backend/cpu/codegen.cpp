@@ -38,7 +38,7 @@ struct Tensors {
     if (it == index.end()) fail("unknown device tensor '" + n + "'");
     return it->second;
   }
-  std::string var(int i) const { return "t" + std::to_string(i); }
+  std::string var(int i) const { return std::string("t").append(std::to_string(i)); }
 };
 
 // The statements of one custom kernel's function.
@@ -182,13 +182,34 @@ class CustomEmitter {
     return View{"(" + tensors_.var(t) + " + " + off + ")", tile, std::vector<int64_t>(strides.begin() + long(parts), strides.end())};
   }
 
+  // What each matmul of the loop body prefetches after its last strip of B: the B of the next
+  // matmul, and for the last one the first one's B in the next iteration. Only for B tiles loaded
+  // straight from a tensor; one matmul keeps the default (the rows after its own B).
+  std::map<size_t, std::string> matmul_prefetches(const std::string& f) const {
+    std::vector<size_t> loaded_b;  // body matmuls whose B is a load
+    for (size_t i = 0; i < n_; ++i) {
+      const BlockOp& op = k_.ops[i];
+      if (phase_of(i) != Phase::Body || op.kind != BlockOp::Kind::Compute || op.op != Op::Matmul || op.operands.size() != 2) continue;
+      if (k_.ops[size_t(op.operands[1])].kind == BlockOp::Kind::Load) loaded_b.push_back(i);
+    }
+    std::map<size_t, std::string> after;
+    if (loaded_b.size() < 2) return after;
+    auto b_of = [&](size_t i, const std::string& at) { return load_view(size_t(k_.ops[i].operands[1]), at).ptr; };
+    for (size_t j = 0; j + 1 < loaded_b.size(); ++j) after[loaded_b[j]] = b_of(loaded_b[j + 1], f);
+    after[loaded_b.back()] = b_of(loaded_b.front(), "(" + f + " + 1 < " + num(loop_) + " ? " + f + " + 1 : " + f + ")");
+    return after;
+  }
+
   std::string phase(Phase p, const std::string& ind, const std::string& f) {
     std::string s;
     EmitContext ctx;
     ctx.indent = ind + "  ";
     ctx.simd_bytes = options_.simd_bytes;
+    const std::map<size_t, std::string> prefetch = p == Phase::Body ? matmul_prefetches(f) : std::map<size_t, std::string>{};
     for (size_t i = 0; i < n_; ++i) {
       if (phase_of(i) != p || folded_[i]) continue;
+      auto next = prefetch.find(i);
+      ctx.prefetch_after = next == prefetch.end() ? "" : next->second;
       const BlockOp& op = k_.ops[i];
       std::string v = "v" + std::to_string(i);
       if (op.kind == BlockOp::Kind::Load) {  // a declaration, visible to the later phases

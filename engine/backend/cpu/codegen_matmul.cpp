@@ -61,18 +61,19 @@ static inline void prism_mk_tail(long K, const float* __restrict A, long lda, co
     for (int t = 0; t < NT; ++t) C[r * ldc + t] = c[r][t];
 }
 
-// Every column block, and within it every row block, of one K chunk.
+// Every column block, and within it every row block, of one K chunk; the last strip prefetches
+// `after` (the next chunk's first strip, or what the caller reads next).
 template <long M, long N, long LDA, long LDB, long LDC, bool ACC, int MR, int NV>
-static inline void prism_mm_panel(long kc, const float* __restrict A, const float* __restrict B, float* __restrict C) {
+static inline void prism_mm_panel(long kc, const float* __restrict A, const float* __restrict B, float* __restrict C,
+                                  const float* after) {
   constexpr long NB = long(NV) * kW, NFULL = N / NB * NB, NVR = (N - NFULL) / kW, NT = (N - NFULL) % kW;
   constexpr long MFULL = M / MR * MR, MREM = M - MFULL;
   for (long j = 0; j < NFULL; j += NB) {
-    // The first row block prefetches the next strip of B (or the next chunk's first strip):
-    // strips of a row-strided B cross a page every row, where hardware prefetchers stop. Into
-    // L2, not L1 (prefetcht1): a 16 KiB strip prefetched into L1 beside the strip in use and the
-    // A rows evicts them (measured: rms_linear n=16 d=4096 at 112 GFLOP/s with prefetcht0, 155
-    // with prefetcht1).
-    const float* next = j + NB < NFULL ? B + j + NB : B + kc * LDB;
+    // The first row block prefetches the next strip of B: strips of a row-strided B cross a page
+    // every row, where hardware prefetchers stop. Into L2, not L1 (prefetcht1): a 16 KiB strip
+    // prefetched into L1 beside the strip in use and the A rows evicts them (measured: rms_linear
+    // n=16 d=4096 at 112 GFLOP/s with prefetcht0, 155 with prefetcht1).
+    const float* next = j + NB < NFULL ? B + j + NB : after;
     if constexpr (MFULL > 0) {
       prism_mk<MR, NV, ACC, true>(kc, A, LDA, B + j, LDB, C + j, LDC, next);
       for (long i = MR; i < MFULL; i += MR) prism_mk<MR, NV, ACC>(kc, A + i * LDA, LDA, B + j, LDB, C + i * LDC + j, LDC);
@@ -93,11 +94,16 @@ static inline void prism_mm_panel(long kc, const float* __restrict A, const floa
   }
 }
 
+// `after`: what the caller reads next (null: the rows right after B's K rows).
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC>
-static inline void prism_mm(const float* __restrict A, const float* __restrict B, float* __restrict C) {
-  prism_mm_panel<M, N, LDA, LDB, LDC, ACC, MR, NV>(K < KC ? K : KC, A, B, C);
-  for (long k0 = KC; k0 < K; k0 += KC)
-    prism_mm_panel<M, N, LDA, LDB, LDC, true, MR, NV>(K - k0 < KC ? K - k0 : KC, A + k0, B + k0 * LDB, C);
+static inline void prism_mm(const float* __restrict A, const float* __restrict B, float* __restrict C, const float* after = nullptr) {
+  if (!after) after = B + K * LDB;
+  for (long k0 = 0; k0 < K; k0 += KC) {
+    const long kc = K - k0 < KC ? K - k0 : KC;
+    const float* next = k0 + kc < K ? B + (k0 + kc) * LDB : after;
+    if (k0 == 0) prism_mm_panel<M, N, LDA, LDB, LDC, ACC, MR, NV>(kc, A, B, C, next);
+    else prism_mm_panel<M, N, LDA, LDB, LDC, true, MR, NV>(kc, A + k0, B + k0 * LDB, C, next);
+  }
 }
 )";
 
@@ -223,10 +229,11 @@ std::vector<int64_t> batch_strides(const View& v, const std::vector<int64_t>& ba
 }
 
 std::string mm_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, bool acc, const Blocking& b,
-                    const std::string& pa, const std::string& pb, const std::string& pc) {
+                    const std::string& pa, const std::string& pb, const std::string& pc, const std::string& after = "") {
   return "prism_mm<" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " + std::to_string(lda) + ", " +
          std::to_string(ldb) + ", " + std::to_string(ldc) + ", " + (acc ? "true" : "false") + ", " + std::to_string(b.mr) + ", " +
-         std::to_string(b.nv) + ", " + std::to_string(b.kc) + ">(" + pa + ", " + pb + ", " + pc + ");\n";
+         std::to_string(b.nv) + ", " + std::to_string(b.kc) + ">(" + pa + ", " + pb + ", " + pc + (after.empty() ? std::string() : std::string(", ").append(after)) +
+         ");\n";
 }
 
 }  // namespace
@@ -254,7 +261,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
       i2 += "  ";
     }
     auto at = [&](const View& v, const std::vector<int64_t>& st) { return nb > 1 ? v.ptr + " + " + batch_offset(batch, st, "bi") : v.ptr; };
-    return s + i2 + mm_call(m, n, k, lda, ldb, ldc, accumulate, bl, at(a, sa), at(b, sb), at(out, so));
+    return s + i2 + mm_call(m, n, k, lda, ldb, ldc, accumulate, bl, at(a, sa), at(b, sb), at(out, so), nb > 1 ? "" : ctx.prefetch_after);
   }
   // Chunks: 64 rows by 256 columns (whole dims when smaller).
   const int64_t rc = std::min<int64_t>(m, 64), cc = std::min<int64_t>(n, 256);

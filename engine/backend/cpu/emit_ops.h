@@ -29,6 +29,9 @@ struct EmitContext {
   std::string indent = "  ";
   bool parallel = false;
   int simd_bytes = 32;
+  // A matmul's: what its last strip of B prefetches, the B the next matmul in the loop body reads
+  // (empty: the rows right after its own B, which the loop reads next when only one matmul walks).
+  std::string prefetch_after;
 };
 
 // C++ expression of an elementwise op on float expressions (the interpreter's formulas).

@@ -248,3 +248,19 @@ TEST_CASE("codegen: the matmul blocking takes K whole for one row block and in e
   detail::Blocking avx2 = detail::choose_blocking(16, 512, 128, 32);
   CHECK(avx2.mr * avx2.nv + avx2.nv + 1 <= 16);
 }
+
+TEST_CASE("codegen: each matmul of a loop body prefetches the next one's B, the last the first's next tile", "[codegen]") {
+  sgraph::Instance inst =
+      sgraph::instantiate(sgraph::parse(as_f32(fam::kGatedMlp)), {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, sgraph::Target{"cpu", 1 << 20});
+  const std::string source = generate_cpu_source(inst, CodegenOptions{});
+  // Wg's matmul prefetches Wu's tile of this iteration; Wu's, Wg's tile of the next one.
+  const std::string wg_tile = "(t1 + f * 1024L + b0 * 32L)", wu_tile = "(t2 + f * 1024L + b0 * 32L)";
+  INFO(source);
+  CHECK(source.find(", " + wu_tile + ");") != std::string::npos);
+  CHECK(source.find(", (t1 + (f + 1 < 4L ? f + 1 : f) * 1024L + b0 * 32L));") != std::string::npos);
+  CHECK(source.find(wg_tile) != std::string::npos);
+  // One matmul in the body: the default (the rows after its own B).
+  sgraph::Instance one =
+      sgraph::instantiate(sgraph::parse(as_f32(fam::kRmsLinear)), {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, sgraph::Target{"cpu", 1 << 20});
+  CHECK(generate_cpu_source(one, CodegenOptions{}).find("f + 1 <") == std::string::npos);
+}
