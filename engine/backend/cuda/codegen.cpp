@@ -41,7 +41,8 @@ class CustomEmitter {
     info.grid_blocks = element_count(grid_);
     if (info.grid_blocks > INT32_MAX) fail(fn + ": a grid of " + std::to_string(info.grid_blocks) + " blocks is too large");
     std::string params = parameters(kernel, info);
-    // Shared memory: one slot per tile (16-byte aligned), loads at their storage type.
+    // Shared memory: one slot per tile (kSharedSlotAlign: wmma pointers need 32 bytes), loads at
+    // their storage type.
     std::string decls;
     int64_t shared = 0;
     for (size_t i = 0; i < n_; ++i) {
@@ -52,7 +53,7 @@ class CustomEmitter {
       std::string type = storage_type(dt), v = std::string("v").append(std::to_string(i));
       decls += "  " + type + "* const " + v + " = reinterpret_cast<" + type + "*>(prism_smem + " + std::to_string(shared) + ");  // " +
                op.name + "\n";
-      shared += (element_count(shape_[i]) * storage_bytes(dt) + 15) / 16 * 16;
+      shared += (element_count(shape_[i]) * storage_bytes(dt) + kSharedSlotAlign - 1) / kSharedSlotAlign * kSharedSlotAlign;
       views_[i] = dense_view(v, shape_[i]);
     }
     if (shared > options_.shared_memory_bytes)
@@ -62,7 +63,7 @@ class CustomEmitter {
 
     const std::string t = std::to_string(options_.threads_per_block);
     std::string s = "extern \"C\" __global__ void __launch_bounds__(" + t + ") " + fn + "(" + params + ") {\n";
-    s += "  extern __shared__ __align__(16) unsigned char prism_smem[];\n";
+    s += "  extern __shared__ __align__(128) unsigned char prism_smem[];\n";
     s += "  const long long blk = blockIdx.x;\n";
     int64_t inner = 1;
     for (size_t gi = grid_.size(); gi-- > 0;) {
@@ -92,6 +93,9 @@ class CustomEmitter {
     s += phase(Phase::After, "  ", "0");
     return s + "}\n";
   }
+
+  // Whether a matmul of the kernel took the tensor-core path (the source needs <mma.h>).
+  bool uses_tensor_cores() const { return uses_tensor_cores_; }
 
  private:
   enum class Phase { Before, Body, After };
@@ -164,7 +168,7 @@ class CustomEmitter {
       const BlockOp& op = k_.ops[i];
       s += ind + "{  // " + op_text(op) + "\n";
       switch (op.kind) {
-        case BlockOp::Kind::Load: s += emit_raw_copy(load_source(i, f), views_[i], ctx); break;
+        case BlockOp::Kind::Load: s += emit_tile_load(load_source(i, f), views_[i], storage_bytes(tensors_.dtype(op.tensor)), ctx); break;
         case BlockOp::Kind::Compute: s += compute(i, ctx); break;
         case BlockOp::Kind::Accumulate: s += accumulate(i, ctx); break;
         case BlockOp::Kind::Save:
@@ -199,7 +203,7 @@ class CustomEmitter {
         binary_expr(op.op, "", "");
         return emit_zip(arg(0), arg(1), out, [&](const std::string& a, const std::string& b) { return binary_expr(op.op, a, b); }, ctx);
       }
-      case OpClass::Matmul: return emit_matmul(arg(0), arg(1), out, ctx);
+      case OpClass::Matmul: return matmul(i, ctx);
       case OpClass::Reduce: {
         int rank = int(arg(0).shape.size());
         int axis = op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis;
@@ -208,6 +212,30 @@ class CustomEmitter {
       }
       default: fail("op '" + op.name + "': cannot lower '" + op_name(op.op) + "' in a block");
     }
+  }
+
+  // The storage type of op i's tile when it is a load of a 16-bit tensor, else "".
+  std::string staged_16bit(size_t i) const {
+    const BlockOp& op = k_.ops[i];
+    if (op.kind != BlockOp::Kind::Load) return "";
+    DType dt = tensors_.dtype(op.tensor);
+    return dt == DType::F32 ? "" : storage_type(dt);
+  }
+
+  // Tensor cores when both operands are staged 16-bit tiles of one type and the sizes and
+  // alignment fit a WMMA shape; else a thread per output element.
+  std::string matmul(size_t i, const EmitContext& ctx) {
+    const BlockOp& op = k_.ops[i];
+    size_t a = size_t(op.operands.at(0)), b = size_t(op.operands.at(1));
+    const std::string ta = staged_16bit(a);
+    if (options_.tensor_cores && !ta.empty() && staged_16bit(b) == ta) {
+      std::string s = emit_wmma_matmul(views_[a], views_[b], views_[i], ta.c_str(), ctx);
+      if (!s.empty()) {
+        uses_tensor_cores_ = true;
+        return s;
+      }
+    }
+    return emit_matmul(views_[a], views_[b], views_[i], ctx);
   }
 
   std::string accumulate(size_t i, const EmitContext& ctx) {
@@ -234,6 +262,7 @@ class CustomEmitter {
   std::vector<View> views_;
   std::map<std::string, std::string> param_;  // device tensor -> parameter name
   EmitContext ctx_;
+  bool uses_tensor_cores_ = false;
 };
 
 }  // namespace
@@ -249,21 +278,26 @@ CudaSource generate_cuda_source(const sgraph::Instance& inst, const CudaCodegenO
   for (const sgraph::TensorDecl& in : g.inputs) tensors.add(in.name, concrete_shape(in.type.shape, inst.bindings), in.type.dtype);
 
   CudaSource out;
-  out.source = prelude();
+  std::string kernels;
+  bool tensor_cores = false;
   std::set<std::string> returned(g.outputs.begin(), g.outputs.end());
   for (size_t k = 0; k < g.kernels.size(); ++k) {
     const sgraph::Kernel& kernel = g.kernels[k];
     CudaKernelInfo info;
     std::string fn = "prism_kernel_" + std::to_string(k);
-    out.source += "\n";
-    if (kernel.custom)
-      out.source += CustomEmitter(kernel.block, inst.analysis.tiles[k], inst.bindings, tensors, options).emit(fn, kernel, info);
-    else
-      out.source += emit_library_kernel(kernel.library, tensors, fn, options.threads_per_block, info);
+    kernels += "\n";
+    if (kernel.custom) {
+      CustomEmitter emitter(kernel.block, inst.analysis.tiles[k], inst.bindings, tensors, options);
+      kernels += emitter.emit(fn, kernel, info);
+      tensor_cores = tensor_cores || emitter.uses_tensor_cores();
+    } else {
+      kernels += emit_library_kernel(kernel.library, tensors, fn, options.threads_per_block, info);
+    }
     out.kernels.push_back(std::move(info));
     for (const std::string& t : sgraph::kernel_outputs(kernel))
       if (!returned.count(t)) out.scratch_tensors.push_back(t);
   }
+  out.source = prelude() + (tensor_cores ? "#include <mma.h>\n" : "") + kernels;
   return out;
 }
 

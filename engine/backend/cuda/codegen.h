@@ -9,6 +9,9 @@
 //     every op; each op is shared by the block's threads (elementwise: thread t takes elements
 //     t, t + T, …; matmul: an output element per thread, f32 accumulation in order; reductions: a
 //     warp per result element with shuffles, or a thread per element for short axes);
+//   - loads are staged with 16-byte vectors where every row allows it; a matmul of two staged
+//     16-bit tiles of one type runs on tensor cores (nvcuda::wmma, f32 accumulators, a warp per
+//     16x16 / 8x32 / 32x8 output tile) where the sizes fit and every pointer is 32-byte aligned;
 //   - a library kernel becomes a simple grid-stride kernel over its whole device tensors;
 //   - device tensors are dense row-major at the dtype the sGraph declares; saves round to it.
 //
@@ -29,6 +32,7 @@ namespace prism::backend::cuda {
 struct CudaCodegenOptions {
   int threads_per_block = 128;          // a multiple of 32, at most 1024
   int64_t shared_memory_bytes = 232448; // the most dynamic shared memory a block may use (H100: 227 KiB)
+  bool tensor_cores = true;             // false: every matmul on the scalar path (no wmma)
 };
 
 struct CudaKernelInfo {

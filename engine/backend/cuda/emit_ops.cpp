@@ -1,6 +1,7 @@
 #include "engine/backend/cuda/emit_ops.h"
 
 #include <climits>
+#include <optional>
 
 #include "engine/error.h"
 
@@ -116,6 +117,41 @@ std::string emit_raw_copy(const View& x, const View& out, const EmitContext& ctx
 
 namespace {
 
+// Whether every row of x can be copied as 16-byte vectors into the dense `out`.
+bool rows_in_vectors(const View& x, const View& out, int64_t element_bytes) {
+  if (x.shape.empty() || out.shape != x.shape || out.strides != dense_strides(out.shape) || x.strides.back() != 1) return false;
+  if (x.shape.back() * element_bytes % 16 != 0) return false;
+  for (size_t d = 0; d + 1 < x.shape.size(); ++d)
+    if (x.strides[d] * element_bytes % 16 != 0) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string emit_tile_load(const View& x, const View& out, int64_t element_bytes, const EmitContext& ctx) {
+  if (!rows_in_vectors(x, out, element_bytes)) return emit_raw_copy(x, out, ctx);
+  const bool wide = ctx.spread == Spread::Grid;
+  const int64_t row = x.shape.back(), per_vector = 16 / element_bytes, vectors_per_row = row / per_vector;
+  const std::vector<int64_t> rows(x.shape.begin(), x.shape.end() - 1), row_strides(x.strides.begin(), x.strides.end() - 1);
+  const std::string I = index_type(ctx);
+  return spread_loop(element_count(rows) * vectors_per_row, "e", ctx, [&](const std::string& ind) {
+    std::string s;
+    std::string column = "0";
+    if (vectors_per_row > 1) {
+      s += ind + "const " + I + " r = e / " + literal(vectors_per_row, wide) + ";\n";
+      column = std::string("e % ").append(literal(vectors_per_row, wide)).append(" * ").append(literal(per_vector, wide));
+    } else {
+      s += ind + "const " + I + " r = e;\n";
+    }
+    s += ind + "const " + I + " c = " + column + ";\n";
+    s += coordinates(rows, "r", "i", ind, ctx);
+    return s + ind + "prism_copy16(&" + out.ptr + "[r * " + literal(row, wide) + " + c], &" + x.ptr + "[" +
+           offset(row_strides, rows, "i", ctx) + " + c]);\n";
+  });
+}
+
+namespace {
+
 // The fold of x along `axis` into out: `square` sums squares; `into` adds to out's value (an rms
 // accumulator) instead of writing; `finish_rms` divides by the count and takes the root. A warp
 // per result element (lanes stride the axis, then a shuffle tree) when the axis is long and the
@@ -200,7 +236,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, const Emi
   sa[ro - 2] = a.strides[ra - 2];  // row i of a
   sb[ro - 1] = b.strides[rb - 1];  // column j of b
   const bool wide = ctx.spread == Spread::Grid;
-  return element_loop(out.shape, ctx, [&](const std::string& ind) {
+  return ctx.indent + "// scalar matmul: a thread per output element\n" + element_loop(out.shape, ctx, [&](const std::string& ind) {
     std::string s = ind + "const auto* ar = &" + element(a, sa, out.shape, ctx) + ";\n";
     s += ind + "const auto* bc = &" + element(b, sb, out.shape, ctx) + ";\n";
     s += ind + "float acc = 0.0f;\n";
@@ -209,6 +245,114 @@ std::string emit_matmul(const View& a, const View& b, const View& out, const Emi
          "]) * prism_f32(bc[k * " + literal(b.strides[rb - 2], wide) + "]);\n";
     return s + ind + "prism_put(&" + element(out, so, out.shape, ctx) + ", acc);\n";
   });
+}
+
+namespace {
+
+struct WmmaShape {
+  int64_t m, n, k;
+};
+
+// The first WMMA shape whose tiles cover an m x n result over a contraction of k.
+std::optional<WmmaShape> wmma_shape(int64_t m, int64_t n, int64_t k) {
+  if (k % 16 != 0) return std::nullopt;
+  for (WmmaShape s : {WmmaShape{16, 16, 16}, WmmaShape{8, 32, 16}, WmmaShape{32, 8, 16}})
+    if (m % s.m == 0 && n % s.n == 0) return s;
+  return std::nullopt;
+}
+
+// Row-major in its last two dims (the layout wmma::row_major and mem_row_major read).
+bool row_major_rows(const View& v) {
+  size_t r = v.shape.size();
+  return r >= 2 && v.strides[r - 1] == 1 && v.strides[r - 2] >= v.shape[r - 1];
+}
+
+// The strides of v's batch dims against the result's batch shape (0 where broadcast).
+std::vector<int64_t> batch_strides(const View& v, const std::vector<int64_t>& batch) {
+  View bv{v.ptr, std::vector<int64_t>(v.shape.begin(), v.shape.end() - 2), std::vector<int64_t>(v.strides.begin(), v.strides.end() - 2)};
+  return aligned_strides(bv, batch);
+}
+
+// How a block's warps split a matmul into WMMA tiles: tm x tn output tiles per batch element.
+struct WmmaPlan {
+  WmmaShape shape;
+  int64_t k, lda, ldb, ldo, tm, tn;
+  std::vector<int64_t> batch, sa, sb, so;  // the result's batch shape, each view's strides along it
+};
+
+std::optional<WmmaPlan> plan_wmma(const View& a, const View& b, const View& out) {
+  if (!row_major_rows(a) || !row_major_rows(b) || !row_major_rows(out)) return std::nullopt;
+  size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
+  const int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
+  if (b.shape[rb - 2] != k || out.shape[ro - 2] != m || out.shape[ro - 1] != n) return std::nullopt;
+  std::optional<WmmaShape> shape = wmma_shape(m, n, k);
+  if (!shape) return std::nullopt;
+  WmmaPlan p{*shape, k, a.strides[ra - 2], b.strides[rb - 2], out.strides[ro - 2], m / shape->m, n / shape->n, {}, {}, {}, {}};
+  p.batch.assign(out.shape.begin(), out.shape.end() - 2);
+  p.sa = batch_strides(a, p.batch), p.sb = batch_strides(b, p.batch), p.so = batch_strides(out, p.batch);
+  return p;
+}
+
+// Whether every pointer the code forms is 32-byte aligned, given 32-byte aligned bases: each is a
+// base plus multiples of these byte steps (16-bit operands, f32 result). Leading dimensions must
+// be multiples of 16 bytes.
+bool wmma_aligned(const WmmaPlan& p) {
+  const auto [M, N, K] = p.shape;
+  std::vector<int64_t> steps;
+  for (size_t d = 0; d < p.batch.size(); ++d)
+    if (p.batch[d] > 1) steps.insert(steps.end(), {p.sa[d] * 2, p.sb[d] * 2, p.so[d] * 4});
+  if (p.tm > 1) steps.insert(steps.end(), {M * p.lda * 2, M * p.ldo * 4});
+  if (p.tn > 1) steps.insert(steps.end(), {N * 2, N * 4});
+  if (p.k > K) steps.insert(steps.end(), {K * 2, K * p.ldb * 2});
+  for (int64_t step : steps)
+    if (step % 32 != 0) return false;
+  return p.lda * 2 % 16 == 0 && p.ldb * 2 % 16 == 0 && p.ldo * 4 % 16 == 0;
+}
+
+// Declarations of this warp's tile t: batch coordinates i<d>, tile row ti, tile column tj.
+std::string wmma_tile_index(const WmmaPlan& p, const std::string& ind, const EmitContext& ctx) {
+  const int64_t tiles = p.tm * p.tn;
+  std::string s;
+  if (element_count(p.batch) > 1) {
+    s += ind + "const int bi = t" + (tiles > 1 ? std::string(" / ").append(std::to_string(tiles)) : std::string()) + ";\n";
+    s += coordinates(p.batch, "bi", "i", ind, ctx);
+  }
+  if (p.tm > 1) s += ind + "const int ti = t / " + std::to_string(p.tn) + " % " + std::to_string(p.tm) + ";\n";
+  if (p.tn > 1) s += ind + "const int tj = t % " + std::to_string(p.tn) + ";\n";
+  return s;
+}
+
+}  // namespace
+
+std::string emit_wmma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx) {
+  std::optional<WmmaPlan> plan = plan_wmma(a, b, out);
+  if (!plan || !wmma_aligned(*plan)) return "";
+  const WmmaPlan& p = *plan;
+  const auto [M, N, K] = p.shape;
+  const std::string row_a = p.tm > 1 ? std::string(" + ti * ").append(std::to_string(M * p.lda)) : "";
+  const std::string row_o = p.tm > 1 ? std::string(" + ti * ").append(std::to_string(M * p.ldo)) : "";
+  const std::string col = p.tn > 1 ? std::string(" + tj * ").append(std::to_string(N)) : "";
+  const std::string ind = ctx.indent, in2 = ind + "  ", in3 = in2 + "  ";
+  const std::string frag = std::to_string(M) + ", " + std::to_string(N) + ", " + std::to_string(K) + ", ";
+  std::string s = ind + "// tensor cores: wmma m" + std::to_string(M) + "n" + std::to_string(N) + "k" + std::to_string(K) + " " + type + "\n";
+  s += ind + "{\n" + in2 + "namespace wmma = nvcuda::wmma;\n";
+  s += in2 + "for (int t = threadIdx.x >> 5; t < " + std::to_string(element_count(p.batch) * p.tm * p.tn) + "; t += " +
+       std::to_string(ctx.threads / 32) + ") {\n";
+  s += wmma_tile_index(p, in3, ctx);
+  s += in3 + "const " + type + "* ap = &" + a.ptr + "[" + offset(p.sa, p.batch, "i", ctx) + row_a + "];\n";
+  s += in3 + "const " + type + "* bp = &" + b.ptr + "[" + offset(p.sb, p.batch, "i", ctx) + col + "];\n";
+  s += in3 + "float* op = &" + out.ptr + "[" + offset(p.so, p.batch, "i", ctx) + row_o + col + "];\n";
+  s += in3 + "wmma::fragment<wmma::accumulator, " + frag + "float> acc;\n";
+  s += in3 + "wmma::fill_fragment(acc, 0.0f);\n";
+  s += in3 + "for (int kk = 0; kk < " + std::to_string(p.k) + "; kk += " + std::to_string(K) + ") {\n";
+  s += in3 + "  wmma::fragment<wmma::matrix_a, " + frag + type + ", wmma::row_major> fa;\n";
+  s += in3 + "  wmma::fragment<wmma::matrix_b, " + frag + type + ", wmma::row_major> fb;\n";
+  s += in3 + "  wmma::load_matrix_sync(fa, ap + kk, " + std::to_string(p.lda) + ");\n";
+  s += in3 + "  wmma::load_matrix_sync(fb, bp + kk * " + std::to_string(p.ldb) + ", " + std::to_string(p.ldb) + ");\n";
+  s += in3 + "  wmma::mma_sync(acc, fa, fb, acc);\n";
+  s += in3 + "}\n";
+  s += in3 + "wmma::store_matrix_sync(op, acc, " + std::to_string(p.ldo) + ", wmma::mem_row_major);\n";
+  return s + in2 + "}\n" + ind + "}\n";
 }
 
 std::string prelude() {
@@ -222,6 +366,8 @@ __device__ __forceinline__ float prism_f32(__nv_bfloat16 x) { return __bfloat162
 __device__ __forceinline__ void prism_put(float* p, float v) { *p = v; }
 __device__ __forceinline__ void prism_put(__half* p, float v) { *p = __float2half_rn(v); }
 __device__ __forceinline__ void prism_put(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+// A 16-byte copy; both pointers 16-byte aligned (a tile row staged with vector loads).
+__device__ __forceinline__ void prism_copy16(void* dst, const void* src) { *static_cast<uint4*>(dst) = *static_cast<const uint4*>(src); }
 __device__ __forceinline__ float prism_neg_inf() { return __int_as_float(0xff800000); }
 __device__ __forceinline__ float prism_square(float a) { return a * a; }
 __device__ __forceinline__ float prism_silu(float a) { return a / (1.0f + expf(-a)); }

@@ -31,6 +31,10 @@ int64_t storage_bytes(DType dtype);
 
 enum class Spread { Block, Grid };
 
+// Shared-memory tiles start on this boundary: wmma loads and stores need 32-byte (256-bit)
+// aligned pointers.
+inline constexpr int64_t kSharedSlotAlign = 32;
+
 struct EmitContext {
   std::string indent = "  ";
   Spread spread = Spread::Block;
@@ -48,12 +52,25 @@ std::string emit_zip(const View& a, const View& b, const View& out, const std::f
                      const EmitContext& ctx);
 // out[...] = x[...] without conversion (same storage type), same shape: a tile's load.
 std::string emit_raw_copy(const View& x, const View& out, const EmitContext& ctx);
+// The same copy for a Load's staging into a dense shared tile (`element_bytes` per element): with
+// 16-byte vectors (prism_copy16, threads spread over the vectors) when x's last dim is contiguous,
+// its length and every outer stride of x are multiples of 16 bytes; else emit_raw_copy. The
+// caller guarantees x.ptr is then 16-byte aligned (a load's offsets are multiples of tile[j] *
+// strides[j] from a 256-byte aligned tensor) and out.ptr is (a shared slot).
+std::string emit_tile_load(const View& x, const View& out, int64_t element_bytes, const EmitContext& ctx);
 // out = sum/max/rms of x along `axis` (normalized); out has x's shape with the axis removed or 1.
 std::string emit_reduce(Op op, int axis, const View& x, const View& out, const EmitContext& ctx);
 // out += the sum of squares of x along `axis` (out: x's shape with the axis at 1).
 std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx);
 // out = a @ b, batch dims broadcast, f32 accumulation in order along the contraction.
 std::string emit_matmul(const View& a, const View& b, const View& out, const EmitContext& ctx);
+
+// out = a @ b on tensor cores (nvcuda::wmma, f32 accumulators; needs <mma.h>), spread over the
+// block's warps: a, b row-major 16-bit tiles of storage type `type` (batch dims dense or
+// broadcast), out an f32 tile, each pointer 32-byte aligned. Shape m16n16k16, else m8n32k16, else
+// m32n8k16, as the sizes allow; "" when none fits or a pointer the code would form is not
+// provably 32-byte aligned (then emit_matmul).
+std::string emit_wmma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx);
 
 // The top of every generated source: the fp16/bf16 headers and the device helpers.
 std::string prelude();

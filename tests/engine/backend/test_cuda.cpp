@@ -5,7 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <memory>
 
 #include "../search/search_helpers.h"
 #include "../sgraph/families.h"
@@ -13,6 +16,7 @@
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cuda/codegen.h"
 #include "engine/backend/cuda/driver.h"
+#include "engine/backend/cuda/emit_ops.h"
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/error.h"
 #include "engine/sgraph/evaluate.h"
@@ -277,15 +281,18 @@ extern "C" void prism_load(int dtype, const void* x, float* out, long n) {
 
   auto inputs = test::random_inputs(inst.graph, inst.bindings, 5);
   std::vector<Tensor> want = sgraph::evaluate(inst, inputs);
-  std::vector<std::vector<char>> buffers;
+  // Device tensors as cuMemAlloc gives them: 256-byte aligned (the vector loads rely on it).
+  std::vector<std::unique_ptr<void, decltype(&std::free)>> buffers;
   std::vector<void*> ptrs;
   for (const std::string& n : names) {
     const Type& t = inst.analysis.tensors.at(n);
     std::vector<int64_t> shape = concrete_shape(t.shape, inst.bindings);
     int64_t count = 1;
     for (int64_t d : shape) count *= d;
-    buffers.emplace_back(size_t(count) * (t.dtype == DType::F32 ? 4 : 2));
-    ptrs.push_back(buffers.back().data());
+    size_t bytes = (size_t(count) * (t.dtype == DType::F32 ? 4 : 2) + 255) / 256 * 256;
+    buffers.emplace_back(std::aligned_alloc(256, bytes), &std::free);
+    ptrs.push_back(buffers.back().get());
+    std::memset(ptrs.back(), 0, bytes);
     if (inputs.count(n)) store(int(t.dtype), inputs.at(n).data.data(), ptrs.back(), long(count));
   }
   emulate(ptrs.data());
@@ -336,5 +343,154 @@ TEST_CASE("cuda: the first family the search finds for each example, run on the 
       CHECK(emulated_error(inst) < kHalfTol);
       break;
     }
+  }
+}
+
+namespace {
+
+// A batched tile times a shared one: the batch loop with a broadcast operand (stride 0).
+const char* kBroadcastBatchFamily = R"(input A: f16[b, m, k]
+input W: f16[k, n]
+kernel 0: custom grid=[g1]
+  a = load A map {grid: 0->g1, loop: -}
+  w = load W map {grid: -, loop: -}
+  y = matmul(a, w)
+  save O: f32 = y map {grid: 0->g1, loop: -}
+output O
+)";
+
+// The family with every f16 tensor stored as bf16.
+std::string as_bf16(const std::string& family) {
+  std::string s;
+  for (size_t i = 0; i < family.size(); ++i) {
+    if (family.compare(i, 3, "f16") == 0 && (i == 0 || family[i - 1] != 'b')) s += 'b';
+    s += family[i];
+  }
+  return s;
+}
+
+std::string cuda_source(const std::string& family, const DimBindings& dims, const DimBindings& sizes, const CudaCodegenOptions& options = {}) {
+  return generate_cuda_source(sgraph::instantiate(sgraph::parse(family), dims, sizes, kGpu), options).source;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+struct TensorCoreCase {
+  std::string family;
+  DimBindings dims, sizes;
+  std::string path;  // the comment of the wmma path it takes
+  double tol;
+};
+
+// One family per WMMA shape, more output tiles than warps, bf16, and a batch loop (dense and
+// broadcast).
+std::vector<TensorCoreCase> tensor_core_cases() {
+  return {
+        {fam::kRmsLinear, {{"n", 16}, {"d", 64}}, {{"g1", 4}, {"F1", 2}}, "wmma m16n16k16 __half", kHalfTol},
+        {fam::kRmsLinear, {{"n", 48}, {"d", 64}}, {{"g1", 1}, {"F1", 2}}, "wmma m16n16k16 __half", kHalfTol},  // 3 x 4 tiles
+        {fam::kRmsLinear, {{"n", 24}, {"d", 64}}, {{"g1", 1}, {"F1", 2}}, "wmma m8n32k16 __half", kHalfTol},   // 3 x 2 tiles
+        {fam::kRmsLinear, {{"n", 32}, {"d", 64}}, {{"g1", 8}, {"F1", 2}}, "wmma m32n8k16 __half", kHalfTol},
+        {as_bf16(fam::kRmsLinear), {{"n", 16}, {"d", 64}}, {{"g1", 4}, {"F1", 2}}, "wmma m16n16k16 __nv_bfloat16", 2e-2},
+        {as_bf16(fam::kGatedMlp), {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, "wmma m8n32k16 __nv_bfloat16", 2e-2},
+        {fam::kAttention, {{"B", 2}, {"q", 32}, {"s", 128}, {"e", 16}}, {{"g1", 1}, {"g2", 2}, {"F1", 2}, {"g3", 2}, {"F2", 1}},
+         "wmma m16n16k16 __half", kHalfTol},  // 2 x 2 x 2 tiles
+        {kBroadcastBatchFamily, {{"b", 4}, {"m", 16}, {"k", 32}, {"n", 16}}, {{"g1", 2}}, "wmma m16n16k16 __half", 1e-5},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("cuda: matmuls of staged 16-bit tiles take tensor cores where sizes and alignment fit", "[cuda]") {
+  for (const TensorCoreCase& c : tensor_core_cases()) {
+    std::string src = cuda_source(c.family, c.dims, c.sizes);
+    INFO(c.family << "\n" << src);
+    CHECK(has(src, std::string("// tensor cores: ").append(c.path)));
+    CHECK(has(src, "wmma::mma_sync"));
+    CHECK(has(src, "#include <mma.h>"));
+    CudaCodegenOptions scalar;
+    scalar.tensor_cores = false;
+    std::string off = cuda_source(c.family, c.dims, c.sizes, scalar);
+    CHECK_FALSE(has(off, "wmma"));
+    CHECK(has(off, "// scalar matmul"));
+  }
+  // The attention's second matmul has an f32 operand (exp of the first): scalar.
+  CHECK(has(cuda_source(fam::kAttention, {{"B", 2}, {"q", 32}, {"s", 128}, {"e", 16}},
+                        {{"g1", 1}, {"g2", 2}, {"F1", 2}, {"g3", 2}, {"F2", 1}}),
+            "// scalar matmul"));
+  // Sizes that fit no shape, f32 operands, and m32n8k16 tiles 16 bytes apart (n = 24): scalar.
+  for (const std::string& src : {cuda_source(fam::kRmsLinear, {{"n", 3}, {"d", 80}}, {{"g1", 2}, {"F1", 1}}),
+                                 cuda_source(fam::kSplitContractionPartials, {{"n", 16}, {"d", 32}, {"m", 16}}, {{"g1", 2}}),
+                                 cuda_source(fam::kRmsLinear, {{"n", 32}, {"d", 48}}, {{"g1", 2}, {"F1", 3}})}) {
+    INFO(src);
+    CHECK_FALSE(has(src, "wmma"));
+    CHECK_FALSE(has(src, "<mma.h>"));
+    CHECK(has(src, "// scalar matmul"));
+  }
+}
+
+TEST_CASE("cuda: loads are staged with 16-byte vectors where every row allows", "[cuda]") {
+  std::string src = cuda_source(fam::kRmsLinear, {{"n", 16}, {"d", 64}}, {{"g1", 4}, {"F1", 2}});
+  CHECK(has(src, "prism_copy16(&v0["));  // x: rows of 32 halves
+  CHECK(has(src, "prism_copy16(&v1["));  // w: rows of 16 halves
+  // Rows of 18 halves (36 bytes): element by element.
+  std::string odd = cuda_source(fam::kRmsLinear, {{"n", 3}, {"d", 36}}, {{"g1", 2}, {"F1", 2}});
+  CHECK_FALSE(has(odd, "prism_copy16(&"));
+  CHECK(emulated_error(fam::kRmsLinear, {{"n", 3}, {"d", 36}}, {{"g1", 2}, {"F1", 2}}) < kHalfTol);
+  // f32 rows of 8 floats.
+  CHECK(has(cuda_source(fam::kSplitContractionPartials, {{"n", 4}, {"d", 32}, {"m", 24}}, {{"g1", 4}}), "prism_copy16(&"));
+}
+
+TEST_CASE("cuda: tensor-core matmuls and vector loads, run on the host, match the evaluator", "[cuda]") {
+  CudaCodegenOptions scalar;
+  scalar.tensor_cores = false;
+  for (const TensorCoreCase& c : tensor_core_cases()) {
+    INFO(c.family << c.path);
+    CHECK(emulated_error(c.family, c.dims, c.sizes) < c.tol);
+    CHECK(emulated_error(c.family, c.dims, c.sizes, scalar) < c.tol);
+  }
+}
+
+TEST_CASE("cuda: tensor-core families compile with NVRTC", "[cuda]") {
+  if (!have_nvrtc()) return;
+  for (const TensorCoreCase& c : tensor_core_cases()) {
+    INFO(c.path);
+    family_compiles(c.family, c.dims, c.sizes);
+  }
+}
+
+TEST_CASE("cuda: the host emulation stops with a message on a misaligned wmma pointer, ldm or vector copy", "[cuda]") {
+  test::TempDir dir;
+  const std::string shim = std::string(PRISM_SOURCE_DIR) + "/tests/engine/backend/cuda_emulation";
+  std::string program = backend::cuda::detail::prelude() + R"(#include <mma.h>
+#include <string>
+namespace wmma = nvcuda::wmma;
+alignas(32) __half tile[512];
+alignas(32) __half copy[16];
+int main(int, char** argv) {
+  std::string what = argv[1];
+  wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> f;
+  if (what == "aligned") {
+    wmma::load_matrix_sync(f, tile + 16, 16);
+    prism_copy16(copy, tile + 8);
+  }
+  if (what == "wmma pointer") wmma::load_matrix_sync(f, tile + 8, 16);
+  if (what == "ldm") wmma::load_matrix_sync(f, tile, 12);
+  if (what == "vector copy") prism_copy16(copy, tile + 1);
+  return 0;
+}
+)";
+  std::ofstream(dir / "misaligned.cpp") << program;
+  const char* cxx = std::getenv("CXX");
+  ProcessResult built = run_process({cxx && *cxx ? cxx : "c++", "-std=c++20", "-pthread", "-include", shim + "/prism_cuda_host.h", "-I", shim,
+                                     dir / "misaligned.cpp", "-o", dir / "misaligned"});
+  INFO(built.err);
+  REQUIRE(built.exit_code == 0);
+  CHECK(run_process({dir / "misaligned", "aligned"}).exit_code == 0);
+  for (const auto& [what, says] : std::vector<std::pair<std::string, std::string>>{
+             {"wmma pointer", "is not 32-byte aligned"}, {"ldm", "ldm 12 is not a multiple of 8"}, {"vector copy", "is not 16-byte aligned"}}) {
+    ProcessResult r = run_process({dir / "misaligned", what});
+    INFO(what << ": " << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(has(r.err, says));
   }
 }

@@ -3,11 +3,14 @@
 // -I of this directory (whose cuda_fp16.h / cuda_bf16.h stand in for the toolkit's). A launch
 // runs the blocks one after another, each with one std::thread per CUDA thread: __syncthreads is
 // a barrier of the block, __shfl_xor_sync an exchange through a barrier of the warp, shared
-// memory one buffer. Slow, and only for tiny sizes.
+// memory one buffer. Slow, and only for tiny sizes. Accesses that need alignment on a GPU (uint4
+// vectors, wmma pointers in mma.h) check it here and abort with a message when it is missing.
 #pragma once
 #include <barrier>
 #include <math.h>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <thread>
@@ -27,14 +30,41 @@ struct prism_dim3 {
 };
 inline prism_dim3 blockIdx, gridDim;
 inline thread_local prism_dim3 threadIdx;
-alignas(16) inline unsigned char prism_smem_buffer[1 << 18];
+alignas(128) inline unsigned char prism_smem_buffer[1 << 18];
 #define prism_smem prism_smem_buffer
 
 inline std::barrier<>* prism_block_barrier = nullptr;
 inline std::vector<std::unique_ptr<std::barrier<>>> prism_warp_barriers;
 inline float prism_lanes[1024];
 
+// A GPU faults (or reads garbage) on a misaligned access; the emulation says so and stops.
+inline void prism_require_aligned(const void* p, unsigned long bytes, const char* what) {
+  if (reinterpret_cast<uintptr_t>(p) % bytes == 0) return;
+  std::fprintf(stderr, "prism cuda emulation: %s: pointer %p is not %lu-byte aligned\n", what, p, bytes);
+  std::abort();
+}
+
+// CUDA's 16-byte vector; a copy checks that both ends are 16-byte aligned, as the GPU needs.
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+  uint4() = default;
+  uint4(const uint4& o) { copy(o); }
+  uint4& operator=(const uint4& o) {
+    prism_require_aligned(this, 16, "uint4 store");
+    copy(o);
+    return *this;
+  }
+
+ private:
+  void copy(const uint4& o) {
+    prism_require_aligned(&o, 16, "uint4 load");
+    x = o.x, y = o.y, z = o.z, w = o.w;
+  }
+};
+
 inline void __syncthreads() { prism_block_barrier->arrive_and_wait(); }
+// All lanes of the calling thread's warp meet here.
+inline void prism_warp_sync() { prism_warp_barriers[threadIdx.x >> 5]->arrive_and_wait(); }
 inline float __shfl_xor_sync(unsigned, float v, int m) {
   unsigned t = threadIdx.x, w = t >> 5;
   prism_lanes[t] = v;
