@@ -19,7 +19,7 @@ struct CpuMeasurement {
 struct MeasureOptions {
   int threads = 1;
   int64_t read_bytes = int64_t(256) << 20;  // the array summed: far larger than any last-level cache
-  int read_repeats = 5;                     // passes over it; the best counts
+  int read_repeats = 12;                    // passes over it; the best counts (this VM varies 30-50 GB/s)
   int64_t cache_read_bytes = 0;             // an array that fits the last-level cache (0: not measured)
   int cache_read_repeats = 40;
   std::vector<int64_t> curve_bytes;         // more array sizes to read (cache_read_repeats passes each)

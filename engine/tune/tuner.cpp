@@ -77,10 +77,32 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
   return options;
 }
 
+namespace {
+
+// The tiling an instantiation's sizes describe, whatever the family names its symbols: the grid
+// sizes other than 1 and the loop ranges (F…), each sorted. "F1=64 g1=8" and "F1=64 g1=1 g2=8"
+// are one tiling.
+std::string tiling_key(const DimBindings& sizes) {
+  std::vector<int64_t> grid, loop;
+  for (const auto& [name, value] : sizes) {
+    if (!name.empty() && name[0] == 'F') loop.push_back(value);
+    else if (value != 1) grid.push_back(value);
+  }
+  std::sort(grid.begin(), grid.end());
+  std::sort(loop.begin(), loop.end());
+  std::string key = "F";
+  for (int64_t v : loop) key.append(" ").append(std::to_string(v));
+  key += " g";
+  for (int64_t v : grid) key.append(" ").append(std::to_string(v));
+  return key;
+}
+
+}  // namespace
+
 // The top K by cost, at most half of them (rounded up) from one family, so one family's many
-// tile sizes cannot crowd out the others; and, while other sizes are left, at most a quarter with
-// the same tile sizes, so families that differ only in how they order elementwise ops (the cost
-// model ties them) cannot crowd out other sizes.
+// tile sizes cannot crowd out the others; and, while other tilings are left, at most a quarter
+// with the same tiling, so families that differ only in how they order elementwise ops (the cost
+// model ties them) cannot crowd out other tile sizes.
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
   std::vector<size_t> chosen;
   std::vector<bool> taken(ranked.size(), false);
@@ -90,7 +112,7 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
   for (int pass = 0; pass < 2; ++pass)
     for (size_t i = 0; i < ranked.size() && int(chosen.size()) < top; ++i) {
       if (taken[i] || per_family[ranked[i].family] >= family_cap) continue;
-      const std::string sizes = sizes_text(ranked[i].sizes);
+      const std::string sizes = tiling_key(ranked[i].sizes);
       if (pass == 0 && per_sizes[sizes] >= sizes_cap) continue;
       taken[i] = true;
       ++per_family[ranked[i].family];

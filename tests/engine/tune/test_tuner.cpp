@@ -201,6 +201,11 @@ TEST_CASE("tuner: the timed top K mixes families and tile sizes", "[tune]") {
   CHECK(tune::steps::choose(ranked, 4) == std::vector<size_t>{0, 1, 5, 9});
   // Top 8: two per tile sizes, four per family, then the next in rank order.
   CHECK(tune::steps::choose(ranked, 8) == std::vector<size_t>{0, 1, 2, 5, 6, 7, 8, 9});
+  // Tilings, not names: g1=1 g2=16 in one family tiles as g1=16 in another.
+  std::vector<tune::steps::Option> named = {{0, {}, {{"F1", 32}, {"g1", 16}}, 1.0},
+                                            {1, {}, {{"F1", 32}, {"g1", 1}, {"g2", 16}}, 1.0},
+                                            {2, {}, {{"F1", 64}, {"g1", 8}}, 1.1}};
+  CHECK(tune::steps::choose(named, 2) == std::vector<size_t>{0, 2});
   // Fewer options than K: all of them within the family cap.
   CHECK(tune::steps::choose({ranked[0], ranked[1]}, 8) == std::vector<size_t>{0, 1});
 }
