@@ -63,7 +63,7 @@ std::vector<std::string> split_tabs(const std::string& line) {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 5;
+constexpr int kTunerRevision = 6;
 
 std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const TargetDescription& target) {
   std::string text = print_program(lowered) + "\x1f" + sizes_field(bindings) + "\x1f" + target.name + "\x1f" + target.model +

@@ -131,6 +131,8 @@ output R, Z, R
 }  // namespace
 
 TEST_CASE("codegen: rms_linear family matches the evaluator", "[codegen]") {
+  // d=1024: rows of X 4 KiB apart, so the matmul copies its A tile first (prism_mm's packing).
+  CHECK(family_codegen_error(fam::kRmsLinear, {{"n", 16}, {"d", 1024}}, {{"g1", 4}, {"F1", 8}}) < kTol);
   CHECK(family_codegen_error(fam::kRmsLinear, {{"n", 8}, {"d", 64}}, {{"g1", 4}, {"F1", 2}}) < kTol);
   CHECK(family_codegen_error(fam::kRmsLinear, {{"n", 16}, {"d", 128}}, {{"g1", 1}, {"F1", 1}}) < kTol);
   // n = 3 rows, tiles of 5 columns: remainders of every blocking, scalar column tails.
@@ -142,6 +144,7 @@ TEST_CASE("codegen: rms_linear family matches the evaluator", "[codegen]") {
 TEST_CASE("codegen: gated_mlp family matches the evaluator", "[codegen]") {
   CHECK(family_codegen_error(fam::kGatedMlp, {{"n", 8}, {"d", 64}}, {{"g1", 4}, {"F1", 4}}) < kTol);
   CHECK(family_codegen_error(fam::kGatedMlp, {{"n", 3}, {"d", 48}}, {{"g1", 2}, {"F1", 16}}) < kTol);
+  CHECK(family_codegen_error(fam::kGatedMlp, {{"n", 5}, {"d", 1024}}, {{"g1", 8}, {"F1", 16}}) < kTol);  // packed A, 5 rows
 }
 
 TEST_CASE("codegen: lora family matches the evaluator", "[codegen]") {
