@@ -18,7 +18,8 @@
 //     runs (loop iterations for loop-body ops) and the blocks. Peak is the target's f32 FMA peak,
 //     divided by a vectorization factor min(1, width / lanes) where width is the tile's last
 //     (contiguous) dim and lanes = simd_bytes / 4: a tile narrower than a vector register wastes
-//     lanes.
+//     lanes. On a GPU, a block matmul of two loaded 16-bit tiles whose sizes fit a tensor-core
+//     shape runs at the tensor-core peak instead.
 //  4. Overlap. Within a kernel, data movement (memory plus cache traffic, one after the other)
 //     and compute overlap perfectly: the kernel takes the larger, divided by its parallel efficiency blocks / (ceil(blocks/cores) *
 //     cores) (the last wave of blocks leaves cores idle; one block uses one core).
@@ -43,6 +44,7 @@
 #include <map>
 #include <set>
 
+#include "engine/backend/cuda/codegen.h"
 #include "engine/interp/interpreter.h"
 
 namespace prism::tune {
@@ -104,6 +106,25 @@ class CostModel {
     return std::min(1.0, width / lanes);
   }
 
+  // peak / tensor-core peak for a matmul of two loaded 16-bit tiles with a tensor-core shape on a
+  // GPU (assumption 3); 1 otherwise.
+  double tensor_core_factor(size_t k, const BlockOp& op) const {
+    if (target_.name != "cuda" || target_.tensor_peak_gflops <= 0 || op.operands.size() != 2) return 1;
+    const sgraph::CustomKernel& kernel = in_.graph.kernels[k].block;
+    DType dtype = DType::F32;
+    for (int operand : op.operands) {
+      const BlockOp& from = kernel.ops[size_t(operand)];
+      if (from.kind != BlockOp::Kind::Load) return 1;
+      DType d = in_.analysis.tensors.at(from.tensor).dtype;
+      if (d == DType::F32 || (operand != op.operands[0] && d != dtype)) return 1;
+      dtype = d;
+    }
+    const std::vector<int64_t> a = tile(k, size_t(op.operands[0])), b = tile(k, size_t(op.operands[1]));
+    if (a.size() < 2 || b.size() < 2) return 1;
+    const int64_t m = a[a.size() - 2], kk = a.back(), n = b.back();
+    return backend::cuda::tensor_core_shape(m, n, kk) ? target_.peak_gflops / target_.tensor_peak_gflops : 1;
+  }
+
   // Elements of a tile that lie contiguously in its tensor: the trailing dims the tile spans
   // whole, times the first dim it cuts.
   static double contiguous_run(const std::vector<int64_t>& tile, const std::vector<int64_t>& tensor) {
@@ -163,7 +184,7 @@ class CostModel {
           const bool reduces = op.kind == BlockOp::Kind::Accumulate || op_class(op.op) == OpClass::Reduce;
           const double f = matmul ? 2 * elements(shape) * double(x.empty() ? 1 : x.back()) : reduces ? elements(x) : elements(shape);
           c.flops += f * runs;
-          c.scaled_flops += f * runs / vector_factor(reduces ? x : shape);
+          c.scaled_flops += f * runs / vector_factor(reduces ? x : shape) * (matmul ? tensor_core_factor(k, op) : 1.0);
           if (op.kind == BlockOp::Kind::Accumulate && target_.name == "cpu" && target_.l1_bytes > 0 && !op.operands.empty()) {
             const BlockOp& from = kernel.ops[size_t(op.operands[0])];
             const double tile_bytes = elements(shape) * 4;  // accumulators are f32

@@ -267,6 +267,8 @@ class CustomEmitter {
 
 }  // namespace
 
+bool tensor_core_shape(int64_t m, int64_t n, int64_t k) { return wmma_fits(m, n, k); }
+
 CudaSource generate_cuda_source(const sgraph::Instance& inst, const CudaCodegenOptions& options) {
   const sgraph::SGraph& g = inst.graph;
   if (!g.is_concrete()) fail("the graph has open map choices");

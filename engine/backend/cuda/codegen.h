@@ -35,6 +35,10 @@ struct CudaCodegenOptions {
   bool tensor_cores = true;             // false: every matmul on the scalar path (no wmma)
 };
 
+// Whether an m x n x k block matmul of 16-bit tiles has a tensor-core (WMMA) shape: m16n16k16,
+// m8n32k16 or m32n8k16. (The generated code also needs its pointers 32-byte aligned.)
+bool tensor_core_shape(int64_t m, int64_t n, int64_t k);
+
 struct CudaKernelInfo {
   std::string name;           // the extern "C" symbol
   int64_t grid_blocks = 1;

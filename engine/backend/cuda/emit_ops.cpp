@@ -324,6 +324,8 @@ std::string wmma_tile_index(const WmmaPlan& p, const std::string& ind, const Emi
 
 }  // namespace
 
+bool wmma_fits(int64_t m, int64_t n, int64_t k) { return wmma_shape(m, n, k).has_value(); }
+
 std::string emit_wmma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx) {
   std::optional<WmmaPlan> plan = plan_wmma(a, b, out);
   if (!plan || !wmma_aligned(*plan)) return "";

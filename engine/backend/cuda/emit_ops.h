@@ -65,6 +65,8 @@ std::string emit_square_sum_into(int axis, const View& x, const View& out, const
 // out = a @ b, batch dims broadcast, f32 accumulation in order along the contraction.
 std::string emit_matmul(const View& a, const View& b, const View& out, const EmitContext& ctx);
 
+// Whether m x n x k has a WMMA shape (m16n16k16, m8n32k16, m32n8k16).
+bool wmma_fits(int64_t m, int64_t n, int64_t k);
 // out = a @ b on tensor cores (nvcuda::wmma, f32 accumulators; needs <mma.h>), spread over the
 // block's warps: a, b row-major 16-bit tiles of storage type `type` (batch dims dense or
 // broadcast), out an f32 tile, each pointer 32-byte aligned. Shape m16n16k16, else m8n32k16, else

@@ -191,3 +191,24 @@ TEST_CASE("cost model: a long loop of thin K steps into an accumulator larger th
   };
   CHECK(small(256).cache_bytes - small(8).cache_bytes < 0.01 * (2 * (2 * 2 * 1024 * 4.0) * 2) * (256 - 8));
 }
+
+TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles with a tensor-core shape runs at the tensor-core peak", "[tune][cost]") {
+  // The H100 with its peaks scaled down 1000x, so that compute decides the estimate.
+  TargetDescription gpu = cuda_h100_data();
+  gpu.peak_gflops /= 1000;
+  gpu.tensor_peak_gflops /= 1000;
+  TargetDescription no_tensor_cores = gpu;
+  no_tensor_cores.tensor_peak_gflops = 0;
+  sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);  // f16 X and W
+  auto compute_bound = [&](int64_t n, const TargetDescription& t) {
+    sgraph::Instance inst = sgraph::instantiate(g, {{"n", n}, {"d", 8192}}, {{"g1", 64}, {"F1", 64}}, t.sgraph_target());
+    return estimate_cost(inst, t);
+  };
+  // n=16: 16 x 128 @ 128 x 128 tiles fit m16n16k16.
+  CHECK(compute_bound(16, gpu).bound == "compute");
+  CHECK(compute_bound(16, gpu).seconds < 0.5 * compute_bound(16, no_tensor_cores).seconds);
+  // n=3: no tensor-core shape; the same estimate either way.
+  CHECK(compute_bound(3, gpu).seconds == compute_bound(3, no_tensor_cores).seconds);
+  // The flops counted are the same; only the rate differs.
+  CHECK(compute_bound(16, gpu).flops == compute_bound(16, no_tensor_cores).flops);
+}
