@@ -1,5 +1,6 @@
 #include "engine/tune/target.h"
 
+#include "engine/backend/cuda/bandwidth.h"
 #include "engine/backend/cuda/driver.h"
 
 #include <sched.h>
@@ -239,7 +240,7 @@ TargetDescription describe_cuda_device() {
   backend::cuda::CudaDevice device;
   const backend::cuda::DeviceInfo& info = device.info();
   TargetDescription t = cuda_h100_data();
-  std::string sheet = " (data-sheet bandwidth and peaks)";
+  std::string peaks = "data-sheet peaks";
   if (info.name.find("H200") != std::string::npos) {
     t.bandwidth_gbs = 4800;  // HBM3e
   } else if (info.name.find("H100") != std::string::npos && info.name.find("PCIe") != std::string::npos) {
@@ -247,13 +248,24 @@ TargetDescription describe_cuda_device() {
     t.peak_gflops = 51000;
     t.tensor_peak_gflops = 756000;
   } else if (info.name.find("H100") == std::string::npos) {
-    sheet = " (bandwidth and peaks assumed: an H100 SXM's)";
+    peaks = "peaks assumed: an H100 SXM's";
   }
   t.cores = info.sm_count;
   t.fast_memory_bytes = info.shared_per_block_optin > 0 ? info.shared_per_block_optin : info.shared_per_block;
   t.arch = info.arch();
+  // The bandwidth measured on this device when NVRTC and the driver allow; else the data sheet's.
+  std::string bandwidth = "data-sheet bandwidth";
+  try {
+    if (const double measured = backend::cuda::measure_read_bandwidth_gbs(device); measured > 0) {
+      t.bandwidth_gbs = measured;
+      t.measured = true;
+      bandwidth = "measured " + std::to_string(int64_t(measured + 0.5)) + " GB/s";
+    }
+  } catch (const std::exception&) {
+    // the data sheet's bandwidth stays, and the model says so
+  }
   t.model = info.name + ", " + std::to_string(info.sm_count) + " SMs, compute capability " + std::to_string(info.cc_major) + "." +
-            std::to_string(info.cc_minor) + sheet;
+            std::to_string(info.cc_minor) + " (" + bandwidth + "; " + peaks + ")";
   return t;
 }
 

@@ -58,9 +58,10 @@ TargetDescription describe_cpu(const std::string& cache_dir = "");
 TargetDescription cuda_h100_data();
 
 // The GPU of this machine (device 0, driver.h's DeviceInfo): its SMs as cores, the opt-in shared
-// memory per block as fast_memory_bytes, its compute capability as arch; bandwidth and peaks from
-// the data sheet for the H100 (SXM or PCIe) and H200, else the H100 SXM's, marked "(assumed)" in
-// the model. Throws Error{Failed} saying why when there is no device.
+// memory per block as fast_memory_bytes, its compute capability as arch, its streaming-read
+// bandwidth measured (backend/cuda/bandwidth.h; the data sheet's when that fails); peaks from the
+// data sheet for the H100 (SXM or PCIe) and H200, else the H100 SXM's, marked "assumed" in the
+// model. Throws Error{Failed} saying why when there is no device.
 TargetDescription describe_cuda_device();
 
 }  // namespace prism::tune

@@ -14,6 +14,7 @@
 #include "../sgraph/families.h"
 #include "../sgraph/sgraph_helpers.h"
 #include "engine/backend/cpu/compiler.h"
+#include "engine/backend/cuda/bandwidth.h"
 #include "engine/backend/cuda/codegen.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/emit_ops.h"
@@ -493,4 +494,22 @@ int main(int, char** argv) {
     CHECK(r.exit_code != 0);
     CHECK(has(r.err, says));
   }
+}
+
+TEST_CASE("cuda: the bandwidth kernel compiles; with a device it measures a positive rate, without one it says why", "[cuda]") {
+  if (have_nvrtc()) {
+    const std::string source = read_bandwidth_source(int64_t(1) << 20);
+    CHECK_THAT(source, Catch::Contains("65536LL"));  // 1 MiB in 16-byte vectors
+    PtxResult ptx = compile_to_ptx(source, "compute_90", cache_dir());
+    CHECK(ptx.ptx.find("prism_read_bandwidth") != std::string::npos);
+  }
+  if (!cuda_status().available) {
+    CHECK_THROWS_AS(CudaDevice(), Error);
+    return;
+  }
+  if (!nvrtc_status().available) return;
+  CudaDevice device;
+  const double gbs = measure_read_bandwidth_gbs(device, int64_t(256) << 20, 3);
+  WARN("device read bandwidth: " << gbs << " GB/s");
+  CHECK(gbs > 100);  // every CUDA GPU prism targets reads far faster
 }
