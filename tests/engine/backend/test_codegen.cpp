@@ -182,15 +182,7 @@ namespace {
 // The families the search finds for each example at one small binding: `every`-th family
 // compiled (1: all of them), the first `checked` checked against the evaluator.
 void check_search_families(const std::vector<std::string>& examples, size_t every, size_t checked) {
-  const std::map<std::string, DimBindings> dims = {
-      {"rms_linear", {{"n", 4}, {"d", 64}}},
-      {"rmsnorm_mlp", {{"n", 4}, {"d", 64}}},
-      {"gated_mlp", {{"n", 4}, {"d", 64}}},
-      {"lora", {{"n", 4}, {"d", 64}, {"o", 128}, {"r", 8}}},
-      {"attention", {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}}},
-      {"qk_norm_attention", {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}}},
-      {"gqa", {{"h", 2}, {"g", 2}, {"s", 64}, {"e", 16}}},
-  };
+  const std::map<std::string, DimBindings>& dims = test::small_example_dims();
   const sgraph::Target target{"cpu", 1 << 20};
   for (const std::string& name : examples) {
     INFO("example " << name);

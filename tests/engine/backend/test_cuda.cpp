@@ -198,15 +198,7 @@ TEST_CASE("cuda: the PTX cache serves a second compile of the same source", "[cu
   CHECK_THROWS_WITH(compile_to_ptx("this is not CUDA", "compute_90", dir.path()), Catch::Contains("NVRTC failed"));
 }
 
-const std::map<std::string, DimBindings> kExampleDims = {
-      {"rms_linear", {{"n", 4}, {"d", 64}}},
-      {"rmsnorm_mlp", {{"n", 4}, {"d", 64}}},
-      {"gated_mlp", {{"n", 4}, {"d", 64}}},
-      {"lora", {{"n", 4}, {"d", 64}, {"o", 128}, {"r", 8}}},
-      {"attention", {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}}},
-      {"qk_norm_attention", {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}}},
-      {"gqa", {{"h", 2}, {"g", 2}, {"s", 64}, {"e", 16}}},
-};
+const std::map<std::string, DimBindings>& kExampleDims = test::small_example_dims();
 
 SearchResult search_example(const std::string& name) {
   SearchLimits limits;

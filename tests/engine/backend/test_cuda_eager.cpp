@@ -23,15 +23,7 @@ using namespace prism::backend::cuda;
 
 namespace {
 
-const std::map<std::string, DimBindings> kSmall = {
-    {"rms_linear", {{"n", 4}, {"d", 64}}},
-    {"rmsnorm_mlp", {{"n", 4}, {"d", 64}}},
-    {"gated_mlp", {{"n", 4}, {"d", 64}}},
-    {"lora", {{"n", 4}, {"d", 64}, {"o", 128}, {"r", 8}}},
-    {"attention", {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}}},
-    {"qk_norm_attention", {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}}},
-    {"gqa", {{"h", 2}, {"g", 2}, {"s", 64}, {"e", 16}}},
-};
+const std::map<std::string, DimBindings>& kSmall = test::small_example_dims();
 
 void check_plan_names(const CudaPlan& plan) {
   std::set<std::string> names;

@@ -1,6 +1,7 @@
 // Helpers for the search tests: the example programs, lowered.
 #pragma once
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -29,6 +30,20 @@ inline Program lowered_text(const std::string& text, const std::string& name) {
   for (const auto& p : r.programs)
     if (p.name == name) return lower_composites(p);
   throw std::runtime_error("no program " + name);
+}
+
+// Every example at one small binding: what the code generators' tests instantiate them at.
+inline const std::map<std::string, DimBindings>& small_example_dims() {
+  static const std::map<std::string, DimBindings> dims = {
+      {"rms_linear", {{"n", 4}, {"d", 64}}},
+      {"rmsnorm_mlp", {{"n", 4}, {"d", 64}}},
+      {"gated_mlp", {{"n", 4}, {"d", 64}}},
+      {"lora", {{"n", 4}, {"d", 64}, {"o", 128}, {"r", 8}}},
+      {"attention", {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}}},
+      {"qk_norm_attention", {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}}},
+      {"gqa", {{"h", 2}, {"g", 2}, {"s", 64}, {"e", 16}}},
+  };
+  return dims;
 }
 
 }  // namespace prism::test
