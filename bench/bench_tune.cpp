@@ -5,7 +5,6 @@
 // for a set that fits them), and issue 5's (bytes at the streaming bandwidth from memory).
 // Run by scripts/bench_tune.sh, never by the tests. Arguments: workload names to restrict to,
 // --top K (default 8).
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -30,14 +29,7 @@ int main(int argc, char** argv) {
   std::string machine;
   for (const Shape& s : shapes()) {
     if (!only.empty() && !only.count(s.workload)) continue;
-    double search_s = 0;
-    if (opened.insert(s.workload).second) {
-      std::string path = std::string(PRISM_SOURCE_DIR) + "/examples/" + s.workload + ".prism";
-      ws.open("file://" + path, read(path), 1);
-      auto t0 = std::chrono::steady_clock::now();
-      ws.search(s.workload, SearchLimits{});
-      search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
+    const double search_s = open_and_search(ws, opened, s.workload, SearchLimits{});
     tune::TuneRequest request;
     request.bindings = s.bindings;
     request.top = top;

@@ -3,7 +3,6 @@
 // best tuned candidate, the speedup, the fraction of the roofline (data-sheet bandwidth and
 // peaks). Run by scripts/bench_gpu.sh, never by the tests. Arguments: workload names to restrict
 // to, --top K (default 8). Without a device it says why and exits 0.
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -34,16 +33,9 @@ int main(int argc, char** argv) {
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const Shape& s : shapes()) {
     if (!only.empty() && !only.count(s.workload)) continue;
-    double search_s = 0;
-    if (opened.insert(s.workload).second) {
-      std::string path = std::string(PRISM_SOURCE_DIR) + "/examples/" + s.workload + ".prism";
-      ws.open("file://" + path, read(path), 1);
-      auto t0 = std::chrono::steady_clock::now();
-      SearchLimits limits;
-      limits.target = "gpu-228k";
-      ws.search(s.workload, limits);
-      search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
+    SearchLimits limits;
+    limits.target = "gpu-228k";
+    const double search_s = open_and_search(ws, opened, s.workload, limits);
     tune::TuneRequest request;
     request.target = "cuda";
     request.bindings = s.bindings;

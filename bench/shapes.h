@@ -1,6 +1,7 @@
 // design.md §8's workloads and shapes, shared by the tuning benchmarks (bench_tune.cpp on the
 // CPU, bench_tune_gpu.cpp on the GPU).
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "engine/workspace.h"
 
 namespace prism::bench {
 
@@ -41,6 +44,17 @@ inline std::vector<Shape> shapes() {
   out.push_back({"lora", {{"n", 16}, {"d", 256}, {"o", 4096}, {"r", 16}}});
   out.push_back({"gqa", {{"h", 2}, {"g", 256}, {"e", 64}, {"s", 4096}}});
   return out;
+}
+
+// Opens and searches `workload` the first time it is asked for (its example file, `limits`);
+// returns the search's seconds, 0 when it was already open.
+inline double open_and_search(Workspace& ws, std::set<std::string>& opened, const std::string& workload, const SearchLimits& limits) {
+  if (!opened.insert(workload).second) return 0;
+  std::string path = std::string(PRISM_SOURCE_DIR) + "/examples/" + workload + ".prism";
+  ws.open("file://" + path, read(path), 1);
+  auto t0 = std::chrono::steady_clock::now();
+  ws.search(workload, limits);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // The tuning benches' command line: workload names to restrict to, --top K (default 8).
