@@ -111,14 +111,10 @@ class CostModel {
   double tensor_core_factor(size_t k, const BlockOp& op) const {
     if (target_.name != "cuda" || target_.tensor_peak_gflops <= 0 || op.operands.size() != 2) return 1;
     const sgraph::CustomKernel& kernel = in_.graph.kernels[k].block;
-    DType dtype = DType::F32;
-    for (int operand : op.operands) {
-      const BlockOp& from = kernel.ops[size_t(operand)];
-      if (from.kind != BlockOp::Kind::Load) return 1;
-      DType d = in_.analysis.tensors.at(from.tensor).dtype;
-      if (d == DType::F32 || (operand != op.operands[0] && d != dtype)) return 1;
-      dtype = d;
-    }
+    const BlockOp &left = kernel.ops[size_t(op.operands[0])], &right = kernel.ops[size_t(op.operands[1])];
+    if (left.kind != BlockOp::Kind::Load || right.kind != BlockOp::Kind::Load) return 1;
+    const DType dtype = in_.analysis.tensors.at(left.tensor).dtype;
+    if (dtype == DType::F32 || in_.analysis.tensors.at(right.tensor).dtype != dtype) return 1;
     const std::vector<int64_t> a = tile(k, size_t(op.operands[0])), b = tile(k, size_t(op.operands[1]));
     if (a.size() < 2 || b.size() < 2) return 1;
     const int64_t m = a[a.size() - 2], kk = a.back(), n = b.back();

@@ -79,9 +79,10 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
 
 namespace {
 
-// The tiling an instantiation's sizes describe, whatever the family names its symbols: the grid
-// sizes other than 1 and the loop ranges (F…), each sorted. "F1=64 g1=8" and "F1=64 g1=1 g2=8"
-// are one tiling.
+// The tiling an instantiation's sizes describe, whatever the family numbers its symbols: the grid
+// sizes other than 1 and the loop ranges, each sorted. "F1=64 g1=8" and "F1=64 g1=1 g2=8" are one
+// tiling. Loop ranges are the symbols named F… (the search names grid sizes g1, g2 … and loop
+// ranges F1, F2 …: engine/search/plan.cpp).
 std::string tiling_key(const DimBindings& sizes) {
   std::vector<int64_t> grid, loop;
   for (const auto& [name, value] : sizes) {
