@@ -17,7 +17,7 @@
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/codegen.h"
 #include "engine/backend/cpu/compiler.h"
-#include "engine/interp/interpreter.h"
+#include "engine/ir/shape.h"
 #include "engine/interp/tensor.h"
 #include "engine/sgraph/parse.h"
 

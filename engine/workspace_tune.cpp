@@ -9,7 +9,7 @@
 #include "engine/sgraph/parse.h"
 #include "engine/tune/cost_model.h"
 #include "engine/tune/cuda_source.h"
-#include "engine/interp/interpreter.h"
+#include "engine/ir/shape.h"
 #include "engine/tune/tune_db.h"
 #include "engine/workspace.h"
 

@@ -4,19 +4,7 @@
 
 namespace prism::backend {
 
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
-
 View dense_view(const std::string& ptr, const std::vector<int64_t>& shape) { return View{ptr, shape, dense_strides(shape)}; }
-
-int64_t element_count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
 
 std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 0);
@@ -26,17 +14,6 @@ std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& 
     s[dst] = v.shape[src] == 1 ? 0 : v.strides[src];
   }
   return s;
-}
-
-std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& shape, const std::vector<int64_t>& out) {
-  std::vector<int64_t> strides(out.size(), 0);
-  int64_t s = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    size_t src = shape.size() - 1 - i, dst = out.size() - 1 - i;
-    strides[dst] = shape[src] == 1 && out[dst] != 1 ? 0 : s;
-    s *= shape[src];
-  }
-  return strides;
 }
 
 std::string index_offset(const std::vector<int64_t>& strides, const std::string& suffix) {

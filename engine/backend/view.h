@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/ir/program.h"
+#include "engine/ir/shape.h"
 #include "engine/sgraph/sgraph.h"
 
 namespace prism::backend {
@@ -18,16 +19,11 @@ struct View {
   std::vector<int64_t> shape, strides;
 };
 
-std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape);
 View dense_view(const std::string& ptr, const std::vector<int64_t>& shape);
-int64_t element_count(const std::vector<int64_t>& shape);
 // Strides of `v` aligned to the right of a loop nest over `shape`; broadcast dims (size 1 in v,
 // or missing on the left) get stride 0.
 std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& shape);
 
-// Strides of a dense row-major `shape` aligned right against a broadcast result `out`: a dim of
-// size 1 against a larger one, or a missing one, gets stride 0.
-std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& shape, const std::vector<int64_t>& out);
 // "i0*12LL + i2*3LL" over loop indices i0, i1 … ("0" when every stride is 0); `suffix` ends the
 // integer literals.
 std::string index_offset(const std::vector<int64_t>& strides, const std::string& suffix);

@@ -14,48 +14,14 @@
 
 namespace prism {
 
-std::vector<int64_t> concrete_shape(const std::vector<Dim>& shape, const DimBindings& bindings) {
-  std::vector<int64_t> out;
-  for (const Dim& d : shape) {
-    try {
-      out.push_back(d.evaluate_size(bindings));
-    } catch (const DimError& e) {
-      throw Error(Error::Kind::InvalidArgument, e.what());
-    }
-  }
-  return out;
-}
-
 namespace {
 
 constexpr int64_t kChunk = int64_t(1) << 16;  // elements between cancellation polls
 
-// Row-major strides of `shape`, aligned to the right of a result of rank `rank`; a dim of size 1
-// that the result broadcasts gets stride 0.
-std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& shape, const std::vector<int64_t>& out_shape) {
-  size_t rank = out_shape.size();
-  std::vector<int64_t> strides(rank, 0);
-  int64_t s = 1;
-  for (size_t i = 0; i < shape.size(); ++i) {
-    size_t src = shape.size() - 1 - i, dst = rank - 1 - i;
-    strides[dst] = shape[src] == 1 && out_shape[dst] != 1 ? 0 : s;
-    s *= shape[src];
-  }
-  return strides;
-}
-
-std::vector<int64_t> broadcast_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op) {
-  size_t rank = std::max(a.size(), b.size());
-  std::vector<int64_t> out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1;
-    int64_t db = i < b.size() ? b[b.size() - 1 - i] : 1;
-    if (da != db && da != 1 && db != 1)
-      throw Error(Error::Kind::InvalidArgument, std::string(op) + ": sizes " + std::to_string(da) + " and " + std::to_string(db) +
-                                                    " cannot broadcast");
-    out[rank - 1 - i] = da == 1 ? db : da;
-  }
-  return out;
+// The broadcast of two operand shapes; throws Error{InvalidArgument} naming the op.
+std::vector<int64_t> broadcast_or_throw(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* op) {
+  if (auto out = broadcast_shape(a, b)) return *out;
+  throw Error(Error::Kind::InvalidArgument, std::string(op) + ": shapes " + shape_text(a) + " and " + shape_text(b) + " cannot broadcast");
 }
 
 // Calls fn(out_index, a_offset, b_offset) for every element of the broadcast result.
@@ -159,7 +125,7 @@ class Interpreter : public Visitor {
   void visit_binary(const Value& v) override {
     const Tensor& a = arg(v, 0);
     const Tensor& b = arg(v, 1);
-    std::vector<int64_t> shape = broadcast_shape(a.shape, b.shape, op_name(v.op));
+    std::vector<int64_t> shape = broadcast_or_throw(a.shape, b.shape, op_name(v.op));
     Tensor out = Tensor::zeros(v.type.dtype, shape);
     switch (v.op) {
       case Op::Add: zip(a, b, out, [](float x, float y) { return x + y; }); break;
@@ -179,7 +145,7 @@ class Interpreter : public Visitor {
     if (b.shape[rb - 2] != k)
       throw Error(Error::Kind::InvalidArgument, "matmul: inner sizes " + std::to_string(k) + " and " + std::to_string(b.shape[rb - 2]) + " differ");
     std::vector<int64_t> batch_a(a.shape.begin(), a.shape.end() - 2), batch_b(b.shape.begin(), b.shape.end() - 2);
-    std::vector<int64_t> batch = broadcast_shape(batch_a, batch_b, "matmul");
+    std::vector<int64_t> batch = broadcast_or_throw(batch_a, batch_b, "matmul");
     std::vector<int64_t> shape = batch;
     shape.push_back(m);
     shape.push_back(n);

@@ -14,11 +14,9 @@
 #include "engine/cancel.h"
 #include "engine/interp/tensor.h"
 #include "engine/ir/program.h"
+#include "engine/ir/shape.h"
 
 namespace prism {
-
-// Every dim of every value as a concrete size; throws Error{InvalidArgument} naming the dim.
-std::vector<int64_t> concrete_shape(const std::vector<Dim>& shape, const DimBindings& bindings);
 
 // `inputs` maps each program input name to its tensor; a tensor whose dtype differs from the
 // declared one is converted (rounded). Throws Error: InvalidArgument (missing input, shape

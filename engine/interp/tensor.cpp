@@ -25,13 +25,6 @@ Tensor Tensor::zeros(DType dtype, std::vector<int64_t> shape) {
   return t;
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s.append(i ? ", " : "").append(std::to_string(shape[i]));
-  if (shape.size() == 1) s += ",";
-  return s + ")";
-}
-
 namespace {
 uint64_t splitmix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ull);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/ir/dtype.h"
+#include "engine/ir/shape.h"
 
 namespace prism {
 
@@ -24,7 +25,6 @@ struct Tensor {
 
 // Product of the dims; throws Error{InvalidArgument} on overflow or over kMaxTensorElements.
 int64_t checked_element_count(const std::vector<int64_t>& shape);
-std::string shape_text(const std::vector<int64_t>& shape);  // "(8, 4096)"
 
 // Deterministic pseudo-random input: element i of the tensor named `name` is
 //   u = top 24 bits of splitmix64 step i of the state (seed ^ fnv1a64(name)), scaled to [0, 1),

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "engine/error.h"
-#include "engine/interp/interpreter.h"
+#include "engine/ir/shape.h"
 #include "engine/util/hash.h"
 
 namespace prism::search {
@@ -72,43 +72,18 @@ FieldElem max2(FieldElem a, FieldElem b) {
   return a.p * kQ + a.q > b.p * kQ + b.q ? a : b;
 }
 
-int64_t count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
 FieldTensor filled(std::vector<int64_t> shape, FieldElem v = {}) {
-  const int64_t n = count(shape);
+  const int64_t n = element_count(shape);
   return {std::move(shape), std::vector<FieldElem>(size_t(n), v)};
 }
-std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
-// Strides of `shape` right-aligned to `out` (0 where it broadcasts).
-std::vector<int64_t> bstrides(const std::vector<int64_t>& shape, const std::vector<int64_t>& out) {
-  std::vector<int64_t> s(out.size(), 0), own = strides_of(shape);
-  for (size_t i = 0; i < shape.size(); ++i) {
-    size_t src = shape.size() - 1 - i, dst = out.size() - 1 - i;
-    s[dst] = shape[src] == 1 && out[dst] != 1 ? 0 : own[src];
-  }
-  return s;
-}
 std::vector<int64_t> bshape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-  const size_t r = std::max(a.size(), b.size());
-  std::vector<int64_t> out(r);
-  for (size_t i = 0; i < r; ++i) {
-    int64_t da = i < a.size() ? a[a.size() - 1 - i] : 1, db = i < b.size() ? b[b.size() - 1 - i] : 1;
-    if (da != db && da != 1 && db != 1) throw Cannot{};
-    out[r - 1 - i] = da == 1 ? db : da;
-  }
-  return out;
+  if (auto out = broadcast_shape(a, b)) return *out;
+  throw Cannot{};
 }
 // fn(i, offset in a, offset in b) over every element of `out` (row-major).
 template <typename Fn>
 void each(const std::vector<int64_t>& out, const std::vector<int64_t>& sa, const std::vector<int64_t>& sb, Fn fn) {
-  const int64_t n = count(out);
+  const int64_t n = element_count(out);
   std::vector<int64_t> idx(out.size(), 0);
   for (int64_t i = 0, oa = 0, ob = 0; i < n; ++i) {
     fn(i, oa, ob);
@@ -151,7 +126,7 @@ FieldTensor matmul(const FieldTensor& a, const FieldTensor& b) {
   shape.push_back(m);
   shape.push_back(n);
   FieldTensor out = filled(shape);
-  each(batch, bstrides(ba, batch), bstrides(bb, batch), [&](int64_t bi, int64_t oa, int64_t ob) {
+  each(batch, broadcast_strides(ba, batch), broadcast_strides(bb, batch), [&](int64_t bi, int64_t oa, int64_t ob) {
     // Products are below 2^62: summed in 128 bits, reduced once per output instead of per term
     // (the modulo dominates otherwise).
     std::vector<unsigned __int128> sp(static_cast<size_t>(n), 0), sq(static_cast<size_t>(n), 0);
@@ -213,19 +188,19 @@ FieldTensor apply(Op op, const Attrs& attrs, const std::vector<const FieldTensor
       }
       const FieldTensor &a = *xs[0], &b = *xs[1];
       FieldTensor out = filled(bshape(a.shape, b.shape));
-      each(out.shape, bstrides(a.shape, out.shape), bstrides(b.shape, out.shape),
+      each(out.shape, broadcast_strides(a.shape, out.shape), broadcast_strides(b.shape, out.shape),
            [&](int64_t i, int64_t oa, int64_t ob) { out.data[size_t(i)] = binary(op, a.data[size_t(oa)], b.data[size_t(ob)]); });
       return out;
     }
     case OpClass::Matmul: return matmul(*xs[0], *xs[1]);
     case OpClass::Reduce: return reduce(op, *xs[0], attrs.axis, attrs.keepdims);
     case OpClass::Reshape: {
-      if (count(shape) != count(xs[0]->shape)) throw Cannot{};
+      if (element_count(shape) != element_count(xs[0]->shape)) throw Cannot{};
       return {shape, xs[0]->data};
     }
     case OpClass::Transpose: {
       const FieldTensor& x = *xs[0];
-      const std::vector<int64_t> own = strides_of(x.shape);
+      const std::vector<int64_t> own = dense_strides(x.shape);
       std::vector<int64_t> out_shape, st;
       for (int p : attrs.perm) out_shape.push_back(x.shape[size_t(p)]), st.push_back(own[size_t(p)]);
       FieldTensor out = filled(out_shape);
@@ -262,7 +237,7 @@ FieldTensor apply(Op op, const Attrs& attrs, const std::vector<const FieldTensor
 // Copies the box `extent` at `from` in src to `to` in dst (same rank).
 void copy_box(const FieldTensor& src, const std::vector<int64_t>& from, FieldTensor& dst, const std::vector<int64_t>& to,
               const std::vector<int64_t>& extent) {
-  const std::vector<int64_t> ss = strides_of(src.shape), ds = strides_of(dst.shape);
+  const std::vector<int64_t> ss = dense_strides(src.shape), ds = dense_strides(dst.shape);
   int64_t s0 = 0, d0 = 0;
   for (size_t i = 0; i < extent.size(); ++i) s0 += from[i] * ss[i], d0 += to[i] * ds[i];
   each(extent, ss, ds, [&](int64_t, int64_t s, int64_t d) { dst.data[size_t(d0 + d)] = src.data[size_t(s0 + s)]; });

@@ -46,12 +46,6 @@ Tensor apply(Op op, Attrs attrs, const std::vector<const Tensor*>& xs, DType dty
   return interpret(p, bindings, inputs, cancel).at(0);
 }
 
-std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
-
 // Copies the box of size `extent` at `from` in src to `to` in dst (same rank).
 void copy_box(const Tensor& src, const std::vector<int64_t>& from, Tensor& dst, const std::vector<int64_t>& to,
               const std::vector<int64_t>& extent) {
@@ -60,7 +54,7 @@ void copy_box(const Tensor& src, const std::vector<int64_t>& from, Tensor& dst, 
     dst.data[0] = src.data[0];
     return;
   }
-  auto ss = strides_of(src.shape), ds = strides_of(dst.shape);
+  auto ss = dense_strides(src.shape), ds = dense_strides(dst.shape);
   int64_t so = 0, d0 = 0;
   for (size_t i = 0; i < rank; ++i) {
     so += from[i] * ss[i];

@@ -45,7 +45,7 @@
 #include <set>
 
 #include "engine/backend/cuda/codegen.h"
-#include "engine/interp/interpreter.h"
+#include "engine/ir/shape.h"
 
 namespace prism::tune {
 
@@ -58,12 +58,6 @@ constexpr double kRunOverhead = 256;
 
 using sgraph::BlockOp;
 using sgraph::LoopRole;
-
-double elements(const std::vector<int64_t>& shape) {
-  double n = 1;
-  for (int64_t d : shape) n *= double(d);
-  return n;
-}
 
 class CostModel {
  public:
@@ -94,7 +88,7 @@ class CostModel {
   }
   double tensor_bytes(const std::string& name) const {
     const Type& t = in_.analysis.tensors.at(name);
-    return elements(concrete_shape(t.shape, in_.bindings)) * storage_bytes(t.dtype);
+    return double(element_count(concrete_shape(t.shape, in_.bindings))) * storage_bytes(t.dtype);
   }
   std::vector<int64_t> tile(size_t k, size_t i) const {
     const auto& info = in_.analysis.tiles[k][i];
@@ -166,8 +160,8 @@ class CostModel {
         case BlockOp::Kind::Load: {
           const double element = storage_bytes(in_.analysis.tensors.at(op.tensor).dtype);
           const double run = contiguous_run(shape, concrete_shape(in_.analysis.tensors.at(op.tensor).shape, in_.bindings)) * element;
-          loaded[op.tensor] += elements(shape) * element * runs;
-          run_overhead[op.tensor] += elements(shape) * element * runs * kRunOverhead / std::max(run, 1.0);
+          loaded[op.tensor] += double(element_count(shape)) * element * runs;
+          run_overhead[op.tensor] += double(element_count(shape)) * element * runs * kRunOverhead / std::max(run, 1.0);
           break;
         }
         case BlockOp::Kind::Save: c.memory_bytes += tensor_bytes(op.name); break;
@@ -178,12 +172,12 @@ class CostModel {
           const std::vector<int64_t> x = op.operands.empty() ? shape : tile(k, size_t(op.operands[0]));
           const bool matmul = op.kind == BlockOp::Kind::Compute && op.op == Op::Matmul;
           const bool reduces = op.kind == BlockOp::Kind::Accumulate || op_class(op.op) == OpClass::Reduce;
-          const double f = matmul ? 2 * elements(shape) * double(x.empty() ? 1 : x.back()) : reduces ? elements(x) : elements(shape);
+          const double f = matmul ? 2 * double(element_count(shape)) * double(x.empty() ? 1 : x.back()) : reduces ? double(element_count(x)) : double(element_count(shape));
           c.flops += f * runs;
           c.scaled_flops += f * runs / vector_factor(reduces ? x : shape) * (matmul ? tensor_core_factor(k, op) : 1.0);
           if (op.kind == BlockOp::Kind::Accumulate && target_.name == "cpu" && target_.l1_bytes > 0 && !op.operands.empty()) {
             const BlockOp& from = kernel.ops[size_t(op.operands[0])];
-            const double tile_bytes = elements(shape) * 4;  // accumulators are f32
+            const double tile_bytes = double(element_count(shape)) * 4;  // accumulators are f32
             if (from.kind == BlockOp::Kind::Compute && from.op == Op::Matmul && tile_bytes > double(target_.l1_bytes) / 2)
               c.cache_bytes += 2 * tile_bytes * runs;  // assumption 8
           }
@@ -216,9 +210,9 @@ class CostModel {
     c.memory_bytes += tensor_bytes(lib.output);
     std::vector<int64_t> out = concrete_shape(in_.analysis.tensors.at(lib.output).shape, in_.bindings);
     std::vector<int64_t> x = concrete_shape(in_.analysis.tensors.at(lib.inputs.at(0)).shape, in_.bindings);
-    if (lib.op == Op::Matmul) c.flops = 2 * elements(out) * double(x.empty() ? 1 : x.back());
-    else if (op_class(lib.op) == OpClass::Reduce) c.flops = elements(x);
-    else c.flops = elements(out);
+    if (lib.op == Op::Matmul) c.flops = 2 * double(element_count(out)) * double(x.empty() ? 1 : x.back());
+    else if (op_class(lib.op) == OpClass::Reduce) c.flops = double(element_count(x));
+    else c.flops = double(element_count(out));
     c.scaled_flops = c.flops;
     return c;
   }

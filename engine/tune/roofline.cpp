@@ -3,31 +3,25 @@
 #include <algorithm>
 #include <set>
 
-#include "engine/interp/interpreter.h"
+#include "engine/ir/shape.h"
 #include "engine/sgraph/validate.h"
 
 namespace prism::tune {
 
 namespace {
 
-double elements(const std::vector<int64_t>& shape) {
-  double n = 1;
-  for (int64_t d : shape) n *= double(d);
-  return n;
-}
-
 }  // namespace
 
 double value_flops(const Program& lowered, const Value& v, const DimBindings& bindings) {
   switch (op_class(v.op)) {
     case OpClass::Unary:
-    case OpClass::Binary: return elements(concrete_shape(v.type.shape, bindings));
-    case OpClass::Reduce: return elements(concrete_shape(lowered.value(v.operands.at(0)).type.shape, bindings));
+    case OpClass::Binary: return double(element_count(concrete_shape(v.type.shape, bindings)));
+    case OpClass::Reduce: return double(element_count(concrete_shape(lowered.value(v.operands.at(0)).type.shape, bindings)));
     case OpClass::Matmul: {
       // The result is [batch..., m, n]; k is the left operand's last dim.
       std::vector<int64_t> out = concrete_shape(v.type.shape, bindings);
       std::vector<int64_t> a = concrete_shape(lowered.value(v.operands.at(0)).type.shape, bindings);
-      return 2 * elements(out) * double(a.back());
+      return 2 * double(element_count(out)) * double(a.back());
     }
     default: return 0;
   }
@@ -38,8 +32,8 @@ Roofline program_roofline(const Program& lowered, const DimBindings& bindings, c
   const double bytes = double(sgraph::element_bytes(storage));
   std::set<int> seen;  // a value returned twice is written twice; an input read once
   for (int id : lowered.inputs)
-    if (seen.insert(id).second) r.compulsory_bytes += elements(concrete_shape(lowered.value(id).type.shape, bindings)) * bytes;
-  for (int id : lowered.outputs) r.compulsory_bytes += elements(concrete_shape(lowered.value(id).type.shape, bindings)) * bytes;
+    if (seen.insert(id).second) r.compulsory_bytes += double(element_count(concrete_shape(lowered.value(id).type.shape, bindings))) * bytes;
+  for (int id : lowered.outputs) r.compulsory_bytes += double(element_count(concrete_shape(lowered.value(id).type.shape, bindings))) * bytes;
   for (const Value& v : lowered.values) r.flops += value_flops(lowered, v, bindings);
   r.bandwidth_gbs = target.bandwidth_for(r.compulsory_bytes);
   r.level = target.cache_hit_fraction(r.compulsory_bytes) >= 0.5 ? "cache" : "memory";

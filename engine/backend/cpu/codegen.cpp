@@ -6,7 +6,7 @@
 #include "engine/backend/cpu/emit_library.h"
 #include "engine/backend/cpu/emit_ops.h"
 #include "engine/error.h"
-#include "engine/interp/interpreter.h"
+#include "engine/ir/shape.h"
 
 namespace prism::backend::cpu {
 

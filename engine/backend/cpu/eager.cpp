@@ -8,7 +8,7 @@
 
 #include "engine/backend/view.h"
 #include "engine/error.h"
-#include "engine/interp/interpreter.h"
+#include "engine/ir/shape.h"
 
 namespace prism::backend::cpu {
 

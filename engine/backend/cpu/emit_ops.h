@@ -16,9 +16,7 @@
 namespace prism::backend::cpu::detail {
 
 using backend::View;
-using backend::dense_strides;
 using backend::dense_view;
-using backend::element_count;
 using backend::aligned_strides;
 
 

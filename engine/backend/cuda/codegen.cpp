@@ -7,7 +7,7 @@
 #include "engine/backend/cuda/emit_library.h"
 #include "engine/backend/cuda/emit_ops.h"
 #include "engine/error.h"
-#include "engine/interp/interpreter.h"
+#include "engine/ir/shape.h"
 
 namespace prism::backend::cuda {
 

@@ -21,9 +21,7 @@
 namespace prism::backend::cuda::detail {
 
 using backend::View;
-using backend::dense_strides;
 using backend::dense_view;
-using backend::element_count;
 using backend::aligned_strides;
 
 const char* storage_type(DType dtype);  // float, __half, __nv_bfloat16

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "engine/error.h"
-#include "engine/interp/interpreter.h"
+#include "engine/ir/shape.h"
 
 namespace prism::backend::cuda {
 
@@ -11,12 +11,6 @@ namespace {
 
 [[noreturn]] void malformed(const std::string& line) {
   throw Error(Error::Kind::InvalidArgument, "malformed CUDA plan line: '" + line.substr(0, 200) + "'");
-}
-
-int64_t elements_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
 }
 
 }  // namespace
@@ -106,13 +100,13 @@ CudaPlan candidate_plan(const sgraph::Instance& instance, const CudaSource& sour
     t.name = name;
     for (const sgraph::TensorDecl& in : g.inputs)
       if (in.name == name) {
-        t.elements = elements_of(concrete_shape(in.type.shape, instance.bindings));
+        t.elements = element_count(concrete_shape(in.type.shape, instance.bindings));
         t.dtype = in.type.dtype;
         return t;
       }
     auto it = instance.analysis.tensors.find(name);
     if (it == instance.analysis.tensors.end()) throw Error(Error::Kind::InvalidArgument, "the instance has no tensor '" + name + "'");
-    t.elements = elements_of(concrete_shape(it->second.shape, instance.bindings));
+    t.elements = element_count(concrete_shape(it->second.shape, instance.bindings));
     t.dtype = it->second.dtype;
     return t;
   };
