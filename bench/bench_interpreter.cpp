@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 
 namespace {
 

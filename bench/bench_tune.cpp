@@ -13,7 +13,7 @@
 
 #include "bench/shapes.h"
 #include "engine/tune/roofline.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 
 using namespace prism;
 

@@ -12,7 +12,7 @@
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/tune/target.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 
 using namespace prism;
 using namespace prism::bench;

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 
 namespace prism::bench {
 

@@ -15,7 +15,7 @@
 #include "daemon/log.h"
 #include "daemon/options.h"
 #include "daemon/worker_pool.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 #include "protocol/server.h"
 
 namespace prism::daemon {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "daemon/log.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 
 namespace prism::daemon {
 

@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/positions.h"
 

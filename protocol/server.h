@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 #include "protocol/framing.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/session.h"

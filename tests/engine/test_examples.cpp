@@ -4,7 +4,7 @@
 #include "compile_helpers.h"
 #include "engine/ir/lower_composites.h"
 #include "engine/ir/print.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 #include "support/subprocess.h"
 
 using namespace prism;

@@ -5,7 +5,7 @@
 #include <random>
 #include <sstream>
 
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 
 using namespace prism;
 

@@ -9,7 +9,7 @@
 
 #include "engine/interp/half.h"
 #include "engine/io/npy.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 
 using namespace prism;
 namespace fs = std::filesystem;

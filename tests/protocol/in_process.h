@@ -10,7 +10,7 @@
 #include <string>
 
 #include "daemon/worker_pool.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 #include "protocol/server.h"
 #include "tests_common.h"
 

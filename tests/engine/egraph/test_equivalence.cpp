@@ -7,7 +7,7 @@
 #include "engine/egraph/equivalence.h"
 #include "engine/ir/lower_composites.h"
 #include "engine/lang/compile.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 #include "support/subprocess.h"
 
 using namespace prism;

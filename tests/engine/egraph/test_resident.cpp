@@ -9,7 +9,7 @@
 #include "engine/egraph/equivalence.h"
 #include "engine/lang/compile.h"
 #include "engine/ir/lower_composites.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 
 using namespace prism;
 

@@ -13,7 +13,7 @@
 #include "engine/sgraph/canonical.h"
 #include "engine/sgraph/instantiate.h"
 #include "engine/sgraph/parse.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 #include "search_helpers.h"
 
 using namespace prism;

@@ -10,7 +10,7 @@
 #include "engine/tune/storage.h"
 #include "engine/tune/tune_db.h"
 #include "engine/tune/tuner_steps.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 #include "support/subprocess.h"
 
 using namespace prism;

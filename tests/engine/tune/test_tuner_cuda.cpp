@@ -10,7 +10,7 @@
 #include "engine/error.h"
 #include "engine/tune/target.h"
 #include "engine/tune/tuner.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 #include "support/subprocess.h"
 
 using namespace prism;

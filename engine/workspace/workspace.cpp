@@ -1,7 +1,7 @@
 // The Workspace facade: open documents, their compiled programs, and runs of the interpreter.
 // Parsing and checking happen under the mutex; a run copies a shared_ptr to the immutable
 // compiled program under the lock and interprets it without holding the lock.
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 
 #include <algorithm>
 #include <cctype>

@@ -11,7 +11,7 @@
 #include "engine/tune/cuda_source.h"
 #include "engine/ir/shape.h"
 #include "engine/tune/tune_db.h"
-#include "engine/workspace.h"
+#include "engine/workspace/workspace.h"
 
 namespace prism {
 
