@@ -115,10 +115,10 @@ int main(int argc, char** argv) {
       }, &blas_fastest);
       std::vector<sgraph::Instance> instances;
       std::vector<std::string> sources;
-      for (const DimBindings& s : sgraph::enumerate(g, dims, sgraph::Target{"cpu", 1 << 20})) {
+      for (const DimBindings& s : sgraph::enumerate(g, dims, sgraph::TileBudget{1 << 20})) {
         int64_t g1 = s.at("g1"), f1 = s.at("F1");
         if (g1 < 2 || g1 > 64 || f1 < 4 || f1 > 128) continue;
-        instances.push_back(sgraph::instantiate(g, dims, s, sgraph::Target{"cpu", 1 << 20}));
+        instances.push_back(sgraph::instantiate(g, dims, s, sgraph::TileBudget{1 << 20}));
         sources.push_back(generate_cpu_source(instances.back(), options));
       }
       std::vector<std::string> errors;

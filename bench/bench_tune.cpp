@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/shapes.h"
+#include "engine/backend/cpu/describe.h"
 #include "engine/tune/roofline.h"
 #include "engine/workspace/workspace.h"
 
@@ -35,7 +36,7 @@ int main(int argc, char** argv) {
     request.top = top;
     try {
       tune::TuneResult r = ws.tune(s.workload, request);
-      tune::TargetDescription cpu = tune::describe_cpu();
+      backend::TargetDescription cpu = backend::cpu::describe_cpu();
       char buf[256];
       std::snprintf(buf, sizeof buf, "%s; streaming read %.1f GB/s from memory, %.1f GB/s from the last-level cache; f32 peak %.0f GFLOP/s; %d threads",
                     cpu.model.c_str(), cpu.bandwidth_gbs, cpu.cache_bandwidth_gbs, cpu.peak_gflops, r.threads);
@@ -43,7 +44,7 @@ int main(int argc, char** argv) {
       std::string cand = r.best >= 0 ? std::to_string(r.rows[size_t(r.best)].candidate) : "-";
       std::string sizes = r.best >= 0 ? tune::sizes_text(r.rows[size_t(r.best)].sizes) : "-";
       // Issue 5's roofline: compulsory bytes at memory's streaming bandwidth, whatever fits where.
-      tune::TargetDescription memory_only = cpu;
+      backend::TargetDescription memory_only = cpu;
       memory_only.cache_bandwidth_gbs = 0;
       const DimBindings dims(s.bindings.begin(), s.bindings.end());
       const double memory_roofline_ms =

@@ -11,7 +11,8 @@
 #include "bench/shapes.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/nvrtc.h"
-#include "engine/tune/target.h"
+#include "engine/backend/cuda/describe.h"
+#include "engine/backend/target.h"
 #include "engine/workspace/workspace.h"
 
 using namespace prism;
@@ -25,7 +26,7 @@ int main(int argc, char** argv) {
     std::printf("no CUDA device: %s\n", device.available ? nvrtc.detail.c_str() : device.detail.c_str());
     return 0;
   }
-  tune::TargetDescription gpu = tune::describe_cuda_device();
+  backend::TargetDescription gpu = backend::cuda::describe_cuda_device();
   Workspace ws;
   ws.set_storage("", "");  // no tuning DB: every row is measured now
   std::set<std::string> opened;
@@ -34,10 +35,10 @@ int main(int argc, char** argv) {
   for (const Shape& s : shapes()) {
     if (!only.empty() && !only.count(s.workload)) continue;
     SearchLimits limits;
-    limits.target = "gpu-228k";
+    limits.fast_memory_bytes = kGpuOptInSharedBytes;
     const double search_s = open_and_search(ws, opened, s.workload, limits);
     tune::TuneRequest request;
-    request.target = "cuda";
+    request.target = backend::Target::Cuda;
     request.bindings = s.bindings;
     request.top = top;
     try {

@@ -39,6 +39,8 @@ json search_summary_json(const SearchResult& result);
 json candidate_json(const Candidate& candidate);
 
 // tune/run, tune/results, kernel/source (convert_tune.cpp).
+// The "target" param ("cpu" when absent); InvalidParams naming the targets for an unknown one.
+backend::Target parse_target_param(const json& params);
 tune::TuneRequest parse_tune_request(const json& params);
 json tune_result_json(const tune::TuneResult& result);
 json kernel_source_json(const tune::KernelSource& source);

@@ -26,11 +26,17 @@ json row_json(const tune::TuneRow& row) {
 
 }  // namespace
 
+backend::Target parse_target_param(const json& params) {
+  const std::string name = optional_string(params, "target").value_or("cpu");
+  if (std::optional<backend::Target> target = backend::parse_target(name)) return *target;
+  throw invalid_params("target", "unknown target '" + name + "' (targets: " + backend::target_names() + ")");
+}
+
 tune::TuneRequest parse_tune_request(const json& params) {
   tune::TuneRequest request;
   request.bindings = parse_bindings(params);
   if (request.bindings.empty()) throw invalid_params("bindings", "missing 'bindings': every dim of the program, e.g. {\"n\": 8}");
-  request.target = optional_string(params, "target").value_or("cpu");
+  request.target = parse_target_param(params);
   if (auto top = optional_int(params, "top")) {
     if (*top < 1 || *top > 256) throw invalid_params("top", "'top' must be between 1 and 256");
     request.top = static_cast<int>(*top);
@@ -51,7 +57,7 @@ json tune_result_json(const tune::TuneResult& r) {
   for (const auto& row : r.rows) rows.push_back(row_json(row));
   json out{{"program", r.program},
            {"version", r.version},
-           {"target", r.target},
+           {"target", backend::target_name(r.target)},
            {"targetModel", r.target_model},
            {"bindings", sizes_json(r.bindings)},
            {"top", r.top},
@@ -81,13 +87,13 @@ json tune_result_json(const tune::TuneResult& r) {
 
 json kernel_source_json(const tune::KernelSource& k) {
   return {{"program", k.program}, {"candidate", k.candidate}, {"summary", k.summary},
-          {"bindings", sizes_json(k.bindings)}, {"sizes", sizes_json(k.sizes)}, {"target", k.target},
+          {"bindings", sizes_json(k.bindings)}, {"sizes", sizes_json(k.sizes)}, {"target", backend::target_name(k.target)},
           {"tuned", k.tuned}, {"source", k.source}, {"header", k.header}};
 }
 
 json target_status_json(const std::vector<tune::TargetStatus>& targets) {
   json out = json::array();
-  for (const auto& t : targets) out.push_back({{"name", t.name}, {"available", t.available}, {"detail", t.detail}});
+  for (const auto& t : targets) out.push_back({{"name", backend::target_name(t.target)}, {"available", t.available}, {"detail", t.detail}});
   return out;
 }
 

@@ -45,7 +45,7 @@ void Server::kernel_source(const SessionPtr& session, const Incoming& message) {
   auto candidate = optional_int(params, "candidate").value_or(0);
   if (candidate < 0) throw invalid_params("candidate", "'candidate' must be a candidate id (1, 2, …)");
   std::map<std::string, int64_t> bindings = parse_bindings(params);
-  std::string target = optional_string(params, "target").value_or("cpu");
+  const backend::Target target = parse_target_param(params);
   // It may search and describe the CPU first: off the I/O thread.
   long_request(session, message, {program}, [this, program, candidate, bindings, target](const CancelToken&) {
     return kernel_source_json(workspace_.kernel_source(program, static_cast<int>(candidate), bindings, target));

@@ -19,7 +19,7 @@ struct DagValue {
   std::vector<int> operands;  // indices of earlier values
   Type type;                  // f32 for ops; an input keeps its declared type
   std::string name;           // inputs: the program's parameter name
-  eg::Id cls = eg::kNoId;     // the e-class in the target's saturated e-graph, when pruning
+  eg::Id cls = eg::kNoId;     // the e-class in the program's saturated e-graph, when pruning
 };
 
 struct Dag {
@@ -33,7 +33,7 @@ struct Dag {
   std::string key() const;
   // One line: "matmul, rms, div".
   std::string ops_text() const;
-  // The DAG as a lowered IR program with the target's inputs and one output (the sink).
+  // The DAG as a lowered IR program with the program's inputs and one output (the sink).
   Program to_program(const std::string& name) const;
 };
 

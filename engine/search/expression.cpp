@@ -32,13 +32,13 @@ eg::TOp term_op(Op op) {
 
 }  // namespace
 
-TargetExpressions::TargetExpressions(const Program& target, const SaturationLimits& limits, const CancelToken* cancel)
+ProgramExpressions::ProgramExpressions(const Program& program, const SaturationLimits& limits, const CancelToken* cancel)
     : tg_(std::make_unique<eg::TensorGraph>()) {
   rules_ = eg::tensor_axioms(*tg_);
-  eg::AddedTerms added = eg::add_program(*tg_, target);
+  eg::AddedTerms added = eg::add_program(*tg_, program);
   root_ = added.outputs.at(0);
   // from_program adds the inputs first, in parameter order; re-adding returns their ids.
-  for (int id : target.inputs) inputs_.push_back(tg_->input(target.value(id).name, target.value(id).type.shape));
+  for (int id : program.inputs) inputs_.push_back(tg_->input(program.value(id).name, program.value(id).type.shape));
   eg::Runner runner(&rules_);
   report_ = runner.run(tg_->graph(), eg::RunLimits{limits.node_limit, limits.iter_limit, limits.time_limit_s}, cancel);
   if (report_.stop == eg::StopReason::Cancelled) throw Error(Error::Kind::Cancelled, "cancelled");
@@ -46,7 +46,7 @@ TargetExpressions::TargetExpressions(const Program& target, const SaturationLimi
   root_ = tg_->graph().find(root_);
 }
 
-eg::Id TargetExpressions::lookup(const DagValue& op, const std::vector<eg::Id>& kids) const {
+eg::Id ProgramExpressions::lookup(const DagValue& op, const std::vector<eg::Id>& kids) const {
   eg::ENode n;
   n.op = uint8_t(term_op(op.op));
   n.arity = uint8_t(kids.size());

@@ -1,8 +1,8 @@
-// Pruning by abstract expression (design.md §3): the target program's term is put in a private
+// Pruning by abstract expression (design.md §3): the program's term is put in a private
 // e-graph and saturated once with the sound axioms; afterwards the e-graph is read-only and shared
 // by all workers. A candidate op whose term is not in it (its node, over the e-classes of its
 // operands, is not hash-consed there) is not a subterm of anything the axioms make equal to the
-// target within the saturation limits, so no program containing it is found equal; its whole
+// program within the saturation limits, so no program containing it is found equal; its whole
 // subtree is dropped. The lookup is one hash probe per op.
 #pragma once
 #include <memory>
@@ -22,11 +22,11 @@ struct SaturationLimits {
   double time_limit_s = 2.0;
 };
 
-class TargetExpressions {
+class ProgramExpressions {
  public:
-  // `target`: the lowered program (one output). Throws Error{InvalidArgument} for a program the
+  // `program`: the lowered program (one output). Throws Error{InvalidArgument} for a program the
   // terms cannot express, Error{Cancelled}.
-  TargetExpressions(const Program& target, const SaturationLimits& limits, const CancelToken* cancel);
+  ProgramExpressions(const Program& program, const SaturationLimits& limits, const CancelToken* cancel);
 
   eg::Id input(int index) const { return inputs_.at(size_t(index)); }  // parameter order
   eg::Id root() const { return root_; }

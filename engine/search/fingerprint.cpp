@@ -414,9 +414,9 @@ std::optional<FieldTensor> fingerprint(const sgraph::Instance& inst, const Field
   }
 }
 
-DimBindings fingerprint_dims(const Program& target) {
+DimBindings fingerprint_dims(const Program& program) {
   DimBindings dims;
-  for (size_t i = 0; i < target.dims.size(); ++i) dims[target.dims[i]] = int64_t(12 * (i + 1));
+  for (size_t i = 0; i < program.dims.size(); ++i) dims[program.dims[i]] = int64_t(12 * (i + 1));
   return dims;
 }
 
@@ -430,14 +430,14 @@ DimBindings fingerprint_sizes(const sgraph::SGraph& family) {
   return sizes;
 }
 
-FingerprintCheck::FingerprintCheck(const Program& target, const DimBindings& dims)
-    : dims_(dims), inputs_(random_field_inputs(target, dims, 0x5eed)), reference_(fingerprint(target, dims, inputs_)) {}
+FingerprintCheck::FingerprintCheck(const Program& program, const DimBindings& dims)
+    : dims_(dims), inputs_(random_field_inputs(program, dims, 0x5eed)), reference_(fingerprint(program, dims, inputs_)) {}
 
 FingerprintCheck::Verdict FingerprintCheck::check(const sgraph::SGraph& family, std::string& why, const CancelToken* cancel) const {
   if (!reference_) return Verdict::Cannot;
   std::optional<FieldTensor> got;
   try {
-    sgraph::Target roomy{"check", int64_t(1) << 40};
+    sgraph::TileBudget roomy{int64_t(1) << 40};
     got = fingerprint(sgraph::instantiate(family, dims_, fingerprint_sizes(family), roomy), inputs_, cancel);
   } catch (const Error& e) {
     if (e.kind() == Error::Kind::Cancelled) throw;

@@ -1,6 +1,6 @@
 // Finite-field fingerprints: the cheap first pre-filter of verification (verify.h).
 //
-// The target program and an instantiated family are both evaluated on the same random inputs
+// The program and an instantiated family are both evaluated on the same random inputs
 // over a finite ring instead of floats. The arithmetic is exact, so two computations that are
 // equal as real-number expressions give identical fingerprints whatever their summation order,
 // tiling or accumulation order; different ones differ with high probability.
@@ -66,15 +66,15 @@ std::optional<FieldTensor> fingerprint(const sgraph::Instance& instance, const F
 // range on one dim (6, 12) divides the dims, which are distinct multiples of 12 (12, 24, 36, ...;
 // distinct per dim and distinct grid and loop sizes: a map that confuses two of them changes the
 // result). A family whose dims do not divide at these sizes is not fingerprinted.
-DimBindings fingerprint_dims(const Program& target);
+DimBindings fingerprint_dims(const Program& program);
 DimBindings fingerprint_sizes(const sgraph::SGraph& family);
 
-// The target's fingerprint at `dims` (fingerprint_dims in the search); families at fingerprint_sizes.
+// The program's fingerprint at `dims` (fingerprint_dims in the search); families at fingerprint_sizes.
 class FingerprintCheck {
  public:
-  FingerprintCheck(const Program& target, const DimBindings& dims);
+  FingerprintCheck(const Program& program, const DimBindings& dims);
   enum class Verdict { Match, Differ, Cannot };
-  // Differ: `why` says so. Cannot: no fingerprint (the target's or the family's), or no instance.
+  // Differ: `why` says so. Cannot: no fingerprint (the program's or the family's), or no instance.
   Verdict check(const sgraph::SGraph& family, std::string& why, const CancelToken* cancel) const;
 
  private:

@@ -61,10 +61,10 @@ struct Generator::State {
   int dead = 0;            // ops nobody reads
 };
 
-Generator::Generator(const Program& target, const TargetExpressions* expressions, int max_ops, GenCounters& counters)
+Generator::Generator(const Program& program, const ProgramExpressions* expressions, int max_ops, GenCounters& counters)
     : expr_(expressions), max_ops_(max_ops), counters_(counters) {
-  for (size_t i = 0; i < target.inputs.size(); ++i) {
-    const Value& in = target.value(target.inputs[i]);
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const Value& in = program.value(program.inputs[i]);
     DagValue v;
     v.op = Op::Input;
     v.name = in.name;
@@ -73,7 +73,7 @@ Generator::Generator(const Program& target, const TargetExpressions* expressions
     base_.values.push_back(v);
   }
   base_.num_inputs = int(base_.values.size());
-  out_shape_ = target.value(target.outputs.at(0)).type.shape;
+  out_shape_ = program.value(program.outputs.at(0)).type.shape;
 }
 
 bool Generator::finished(const State& s) const {

@@ -12,9 +12,9 @@
 //   structure   a finished DAG has one sink; an op with no reader can only be revived by a later
 //               op, and an op revives at most one net, so more dead ops than the remaining budget
 //               plus one can never finish.
-//   expression  (when pruning) the op's term must be in the target's saturated e-graph
-//               (expression.h); a finished DAG's sink must be in the target's root class.
-// Without expression pruning a DAG finishes when its sink has the target's output shape; the
+//   expression  (when pruning) the op's term must be in the program's saturated e-graph
+//               (expression.h); a finished DAG's sink must be in the program's root class.
+// Without expression pruning a DAG finishes when its sink has the program's output shape; the
 // caller then checks it numerically.
 #pragma once
 #include <atomic>
@@ -31,8 +31,8 @@ struct GenCounters {
 
 class Generator {
  public:
-  // `expressions` null: no expression pruning. `target` gives the inputs and the output shape.
-  Generator(const Program& target, const TargetExpressions* expressions, int max_ops, GenCounters& counters);
+  // `expressions` null: no expression pruning. `program` gives the inputs and the output shape.
+  Generator(const Program& program, const ProgramExpressions* expressions, int max_ops, GenCounters& counters);
 
   // Runs the enumeration; `emit` gets every finished DAG (from any worker thread when `spawn`
   // runs subtrees in parallel). `stop` is polled at every expansion; when it returns true the
@@ -49,7 +49,7 @@ class Generator {
 
   Dag base_;
   std::vector<Dim> out_shape_;
-  const TargetExpressions* expr_;
+  const ProgramExpressions* expr_;
   int max_ops_;
   GenCounters& counters_;
 };

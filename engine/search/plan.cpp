@@ -121,7 +121,7 @@ std::vector<Plan> enumerate_plans(const Indices& ix) {
   return plans;
 }
 
-std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan& plan, const Program& target,
+std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan& plan, const Program& program,
                                    const SearchLimits& limits, std::string& why) {
   using sgraph::BlockOp;
   using sgraph::Choice;
@@ -205,7 +205,7 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
       if (conflict(v)) return why = "a tensor with two axes in one grid or loop class", std::nullopt;
 
   // ---- kernel 0 ----------------------------------------------------------------------------
-  const Value& out = target.value(target.outputs.at(0));
+  const Value& out = program.value(program.outputs.at(0));
   sgraph::SGraph g;
   for (int v = 0; v < dag.num_inputs; ++v) g.inputs.push_back({dag.values[size_t(v)].name, dag.values[size_t(v)].type});
   sgraph::Kernel k0;

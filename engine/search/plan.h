@@ -65,7 +65,7 @@ struct Family {
 };
 
 // The family for a plan, or the structural rule it breaks (`why`).
-std::optional<Family> build_family(const Dag& dag, const Indices& indices, const Plan& plan, const Program& target,
+std::optional<Family> build_family(const Dag& dag, const Indices& indices, const Plan& plan, const Program& program,
                                    const SearchLimits& limits, std::string& why);
 
 }  // namespace prism::search

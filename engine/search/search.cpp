@@ -1,4 +1,4 @@
-// Orchestration of the symbolic search: saturate the target's e-graph, enumerate fused
+// Orchestration of the symbolic search: saturate the program's e-graph, enumerate fused
 // computations on TBB workers (generator.h), cut each into families by the plans (plan.h), drop
 // invalid, oversized and duplicate families, verify the rest (verify.h), and keep the proved ones.
 #include "engine/search/search.h"
@@ -31,13 +31,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-sgraph::Target target_of(const std::string& name) {
-  if (name == "gpu") return {"gpu", 48 * 1024};
-  if (name == "gpu-228k") return {"gpu-228k", 228 * 1024};
-  if (name == "cpu") return {"cpu", 1024 * 1024};
-  throw Error(Error::Kind::InvalidArgument, "unknown search target '" + name + "' (known: gpu, gpu-228k, cpu)");
-}
-
 struct Counters {
   GenCounters gen;
   std::atomic<uint64_t> families{0}, pruned_structure{0}, pruned_dims{0}, pruned_hardware{0}, duplicates{0}, verified{0}, rejected{0},
@@ -49,24 +42,26 @@ struct Counters {
 
 }  // namespace
 
-SearchResult search_program(const Program& target, const SearchLimits& limits, const CancelToken* cancel,
+SearchResult search_program(const Program& program, const SearchLimits& limits, const CancelToken* cancel,
                             const std::function<void(const SearchProgress&)>& progress) {
   const auto t0 = Clock::now();
-  if (target.outputs.size() != 1) throw Error(Error::Kind::InvalidArgument, "the search needs a program with one output");
-  const sgraph::Target hw = target_of(limits.target);
+  if (program.outputs.size() != 1) throw Error(Error::Kind::InvalidArgument, "the search needs a program with one output");
+  if (limits.fast_memory_bytes <= 0)
+    throw Error(Error::Kind::InvalidArgument, "the search's fast-memory budget must be positive, not " + std::to_string(limits.fast_memory_bytes));
+  const sgraph::TileBudget hw{limits.fast_memory_bytes};
   SearchResult result;
-  result.program = target.name;
+  result.program = program.name;
   result.limits = limits;
   SearchStats& st = result.stats;
   Counters c;
 
-  std::unique_ptr<TargetExpressions> expr;
-  if (limits.prune) expr = std::make_unique<TargetExpressions>(target, SaturationLimits{}, cancel);
+  std::unique_ptr<ProgramExpressions> expr;
+  if (limits.prune) expr = std::make_unique<ProgramExpressions>(program, SaturationLimits{}, cancel);
   st.saturate_s = seconds_since(t0);
-  NumericCheck check(target);
-  FingerprintCheck fingerprint(target, fingerprint_dims(target));
-  Prover prover(target);
-  Generator gen(target, expr.get(), limits.max_block_ops, c.gen);
+  NumericCheck check(program);
+  FingerprintCheck fingerprint(program, fingerprint_dims(program));
+  Prover prover(program);
+  Generator gen(program, expr.get(), limits.max_block_ops, c.gen);
   tbb::concurrent_unordered_set<uint64_t> seen;
   tbb::concurrent_vector<Candidate> found;
 
@@ -102,7 +97,7 @@ SearchResult search_program(const Program& target, const SearchLimits& limits, c
     tbb::parallel_for_each(plans.begin(), plans.end(), [&](const Plan& plan) {
       if (stop()) return;
       std::string why;
-      std::optional<Family> fam = build_family(dag, ix, plan, target, limits, why);
+      std::optional<Family> fam = build_family(dag, ix, plan, program, limits, why);
       if (!fam) {
         c.pruned_structure++;
         return;

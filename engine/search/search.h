@@ -10,6 +10,9 @@
 
 namespace prism {
 
+inline constexpr int64_t kGpuSharedBytes = 48 * 1024;        // shared memory per block, by default
+inline constexpr int64_t kGpuOptInSharedBytes = 228 * 1024;  // the most a Hopper block may opt in to
+
 struct SearchLimits {
   int max_block_ops = 8;        // compute ops of the fused computation (loads, saves and the
                                 // accumulators the loop adds are not counted)
@@ -19,9 +22,11 @@ struct SearchLimits {
   double budget_s = 10.0;       // wall-clock budget; the stop reason says when it was hit
   bool prune = true;            // false: no expression or hardware pruning (exhaustive; for the
                                 // soundness test). Dims and structure define the space: always on.
-  // Hardware lower bounds: a family whose smallest tiles cannot fit the target's fast memory for
-  // these representative dims is dropped. Empty bindings: no hardware pruning (shape-generic).
-  std::string target = "gpu";   // "gpu" (48 KiB per block), "gpu-228k" (228 KiB), "cpu" (1 MiB L2 budget)
+  // Hardware lower bounds: with `bindings` (representative dims), a family whose smallest tiles
+  // need more than `fast_memory_bytes` per block is dropped. Empty bindings: no hardware pruning
+  // (shape-generic). The default is a GPU block's default shared memory; a GPU block may opt in to
+  // kGpuOptInSharedBytes, and a CPU's budget is a share of its L2 (TargetDescription).
+  int64_t fast_memory_bytes = kGpuSharedBytes;
   std::map<std::string, int64_t> bindings;
   bool operator==(const SearchLimits&) const = default;
 };
@@ -33,7 +38,7 @@ struct SearchStats {
   uint64_t fingerprinted = 0;         // families the finite-field fingerprint could judge (fingerprint.h)
   uint64_t fingerprint_rejected = 0;  // of those, rejected by it (counted in rejected too)
   double fingerprint_s = 0;           // worker time in the fingerprint, summed over threads (in verify_s)
-  double saturate_s = 0;        // saturating the target's e-graph (once)
+  double saturate_s = 0;        // saturating the program's e-graph (once)
   double generate_s = 0;        // wall time of the enumeration (verification runs inside it)
   double verify_s = 0;          // worker time in verification, summed over threads
   double total_s = 0;
@@ -71,7 +76,7 @@ class CancelToken;
 namespace search {
 // The whole search for one lowered single-output program (Workspace::search calls it without
 // holding the workspace mutex). Throws Error{Cancelled}, Error{InvalidArgument} (a program the
-// e-graph terms cannot express, an unknown target).
+// e-graph terms cannot express, a fast-memory budget that is not positive).
 SearchResult search_program(const Program& lowered, const SearchLimits& limits, const CancelToken* cancel = nullptr,
                             const std::function<void(const SearchProgress&)>& progress = {});
 }  // namespace search

@@ -148,23 +148,23 @@ DimBindings check_sizes(const sgraph::SGraph& family) {
   return sizes;
 }
 
-NumericCheck::NumericCheck(const Program& target) : target_(target) {
+NumericCheck::NumericCheck(const Program& program) : program_(program) {
   // Distinct multiples of 24: every product of the check sizes on one dim (2*4, 3*4) divides them.
-  for (size_t i = 0; i < target.dims.size(); ++i) dims_[target.dims[i]] = int64_t(24 * (i + 1));
-  for (int id : target.inputs) {
-    const Value& v = target.value(id);
+  for (size_t i = 0; i < program.dims.size(); ++i) dims_[program.dims[i]] = int64_t(24 * (i + 1));
+  for (int id : program.inputs) {
+    const Value& v = program.value(id);
     // Scaled to [-1/4, 1/4): exp of a dot product over a few dozen terms must not overflow f16.
     Tensor t = random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims_), 17, v.name);
     for (float& x : t.data) x *= 0.25f;
     round_all(t.dtype, t.data.data(), t.data.size());
     inputs_[v.name] = std::move(t);
   }
-  reference_ = interpret(target, dims_, inputs_).at(0);
+  reference_ = interpret(program, dims_, inputs_).at(0);
 }
 
 std::optional<std::string> NumericCheck::mismatch(const sgraph::SGraph& family, const CancelToken* cancel) const {
   try {
-    sgraph::Target roomy{"check", int64_t(1) << 40};
+    sgraph::TileBudget roomy{int64_t(1) << 40};
     sgraph::Instance inst = sgraph::instantiate(family, dims_, check_sizes(family), roomy);
     // The interpreter's matmul may run a parallel loop: isolated, a waiting worker takes only
     // its pieces, never another family's verification (which would hold this one up).
@@ -188,7 +188,7 @@ bool NumericCheck::dag_matches(const Dag& dag, const CancelToken* cancel) const 
   }
 }
 
-Prover::Prover(const Program& target) : target_(target) {}
+Prover::Prover(const Program& program) : program_(program) {}
 
 Proof Prover::prove(const Dag& dag, const Family& family, const CancelToken* cancel) {
   const std::string key = family_key(dag, family);
@@ -203,7 +203,7 @@ Proof Prover::prove(const Dag& dag, const Family& family, const CancelToken* can
   auto build = [&](eg::TensorGraph& tg) { return family_term(tg, dag, family); };
   EquivResult r;
   try {
-    r = g->prove(build, target_, EquivLimits{150000, 30, 4.0}, cancel);
+    r = g->prove(build, program_, EquivLimits{150000, 30, 4.0}, cancel);
   } catch (const Error& e) {
     if (e.kind() == Error::Kind::Cancelled) throw;
     r.verdict = EquivResult::Verdict::NotProved;

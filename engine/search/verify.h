@@ -47,7 +47,7 @@ std::string family_key(const Dag& dag, const Family& family);
 
 class NumericCheck {
  public:
-  explicit NumericCheck(const Program& target);
+  explicit NumericCheck(const Program& program);
   // Empty when the family matches the reference at the tiny instance; else why not.
   std::optional<std::string> mismatch(const sgraph::SGraph& family, const CancelToken* cancel) const;
   // The DAG alone (whole tensors, no parallelization) against the reference.
@@ -55,7 +55,7 @@ class NumericCheck {
   const DimBindings& dims() const { return dims_; }
 
  private:
-  const Program& target_;
+  const Program& program_;
   DimBindings dims_;
   std::map<std::string, Tensor> inputs_;
   Tensor reference_;
@@ -69,15 +69,15 @@ struct Proof {
   std::string text;  // the terms and the e-graph's explanation, or why not proved
 };
 
-// Proofs against one target, cached by family term (family_key). Thread-safe; every proof runs
+// Proofs against one program, cached by family term (family_key). Thread-safe; every proof runs
 // in a fresh e-graph, so its verdict and text do not depend on the thread or the order.
 class Prover {
  public:
-  explicit Prover(const Program& target);
+  explicit Prover(const Program& program);
   Proof prove(const Dag& dag, const Family& family, const CancelToken* cancel);
 
  private:
-  const Program& target_;
+  const Program& program_;
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const Proof>> cache_;
 };

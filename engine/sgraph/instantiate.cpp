@@ -52,7 +52,7 @@ void for_each_combination(const std::map<std::string, std::vector<int64_t>>& can
 
 }  // namespace
 
-std::optional<std::string> check_bindings(const Analysis& a, const DimBindings& all, const Target& target) {
+std::optional<std::string> check_bindings(const Analysis& a, const DimBindings& all, const TileBudget& budget) {
   try {
     for (const Constraint& c : a.constraints) {
       Rational x = c.a.evaluate(all), y = c.b.evaluate(all);
@@ -74,9 +74,9 @@ std::optional<std::string> check_bindings(const Analysis& a, const DimBindings& 
     for (size_t k = 0; k < a.footprint.size(); ++k) {
       if (!a.footprint[k]) continue;
       Rational bytes = a.footprint[k]->evaluate(all);
-      if (bytes.to_double() > double(target.fast_memory_bytes))
-        return "kernel " + std::to_string(k) + " needs " + bytes.str() + " bytes of fast memory per block but target " + target.name +
-               " has " + std::to_string(target.fast_memory_bytes);
+      if (bytes.to_double() > double(budget.fast_memory_bytes))
+        return "kernel " + std::to_string(k) + " needs " + bytes.str() + " bytes of fast memory per block but a block has " +
+               std::to_string(budget.fast_memory_bytes);
     }
   } catch (const DimError& e) {
     return e.what();
@@ -84,7 +84,7 @@ std::optional<std::string> check_bindings(const Analysis& a, const DimBindings& 
   return std::nullopt;
 }
 
-Instance instantiate(const SGraph& graph, const DimBindings& dims, const DimBindings& sizes, const Target& target) {
+Instance instantiate(const SGraph& graph, const DimBindings& dims, const DimBindings& sizes, const TileBudget& budget) {
   auto vars = graph.variables();
   if (!vars.empty()) invalid("the family still has open map choices (?" + vars[0] + "); concretize it first");
   Instance inst{graph, dims, analyze(graph)};
@@ -102,7 +102,7 @@ Instance instantiate(const SGraph& graph, const DimBindings& dims, const DimBind
     for (const Dim& d : in.type.shape)
       for (const std::string& s : d.symbols())
         if (!dims.count(s)) invalid("no value for dim " + s + " of input " + in.name);
-  if (auto why = check_bindings(inst.analysis, inst.bindings, target)) invalid(*why);
+  if (auto why = check_bindings(inst.analysis, inst.bindings, budget)) invalid(*why);
   return inst;
 }
 
@@ -128,7 +128,7 @@ std::map<std::string, std::vector<int64_t>> candidate_values(const SGraph& graph
   return out;
 }
 
-std::vector<DimBindings> enumerate(const SGraph& graph, const DimBindings& dims, const Target& target, const CandidateOptions& options,
+std::vector<DimBindings> enumerate(const SGraph& graph, const DimBindings& dims, const TileBudget& budget, const CandidateOptions& options,
                                    size_t limit) {
   std::vector<DimBindings> out;
   Analysis a = analyze(graph);
@@ -136,7 +136,7 @@ std::vector<DimBindings> enumerate(const SGraph& graph, const DimBindings& dims,
   auto cands = candidate_values(graph, dims, options);
   auto params = graph.parameters();
   for_each_combination(cands, params, dims, [&](const DimBindings& all) {
-    if (!check_bindings(a, all, target)) {
+    if (!check_bindings(a, all, budget)) {
       DimBindings sizes;
       for (const std::string& p : params) sizes[p] = all.at(p);
       out.push_back(sizes);
@@ -146,7 +146,7 @@ std::vector<DimBindings> enumerate(const SGraph& graph, const DimBindings& dims,
   return out;
 }
 
-std::vector<std::string> memory_lower_bound(const SGraph& graph, const DimBindings& dims, const Target& target,
+std::vector<std::string> memory_lower_bound(const SGraph& graph, const DimBindings& dims, const TileBudget& budget,
                                             const CandidateOptions& options) {
   std::vector<std::string> out;
   Analysis a = analyze(graph);
@@ -166,10 +166,10 @@ std::vector<std::string> memory_lower_bound(const SGraph& graph, const DimBindin
       }
       return true;
     });
-    if (least && *least > double(target.fast_memory_bytes))
+    if (least && *least > double(budget.fast_memory_bytes))
       out.push_back("kernel " + std::to_string(k) + " needs at least " + std::to_string(int64_t(*least)) +
-                    " bytes of fast memory per block (footprint " + fp.str() + " at its smallest tiles) but target " + target.name +
-                    " has " + std::to_string(target.fast_memory_bytes));
+                    " bytes of fast memory per block (footprint " + fp.str() + " at its smallest tiles) but a block has " +
+                    std::to_string(budget.fast_memory_bytes));
   }
   return out;
 }

@@ -61,7 +61,7 @@ using sgraph::LoopRole;
 
 class CostModel {
  public:
-  CostModel(const sgraph::Instance& instance, const TargetDescription& target) : in_(instance), target_(target) {}
+  CostModel(const sgraph::Instance& instance, const backend::TargetDescription& target) : in_(instance), target_(target) {}
 
   CostEstimate run() {
     const auto& kernels = in_.graph.kernels;
@@ -84,7 +84,7 @@ class CostModel {
   };
 
   double storage_bytes(DType declared) const {
-    return double(sgraph::element_bytes(target_.name == "cpu" ? DType::F32 : declared));
+    return double(sgraph::element_bytes(target_.target == backend::Target::Cpu ? DType::F32 : declared));
   }
   double tensor_bytes(const std::string& name) const {
     const Type& t = in_.analysis.tensors.at(name);
@@ -103,7 +103,7 @@ class CostModel {
   // peak / tensor-core peak for a matmul of two loaded 16-bit tiles with a tensor-core shape on a
   // GPU (assumption 3); 1 otherwise.
   double tensor_core_factor(size_t k, const BlockOp& op) const {
-    if (target_.name != "cuda" || target_.tensor_peak_gflops <= 0 || op.operands.size() != 2) return 1;
+    if (target_.target != backend::Target::Cuda || target_.tensor_peak_gflops <= 0 || op.operands.size() != 2) return 1;
     const sgraph::CustomKernel& kernel = in_.graph.kernels[k].block;
     const BlockOp &left = kernel.ops[size_t(op.operands[0])], &right = kernel.ops[size_t(op.operands[1])];
     if (left.kind != BlockOp::Kind::Load || right.kind != BlockOp::Kind::Load) return 1;
@@ -175,7 +175,7 @@ class CostModel {
           const double f = matmul ? 2 * double(element_count(shape)) * double(x.empty() ? 1 : x.back()) : reduces ? double(element_count(x)) : double(element_count(shape));
           c.flops += f * runs;
           c.scaled_flops += f * runs / vector_factor(reduces ? x : shape) * (matmul ? tensor_core_factor(k, op) : 1.0);
-          if (op.kind == BlockOp::Kind::Accumulate && target_.name == "cpu" && target_.l1_bytes > 0 && !op.operands.empty()) {
+          if (op.kind == BlockOp::Kind::Accumulate && target_.target == backend::Target::Cpu && target_.l1_bytes > 0 && !op.operands.empty()) {
             const BlockOp& from = kernel.ops[size_t(op.operands[0])];
             const double tile_bytes = double(element_count(shape)) * 4;  // accumulators are f32
             if (from.kind == BlockOp::Kind::Compute && from.op == Op::Matmul && tile_bytes > double(target_.l1_bytes) / 2)
@@ -244,7 +244,7 @@ class CostModel {
   }
 
   const sgraph::Instance& in_;
-  const TargetDescription& target_;
+  const backend::TargetDescription& target_;
   std::set<std::string> read_;  // device tensors read so far
   CostEstimate est_;
   double memory_s_ = 0, cache_s_ = 0, compute_s_ = 0, overhead_s_ = 0;
@@ -252,7 +252,7 @@ class CostModel {
 
 }  // namespace
 
-CostEstimate estimate_cost(const sgraph::Instance& instance, const TargetDescription& target) {
+CostEstimate estimate_cost(const sgraph::Instance& instance, const backend::TargetDescription& target) {
   return CostModel(instance, target).run();
 }
 

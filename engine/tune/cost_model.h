@@ -4,7 +4,7 @@
 #include <string>
 
 #include "engine/sgraph/instantiate.h"
-#include "engine/tune/target.h"
+#include "engine/backend/target.h"
 
 namespace prism::tune {
 
@@ -22,6 +22,6 @@ struct CostEstimate {
 // Tensors are stored as f32 on the CPU (every tensor is f32 there) and at their declared dtype on
 // other targets. Throws Error{InvalidArgument} when the instance's bindings leave a tile size
 // unbound (an instance from instantiate() never does).
-CostEstimate estimate_cost(const sgraph::Instance& instance, const TargetDescription& target);
+CostEstimate estimate_cost(const sgraph::Instance& instance, const backend::TargetDescription& target);
 
 }  // namespace prism::tune

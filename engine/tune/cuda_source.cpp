@@ -16,7 +16,7 @@ std::string join(const std::vector<std::string>& items) {
 }  // namespace
 
 KernelChoice cuda_kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
-                             const TargetDescription& target, const std::map<std::string, int64_t>* sizes) {
+                             const backend::TargetDescription& target, const std::map<std::string, int64_t>* sizes) {
   sgraph::SGraph graph = sgraph::parse(family.text);
   sgraph::Instance instance = choose_instance(lowered, graph, family.id, bindings, target, sizes);
   backend::cuda::CudaCodegenOptions options;

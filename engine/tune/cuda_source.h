@@ -7,7 +7,7 @@
 
 #include "engine/ir/program.h"
 #include "engine/search/search.h"
-#include "engine/tune/target.h"
+#include "engine/backend/target.h"
 #include "engine/tune/tuner.h"
 
 namespace prism::tune {
@@ -17,6 +17,6 @@ namespace prism::tune {
 // model, or `sizes` when given. The source's header comment lists every kernel's launch
 // (name, blocks, threads, dynamic shared bytes, pointer parameters).
 KernelChoice cuda_kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
-                             const TargetDescription& target, const std::map<std::string, int64_t>* sizes = nullptr);
+                             const backend::TargetDescription& target, const std::map<std::string, int64_t>* sizes = nullptr);
 
 }  // namespace prism::tune

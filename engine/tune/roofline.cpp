@@ -27,7 +27,7 @@ double value_flops(const Program& lowered, const Value& v, const DimBindings& bi
   }
 }
 
-Roofline program_roofline(const Program& lowered, const DimBindings& bindings, const TargetDescription& target, DType storage) {
+Roofline program_roofline(const Program& lowered, const DimBindings& bindings, const backend::TargetDescription& target, DType storage) {
   Roofline r;
   const double bytes = double(sgraph::element_bytes(storage));
   std::set<int> seen;  // a value returned twice is written twice; an input read once

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "engine/ir/program.h"
-#include "engine/tune/target.h"
+#include "engine/backend/target.h"
 
 namespace prism::tune {
 
@@ -28,6 +28,6 @@ double value_flops(const Program& lowered, const Value& v, const DimBindings& bi
 
 // `lowered`: primitives only (lower_composites). storage: the dtype every tensor is stored as (f32
 // on the CPU). Throws Error{InvalidArgument} for a dim the bindings do not make a positive integer.
-Roofline program_roofline(const Program& lowered, const DimBindings& bindings, const TargetDescription& target, DType storage);
+Roofline program_roofline(const Program& lowered, const DimBindings& bindings, const backend::TargetDescription& target, DType storage);
 
 }  // namespace prism::tune

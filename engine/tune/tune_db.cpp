@@ -65,8 +65,8 @@ std::vector<std::string> split_tabs(const std::string& line) {
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
 constexpr int kTunerRevision = 6;
 
-std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const TargetDescription& target) {
-  std::string text = print_program(lowered) + "\x1f" + sizes_field(bindings) + "\x1f" + target.name + "\x1f" + target.model +
+std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target) {
+  std::string text = print_program(lowered) + "\x1f" + sizes_field(bindings) + "\x1f" + backend::target_name(target.target) + "\x1f" + target.model +
                      "\x1f" + PRISM_VERSION +
                      "\x1f" + std::to_string(kTunerRevision);
   return content_key(text, "tune:");
@@ -77,7 +77,7 @@ std::string format_tune_result(const TuneResult& r) {
   out << kHeader << "\n";
   out << "program\t" << clean(r.program) << "\n";
   out << "version\t" << r.version << "\n";
-  out << "target\t" << clean(r.target) << "\t" << clean(r.target_model) << "\n";
+  out << "target\t" << backend::target_name(r.target) << "\t" << clean(r.target_model) << "\n";
   out << "bindings\t" << sizes_field(r.bindings) << "\n";
   out << "top\t" << r.top << "\t" << r.threads << "\n";
   out << "machine\t" << number(r.bandwidth_gbs) << "\t" << number(r.peak_gflops) << "\n";
@@ -116,7 +116,10 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
       } else if (tag == "version") {
         need(2), r.version = std::stoll(f[1]);
       } else if (tag == "target") {
-        need(3), r.target = f[1], r.target_model = f[2];
+        need(3), r.target_model = f[2];
+        std::optional<backend::Target> target = backend::parse_target(f[1]);
+        if (!target) throw std::runtime_error("unknown target");
+        r.target = *target;
       } else if (tag == "bindings") {
         need(2), r.bindings = parse_sizes(f[1]);
       } else if (tag == "top") {

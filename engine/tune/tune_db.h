@@ -14,7 +14,7 @@ namespace prism::tune {
 
 // The key: a hash of the printed program, the bindings, the target's name and model,
 // PRISM_VERSION and the tuner's revision (a newer prism may generate better kernels).
-std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const TargetDescription& target);
+std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target);
 
 // The text form of a result and back; parse_tune_result returns nothing for text it cannot read
 // (an older format, a truncated file), which the DB treats as a miss.

@@ -10,7 +10,7 @@
 #include "engine/backend/cpu/codegen.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/eager.h"
-#include "engine/backend/cpu/runner.h"
+#include "engine/backend/runner/runner.h"
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
 #include "engine/sgraph/instantiate.h"
@@ -60,15 +60,15 @@ std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dim
 
 // Every valid instantiation of every family, cheapest first by the cost model.
 std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims,
-                                 const TargetDescription& target, const CancelToken* cancel) {
+                                 const backend::TargetDescription& target, const CancelToken* cancel) {
   std::vector<Option> options;
   for (size_t f = 0; f < graphs.size(); ++f) {
     if (cancel) cancel->check();
-    for (const DimBindings& sizes : sgraph::enumerate(graphs[f], dims, target.sgraph_target())) {
+    for (const DimBindings& sizes : sgraph::enumerate(graphs[f], dims, target.tile_budget())) {
       Option o;
       o.family = f;
       o.sizes = sizes;
-      o.instance = sgraph::instantiate(graphs[f], dims, sizes, target.sgraph_target());
+      o.instance = sgraph::instantiate(graphs[f], dims, sizes, target.tile_budget());
       o.predicted_s = estimate_cost(o.instance, target).seconds;
       options.push_back(std::move(o));
     }
@@ -159,7 +159,7 @@ double kernel_timeout_s(double fallback) {
   return t > 0 ? t : fallback;
 }
 
-void record_run(TuneRow& row, const backend::cpu::RunOutcome& outcome,
+void record_run(TuneRow& row, const backend::RunOutcome& outcome,
                 const std::function<Comparison(const std::vector<Tensor>&)>& check) {
   if (!outcome.ok) {
     row.error = outcome.error;
@@ -264,10 +264,10 @@ TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& f
   auto report = [&](const std::string& phase, int done, int total) {
     if (progress) progress({phase, done, total, seconds_since(start)});
   };
-  if (request.target != "cpu") throw Error(Error::Kind::InvalidArgument, "unknown target '" + request.target + "'");
+  if (request.target != backend::Target::Cpu) throw Error(Error::Kind::InvalidArgument, "tune_families: the target is not the CPU");
   const DimBindings dims(request.bindings.begin(), request.bindings.end());
   check_bindings(lowered, dims);
-  const TargetDescription& target = env.target;
+  const backend::TargetDescription& target = env.target;
 
   TuneResult result;
   result.program = lowered.name;
@@ -334,9 +334,9 @@ TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& f
 
   // Timing: every library in one worker, baseline first, all on the same inputs.
   auto run_start = Clock::now();
-  backend::cpu::KernelRunner runner = env.runner_path.empty() ? backend::cpu::KernelRunner() : backend::cpu::KernelRunner(env.runner_path);
+  backend::KernelRunner runner = env.runner_path.empty() ? backend::KernelRunner() : backend::KernelRunner(env.runner_path);
   runner.set_inputs(inputs);
-  backend::cpu::RunRequest run;
+  backend::RunRequest run;
   for (const auto& t : reference) run.output_shapes.push_back(t.shape);
   run.threads = result.threads;
   run.timeout_s = kernel_timeout_s(run.timeout_s);
@@ -358,11 +358,11 @@ TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& f
 }
 
 sgraph::Instance choose_instance(const Program& lowered, const sgraph::SGraph& graph, int family_id,
-                                 const std::map<std::string, int64_t>& bindings, const TargetDescription& target,
+                                 const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target,
                                  const std::map<std::string, int64_t>* sizes) {
   const DimBindings dims(bindings.begin(), bindings.end());
   check_bindings(lowered, dims);
-  if (sizes) return sgraph::instantiate(graph, dims, DimBindings(sizes->begin(), sizes->end()), target.sgraph_target());
+  if (sizes) return sgraph::instantiate(graph, dims, DimBindings(sizes->begin(), sizes->end()), target.tile_budget());
   std::vector<Option> ranked = rank_options({graph}, dims, target, nullptr);
   if (ranked.empty())
     throw Error(Error::Kind::InvalidArgument, "candidate " + std::to_string(family_id) + " has no valid instantiation at these dims");
@@ -375,7 +375,7 @@ std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance) 
 }
 
 KernelChoice kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
-                        const TargetDescription& target, const std::map<std::string, int64_t>* sizes) {
+                        const backend::TargetDescription& target, const std::map<std::string, int64_t>* sizes) {
   sgraph::SGraph graph = with_storage(sgraph::parse(family.text), DType::F32);
   sgraph::Instance instance = choose_instance(lowered, graph, family.id, bindings, target, sizes);
   KernelChoice choice;

@@ -13,12 +13,12 @@
 #include "engine/ir/program.h"
 #include "engine/search/search.h"
 #include "engine/sgraph/instantiate.h"
-#include "engine/tune/target.h"
+#include "engine/backend/target.h"
 
 namespace prism::tune {
 
 struct TuneRequest {
-  std::string target = "cpu";
+  backend::Target target = backend::Target::Cpu;
   std::map<std::string, int64_t> bindings;  // every dim of the program
   int top = 8;           // instantiations compiled and timed (by cost rank, at most half from one family)
   int threads = 0;       // kernel threads; 0: the target's cores
@@ -47,7 +47,7 @@ struct TuneStats {
 struct TuneResult {
   std::string program;
   int64_t version = 0;
-  std::string target;          // "cpu"
+  backend::Target target = backend::Target::Cpu;
   std::string target_model;    // "AMD EPYC, 2 cores, AVX-512"
   std::map<std::string, int64_t> bindings;
   int top = 0;
@@ -74,7 +74,7 @@ struct TuneProgress {
 };
 
 struct TuneEnvironment {
-  TargetDescription target;
+  backend::TargetDescription target;
   std::string kernel_cache_dir;  // empty: the default
   std::string runner_path;       // empty: the default (prism-runner next to the executable)
 };
@@ -86,7 +86,7 @@ TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& f
                          const TuneEnvironment& env, const CancelToken* cancel = nullptr,
                          const std::function<void(const TuneProgress&)>& progress = {});
 
-// The same on the GPU (request.target "cuda", env.target a GPU: describe_cuda_device()): the
+// The same on the GPU (request.target Cuda, env.target a GPU: cuda::describe_cuda_device()): the
 // reference at the program's declared dtypes (f16 stays f16), the families at their declared
 // storage, the top K generated as CUDA C++ and compiled to PTX (NVRTC), the eager baseline a
 // kernel per op with cuBLAS matmuls, every run in the kernel runner's worker (CUDA events),
@@ -106,12 +106,12 @@ struct KernelChoice {
 // by the cost model, or the one with `sizes`. Throws Error{InvalidArgument} (bindings, sizes, or
 // no valid instantiation).
 sgraph::Instance choose_instance(const Program& lowered, const sgraph::SGraph& graph, int family_id,
-                                 const std::map<std::string, int64_t>& bindings, const TargetDescription& target,
+                                 const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target,
                                  const std::map<std::string, int64_t>* sizes = nullptr);
 // An instance's grid sizes and loop ranges (without the tensor dims).
 std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance);
 KernelChoice kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
-                        const TargetDescription& target, const std::map<std::string, int64_t>* sizes = nullptr);
+                        const backend::TargetDescription& target, const std::map<std::string, int64_t>* sizes = nullptr);
 
 // What the workspace answers for kernel/source and export.
 struct KernelSource {
@@ -119,7 +119,7 @@ struct KernelSource {
   int candidate = 0;
   std::string summary;
   std::map<std::string, int64_t> bindings, sizes;
-  std::string target;
+  backend::Target target = backend::Target::Cpu;
   bool tuned = false;   // sizes from a timed instantiation (else from the cost model)
   std::string source;   // C++ implementing engine/backend/cpu/abi.h
   std::string header;   // a C header declaring it, with the shapes in a comment
@@ -127,7 +127,7 @@ struct KernelSource {
 
 // A target and whether it can be used here ("cuda": no CUDA device …).
 struct TargetStatus {
-  std::string name;
+  backend::Target target = backend::Target::Cpu;
   bool available = false;
   std::string detail;  // the model when available, else why not
 };

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cmath>
 
-#include "engine/backend/cpu/runner.h"
+#include "engine/backend/runner/runner.h"
 #include "engine/backend/cuda/codegen.h"
 #include "engine/backend/cuda/eager.h"
 #include "engine/backend/cuda/nvrtc.h"
@@ -53,17 +53,17 @@ TuneResult tune_families_cuda(const Program& lowered, const std::vector<Candidat
   auto report = [&](const std::string& phase, int done, int total) {
     if (progress) progress({phase, done, total, seconds_since(start)});
   };
-  if (request.target != "cuda") throw Error(Error::Kind::InvalidArgument, "tune_families_cuda: target '" + request.target + "'");
+  if (request.target != backend::Target::Cuda) throw Error(Error::Kind::InvalidArgument, "tune_families_cuda: the target is not CUDA");
   if (backend::cuda::NvrtcStatus nvrtc = backend::cuda::nvrtc_status(); !nvrtc.available)
     throw Error(Error::Kind::Failed, "target 'cuda' needs NVRTC: " + nvrtc.detail);
   const DimBindings dims(request.bindings.begin(), request.bindings.end());
   steps::check_bindings(lowered, dims);
-  const TargetDescription& target = env.target;
+  const backend::TargetDescription& target = env.target;
   const std::string arch = target.arch.empty() ? "compute_90" : target.arch;
 
   TuneResult result;
   result.program = lowered.name;
-  result.target = "cuda";
+  result.target = backend::Target::Cuda;
   result.target_model = target.model;
   result.bindings = request.bindings;
   result.top = request.top;
@@ -78,7 +78,7 @@ TuneResult tune_families_cuda(const Program& lowered, const std::vector<Candidat
   std::vector<DType> out_dtypes;
   for (int id : lowered.outputs) out_dtypes.push_back(lowered.value(id).type.dtype);
   const DType storage = lowered.inputs.empty() ? DType::F32 : lowered.value(lowered.inputs.front()).type.dtype;
-  TargetDescription roof_target = target;
+  backend::TargetDescription roof_target = target;
   if (storage != DType::F32 && target.tensor_peak_gflops > 0) roof_target.peak_gflops = target.tensor_peak_gflops;
   Roofline roof = program_roofline(lowered, dims, roof_target, storage);
   result.roofline_ms = roof.seconds * 1e3;
@@ -131,9 +131,9 @@ TuneResult tune_families_cuda(const Program& lowered, const std::vector<Candidat
 
   // Timing: every plan in one worker, baseline first, all on the same inputs.
   auto run_start = Clock::now();
-  backend::cpu::KernelRunner runner = env.runner_path.empty() ? backend::cpu::KernelRunner() : backend::cpu::KernelRunner(env.runner_path);
+  backend::KernelRunner runner = env.runner_path.empty() ? backend::KernelRunner() : backend::KernelRunner(env.runner_path);
   runner.set_inputs(inputs);
-  backend::cpu::CudaRunRequest run;
+  backend::CudaRunRequest run;
   for (const auto& t : reference) run.output_shapes.push_back(t.shape);
   run.timeout_s = steps::kernel_timeout_s(run.timeout_s);
   auto time_plan = [&](size_t i, TuneRow& row) {
@@ -141,7 +141,7 @@ TuneResult tune_families_cuda(const Program& lowered, const std::vector<Candidat
       row.error = errors[i];
       return;
     }
-    run.plan = std::move(plans[i]);
+    run.plan = backend::cuda::plan_text(plans[i]);
     steps::record_run(row, runner.run_cuda(run, cancel),
                       [&](const std::vector<Tensor>& got) { return check_outputs(got, reference, out_dtypes); });
   };

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend/cpu/runner.h"
+#include "engine/backend/runner/runner.h"
 #include "engine/cancel.h"
 #include "engine/interp/tensor.h"
 #include "engine/ir/program.h"
 #include "engine/sgraph/instantiate.h"
 #include "engine/tune/compare.h"
-#include "engine/tune/target.h"
+#include "engine/backend/target.h"
 #include "engine/tune/tuner.h"
 
 namespace prism::tune::steps {
@@ -30,7 +30,7 @@ void check_bindings(const Program& lowered, const DimBindings& bindings);
 // The program's inputs, seeded random at their declared dtypes, in parameter order and by name.
 std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dims, uint64_t seed, std::map<std::string, Tensor>* by_name);
 // Every valid instantiation of every family, cheapest first by the cost model.
-std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims, const TargetDescription& target,
+std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims, const backend::TargetDescription& target,
                                  const CancelToken* cancel);
 // The top K by cost (in rank order), at most half of them (rounded up) from one family and, while
 // other tile sizes are left, at most a quarter with the same tile sizes.
@@ -39,7 +39,7 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top);
 double kernel_timeout_s(double fallback);
 // Fills `row` from a worker's run: the run's error, or the numeric check's verdict on its outputs
 // ("wrong result: …") and the median time.
-void record_run(TuneRow& row, const backend::cpu::RunOutcome& outcome,
+void record_run(TuneRow& row, const backend::RunOutcome& outcome,
                 const std::function<Comparison(const std::vector<Tensor>&)>& check);
 // Times the eager baseline (item 0) and then each chosen instantiation (item i + 1) with
 // `time_item`, reporting "timing" progress, and fills the result's baseline and rows.

@@ -151,13 +151,13 @@ class Workspace {
   // A kernel's source: family `candidate` (0: the best of the latest tune) at `bindings` (empty:
   // the latest tune's), with the tuned sizes when that family was timed, else the cost model's.
   tune::KernelSource kernel_source(const std::string& program, int candidate, const std::map<std::string, int64_t>& bindings,
-                                   const std::string& target);
+                                   backend::Target target);
 
  private:
   struct Impl;
   struct TuneState;
   static std::shared_ptr<TuneState> make_tune_state();
-  tune::TargetDescription cpu_target() const;
+  backend::TargetDescription cpu_target() const;
   std::shared_ptr<TuneState> tune_state_;
   void sync_egraph() const;  // brings the resident e-graph up to date with the open programs
   mutable std::mutex mutex_;

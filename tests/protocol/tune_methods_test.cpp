@@ -111,7 +111,10 @@ TEST_CASE("tune/run and kernel/source validate their params", "[protocol][tune]"
   CHECK(error_code(untuned) == -32803);
   CHECK_THAT(untuned["error"]["message"].get<std::string>(), Catch::Contains("has not been tuned yet"));
   CHECK(server.result(*peer, "tune/results", {{"program", "rms_linear"}})["results"].empty());
-  CHECK(error_code(server.call(*peer, "kernel/source", {{"program", "rms_linear"}, {"bindings", {{"n", 8}, {"d", 64}}}, {"target", "tpu"}})) == -32803);
+  json tpu = server.call(*peer, "kernel/source", {{"program", "rms_linear"}, {"bindings", {{"n", 8}, {"d", 64}}}, {"target", "tpu"}});
+  CHECK(error_code(tpu) == -32602);
+  CHECK_THAT(tpu["error"]["message"].get<std::string>(), Catch::Contains("unknown target 'tpu' (targets: cpu, cuda)"));
+  CHECK(error_code(server.call(*peer, "tune/run", {{"program", "rms_linear"}, {"bindings", {{"n", 4}, {"d", 64}}}, {"target", "gpu"}})) == -32602);
 }
 
 TEST_CASE("kernel/source with target cuda gives the CUDA source without a GPU", "[protocol][tune][cuda]") {

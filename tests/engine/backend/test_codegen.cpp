@@ -78,7 +78,7 @@ double codegen_error(const sgraph::Instance& inst, const CompiledLibrary& compil
 }
 
 double family_codegen_error(const std::string& family, const DimBindings& dims, const DimBindings& sizes, int simd_bytes = native_simd_bytes()) {
-  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(as_f32(family)), dims, sizes, sgraph::Target{"cpu", 1 << 20});
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(as_f32(family)), dims, sizes, sgraph::TileBudget{1 << 20});
   CodegenOptions options;
   options.simd_bytes = simd_bytes;
   std::string source = generate_cpu_source(inst, options);
@@ -183,13 +183,13 @@ namespace {
 // compiled (1: all of them), the first `checked` checked against the evaluator.
 void check_search_families(const std::vector<std::string>& examples, size_t every, size_t checked) {
   const std::map<std::string, DimBindings>& dims = test::small_example_dims();
-  const sgraph::Target target{"cpu", 1 << 20};
+  const sgraph::TileBudget target{1 << 20};
   for (const std::string& name : examples) {
     INFO("example " << name);
     REQUIRE(dims.count(name));
     SearchLimits limits;
     limits.threads = 2;
-    limits.target = "cpu";
+    limits.fast_memory_bytes = 1 << 20;
     limits.budget_s = 10;
     SearchResult r = search::search_program(test::lowered_example(name), limits);
     std::vector<sgraph::Instance> instances;
@@ -246,7 +246,7 @@ TEST_CASE("codegen: the matmul blocking takes K whole for one row block and in e
 
 TEST_CASE("codegen: each matmul of a loop body prefetches the next one's B, the last the first's next tile", "[codegen]") {
   sgraph::Instance inst =
-      sgraph::instantiate(sgraph::parse(as_f32(fam::kGatedMlp)), {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, sgraph::Target{"cpu", 1 << 20});
+      sgraph::instantiate(sgraph::parse(as_f32(fam::kGatedMlp)), {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, sgraph::TileBudget{1 << 20});
   const std::string source = generate_cpu_source(inst, CodegenOptions{});
   // Wg's matmul prefetches Wu's tile of this iteration; Wu's, Wg's tile of the next one.
   const std::string wg_tile = "(t1 + f * 1024L + b0 * 32L)", wu_tile = "(t2 + f * 1024L + b0 * 32L)";
@@ -256,6 +256,6 @@ TEST_CASE("codegen: each matmul of a loop body prefetches the next one's B, the 
   CHECK(source.find(wg_tile) != std::string::npos);
   // One matmul in the body: the default (the rows after its own B).
   sgraph::Instance one =
-      sgraph::instantiate(sgraph::parse(as_f32(fam::kRmsLinear)), {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, sgraph::Target{"cpu", 1 << 20});
+      sgraph::instantiate(sgraph::parse(as_f32(fam::kRmsLinear)), {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, sgraph::TileBudget{1 << 20});
   CHECK(generate_cpu_source(one, CodegenOptions{}).find("f + 1 <") == std::string::npos);
 }

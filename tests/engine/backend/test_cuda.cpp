@@ -42,7 +42,7 @@ bool have_nvrtc() {
   return s.available;
 }
 
-const sgraph::Target kGpu{"cuda", 200 * 1024};
+const sgraph::TileBudget kGpu{200 * 1024};
 
 // Compiles the instance's CUDA source with NVRTC; returns the seconds NVRTC took.
 double compiles(const sgraph::Instance& inst, const CudaCodegenOptions& options = {}) {
@@ -203,7 +203,7 @@ const std::map<std::string, DimBindings>& kExampleDims = test::small_example_dim
 SearchResult search_example(const std::string& name) {
   SearchLimits limits;
   limits.threads = 2;
-  limits.target = "gpu-228k";
+  limits.fast_memory_bytes = kGpuOptInSharedBytes;
   limits.budget_s = 5;
   return search::search_program(test::lowered_example(name), limits);
 }

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "../search/search_helpers.h"
-#include "engine/backend/cpu/runner.h"
+#include "engine/backend/runner/runner.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/eager.h"
 #include "engine/backend/cuda/nvrtc.h"
@@ -27,26 +27,26 @@ TEST_CASE("cuda run: the eager baseline runs in the worker, or the run says why 
     named[v.name] = inputs.back();
   }
   std::vector<Tensor> reference = interpret(p, dims, named);
-  backend::cpu::CudaRunRequest request;
+  backend::CudaRunRequest request;
   for (const auto& t : reference) request.output_shapes.push_back(t.shape);
   request.runs = 5;
 
   backend::cuda::CudaStatus device = backend::cuda::cuda_status();
   backend::cuda::NvrtcStatus nvrtc = backend::cuda::nvrtc_status();
-  backend::cpu::KernelRunner runner;
+  backend::KernelRunner runner;
   runner.set_inputs(inputs);
   if (!device.available || !nvrtc.available) {
-    request.plan = eager.plan;
-    request.plan.ptx = "// no PTX: nothing can load it here\n";
-    backend::cpu::RunOutcome outcome = runner.run_cuda(request);
+    eager.plan.ptx = "// no PTX: nothing can load it here\n";
+    request.plan = backend::cuda::plan_text(eager.plan);
+    backend::RunOutcome outcome = runner.run_cuda(request);
     CHECK_FALSE(outcome.ok);
     if (!device.available) CHECK_THAT(outcome.error, Catch::Contains(device.detail));
     WARN("skipped the GPU run: " << (device.available ? nvrtc.detail : device.detail) << " (the worker answered: " << outcome.error << ")");
     return;
   }
-  request.plan = eager.plan;
-  request.plan.ptx = backend::cuda::compile_to_ptx(eager.source, backend::cuda::CudaDevice().info().arch()).ptx;
-  backend::cpu::RunOutcome outcome = runner.run_cuda(request);
+  eager.plan.ptx = backend::cuda::compile_to_ptx(eager.source, backend::cuda::CudaDevice().info().arch()).ptx;
+  request.plan = backend::cuda::plan_text(eager.plan);
+  backend::RunOutcome outcome = runner.run_cuda(request);
   INFO(outcome.error);
   REQUIRE(outcome.ok);
   CHECK(outcome.runs == 5);
@@ -60,19 +60,22 @@ TEST_CASE("cuda run: the eager baseline runs in the worker, or the run says why 
 }
 
 TEST_CASE("cuda run: a plan that does not match the worker's inputs is refused in words, before any device is used", "[cuda][runner]") {
-  backend::cpu::KernelRunner runner;
+  backend::KernelRunner runner;
   runner.set_inputs({Tensor::zeros(DType::F32, {4})});
-  backend::cpu::CudaRunRequest request;
-  request.plan.inputs = {{"a", 4, DType::F16}, {"b", 4, DType::F16}};
-  request.plan.outputs = {{"c", 4, DType::F16}};
-  request.plan.ptx = "// none\n";
+  backend::cuda::CudaPlan plan;
+  plan.inputs = {{"a", 4, DType::F16}, {"b", 4, DType::F16}};
+  plan.outputs = {{"c", 4, DType::F16}};
+  plan.ptx = "// none\n";
+  backend::CudaRunRequest request;
+  request.plan = backend::cuda::plan_text(plan);
   request.output_shapes = {{4}};
-  backend::cpu::RunOutcome outcome = runner.run_cuda(request);
+  backend::RunOutcome outcome = runner.run_cuda(request);
   CHECK_FALSE(outcome.ok);
   CHECK_THAT(outcome.error, Catch::Contains("the plan has 2 inputs, the worker holds 1"));
   // The worker was restarted for the next run, which still answers.
-  request.plan.inputs.pop_back();
-  request.plan.inputs[0].elements = 5;
+  plan.inputs.pop_back();
+  plan.inputs[0].elements = 5;
+  request.plan = backend::cuda::plan_text(plan);
   outcome = runner.run_cuda(request);
   CHECK_THAT(outcome.error, Catch::Contains("input 0 (a) has 4 elements, the plan says 5"));
 }

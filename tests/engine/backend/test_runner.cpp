@@ -4,11 +4,12 @@
 #include <thread>
 
 #include "engine/backend/cpu/compiler.h"
-#include "engine/backend/cpu/runner.h"
+#include "engine/backend/runner/runner.h"
 #include "engine/error.h"
 #include "support/subprocess.h"
 
 using namespace prism;
+using namespace prism::backend;
 using namespace prism::backend::cpu;
 
 namespace {

@@ -23,7 +23,7 @@ std::pair<std::optional<FieldTensor>, std::optional<FieldTensor>> both(const std
                                                                        const DimBindings& dims, const DimBindings& sizes) {
   const Program p = program_of(program);
   const FieldInputs in = random_field_inputs(p, dims, 11);
-  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, sizes, {"roomy", int64_t(1) << 40});
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, sizes, sgraph::TileBudget{int64_t(1) << 40});
   return {fingerprint(inst, in), fingerprint(p, dims, in)};
 }
 

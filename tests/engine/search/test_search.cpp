@@ -185,15 +185,15 @@ TEST_CASE("search: pruning removes only what could never verify", "[search][soun
 TEST_CASE("search: hardware lower bounds drop families whose smallest tiles cannot fit", "[search][hardware]") {
   SearchLimits limits;
   limits.bindings = {{"n", 16}, {"d", 4096}};
-  limits.target = "gpu";  // 48 KiB per block
+  limits.fast_memory_bytes = kGpuSharedBytes;
   SearchResult generic = search_example("rms_linear"), bound = search_example("rms_linear", limits);
   CHECK(bound.stats.pruned_hardware > 0);
   CHECK(bound.candidates.size() < generic.candidates.size());
   CHECK_FALSE(bound.candidates.empty());
   for (const Candidate& c : bound.candidates)
-    CHECK(sgraph::memory_lower_bound(sgraph::parse(c.text), limits.bindings, sgraph::Target{"gpu", 48 * 1024}).empty());
+    CHECK(sgraph::memory_lower_bound(sgraph::parse(c.text), limits.bindings, sgraph::TileBudget{kGpuSharedBytes}).empty());
   CHECK(has_hash(bound, sgraph::canonical_hash(sgraph::parse(kRmsLinear))));
-  limits.target = "tpu";
+  limits.fast_memory_bytes = 0;
   CHECK_THROWS_AS(search_example("rms_linear", limits), Error);
 }
 

@@ -32,7 +32,7 @@ inline double relative_error(const Tensor& a, const Tensor& b) {
 
 // The family's output 0 evaluated for (dims, sizes) and the program's reference on the same inputs.
 inline double family_error(const std::string& program, const std::string& family, const DimBindings& dims, const DimBindings& sizes,
-                           uint64_t seed = 7, sgraph::Target target = {}) {
+                           uint64_t seed = 7, sgraph::TileBudget target = {}) {
   sgraph::SGraph g = sgraph::parse(family);
   sgraph::Instance inst = sgraph::instantiate(g, dims, sizes, target);
   auto inputs = random_inputs(g, dims, seed);

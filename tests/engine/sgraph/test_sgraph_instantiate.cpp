@@ -22,9 +22,9 @@ TEST_CASE("instantiate binds sizes and checks every constraint", "[sgraph][insta
   CHECK_THROWS_WITH(instantiate(g, dims, {{"g1", 0}, {"F1", 2}}, {}), "g1=0 is not a positive size");
   CHECK_THROWS_WITH(instantiate(g, {{"n", 8}}, {{"g1", 4}, {"F1", 2}}, {}), "no value for dim d of input X");
   // 8x32 f16 + 32x16 f16 + three 8x16 f32 tiles + 8x1 f32 = 3104 bytes.
-  Target small{"tiny", 3103};
+  TileBudget small{3103};
   CHECK_THROWS_WITH(instantiate(g, dims, {{"g1", 4}, {"F1", 2}}, small),
-                    "kernel 0 needs 3104 bytes of fast memory per block but target tiny has 3103");
+                    "kernel 0 needs 3104 bytes of fast memory per block but a block has 3103");
   small.fast_memory_bytes = 3104;
   CHECK_NOTHROW(instantiate(g, dims, {{"g1", 4}, {"F1", 2}}, small));
   SGraph open = parse("input X: f32[n]\nkernel 0: custom grid=[g]\n  x = load X map {grid: ?a->g, loop: -}\n");
@@ -68,13 +68,13 @@ TEST_CASE("the memory lower bound drops families whose smallest tiles cannot fit
   SGraph g = parse(fam::kRmsLinear);
   DimBindings dims{{"n", 16}, {"d", 64}};
   // Smallest tiles: g1 = F1 = 64: x 16x1 f16, w 1x1 f16, 3 f32 tiles 16x1, r 16x1 = 32 + 2 + 256 bytes.
-  CHECK(memory_lower_bound(g, dims, {"t", 290}).empty());
-  CHECK(memory_lower_bound(g, dims, {"t", 289}) ==
+  CHECK(memory_lower_bound(g, dims, TileBudget{290}).empty());
+  CHECK(memory_lower_bound(g, dims, TileBudget{289}) ==
         std::vector<std::string>{"kernel 0 needs at least 290 bytes of fast memory per block (footprint " +
-                                 analyze(g).footprint[0]->str() + " at its smallest tiles) but target t has 289"});
+                                 analyze(g).footprint[0]->str() + " at its smallest tiles) but a block has 289"});
   // A family that loads all of W in every block cannot shrink with its sizes.
   SGraph whole = parse("input W: f32[d, d]\nkernel 0: custom grid=[g]\n  w = load W map {grid: -, loop: -}\n  y = exp(w)\n"
                        "  save O: f32 = y map {grid: -, loop: -}\n");
-  CHECK(memory_lower_bound(whole, {{"d", 64}}, {"t", 2 * 64 * 64 * 4}).empty());
-  CHECK(memory_lower_bound(whole, {{"d", 64}}, {"t", 2 * 64 * 64 * 4 - 1}).size() == 1);
+  CHECK(memory_lower_bound(whole, {{"d", 64}}, TileBudget{2 * 64 * 64 * 4}).empty());
+  CHECK(memory_lower_bound(whole, {{"d", 64}}, TileBudget{2 * 64 * 64 * 4 - 1}).size() == 1);
 }

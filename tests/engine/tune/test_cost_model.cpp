@@ -5,10 +5,13 @@
 
 #include "engine/sgraph/families.h"
 #include "engine/sgraph/parse.h"
+#include "engine/backend/cuda/describe.h"
 #include "engine/tune/cost_model.h"
 
 using namespace prism;
 using namespace prism::tune;
+using backend::TargetDescription;
+using backend::cuda::cuda_h100_data;
 namespace fam = prism::test::families;
 
 namespace {
@@ -32,8 +35,8 @@ struct Ranked {
 
 std::vector<Ranked> rank(const sgraph::SGraph& g, const DimBindings& dims, const TargetDescription& t) {
   std::vector<Ranked> out;
-  for (const DimBindings& sizes : sgraph::enumerate(g, dims, t.sgraph_target()))
-    out.push_back({sizes, estimate_cost(sgraph::instantiate(g, dims, sizes, t.sgraph_target()), t)});
+  for (const DimBindings& sizes : sgraph::enumerate(g, dims, t.tile_budget()))
+    out.push_back({sizes, estimate_cost(sgraph::instantiate(g, dims, sizes, t.tile_budget()), t)});
   std::sort(out.begin(), out.end(), [](const Ranked& a, const Ranked& b) { return a.cost.seconds < b.cost.seconds; });
   return out;
 }
@@ -58,7 +61,7 @@ TEST_CASE("cost model: one block on four cores and a thousand one-column blocks 
   for (const Ranked& r : ranked) CHECK(r.cost.memory_bytes >= compulsory);
 
   auto cost = [&](int64_t g1, int64_t f1) {
-    return estimate_cost(sgraph::instantiate(g, dims, {{"g1", g1}, {"F1", f1}}, t.sgraph_target()), t);
+    return estimate_cost(sgraph::instantiate(g, dims, {{"g1", g1}, {"F1", f1}}, t.tile_budget()), t);
   };
   // (F1 = 16: every grid fits its tiles at that loop range.)
   CostEstimate one_block = cost(1, 16);
@@ -76,7 +79,7 @@ TEST_CASE("cost model: monotone in bandwidth, peak and cores", "[tune][cost]") {
   TargetDescription t = four_cores();
   sgraph::SGraph g = sgraph::parse(fam::kGatedMlp);
   DimBindings dims{{"n", 8}, {"d", 512}};
-  sgraph::Instance inst = sgraph::instantiate(g, dims, {{"g1", 8}, {"F1", 4}}, t.sgraph_target());
+  sgraph::Instance inst = sgraph::instantiate(g, dims, {{"g1", 8}, {"F1", 4}}, t.tile_budget());
   CostEstimate base = estimate_cost(inst, t);
   // Two matmuls; two accumulators adding an 8x64 tile in each of 4 iterations of 8 blocks; silu and mul after the loop.
   CHECK(base.flops == 2 * (2.0 * 8 * 512 * 512) + 2 * (8 * 64 * 4 * 8) + 2 * (8 * 512));
@@ -107,7 +110,7 @@ TEST_CASE("cost model: a two-kernel family with cross-block partials", "[tune][c
   // The partials Pn/Pd are written by kernel 0 and read once by kernel 1: more memory traffic
   // with more key splits (g2).
   auto cost = [&](int64_t g2) {
-    return estimate_cost(sgraph::instantiate(g, dims, {{"g1", 16}, {"g2", g2}, {"F1", 1}, {"g3", 16}, {"F2", 1}}, t.sgraph_target()), t);
+    return estimate_cost(sgraph::instantiate(g, dims, {{"g1", 16}, {"g2", g2}, {"F1", 1}, {"g3", 16}, {"F2", 1}}, t.tile_budget()), t);
   };
   CHECK(cost(8).memory_bytes > cost(2).memory_bytes);
 }
@@ -117,7 +120,7 @@ TEST_CASE("cost model: of two instantiations moving the same bytes, the one with
   sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);
   DimBindings dims{{"n", 16}, {"d", 4096}};
   auto cost = [&](int64_t g1, int64_t f1) {
-    return estimate_cost(sgraph::instantiate(g, dims, {{"g1", g1}, {"F1", f1}}, t.sgraph_target()), t);
+    return estimate_cost(sgraph::instantiate(g, dims, {{"g1", g1}, {"F1", f1}}, t.tile_budget()), t);
   };
   // W's tile is [d/F1, d/g1]: rows of d/g1 floats. Four blocks (4 KiB rows) beat 64 (256 B rows),
   // both using every core and reading W once.
@@ -162,7 +165,7 @@ TEST_CASE("cost model: blocks re-reading weights near L3's size read them from m
   TargetDescription t = two_zen4_cores();
   sgraph::SGraph rows = sgraph::parse(gated_mlp_split_rows()), cols = sgraph::parse(fam::kGatedMlp);
   auto cost = [&](const sgraph::SGraph& g, int64_t d) {
-    return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", d}}, {{"g1", 2}, {"F1", 16}}, t.sgraph_target()), t);
+    return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", d}}, {{"g1", 2}, {"F1", 16}}, t.tile_budget()), t);
   };
   const double weights = 2.0 * 2048 * 2048 * 4;  // 32 MiB: a quarter of it stays in the caches
   CHECK(cost(rows, 2048).memory_bytes > 1.7 * weights);
@@ -178,7 +181,7 @@ TEST_CASE("cost model: a long loop of thin K steps into an accumulator larger th
   TargetDescription t = two_zen4_cores();
   sgraph::SGraph g = sgraph::parse(fam::kGatedMlp);
   auto cost = [&](int64_t f1) {
-    return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", 2048}}, {{"g1", 2}, {"F1", f1}}, t.sgraph_target()), t);
+    return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", 2048}}, {{"g1", 2}, {"F1", f1}}, t.tile_budget()), t);
   };
   // Two 8 x 1024 f32 accumulators (32 KiB each) per block: 2 x 32 KiB x 2 per iteration.
   const double per_iteration = 2 * (2 * 8 * 1024 * 4.0) * 2;
@@ -187,7 +190,7 @@ TEST_CASE("cost model: a long loop of thin K steps into an accumulator larger th
   CHECK(cost(256).seconds > cost(8).seconds);
   // An accumulator within half of L1 stays there: n=2 gives 8 KiB accumulators.
   auto small = [&](int64_t f1) {
-    return estimate_cost(sgraph::instantiate(g, {{"n", 2}, {"d", 2048}}, {{"g1", 2}, {"F1", f1}}, t.sgraph_target()), t);
+    return estimate_cost(sgraph::instantiate(g, {{"n", 2}, {"d", 2048}}, {{"g1", 2}, {"F1", f1}}, t.tile_budget()), t);
   };
   CHECK(small(256).cache_bytes - small(8).cache_bytes < 0.01 * (2 * (2 * 2 * 1024 * 4.0) * 2) * (256 - 8));
 }
@@ -201,7 +204,7 @@ TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles with a tensor-c
   no_tensor_cores.tensor_peak_gflops = 0;
   sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);  // f16 X and W
   auto compute_bound = [&](int64_t n, const TargetDescription& t) {
-    sgraph::Instance inst = sgraph::instantiate(g, {{"n", n}, {"d", 8192}}, {{"g1", 64}, {"F1", 64}}, t.sgraph_target());
+    sgraph::Instance inst = sgraph::instantiate(g, {{"n", n}, {"d", 8192}}, {{"g1", 64}, {"F1", 64}}, t.tile_budget());
     return estimate_cost(inst, t);
   };
   // n=16: 16 x 128 @ 128 x 128 tiles fit m16n16k16.

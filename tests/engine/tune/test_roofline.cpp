@@ -7,6 +7,7 @@
 
 using namespace prism;
 using namespace prism::tune;
+using backend::TargetDescription;
 
 namespace {
 

@@ -93,7 +93,7 @@ TEST_CASE("tuner: every workload's best candidate is checked, timed, and matches
       CHECK(r.roofline_ms > 0);
       CHECK_FALSE(r.from_db);
       // The best kernel's source, checked here on other inputs than the tuner used.
-      tune::KernelSource k = ws.kernel_source(w.name, 0, bindings, "cpu");
+      tune::KernelSource k = ws.kernel_source(w.name, 0, bindings, backend::Target::Cpu);
       CHECK(k.candidate == best.candidate);
       CHECK(k.sizes == best.sizes);
       CHECK(k.tuned);
@@ -143,7 +143,7 @@ TEST_CASE("tune DB: the text form round-trips and a damaged file is a miss", "[t
   tune::TuneResult r;
   r.program = "p";
   r.version = 3;
-  r.target = "cpu";
+  r.target = backend::Target::Cpu;
   r.target_model = "Some CPU, 2 cores";
   r.bindings = {{"n", 8}, {"d", 4096}};
   r.top = 4;

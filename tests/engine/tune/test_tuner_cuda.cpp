@@ -8,7 +8,8 @@
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/error.h"
-#include "engine/tune/target.h"
+#include "engine/backend/cuda/describe.h"
+#include "engine/backend/target.h"
 #include "engine/tune/tuner.h"
 #include "engine/workspace/workspace.h"
 #include "support/subprocess.h"
@@ -26,7 +27,7 @@ TEST_CASE("tuner cuda: target cuda without a device is refused in words", "[tune
   ws.set_storage(data.path(), data.path());
   ws.open("a.prism", test::read_example("rms_linear"), 1);
   tune::TuneRequest request;
-  request.target = "cuda";
+  request.target = backend::Target::Cuda;
   request.bindings = {{"n", 4}, {"d", 64}};
   try {
     ws.tune("rms_linear", request);
@@ -36,7 +37,7 @@ TEST_CASE("tuner cuda: target cuda without a device is refused in words", "[tune
     CHECK_THAT(e.what(), Catch::Contains("target 'cuda' is not available"));
     if (!device.available) CHECK_THAT(e.what(), Catch::Contains(device.detail));
   }
-  if (!device.available) CHECK_THROWS_WITH(tune::describe_cuda_device(), Catch::Contains(device.detail));
+  if (!device.available) CHECK_THROWS_WITH(backend::cuda::describe_cuda_device(), Catch::Contains(device.detail));
 }
 
 TEST_CASE("tuner cuda: a small tune runs the baseline and the candidates in the worker", "[tune][cuda]") {
@@ -49,17 +50,17 @@ TEST_CASE("tuner cuda: a small tune runs the baseline and the candidates in the 
   Program p = test::lowered_example("rms_linear");
   SearchLimits limits;
   limits.threads = 2;
-  limits.target = "gpu-228k";
+  limits.fast_memory_bytes = kGpuOptInSharedBytes;
   limits.budget_s = 5;
   SearchResult found = search::search_program(p, limits);
   REQUIRE_FALSE(found.candidates.empty());
   tune::TuneRequest request;
-  request.target = "cuda";
+  request.target = backend::Target::Cuda;
   request.bindings = {{"n", 8}, {"d", 256}};
   request.top = 3;
   test::TempDir cache;
   tune::TuneEnvironment env;
-  env.target = device.available ? tune::describe_cuda_device() : tune::cuda_h100_data();
+  env.target = device.available ? backend::cuda::describe_cuda_device() : backend::cuda::cuda_h100_data();
   env.kernel_cache_dir = cache.path();
   tune::TuneResult r = tune::tune_families_cuda(p, found.candidates, request, env);
   REQUIRE(r.rows.size() == 3);

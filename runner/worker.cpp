@@ -1,4 +1,4 @@
-// prism-runner's side of runner.h. Commands, one per line:
+// prism-runner's side of engine/backend/runner/runner.h. Commands, one per line:
 //   inputs N SIZE_1 … SIZE_N PATH            read N dense f32 tensors from PATH        → ok
 //   run THREADS WARMUP MIN MAX MIN_S K SIZE_1 … SIZE_K OUT_PATH \t LIBRARY
 //        load LIBRARY, call it once and write its K outputs to OUT_PATH, then warm up and time it
@@ -25,10 +25,10 @@
 
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/compiler.h"
-#include "engine/backend/cpu/runner.h"
+#include "runner/worker.h"
 #include "engine/backend/cuda/run_worker.h"
 
-namespace prism::backend::cpu {
+namespace prism::runner {
 
 namespace {
 
@@ -89,11 +89,11 @@ std::string run(State& state, std::istringstream& args) {
   if (tab == std::string::npos) return "error malformed run command";
   std::string out_path = rest.substr(0, tab), library = rest.substr(tab + 1);
 
-  LoadedLibrary lib(library);
-  auto entry = lib.function<EntryFn>(kEntrySymbol);
-  ErrorFn error = nullptr;
+  backend::cpu::LoadedLibrary lib(library);
+  auto entry = lib.function<backend::cpu::EntryFn>(backend::cpu::kEntrySymbol);
+  backend::cpu::ErrorFn error = nullptr;
   try {
-    error = lib.function<ErrorFn>(kErrorSymbol);
+    error = lib.function<backend::cpu::ErrorFn>(backend::cpu::kErrorSymbol);
   } catch (const std::exception&) {
   }
   std::vector<const float*> ins;
@@ -185,4 +185,4 @@ int serve_runner(int in_fd, int out_fd) {
   return 0;
 }
 
-}  // namespace prism::backend::cpu
+}  // namespace prism::runner

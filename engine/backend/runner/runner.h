@@ -1,8 +1,9 @@
-// Running generated kernels in a separate worker process (`prism-runner`), so that a kernel that
-// crashes or hangs fails its own candidate and never the daemon (design.md §6).
+// Running generated kernels in a separate worker process (`prism-runner`, whose side is
+// runner/worker.h), so that a kernel that crashes or hangs fails its own candidate and never the
+// daemon (docs/tuning.md).
 //
 // A KernelRunner owns one worker. The inputs are handed over once (a file in /dev/shm, mapped by
-// the worker) and every run reuses them; each run loads a shared object (abi.h), calls it once
+// the worker) and every run reuses them; each run loads a shared object (cpu/abi.h), calls it once
 // for the outputs that are checked, then times it: the median of N calls after warm-up. A worker
 // that dies (signal, exit) or does not answer within the run's time limit is killed, that run
 // fails with a message saying what happened, and the next run starts a fresh worker.
@@ -11,11 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend/cuda/plan.h"
 #include "engine/cancel.h"
 #include "engine/interp/tensor.h"
 
-namespace prism::backend::cpu {
+namespace prism::backend {
 
 struct RunRequest {
   std::string library;                             // a shared object implementing abi.h
@@ -28,11 +28,12 @@ struct RunRequest {
   double timeout_s = 20;   // for the whole run (load, checked call, warm-up, timing)
 };
 
-// A run on the GPU: the plan's inputs are this runner's inputs in order (uploaded at each plan
-// input's dtype), its outputs come back as f32 tensors of `output_shapes`; the whole launch
-// sequence is run once, warmed up, then timed `runs` times with CUDA events (median, minimum).
+// A run on the GPU: a CUDA plan (cuda/plan.h) in its text form. The plan's inputs are this runner's
+// inputs in order (uploaded at each plan input's dtype), its outputs come back as f32 tensors of
+// `output_shapes`; the whole launch sequence is run once, warmed up, then timed `runs` times with
+// CUDA events (median, minimum).
 struct CudaRunRequest {
-  backend::cuda::CudaPlan plan;
+  std::string plan;  // cuda::plan_text()
   std::vector<std::vector<int64_t>> output_shapes;  // in return order
   int warmup = 5;
   int runs = 50;
@@ -79,8 +80,4 @@ class KernelRunner {
   uint64_t runs_ = 0;
 };
 
-// The worker's side (prism-runner's main): serves commands on `in_fd`, answers on `out_fd`,
-// until end of input. Returns the process exit code.
-int serve_runner(int in_fd, int out_fd);
-
-}  // namespace prism::backend::cpu
+}  // namespace prism::backend

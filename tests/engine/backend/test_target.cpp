@@ -6,11 +6,15 @@
 #include <regex>
 #include <sstream>
 
-#include "engine/tune/target.h"
+#include "engine/backend/cpu/describe.h"
+#include "engine/backend/cuda/describe.h"
+#include "engine/backend/target.h"
 #include "support/subprocess.h"
 
 using namespace prism;
-using namespace prism::tune;
+using namespace prism::backend;
+using cpu::describe_cpu;
+using cuda::cuda_h100_data;
 
 namespace {
 
@@ -37,7 +41,7 @@ TargetDescription zen4_like() {
 TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][target]") {
   test::TempDir dir;
   TargetDescription first = describe_cpu(dir.path());
-  CHECK(first.name == "cpu");
+  CHECK(first.target == Target::Cpu);
   CHECK(first.measured);
   CHECK(first.cores >= 1);
   CHECK((first.simd_bytes == 16 || first.simd_bytes == 32 || first.simd_bytes == 64));
@@ -46,7 +50,7 @@ TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][t
   CHECK(first.fast_memory_bytes > 0);
   if (first.l2_bytes > 0) CHECK(first.fast_memory_bytes == first.l2_bytes / 2);
   CHECK_THAT(first.model, Catch::Contains(std::to_string(first.cores) + " core"));
-  CHECK(first.sgraph_target().fast_memory_bytes == first.fast_memory_bytes);
+  CHECK(first.tile_budget().fast_memory_bytes == first.fast_memory_bytes);
   const std::string file = dir / "cpu-target.txt";
   REQUIRE(std::filesystem::exists(file));
 
@@ -77,9 +81,19 @@ TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][t
   CHECK_THAT(read_text(file), Catch::Contains("key=" + first.model));
 }
 
+TEST_CASE("targets are named and parsed in one place", "[tune][target]") {
+  for (Target t : {Target::Cpu, Target::Cuda}) CHECK(parse_target(target_name(t)) == t);
+  CHECK(target_name(Target::Cpu) == std::string("cpu"));
+  CHECK(target_name(Target::Cuda) == std::string("cuda"));
+  CHECK_FALSE(parse_target("gpu"));
+  CHECK_FALSE(parse_target("CPU"));
+  CHECK_FALSE(parse_target(""));
+  CHECK(target_names() == "cpu, cuda");
+}
+
 TEST_CASE("the H100 is described from its data sheet", "[tune][target]") {
   TargetDescription h = cuda_h100_data();
-  CHECK(h.name == "cuda");
+  CHECK(h.target == Target::Cuda);
   CHECK_FALSE(h.measured);
   CHECK(h.cores == 132);
   CHECK(h.fast_memory_bytes == 227 * 1024);
@@ -87,7 +101,7 @@ TEST_CASE("the H100 is described from its data sheet", "[tune][target]") {
   CHECK(h.peak_gflops == 67000);
   CHECK(h.tensor_peak_gflops == 989000);  // f16 dense on tensor cores: the roofline's peak at 16-bit storage
   CHECK(h.arch == "compute_90");
-  CHECK(h.sgraph_target().name == "cuda");
+  CHECK(h.tile_budget().fast_memory_bytes == h.fast_memory_bytes);
 }
 
 TEST_CASE("the caches serve a working set up to half of L3 plus the L2s, none from L3 plus the L2s on, part in between", "[tune][target]") {

@@ -1,7 +1,4 @@
-#include "engine/tune/target.h"
-
-#include "engine/backend/cuda/bandwidth.h"
-#include "engine/backend/cuda/driver.h"
+#include "engine/backend/cpu/describe.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -15,9 +12,9 @@
 #include <thread>
 
 #include "engine/backend/cpu/compiler.h"
-#include "engine/tune/cpu_measure.h"
+#include "engine/backend/cpu/measure.h"
 
-namespace prism::tune {
+namespace prism::backend::cpu {
 
 namespace fs = std::filesystem;
 
@@ -155,7 +152,7 @@ void write_cache(const fs::path& file, const std::string& key, const TargetDescr
 
 TargetDescription describe_cpu(const std::string& cache_dir) {
   TargetDescription t;
-  t.name = "cpu";
+  t.target = Target::Cpu;
   t.cores = cpu_cores();
   read_caches(t);
   t.simd_bytes = simd_bytes();
@@ -165,7 +162,7 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   t.fast_memory_bytes = t.l2_bytes > 0 ? t.l2_bytes / 2 : 256 * 1024;
   t.measured = true;
 
-  fs::path dir = cache_dir.empty() ? fs::path(backend::cpu::default_kernel_cache_dir()).parent_path() : fs::path(cache_dir);
+  fs::path dir = cache_dir.empty() ? fs::path(default_kernel_cache_dir()).parent_path() : fs::path(cache_dir);
   fs::path file = dir / "cpu-target.txt";
   const std::string key = cache_key(t);
   if (read_cache(file, key, t)) return t;
@@ -192,81 +189,4 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   return t;
 }
 
-double TargetDescription::cache_hit_fraction(double bytes) const {
-  if (!read_curve.empty() && cache_bandwidth_gbs > bandwidth_gbs && bandwidth_gbs > 0) {
-    const double slow = 1 / bandwidth_gbs, fast = 1 / cache_bandwidth_gbs;
-    return std::clamp((slow - 1 / bandwidth_for(bytes)) / (slow - fast), 0.0, 1.0);
-  }
-  const double all = double(l3_bytes) / 2 + double(l2_bytes) * double(cores), none = cache_capacity();
-  return none <= 0 || bytes > none ? 0.0 : bytes <= all ? 1.0 : (none - bytes) / (none - all);
-}
-
-double TargetDescription::bandwidth_for(double bytes) const {
-  if (cache_bandwidth_gbs <= 0) return bandwidth_gbs;
-  if (read_curve.empty()) {
-    const double h = cache_hit_fraction(bytes);
-    return h <= 0 ? bandwidth_gbs : 1.0 / (h / cache_bandwidth_gbs + (1 - h) / bandwidth_gbs);
-  }
-  if (bytes <= read_curve.front().first) return std::max(read_curve.front().second, bandwidth_gbs);
-  for (size_t i = 1; i < read_curve.size(); ++i) {
-    const auto [b0, g0] = read_curve[i - 1];
-    const auto [b1, g1] = read_curve[i];
-    if (bytes > b1) continue;
-    const double t = b1 > b0 ? (bytes - b0) / (b1 - b0) : 1;
-    return std::max(1.0 / ((1 - t) / g0 + t / g1), bandwidth_gbs);
-  }
-  return bandwidth_gbs;
-}
-
-TargetDescription cuda_h100_data() {
-  TargetDescription t;
-  t.name = "cuda";
-  t.model = "NVIDIA H100 SXM (data sheet)";
-  t.cores = 132;                    // SMs: one block per SM at a time, the unit of parallelism
-  t.l1_bytes = 256 * 1024;          // L1 + shared memory per SM
-  t.l2_bytes = 0;                   // no per-SM second level
-  t.l3_bytes = 50 * 1024 * 1024;    // the last-level cache shared by all SMs (the H100's L2)
-  t.simd_bytes = 128;               // a warp: 32 lanes of f32
-  t.bandwidth_gbs = 3350;           // HBM3
-  t.peak_gflops = 67000;            // f32 FMA (non tensor core); 989 TFLOP/s fp16 dense on tensor cores
-  t.fast_memory_bytes = 227 * 1024; // shared memory usable by one block (228 KiB per SM)
-  t.measured = false;
-  t.tensor_peak_gflops = 989000;    // f16/bf16 dense, tensor cores
-  t.arch = "compute_90";
-  return t;
-}
-
-TargetDescription describe_cuda_device() {
-  backend::cuda::CudaDevice device;
-  const backend::cuda::DeviceInfo& info = device.info();
-  TargetDescription t = cuda_h100_data();
-  std::string peaks = "data-sheet peaks";
-  if (info.name.find("H200") != std::string::npos) {
-    t.bandwidth_gbs = 4800;  // HBM3e
-  } else if (info.name.find("H100") != std::string::npos && info.name.find("PCIe") != std::string::npos) {
-    t.bandwidth_gbs = 2000;
-    t.peak_gflops = 51000;
-    t.tensor_peak_gflops = 756000;
-  } else if (info.name.find("H100") == std::string::npos) {
-    peaks = "peaks assumed: an H100 SXM's";
-  }
-  t.cores = info.sm_count;
-  t.fast_memory_bytes = info.shared_per_block_optin > 0 ? info.shared_per_block_optin : info.shared_per_block;
-  t.arch = info.arch();
-  // The bandwidth measured on this device when NVRTC and the driver allow; else the data sheet's.
-  std::string bandwidth = "data-sheet bandwidth";
-  try {
-    if (const double measured = backend::cuda::measure_read_bandwidth_gbs(device); measured > 0) {
-      t.bandwidth_gbs = measured;
-      t.measured = true;
-      bandwidth = "measured " + std::to_string(int64_t(measured + 0.5)) + " GB/s";
-    }
-  } catch (const std::exception&) {
-    // the data sheet's bandwidth stays, and the model says so
-  }
-  t.model = info.name + ", " + std::to_string(info.sm_count) + " SMs, compute capability " + std::to_string(info.cc_major) + "." +
-            std::to_string(info.cc_minor) + " (" + bandwidth + "; " + peaks + ")";
-  return t;
-}
-
-}  // namespace prism::tune
+}  // namespace prism::backend::cpu

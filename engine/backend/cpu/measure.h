@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace prism::tune {
+namespace prism::backend::cpu {
 
 struct CpuMeasurement {
   double bandwidth_gbs = 0;  // streaming read, all threads, best of a few passes
@@ -31,4 +31,4 @@ struct MeasureOptions {
 // Throws Error{Failed} when the kernels do not compile or load.
 CpuMeasurement measure_cpu(const MeasureOptions& options);
 
-}  // namespace prism::tune
+}  // namespace prism::backend::cpu

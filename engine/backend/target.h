@@ -1,20 +1,32 @@
-// Target descriptions: what the cost model and the roofline know about a machine. The CPU is
-// described from this machine (sysfs, cpuid, and two short measurements, cached on disk); a GPU is
-// data from its data sheet.
+// Targets: the kinds of machine prism generates kernels for, and what the cost model and the
+// roofline know about one machine (a TargetDescription). A target is parsed once, where a person
+// or a client names it (the protocol, the REPL's commands, a benchmark's arguments), and is a
+// typed value everywhere in the engine. The CPU is described from this machine (cpu/describe.h),
+// a GPU from its driver and data sheet (cuda/describe.h).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "engine/sgraph/instantiate.h"
 
-namespace prism::tune {
+namespace prism::backend {
+
+enum class Target { Cpu, Cuda };
+
+const char* target_name(Target target);  // "cpu", "cuda": how people and clients name it
+// The one parser of target names; none for a name that is not a target.
+std::optional<Target> parse_target(std::string_view name);
+// "cpu, cuda": the names parse_target accepts, for messages.
+std::string target_names();
 
 struct TargetDescription {
-  std::string name = "cpu";     // "cpu" or "cuda"
+  Target target = Target::Cpu;
   std::string model;            // e.g. "AMD EPYC, 2 cores, AVX-512"
-  int cores = 1;
+  int cores = 1;                // CPU cores, or a GPU's SMs: the units blocks are spread over
   int64_t l1_bytes = 0, l2_bytes = 0;  // per core
   int64_t l3_bytes = 0;                // total
   int simd_bytes = 32;          // 16 SSE, 32 AVX2, 64 AVX-512
@@ -22,12 +34,13 @@ struct TargetDescription {
   double cache_bandwidth_gbs = 0;  // the same for a working set that stays in the last-level cache
                                    // (0: unknown, use bandwidth_gbs)
   double peak_gflops = 0;       // f32 FMA peak, all cores (measured on the CPU)
-  int64_t fast_memory_bytes = 0;  // per-block tile budget: sgraph::Target::fast_memory_bytes
+  int64_t fast_memory_bytes = 0;  // per-block tile budget (sgraph::TileBudget): shared memory per
+                                  // block on a GPU, a cache budget on a CPU
   bool measured = false;        // bandwidth/peak measured here (false: data sheet values)
   double tensor_peak_gflops = 0;  // GPU: f16/bf16 dense peak on tensor cores, for the roofline at
                                   // 16-bit storage (0: none, peak_gflops serves)
   std::string arch;             // GPU: the virtual architecture NVRTC compiles for ("compute_90")
-  sgraph::Target sgraph_target() const { return {name, fast_memory_bytes}; }
+  sgraph::TileBudget tile_budget() const { return {fast_memory_bytes}; }
   // Bytes the caches can hold between two calls of a kernel: the last level plus every core's
   // second level (on CPUs whose last level is a victim cache, as AMD's, they add up).
   double cache_capacity() const { return double(l3_bytes) + double(l2_bytes) * double(cores); }
@@ -46,22 +59,4 @@ struct TargetDescription {
   double cache_hit_fraction(double bytes) const;
 };
 
-// This machine's CPU: cores from sched_getaffinity (else std::thread::hardware_concurrency), caches
-// from /sys/devices/system/cpu/cpu0/cache, SIMD width from __builtin_cpu_supports, model from
-// /proc/cpuinfo; bandwidth and peak measured once (cpu_measure.h, about a second) and cached in
-// `cache_dir`/cpu-target.txt keyed by model, cores and PRISM_VERSION: a later call reads the file
-// and measures nothing. Empty cache_dir: the parent of default_kernel_cache_dir() ($PRISM_CACHE_DIR,
-// $XDG_CACHE_HOME/prism, ~/.cache/prism). Throws Error{Failed} when the measuring kernels fail.
-TargetDescription describe_cpu(const std::string& cache_dir = "");
-
-// An NVIDIA H100 SXM from its data sheet, for the CUDA backend.
-TargetDescription cuda_h100_data();
-
-// The GPU of this machine (device 0, driver.h's DeviceInfo): its SMs as cores, the opt-in shared
-// memory per block as fast_memory_bytes, its compute capability as arch, its streaming-read
-// bandwidth measured (backend/cuda/bandwidth.h; the data sheet's when that fails); peaks from the
-// data sheet for the H100 (SXM or PCIe) and H200, else the H100 SXM's, marked "assumed" in the
-// model. Throws Error{Failed} saying why when there is no device.
-TargetDescription describe_cuda_device();
-
-}  // namespace prism::tune
+}  // namespace prism::backend

@@ -1,4 +1,4 @@
-#include "engine/backend/cpu/runner.h"
+#include "engine/backend/runner/runner.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,7 +15,7 @@
 
 #include "engine/error.h"
 
-namespace prism::backend::cpu {
+namespace prism::backend {
 
 namespace fs = std::filesystem;
 
@@ -199,7 +199,7 @@ RunOutcome KernelRunner::run_cuda(const CudaRunRequest& request, const CancelTok
   const std::string out_path = dir_ + "/outputs-" + id + ".bin", plan_path = dir_ + "/plan-" + id + ".txt";
   {
     std::ofstream plan(plan_path, std::ios::binary | std::ios::trunc);
-    plan << backend::cuda::plan_text(request.plan);
+    plan << request.plan;
     if (!plan) throw Error(Error::Kind::Failed, "cannot write the CUDA plan to " + plan_path);
   }
   std::ostringstream cmd;
@@ -266,4 +266,4 @@ RunOutcome KernelRunner::exchange(const std::string& command, const std::string&
   return outcome;
 }
 
-}  // namespace prism::backend::cpu
+}  // namespace prism::backend

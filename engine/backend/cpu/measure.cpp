@@ -1,8 +1,8 @@
-#include "engine/tune/cpu_measure.h"
+#include "engine/backend/cpu/measure.h"
 
 #include "engine/backend/cpu/compiler.h"
 
-namespace prism::tune {
+namespace prism::backend::cpu {
 
 namespace {
 
@@ -140,10 +140,10 @@ extern "C" double prism_measure_fma_gflops(int threads, double seconds, int tria
 }  // namespace
 
 CpuMeasurement measure_cpu(const MeasureOptions& options) {
-  backend::cpu::CompileOptions compile;
+  CompileOptions compile;
   compile.cache_dir = options.kernel_cache_dir;
   compile.libs = {"-Wl,-z,nodelete"};  // libgomp's idle pool threads must outlive dlclose
-  backend::cpu::LoadedLibrary lib(backend::cpu::compile_library(kSource, compile).path);
+  LoadedLibrary lib(compile_library(kSource, compile).path);
   auto read = lib.function<double (*)(long long, int, int)>("prism_measure_read_gbs");
   auto fma = lib.function<double (*)(int, double, int)>("prism_measure_fma_gflops");
   int threads = options.threads < 1 ? 1 : options.threads;
@@ -157,4 +157,4 @@ CpuMeasurement measure_cpu(const MeasureOptions& options) {
   return m;
 }
 
-}  // namespace prism::tune
+}  // namespace prism::backend::cpu

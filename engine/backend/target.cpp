@@ -1,0 +1,43 @@
+#include "engine/backend/target.h"
+
+#include <algorithm>
+
+namespace prism::backend {
+
+const char* target_name(Target target) { return target == Target::Cuda ? "cuda" : "cpu"; }
+
+std::optional<Target> parse_target(std::string_view name) {
+  if (name == "cpu") return Target::Cpu;
+  if (name == "cuda") return Target::Cuda;
+  return std::nullopt;
+}
+
+std::string target_names() { return "cpu, cuda"; }
+
+double TargetDescription::cache_hit_fraction(double bytes) const {
+  if (!read_curve.empty() && cache_bandwidth_gbs > bandwidth_gbs && bandwidth_gbs > 0) {
+    const double slow = 1 / bandwidth_gbs, fast = 1 / cache_bandwidth_gbs;
+    return std::clamp((slow - 1 / bandwidth_for(bytes)) / (slow - fast), 0.0, 1.0);
+  }
+  const double all = double(l3_bytes) / 2 + double(l2_bytes) * double(cores), none = cache_capacity();
+  return none <= 0 || bytes > none ? 0.0 : bytes <= all ? 1.0 : (none - bytes) / (none - all);
+}
+
+double TargetDescription::bandwidth_for(double bytes) const {
+  if (cache_bandwidth_gbs <= 0) return bandwidth_gbs;
+  if (read_curve.empty()) {
+    const double h = cache_hit_fraction(bytes);
+    return h <= 0 ? bandwidth_gbs : 1.0 / (h / cache_bandwidth_gbs + (1 - h) / bandwidth_gbs);
+  }
+  if (bytes <= read_curve.front().first) return std::max(read_curve.front().second, bandwidth_gbs);
+  for (size_t i = 1; i < read_curve.size(); ++i) {
+    const auto [b0, g0] = read_curve[i - 1];
+    const auto [b1, g1] = read_curve[i];
+    if (bytes > b1) continue;
+    const double t = b1 > b0 ? (bytes - b0) / (b1 - b0) : 1;
+    return std::max(1.0 / ((1 - t) / g0 + t / g1), bandwidth_gbs);
+  }
+  return bandwidth_gbs;
+}
+
+}  // namespace prism::backend
