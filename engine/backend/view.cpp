@@ -44,29 +44,4 @@ std::string tile_offset(const sgraph::Map& map, const std::vector<int64_t>& tile
   return off.empty() ? "0" : off;
 }
 
-std::string unary_expr(Op op, const std::string& a, const MathNames& math, const std::string& who) {
-  switch (op) {
-    case Op::Neg: return "(-" + a + ")";
-    case Op::Exp: return std::string(math.exp) + "(" + a + ")";
-    case Op::Log: return std::string(math.log) + "(" + a + ")";
-    case Op::Sqrt: return std::string(math.sqrt) + "(" + a + ")";
-    case Op::Rsqrt: return "(1.0f / " + std::string(math.sqrt) + "(" + a + "))";
-    case Op::Square: return "prism_square(" + a + ")";
-    case Op::Silu: return "prism_silu(" + a + ")";
-    case Op::Gelu: return "prism_gelu(" + a + ")";
-    case Op::Relu: return "prism_relu(" + a + ")";
-    default: throw Error(Error::Kind::InvalidArgument, who + ": '" + op_name(op) + "' is not a unary op it can lower");
-  }
-}
-
-std::string binary_expr(Op op, const std::string& a, const std::string& b, const std::string& who) {
-  switch (op) {
-    case Op::Add: return "(" + a + " + " + b + ")";
-    case Op::Sub: return "(" + a + " - " + b + ")";
-    case Op::Mul: return "(" + a + " * " + b + ")";
-    case Op::Div: return "(" + a + " / " + b + ")";
-    default: throw Error(Error::Kind::InvalidArgument, who + ": '" + op_name(op) + "' is not a binary op it can lower");
-  }
-}
-
 }  // namespace prism::backend

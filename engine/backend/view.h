@@ -1,6 +1,5 @@
 // What the code generators of every backend share: strided views of tensors with compile-time
-// shapes and strides, and the scalar expression of each elementwise op (the formulas of the
-// reference interpreter, engine/interp), written in the dialect's math functions.
+// shapes and strides, and the offsets of tiles in them.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -35,18 +34,5 @@ std::string index_offset(const std::vector<int64_t>& strides, const std::string&
 // ("L", "LL").
 std::string tile_offset(const sgraph::Map& map, const std::vector<int64_t>& tile, const std::vector<int64_t>& strides,
                         size_t first, const std::string& f, int64_t loop_range, const std::string& suffix);
-
-// The float math functions of a dialect: "__builtin_expf" in host C++, "expf" in CUDA.
-struct MathNames {
-  const char* exp;
-  const char* log;
-  const char* sqrt;
-};
-inline constexpr MathNames kHostMath{"__builtin_expf", "__builtin_logf", "__builtin_sqrtf"};
-inline constexpr MathNames kCudaMath{"expf", "logf", "sqrtf"};
-
-// Throws Error{InvalidArgument} ("<who>: 'matmul' is not a unary op it can lower").
-std::string unary_expr(Op op, const std::string& a, const MathNames& math, const std::string& who);
-std::string binary_expr(Op op, const std::string& a, const std::string& b, const std::string& who);
 
 }  // namespace prism::backend

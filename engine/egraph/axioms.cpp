@@ -24,9 +24,16 @@ namespace prism::eg {
 
 namespace {
 
-constexpr TOp kUnary[] = {TOp::Neg, TOp::Exp, TOp::Log, TOp::Sqrt, TOp::Rsqrt, TOp::Square, TOp::Silu, TOp::Gelu, TOp::Relu};
-constexpr TOp kBinary[] = {TOp::Add, TOp::Sub, TOp::Mul, TOp::Div};
-constexpr TOp kReduce[] = {TOp::Sum, TOp::Max, TOp::Rms};
+// The term operators of the op table's ops of one class: the layout rules hold for every
+// elementwise op and every reduction, whatever it computes.
+std::vector<TOp> term_ops(OpClass cls) {
+  std::vector<TOp> out;
+  for (Op op : ops_of_class(cls)) out.push_back(term_op(op));
+  return out;
+}
+const std::vector<TOp> kUnary = term_ops(OpClass::Unary);
+const std::vector<TOp> kBinary = term_ops(OpClass::Binary);
+const std::vector<TOp> kReduce = term_ops(OpClass::Reduce);
 
 std::string s(TOp op) { return top_name(op); }
 

@@ -100,21 +100,6 @@ AddedTerms add_program(TensorGraph& tg, const Program& p) {
         b.count(before);
         break;
       }
-      case Op::Neg: out = b.node(TOp::Neg, {in(0)}); break;
-      case Op::Exp: out = b.node(TOp::Exp, {in(0)}); break;
-      case Op::Log: out = b.node(TOp::Log, {in(0)}); break;
-      case Op::Sqrt: out = b.node(TOp::Sqrt, {in(0)}); break;
-      case Op::Rsqrt: out = b.node(TOp::Rsqrt, {in(0)}); break;
-      case Op::Square: out = b.node(TOp::Square, {in(0)}); break;
-      case Op::Silu: out = b.node(TOp::Silu, {in(0)}); break;
-      case Op::Gelu: out = b.node(TOp::Gelu, {in(0)}); break;
-      case Op::Relu: out = b.node(TOp::Relu, {in(0)}); break;
-      case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: {
-        static const TOp map[] = {TOp::Add, TOp::Sub, TOp::Mul, TOp::Div};
-        size_t r = std::max(tg.rank(in(0)), tg.rank(in(1)));
-        out = b.node(map[int(v.op) - int(Op::Add)], {b.pad(in(0), r), b.pad(in(1), r)});
-        break;
-      }
       case Op::Matmul: {
         if (tg.rank(in(0)) < 2 || tg.rank(in(1)) < 2)
           throw Error(Error::Kind::InvalidArgument, "the e-graph does not model matmul of a 1-D operand ('" + v.name + "')");
@@ -146,8 +131,15 @@ AddedTerms add_program(TensorGraph& tg, const Program& p) {
         b.count(before);
         break;
       }
-      case Op::Mean: case Op::RmsNorm: case Op::Softmax:
-        throw Error(Error::Kind::Failed, "add_program needs a lowered program (found " + std::string(op_name(v.op)) + ")");
+      default:
+        if (op_class(v.op) == OpClass::Unary) {
+          out = b.node(term_op(v.op), {in(0)});
+        } else if (op_class(v.op) == OpClass::Binary) {
+          size_t r = std::max(tg.rank(in(0)), tg.rank(in(1)));
+          out = b.node(term_op(v.op), {b.pad(in(0), r), b.pad(in(1), r)});
+        } else {
+          throw Error(Error::Kind::Failed, "add_program needs a lowered program (found " + std::string(op_name(v.op)) + ")");
+        }
     }
     ids[size_t(v.id)] = out;
   }

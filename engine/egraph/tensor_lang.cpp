@@ -11,37 +11,48 @@ namespace prism::eg {
 
 namespace {
 
-struct OpInfo {
+// The operators of terms alone, from TOp::Unsqueeze on.
+struct TermOnly {
   const char* name;
   uint8_t arity;
 };
 
-constexpr OpInfo kOps[] = {
-    {"input", 0}, {"const", 0},
-    {"neg", 1}, {"exp", 1}, {"log", 1}, {"sqrt", 1}, {"rsqrt", 1}, {"square", 1}, {"silu", 1}, {"gelu", 1}, {"relu", 1},
-    {"add", 2}, {"sub", 2}, {"mul", 2}, {"div", 2},
-    {"matmul", 2},
-    {"sum", 1}, {"max", 1}, {"rms", 1},
-    {"unsqueeze", 1}, {"squeeze", 1}, {"splitax", 1},
-    {"transpose", 1}, {"reshape", 1}, {"concat", 2}, {"split", 1},
-    {"partition", 1}, {"replicate", 1}, {"combine", 1}, {"reduce", 1},
+constexpr TermOnly kTermOnly[] = {
+    {"unsqueeze", 1}, {"squeeze", 1}, {"splitax", 1}, {"partition", 1}, {"replicate", 1}, {"combine", 1}, {"reduce", 1},
 };
-static_assert(sizeof(kOps) / sizeof(kOps[0]) == size_t(TOp::Count));
+static_assert(size_t(TOp::Unsqueeze) + std::size(kTermOnly) == size_t(TOp::Count));
+
+// IR ops that are terms: everything but the composites, which are lowered before.
+bool term_of_ir(size_t code) { return code < kOpCount && op_class(Op(code)) != OpClass::Composite; }
 
 [[noreturn]] void ill(const std::string& what) { throw std::logic_error("ill-shaped tensor term: " + what); }
 
 }  // namespace
 
-const char* top_name(TOp op) { return kOps[size_t(op)].name; }
-uint8_t top_arity(TOp op) { return kOps[size_t(op)].arity; }
-bool is_unary(TOp op) { return op >= TOp::Neg && op <= TOp::Relu; }
-bool is_binary(TOp op) { return op >= TOp::Add && op <= TOp::Div; }
+std::optional<Op> ir_op(TOp op) {
+  if (!term_of_ir(size_t(op))) return std::nullopt;
+  return Op(uint8_t(op));
+}
+
+const char* top_name(TOp op) {
+  if (std::optional<Op> ir = ir_op(op)) return op_name(*ir);
+  return kTermOnly[size_t(op) - size_t(TOp::Unsqueeze)].name;
+}
+
+uint8_t top_arity(TOp op) {
+  if (op == TOp::Concat) return 2;
+  if (std::optional<Op> ir = ir_op(op)) return uint8_t(op_info(*ir).arity);
+  return kTermOnly[size_t(op) - size_t(TOp::Unsqueeze)].arity;
+}
+
+bool is_unary(TOp op) { return term_of_ir(size_t(op)) && op_class(Op(uint8_t(op))) == OpClass::Unary; }
+bool is_binary(TOp op) { return term_of_ir(size_t(op)) && op_class(Op(uint8_t(op))) == OpClass::Binary; }
 
 bool resolve_top(const std::string& name, uint8_t& op, uint8_t& arity) {
   for (size_t i = 0; i < size_t(TOp::Count); ++i)
-    if (name == kOps[i].name) {
+    if ((term_of_ir(i) || i >= size_t(TOp::Unsqueeze)) && name == top_name(TOp(i))) {
       op = uint8_t(i);
-      arity = kOps[i].arity;
+      arity = top_arity(TOp(i));
       return true;
     }
   return false;
@@ -135,19 +146,6 @@ Shape TensorGraph::infer(const ENode& n) const {
   switch (o) {
     case TOp::Input: return shapes_[inputs_[n.payload].shape];
     case TOp::Const: return {};
-    case TOp::Add: case TOp::Sub: case TOp::Mul: case TOp::Div: {
-      const Shape &a = kid(0), &b = kid(1);
-      size_t r = std::max(a.size(), b.size());
-      Shape out(r);
-      for (size_t i = 0; i < r; ++i) {
-        DimId da = dim_at(n.child[0], int(i), r), db = dim_at(n.child[1], int(i), r);
-        if (da == db || db == one()) out[i] = da;
-        else if (da == one()) out[i] = db;
-        else ill("cannot broadcast " + dims_[da].str() + " with " + dims_[db].str());
-      }
-      (void)a, (void)b;
-      return out;
-    }
     case TOp::Matmul: {
       const Shape &a = kid(0), &b = kid(1);
       if (a.size() < 2 || b.size() < 2) ill("matmul needs rank >= 2");
@@ -243,6 +241,17 @@ Shape TensorGraph::infer(const ENode& n) const {
     }
     default:
       if (is_unary(o)) return kid(0);
+      if (is_binary(o)) {
+        size_t r = std::max(kid(0).size(), kid(1).size());
+        Shape out(r);
+        for (size_t i = 0; i < r; ++i) {
+          DimId da = dim_at(n.child[0], int(i), r), db = dim_at(n.child[1], int(i), r);
+          if (da == db || db == one()) out[i] = da;
+          else if (da == one()) out[i] = db;
+          else ill("cannot broadcast " + dims_[da].str() + " with " + dims_[db].str());
+        }
+        return out;
+      }
       ill("unknown op");
   }
 }
@@ -300,10 +309,9 @@ std::string TensorGraph::print(Id root, const NodeAt& at, size_t max_len) const 
       case TOp::Input: out += inputs_[n.payload].name; return;
       case TOp::Const: out += constant_str(consts_[n.payload]); return;
       case TOp::Add: case TOp::Sub: case TOp::Mul: case TOp::Div: {
-        static const char* sym[] = {" + ", " - ", " * ", " / "};
         out += "(";
         go(n.child[0]);
-        out += sym[n.op - uint8_t(TOp::Add)];
+        out += o == TOp::Add ? " + " : o == TOp::Sub ? " - " : o == TOp::Mul ? " * " : " / ";
         go(n.child[1]);
         out += ")";
         return;
@@ -457,10 +465,7 @@ Program TensorGraph::to_program(const std::vector<Id>& outputs, const NodeAt& at
         break;
       }
       default: {
-        static const Op unary[] = {Op::Neg, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Square, Op::Silu, Op::Gelu, Op::Relu};
-        static const Op binary[] = {Op::Add, Op::Sub, Op::Mul, Op::Div};
-        if (is_unary(o)) v = add_value(unary[n.op - uint8_t(TOp::Neg)], kids, shape);
-        else if (is_binary(o)) v = add_value(binary[n.op - uint8_t(TOp::Add)], kids, shape);
+        if (is_unary(o) || is_binary(o)) v = add_value(*ir_op(o), kids, shape);
         else ill("to_program: unknown op");
       }
     }

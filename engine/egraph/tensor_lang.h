@@ -22,6 +22,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,22 +31,33 @@
 
 namespace prism::eg {
 
+// Term operators. Every op of the IR is the term operator of its own code (term_op), so an op the
+// op table (ir/ops.h) gains is a term with no change here. The IR ops named below are the ones
+// the builders and axioms name; the operators of terms alone (layout and parallel structure)
+// come after the IR's codes. A concat term is binary (an IR concat of n is n - 1 of them).
 enum class TOp : uint8_t {
-  Input, Const,
-  Neg, Exp, Log, Sqrt, Rsqrt, Square, Silu, Gelu, Relu,
-  Add, Sub, Mul, Div,
-  Matmul,
-  Sum, Max, Rms,
-  Unsqueeze, Squeeze, SplitAx,
-  Transpose, Reshape, Concat, SplitPart,
+  Input = uint8_t(Op::Input), Const = uint8_t(Op::Const),
+  Neg = uint8_t(Op::Neg), Exp = uint8_t(Op::Exp), Log = uint8_t(Op::Log), Sqrt = uint8_t(Op::Sqrt),
+  Rsqrt = uint8_t(Op::Rsqrt), Square = uint8_t(Op::Square), Silu = uint8_t(Op::Silu), Gelu = uint8_t(Op::Gelu),
+  Relu = uint8_t(Op::Relu),
+  Add = uint8_t(Op::Add), Sub = uint8_t(Op::Sub), Mul = uint8_t(Op::Mul), Div = uint8_t(Op::Div),
+  Matmul = uint8_t(Op::Matmul),
+  Sum = uint8_t(Op::Sum), Max = uint8_t(Op::Max), Rms = uint8_t(Op::Rms),
+  Transpose = uint8_t(Op::Transpose), Reshape = uint8_t(Op::Reshape), Concat = uint8_t(Op::Concat), SplitPart = uint8_t(Op::Split),
+  // Terms only.
+  Unsqueeze = uint8_t(kOpCount), Squeeze, SplitAx,
   Partition, Replicate, Combine, Reduce,
   Count,
 };
 
+constexpr TOp term_op(Op op) { return TOp(uint8_t(op)); }
+// The IR op a term operator is, if it is one.
+std::optional<Op> ir_op(TOp op);
+
 const char* top_name(TOp op);  // the name in patterns: "mul", "sum", "splitax"
 uint8_t top_arity(TOp op);
-bool is_unary(TOp op);
-bool is_binary(TOp op);
+bool is_unary(TOp op);   // an elementwise unary op of the IR
+bool is_binary(TOp op);  // an elementwise binary op of the IR
 // Pattern operator names -> codes (for Pattern / Rewrite).
 bool resolve_top(const std::string& name, uint8_t& op, uint8_t& arity);
 

@@ -47,8 +47,6 @@ void for_each_broadcast(const std::vector<int64_t>& out_shape, const std::vector
   }
 }
 
-float gelu(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
-
 class Interpreter : public Visitor {
  public:
   Interpreter(const Program& p, const DimBindings& b, const std::map<std::string, Tensor>& in, const CancelToken* c)
@@ -104,36 +102,24 @@ class Interpreter : public Visitor {
     set(v, std::move(t));
   }
 
+  // Elementwise ops compute the op table's reference formula (ir/ops.h) on every element.
   void visit_unary(const Value& v) override {
+    float (*f)(float) = op_info(v.op).unary;
+    if (!f) visit_default(v);
     const Tensor& x = arg(v, 0);
     Tensor out = Tensor::zeros(v.type.dtype, x.shape);
-    switch (v.op) {
-      case Op::Neg: map(x, out, [](float a) { return -a; }); break;
-      case Op::Exp: map(x, out, [](float a) { return std::exp(a); }); break;
-      case Op::Log: map(x, out, [](float a) { return std::log(a); }); break;
-      case Op::Sqrt: map(x, out, [](float a) { return std::sqrt(a); }); break;
-      case Op::Rsqrt: map(x, out, [](float a) { return 1.0f / std::sqrt(a); }); break;
-      case Op::Square: map(x, out, [](float a) { return a * a; }); break;
-      case Op::Silu: map(x, out, [](float a) { return a / (1.0f + std::exp(-a)); }); break;
-      case Op::Gelu: map(x, out, gelu); break;
-      case Op::Relu: map(x, out, [](float a) { return a < 0.0f ? 0.0f : a; }); break;
-      default: visit_default(v);
-    }
+    map(x, out, f);
     finish(v, std::move(out));
   }
 
   void visit_binary(const Value& v) override {
+    float (*f)(float, float) = op_info(v.op).binary;
+    if (!f) visit_default(v);
     const Tensor& a = arg(v, 0);
     const Tensor& b = arg(v, 1);
     std::vector<int64_t> shape = broadcast_or_throw(a.shape, b.shape, op_name(v.op));
     Tensor out = Tensor::zeros(v.type.dtype, shape);
-    switch (v.op) {
-      case Op::Add: zip(a, b, out, [](float x, float y) { return x + y; }); break;
-      case Op::Sub: zip(a, b, out, [](float x, float y) { return x - y; }); break;
-      case Op::Mul: zip(a, b, out, [](float x, float y) { return x * y; }); break;
-      case Op::Div: zip(a, b, out, [](float x, float y) { return x / y; }); break;
-      default: visit_default(v);
-    }
+    zip(a, b, out, f);
     finish(v, std::move(out));
   }
 

@@ -3,9 +3,8 @@
 // It evaluates a lowered program (primitives only) for concrete dim bindings. Arithmetic is f32;
 // every op's result is rounded to its dtype's storage (f16/bf16 round-to-nearest-even), and matmul
 // and reductions accumulate in f32 before that one rounding. Scalar constants are f32.
-// Elementwise formulas: silu(x) = x / (1 + exp(-x)); gelu(x) = x/2 * (1 + erf(x / sqrt(2))) (the
-// exact form, not the tanh approximation); rsqrt(x) = 1 / sqrt(x); relu keeps NaN; max propagates
-// NaN. The CancelToken is polled between ops and inside long loops.
+// Elementwise ops compute the op table's formulas (ir/ops.h: gelu is the exact erf form, relu keeps
+// NaN); max propagates NaN. The CancelToken is polled between ops and inside long loops.
 #pragma once
 #include <map>
 #include <string>

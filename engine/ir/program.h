@@ -10,30 +10,9 @@
 #include "engine/diagnostic.h"
 #include "engine/ir/dim.h"
 #include "engine/ir/dtype.h"
+#include "engine/ir/ops.h"
 
 namespace prism {
-
-enum class Op {
-  Input, Const,
-  // elementwise unary
-  Neg, Exp, Log, Sqrt, Rsqrt, Square, Silu, Gelu, Relu,
-  // elementwise binary, numpy broadcasting
-  Add, Sub, Mul, Div,
-  Matmul,
-  // reductions over one axis
-  Sum, Max, Rms,
-  // composites, lowered by lower_composites
-  Mean, RmsNorm, Softmax,
-  // data movement
-  Transpose, Reshape, Concat, Split,
-};
-
-enum class OpClass { Input, Const, Unary, Binary, Matmul, Reduce, Composite, Transpose, Reshape, Concat, Split };
-
-OpClass op_class(Op op);
-const char* op_name(Op op);                    // the name in the language: "matmul", "rms_norm"
-std::optional<Op> op_from_name(const std::string& name);  // callable ops only (not input/const)
-const std::vector<std::string>& op_names();   // every callable name
 
 struct Type {
   DType dtype = DType::F32;

@@ -5,33 +5,6 @@
 
 namespace prism::search {
 
-namespace {
-
-eg::TOp term_op(Op op) {
-  switch (op) {
-    case Op::Neg: return eg::TOp::Neg;
-    case Op::Exp: return eg::TOp::Exp;
-    case Op::Log: return eg::TOp::Log;
-    case Op::Sqrt: return eg::TOp::Sqrt;
-    case Op::Rsqrt: return eg::TOp::Rsqrt;
-    case Op::Square: return eg::TOp::Square;
-    case Op::Silu: return eg::TOp::Silu;
-    case Op::Gelu: return eg::TOp::Gelu;
-    case Op::Relu: return eg::TOp::Relu;
-    case Op::Add: return eg::TOp::Add;
-    case Op::Sub: return eg::TOp::Sub;
-    case Op::Mul: return eg::TOp::Mul;
-    case Op::Div: return eg::TOp::Div;
-    case Op::Matmul: return eg::TOp::Matmul;
-    case Op::Sum: return eg::TOp::Sum;
-    case Op::Max: return eg::TOp::Max;
-    case Op::Rms: return eg::TOp::Rms;
-    default: throw Error(Error::Kind::Failed, std::string("no block op for ") + op_name(op));
-  }
-}
-
-}  // namespace
-
 ProgramExpressions::ProgramExpressions(const Program& program, const SaturationLimits& limits, const CancelToken* cancel)
     : tg_(std::make_unique<eg::TensorGraph>()) {
   rules_ = eg::tensor_axioms(*tg_);
@@ -48,7 +21,7 @@ ProgramExpressions::ProgramExpressions(const Program& program, const SaturationL
 
 eg::Id ProgramExpressions::lookup(const DagValue& op, const std::vector<eg::Id>& kids) const {
   eg::ENode n;
-  n.op = uint8_t(term_op(op.op));
+  n.op = uint8_t(eg::term_op(op.op));
   n.arity = uint8_t(kids.size());
   n.axis = int16_t(is_reduction(op.op) ? op.axis : 0);
   for (size_t i = 0; i < kids.size(); ++i) {

@@ -95,25 +95,26 @@ void each(const std::vector<int64_t>& out, const std::vector<int64_t>& sa, const
   }
 }
 
+// The op table's field model of an elementwise op (ir/ops.h). An opaque op is keyed by its code:
+// sqrt's key also serves rsqrt = 1 / sqrt.
+uint64_t opaque_key(Op op) { return uint64_t(op) + 1; }
 FieldElem unary(Op op, FieldElem x) {
-  switch (op) {
-    case Op::Neg: return neg(x);
-    case Op::Exp: return exp(x);
-    case Op::Square: return mul(x, x);
-    case Op::Silu: return mul(x, inv(add(of_int(1), exp(neg(x)))));
-    case Op::Sqrt: return opaque(1, x);
-    case Op::Rsqrt: return inv(opaque(1, x));
-    case Op::Gelu: return opaque(2, x);
-    case Op::Relu: return opaque(3, x);
-    default: throw Cannot{};  // log (log-exp has no model here), anything else
+  switch (op_info(op).field) {
+    case FieldModel::Opaque: return opaque(opaque_key(op), x);
+    case FieldModel::Neg: return neg(x);
+    case FieldModel::Exp: return exp(x);
+    case FieldModel::Square: return mul(x, x);
+    case FieldModel::Silu: return mul(x, inv(add(of_int(1), exp(neg(x)))));
+    case FieldModel::Rsqrt: return inv(opaque(opaque_key(Op::Sqrt), x));
+    default: throw Cannot{};  // no model (log: the field has no log), or not a unary op
   }
 }
 FieldElem binary(Op op, FieldElem a, FieldElem b) {
-  switch (op) {
-    case Op::Add: return add(a, b);
-    case Op::Sub: return add(a, neg(b));
-    case Op::Mul: return mul(a, b);
-    case Op::Div: return mul(a, inv(b));
+  switch (op_info(op).field) {
+    case FieldModel::Add: return add(a, b);
+    case FieldModel::Sub: return add(a, neg(b));
+    case FieldModel::Mul: return mul(a, b);
+    case FieldModel::Div: return mul(a, inv(b));
     default: throw Cannot{};
   }
 }

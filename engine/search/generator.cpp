@@ -8,9 +8,10 @@ namespace prism::search {
 
 namespace {
 
-constexpr Op kUnary[] = {Op::Neg, Op::Exp, Op::Log, Op::Sqrt, Op::Rsqrt, Op::Square, Op::Silu, Op::Gelu, Op::Relu};
-constexpr Op kBinary[] = {Op::Add, Op::Sub, Op::Mul, Op::Div};
-constexpr Op kReduce[] = {Op::Sum, Op::Max, Op::Rms};
+// The ops the enumeration tries, from the op table.
+const std::vector<Op> kUnary = ops_of_class(OpClass::Unary);
+const std::vector<Op> kBinary = ops_of_class(OpClass::Binary);
+const std::vector<Op> kReduce = ops_of_class(OpClass::Reduce);
 
 using Key = std::tuple<int, int, int, int, int>;  // last operand, op, axis, operand 0, operand 1
 

@@ -50,12 +50,6 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family) {
     s[size_t(A)] = Dim(1);
     return reshape(y, s);
   };
-  static const std::map<Op, eg::TOp> kMap = {
-      {Op::Neg, eg::TOp::Neg}, {Op::Exp, eg::TOp::Exp}, {Op::Log, eg::TOp::Log}, {Op::Sqrt, eg::TOp::Sqrt},
-      {Op::Rsqrt, eg::TOp::Rsqrt}, {Op::Square, eg::TOp::Square}, {Op::Silu, eg::TOp::Silu}, {Op::Gelu, eg::TOp::Gelu},
-      {Op::Relu, eg::TOp::Relu}, {Op::Add, eg::TOp::Add}, {Op::Sub, eg::TOp::Sub}, {Op::Mul, eg::TOp::Mul},
-      {Op::Div, eg::TOp::Div}, {Op::Matmul, eg::TOp::Matmul}, {Op::Sum, eg::TOp::Sum}, {Op::Max, eg::TOp::Max},
-      {Op::Rms, eg::TOp::Rms}};
   // Value v as the tiles of the given kernel's grid: every block reads its tile of v along a cut
   // dim's axis, and all of v when v has no axis in the dim's class.
   auto cut = [&](eg::Id x, size_t v, int kernel) {
@@ -88,9 +82,10 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family) {
       at.push_back(cut(tg.input(d.name, d.type.shape), i, 0));
       continue;
     }
-    auto it = kMap.find(d.op);
-    if (it == kMap.end()) throw Error(Error::Kind::Failed, std::string("family term: no term for ") + op_name(d.op));
-    const eg::TOp op = it->second;
+    const OpClass cls = op_class(d.op);
+    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce)
+      throw Error(Error::Kind::Failed, std::string("family term: no term for ") + op_name(d.op));
+    const eg::TOp op = eg::term_op(d.op);
     std::vector<eg::Id> ops;
     for (int o : d.operands) ops.push_back(family.kernel[i] == 1 ? in_kernel1(o) : at[size_t(o)]);
     const Dim f = split[i];

@@ -14,7 +14,8 @@ struct Comparison {
   std::optional<std::string> failure; // "output 0 differs at (3, 17): 1.25 vs 1.5 (tolerance 0.0001)"
 };
 
-// |got - want| <= rtol * |want| + atol * max|want| for every element (NaN never passes).
+// |got - want| <= rtol * |want| + atol * max|want| for every element; a NaN or an infinity passes
+// only where the reference has the same (max|want| is over the finite values).
 Comparison compare_outputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double rtol = 1e-3,
                            double atol = 1e-4);
 

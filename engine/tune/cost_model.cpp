@@ -172,7 +172,8 @@ class CostModel {
           const std::vector<int64_t> x = op.operands.empty() ? shape : tile(k, size_t(op.operands[0]));
           const bool matmul = op.kind == BlockOp::Kind::Compute && op.op == Op::Matmul;
           const bool reduces = op.kind == BlockOp::Kind::Accumulate || op_class(op.op) == OpClass::Reduce;
-          const double f = matmul ? 2 * double(element_count(shape)) * double(x.empty() ? 1 : x.back()) : reduces ? double(element_count(x)) : double(element_count(shape));
+          // An accumulator folds like a sum.
+          const double f = op.kind == BlockOp::Kind::Accumulate ? op_flops(Op::Sum, shape, x) : op_flops(op.op, shape, x);
           c.flops += f * runs;
           c.scaled_flops += f * runs / vector_factor(reduces ? x : shape) * (matmul ? tensor_core_factor(k, op) : 1.0);
           if (op.kind == BlockOp::Kind::Accumulate && target_.target == backend::Target::Cpu && target_.l1_bytes > 0 && !op.operands.empty()) {
@@ -210,9 +211,7 @@ class CostModel {
     c.memory_bytes += tensor_bytes(lib.output);
     std::vector<int64_t> out = concrete_shape(in_.analysis.tensors.at(lib.output).shape, in_.bindings);
     std::vector<int64_t> x = concrete_shape(in_.analysis.tensors.at(lib.inputs.at(0)).shape, in_.bindings);
-    if (lib.op == Op::Matmul) c.flops = 2 * double(element_count(out)) * double(x.empty() ? 1 : x.back());
-    else if (op_class(lib.op) == OpClass::Reduce) c.flops = double(element_count(x));
-    else c.flops = double(element_count(out));
+    c.flops = op_flops(lib.op, out, x);
     c.scaled_flops = c.flops;
     return c;
   }

@@ -8,23 +8,9 @@
 
 namespace prism::tune {
 
-namespace {
-
-}  // namespace
-
 double value_flops(const Program& lowered, const Value& v, const DimBindings& bindings) {
-  switch (op_class(v.op)) {
-    case OpClass::Unary:
-    case OpClass::Binary: return double(element_count(concrete_shape(v.type.shape, bindings)));
-    case OpClass::Reduce: return double(element_count(concrete_shape(lowered.value(v.operands.at(0)).type.shape, bindings)));
-    case OpClass::Matmul: {
-      // The result is [batch..., m, n]; k is the left operand's last dim.
-      std::vector<int64_t> out = concrete_shape(v.type.shape, bindings);
-      std::vector<int64_t> a = concrete_shape(lowered.value(v.operands.at(0)).type.shape, bindings);
-      return 2 * double(element_count(out)) * double(a.back());
-    }
-    default: return 0;
-  }
+  if (v.operands.empty()) return 0;
+  return op_flops(v.op, concrete_shape(v.type.shape, bindings), concrete_shape(lowered.value(v.operands[0]).type.shape, bindings));
 }
 
 Roofline program_roofline(const Program& lowered, const DimBindings& bindings, const backend::TargetDescription& target, DType storage) {

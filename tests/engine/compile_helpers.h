@@ -2,6 +2,7 @@
 #pragma once
 #include <string>
 
+#include "engine/ir/ops.h"
 #include "engine/lang/compile.h"
 
 namespace prism::test {
@@ -21,6 +22,19 @@ inline Program only_program(const std::string& text) {
   for (const auto& d : r.diagnostics) diags += d.format() + "\n";
   if (!r.diagnostics.empty() || r.programs.size() != 1) throw std::runtime_error("did not compile:\n" + diags);
   return r.programs[0];
+}
+
+// A program that applies every elementwise op of the table (ir/ops.h) once, one output each:
+// unary ops to X, binary ones to X and a Y that broadcasts along X's rows.
+inline std::string every_elementwise_op_program(const std::string& dtype = "f32") {
+  std::string s = "program every_op(X: " + dtype + "[n, d], Y: " + dtype + "[d]) {\n  return ";
+  bool first = true;
+  for (const OpInfo& row : op_table()) {
+    if (!is_elementwise(row.op)) continue;
+    s += (first ? "" : ", ") + std::string(row.name) + (row.cls == OpClass::Unary ? "(X)" : "(X, Y)");
+    first = false;
+  }
+  return s + "\n}\n";
 }
 
 }  // namespace prism::test

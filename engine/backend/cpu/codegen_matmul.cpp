@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "engine/backend/c_expr.h"
 #include "engine/backend/cpu/emit_ops.h"
 #include "engine/error.h"
 
@@ -157,10 +158,6 @@ static inline float prism_hsum(vf v) {
   for (int i = 0; i < int(kW); ++i) s += v[i];
   return s;
 }
-static inline float prism_square(float a) { return a * a; }
-static inline float prism_silu(float a) { return a / (1.0f + __builtin_expf(-a)); }
-static inline float prism_gelu(float x) { return 0.5f * x * (1.0f + __builtin_erff(x * 0.70710678118654752f)); }
-static inline float prism_relu(float a) { return a < 0.0f ? 0.0f : a; }
 // max_accumulate: a NaN seen once stays.
 static inline float prism_max_into(float acc, float x) { return (x > acc || x != x) ? (acc != acc ? acc : x) : acc; }
 // The OpenMP runtime came in with this library; its worker threads outlive any one parallel
@@ -182,6 +179,7 @@ static float* prism_scratch(size_t floats) {
   return buffer;
 }
 )";
+  s += elementwise_functions(kHostC);
   s += kMicroKernel;
   s += "}  // namespace\n";
   return s;

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <functional>
 
+#include "engine/backend/c_expr.h"
 #include "engine/error.h"
 
 namespace prism::backend::cpu::detail {
 
-std::string unary_expr(Op op, const std::string& a) { return backend::unary_expr(op, a, kHostMath, "codegen"); }
+std::string unary_expr(Op op, const std::string& a) { return elementwise_expr(op, {a}, kHostC, "codegen"); }
 
-std::string binary_expr(Op op, const std::string& a, const std::string& b) { return backend::binary_expr(op, a, b, "codegen"); }
+std::string binary_expr(Op op, const std::string& a, const std::string& b) { return elementwise_expr(op, {a, b}, kHostC, "codegen"); }
 
 namespace {
 

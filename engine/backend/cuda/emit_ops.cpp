@@ -3,6 +3,7 @@
 #include <climits>
 #include <optional>
 
+#include "engine/backend/c_expr.h"
 #include "engine/error.h"
 
 namespace prism::backend::cuda::detail {
@@ -18,9 +19,9 @@ const char* storage_type(DType dtype) {
 
 int64_t storage_bytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
 
-std::string unary_expr(Op op, const std::string& a) { return backend::unary_expr(op, a, kCudaMath, "cuda codegen"); }
+std::string unary_expr(Op op, const std::string& a) { return elementwise_expr(op, {a}, kCudaC, "cuda codegen"); }
 
-std::string binary_expr(Op op, const std::string& a, const std::string& b) { return backend::binary_expr(op, a, b, "cuda codegen"); }
+std::string binary_expr(Op op, const std::string& a, const std::string& b) { return elementwise_expr(op, {a, b}, kCudaC, "cuda codegen"); }
 
 namespace {
 
@@ -371,13 +372,9 @@ __device__ __forceinline__ void prism_put(__nv_bfloat16* p, float v) { *p = __fl
 // A 16-byte copy; both pointers 16-byte aligned (a tile row staged with vector loads).
 __device__ __forceinline__ void prism_copy16(void* dst, const void* src) { *static_cast<uint4*>(dst) = *static_cast<const uint4*>(src); }
 __device__ __forceinline__ float prism_neg_inf() { return __int_as_float(0xff800000); }
-__device__ __forceinline__ float prism_square(float a) { return a * a; }
-__device__ __forceinline__ float prism_silu(float a) { return a / (1.0f + expf(-a)); }
-__device__ __forceinline__ float prism_gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
-__device__ __forceinline__ float prism_relu(float a) { return a < 0.0f ? 0.0f : a; }
 // max: a NaN seen once stays.
 __device__ __forceinline__ float prism_max_into(float acc, float x) { return (x > acc || x != x) ? (acc != acc ? acc : x) : acc; }
-)";
+)" + elementwise_functions(kCudaC);
 }
 
 }  // namespace prism::backend::cuda::detail

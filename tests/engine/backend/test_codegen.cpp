@@ -170,6 +170,11 @@ TEST_CASE("codegen: max and rms accumulators, a walked save, library kernels", "
   CHECK(family_codegen_error(kLibraryFamily, {{"b", 2}, {"m", 70}, {"k", 33}, {"n", 300}}, {}) < kTol);
 }
 
+TEST_CASE("codegen: every elementwise op of the table, in a custom and a library kernel, matches the evaluator", "[codegen][ops]") {
+  // d = 40: a vector and a tail; the loop walks it in 5 steps of 8.
+  CHECK(family_codegen_error(fam::every_elementwise_op_family(), {{"n", 3}, {"d", 40}}, {{"g1", 3}, {"F1", 5}}) < 1e-6);
+}
+
 TEST_CASE("codegen: what it cannot lower is an InvalidArgument error", "[codegen]") {
   sgraph::Instance inst = sgraph::instantiate(sgraph::parse(as_f32(fam::kRmsLinear)), {{"n", 4}, {"d", 16}}, {{"g1", 2}, {"F1", 2}}, {});
   CodegenOptions options;

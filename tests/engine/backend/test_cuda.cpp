@@ -323,6 +323,35 @@ TEST_CASE("cuda: generated code run on the host (a thread per CUDA thread) match
   CHECK(emulated_error(combined, {{"n", 4}, {"d", 32}, {"m", 24}}, {{"g1", 4}}) < 1e-5);
 }
 
+TEST_CASE("cuda: every elementwise op of the table, in a custom and a library kernel, compiles and matches the evaluator", "[cuda][ops]") {
+  CHECK(emulated_error(fam::every_elementwise_op_family(), {{"n", 3}, {"d", 40}}, {{"g1", 3}, {"F1", 5}}) < 1e-6);
+  CHECK(emulated_error(fam::every_elementwise_op_family("f16"), {{"n", 3}, {"d", 40}}, {{"g1", 3}, {"F1", 5}}) < kHalfTol);
+  if (have_nvrtc()) family_compiles(fam::every_elementwise_op_family("bf16"), {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 4}});
+}
+
+TEST_CASE("cuda: layers with sigmoid, tanh and abs: every family compiles, the first runs right on the host", "[cuda][search][ops]") {
+  for (const test::Layer& layer : test::activation_layers()) {
+    INFO(layer.name);
+    SearchLimits limits;
+    limits.threads = 2;
+    limits.fast_memory_bytes = kGpuOptInSharedBytes;
+    SearchResult r = search::search_program(test::lowered_text(layer.text, layer.name), limits);
+    REQUIRE_FALSE(r.candidates.empty());
+    bool emulated = false;
+    for (const auto& c : r.candidates) {
+      sgraph::SGraph g = sgraph::parse(c.text);
+      std::vector<DimBindings> sizes = sgraph::enumerate(g, layer.small, kGpu, {}, 16);
+      if (sizes.empty()) continue;
+      sgraph::Instance inst = sgraph::instantiate(g, layer.small, sizes[sizes.size() / 2], kGpu);
+      INFO("family\n" << sgraph::print(inst.graph));
+      if (have_nvrtc()) compiles(inst);
+      if (!emulated) CHECK(emulated_error(inst) < kHalfTol);
+      emulated = true;
+    }
+    CHECK(emulated);
+  }
+}
+
 TEST_CASE("cuda: the first family the search finds for each example, run on the host, matches the evaluator", "[cuda][search]") {
   for (const auto& [name, binding] : kExampleDims) {
     INFO("example " << name);

@@ -15,6 +15,8 @@
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
+#include "engine/ir/lower_composites.h"
+#include "engine/compile_helpers.h"
 #include "engine/tune/compare.h"
 #include "support/subprocess.h"
 
@@ -177,25 +179,38 @@ extern "C" void prism_emulate(void* const* T) {
 
 }  // namespace
 
+namespace {
+
+// The program's baseline run on the host against the interpreter, each output at its dtype's tolerance.
+void check_against_interpreter(const Program& p, const DimBindings& dims, double tol) {
+  std::vector<Tensor> inputs;
+  std::map<std::string, Tensor> named;
+  for (int id : p.inputs) {
+    const Value& v = p.value(id);
+    inputs.push_back(random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims), 11, v.name));
+    named[v.name] = inputs.back();
+  }
+  std::vector<Tensor> want = interpret(p, dims, named);
+  std::vector<Tensor> got = emulate(p, dims, inputs);
+  for (size_t o = 0; o < want.size(); ++o) {
+    double scale = 0;
+    for (float x : want[o].data) scale = std::max(scale, double(std::abs(x)));
+    tune::Comparison c = tune::compare_outputs({got[o]}, {want[o]}, tol, tol * scale);
+    INFO("output " << o << ": " << c.failure.value_or("") << ", max error " << c.max_error);
+    CHECK_FALSE(c.failure);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda eager: every elementwise op of the table, run on the host, computes the interpreter's formula", "[cuda][ops]") {
+  check_against_interpreter(lower_composites(test::only_program(test::every_elementwise_op_program())), {{"n", 3}, {"d", 20}}, 1e-6);
+  check_against_interpreter(lower_composites(test::only_program(test::every_elementwise_op_program("f16"))), {{"n", 3}, {"d", 20}}, 1e-2);
+}
+
 TEST_CASE("cuda eager: every example's baseline, run on the host, matches the reference interpreter", "[cuda]") {
   for (const auto& [name, dims] : kSmall) {
     INFO("example " << name);
-    Program p = test::lowered_example(name);
-    std::vector<Tensor> inputs;
-    std::map<std::string, Tensor> named;
-    for (int id : p.inputs) {
-      const Value& v = p.value(id);
-      inputs.push_back(random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims), 11, v.name));
-      named[v.name] = inputs.back();
-    }
-    std::vector<Tensor> want = interpret(p, dims, named);
-    std::vector<Tensor> got = emulate(p, dims, inputs);
-    for (size_t o = 0; o < want.size(); ++o) {
-      double scale = 0;
-      for (float x : want[o].data) scale = std::max(scale, double(std::abs(x)));
-      tune::Comparison c = tune::compare_outputs({got[o]}, {want[o]}, 1e-2, 1e-2 * scale);
-      INFO("output " << o << ": " << c.failure.value_or("") << ", max error " << c.max_error);
-      CHECK_FALSE(c.failure);
-    }
+    check_against_interpreter(test::lowered_example(name), dims, 1e-2);
   }
 }

@@ -19,9 +19,15 @@ using namespace prism::eg;
 
 namespace {
 
-constexpr TOp kUnary[] = {TOp::Neg, TOp::Exp, TOp::Log, TOp::Sqrt, TOp::Rsqrt, TOp::Square, TOp::Silu, TOp::Gelu, TOp::Relu};
-constexpr TOp kBinary[] = {TOp::Add, TOp::Sub, TOp::Mul, TOp::Div};
-constexpr TOp kReduce[] = {TOp::Sum, TOp::Max, TOp::Rms};
+// Every op of the table's classes: an op added to ir/ops.h gets its layout rules checked here.
+std::vector<TOp> term_ops(OpClass cls) {
+  std::vector<TOp> out;
+  for (Op op : ops_of_class(cls)) out.push_back(term_op(op));
+  return out;
+}
+const std::vector<TOp> kUnary = term_ops(OpClass::Unary);
+const std::vector<TOp> kBinary = term_ops(OpClass::Binary);
+const std::vector<TOp> kReduce = term_ops(OpClass::Reduce);
 
 void seed_terms(TensorGraph& tg) {
   const Dim n = Dim::symbol("n"), d = Dim::symbol("d"), m = Dim::symbol("m"), F = Dim::symbol("F"), g = Dim::symbol("g");

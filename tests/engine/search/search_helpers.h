@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/ir/lower_composites.h"
 #include "engine/lang/compile.h"
@@ -44,6 +45,24 @@ inline const std::map<std::string, DimBindings>& small_example_dims() {
       {"gqa", {{"h", 2}, {"g", 2}, {"s", 64}, {"e", 16}}},
   };
   return dims;
+}
+
+// Layers as PyTorch models write them with tanh, sigmoid and abs: nn.GLU's sigmoid gate over two
+// projections; a tanh MLP layer; an L1-normalized projection (F.normalize(p=1) without eps).
+struct Layer {
+  const char* name;
+  const char* text;
+  DimBindings small;  // what the code generators' tests instantiate it at
+};
+inline const std::vector<Layer>& activation_layers() {
+  static const std::vector<Layer> layers = {
+      {"glu", "program glu(X: f16[n, d], Wg: f16[d, d], Wu: f16[d, d]) {\n  return sigmoid(matmul(X, Wg)) * matmul(X, Wu)\n}\n",
+       {{"n", 4}, {"d", 64}}},
+      {"tanh_layer", "program tanh_layer(X: f16[n, d], W: f16[d, d]) {\n  return tanh(matmul(X, W))\n}\n", {{"n", 4}, {"d", 64}}},
+      {"l1_linear", "program l1_linear(X: f16[n, d], W: f16[d, d]) {\n  return matmul(X / sum(abs(X), axis=-1), W)\n}\n",
+       {{"n", 4}, {"d", 64}}},
+  };
+  return layers;
 }
 
 }  // namespace prism::test

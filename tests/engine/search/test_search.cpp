@@ -156,6 +156,22 @@ TEST_CASE("search: lora computes X@W + (X@A)@B in one kernel", "[search][mustfin
   CHECK(found);
 }
 
+TEST_CASE("search: layers with sigmoid, tanh and abs fuse like the others", "[search][mustfind][ops]") {
+  for (const test::Layer& layer : test::activation_layers()) {
+    INFO(layer.name);
+    SearchLimits limits;
+    limits.threads = 2;
+    SearchResult r = search::search_program(test::lowered_text(layer.text, layer.name), limits);
+    check_reported(r);
+    REQUIRE_FALSE(r.candidates.empty());
+    // One kernel that accumulates the matmul over the loop and applies the op in the same kernel.
+    bool fused = false;
+    for (const Candidate& c : r.candidates)
+      if (c.kernels == 1 && c.text.find("loop=") != std::string::npos && c.text.find("sum_accumulate") != std::string::npos) fused = true;
+    CHECK(fused);
+  }
+}
+
 TEST_CASE("search: pruning removes only what could never verify", "[search][soundness]") {
   struct Case {
     std::string program;

@@ -1,6 +1,9 @@
 // Hand-written sGraph families for the workloads of design.md §8, in the sGraph text form, with
 // the programs they implement. Shared by the sGraph tests.
 #pragma once
+#include <string>
+
+#include "engine/ir/ops.h"
 
 namespace prism::test::families {
 
@@ -117,5 +120,24 @@ kernel 0: custom grid=[g1]
   y = matmul(x, w)
   save P: f32 = y map {grid: -, loop: -}
 )";
+
+// Every elementwise op of the table (ir/ops.h) in both kinds of kernel: a custom kernel applies
+// each to loaded tiles walked by the loop and saves O<i>; a library kernel applies it to O<i> (and
+// Y) whole, P<i>. Storage `dtype` ("f32", "f16", "bf16") for every tensor.
+inline std::string every_elementwise_op_family(const std::string& dtype = "f32") {
+  std::string custom = "kernel 0: custom grid=[g1] loop=F1\n  x = load X map {grid: 0->g1, loop: 1}\n  y = load Y map {grid: 0->g1, loop: 1}\n";
+  std::string library, outputs;
+  int i = 0, k = 1;
+  for (const OpInfo& row : op_table()) {
+    if (row.cls != OpClass::Unary && row.cls != OpClass::Binary) continue;
+    const bool binary = row.cls == OpClass::Binary;
+    const std::string n = std::to_string(i++), name = row.name;
+    custom += "  z" + n + " = " + name + (binary ? "(x, y)\n" : "(x)\n");
+    custom += "  save O" + n + ": " + dtype + " = z" + n + " map {grid: 0->g1, loop: 1}\n";
+    library += "kernel " + std::to_string(k++) + ": P" + n + ": " + dtype + " = " + name + (binary ? "(O" + n + ", Y)\n" : "(O" + n + ")\n");
+    outputs += (outputs.empty() ? "" : ", ") + std::string("O") + n + ", P" + n;
+  }
+  return "input X: " + dtype + "[n, d]\ninput Y: " + dtype + "[n, d]\n" + custom + library + "output " + outputs + "\n";
+}
 
 }  // namespace prism::test::families

@@ -19,11 +19,16 @@ inline std::map<std::string, Tensor> random_inputs(const sgraph::SGraph& g, cons
   return out;
 }
 
-// max |a - b| / max(1, max |b|); infinity when the shapes differ.
+// max |a - b| / max(1, max |b|); infinity when the shapes differ, or a NaN stands where the
+// other has a number (NaN where both have one agrees: log of a negative input, say).
 inline double relative_error(const Tensor& a, const Tensor& b) {
   if (a.shape != b.shape) return INFINITY;
   double diff = 0, scale = 1;
   for (size_t i = 0; i < a.data.size(); ++i) {
+    if (std::isnan(a.data[i]) || std::isnan(b.data[i])) {
+      if (std::isnan(a.data[i]) != std::isnan(b.data[i])) return INFINITY;
+      continue;
+    }
     diff = std::max(diff, double(std::fabs(a.data[i] - b.data[i])));
     scale = std::max(scale, double(std::fabs(b.data[i])));
   }

@@ -7,10 +7,12 @@
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/interp/interpreter.h"
+#include "engine/tune/compare.h"
 #include "engine/tune/storage.h"
 #include "engine/tune/tune_db.h"
 #include "engine/tune/tuner_steps.h"
 #include "engine/workspace/workspace.h"
+#include "../search/search_helpers.h"
 #include "support/subprocess.h"
 
 using namespace prism;
@@ -59,6 +61,31 @@ struct Workload {
   std::map<std::string, int64_t> first, second;
 };
 
+// Tunes `program` at `bindings` (top 2) and checks the best row and its kernel source, the
+// source on other inputs than the tuner used.
+void check_tuned(Workspace& ws, const std::string& program, const std::map<std::string, int64_t>& bindings) {
+  INFO(program << " " << tune::sizes_text(bindings));
+  tune::TuneRequest request;
+  request.bindings = bindings;
+  request.top = 2;
+  tune::TuneResult r = ws.tune(program, request);
+  for (const auto& row : r.rows) UNSCOPED_INFO("candidate " << row.candidate << " " << tune::sizes_text(row.sizes) << ": " << (row.ok ? "ok" : row.error));
+  REQUIRE(r.best >= 0);
+  const tune::TuneRow& best = r.rows[size_t(r.best)];
+  CHECK(best.ok);
+  CHECK(best.measured_ms > 0);
+  CHECK(r.baseline_ms > 0);
+  CHECK(r.baseline_error.empty());
+  CHECK(r.speedup == Approx(r.baseline_ms / r.best_ms));
+  CHECK(r.roofline_ms > 0);
+  CHECK_FALSE(r.from_db);
+  tune::KernelSource k = ws.kernel_source(program, 0, bindings, backend::Target::Cpu);
+  CHECK(k.candidate == best.candidate);
+  CHECK(k.sizes == best.sizes);
+  CHECK(k.tuned);
+  check_source(ws.lowered_program(program).first, k.source, bindings, 7);
+}
+
 }  // namespace
 
 TEST_CASE("tuner: every workload's best candidate is checked, timed, and matches the reference at two bindings", "[tune][tuner]") {
@@ -76,29 +103,17 @@ TEST_CASE("tuner: every workload's best candidate is checked, timed, and matches
     Workspace ws;
     ws.set_storage(data.path(), shared_cache());
     ws.open(std::string("file://") + test::source("examples/") + w.name + ".prism", test::read_example(w.name), 1);
-    for (const auto& bindings : {w.first, w.second}) {
-      INFO(w.name << " " << tune::sizes_text(bindings));
-      tune::TuneRequest request;
-      request.bindings = bindings;
-      request.top = 2;
-      tune::TuneResult r = ws.tune(w.name, request);
-      for (const auto& row : r.rows) UNSCOPED_INFO("candidate " << row.candidate << " " << tune::sizes_text(row.sizes) << ": " << (row.ok ? "ok" : row.error));
-      REQUIRE(r.best >= 0);
-      const tune::TuneRow& best = r.rows[size_t(r.best)];
-      CHECK(best.ok);
-      CHECK(best.measured_ms > 0);
-      CHECK(r.baseline_ms > 0);
-      CHECK(r.baseline_error.empty());
-      CHECK(r.speedup == Approx(r.baseline_ms / r.best_ms));
-      CHECK(r.roofline_ms > 0);
-      CHECK_FALSE(r.from_db);
-      // The best kernel's source, checked here on other inputs than the tuner used.
-      tune::KernelSource k = ws.kernel_source(w.name, 0, bindings, backend::Target::Cpu);
-      CHECK(k.candidate == best.candidate);
-      CHECK(k.sizes == best.sizes);
-      CHECK(k.tuned);
-      check_source(ws.lowered_program(w.name).first, k.source, bindings, 7);
-    }
+    for (const auto& bindings : {w.first, w.second}) check_tuned(ws, w.name, bindings);
+  }
+}
+
+TEST_CASE("tuner: layers with sigmoid, tanh and abs are tuned, and their best candidate matches the reference", "[tune][tuner][ops]") {
+  for (const test::Layer& layer : test::activation_layers()) {
+    test::TempDir data;
+    Workspace ws;
+    ws.set_storage(data.path(), shared_cache());
+    ws.open(std::string("untitled:") + layer.name, layer.text, 1);
+    check_tuned(ws, layer.name, {layer.small.begin(), layer.small.end()});
   }
 }
 
@@ -208,4 +223,20 @@ TEST_CASE("tuner: the timed top K mixes families and tile sizes", "[tune]") {
   CHECK(tune::steps::choose(named, 2) == std::vector<size_t>{0, 2});
   // Fewer options than K: all of them within the family cap.
   CHECK(tune::steps::choose({ranked[0], ranked[1]}, 8) == std::vector<size_t>{0, 1});
+}
+
+TEST_CASE("tuner: the numeric check passes a NaN or an infinity only where the reference has it", "[tune]") {
+  auto t = [](std::vector<float> v) {
+    Tensor x = Tensor::zeros(DType::F32, {int64_t(v.size())});
+    x.data = std::move(v);
+    return x;
+  };
+  const float nan = std::nanf(""), inf = INFINITY;
+  CHECK_FALSE(tune::compare_outputs({t({1, nan, -inf, 1e30f})}, {t({1, nan, -inf, 1e30f})}).failure);
+  CHECK(tune::compare_outputs({t({1, nan})}, {t({1, 2})}).failure);
+  CHECK(tune::compare_outputs({t({1, 2})}, {t({1, nan})}).failure);
+  CHECK(tune::compare_outputs({t({1, inf})}, {t({1, -inf})}).failure);
+  CHECK(tune::compare_outputs({t({1, 3e38f})}, {t({1, inf})}).failure);
+  // The tolerance scales with the finite values only.
+  CHECK(tune::compare_outputs({t({1.01f, inf})}, {t({1, inf})}).failure);
 }
