@@ -235,7 +235,7 @@ json search_summary_json(const SearchResult& r) {
 json candidate_json(const Candidate& c) {
   char hash[17];
   std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(c.hash));
-  return {{"id", c.id},           {"kernels", c.kernels},   {"text", c.text},   {"summary", c.summary},
+  return {{"id", c.id},           {"kernels", c.kernels},   {"text", c.text()},   {"summary", c.summary},
           {"parameters", c.parameters}, {"verified", c.verified}, {"proof", c.proof}, {"hash", hash}};
 }
 

@@ -21,6 +21,7 @@
 #include "engine/search/verify.h"
 #include "engine/sgraph/canonical.h"
 #include "engine/sgraph/instantiate.h"
+#include "engine/sgraph/print.h"
 #include "engine/sgraph/validate.h"
 
 namespace prism::search {
@@ -144,11 +145,11 @@ SearchResult search_program(const Program& program, const SearchLimits& limits, 
       if (!ok) return;
       c.verified++;
       Candidate cand;
-      const sgraph::SGraph canon = sgraph::canonicalize(fam->graph);
-      cand.kernels = int(canon.kernels.size());
-      cand.text = sgraph::canonical_text(fam->graph);
+      auto canon = std::make_shared<const sgraph::SGraph>(sgraph::canonicalize(fam->graph));
+      cand.kernels = int(canon->kernels.size());
+      cand.parameters = canon->parameters();
+      cand.graph = std::move(canon);
       cand.summary = fam->summary;
-      cand.parameters = canon.parameters();
       cand.proof = proof.text;
       cand.hash = hash;
       found.push_back(std::move(cand));
@@ -187,13 +188,26 @@ SearchResult search_program(const Program& program, const SearchLimits& limits, 
   st.fingerprint_rejected = c.fingerprint_rejected;
   st.fingerprint_s = double(c.fingerprint_ns) * 1e-9;
   st.stop_reason = over_budget ? "budget" : "complete";
-  result.candidates.assign(found.begin(), found.end());
-  std::sort(result.candidates.begin(), result.candidates.end(),
-            [](const Candidate& a, const Candidate& b) { return a.kernels != b.kernels ? a.kernels < b.kernels : a.text < b.text; });
-  for (size_t i = 0; i < result.candidates.size(); ++i) result.candidates[i].id = int(i + 1);
+  // A stable order: by kernel count, then canonical text.
+  std::vector<std::pair<std::string, size_t>> order;
+  for (size_t i = 0; i < found.size(); ++i) order.emplace_back(found[i].text(), i);
+  std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    const int ka = found[a.second].kernels, kb = found[b.second].kernels;
+    return ka != kb ? ka < kb : a.first < b.first;
+  });
+  for (const auto& [text, i] : order) {
+    result.candidates.push_back(std::move(found[i]));
+    result.candidates.back().id = int(result.candidates.size());
+  }
   st.total_s = seconds_since(t0);
   report(true);
   return result;
 }
 
 }  // namespace prism::search
+
+namespace prism {
+
+std::string Candidate::text() const { return graph ? sgraph::print(*graph) : std::string(); }
+
+}  // namespace prism

@@ -5,8 +5,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "engine/sgraph/sgraph.h"
 
 namespace prism {
 
@@ -54,12 +57,15 @@ struct SearchProgress {
 struct Candidate {
   int id = 0;                            // 1-based, stable order: by kernel count, then canonical text
   int kernels = 0;
-  std::string text;                      // the sGraph text form (engine/sgraph print)
+  std::shared_ptr<const sgraph::SGraph> graph;  // the family, in canonical form; shared and immutable,
+                                                // from the search to tuning and code generation
   std::string summary;                   // one line, e.g. "1 custom kernel: matmul+rms accumulated over F1, div after"
   std::vector<std::string> parameters;   // symbolic parameters: "g1", "F1", ...
   bool verified = true;                  // always true for reported candidates
   std::string proof;                     // the e-graph explanation (printable)
   uint64_t hash = 0;                     // canonical hash
+
+  std::string text() const;              // the sGraph text form, for people and clients (sgraph/print.h)
 };
 
 struct SearchResult {

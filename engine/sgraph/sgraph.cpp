@@ -84,10 +84,22 @@ SGraph SGraph::concretized(const ChoiceAssignment& assignment) const {
 
 std::vector<std::string> SGraph::parameters() const {
   std::vector<std::string> out;
+  for (const Parameter& p : parameter_roles()) out.push_back(p.name);
+  return out;
+}
+
+std::vector<SGraph::Parameter> SGraph::parameter_roles() const {
+  std::vector<std::string> seen;
+  std::vector<Parameter> out;
+  auto add = [&](const Dim& d, Parameter::Role role) {
+    const size_t before = seen.size();
+    add_symbols(seen, d);
+    for (size_t i = before; i < seen.size(); ++i) out.push_back({seen[i], role});
+  };
   for (const Kernel& k : kernels) {
     if (!k.custom) continue;
-    for (const Dim& g : k.block.grid) add_symbols(out, g);
-    if (k.block.loop) add_symbols(out, *k.block.loop);
+    for (const Dim& g : k.block.grid) add(g, Parameter::Role::Grid);
+    if (k.block.loop) add(*k.block.loop, Parameter::Role::Loop);
   }
   return out;
 }

@@ -119,6 +119,14 @@ struct SGraph {
   SGraph concretized(const ChoiceAssignment& assignment) const;
   // Names of the symbols used as grid sizes and loop ranges, in order of appearance.
   std::vector<std::string> parameters() const;
+  // The same with their roles, read off the kernels (a symbol in a grid size is a grid
+  // parameter, one in a loop range a loop parameter), whatever the symbols are called.
+  struct Parameter {
+    enum class Role { Grid, Loop };
+    std::string name;
+    Role role = Role::Grid;
+  };
+  std::vector<Parameter> parameter_roles() const;
 };
 
 // Device tensors a kernel reads / writes, in op order, each once.

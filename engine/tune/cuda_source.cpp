@@ -1,7 +1,6 @@
 #include "engine/tune/cuda_source.h"
 
 #include "engine/backend/cuda/codegen.h"
-#include "engine/sgraph/parse.h"
 
 namespace prism::tune {
 
@@ -17,8 +16,7 @@ std::string join(const std::vector<std::string>& items) {
 
 KernelChoice cuda_kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
                              const backend::TargetDescription& target, const std::map<std::string, int64_t>* sizes) {
-  sgraph::SGraph graph = sgraph::parse(family.text);
-  sgraph::Instance instance = choose_instance(lowered, graph, family.id, bindings, target, sizes);
+  sgraph::Instance instance = choose_instance(lowered, *family.graph, family.id, bindings, target, sizes);
   backend::cuda::CudaCodegenOptions options;
   options.shared_memory_bytes = target.fast_memory_bytes;
   backend::cuda::CudaSource cuda = backend::cuda::generate_cuda_source(instance, options);

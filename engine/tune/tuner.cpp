@@ -14,7 +14,6 @@
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
 #include "engine/sgraph/instantiate.h"
-#include "engine/sgraph/parse.h"
 #include "engine/tune/compare.h"
 #include "engine/tune/cost_model.h"
 #include "engine/tune/roofline.h"
@@ -79,14 +78,14 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
 
 namespace {
 
-// The tiling an instantiation's sizes describe, whatever the family numbers its symbols: the grid
-// sizes other than 1 and the loop ranges, each sorted. "F1=64 g1=8" and "F1=64 g1=1 g2=8" are one
-// tiling. Loop ranges are the symbols named F… (the search names grid sizes g1, g2 … and loop
-// ranges F1, F2 …: engine/search/plan.cpp).
-std::string tiling_key(const DimBindings& sizes) {
+// The tiling an instance describes, by the roles of its parameters (grid size or loop range: read
+// off its kernels, not off how the family names them): the grid sizes other than 1 and the loop
+// ranges, each sorted. "F1=64 g1=8" and "F1=64 g1=1 g2=8" are one tiling.
+std::string tiling_key(const sgraph::Instance& instance) {
   std::vector<int64_t> grid, loop;
-  for (const auto& [name, value] : sizes) {
-    if (!name.empty() && name[0] == 'F') loop.push_back(value);
+  for (const sgraph::SGraph::Parameter& p : instance.graph.parameter_roles()) {
+    const int64_t value = instance.bindings.at(p.name);
+    if (p.role == sgraph::SGraph::Parameter::Role::Loop) loop.push_back(value);
     else if (value != 1) grid.push_back(value);
   }
   std::sort(grid.begin(), grid.end());
@@ -113,7 +112,7 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
   for (int pass = 0; pass < 2; ++pass)
     for (size_t i = 0; i < ranked.size() && int(chosen.size()) < top; ++i) {
       if (taken[i] || per_family[ranked[i].family] >= family_cap) continue;
-      const std::string sizes = tiling_key(ranked[i].sizes);
+      const std::string sizes = tiling_key(ranked[i].instance);
       if (pass == 0 && per_sizes[sizes] >= sizes_cap) continue;
       taken[i] = true;
       ++per_family[ranked[i].family];
@@ -293,7 +292,7 @@ TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& f
 
   report("ranking", 0, int(families.size()));
   std::vector<sgraph::SGraph> graphs;
-  for (const auto& family : families) graphs.push_back(with_storage(sgraph::parse(family.text), DType::F32));
+  for (const auto& family : families) graphs.push_back(with_storage(*family.graph, DType::F32));
   std::vector<Option> ranked = rank_options(graphs, dims, target, cancel);
   result.stats.instantiations = ranked.size();
   std::vector<size_t> chosen = choose(ranked, request.top);
@@ -376,7 +375,7 @@ std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance) 
 
 KernelChoice kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
                         const backend::TargetDescription& target, const std::map<std::string, int64_t>* sizes) {
-  sgraph::SGraph graph = with_storage(sgraph::parse(family.text), DType::F32);
+  sgraph::SGraph graph = with_storage(*family.graph, DType::F32);
   sgraph::Instance instance = choose_instance(lowered, graph, family.id, bindings, target, sizes);
   KernelChoice choice;
   choice.sizes = instance_sizes(instance);

@@ -10,7 +10,6 @@
 #include "engine/backend/cuda/plan.h"
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
-#include "engine/sgraph/parse.h"
 #include "engine/tune/compare.h"
 #include "engine/tune/cost_model.h"
 #include "engine/tune/roofline.h"
@@ -88,7 +87,7 @@ TuneResult tune_families_cuda(const Program& lowered, const std::vector<Candidat
 
   report("ranking", 0, int(families.size()));
   std::vector<sgraph::SGraph> graphs;
-  for (const auto& family : families) graphs.push_back(sgraph::parse(family.text));
+  for (const auto& family : families) graphs.push_back(*family.graph);
   std::vector<steps::Option> ranked = steps::rank_options(graphs, dims, target, cancel);
   result.stats.instantiations = ranked.size();
   std::vector<size_t> chosen = steps::choose(ranked, request.top);

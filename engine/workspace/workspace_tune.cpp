@@ -8,7 +8,6 @@
 #include "engine/backend/cuda/describe.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/nvrtc.h"
-#include "engine/sgraph/parse.h"
 #include "engine/tune/cost_model.h"
 #include "engine/tune/cuda_source.h"
 #include "engine/ir/shape.h"
@@ -176,7 +175,7 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
     double best = std::numeric_limits<double>::infinity();
     for (const auto& family : found->candidates) {
       try {
-        sgraph::Instance instance = tune::choose_instance(lowered, sgraph::parse(family.text), family.id, k.bindings, gpu_target());
+        sgraph::Instance instance = tune::choose_instance(lowered, *family.graph, family.id, k.bindings, gpu_target());
         double seconds = tune::estimate_cost(instance, gpu_target()).seconds;
         if (seconds < best) best = seconds, candidate = family.id;
       } catch (const Error&) {

@@ -201,7 +201,7 @@ void check_search_families(const std::vector<std::string>& examples, size_t ever
     std::vector<std::string> sources;
     for (size_t c = 0; c < r.candidates.size(); ++c) {
       if (c >= checked && c % every != 0) continue;
-      sgraph::SGraph g = sgraph::parse(as_f32(r.candidates[c].text));
+      sgraph::SGraph g = sgraph::parse(as_f32(r.candidates[c].text()));
       std::vector<DimBindings> sizes = sgraph::enumerate(g, dims.at(name), target, {}, 64);
       if (sizes.empty()) continue;
       // A middle choice: grids and loops of more than one block or iteration where possible.

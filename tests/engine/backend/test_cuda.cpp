@@ -219,7 +219,7 @@ TEST_CASE("cuda: families the search finds for the examples compile with NVRTC",
     SearchResult r = search_example(name);
     size_t done = 0;
     for (size_t c = 0; c < r.candidates.size() && done < per_example; ++c) {
-      sgraph::SGraph g = sgraph::parse(r.candidates[c].text);
+      sgraph::SGraph g = *r.candidates[c].graph;
       std::vector<DimBindings> sizes = sgraph::enumerate(g, binding, kGpu, {}, 16);
       if (sizes.empty()) continue;
       nvrtc_s += compiles(sgraph::instantiate(g, binding, sizes.front(), kGpu));
@@ -339,7 +339,7 @@ TEST_CASE("cuda: layers with sigmoid, tanh and abs: every family compiles, the f
     REQUIRE_FALSE(r.candidates.empty());
     bool emulated = false;
     for (const auto& c : r.candidates) {
-      sgraph::SGraph g = sgraph::parse(c.text);
+      sgraph::SGraph g = *c.graph;
       std::vector<DimBindings> sizes = sgraph::enumerate(g, layer.small, kGpu, {}, 16);
       if (sizes.empty()) continue;
       sgraph::Instance inst = sgraph::instantiate(g, layer.small, sizes[sizes.size() / 2], kGpu);
@@ -357,7 +357,7 @@ TEST_CASE("cuda: the first family the search finds for each example, run on the 
     INFO("example " << name);
     SearchResult r = search_example(name);
     for (const auto& c : r.candidates) {
-      sgraph::SGraph g = sgraph::parse(c.text);
+      sgraph::SGraph g = *c.graph;
       std::vector<DimBindings> sizes = sgraph::enumerate(g, binding, kGpu, {}, 16);
       if (sizes.empty()) continue;
       sgraph::Instance inst = sgraph::instantiate(g, binding, sizes[sizes.size() / 2], kGpu);

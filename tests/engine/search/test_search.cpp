@@ -49,7 +49,7 @@ void check_reported(const SearchResult& r) {
     CHECK(c.id == int(i + 1));
     CHECK(c.verified);
     CHECK(c.proof.find("proved") != std::string::npos);
-    CHECK(c.hash == sgraph::canonical_hash(sgraph::parse(c.text)));
+    CHECK(c.hash == sgraph::canonical_hash(*c.graph));
     CHECK_FALSE(c.summary.empty());
     if (i > 0) CHECK(r.candidates[i - 1].kernels <= c.kernels);
   }
@@ -115,8 +115,8 @@ TEST_CASE("search: rmsnorm_mlp fuses the norm, both matmuls and the product in o
   check_reported(r);
   bool found = false;
   for (const Candidate& c : r.candidates)
-    if (c.kernels == 1 && c.text.find("loop=") != std::string::npos && count(c.text, "= matmul(") == 2 &&
-        count(c.text, "sum_accumulate") == 2 && count(c.text, "rms_accumulate") == 1 && count(c.text, "= mul(") == 1)
+    if (c.kernels == 1 && c.text().find("loop=") != std::string::npos && count(c.text(), "= matmul(") == 2 &&
+        count(c.text(), "sum_accumulate") == 2 && count(c.text(), "rms_accumulate") == 1 && count(c.text(), "= mul(") == 1)
       found = true;
   CHECK(found);
 }
@@ -128,7 +128,7 @@ TEST_CASE("search: attention and gqa split the key/value length across the grid 
     bool found = false;
     const Candidate* shown = nullptr;
     for (const Candidate& c : r.candidates) {
-      const std::string k0 = kernel_text(c.text, 0), k1 = kernel_text(c.text, 1);
+      const std::string k0 = kernel_text(c.text(), 0), k1 = kernel_text(c.text(), 1);
       // Kernel 0: a grid dim that no output dim takes (partials on a leading axis), the loop
       // walking s inside each split, numerator and denominator accumulated. Kernel 1: sums the
       // partials and divides.
@@ -141,7 +141,7 @@ TEST_CASE("search: attention and gqa split the key/value length across the grid 
     }
     INFO(name);
     CHECK(found);
-    if (shown) WARN(name << " flash-decoding candidate:\n" << shown->text << "\n" << shown->proof.substr(0, 1200));
+    if (shown) WARN(name << " flash-decoding candidate:\n" << shown->text() << "\n" << shown->proof.substr(0, 1200));
   }
 }
 
@@ -150,8 +150,8 @@ TEST_CASE("search: lora computes X@W + (X@A)@B in one kernel", "[search][mustfin
   check_reported(r);
   bool found = false;
   for (const Candidate& c : r.candidates)
-    if (c.kernels == 1 && c.text.find("loop=F1") != std::string::npos && count(c.text, "= matmul(") == 3 &&
-        count(c.text, "sum_accumulate") == 2 && count(c.text, "= add(") == 1 && c.text.find("grid=[g1]") != std::string::npos)
+    if (c.kernels == 1 && c.text().find("loop=F1") != std::string::npos && count(c.text(), "= matmul(") == 3 &&
+        count(c.text(), "sum_accumulate") == 2 && count(c.text(), "= add(") == 1 && c.text().find("grid=[g1]") != std::string::npos)
       found = true;
   CHECK(found);
 }
@@ -167,7 +167,7 @@ TEST_CASE("search: layers with sigmoid, tanh and abs fuse like the others", "[se
     // One kernel that accumulates the matmul over the loop and applies the op in the same kernel.
     bool fused = false;
     for (const Candidate& c : r.candidates)
-      if (c.kernels == 1 && c.text.find("loop=") != std::string::npos && c.text.find("sum_accumulate") != std::string::npos) fused = true;
+      if (c.kernels == 1 && c.text().find("loop=") != std::string::npos && c.text().find("sum_accumulate") != std::string::npos) fused = true;
     CHECK(fused);
   }
 }
@@ -207,7 +207,7 @@ TEST_CASE("search: hardware lower bounds drop families whose smallest tiles cann
   CHECK(bound.candidates.size() < generic.candidates.size());
   CHECK_FALSE(bound.candidates.empty());
   for (const Candidate& c : bound.candidates)
-    CHECK(sgraph::memory_lower_bound(sgraph::parse(c.text), limits.bindings, sgraph::TileBudget{kGpuSharedBytes}).empty());
+    CHECK(sgraph::memory_lower_bound(*c.graph, limits.bindings, sgraph::TileBudget{kGpuSharedBytes}).empty());
   CHECK(has_hash(bound, sgraph::canonical_hash(sgraph::parse(kRmsLinear))));
   limits.fast_memory_bytes = 0;
   CHECK_THROWS_AS(search_example("rms_linear", limits), Error);
@@ -219,7 +219,7 @@ TEST_CASE("search: bounds on kernels and accumulators are honoured", "[search][s
   for (const Candidate& c : search_example("attention", one).candidates) CHECK(c.kernels == 1);
   SearchLimits acc;
   acc.max_accumulators = 1;
-  for (const Candidate& c : search_example("gated_mlp", acc).candidates) CHECK(count(c.text, "_accumulate") <= 1);
+  for (const Candidate& c : search_example("gated_mlp", acc).candidates) CHECK(count(c.text(), "_accumulate") <= 1);
 }
 
 TEST_CASE("search: the same candidates in the same order, with the same proofs, at 1 and 2 threads", "[search][determinism]") {
@@ -233,7 +233,7 @@ TEST_CASE("search: the same candidates in the same order, with the same proofs, 
     CHECK(one.stats.verified == two.stats.verified);
     CHECK(one.stats.families == two.stats.families);
     for (size_t i = 0; i < one.candidates.size(); ++i) {
-      CHECK(one.candidates[i].text == two.candidates[i].text);
+      CHECK(one.candidates[i].text() == two.candidates[i].text());
       CHECK(one.candidates[i].hash == two.candidates[i].hash);
       CHECK(one.candidates[i].proof == two.candidates[i].proof);
     }

@@ -13,6 +13,8 @@
 #include "engine/tune/tuner_steps.h"
 #include "engine/workspace/workspace.h"
 #include "../search/search_helpers.h"
+#include "../sgraph/families.h"
+#include "engine/sgraph/parse.h"
 #include "support/subprocess.h"
 
 using namespace prism;
@@ -203,24 +205,54 @@ TEST_CASE("tuner: Spearman's rank correlation, with ties and constant lists", "[
   CHECK(tune::spearman({1, 2, 2, 3}, {1, 2, 3, 4}) == Approx(0.9486833).epsilon(1e-6));
 }
 
+namespace {
+
+// rms_linear's family with two grid dims: g1 splits X's rows, g2 W's columns.
+const char* kRmsLinearTwoGrid = R"(input X: f16[n, d]
+input W: f16[d, d]
+kernel 0: custom grid=[g1, g2] loop=F1
+  x = load X map {grid: 0->g1, loop: 1}
+  w = load W map {grid: 1->g2, loop: 0}
+  xw = matmul(x, w)
+  acc = sum_accumulate(xw)
+  r = rms_accumulate(x, axis=1)
+  y = div(acc, r)
+  save O: f16 = y map {grid: 0->g1 1->g2, loop: -}
+output O
+)";
+
+// An option of family number `family` (sGraph text) at n=8, d=256 with `sizes`, and its cost.
+tune::steps::Option option(size_t family, const std::string& text, const DimBindings& sizes, double cost) {
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(text), {{"n", 8}, {"d", 256}}, sizes, sgraph::TileBudget{int64_t(1) << 30});
+  return {family, std::move(inst), sizes, cost};
+}
+
+}  // namespace
+
 TEST_CASE("tuner: the timed top K mixes families and tile sizes", "[tune]") {
+  namespace fam = test::families;
   // Ten options ranked by cost: families 0..4 tie at sizes A (the cost model cannot tell
   // families apart that order elementwise ops differently), then sizes B, C, D from family 0.
   std::vector<tune::steps::Option> ranked;
-  for (size_t f = 0; f < 5; ++f) ranked.push_back({f, {}, {{"F1", 32}, {"g1", 16}}, 1.0});
-  for (int64_t f1 : {64, 16, 128}) ranked.push_back({0, {}, {{"F1", f1}, {"g1", 8}}, 1.1});
-  ranked.push_back({1, {}, {{"F1", 64}, {"g1", 8}}, 1.1});
-  ranked.push_back({2, {}, {{"F1", 8}, {"g1", 32}}, 1.2});
+  for (size_t f = 0; f < 5; ++f) ranked.push_back(option(f, fam::kRmsLinear, {{"F1", 32}, {"g1", 16}}, 1.0));
+  for (int64_t f1 : {64, 16, 128}) ranked.push_back(option(0, fam::kRmsLinear, {{"F1", f1}, {"g1", 8}}, 1.1));
+  ranked.push_back(option(1, fam::kRmsLinear, {{"F1", 64}, {"g1", 8}}, 1.1));
+  ranked.push_back(option(2, fam::kRmsLinear, {{"F1", 8}, {"g1", 32}}, 1.2));
   // Top 4: one per tile sizes while other sizes are left (A, B, then F1=8 g1=32: family 0 is at
   // its cap of two and 8 repeats B), then the next in rank order.
   CHECK(tune::steps::choose(ranked, 4) == std::vector<size_t>{0, 1, 5, 9});
   // Top 8: two per tile sizes, four per family, then the next in rank order.
   CHECK(tune::steps::choose(ranked, 8) == std::vector<size_t>{0, 1, 2, 5, 6, 7, 8, 9});
-  // Tilings, not names: g1=1 g2=16 in one family tiles as g1=16 in another.
-  std::vector<tune::steps::Option> named = {{0, {}, {{"F1", 32}, {"g1", 16}}, 1.0},
-                                            {1, {}, {{"F1", 32}, {"g1", 1}, {"g2", 16}}, 1.0},
-                                            {2, {}, {{"F1", 64}, {"g1", 8}}, 1.1}};
-  CHECK(tune::steps::choose(named, 2) == std::vector<size_t>{0, 2});
+  // Tilings by the roles of the sizes, not their names: g1=1 g2=16 tiles as g1=16 does, and so do
+  // sizes called anything else.
+  std::string renamed = fam::kRmsLinear;
+  for (auto [from, to] : {std::pair<std::string, std::string>{"g1", "rows"}, {"F1", "steps"}})
+    for (size_t at; (at = renamed.find(from)) != std::string::npos;) renamed.replace(at, from.size(), to);
+  std::vector<tune::steps::Option> named = {option(0, fam::kRmsLinear, {{"F1", 32}, {"g1", 16}}, 1.0),
+                                            option(1, kRmsLinearTwoGrid, {{"F1", 32}, {"g1", 1}, {"g2", 16}}, 1.0),
+                                            option(2, renamed, {{"steps", 32}, {"rows", 16}}, 1.0),
+                                            option(3, fam::kRmsLinear, {{"F1", 64}, {"g1", 8}}, 1.1)};
+  CHECK(tune::steps::choose(named, 2) == std::vector<size_t>{0, 3});
   // Fewer options than K: all of them within the family cap.
   CHECK(tune::steps::choose({ranked[0], ranked[1]}, 8) == std::vector<size_t>{0, 1});
 }
