@@ -1,12 +1,13 @@
-// Lowering an instantiated sGraph to C++ for the CPU (design.md §6): a shared object implementing
-// the ABI of abi.h, compiled by compiler.h. It computes what sgraph::evaluate computes:
+// The CPU code generator: it prints the kernel IR (engine/backend/kernel_ir.h, lowered with
+// cpu_lowering()) as C++, a shared object implementing the ABI of abi.h, compiled by compiler.h.
+// It computes what sgraph::evaluate computes:
 //
 //   - a custom kernel becomes an OpenMP parallel loop over its (flattened) grid; each block runs
-//     its loop-invariant ops once, the loop body F times, then the ops after the loop. Loads are
-//     views into the device tensors (no copies); computed tiles and accumulators live in a
-//     per-thread scratch buffer; a matmul folded by a sum accumulator accumulates in place in a
-//     register-blocked micro-kernel; an op whose only use is a save writes straight to its place;
-//   - a library kernel becomes parallel loop nests (emit_library.h);
+//     its loop-invariant statements once, the loop body F times, then the statements after the
+//     loop. Loads are pointers into the device tensors (no copies); tiles and accumulators live in
+//     a per-thread scratch buffer; a matmul that adds into an accumulator does so in place in a
+//     register-blocked micro-kernel (emit_ops.h), which prefetches the next matmul's B;
+//   - a library kernel becomes parallel loop nests over whole tensors;
 //   - intermediate device tensors (a cross-block reduction's partials included) are static
 //     buffers of the library, allocated on the first call.
 //
@@ -15,6 +16,7 @@
 #pragma once
 #include <string>
 
+#include "engine/backend/kernel_ir.h"
 #include "engine/sgraph/instantiate.h"
 
 namespace prism::backend::cpu {
@@ -24,8 +26,10 @@ struct CodegenOptions {
   int simd_bytes = 32;   // 32 (AVX2) or 64 (AVX-512): vector width to block for
 };
 
-// C++17 source for a concrete instance (every map concrete, every size bound) implementing the
-// ABI of abi.h. Throws Error{InvalidArgument} naming what it cannot lower.
+// C++17 source for a lowered program implementing the ABI of abi.h.
+std::string generate_cpu_source(const kir::Program& program, const CodegenOptions& options = {});
+// The same for a concrete instance (every map concrete, every size bound), lowered with
+// cpu_lowering(). Throws Error{InvalidArgument} naming what it cannot lower.
 std::string generate_cpu_source(const sgraph::Instance& instance, const CodegenOptions& options = {});
 
 }  // namespace prism::backend::cpu

@@ -1,4 +1,4 @@
-// Building blocks of the CPU code generator (codegen.h, emit_library.h): C++ text for one op over
+// Building blocks of the CPU code generator (codegen.h): C++ text for one op over
 // strided views of f32 data whose sizes and strides are compile-time constants.
 //
 // A View is a base-pointer expression plus shape and element strides; the last stride is always 1

@@ -1,18 +1,17 @@
 #include "engine/backend/cuda/codegen.h"
 
 #include <algorithm>
-#include <map>
+#include <climits>
 #include <set>
 
-#include "engine/backend/cuda/emit_library.h"
 #include "engine/backend/cuda/emit_ops.h"
+#include "engine/backend/lower.h"
 #include "engine/error.h"
 #include "engine/ir/shape.h"
 
 namespace prism::backend::cuda {
 
 using namespace detail;
-using sgraph::BlockOp;
 
 namespace {
 
@@ -20,246 +19,164 @@ namespace {
 
 std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
 
-// The statements of one custom kernel.
-class CustomEmitter {
+// Prints one kernel of the kernel IR as an `extern "C" __global__` kernel: a place is a view of a
+// tile in shared memory ("v3") or of a box of a pointer parameter ("(p1 + b0 * 64LL)").
+class KernelPrinter {
  public:
-  CustomEmitter(const sgraph::CustomKernel& k, const std::vector<sgraph::TileInfo>& tiles, const DimBindings& b, const DeviceTensors& t,
-                const CudaCodegenOptions& o)
-      : k_(k), tiles_(tiles), tensors_(t), options_(o), n_(k.ops.size()), views_(n_) {
-    for (const Dim& g : k.grid) grid_.push_back(g.evaluate_size(b));
-    loop_ = k.loop_range().evaluate_size(b);
-    for (size_t i = 0; i < n_; ++i) {
-      if (!tiles[i].type) fail("op " + std::to_string(i) + " '" + k.ops[i].name + "' has no known tile type");
-      shape_.push_back(concrete_shape(tiles[i].type->shape, b));
-    }
+  KernelPrinter(const kir::Program& p, const kir::Kernel& k, const CudaCodegenOptions& o) : p_(p), k_(k), options_(o) {
     ctx_.threads = o.threads_per_block;
   }
 
-  std::string emit(const std::string& fn, const sgraph::Kernel& kernel, CudaKernelInfo& info) {
-    info.name = fn;
-    info.threads = options_.threads_per_block;
-    info.grid_blocks = element_count(grid_);
+  // Whether a matmul took the tensor-core path (the source needs <mma.h>).
+  bool uses_tensor_cores() const { return uses_tensor_cores_; }
+
+  std::string custom(const std::string& fn, CudaKernelInfo& info) {
+    const kir::CustomKernel& k = k_.block;
+    const std::string params = parameters(fn, info);
+    info.grid_blocks = k.blocks();
     if (info.grid_blocks > INT32_MAX) fail(fn + ": a grid of " + std::to_string(info.grid_blocks) + " blocks is too large");
-    std::string params = parameters(kernel, info);
-    // Shared memory: one slot per tile (kSharedSlotAlign: wmma pointers need 32 bytes), loads at
-    // their storage type.
-    std::string decls;
-    int64_t shared = 0;
-    for (size_t i = 0; i < n_; ++i) {
-      const BlockOp& op = k_.ops[i];
-      if (op.kind == BlockOp::Kind::Save) continue;
-      bool load = op.kind == BlockOp::Kind::Load;
-      DType dt = load ? tensors_.dtype(op.tensor) : DType::F32;
-      std::string type = storage_type(dt), v = std::string("v").append(std::to_string(i));
-      decls += "  " + type + "* const " + v + " = reinterpret_cast<" + type + "*>(prism_smem + " + std::to_string(shared) + ");  // " +
-               op.name + "\n";
-      shared += (element_count(shape_[i]) * storage_bytes(dt) + kSharedSlotAlign - 1) / kSharedSlotAlign * kSharedSlotAlign;
-      views_[i] = dense_view(v, shape_[i]);
-    }
-    if (shared > options_.shared_memory_bytes)
-      fail(fn + ": its tiles need " + std::to_string(shared) + " bytes of shared memory, more than the " +
+    if (k.fast_memory_bytes > options_.shared_memory_bytes)
+      fail(fn + ": its tiles need " + std::to_string(k.fast_memory_bytes) + " bytes of shared memory, more than the " +
            std::to_string(options_.shared_memory_bytes) + " a block may use");
-    info.shared_bytes = shared;
+    info.shared_bytes = k.fast_memory_bytes;
 
     const std::string t = std::to_string(options_.threads_per_block);
     std::string s = "extern \"C\" __global__ void __launch_bounds__(" + t + ") " + fn + "(" + params + ") {\n";
     s += "  extern __shared__ __align__(128) unsigned char prism_smem[];\n";
     s += "  const long long blk = blockIdx.x;\n";
     int64_t inner = 1;
-    for (size_t gi = grid_.size(); gi-- > 0;) {
-      s += "  const int b" + std::to_string(gi) + " = int(blk / " + ll(inner) + " % " + ll(grid_[gi]) + ");\n";
-      inner *= grid_[gi];
+    for (size_t gi = k.grid.size(); gi-- > 0;) {
+      s += "  const int b" + std::to_string(gi) + " = int(blk / " + ll(inner) + " % " + ll(k.grid[gi]) + ");\n";
+      inner *= k.grid[gi];
     }
-    s += decls;
-    for (size_t i = 0; i < n_; ++i) {
-      const BlockOp& op = k_.ops[i];
-      if (op.kind != BlockOp::Kind::Accumulate) continue;
-      std::string init = op.acc == sgraph::AccKind::Max ? "prism_neg_inf()" : "0.0f";
-      s += "  for (int e = threadIdx.x; e < " + std::to_string(element_count(shape_[i])) + "; e += " + t + ") v" + std::to_string(i) +
-           "[e] = " + init + ";  // " + op.name + "\n";
+    for (const kir::Tile& tile : k.tiles) {
+      const std::string type = storage_type(tile.storage), v = std::string("v").append(std::to_string(tile.value));
+      s += "  " + type + "* const " + v + " = reinterpret_cast<" + type + "*>(prism_smem + " + std::to_string(tile.offset_bytes) + ");  // " +
+           tile.name + "\n";
     }
-    s += "  __syncthreads();\n";
-    s += phase(Phase::Before, "  ", "0");
-    s += "  for (int f = 0; f < " + std::to_string(loop_) + "; ++f) {\n" + phase(Phase::Body, "    ", "f") + "  }\n";
-    for (size_t i = 0; i < n_; ++i) {
-      const BlockOp& op = k_.ops[i];
-      if (op.kind != BlockOp::Kind::Accumulate || op.acc != sgraph::AccKind::Rms) continue;
-      int64_t count = shape_[size_t(op.operands[0])][size_t(rms_axis(i))] * loop_;
-      std::string v = std::string("v").append(std::to_string(i));
-      s += "  for (int e = threadIdx.x; e < " + std::to_string(element_count(shape_[i])) + "; e += " + t + ") " + v + "[e] = sqrtf(" + v +
-           "[e] / " + std::to_string(count) + ".0f);  // " + op.name + "\n";
+    for (const kir::Accumulator& a : k.accumulators) {
+      std::string init = a.acc == sgraph::AccKind::Max ? "prism_neg_inf()" : "0.0f";
+      s += "  for (int e = threadIdx.x; e < " + std::to_string(a.elements) + "; e += " + t + ") v" + std::to_string(a.value) + "[e] = " + init +
+           ";  // " + a.name + "\n";
     }
     s += "  __syncthreads();\n";
-    s += phase(Phase::After, "  ", "0");
+    s += phase(k.before, "  ", "0");
+    s += "  for (int f = 0; f < " + std::to_string(k.loop) + "; ++f) {\n" + phase(k.body, "    ", "f") + "  }\n";
+    for (const kir::Accumulator& a : k.accumulators) {
+      if (a.acc != sgraph::AccKind::Rms) continue;
+      std::string v = std::string("v").append(std::to_string(a.value));
+      s += "  for (int e = threadIdx.x; e < " + std::to_string(a.elements) + "; e += " + t + ") " + v + "[e] = sqrtf(" + v + "[e] / " +
+           std::to_string(a.count) + ".0f);  // " + a.name + "\n";
+    }
+    s += "  __syncthreads();\n";
+    s += phase(k.after, "  ", "0");
     return s + "}\n";
   }
 
-  // Whether a matmul of the kernel took the tensor-core path (the source needs <mma.h>).
-  bool uses_tensor_cores() const { return uses_tensor_cores_; }
+  // A library kernel: a grid-stride loop over the result's elements (or a reduction's results).
+  std::string library(const std::string& fn, CudaKernelInfo& info) {
+    const std::string params = parameters(fn, info);
+    ctx_.spread = Spread::Grid;
+    const int64_t items = element_count(k_.library.out.shape);
+    info.grid_blocks = std::clamp<int64_t>((items + ctx_.threads - 1) / ctx_.threads, 1, int64_t(1) << 20);
+    info.shared_bytes = 0;
+    return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ctx_.threads) + ") " + fn + "(" + params + ") {\n" +
+           statement(k_.library, ctx_, "0") + "}\n";
+  }
 
  private:
-  enum class Phase { Before, Body, After };
-
-  std::string parameters(const sgraph::Kernel& kernel, CudaKernelInfo& info) {
+  // A pointer parameter per device tensor read, then per one written (a library kernel's per
+  // operand, as it names them).
+  std::string parameters(const std::string& fn, CudaKernelInfo& info) {
+    info.name = fn;
+    info.threads = options_.threads_per_block;
+    std::vector<std::pair<std::string, bool>> list;  // (tensor, read)
+    if (k_.custom) {
+      for (const std::string& name : k_.reads) list.emplace_back(name, true);
+      for (const std::string& name : k_.writes) list.emplace_back(name, false);
+    } else {
+      for (const kir::Place& in : k_.library.in) list.emplace_back(in.tensor, true);
+      list.emplace_back(k_.library.out.tensor, false);
+    }
     std::string params;
-    auto add = [&](const std::string& name, bool in) {
-      std::string p = std::string("p").append(std::to_string(param_.size()));
+    for (const auto& [name, read] : list) {
+      std::string p = std::string("p").append(std::to_string(info.params.size()));
       param_[name] = p;
       info.params.push_back(name);
       if (!params.empty()) params += ", ";
-      params += std::string(in ? "const " : "") + storage_type(tensors_.dtype(name)) + "* __restrict__ " + p;
-    };
-    for (const std::string& name : sgraph::kernel_inputs(kernel)) add(name, true);
-    for (const std::string& name : sgraph::kernel_outputs(kernel)) add(name, false);
+      params += std::string(read ? "const " : "") + storage_type(p_.tensor(name).dtype) + "* __restrict__ " + p;
+    }
     return params;
   }
 
-  Phase phase_of(size_t i) const {
-    if (k_.ops[i].kind == BlockOp::Kind::Accumulate) return Phase::Body;
-    sgraph::LoopRole r = tiles_[i].role;
-    if (r == sgraph::LoopRole::Unknown) fail("op '" + k_.ops[i].name + "' has an unknown loop role");
-    return r == sgraph::LoopRole::Invariant ? Phase::Before : r == sgraph::LoopRole::After ? Phase::After : Phase::Body;
+  View view(const kir::Place& place, const std::string& f) const {
+    if (place.kind != kir::Place::Kind::Tensor) return View{std::string("v").append(std::to_string(place.value)), place.shape, place.strides};
+    const std::string& p = param_.at(place.tensor);
+    const std::string off = offset_text(place.offset, f, "LL");
+    return View{off == "0" ? p : "(" + p + " + " + off + ")", place.shape, place.strides};
   }
 
-  int rms_axis(size_t i) const {
-    int rank = int(shape_[size_t(k_.ops[i].operands[0])].size());
-    int axis = k_.ops[i].attrs.axis;
-    return axis < 0 ? axis + rank : axis;
-  }
-
-  std::string tile_offset(const sgraph::Map& map, const std::vector<int64_t>& tile, const std::vector<int64_t>& strides, size_t first,
-                          const std::string& f) const {
-    return backend::tile_offset(map, tile, strides, first, f, loop_, "LL");
-  }
-
-  View load_source(size_t i, const std::string& f) const {
-    const BlockOp& op = k_.ops[i];
-    auto strides = dense_strides(tensors_.shape(op.tensor));
-    if (strides.size() != shape_[i].size()) fail("load '" + op.name + "': tile rank differs from " + op.tensor + "'s");
-    return View{"(" + param_.at(op.tensor) + " + " + tile_offset(op.map, shape_[i], strides, 0, f) + ")", shape_[i], strides};
-  }
-
-  // Where a save writes: partial axes (grid dims its map does not place) first, then the tile.
-  View save_target(size_t i, const std::string& f) const {
-    const BlockOp& op = k_.ops[i];
-    const auto& whole = tensors_.shape(op.name);
-    auto strides = dense_strides(whole);
-    const auto& tile = shape_[size_t(op.operands[0])];
-    if (whole.size() < tile.size()) fail("save '" + op.name + "': its tensor has a lower rank than the tile");
-    size_t parts = whole.size() - tile.size();
-    std::string off;
-    size_t p = 0;
-    for (size_t gi = 0; gi < op.map.grid.size(); ++gi)
-      if (op.map.grid[gi].is_none()) {
-        if (p >= parts) fail("save '" + op.name + "': more partial axes than its tensor has");
-        off += std::string("b").append(std::to_string(gi)) + " * " + ll(strides[p++]) + " + ";
-      }
-    if (p != parts) fail("save '" + op.name + "': partial axes do not match its tensor");
-    off += tile_offset(op.map, tile, strides, parts, f);
-    return View{"(" + param_.at(op.name) + " + " + off + ")", tile, std::vector<int64_t>(strides.begin() + long(parts), strides.end())};
-  }
-
-  std::string phase(Phase p, const std::string& ind, const std::string& f) {
-    std::string s;
-    EmitContext ctx = ctx_;
-    ctx.indent = ind + "  ";
-    for (size_t i = 0; i < n_; ++i) {
-      if (phase_of(i) != p) continue;
-      const BlockOp& op = k_.ops[i];
-      s += ind + "{  // " + op_text(op) + "\n";
-      switch (op.kind) {
-        case BlockOp::Kind::Load: s += emit_tile_load(load_source(i, f), views_[i], storage_bytes(tensors_.dtype(op.tensor)), ctx); break;
-        case BlockOp::Kind::Compute: s += compute(i, ctx); break;
-        case BlockOp::Kind::Accumulate: s += accumulate(i, ctx); break;
-        case BlockOp::Kind::Save:
-          s += emit_map(views_[size_t(op.operands[0])], save_target(i, f), [](const std::string& x) { return x; }, ctx);
-          break;
-      }
-      s += ind + "}\n" + ind + "__syncthreads();\n";
-    }
-    return s;
-  }
-
-  std::string op_text(const BlockOp& op) const {
-    switch (op.kind) {
-      case BlockOp::Kind::Load: return op.name + " = load " + op.tensor;
-      case BlockOp::Kind::Compute: return op.name + " = " + op_name(op.op);
-      case BlockOp::Kind::Accumulate: return op.name + " = " + sgraph::acc_name(op.acc);
-      case BlockOp::Kind::Save: return "save " + op.name;
-    }
-    return op.name;
-  }
-
-  std::string compute(size_t i, const EmitContext& ctx) {
-    const BlockOp& op = k_.ops[i];
-    const View& out = views_[i];
-    auto arg = [&](size_t k) -> const View& { return views_[size_t(op.operands.at(k))]; };
-    switch (op_class(op.op)) {
-      case OpClass::Unary: {
-        unary_expr(op.op, "");  // throws for an op it cannot lower
-        return emit_map(arg(0), out, [&](const std::string& x) { return unary_expr(op.op, x); }, ctx);
-      }
-      case OpClass::Binary: {
-        binary_expr(op.op, "", "");
-        return emit_zip(arg(0), arg(1), out, [&](const std::string& a, const std::string& b) { return binary_expr(op.op, a, b); }, ctx);
-      }
-      case OpClass::Matmul: return matmul(i, ctx);
-      case OpClass::Reduce: {
-        int rank = int(arg(0).shape.size());
-        int axis = op.attrs.axis < 0 ? op.attrs.axis + rank : op.attrs.axis;
-        if (axis < 0 || axis >= rank) fail("op '" + op.name + "': axis out of range");
-        return emit_reduce(op.op, axis, arg(0), out, ctx);
-      }
-      default: fail("op '" + op.name + "': cannot lower '" + op_name(op.op) + "' in a block");
-    }
-  }
-
-  // The storage type of op i's tile when it is a load of a 16-bit tensor, else "".
-  std::string staged_16bit(size_t i) const {
-    const BlockOp& op = k_.ops[i];
-    if (op.kind != BlockOp::Kind::Load) return "";
-    DType dt = tensors_.dtype(op.tensor);
-    return dt == DType::F32 ? "" : storage_type(dt);
+  // The storage type of a staged 16-bit tile, else "".
+  std::string staged_16bit(const kir::Place& place) const {
+    if (place.kind != kir::Place::Kind::Tile) return "";
+    for (const kir::Tile& t : k_.block.tiles)
+      if (t.value == place.value) return t.storage == DType::F32 ? "" : storage_type(t.storage);
+    return "";
   }
 
   // Tensor cores when both operands are staged 16-bit tiles of one type and the sizes and
   // alignment fit a WMMA shape; else a thread per output element.
-  std::string matmul(size_t i, const EmitContext& ctx) {
-    const BlockOp& op = k_.ops[i];
-    size_t a = size_t(op.operands.at(0)), b = size_t(op.operands.at(1));
-    const std::string ta = staged_16bit(a);
-    if (options_.tensor_cores && !ta.empty() && staged_16bit(b) == ta) {
-      std::string s = emit_wmma_matmul(views_[a], views_[b], views_[i], ta.c_str(), ctx);
-      if (!s.empty()) {
+  std::string matmul(const kir::Stmt& s, const View& a, const View& b, const View& out, const EmitContext& ctx) {
+    const std::string ta = staged_16bit(s.in[0]);
+    if (options_.tensor_cores && !ta.empty() && staged_16bit(s.in[1]) == ta) {
+      std::string code = emit_wmma_matmul(a, b, out, ta.c_str(), ctx);
+      if (!code.empty()) {
         uses_tensor_cores_ = true;
-        return s;
+        return code;
       }
     }
-    return emit_matmul(views_[a], views_[b], views_[i], ctx);
+    return emit_matmul(a, b, out, ctx);
   }
 
-  std::string accumulate(size_t i, const EmitContext& ctx) {
-    const BlockOp& op = k_.ops[i];
-    const View& acc = views_[i];
-    const View& x = views_[size_t(op.operands[0])];
-    switch (op.acc) {
-      case sgraph::AccKind::Sum: return emit_zip(acc, x, acc, [](const std::string& a, const std::string& b) { return a + " + " + b; }, ctx);
-      case sgraph::AccKind::Max:
-        return emit_zip(acc, x, acc, [](const std::string& a, const std::string& b) { return "prism_max_into(" + a + ", " + b + ")"; }, ctx);
-      case sgraph::AccKind::Rms: return emit_square_sum_into(rms_axis(i), x, acc, ctx);
+  std::string statement(const kir::Stmt& s, const EmitContext& ctx, const std::string& f) {
+    auto in = [&](size_t k) { return view(s.in.at(k), f); };
+    const View out = view(s.out, f);
+    auto same = [](const std::string& x) { return x; };
+    switch (s.kind) {
+      case kir::Stmt::Kind::Stage: return emit_tile_load(in(0), out, sgraph::element_bytes(p_.tensor(s.in[0].tensor).dtype), ctx);
+      case kir::Stmt::Kind::Compute:
+        switch (op_class(s.op)) {
+          case OpClass::Unary: return emit_map(in(0), out, [&](const std::string& x) { return unary_expr(s.op, x); }, ctx);
+          case OpClass::Binary:
+            return emit_zip(in(0), in(1), out, [&](const std::string& a, const std::string& b) { return binary_expr(s.op, a, b); }, ctx);
+          case OpClass::Matmul: return matmul(s, in(0), in(1), out, ctx);
+          default: return emit_reduce(s.op, s.axis, in(0), out, ctx);
+        }
+      case kir::Stmt::Kind::Accumulate:
+        switch (s.acc) {
+          case sgraph::AccKind::Sum: return emit_zip(out, in(0), out, [](const std::string& a, const std::string& b) { return a + " + " + b; }, ctx);
+          case sgraph::AccKind::Max:
+            return emit_zip(out, in(0), out, [](const std::string& a, const std::string& b) { return "prism_max_into(" + a + ", " + b + ")"; }, ctx);
+          case sgraph::AccKind::Rms: return emit_square_sum_into(s.axis, in(0), out, ctx);
+        }
+        return "";
+      case kir::Stmt::Kind::Save: return emit_map(in(0), out, same, ctx);
+      case kir::Stmt::Kind::Bind: break;
     }
-    return "";
+    fail("a load read in place (a block stages its loads in shared memory)");
   }
 
-  const sgraph::CustomKernel& k_;
-  const std::vector<sgraph::TileInfo>& tiles_;
-  const DeviceTensors& tensors_;
+  std::string phase(const std::vector<kir::Stmt>& stmts, const std::string& ind, const std::string& f) {
+    std::string s;
+    EmitContext ctx = ctx_;
+    ctx.indent = ind + "  ";
+    for (const kir::Stmt& st : stmts) s += ind + "{  // " + st.label + "\n" + statement(st, ctx, f) + ind + "}\n" + ind + "__syncthreads();\n";
+    return s;
+  }
+
+  const kir::Program& p_;
+  const kir::Kernel& k_;
   const CudaCodegenOptions& options_;
-  size_t n_;
-  std::vector<int64_t> grid_;
-  int64_t loop_ = 1;
-  std::vector<std::vector<int64_t>> shape_;
-  std::vector<View> views_;
   std::map<std::string, std::string> param_;  // device tensor -> parameter name
   EmitContext ctx_;
   bool uses_tensor_cores_ = false;
@@ -269,38 +186,31 @@ class CustomEmitter {
 
 bool tensor_core_shape(int64_t m, int64_t n, int64_t k) { return wmma_fits(m, n, k); }
 
-CudaSource generate_cuda_source(const sgraph::Instance& inst, const CudaCodegenOptions& options) {
-  const sgraph::SGraph& g = inst.graph;
-  if (!g.is_concrete()) fail("the graph has open map choices");
-  if (!inst.analysis.ok()) fail("the graph is not valid: " + inst.analysis.errors.front());
+CudaSource generate_cuda_source(const kir::Program& program, const CudaCodegenOptions& options) {
   if (options.threads_per_block < 32 || options.threads_per_block > 1024 || options.threads_per_block % 32 != 0)
     fail("threads_per_block must be a multiple of 32 from 32 to 1024, not " + std::to_string(options.threads_per_block));
-  DeviceTensors tensors;
-  for (const auto& [name, type] : inst.analysis.tensors) tensors.add(name, concrete_shape(type.shape, inst.bindings), type.dtype);
-  for (const sgraph::TensorDecl& in : g.inputs) tensors.add(in.name, concrete_shape(in.type.shape, inst.bindings), in.type.dtype);
-
   CudaSource out;
   std::string kernels;
   bool tensor_cores = false;
-  std::set<std::string> returned(g.outputs.begin(), g.outputs.end());
-  for (size_t k = 0; k < g.kernels.size(); ++k) {
-    const sgraph::Kernel& kernel = g.kernels[k];
+  const std::set<std::string> returned(program.outputs.begin(), program.outputs.end());
+  for (size_t k = 0; k < program.kernels.size(); ++k) {
+    const kir::Kernel& kernel = program.kernels[k];
     CudaKernelInfo info;
-    std::string fn = "prism_kernel_" + std::to_string(k);
+    KernelPrinter printer(program, kernel, options);
+    const std::string fn = "prism_kernel_" + std::to_string(k);
     kernels += "\n";
-    if (kernel.custom) {
-      CustomEmitter emitter(kernel.block, inst.analysis.tiles[k], inst.bindings, tensors, options);
-      kernels += emitter.emit(fn, kernel, info);
-      tensor_cores = tensor_cores || emitter.uses_tensor_cores();
-    } else {
-      kernels += emit_library_kernel(kernel.library, tensors, fn, options.threads_per_block, info);
-    }
+    kernels += kernel.custom ? printer.custom(fn, info) : printer.library(fn, info);
+    tensor_cores = tensor_cores || printer.uses_tensor_cores();
     out.kernels.push_back(std::move(info));
-    for (const std::string& t : sgraph::kernel_outputs(kernel))
+    for (const std::string& t : kernel.writes)
       if (!returned.count(t)) out.scratch_tensors.push_back(t);
   }
   out.source = prelude() + (tensor_cores ? "#include <mma.h>\n" : "") + kernels;
   return out;
+}
+
+CudaSource generate_cuda_source(const sgraph::Instance& instance, const CudaCodegenOptions& options) {
+  return generate_cuda_source(lower(instance, cuda_lowering()), options);
 }
 
 }  // namespace prism::backend::cuda

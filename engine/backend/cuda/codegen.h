@@ -1,14 +1,15 @@
-// Lowering an instantiated sGraph to CUDA C++ (design.md §6), compiled by nvrtc.h and launched
-// through driver.h. It computes what sgraph::evaluate computes:
+// The CUDA code generator: it prints the kernel IR (engine/backend/kernel_ir.h, lowered with
+// cuda_lowering()) as CUDA C++, compiled by nvrtc.h and launched through driver.h. It computes
+// what sgraph::evaluate computes:
 //
 //   - a custom kernel becomes one `extern "C" __global__` kernel with one thread block per grid
 //     point (blockIdx.x flattened over the grid, the last grid dim fastest). Every tile of the
 //     block lives in dynamic shared memory: loads staged at their storage type (f32, __half,
 //     __nv_bfloat16), computed tiles and accumulators in f32. The block runs its loop-invariant
-//     ops once, the loop body F times, then the ops after the loop, with __syncthreads() after
-//     every op; each op is shared by the block's threads (elementwise: thread t takes elements
-//     t, t + T, …; matmul: an output element per thread, f32 accumulation in order; reductions: a
-//     warp per result element with shuffles, or a thread per element for short axes);
+//     statements once, the loop body F times, then the statements after the loop, with
+//     __syncthreads() after each; each is shared by the block's threads (elementwise: thread t
+//     takes elements t, t + T, …; matmul: an output element per thread, f32 accumulation in order;
+//     reductions: a warp per result element with shuffles, or a thread per element for short axes);
 //   - loads are staged with 16-byte vectors where every row allows it; a matmul of two staged
 //     16-bit tiles of one type runs on tensor cores (nvcuda::wmma, f32 accumulators, a warp per
 //     16x16 / 8x32 / 32x8 output tile) where the sizes fit and every pointer is 32-byte aligned;
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/kernel_ir.h"
 #include "engine/sgraph/instantiate.h"
 
 namespace prism::backend::cuda {
@@ -53,7 +55,10 @@ struct CudaSource {
   std::vector<std::string> scratch_tensors;  // intermediate device tensors the host must allocate, in order
 };
 
-// CUDA C++ for a concrete instance (every map concrete, every size bound). Throws
+// CUDA C++ for a lowered program (cuda_lowering()). Throws Error{InvalidArgument} for options out
+// of range and tiles over the shared memory a block may use.
+CudaSource generate_cuda_source(const kir::Program& program, const CudaCodegenOptions& options = {});
+// The same for a concrete instance (every map concrete, every size bound). Throws
 // Error{InvalidArgument} naming what it cannot lower.
 CudaSource generate_cuda_source(const sgraph::Instance& instance, const CudaCodegenOptions& options = {});
 

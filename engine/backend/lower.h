@@ -1,0 +1,35 @@
+// Lowering an instantiated sGraph to the kernel IR (kernel_ir.h), once for every backend. What
+// the backends may choose differently is said in LowerOptions; everything else (the grid, the
+// phases, the places of tiles and tensor boxes, accumulators, which op reads which value) is
+// decided here, so the CPU tests exercise the lowering the GPU uses too.
+#pragma once
+#include "engine/backend/kernel_ir.h"
+#include "engine/sgraph/instantiate.h"
+
+namespace prism::backend {
+
+struct LowerOptions {
+  // Loads are copied into tiles (a GPU's shared memory); else a load is read where it lies.
+  bool stage_loads = false;
+  // A matmul whose only use is a sum accumulator of its shape adds into it in the loop body, and
+  // an op whose only use is a save in the same phase writes straight into the saved tensor.
+  bool write_in_place = true;
+  // Tile layout: the accumulators first, then the other tiles, each in op order (else all in op
+  // order). The CPU's measured layouts keep accumulators first.
+  bool accumulators_first = true;
+  int64_t tile_align_bytes = 64;  // every tile starts on this boundary
+  std::string who = "codegen";    // names the backend in error messages
+};
+
+inline LowerOptions cpu_lowering() { return {}; }
+inline LowerOptions cuda_lowering() { return {true, false, false, 32, "cuda codegen"}; }
+
+// Throws Error{InvalidArgument} naming what it cannot lower (an open map, an invalid graph, an op
+// that is not a block op, a tile whose rank differs from its tensor's).
+kir::Program lower(const sgraph::Instance& instance, const LowerOptions& options);
+
+// The text of an offset: "b0 * 64L + f * 4096L" with `loop` for the loop index ("0": its terms
+// are left out) and `suffix` ending every literal; "0" for no terms.
+std::string offset_text(const kir::Offset& offset, const std::string& loop, const std::string& suffix);
+
+}  // namespace prism::backend
