@@ -27,21 +27,21 @@ std::string index_offset(const std::vector<int64_t>& strides, const std::string&
   return e.empty() ? "0" : e;
 }
 
-std::string tile_offset(const sgraph::Map& map, const std::vector<int64_t>& tile, const std::vector<int64_t>& strides,
-                        size_t first, const std::string& f, int64_t loop_range, const std::string& suffix) {
-  std::string off;
-  auto add = [&](const std::string& var, int64_t scale) {
-    if (scale == 0 || var == "0") return;
-    if (!off.empty()) off += " + ";
-    off.append(var).append(" * ").append(std::to_string(scale)).append(suffix);
-  };
-  for (size_t j = 0; j < tile.size(); ++j) {
-    int64_t walk = map.loop.dim == int(j) ? loop_range : 1;
-    for (size_t gi = 0; gi < map.grid.size(); ++gi)
-      if (map.grid[gi].dim == int(j)) add(std::string("b").append(std::to_string(gi)), tile[j] * walk * strides[first + j]);
-    if (walk > 1) add(f, tile[j] * strides[first + j]);
+Fold fold_over(int axis, const View& x, const View& out) {
+  const size_t ax = size_t(axis);
+  Fold f;
+  f.shape = x.shape;
+  f.k = f.shape[ax];
+  f.step = x.strides[ax];
+  f.shape[ax] = 1;
+  View o = out;
+  if (o.shape.size() + 1 == x.shape.size()) {  // keepdims=false: the axis back as size 1
+    o.shape.insert(o.shape.begin() + long(ax), 1);
+    o.strides.insert(o.strides.begin() + long(ax), 0);
   }
-  return off.empty() ? "0" : off;
+  f.x_strides = aligned_strides(x, f.shape);
+  f.out_strides = aligned_strides(o, f.shape);
+  return f;
 }
 
 }  // namespace prism::backend

@@ -1,13 +1,11 @@
-// What the code generators of every backend share: strided views of tensors with compile-time
-// shapes and strides, and the offsets of tiles in them.
+// What the printers of every backend share: strided views of tensors with compile-time shapes and
+// strides (a place of the kernel IR, printed), index expressions over them, and folds along an axis.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "engine/ir/program.h"
 #include "engine/ir/shape.h"
-#include "engine/sgraph/sgraph.h"
 
 namespace prism::backend {
 
@@ -27,12 +25,15 @@ std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& 
 // integer literals.
 std::string index_offset(const std::vector<int64_t>& strides, const std::string& suffix);
 
-// The element offset of the (block, iteration `f`) tile of shape `tile` in a tensor with
-// `strides` (data dims from `first`), as sgraph::evaluate places it: along dim j, block b of a
-// grid dim partitioning j starts at b * tile[j] * (loop range if the loop walks j too), iteration
-// f at f * tile[j] inside it. Block indices are named b0, b1 …; `suffix` ends integer literals
-// ("L", "LL").
-std::string tile_offset(const sgraph::Map& map, const std::vector<int64_t>& tile, const std::vector<int64_t>& strides,
-                        size_t first, const std::string& f, int64_t loop_range, const std::string& suffix);
+// A fold of view x along `axis` into view out (a reduction, or an accumulator that folds): the
+// loop over its results is x's shape with the axis at 1; each result folds `k` elements `step`
+// apart in x. Both views' strides are aligned to the loop (a result that dropped the axis gets it
+// back at size 1).
+struct Fold {
+  std::vector<int64_t> shape;
+  int64_t k = 0, step = 0;
+  std::vector<int64_t> x_strides, out_strides;
+};
+Fold fold_over(int axis, const View& x, const View& out);
 
 }  // namespace prism::backend

@@ -1,5 +1,6 @@
-// The eager baseline of a program: each op as its own pass over memory, as PyTorch's eager mode
-// runs it, for the "candidate vs eager" column of every report (design.md §5).
+// The eager baseline on the CPU: the eager plan (backend/eager_plan.h) printed as one pass over
+// memory per step, as PyTorch's eager mode runs a program, for the "candidate vs eager" column of
+// every report.
 #pragma once
 #include <string>
 #include <vector>

@@ -89,17 +89,12 @@ std::string contiguous_fold(const std::string& ind, int64_t k, bool square, cons
 }
 
 std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx) {
-  size_t ax = size_t(axis);
-  std::vector<int64_t> shape = x.shape;
-  int64_t k = shape[ax];
-  shape[ax] = 1;
-  auto sx = aligned_strides(x, shape), so = aligned_strides(out, shape);
-  sx[ax] = 0;
-  std::string at = element(x, sx, shape), step = std::to_string(x.strides[ax]);
-  return loop_nest(shape, ctx, [&](const std::string& ind) {
-    std::string o = element(out, so, shape);
-    if (x.strides[ax] == 1 && k >= 16) return ind + "const float* xr = &" + at + ";\n" + contiguous_fold(ind, k, true, o) + ind + o + " = acc;\n";
-    return ind + "const float* xr = &" + at + ";\n" + ind + "float acc = " + o + ";\n" + ind + "for (long j = 0; j < " + std::to_string(k) +
+  const Fold f = fold_over(axis, x, out);
+  std::string at = element(x, f.x_strides, f.shape), step = std::to_string(f.step);
+  return loop_nest(f.shape, ctx, [&](const std::string& ind) {
+    std::string o = element(out, f.out_strides, f.shape);
+    if (f.step == 1 && f.k >= 16) return ind + "const float* xr = &" + at + ";\n" + contiguous_fold(ind, f.k, true, o) + ind + o + " = acc;\n";
+    return ind + "const float* xr = &" + at + ";\n" + ind + "float acc = " + o + ";\n" + ind + "for (long j = 0; j < " + std::to_string(f.k) +
            "; ++j) { float v = xr[j * " + step + "L]; acc += v * v; }\n" + ind + o + " = acc;\n";
   });
 }
@@ -109,21 +104,11 @@ std::string emit_square_sum_into(int axis, const View& x, const View& out, const
 std::string emit_reduce(Op op, int axis, const View& x, const View& out, const EmitContext& ctx) {
   if (op != Op::Sum && op != Op::Max && op != Op::Rms)
     throw Error(Error::Kind::InvalidArgument, std::string("codegen: '") + op_name(op) + "' is not a reduction it can lower");
-  size_t ax = size_t(axis);
-  std::vector<int64_t> shape = x.shape;
-  int64_t k = shape[ax];
-  shape[ax] = 1;
-  View o = out;
-  if (o.shape.size() + 1 == x.shape.size()) {  // keepdims=false: the axis back as size 1
-    o.shape.insert(o.shape.begin() + long(ax), 1);
-    o.strides.insert(o.strides.begin() + long(ax), 0);
-  }
-  auto sx = aligned_strides(x, shape), so = aligned_strides(o, shape);
-  std::vector<int64_t> xs = sx;
-  xs[ax] = 0;
-  std::string at = element(x, xs, shape);
-  std::string step = std::to_string(x.strides[ax]);
-  return loop_nest(shape, ctx, [&](const std::string& ind) {
+  const Fold f = fold_over(axis, x, out);
+  const int64_t k = f.k;
+  std::string at = element(x, f.x_strides, f.shape);
+  std::string step = std::to_string(f.step);
+  return loop_nest(f.shape, ctx, [&](const std::string& ind) {
     std::string s = ind + "const float* xr = &" + at + ";\n";
     if (op == Op::Max) {
       s += ind + "float acc = -__builtin_inff();\n";
@@ -131,7 +116,7 @@ std::string emit_reduce(Op op, int axis, const View& x, const View& out, const E
       s += ind + "  float v = xr[j * " + step + "L];\n";
       s += ind + "  if (v > acc || v != v) acc = acc != acc ? acc : v;\n";
       s += ind + "}\n";
-    } else if (x.strides[ax] == 1 && k >= 16) {
+    } else if (f.step == 1 && k >= 16) {
       s += contiguous_fold(ind, k, op == Op::Rms, "0.0f");
       if (op == Op::Rms) s += ind + "acc = __builtin_sqrtf(acc / float(" + std::to_string(k) + "));\n";
     } else {
@@ -140,7 +125,7 @@ std::string emit_reduce(Op op, int axis, const View& x, const View& out, const E
            (op == Op::Rms ? "v * v" : "v") + "; }\n";
       if (op == Op::Rms) s += ind + "acc = __builtin_sqrtf(acc / float(" + std::to_string(k) + "));\n";
     }
-    return s + ind + element(o, so, shape) + " = acc;\n";
+    return s + ind + element(out, f.out_strides, f.shape) + " = acc;\n";
   });
 }
 

@@ -1,12 +1,9 @@
 #include "engine/backend/cuda/eager.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <map>
-#include <sstream>
 
 #include "engine/backend/c_expr.h"
+#include "engine/backend/eager_plan.h"
 #include "engine/backend/view.h"
 #include "engine/error.h"
 #include "engine/ir/shape.h"
@@ -19,14 +16,6 @@ using Shape = std::vector<int64_t>;
 constexpr int kThreads = 256;
 
 std::string lit(int64_t v) { return std::to_string(v) + "LL"; }
-
-std::string float_lit(float x) {
-  if (std::isnan(x)) return "__int_as_float(0x7fc00000)";
-  if (std::isinf(x)) return x > 0 ? "__int_as_float(0x7f800000)" : "__int_as_float(0xff800000)";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%af", double(x));
-  return buf;
-}
 
 std::string offset(const Shape& strides) { return index_offset(strides, "LL"); }
 
@@ -52,60 +41,49 @@ __device__ __forceinline__ void st(__half* p, i64 i, float v) { p[i] = __float2h
 __device__ __forceinline__ void st(__nv_bfloat16* p, i64 i, float v) { p[i] = __float2bfloat16_rn(v); }
 )";
 
-class EagerWriter {
+const eager::FoldDialect kFold{"isnan", "sqrtf", "__int_as_float(0xff800000)"};
+
+std::string literal(float x) { return eager::float_literal(x, "__int_as_float(0x7fc00000)", "__int_as_float(0x7f800000)"); }
+
+// Prints the plan's steps as kernels and cuBLAS calls, and its buffers as the CUDA plan's tensors.
+class Printer {
  public:
-  EagerWriter(const Program& p, const DimBindings& b) : p_(p), b_(b), shapes_(p.values.size()) {
-    for (const Value& v : p.values) shapes_[size_t(v.id)] = concrete_shape(v.type.shape, b);
-  }
+  explicit Printer(const eager::Plan& plan) : plan_(plan) {}
 
   CudaEager run() {
     out_.source = kPrologue + elementwise_functions(kCudaC);
-    for (size_t i = 0; i < p_.inputs.size(); ++i) {
-      const Value& v = p_.value(p_.inputs[i]);
-      out_.plan.inputs.push_back({"in" + std::to_string(i), element_count(shape(v.id)), v.type.dtype});
-      storage_[v.id] = out_.plan.inputs.back();
+    for (const eager::Buffer& b : plan_.buffers) {
+      // Appended, not added: GCC 12 warns falsely (-Wrestrict) about "in" + a temporary here.
+      const std::string slot = std::to_string(b.slot);
+      switch (b.role) {
+        case eager::Buffer::Role::Input: out_.plan.inputs.push_back({std::string("in").append(slot), b.elements, b.dtype}); break;
+        case eager::Buffer::Role::Output: out_.plan.outputs.push_back({std::string("out").append(slot), b.elements, b.dtype}); break;
+        case eager::Buffer::Role::Scratch:
+          out_.plan.scratch.push_back({std::string("t").append(std::to_string(b.value)), b.elements, b.dtype});
+          break;
+      }
     }
-    for (size_t j = 0; j < p_.outputs.size(); ++j) {
-      const Value& v = p_.value(p_.outputs[j]);
-      out_.plan.outputs.push_back({"out" + std::to_string(j), element_count(shape(v.id)), v.type.dtype});
-    }
-    for (const Value& v : p_.values) value(v);
-    for (size_t j = 0; j < p_.outputs.size(); ++j) {
-      int id = p_.outputs[j];
-      const CudaTensor& out = out_.plan.outputs[j];
-      if (!storage_.count(id)) throw Error(Error::Kind::Failed, "eager: output " + std::to_string(j) + " is a constant");
-      if (storage_.at(id).name != out.name) elementwise("copy", {storage_.at(id), out}, out.elements, "st(p1, idx, ld(p0, idx));");
+    for (const eager::Step& s : plan_.steps) {
+      if (s.kind == eager::Step::Kind::Gather) gather(s);
+      else if (s.kind == eager::Step::Kind::Matmul) matmul(s);
+      else reduce(s);
     }
     return std::move(out_);
   }
 
  private:
-  const Shape& shape(int id) const { return shapes_[size_t(id)]; }
-
-  // Where a computed value goes: its return slot when it is returned (the first), else scratch.
-  CudaTensor destination(const Value& val) {
-    for (size_t j = 0; j < p_.outputs.size(); ++j)
-      if (p_.outputs[j] == val.id) return storage_[val.id] = out_.plan.outputs[j];
-    out_.plan.scratch.push_back({"t" + std::to_string(val.id), element_count(shape(val.id)), val.type.dtype});
-    return storage_[val.id] = out_.plan.scratch.back();
+  const CudaTensor& tensor(int buffer) const {
+    const eager::Buffer& b = plan_.buffers.at(size_t(buffer));
+    switch (b.role) {
+      case eager::Buffer::Role::Input: return out_.plan.inputs.at(b.slot);
+      case eager::Buffer::Role::Output: return out_.plan.outputs.at(b.slot);
+      case eager::Buffer::Role::Scratch: break;
+    }
+    return out_.plan.scratch.at(b.slot);
   }
 
-  const CudaTensor& tensor(int id) const {
-    auto it = storage_.find(id);
-    if (it == storage_.end()) throw Error(Error::Kind::Failed, "eager: a constant where a tensor is needed");
-    return it->second;
-  }
-
-  // Operand `id` as the kernel's parameter p<index> (appended to params), or its literal.
-  std::string load(int id, std::vector<CudaTensor>& params, const std::string& index) const {
-    if (auto c = constants_.find(id); c != constants_.end()) return c->second;
-    params.push_back(tensor(id));
-    return "ld(p" + std::to_string(params.size() - 1) + ", " + index + ")";
-  }
-
-  // A kernel over `params` (the last one written), with `body` run for idx in [0, n).
-  void kernel(const std::string& what, const std::vector<CudaTensor>& params, int64_t blocks, const std::string& body,
-              int64_t shared_bytes = 0) {
+  // A kernel over `params` (the last one written), with `body` its statements.
+  void kernel(const std::string& what, const std::vector<CudaTensor>& params, int64_t blocks, const std::string& body, int64_t shared_bytes = 0) {
     CudaKernelInfo info;
     info.name = "prism_eager_" + std::to_string(out_.plan.steps.size()) + "_" + what;
     info.grid_blocks = blocks;
@@ -114,211 +92,141 @@ class EagerWriter {
     std::string sig;
     for (size_t i = 0; i < params.size(); ++i) {
       info.params.push_back(params[i].name);
-      sig += std::string(i ? ", " : "") + (i + 1 < params.size() ? "const " : "") + ctype(params[i].dtype) + "* __restrict__ p" +
-             std::to_string(i);
+      sig += std::string(i ? ", " : "") + (i + 1 < params.size() ? "const " : "") + ctype(params[i].dtype) + "* __restrict__ p" + std::to_string(i);
     }
-    out_.source += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + info.name + "(" + sig +
-                   ") {\n" + body + "}\n";
+    out_.source += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + info.name + "(" + sig + ") {\n" + body + "}\n";
     CudaStep step;
     step.kernel = std::move(info);
     out_.plan.steps.push_back(std::move(step));
   }
 
-  void elementwise(const std::string& what, const std::vector<CudaTensor>& params, int64_t n, const std::string& stmt) {
+  // A grid-stride loop over n indices `idx`, `stmt` the body.
+  void grid_stride(const std::string& what, const std::vector<CudaTensor>& params, int64_t n, const std::string& stmt) {
     int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t(1) << 20);
     kernel(what, params, blocks,
-           "  for (i64 idx = blockIdx.x * " + lit(kThreads) + " + threadIdx.x; idx < " + lit(n) + "; idx += (i64)gridDim.x * " +
-               lit(kThreads) + ") {\n    " + stmt + "\n  }\n");
+           "  for (i64 idx = blockIdx.x * " + lit(kThreads) + " + threadIdx.x; idx < " + lit(n) + "; idx += (i64)gridDim.x * " + lit(kThreads) +
+               ") {\n    " + stmt + "\n  }\n");
   }
 
-  void value(const Value& val) {
-    switch (op_class(val.op)) {
-      case OpClass::Input: return;
-      case OpClass::Const: return constant(val);
-      case OpClass::Reshape: {
-        storage_[val.id] = tensor(val.operands[0]);
-        return;
-      }
-      case OpClass::Unary: return unary(val);
-      case OpClass::Binary: return binary(val);
-      case OpClass::Matmul: return matmul(val);
-      case OpClass::Reduce: return reduce(val);
-      case OpClass::Transpose: return transpose(val);
-      case OpClass::Concat: return concat(val);
-      case OpClass::Split: return split(val);
-      default: throw Error(Error::Kind::Failed, std::string("eager: '") + op_name(val.op) + "' must be lowered first (lower_composites)");
-    }
+  // The index an access reads at: `idx` itself in a flat step, else from the coordinates.
+  static std::string index(const eager::Access& a, bool flat) {
+    if (flat) return "idx";
+    const std::string i = offset(a.strides);
+    return a.offset ? lit(a.offset) + " + " + i : i;
   }
 
-  void constant(const Value& val) {
-    const Constant& c = val.attrs.constant;
-    double x = c.number;
-    if (c.exact) {
-      try {
-        x = c.exact->evaluate(b_).to_double();
-      } catch (const DimError& e) {
-        throw Error(Error::Kind::InvalidArgument, e.what());
-      }
-    }
-    constants_[val.id] = float_lit(float(x));
+  // Every index of the step's shape read and written in place (a flat, dense step) needs no coordinates.
+  static bool flat(const eager::Step& s) {
+    auto dense = [](const eager::Access& a) { return a.buffer < 0 || (a.offset == 0 && a.strides == Shape{1}); };
+    return s.shape.size() == 1 && dense(s.out) && std::all_of(s.in.begin(), s.in.end(), dense);
   }
 
-  void unary(const Value& val) {
-    const std::string expr = elementwise_expr(val.op, {"a"}, kCudaC, "eager");
+  void gather(const eager::Step& s) {
+    const bool is_flat = flat(s);
     std::vector<CudaTensor> params;
-    std::string a = load(val.operands[0], params, "idx");
-    params.push_back(destination(val));
-    std::string o = "p" + std::to_string(params.size() - 1);
-    elementwise(op_name(val.op), params, element_count(shape(val.id)), "const float a = " + a + "; st(" + o + ", idx, " + expr + ");");
-  }
-
-  void binary(const Value& val) {
-    const std::string expr = elementwise_expr(val.op, {"a", "b"}, kCudaC, "eager");
-    int a = val.operands[0], b = val.operands[1];
-    const Shape& out = shape(val.id);
-    bool same = shape(a) == out && shape(b) == out;
-    std::vector<CudaTensor> params;
-    std::string la = load(a, params, same ? "idx" : offset(broadcast_strides(shape(a), out)));
-    std::string lb = load(b, params, same ? "idx" : offset(broadcast_strides(shape(b), out)));
-    params.push_back(destination(val));
-    std::string o = "p" + std::to_string(params.size() - 1);
-    elementwise(op_name(val.op), params, element_count(out),
-                (same ? "" : coordinates(out) + "\n    ") + "const float a = " + la + ", b = " + lb + "; st(" + o + ", idx, " + expr + ");");
+    std::vector<std::string> loads;
+    for (const eager::Access& a : s.in) {
+      if (a.buffer < 0) {
+        loads.push_back(literal(a.constant));
+        continue;
+      }
+      params.push_back(tensor(a.buffer));
+      loads.push_back("ld(p" + std::to_string(params.size() - 1) + ", " + index(a, is_flat) + ")");
+    }
+    params.push_back(tensor(s.out.buffer));
+    const std::string store = "st(p" + std::to_string(params.size() - 1) + ", " + index(s.out, is_flat) + ", ";
+    std::string stmt = is_flat ? "" : coordinates(s.shape) + "\n    ";
+    if (!s.elementwise) {
+      stmt += store + loads.at(0) + ");";
+    } else {
+      const bool binary = loads.size() == 2;
+      const std::string expr = elementwise_expr(s.op, binary ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a"}, kCudaC, "eager");
+      stmt += "const float a = " + loads[0] + (binary ? ", b = " + loads[1] : "") + "; " + store + expr + ");";
+    }
+    grid_stride(s.what, params, element_count(s.shape), stmt);
   }
 
   // One strided-batched cuBLAS call when each operand's batch is either whole or broadcast
   // entirely, else one call per batch element.
-  void matmul(const Value& val) {
-    const CudaTensor& ta = tensor(val.operands[0]);
-    const CudaTensor& tb = tensor(val.operands[1]);
+  void matmul(const eager::Step& s) {
+    const CudaTensor &ta = tensor(s.in[0].buffer), &tb = tensor(s.in[1].buffer), &tc = tensor(s.out.buffer);
     if (ta.dtype != tb.dtype)
       throw Error(Error::Kind::Failed, std::string("eager: a matmul of ") + dtype_name(ta.dtype) + " and " + dtype_name(tb.dtype));
-    CudaTensor tc = destination(val);
     if (tc.dtype != ta.dtype && tc.dtype != DType::F32)
       throw Error(Error::Kind::Failed, std::string("eager: a matmul of ") + dtype_name(ta.dtype) + " into " + dtype_name(tc.dtype));
-    const Shape &sa = shape(val.operands[0]), &sb = shape(val.operands[1]), &out = shape(val.id);
     CudaGemm g;
     g.a = ta.name, g.b = tb.name, g.c = tc.name;
-    g.m = sa[sa.size() - 2], g.k = sa.back(), g.n = sb.back();
-    Shape batch(out.begin(), out.end() - 2), ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
-    int64_t nb = element_count(batch);
-    auto uniform = [&](const Shape& b, int64_t matrix, int64_t* stride) {
-      if (element_count(b) == nb) return *stride = matrix, true;  // whole (same element count: same dims)
-      if (element_count(b) == 1) return *stride = 0, true;        // broadcast entirely
+    g.m = s.m, g.k = s.k, g.n = s.n;
+    const int64_t nb = element_count(s.shape);
+    // Each operand's element offset for batch element i.
+    auto offset_of = [&](const eager::Access& a, int64_t i) {
+      int64_t at = 0;
+      for (size_t d = s.shape.size(); d-- > 0;) {
+        at += i % s.shape[d] * a.strides[d];
+        i /= s.shape[d];
+      }
+      return at;
+    };
+    // A batch read at stride `stride` (the whole batch) or 0 (one matrix for all).
+    auto uniform = [&](const eager::Access& a, int64_t matrix, int64_t* stride) {
+      for (int64_t candidate : {matrix, int64_t(0)}) {
+        bool all = true;
+        for (int64_t i = 0; i < nb && all; ++i) all = offset_of(a, i) == i * candidate;
+        if (all) return *stride = candidate, true;
+      }
       return false;
     };
     CudaStep step;
     step.is_gemm = true;
-    if (uniform(ba, g.m * g.k, &g.stride_a) && uniform(bb, g.k * g.n, &g.stride_b)) {
+    if (uniform(s.in[0], g.m * g.k, &g.stride_a) && uniform(s.in[1], g.k * g.n, &g.stride_b)) {
       g.batch = nb;
       g.stride_c = g.m * g.n;
       step.gemm = g;
       out_.plan.steps.push_back(step);
       return;
     }
-    Shape stride_a = broadcast_strides(ba, batch), stride_b = broadcast_strides(bb, batch);
     for (int64_t i = 0; i < nb; ++i) {
-      int64_t rem = i, oa = 0, ob = 0;
-      for (size_t d = batch.size(); d-- > 0;) {
-        int64_t c = rem % batch[d];
-        rem /= batch[d];
-        oa += c * stride_a[d];
-        ob += c * stride_b[d];
-      }
       CudaGemm one = g;
       one.batch = 1;
-      one.offset_a = oa * g.m * g.k;
-      one.offset_b = ob * g.k * g.n;
-      one.offset_c = i * g.m * g.n;
+      one.offset_a = offset_of(s.in[0], i);
+      one.offset_b = offset_of(s.in[1], i);
+      one.offset_c = offset_of(s.out, i);
       step.gemm = one;
       out_.plan.steps.push_back(step);
     }
   }
 
-  // sum / max / rms over one axis in f32 (max propagates NaN; rms = sqrt(sum of squares / size)).
-  void reduce(const Value& val) {
-    if (val.op != Op::Sum && val.op != Op::Max && val.op != Op::Rms)
-      throw Error(Error::Kind::Failed, std::string("eager: no reduction '") + op_name(val.op) + "'");
-    const Shape& x = shape(val.operands[0]);
-    size_t axis = size_t(val.attrs.axis);
-    int64_t outer = 1, inner = 1, k = x[axis];
-    for (size_t i = 0; i < axis; ++i) outer *= x[i];
-    for (size_t i = axis + 1; i < x.size(); ++i) inner *= x[i];
-    std::vector<CudaTensor> params{tensor(val.operands[0]), destination(val)};
-    std::string init = val.op == Op::Max ? "__int_as_float(0xff800000)" : "0.0f";
-    std::string update = val.op == Op::Max ? "if (x > acc || isnan(x)) acc = isnan(acc) ? acc : x;"
-                         : val.op == Op::Rms ? "acc += x * x;"
-                                             : "acc += x;";
-    std::string result = val.op == Op::Rms ? "sqrtf(acc / " + float_lit(float(k)) + ")" : "acc";
-    if (inner > 1) {
-      elementwise(op_name(val.op), params, outer * inner,
-                  "const i64 i0 = idx / " + lit(inner) + ", i1 = idx % " + lit(inner) + "; float acc = " + init + "; for (i64 j = 0; j < " +
-                      lit(k) + "; ++j) { const float x = ld(p0, (i0 * " + lit(k) + " + j) * " + lit(inner) + " + i1); " + update +
-                      " } st(p1, idx, " + result + ");");
+  // sum / max / rms over one axis in f32: a thread per output element when the axis is not the
+  // innermost, else a block per output element with a tree in dynamic shared memory.
+  void reduce(const eager::Step& s) {
+    const eager::FoldText f = eager::fold_text(s.op, s.k, kFold);
+    std::vector<CudaTensor> params{tensor(s.in.at(0).buffer), tensor(s.out.buffer)};
+    if (s.inner > 1) {
+      grid_stride(s.what, params, s.outer * s.inner,
+                  "const i64 i0 = idx / " + lit(s.inner) + ", i1 = idx % " + lit(s.inner) + "; float acc = " + f.init + "; for (i64 j = 0; j < " +
+                      lit(s.k) + "; ++j) { const float x = ld(p0, (i0 * " + lit(s.k) + " + j) * " + lit(s.inner) + " + i1); " + f.update +
+                      " } st(p1, idx, " + f.result + ");");
       return;
     }
-    std::string combine = val.op == Op::Max ? "{ const float x = sh[threadIdx.x + s]; float acc = sh[threadIdx.x]; " + update + " sh[threadIdx.x] = acc; }"
-                                            : "sh[threadIdx.x] += sh[threadIdx.x + s];";
-    kernel(op_name(val.op), params, std::min<int64_t>(outer, int64_t(1) << 20),
+    std::string combine = s.op == Op::Max ? "{ const float x = sh[threadIdx.x + s]; float acc = sh[threadIdx.x]; " + f.update + " sh[threadIdx.x] = acc; }"
+                                          : "sh[threadIdx.x] += sh[threadIdx.x + s];";
+    kernel(s.what, params, std::min<int64_t>(s.outer, int64_t(1) << 20),
            "  extern __shared__ __align__(16) unsigned char prism_smem[];\n  float* sh = reinterpret_cast<float*>(prism_smem);\n"
-           "  for (i64 o = blockIdx.x; o < " + lit(outer) + "; o += gridDim.x) {\n    float acc = " + init +
-               ";\n    for (i64 j = threadIdx.x; j < " + lit(k) + "; j += " + lit(kThreads) + ") { const float x = ld(p0, o * " + lit(k) +
-               " + j); " + update + " }\n    sh[threadIdx.x] = acc;\n    __syncthreads();\n    for (int s = " +
-               std::to_string(kThreads / 2) + "; s > 0; s >>= 1) {\n      if (threadIdx.x < s) " + combine +
-               "\n      __syncthreads();\n    }\n    if (threadIdx.x == 0) { const float acc = sh[0]; st(p1, o, " + result +
+           "  for (i64 o = blockIdx.x; o < " + lit(s.outer) + "; o += gridDim.x) {\n    float acc = " + f.init +
+               ";\n    for (i64 j = threadIdx.x; j < " + lit(s.k) + "; j += " + lit(kThreads) + ") { const float x = ld(p0, o * " + lit(s.k) +
+               " + j); " + f.update + " }\n    sh[threadIdx.x] = acc;\n    __syncthreads();\n    for (int s = " + std::to_string(kThreads / 2) +
+               "; s > 0; s >>= 1) {\n      if (threadIdx.x < s) " + combine +
+               "\n      __syncthreads();\n    }\n    if (threadIdx.x == 0) { const float acc = sh[0]; st(p1, o, " + f.result +
                "); }\n    __syncthreads();\n  }\n",
            kThreads * 4);
   }
 
-  void transpose(const Value& val) {
-    const Shape& x = shape(val.operands[0]);
-    Shape in_strides = dense_strides(x), strides(x.size());
-    for (size_t i = 0; i < x.size(); ++i) strides[i] = in_strides[size_t(val.attrs.perm[i])];
-    const Shape& out = shape(val.id);
-    std::vector<CudaTensor> params{tensor(val.operands[0]), destination(val)};
-    elementwise("transpose", params, element_count(out), coordinates(out) + "\n    st(p1, idx, ld(p0, " + offset(strides) + "));");
-  }
-
-  void concat(const Value& val) {
-    CudaTensor dst = destination(val);
-    const Shape& out = shape(val.id);
-    size_t axis = size_t(val.attrs.axis);
-    int64_t outer = 1, inner = 1;
-    for (size_t i = 0; i < axis; ++i) outer *= out[i];
-    for (size_t i = axis + 1; i < out.size(); ++i) inner *= out[i];
-    int64_t at = 0, row = out[axis] * inner;
-    for (int o : val.operands) {
-      int64_t chunk = shape(o)[axis] * inner;
-      elementwise("concat", {tensor(o), dst}, outer * chunk,
-                  "const i64 i0 = idx / " + lit(chunk) + ", i1 = idx % " + lit(chunk) + "; st(p1, i0 * " + lit(row) + " + " + lit(at) +
-                      " + i1, ld(p0, idx));");
-      at += chunk;
-    }
-  }
-
-  void split(const Value& val) {
-    const Shape &out = shape(val.id), &x = shape(val.operands[0]);
-    size_t axis = size_t(val.attrs.axis);
-    int64_t outer = 1, inner = 1;
-    for (size_t i = 0; i < axis; ++i) outer *= out[i];
-    for (size_t i = axis + 1; i < out.size(); ++i) inner *= out[i];
-    int64_t part = out[axis] * inner, whole = x[axis] * inner;
-    std::vector<CudaTensor> params{tensor(val.operands[0]), destination(val)};
-    elementwise("split", params, outer * part,
-                "const i64 i0 = idx / " + lit(part) + ", i1 = idx % " + lit(part) + "; st(p1, idx, ld(p0, i0 * " + lit(whole) + " + " +
-                    lit(val.attrs.index * part) + " + i1));");
-  }
-
-  const Program& p_;
-  const DimBindings& b_;
-  std::vector<Shape> shapes_;
-  std::map<int, CudaTensor> storage_;        // value id -> the device tensor holding it
-  std::map<int, std::string> constants_;     // value id -> its literal
+  const eager::Plan& plan_;
   CudaEager out_;
 };
 
 }  // namespace
 
-CudaEager generate_cuda_eager(const Program& lowered, const DimBindings& bindings) { return EagerWriter(lowered, bindings).run(); }
+CudaEager generate_cuda_eager(const Program& lowered, const DimBindings& bindings) { return Printer(eager::plan(lowered, bindings)).run(); }
 
 }  // namespace prism::backend::cuda

@@ -1,6 +1,6 @@
-// The eager baseline on the GPU (design.md §5), as PyTorch's eager mode runs a program: each
-// non-matmul op its own simple kernel over whole device tensors, each matmul a cuBLAS call
-// (strided-batched GemmEx, f32 accumulation; the worker opens libcublas at run time).
+// The eager baseline on the GPU: the eager plan (backend/eager_plan.h) printed as a kernel per step
+// over whole device tensors, each matmul a cuBLAS call (strided-batched GemmEx, f32 accumulation;
+// the worker opens libcublas at run time), as PyTorch's eager mode runs a program.
 #pragma once
 #include <string>
 

@@ -158,16 +158,9 @@ namespace {
 // per result element (lanes stride the axis, then a shuffle tree) when the axis is long and the
 // op is spread over a block; else a thread per result element, folding in order.
 std::string fold(Op op, int axis, const View& x, const View& out, bool into, const EmitContext& ctx) {
-  size_t ax = size_t(axis);
-  std::vector<int64_t> shape = x.shape;
-  int64_t k = shape[ax];
-  shape[ax] = 1;
-  View o = out;
-  if (o.shape.size() + 1 == x.shape.size()) {  // keepdims=false: the axis back as size 1
-    o.shape.insert(o.shape.begin() + long(ax), 1);
-    o.strides.insert(o.strides.begin() + long(ax), 0);
-  }
-  auto sx = aligned_strides(x, shape), so = aligned_strides(o, shape);
+  const Fold fo = fold_over(axis, x, out);
+  const std::vector<int64_t>& shape = fo.shape;
+  const int64_t k = fo.k;
   const bool square = op == Op::Rms;
   const bool max = op == Op::Max;
   auto combine = [&](const std::string& acc, const std::string& v) {
@@ -175,10 +168,10 @@ std::string fold(Op op, int axis, const View& x, const View& out, bool into, con
     return acc + " + " + v;
   };
   const std::string init = max ? "prism_neg_inf()" : "0.0f";
-  const std::string value = square ? "prism_square(prism_f32(xr[j * " + literal(x.strides[ax], ctx.spread == Spread::Grid) + "]))"
-                                   : "prism_f32(xr[j * " + literal(x.strides[ax], ctx.spread == Spread::Grid) + "])";
+  const std::string value = square ? "prism_square(prism_f32(xr[j * " + literal(fo.step, ctx.spread == Spread::Grid) + "]))"
+                                   : "prism_f32(xr[j * " + literal(fo.step, ctx.spread == Spread::Grid) + "])";
   auto result = [&](const std::string& ind) {
-    std::string dst = element(o, so, shape, ctx);
+    std::string dst = element(out, fo.out_strides, shape, ctx);
     std::string v = into ? "prism_f32(" + dst + ") + acc" : op == Op::Rms ? "sqrtf(acc / " + std::to_string(k) + ".0f)" : "acc";
     return ind + "prism_put(&" + dst + ", " + v + ");\n";
   };
@@ -190,7 +183,7 @@ std::string fold(Op op, int axis, const View& x, const View& out, bool into, con
     s += ind + "  for (int r = threadIdx.x >> 5; r < " + std::to_string(results) + "; r += " + std::to_string(warps) + ") {\n";
     std::string in2 = ind + "    ";
     s += coordinates(shape, "r", "i", in2, ctx);
-    s += in2 + "const auto* xr = &" + element(x, sx, shape, ctx) + ";\n";
+    s += in2 + "const auto* xr = &" + element(x, fo.x_strides, shape, ctx) + ";\n";
     s += in2 + "float acc = " + init + ";\n";
     s += in2 + "for (int j = lane; j < " + std::to_string(k) + "; j += 32) acc = " + combine("acc", value) + ";\n";
     s += in2 + "for (int m = 16; m > 0; m >>= 1) acc = " + combine("acc", "__shfl_xor_sync(0xffffffffu, acc, m)") + ";\n";
@@ -199,7 +192,7 @@ std::string fold(Op op, int axis, const View& x, const View& out, bool into, con
   }
   return spread_loop(results, "r", ctx, [&](const std::string& ind) {
     std::string s = coordinates(shape, "r", "i", ind, ctx);
-    s += ind + "const auto* xr = &" + element(x, sx, shape, ctx) + ";\n";
+    s += ind + "const auto* xr = &" + element(x, fo.x_strides, shape, ctx) + ";\n";
     s += ind + "float acc = " + init + ";\n";
     s += ind + "for (" + index_type(ctx) + " j = 0; j < " + std::to_string(k) + "; ++j) acc = " + combine("acc", value) + ";\n";
     return s + result(ind);
