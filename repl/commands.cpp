@@ -63,10 +63,12 @@ const std::vector<CommandSpec>& command_table() {
        "answered from the tuning DB at once. A progress bar shows the phases; Ctrl-C cancels.",
        CommandSpec::Arg::Program},
       {"code", "code NAME [K] [DIM=VALUE...] [--target cpu]", "print a kernel's generated source",
-       "Without K: the best candidate of the latest `tune NAME`, at its dims. With K: family K, at\n"
-       "its tuned sizes when it was timed, else at the cost model's choice (give the dims if NAME\n"
-       "was not tuned). --target cuda prints the CUDA source (no GPU needed: sizes from the cost\n"
-       "model for an H100, the launches in a comment). --json prints an object with `source`.",
+       "Without K: the best candidate of the latest `tune NAME` at its dims, else (not tuned at\n"
+       "those dims) the family the cost model ranks first. With K: family K, at its tuned sizes\n"
+       "when it was timed, else at the cost model's choice (give the dims if NAME was not tuned).\n"
+       "--target cuda prints the CUDA source (no GPU needed: sizes from the cost model for this\n"
+       "machine's GPU or an H100's data sheet, the launches in a comment). --json prints an object\n"
+       "with `source`.",
        CommandSpec::Arg::Program},
       {"export", "export NAME FILE [K] [DIM=VALUE...]", "write a kernel's source and a C header to files",
        "Writes FILE (the source, as `code` prints it) and FILE with the extension .h (a C header\n"

@@ -8,7 +8,7 @@
 //     serve the part TargetDescription::cache_hit_fraction gives for the kernel's working set
 //     (cache_bytes) and DRAM the rest: blocks that each stream a weight matrix near the size of
 //     L3 mostly stream it from memory. Every written tensor is written to DRAM once. Tensors are
-//     f32 on the CPU, their declared dtype elsewhere.
+//     at the dtypes the instance declares (a backend stores its families its way: Backend::stored).
 //  2. Bandwidths. DRAM: the target's measured streaming-read bandwidth, mixed with its measured
 //     last-level-cache bandwidth by the hit fraction of the kernel's DRAM bytes (a kernel run again
 //     and again finds what fits in the caches there). Re-reads (cache_bytes): the measured cache
@@ -18,8 +18,8 @@
 //     runs (loop iterations for loop-body ops) and the blocks. Peak is the target's f32 FMA peak,
 //     divided by a vectorization factor min(1, width / lanes) where width is the tile's last
 //     (contiguous) dim and lanes = simd_bytes / 4: a tile narrower than a vector register wastes
-//     lanes. On a GPU, a block matmul of two loaded 16-bit tiles whose sizes fit a tensor-core
-//     shape runs at the tensor-core peak instead.
+//     lanes. On a target with a tensor-core peak (a GPU), a block matmul of two loaded 16-bit
+//     tiles whose sizes fit a tensor-core shape runs at that peak instead.
 //  4. Overlap. Within a kernel, data movement (memory plus cache traffic, one after the other)
 //     and compute overlap perfectly: the kernel takes the larger, divided by its parallel efficiency blocks / (ceil(blocks/cores) *
 //     cores) (the last wave of blocks leaves cores idle; one block uses one core).
@@ -83,12 +83,10 @@ class CostModel {
     bool custom = false;
   };
 
-  double storage_bytes(DType declared) const {
-    return double(sgraph::element_bytes(target_.target == backend::Target::Cpu ? DType::F32 : declared));
-  }
+  // Tensors at the dtypes the instance stores them (a backend's, Backend::stored).
   double tensor_bytes(const std::string& name) const {
     const Type& t = in_.analysis.tensors.at(name);
-    return double(element_count(concrete_shape(t.shape, in_.bindings))) * storage_bytes(t.dtype);
+    return double(element_count(concrete_shape(t.shape, in_.bindings))) * double(sgraph::element_bytes(t.dtype));
   }
   std::vector<int64_t> tile(size_t k, size_t i) const {
     const auto& info = in_.analysis.tiles[k][i];
@@ -103,7 +101,7 @@ class CostModel {
   // peak / tensor-core peak for a matmul of two loaded 16-bit tiles with a tensor-core shape on a
   // GPU (assumption 3); 1 otherwise.
   double tensor_core_factor(size_t k, const BlockOp& op) const {
-    if (target_.target != backend::Target::Cuda || target_.tensor_peak_gflops <= 0 || op.operands.size() != 2) return 1;
+    if (target_.tensor_peak_gflops <= 0 || op.operands.size() != 2) return 1;
     const sgraph::CustomKernel& kernel = in_.graph.kernels[k].block;
     const BlockOp &left = kernel.ops[size_t(op.operands[0])], &right = kernel.ops[size_t(op.operands[1])];
     if (left.kind != BlockOp::Kind::Load || right.kind != BlockOp::Kind::Load) return 1;
@@ -158,7 +156,7 @@ class CostModel {
       const std::vector<int64_t> shape = tile(k, i);
       switch (op.kind) {
         case BlockOp::Kind::Load: {
-          const double element = storage_bytes(in_.analysis.tensors.at(op.tensor).dtype);
+          const double element = double(sgraph::element_bytes(in_.analysis.tensors.at(op.tensor).dtype));
           const double run = contiguous_run(shape, concrete_shape(in_.analysis.tensors.at(op.tensor).shape, in_.bindings)) * element;
           loaded[op.tensor] += double(element_count(shape)) * element * runs;
           run_overhead[op.tensor] += double(element_count(shape)) * element * runs * kRunOverhead / std::max(run, 1.0);

@@ -19,9 +19,9 @@ struct CostEstimate {
   std::string bound;         // "memory", "cache", "compute", "overhead": the largest part of `seconds`
 };
 
-// Tensors are stored as f32 on the CPU (every tensor is f32 there) and at their declared dtype on
-// other targets. Throws Error{InvalidArgument} when the instance's bindings leave a tile size
-// unbound (an instance from instantiate() never does).
+// Tensors count at the dtypes the instance declares: a backend's stored family (the CPU's all f32).
+// Throws Error{InvalidArgument} when the instance's bindings leave a tile size unbound (an
+// instance from instantiate() never does).
 CostEstimate estimate_cost(const sgraph::Instance& instance, const backend::TargetDescription& target);
 
 }  // namespace prism::tune

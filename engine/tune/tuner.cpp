@@ -7,9 +7,6 @@
 #include <numeric>
 #include <thread>
 
-#include "engine/backend/cpu/codegen.h"
-#include "engine/backend/cpu/compiler.h"
-#include "engine/backend/cpu/eager.h"
 #include "engine/backend/runner/runner.h"
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
@@ -17,7 +14,6 @@
 #include "engine/tune/compare.h"
 #include "engine/tune/cost_model.h"
 #include "engine/tune/roofline.h"
-#include "engine/tune/storage.h"
 #include "engine/tune/tuner_steps.h"
 
 namespace prism::tune {
@@ -124,8 +120,8 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
 }
 
 // Fault injection, to test that a bad kernel costs only its own candidate (docs/tuning.md):
-// PRISM_FAULT_INJECT="crash@1,hang@2" replaces the source of the 1st / 2nd chosen instantiation
-// by a kernel that crashes / never returns. Empty when unset.
+// PRISM_FAULT_INJECT="crash@1,hang@2" replaces the 1st / 2nd chosen instantiation by a kernel that
+// crashes / never returns (Backend::fault). Empty when unset.
 std::map<size_t, std::string> planted_faults() {
   std::map<size_t, std::string> faults;
   const char* spec = std::getenv("PRISM_FAULT_INJECT");
@@ -138,15 +134,8 @@ std::map<size_t, std::string> planted_faults() {
     start = comma == std::string::npos ? text.size() : comma + 1;
     auto at = item.find('@');
     if (at == std::string::npos) continue;
-    std::string kind = item.substr(0, at);
     size_t index = std::strtoul(item.c_str() + at + 1, nullptr, 10);
-    const char* body = kind == "crash" ? "  volatile int* p = nullptr;\n  *p = 1;\n"
-                       : kind == "hang" ? "  for (volatile int spin = 0;; spin = spin + 1) {}\n"
-                                        : nullptr;
-    if (!body || index == 0) continue;
-    faults[index - 1] = std::string("// planted by PRISM_FAULT_INJECT\nextern \"C\" const char* prism_error() { return \"\"; }\n"
-                                    "extern \"C\" int prism_entry(const float* const*, float* const*, int) {\n") +
-                        body + "  return 0;\n}\n";
+    if (index > 0) faults[index - 1] = item.substr(0, at);
   }
   return faults;
 }
@@ -156,6 +145,22 @@ double kernel_timeout_s(double fallback) {
   const char* v = std::getenv("PRISM_KERNEL_TIMEOUT");
   double t = v ? std::atof(v) : 0;
   return t > 0 ? t : fallback;
+}
+
+Comparison check_outputs(const backend::Backend& backend, const std::vector<Tensor>& got, const std::vector<Tensor>& want,
+                         const std::vector<DType>& dtypes) {
+  Comparison all;
+  if (got.size() != want.size()) {
+    all.failure = std::to_string(got.size()) + " outputs, expected " + std::to_string(want.size());
+    return all;
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    const backend::Tolerance tol = backend.tolerance(dtypes[i]);
+    Comparison c = compare_outputs({got[i]}, {want[i]}, tol.rtol, tol.atol);
+    all.max_error = std::max(all.max_error, c.max_error);
+    if (c.failure && !all.failure) all.failure = "output " + std::to_string(i) + c.failure->substr(std::string("output 0").size());
+  }
+  return all;
 }
 
 void record_run(TuneRow& row, const backend::RunOutcome& outcome,
@@ -256,98 +261,85 @@ std::string sizes_text(const std::map<std::string, int64_t>& sizes) {
   return s.empty() ? "-" : s;
 }
 
-TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& families, const TuneRequest& request,
-                         const TuneEnvironment& env, const CancelToken* cancel,
+TuneResult tune_families(const backend::Backend& backend, const Program& lowered, const std::vector<Candidate>& families,
+                         const TuneRequest& request, const TuneEnvironment& env, const CancelToken* cancel,
                          const std::function<void(const TuneProgress&)>& progress) {
   const auto start = Clock::now();
   auto report = [&](const std::string& phase, int done, int total) {
     if (progress) progress({phase, done, total, seconds_since(start)});
   };
-  if (request.target != backend::Target::Cpu) throw Error(Error::Kind::InvalidArgument, "tune_families: the target is not the CPU");
   const DimBindings dims(request.bindings.begin(), request.bindings.end());
   check_bindings(lowered, dims);
   const backend::TargetDescription& target = env.target;
 
   TuneResult result;
   result.program = lowered.name;
-  result.target = request.target;
+  result.target = backend.target();
   result.target_model = target.model;
   result.bindings = request.bindings;
   result.top = request.top;
-  result.threads = request.threads > 0 ? request.threads : target.cores;
-  result.bandwidth_gbs = target.bandwidth_gbs;
-  result.peak_gflops = target.peak_gflops;
+  result.threads = backend.threads(request.threads, target);
 
-  // The reference: the program with f32 storage, on seeded random inputs.
+  // The reference: the program at the backend's storage dtypes, on seeded random inputs. The
+  // roofline's peak at 16-bit storage is the tensor cores' where the target has them.
   report("reference", 0, 1);
-  const Program program = with_storage(lowered, DType::F32);
+  const Program program = backend.stored(lowered);
   std::map<std::string, Tensor> named;
   std::vector<Tensor> inputs = random_inputs(program, dims, request.seed, &named);
   std::vector<Tensor> reference = interpret(program, dims, named, cancel);
-  Roofline roof = program_roofline(program, dims, target, DType::F32);
+  std::vector<DType> out_dtypes;
+  for (int id : program.outputs) out_dtypes.push_back(program.value(id).type.dtype);
+  const DType storage = program.inputs.empty() ? DType::F32 : program.value(program.inputs.front()).type.dtype;
+  backend::TargetDescription roof_target = target;
+  if (storage != DType::F32 && target.tensor_peak_gflops > 0) roof_target.peak_gflops = target.tensor_peak_gflops;
+  Roofline roof = program_roofline(program, dims, roof_target, storage);
   result.roofline_ms = roof.seconds * 1e3;
   // "cache": memory-bound, but the working set fits in the last-level cache and is read from there.
   result.roofline_bound = roof.bound == "memory" && roof.level == "cache" ? "cache" : roof.bound;
   result.bandwidth_gbs = roof.bandwidth_gbs;
+  result.peak_gflops = roof_target.peak_gflops;
 
   report("ranking", 0, int(families.size()));
   std::vector<sgraph::SGraph> graphs;
-  for (const auto& family : families) graphs.push_back(with_storage(*family.graph, DType::F32));
+  for (const auto& family : families) graphs.push_back(backend.stored(*family.graph));
   std::vector<Option> ranked = rank_options(graphs, dims, target, cancel);
   result.stats.instantiations = ranked.size();
   std::vector<size_t> chosen = choose(ranked, request.top);
 
-  // Sources: the eager baseline first, then the chosen instantiations.
-  backend::cpu::CodegenOptions codegen;
-  codegen.simd_bytes = target.simd_bytes;
-  std::vector<std::string> sources{backend::cpu::generate_eager_source(program, dims)};
-  std::vector<std::string> source_errors(chosen.size() + 1);
+  // Builds: the eager baseline first, then the chosen instantiations; all compiled at once.
+  std::vector<backend::Build> builds{backend.eager(program, dims)};
   const std::map<size_t, std::string> faults = planted_faults();
   for (size_t i = 0; i < chosen.size(); ++i) {
-    if (auto fault = faults.find(i); fault != faults.end()) {
-      sources.push_back(fault->second);
-      continue;
-    }
-    try {
-      sources.push_back(backend::cpu::generate_cpu_source(ranked[chosen[i]].instance, codegen));
-    } catch (const std::exception& e) {
-      sources.push_back("");
-      source_errors[i + 1] = std::string("cannot generate code: ") + e.what();
-    }
+    if (cancel) cancel->check();
+    auto fault = faults.find(i);
+    builds.push_back(fault != faults.end() ? backend.fault(fault->second) : backend.generate(ranked[chosen[i]].instance, target));
   }
-  report("compiling", 0, int(sources.size()));
-  backend::cpu::CompileOptions compile;
-  compile.cache_dir = env.kernel_cache_dir;
-  compile.libs = backend::cpu::eager_libs();
-  std::vector<std::string> compile_errors;
+  report("compiling", 0, int(builds.size()));
   auto compile_start = Clock::now();
-  std::vector<backend::cpu::CompiledLibrary> libraries =
-      backend::cpu::compile_libraries(sources, compile, std::max(1, target.cores), &compile_errors);
+  backend.compile(builds, target, {env.kernel_cache_dir, std::max(1, target.cores)});
   result.stats.compile_s = seconds_since(compile_start);
-  for (size_t i = 0; i < libraries.size(); ++i) {
-    if (!source_errors[i].empty()) compile_errors[i] = source_errors[i];
-    if (libraries[i].path.empty()) continue;
-    ++(libraries[i].cached ? result.stats.cached : result.stats.compiled);
-  }
+  for (const backend::Build& b : builds)
+    if (b.error.empty()) ++(b.cached ? result.stats.cached : result.stats.compiled);
   if (cancel) cancel->check();
 
-  // Timing: every library in one worker, baseline first, all on the same inputs.
+  // Timing: every build in one worker, baseline first, all on the same inputs; each output checked
+  // against the reference at its dtype's tolerance.
   auto run_start = Clock::now();
   backend::KernelRunner runner = env.runner_path.empty() ? backend::KernelRunner() : backend::KernelRunner(env.runner_path);
   runner.set_inputs(inputs);
-  backend::RunRequest run;
+  backend::RunSettings run;
   for (const auto& t : reference) run.output_shapes.push_back(t.shape);
   run.threads = result.threads;
-  run.timeout_s = kernel_timeout_s(run.timeout_s);
-  auto time_library = [&](size_t i, TuneRow& row) {
-    if (libraries[i].path.empty()) {
-      row.error = compile_errors[i];
+  run.timeout_s = kernel_timeout_s(0);
+  auto check = [&](const std::vector<Tensor>& got) { return check_outputs(backend, got, reference, out_dtypes); };
+  auto time_build = [&](size_t i, TuneRow& row) {
+    if (!builds[i].error.empty()) {
+      row.error = builds[i].error;
       return;
     }
-    run.library = libraries[i].path;
-    record_run(row, runner.run(run, cancel), [&](const std::vector<Tensor>& got) { return compare_outputs(got, reference); });
+    record_run(row, backend.run(runner, builds[i], run, cancel), check);
   };
-  time_items(result, ranked, chosen, families, time_library, report);
+  time_items(result, ranked, chosen, families, time_build, report);
   result.stats.run_s = seconds_since(run_start);
 
   finish(result);
@@ -373,15 +365,15 @@ std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance) 
   return {sizes.begin(), sizes.end()};
 }
 
-KernelChoice kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
-                        const backend::TargetDescription& target, const std::map<std::string, int64_t>* sizes) {
-  sgraph::SGraph graph = with_storage(*family.graph, DType::F32);
-  sgraph::Instance instance = choose_instance(lowered, graph, family.id, bindings, target, sizes);
+KernelChoice kernel_for(const backend::Backend& backend, const Program& lowered, const Candidate& family,
+                        const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target,
+                        const std::map<std::string, int64_t>* sizes) {
+  sgraph::Instance instance = choose_instance(lowered, backend.stored(*family.graph), family.id, bindings, target, sizes);
+  backend::Build build = backend.generate(instance, target);
+  if (!build.error.empty()) throw Error(Error::Kind::InvalidArgument, build.error);
   KernelChoice choice;
   choice.sizes = instance_sizes(instance);
-  backend::cpu::CodegenOptions codegen;
-  codegen.simd_bytes = target.simd_bytes;
-  choice.source = backend::cpu::generate_cpu_source(instance, codegen);
+  choice.source = std::move(build.source);
   return choice;
 }
 

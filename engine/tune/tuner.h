@@ -1,5 +1,5 @@
-// The tuner (design.md §5): for concrete dims and a target, every verified family's
-// instantiations are ranked by the cost model; the top K are generated, compiled in parallel,
+// The tuner: for concrete dims on one backend (backend/backend.h: the CPU, a GPU), every verified
+// family's instantiations are ranked by the cost model; the top K are generated, compiled,
 // checked against the reference interpreter and timed in the kernel runner (a separate process),
 // beside the eager baseline and the roofline. Nothing that fails its numeric check can be best.
 #pragma once
@@ -13,6 +13,7 @@
 #include "engine/ir/program.h"
 #include "engine/search/search.h"
 #include "engine/sgraph/instantiate.h"
+#include "engine/backend/backend.h"
 #include "engine/backend/target.h"
 
 namespace prism::tune {
@@ -79,28 +80,19 @@ struct TuneEnvironment {
   std::string runner_path;       // empty: the default (prism-runner next to the executable)
 };
 
-// `lowered`: the program (any storage dtype: the CPU retypes it to f32); `families`: its verified
-// search candidates. Throws Error{InvalidArgument} (bindings), Error{Failed} (no runner),
+// `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
+// verified search candidates; `env.target`: the backend's description of its machine. The
+// reference is computed at the backend's storage dtypes; each output is checked at the backend's
+// tolerance for its dtype. Throws Error{InvalidArgument} (bindings), Error{Failed} (no runner),
 // Error{Cancelled}.
-TuneResult tune_families(const Program& lowered, const std::vector<Candidate>& families, const TuneRequest& request,
-                         const TuneEnvironment& env, const CancelToken* cancel = nullptr,
+TuneResult tune_families(const backend::Backend& backend, const Program& lowered, const std::vector<Candidate>& families,
+                         const TuneRequest& request, const TuneEnvironment& env, const CancelToken* cancel = nullptr,
                          const std::function<void(const TuneProgress&)>& progress = {});
-
-// The same on the GPU (request.target Cuda, env.target a GPU: cuda::describe_cuda_device()): the
-// reference at the program's declared dtypes (f16 stays f16), the families at their declared
-// storage, the top K generated as CUDA C++ and compiled to PTX (NVRTC), the eager baseline a
-// kernel per op with cuBLAS matmuls, every run in the kernel runner's worker (CUDA events),
-// outputs checked per dtype (f16: rtol 1e-2, atol 1e-2 x the output's largest magnitude; bf16:
-// 5e-2; f32: 1e-3). TuneResult::threads is the threads per block. Throws as tune_families, and
-// Error{Failed} when NVRTC is not available.
-TuneResult tune_families_cuda(const Program& lowered, const std::vector<Candidate>& families, const TuneRequest& request,
-                              const TuneEnvironment& env, const CancelToken* cancel = nullptr,
-                              const std::function<void(const TuneProgress&)>& progress = {});
 
 // One family at concrete dims: the best instantiation by the cost model, or by `sizes` when given.
 struct KernelChoice {
   std::map<std::string, int64_t> sizes;
-  std::string source;       // C++ implementing engine/backend/cpu/abi.h
+  std::string source;       // the backend's source (the CPU's implements engine/backend/cpu/abi.h)
 };
 // `graph` (a family, retyped for the target's storage) at `bindings`: the cheapest instantiation
 // by the cost model, or the one with `sizes`. Throws Error{InvalidArgument} (bindings, sizes, or
@@ -110,8 +102,11 @@ sgraph::Instance choose_instance(const Program& lowered, const sgraph::SGraph& g
                                  const std::map<std::string, int64_t>* sizes = nullptr);
 // An instance's grid sizes and loop ranges (without the tensor dims).
 std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance);
-KernelChoice kernel_for(const Program& lowered, const Candidate& family, const std::map<std::string, int64_t>& bindings,
-                        const backend::TargetDescription& target, const std::map<std::string, int64_t>* sizes = nullptr);
+// The family's source on `backend` for `target` at `bindings`. Throws Error{InvalidArgument}
+// (bindings, sizes, no valid instantiation, a family the backend cannot generate).
+KernelChoice kernel_for(const backend::Backend& backend, const Program& lowered, const Candidate& family,
+                        const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target,
+                        const std::map<std::string, int64_t>* sizes = nullptr);
 
 // What the workspace answers for kernel/source and export.
 struct KernelSource {
@@ -121,8 +116,8 @@ struct KernelSource {
   std::map<std::string, int64_t> bindings, sizes;
   backend::Target target = backend::Target::Cpu;
   bool tuned = false;   // sizes from a timed instantiation (else from the cost model)
-  std::string source;   // C++ implementing engine/backend/cpu/abi.h
-  std::string header;   // a C header declaring it, with the shapes in a comment
+  std::string source;   // the backend's source (the CPU's implements engine/backend/cpu/abi.h)
+  std::string header;   // a C header declaring it, with the shapes in a comment (none on a GPU)
 };
 
 // A target and whether it can be used here ("cuda": no CUDA device …).

@@ -1,11 +1,13 @@
-// The steps the CPU and CUDA tuners share (tuner.cpp, tuner_cuda.cpp): binding checks, seeded
-// inputs, ranking every instantiation by the cost model, choosing the top K, the time limit.
+// The steps of the tuner (tuner.cpp), each tested on its own: binding checks, seeded inputs,
+// ranking every instantiation by the cost model, choosing the top K, the time limit, the numeric
+// check, timing.
 #pragma once
 #include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "engine/backend/backend.h"
 #include "engine/backend/runner/runner.h"
 #include "engine/cancel.h"
 #include "engine/interp/tensor.h"
@@ -37,6 +39,9 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top);
 // PRISM_KERNEL_TIMEOUT (seconds), else `fallback`.
 double kernel_timeout_s(double fallback);
+// Each output against the reference at the backend's tolerance for its dtype.
+Comparison check_outputs(const backend::Backend& backend, const std::vector<Tensor>& got, const std::vector<Tensor>& want,
+                         const std::vector<DType>& dtypes);
 // Fills `row` from a worker's run: the run's error, or the numeric check's verdict on its outputs
 // ("wrong result: …") and the median time.
 void record_run(TuneRow& row, const backend::RunOutcome& outcome,

@@ -157,7 +157,8 @@ class Workspace {
   struct Impl;
   struct TuneState;
   static std::shared_ptr<TuneState> make_tune_state();
-  backend::TargetDescription cpu_target() const;
+  // The target's description, described (the CPU measured) on first use.
+  backend::TargetDescription described(backend::Target target) const;
   std::shared_ptr<TuneState> tune_state_;
   void sync_egraph() const;  // brings the resident e-graph up to date with the open programs
   mutable std::mutex mutex_;

@@ -92,7 +92,7 @@ CudaPlan parse_plan(const std::string& text) {
   throw Error(Error::Kind::InvalidArgument, "the CUDA plan has no 'ptx' line");
 }
 
-CudaPlan candidate_plan(const sgraph::Instance& instance, const CudaSource& source, const std::vector<std::string>& input_names) {
+CudaPlan candidate_plan(const sgraph::Instance& instance, const CudaSource& source) {
   CudaPlan plan;
   const sgraph::SGraph& g = instance.graph;
   auto tensor = [&](const std::string& name) {
@@ -110,7 +110,7 @@ CudaPlan candidate_plan(const sgraph::Instance& instance, const CudaSource& sour
     t.dtype = it->second.dtype;
     return t;
   };
-  for (const auto& name : input_names) plan.inputs.push_back(tensor(name));
+  for (const sgraph::TensorDecl& in : g.inputs) plan.inputs.push_back(tensor(in.name));
   for (const auto& name : g.outputs) plan.outputs.push_back(tensor(name));
   for (const auto& name : source.scratch_tensors) plan.scratch.push_back(tensor(name));
   for (const auto& k : source.kernels) {

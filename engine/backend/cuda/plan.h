@@ -51,8 +51,9 @@ std::string plan_text(const CudaPlan& plan);
 // Throws Error{InvalidArgument} naming the first malformed line.
 CudaPlan parse_plan(const std::string& text);
 
-// The plan of a generated candidate (codegen.h): inputs named as the instance's input tensors,
-// given in the program's parameter order by `input_names`; scratch sized from the instance.
-CudaPlan candidate_plan(const sgraph::Instance& instance, const CudaSource& source, const std::vector<std::string>& input_names);
+// The plan of a generated candidate (codegen.h): its inputs the instance's input tensors (in the
+// program's parameter order, as a family declares them), its outputs the graph's, scratch sized
+// from the instance.
+CudaPlan candidate_plan(const sgraph::Instance& instance, const CudaSource& source);
 
 }  // namespace prism::backend::cuda

@@ -6,6 +6,7 @@
 #include "engine/sgraph/families.h"
 #include "engine/sgraph/parse.h"
 #include "engine/backend/cuda/describe.h"
+#include "engine/backend/storage.h"
 #include "engine/tune/cost_model.h"
 
 using namespace prism;
@@ -28,6 +29,9 @@ TargetDescription four_cores() {
   return t;
 }
 
+// A family as the CPU backend stores it (every tensor f32), for the CPU-like targets above.
+sgraph::SGraph cpu_family(const std::string& text) { return backend::with_storage(sgraph::parse(text), DType::F32); }
+
 struct Ranked {
   DimBindings sizes;
   CostEstimate cost;
@@ -45,7 +49,7 @@ std::vector<Ranked> rank(const sgraph::SGraph& g, const DimBindings& dims, const
 
 TEST_CASE("cost model: one block on four cores and a thousand one-column blocks rank below a good grid", "[tune][cost]") {
   TargetDescription t = four_cores();
-  sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);
+  sgraph::SGraph g = cpu_family(fam::kRmsLinear);
   DimBindings dims{{"n", 16}, {"d", 1024}};
   std::vector<Ranked> ranked = rank(g, dims, t);
   REQUIRE(ranked.size() > 10);
@@ -77,7 +81,7 @@ TEST_CASE("cost model: one block on four cores and a thousand one-column blocks 
 
 TEST_CASE("cost model: monotone in bandwidth, peak and cores", "[tune][cost]") {
   TargetDescription t = four_cores();
-  sgraph::SGraph g = sgraph::parse(fam::kGatedMlp);
+  sgraph::SGraph g = cpu_family(fam::kGatedMlp);
   DimBindings dims{{"n", 8}, {"d", 512}};
   sgraph::Instance inst = sgraph::instantiate(g, dims, {{"g1", 8}, {"F1", 4}}, t.tile_budget());
   CostEstimate base = estimate_cost(inst, t);
@@ -98,7 +102,7 @@ TEST_CASE("cost model: monotone in bandwidth, peak and cores", "[tune][cost]") {
 
 TEST_CASE("cost model: a two-kernel family with cross-block partials", "[tune][cost]") {
   TargetDescription t = four_cores();
-  sgraph::SGraph g = sgraph::parse(fam::kAttention);
+  sgraph::SGraph g = cpu_family(fam::kAttention);
   DimBindings dims{{"B", 16}, {"q", 1}, {"e", 128}, {"s", 1024}};
   std::vector<Ranked> ranked = rank(g, dims, t);
   REQUIRE_FALSE(ranked.empty());
@@ -117,7 +121,7 @@ TEST_CASE("cost model: a two-kernel family with cross-block partials", "[tune][c
 
 TEST_CASE("cost model: of two instantiations moving the same bytes, the one with wider contiguous rows is cheaper", "[tune][cost]") {
   TargetDescription t = four_cores();
-  sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);
+  sgraph::SGraph g = cpu_family(fam::kRmsLinear);
   DimBindings dims{{"n", 16}, {"d", 4096}};
   auto cost = [&](int64_t g1, int64_t f1) {
     return estimate_cost(sgraph::instantiate(g, dims, {{"g1", g1}, {"F1", f1}}, t.tile_budget()), t);
@@ -163,7 +167,7 @@ std::string gated_mlp_split_rows() {
 
 TEST_CASE("cost model: blocks re-reading weights near L3's size read them from memory, small ones from the caches", "[tune][cost]") {
   TargetDescription t = two_zen4_cores();
-  sgraph::SGraph rows = sgraph::parse(gated_mlp_split_rows()), cols = sgraph::parse(fam::kGatedMlp);
+  sgraph::SGraph rows = cpu_family(gated_mlp_split_rows()), cols = cpu_family(fam::kGatedMlp);
   auto cost = [&](const sgraph::SGraph& g, int64_t d) {
     return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", d}}, {{"g1", 2}, {"F1", 16}}, t.tile_budget()), t);
   };
@@ -179,7 +183,7 @@ TEST_CASE("cost model: blocks re-reading weights near L3's size read them from m
 
 TEST_CASE("cost model: a long loop of thin K steps into an accumulator larger than L1 moves it every iteration", "[tune][cost]") {
   TargetDescription t = two_zen4_cores();
-  sgraph::SGraph g = sgraph::parse(fam::kGatedMlp);
+  sgraph::SGraph g = cpu_family(fam::kGatedMlp);
   auto cost = [&](int64_t f1) {
     return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", 2048}}, {{"g1", 2}, {"F1", f1}}, t.tile_budget()), t);
   };

@@ -8,7 +8,7 @@
 #include "engine/backend/cpu/compiler.h"
 #include "engine/interp/interpreter.h"
 #include "engine/tune/compare.h"
-#include "engine/tune/storage.h"
+#include "engine/backend/storage.h"
 #include "engine/tune/tune_db.h"
 #include "engine/tune/tuner_steps.h"
 #include "engine/workspace/workspace.h"
@@ -33,7 +33,7 @@ void check_source(const Program& lowered, const std::string& source, const std::
   options.cache_dir = shared_cache() + "/kernels";
   options.libs = {"-lopenblas"};
   backend::cpu::LoadedLibrary lib(backend::cpu::compile_library(source, options).path);
-  const Program program = tune::with_storage(lowered, DType::F32);
+  const Program program = backend::with_storage(lowered, DType::F32);
   const DimBindings dims(bindings.begin(), bindings.end());
   std::map<std::string, Tensor> named;
   std::vector<const float*> ins;
@@ -117,6 +117,34 @@ TEST_CASE("tuner: layers with sigmoid, tanh and abs are tuned, and their best ca
     ws.open(std::string("untitled:") + layer.name, layer.text, 1);
     check_tuned(ws, layer.name, {layer.small.begin(), layer.small.end()});
   }
+}
+
+TEST_CASE("tuner: a kernel's source without a tune is the family the cost model ranks first, on either target", "[tune][tuner]") {
+  test::TempDir data;
+  Workspace ws;
+  ws.set_storage(data.path(), shared_cache());
+  ws.open("a.prism", test::read_example("rms_linear"), 1);
+  const std::map<std::string, int64_t> dims{{"n", 4}, {"d", 64}};
+  // No tune and no dims: nothing to go by.
+  CHECK_THROWS_WITH(ws.kernel_source("rms_linear", 0, {}, backend::Target::Cpu), Catch::Contains("has not been tuned yet"));
+  tune::KernelSource cpu = ws.kernel_source("rms_linear", 0, dims, backend::Target::Cpu);
+  CHECK_FALSE(cpu.tuned);
+  CHECK(cpu.candidate >= 1);
+  CHECK_THAT(cpu.header, Catch::Contains("int prism_entry(") && Catch::Contains("X f32(4, 64)"));
+  check_source(ws.lowered_program("rms_linear").first, cpu.source, dims, 3);
+  tune::KernelSource cuda = ws.kernel_source("rms_linear", 0, dims, backend::Target::Cuda);
+  CHECK_FALSE(cuda.tuned);
+  CHECK(cuda.header.empty());
+  CHECK_THAT(cuda.source, Catch::Contains("prism_kernel_0<<<") && Catch::Contains("__global__"));
+  // Once tuned at these dims, the tune's best.
+  tune::TuneRequest request;
+  request.bindings = dims;
+  request.top = 2;
+  tune::TuneResult r = ws.tune("rms_linear", request);
+  REQUIRE(r.best >= 0);
+  tune::KernelSource tuned = ws.kernel_source("rms_linear", 0, dims, backend::Target::Cpu);
+  CHECK(tuned.tuned);
+  CHECK(tuned.candidate == r.rows[size_t(r.best)].candidate);
 }
 
 TEST_CASE("tuner: a repeated question is answered by the tuning DB without compiling anything", "[tune][tuner][db]") {

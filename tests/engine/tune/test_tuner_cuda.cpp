@@ -1,6 +1,6 @@
-// Tuning on the GPU (tune_families_cuda through Workspace::tune). Without a device the workspace
-// refuses target cuda with InvalidArgument saying why, and tune_families_cuda's own runs fail in
-// words; with one, a small tune finds a candidate that passes its check beside the cuBLAS
+// Tuning on the GPU (tune_families with the CUDA backend, through Workspace::tune). Without a
+// device the workspace refuses target cuda with InvalidArgument saying why, and the tuner's own
+// runs fail in words; with one, a small tune finds a candidate that passes its check beside the cuBLAS
 // baseline. GPU-only parts warn and return here.
 #include <catch2/catch.hpp>
 
@@ -10,6 +10,7 @@
 #include "engine/error.h"
 #include "engine/backend/cuda/describe.h"
 #include "engine/backend/target.h"
+#include "engine/tune/backends.h"
 #include "engine/tune/tuner.h"
 #include "engine/workspace/workspace.h"
 #include "support/subprocess.h"
@@ -60,9 +61,13 @@ TEST_CASE("tuner cuda: a small tune runs the baseline and the candidates in the 
   request.top = 3;
   test::TempDir cache;
   tune::TuneEnvironment env;
-  env.target = device.available ? backend::cuda::describe_cuda_device() : backend::cuda::cuda_h100_data();
+  const backend::Backend& cuda = tune::backend_for(backend::Target::Cuda);
+  env.target = cuda.describe(cache.path());
+  if (!device.available) CHECK(env.target.model == backend::cuda::cuda_h100_data().model);
   env.kernel_cache_dir = cache.path();
-  tune::TuneResult r = tune::tune_families_cuda(p, found.candidates, request, env);
+  tune::TuneResult r = tune::tune_families(cuda, p, found.candidates, request, env);
+  CHECK(r.target == backend::Target::Cuda);
+  CHECK(r.threads == 128);
   REQUIRE(r.rows.size() == 3);
   CHECK(r.stats.compiled + r.stats.cached == 4);  // the baseline and three candidates compiled to PTX
   CHECK(r.roofline_ms > 0);

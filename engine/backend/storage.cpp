@@ -1,6 +1,6 @@
-#include "engine/tune/storage.h"
+#include "engine/backend/storage.h"
 
-namespace prism::tune {
+namespace prism::backend {
 
 Program with_storage(Program program, DType dtype) {
   for (auto& v : program.values)
@@ -21,4 +21,4 @@ sgraph::SGraph with_storage(sgraph::SGraph graph, DType dtype) {
   return graph;
 }
 
-}  // namespace prism::tune
+}  // namespace prism::backend

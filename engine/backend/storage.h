@@ -4,11 +4,11 @@
 #include "engine/ir/program.h"
 #include "engine/sgraph/sgraph.h"
 
-namespace prism::tune {
+namespace prism::backend {
 
 // Every non-weak value (inputs, ops) gets `dtype`; weak scalar constants keep adopting.
 Program with_storage(Program program, DType dtype);
 // Inputs, saves and library kernels get `dtype` (tiles are f32 in any case).
 sgraph::SGraph with_storage(sgraph::SGraph graph, DType dtype);
 
-}  // namespace prism::tune
+}  // namespace prism::backend

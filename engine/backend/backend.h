@@ -1,0 +1,86 @@
+// A backend: everything the tuner (tune/tuner.h) needs from one kind of machine, so that one tuning
+// flow drives the CPU (cpu/cpu_backend.h) and a GPU (cuda/cuda_backend.h) alike: describe the
+// device, say whether kernels can run here, store a program at the backend's dtypes, generate the
+// source of an instance or of the eager baseline, compile them, run and time them in the kernel
+// runner's worker, and the tolerance a result is checked with.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/backend/runner/runner.h"
+#include "engine/backend/target.h"
+#include "engine/cancel.h"
+#include "engine/ir/program.h"
+#include "engine/sgraph/instantiate.h"
+
+namespace prism::backend {
+
+// One thing the tuner times, a candidate instance or the eager baseline, from its source to what
+// the kernel runner takes.
+struct Build {
+  std::string source;    // generated C++ or CUDA C++
+  std::string launch;    // what running the compiled source also needs (the CUDA plan's text, without PTX)
+  std::string runnable;  // what compile() made for the runner (a shared object's path; the CUDA plan with PTX)
+  std::string error;     // why it cannot run (set by generate or compile); such a build is not run
+  bool cached = false;   // compile() found it in a cache
+};
+
+struct CompileSettings {
+  std::string cache_dir;  // where compiled objects are kept (empty: the backend's default)
+  int parallel = 1;       // compilers at once
+};
+
+struct RunSettings {
+  std::vector<std::vector<int64_t>> output_shapes;  // in return order
+  int threads = 1;        // the CPU's threads (the GPU's threads per block are in its source)
+  double timeout_s = 0;   // for the whole run; 0: the backend's default
+};
+
+// A result is right when |got - want| <= rtol * |want| + atol * max|want| (tune/compare.h).
+struct Tolerance {
+  double rtol = 1e-3, atol = 1e-4;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual Target target() const = 0;
+  // Whether kernels can be compiled and run here; the detail says what (a model) or why not.
+  struct Availability {
+    bool available = false;
+    std::string detail;
+  };
+  virtual Availability availability() const = 0;
+  // The machine: measured where the backend can (cached under cache_dir), else from a data sheet.
+  // Throws Error{Failed} when describing it fails.
+  virtual TargetDescription describe(const std::string& cache_dir) const = 0;
+  // The threads the kernels run on for `requested` (0: the backend's choice): the CPU's threads,
+  // a GPU's threads per block.
+  virtual int threads(int requested, const TargetDescription& target) const = 0;
+
+  // The program and a family as this backend stores their tensors: the reference is computed,
+  // and candidates generated, at these dtypes.
+  virtual Program stored(const Program& lowered) const = 0;
+  virtual sgraph::SGraph stored(const sgraph::SGraph& family) const = 0;
+
+  // Sources; failures to generate are the build's error, never an exception.
+  virtual Build generate(const sgraph::Instance& instance, const TargetDescription& target) const = 0;
+  virtual Build eager(const Program& stored, const DimBindings& dims) const = 0;
+  // A build whose kernel crashes ("crash") or never returns ("hang"), to test that a bad kernel
+  // costs only its own candidate (PRISM_FAULT_INJECT, tune/tuner.cpp); an error build where the
+  // backend plants none.
+  virtual Build fault(const std::string& kind) const;
+  // Compiles every build without an error, for `target` (a failure becomes its error).
+  virtual void compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const = 0;
+  // Runs a compiled build in the runner's worker: the checked call's outputs and the timing.
+  virtual RunOutcome run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const = 0;
+  // How close an output stored at `dtype` must be to the reference.
+  virtual Tolerance tolerance(DType dtype) const = 0;
+
+  // For `export`: declarations of what a generated source defines, to follow a header's comment
+  // (`guard`: its include guard); empty where the backend has no such interface.
+  virtual std::string header_declarations(const std::string& guard) const;
+};
+
+}  // namespace prism::backend

@@ -1,0 +1,96 @@
+#include "engine/backend/cpu/cpu_backend.h"
+
+#include "engine/backend/cpu/codegen.h"
+#include "engine/backend/cpu/compiler.h"
+#include "engine/backend/cpu/describe.h"
+#include "engine/backend/cpu/eager.h"
+#include "engine/backend/storage.h"
+
+namespace prism::backend::cpu {
+
+Backend::Availability CpuBackend::availability() const { return {true, "this machine's CPU (measured on first use)"}; }
+
+TargetDescription CpuBackend::describe(const std::string& cache_dir) const { return describe_cpu(cache_dir); }
+
+int CpuBackend::threads(int requested, const TargetDescription& target) const { return requested > 0 ? requested : target.cores; }
+
+Program CpuBackend::stored(const Program& lowered) const { return with_storage(lowered, DType::F32); }
+
+sgraph::SGraph CpuBackend::stored(const sgraph::SGraph& family) const { return with_storage(family, DType::F32); }
+
+Build CpuBackend::generate(const sgraph::Instance& instance, const TargetDescription& target) const {
+  Build b;
+  CodegenOptions options;
+  options.simd_bytes = target.simd_bytes;
+  try {
+    b.source = generate_cpu_source(instance, options);
+  } catch (const std::exception& e) {
+    b.error = std::string("cannot generate code: ") + e.what();
+  }
+  return b;
+}
+
+Build CpuBackend::eager(const Program& stored, const DimBindings& dims) const {
+  Build b;
+  try {
+    b.source = generate_eager_source(stored, dims);
+  } catch (const std::exception& e) {
+    b.error = std::string("the eager baseline: ") + e.what();
+  }
+  return b;
+}
+
+Build CpuBackend::fault(const std::string& kind) const {
+  const char* body = kind == "crash" ? "  volatile int* p = nullptr;\n  *p = 1;\n" : kind == "hang" ? "  for (volatile int spin = 0;; spin = spin + 1) {}\n" : nullptr;
+  if (!body) return Backend::fault(kind);
+  Build b;
+  b.source = std::string("// planted by PRISM_FAULT_INJECT\nextern \"C\" const char* prism_error() { return \"\"; }\n"
+                         "extern \"C\" int prism_entry(const float* const*, float* const*, int) {\n") +
+             body + "  return 0;\n}\n";
+  return b;
+}
+
+// One compiler run per source, in parallel; every library links OpenBLAS (the eager baseline's
+// matmul) the way eager_libs() says.
+void CpuBackend::compile(std::vector<Build>& builds, const TargetDescription&, const CompileSettings& settings) const {
+  CompileOptions options;
+  options.cache_dir = settings.cache_dir;
+  options.libs = eager_libs();
+  std::vector<std::string> sources;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < builds.size(); ++i)
+    if (builds[i].error.empty()) {
+      sources.push_back(builds[i].source);
+      which.push_back(i);
+    }
+  std::vector<std::string> errors;
+  std::vector<CompiledLibrary> libraries = compile_libraries(sources, options, std::max(1, settings.parallel), &errors);
+  for (size_t j = 0; j < which.size(); ++j) {
+    Build& b = builds[which[j]];
+    b.runnable = libraries[j].path;
+    b.cached = libraries[j].cached;
+    if (b.runnable.empty()) b.error = errors[j];
+  }
+}
+
+RunOutcome CpuBackend::run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const {
+  RunRequest request;
+  request.library = build.runnable;
+  request.output_shapes = settings.output_shapes;
+  request.threads = settings.threads;
+  if (settings.timeout_s > 0) request.timeout_s = settings.timeout_s;
+  return runner.run(request, cancel);
+}
+
+Tolerance CpuBackend::tolerance(DType) const { return {1e-3, 1e-4}; }
+
+std::string CpuBackend::header_declarations(const std::string& guard) const {
+  return "// Every tensor is dense row-major f32. Compile the source with -O3 -march=native -fopenmp\n"
+         "// (and -lopenblas if it calls cblas). Returns 0, or nonzero with prism_error() saying why.\n#ifndef " +
+         guard + "\n#define " + guard +
+         "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
+         "int prism_entry(const float* const* inputs, float* const* outputs, int threads);\n"
+         "const char* prism_error(void);\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
+}
+
+}  // namespace prism::backend::cpu

@@ -1,0 +1,27 @@
+// The CPU as a backend (backend.h): this machine's cores, measured once; every tensor stored as
+// f32; candidates printed by codegen.h and the eager baseline by eager.h, compiled by the host
+// compiler into shared objects (compiler.h) and run by the kernel runner's worker on `threads`
+// OpenMP threads.
+#pragma once
+#include "engine/backend/backend.h"
+
+namespace prism::backend::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  Target target() const override { return Target::Cpu; }
+  Availability availability() const override;
+  TargetDescription describe(const std::string& cache_dir) const override;
+  int threads(int requested, const TargetDescription& target) const override;
+  Program stored(const Program& lowered) const override;
+  sgraph::SGraph stored(const sgraph::SGraph& family) const override;
+  Build generate(const sgraph::Instance& instance, const TargetDescription& target) const override;
+  Build eager(const Program& stored, const DimBindings& dims) const override;
+  Build fault(const std::string& kind) const override;
+  void compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const override;
+  RunOutcome run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const override;
+  Tolerance tolerance(DType dtype) const override;
+  std::string header_declarations(const std::string& guard) const override;
+};
+
+}  // namespace prism::backend::cpu

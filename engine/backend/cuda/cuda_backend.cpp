@@ -1,0 +1,101 @@
+#include "engine/backend/cuda/cuda_backend.h"
+
+#include "engine/backend/cuda/codegen.h"
+#include "engine/backend/cuda/describe.h"
+#include "engine/backend/cuda/driver.h"
+#include "engine/backend/cuda/eager.h"
+#include "engine/backend/cuda/nvrtc.h"
+#include "engine/backend/cuda/plan.h"
+
+namespace prism::backend::cuda {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& item : items) s += (s.empty() ? "" : ", ") + item;
+  return s;
+}
+
+// What a person reading the source needs to launch it: each kernel's grid, threads, dynamic
+// shared memory and pointer parameters, and the intermediate tensors to allocate.
+std::string launches(const CudaSource& cuda) {
+  std::string s = "// Launches, in order (one thread block per grid point; dynamic shared memory in bytes):\n";
+  for (const auto& k : cuda.kernels)
+    s += "//   " + k.name + "<<<" + std::to_string(k.grid_blocks) + ", " + std::to_string(k.threads) + ", " + std::to_string(k.shared_bytes) +
+         ">>>(" + join(k.params) + ")\n";
+  if (!cuda.scratch_tensors.empty()) s += "// Intermediate tensors the caller allocates: " + join(cuda.scratch_tensors) + "\n";
+  return s;
+}
+
+}  // namespace
+
+// Kernels run only with a device and NVRTC; without a device NVRTC still compiles the sources.
+Backend::Availability CudaBackend::availability() const {
+  CudaStatus device = cuda_status();
+  NvrtcStatus nvrtc = nvrtc_status();
+  return {device.available && nvrtc.available, device.detail + "; " + nvrtc.detail};
+}
+
+TargetDescription CudaBackend::describe(const std::string&) const { return cuda_status().available ? describe_cuda_device() : cuda_h100_data(); }
+
+int CudaBackend::threads(int, const TargetDescription&) const { return kThreadsPerBlock; }
+
+Build CudaBackend::generate(const sgraph::Instance& instance, const TargetDescription& target) const {
+  Build b;
+  CudaCodegenOptions options;
+  options.threads_per_block = kThreadsPerBlock;
+  options.shared_memory_bytes = target.fast_memory_bytes;
+  try {
+    CudaSource cuda = generate_cuda_source(instance, options);
+    b.source = launches(cuda) + cuda.source;
+    b.launch = plan_text(candidate_plan(instance, cuda));
+  } catch (const std::exception& e) {
+    b.error = std::string("cannot generate CUDA code: ") + e.what();
+  }
+  return b;
+}
+
+Build CudaBackend::eager(const Program& stored, const DimBindings& dims) const {
+  Build b;
+  try {
+    CudaEager eager = generate_cuda_eager(stored, dims);
+    b.source = eager.source;
+    b.launch = plan_text(eager.plan);
+  } catch (const std::exception& e) {
+    b.error = std::string("the eager baseline: ") + e.what();
+  }
+  return b;
+}
+
+// NVRTC, one source at a time, each PTX cached by content under the cache's ptx/.
+void CudaBackend::compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const {
+  const std::string arch = target.arch.empty() ? "compute_90" : target.arch;
+  for (Build& b : builds) {
+    if (!b.error.empty()) continue;
+    try {
+      PtxResult ptx = compile_to_ptx(b.source, arch, settings.cache_dir.empty() ? "" : settings.cache_dir + "/ptx");
+      CudaPlan plan = parse_plan(b.launch);
+      plan.ptx = std::move(ptx.ptx);
+      b.runnable = plan_text(plan);
+      b.cached = ptx.cached;
+    } catch (const std::exception& e) {
+      b.error = std::string("cannot compile CUDA code: ") + e.what();
+    }
+  }
+}
+
+RunOutcome CudaBackend::run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const {
+  CudaRunRequest request;
+  request.plan = build.runnable;
+  request.output_shapes = settings.output_shapes;
+  if (settings.timeout_s > 0) request.timeout_s = settings.timeout_s;
+  return runner.run_cuda(request, cancel);
+}
+
+Tolerance CudaBackend::tolerance(DType dtype) const {
+  const double tol = dtype == DType::F16 ? 1e-2 : dtype == DType::BF16 ? 5e-2 : 1e-3;
+  return {tol, tol};
+}
+
+}  // namespace prism::backend::cuda

@@ -1,0 +1,28 @@
+// A GPU as a backend (backend.h): the device the driver finds (described by describe.h; an
+// H100's data sheet where there is none, for generating code without one); tensors stored at
+// their declared dtypes; candidates printed by codegen.h and the eager baseline by eager.h,
+// compiled to PTX by NVRTC (nvrtc.h) and run as CUDA plans (plan.h) by the kernel runner's worker.
+#pragma once
+#include "engine/backend/backend.h"
+
+namespace prism::backend::cuda {
+
+class CudaBackend final : public Backend {
+ public:
+  static constexpr int kThreadsPerBlock = 128;
+
+  Target target() const override { return Target::Cuda; }
+  Availability availability() const override;
+  TargetDescription describe(const std::string& cache_dir) const override;
+  int threads(int requested, const TargetDescription& target) const override;
+  Program stored(const Program& lowered) const override { return lowered; }
+  sgraph::SGraph stored(const sgraph::SGraph& family) const override { return family; }
+  Build generate(const sgraph::Instance& instance, const TargetDescription& target) const override;
+  Build eager(const Program& stored, const DimBindings& dims) const override;
+  void compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const override;
+  RunOutcome run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const override;
+  // Relative to the output's largest value: f16 1e-2, bf16 5e-2, f32 1e-3.
+  Tolerance tolerance(DType dtype) const override;
+};
+
+}  // namespace prism::backend::cuda
