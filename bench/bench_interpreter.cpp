@@ -1,4 +1,4 @@
-// Times the reference interpreter on every bundled example at the sizes of design.md §8.
+// Times the reference interpreter on every bundled example at the sizes of docs/design.md §8.
 // A benchmark, not a test: it prints a table and asserts nothing.
 //   build/bin/prism_bench_interpreter [--repeat N] [--examples DIR]
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Search time and counts per workload (design.md §8) with 1 and 2 threads, default bounds.
+// Search time and counts per workload (docs/design.md §8) with 1 and 2 threads, default bounds.
 // Run by scripts/bench.sh, never by the tests.
 #include <chrono>
 #include <cstdio>

@@ -1,4 +1,4 @@
-// The speedup table of issue 5: every workload of design.md §8 at its shapes, f32 on this CPU:
+// The speedup table of issue 5: every workload of docs/design.md §8 at its shapes, f32 on this CPU:
 // the eager baseline (one kernel per op, OpenBLAS matmul), prism's best tuned candidate, the
 // speedup, the fraction of the roofline reached, and the search and tune times. Two rooflines:
 // the one prism reports (bytes at the bandwidth measured for the working set's size: the caches'

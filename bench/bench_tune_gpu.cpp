@@ -1,4 +1,4 @@
-// The speedup table on the GPU (issue 6): every workload of design.md §8 at its shapes, at the
+// The speedup table on the GPU (issue 6): every workload of docs/design.md §8 at its shapes, at the
 // dtypes the examples declare (f16): the eager baseline (a kernel per op, cuBLAS matmul), prism's
 // best tuned candidate, the speedup, the fraction of the roofline (data-sheet bandwidth and
 // peaks). Run by scripts/bench_gpu.sh, never by the tests. Arguments: workload names to restrict

@@ -1,4 +1,4 @@
-// design.md §8's workloads and shapes, shared by the tuning benchmarks (bench_tune.cpp on the
+// docs/design.md §8's workloads and shapes, shared by the tuning benchmarks (bench_tune.cpp on the
 // CPU, bench_tune_gpu.cpp on the GPU).
 #pragma once
 #include <chrono>

@@ -1,4 +1,4 @@
-// The open documents on disk, so that they come back when the daemon restarts (design.md §7):
+// The open documents on disk, so that they come back when the daemon restarts (docs/design.md §7):
 // one JSON file per socket, rewritten atomically after every open, change and close.
 #pragma once
 #include <mutex>

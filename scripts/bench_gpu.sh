@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The speedup table on the GPU (issue 6): every workload of design.md §8 at its shapes in f16 —
+# The speedup table on the GPU (issue 6): every workload of docs/design.md §8 at its shapes in f16 —
 # eager (a kernel per op, cuBLAS matmul) vs prism's best, speedup, % of the roofline (data-sheet
 # bandwidth) — and, where PyTorch with CUDA is installed, PyTorch eager and torch.compile on the
 # same workloads and shapes (scripts/bench_torch.py). Arguments go to prism_bench_tune_gpu

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch eager and torch.compile on design.md §8's workloads and shapes in f16 on the GPU, timed
+"""PyTorch eager and torch.compile on docs/design.md §8's workloads and shapes in f16 on the GPU, timed
 with CUDA events (median of 50 after warm-up), for the table scripts/bench_gpu.sh prints beside
 prism's. Arguments: workload names to restrict to (as prism_bench_tune_gpu takes them)."""
 import statistics

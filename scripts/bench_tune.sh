@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The speedup table (issue 5): every workload of design.md §8 at its shapes, f32 on this CPU —
+# The speedup table (issue 5): every workload of docs/design.md §8 at its shapes, f32 on this CPU —
 # eager baseline, prism's best, speedup, % of the roofline, search and tune times. Arguments go
 # to build/bin/prism_bench_tune (workload names to restrict to, --top K).
 set -euo pipefail

@@ -32,8 +32,8 @@ struct CompileSettings {
 
 struct RunSettings {
   std::vector<std::vector<int64_t>> output_shapes;  // in return order
-  int threads = 1;        // the CPU's threads (the GPU's threads per block are in its source)
-  double timeout_s = 0;   // for the whole run; 0: the backend's default
+  int threads = 1;                                  // the CPU's threads (the GPU's threads per block are in its source)
+  double timeout_s = 0;                             // for the whole run; 0: the backend's default
 };
 
 // A result is right when |got - want| <= rtol * |want| + atol * max|want| (tune/compare.h).

@@ -28,7 +28,8 @@ std::string substitute(const std::string& formula, const std::vector<std::string
   std::string out;
   for (size_t i = 0; i < formula.size();) {
     const char c = formula[i];
-    if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i + 1 < formula.size() && std::isdigit(static_cast<unsigned char>(formula[i + 1])))) {
+    if (std::isdigit(static_cast<unsigned char>(c)) ||
+        (c == '.' && i + 1 < formula.size() && std::isdigit(static_cast<unsigned char>(formula[i + 1])))) {
       size_t j = i;  // a number: digits, '.', an exponent with its sign, the f suffix
       while (j < formula.size() && (ident_char(formula[j]) || formula[j] == '.' ||
                                     ((formula[j] == '-' || formula[j] == '+') && (formula[j - 1] == 'e' || formula[j - 1] == 'E'))))
@@ -73,8 +74,8 @@ std::string elementwise_functions(const Dialect& dialect) {
   std::string s;
   for (const OpInfo& info : op_table())
     if (info.cls == OpClass::Unary)
-      s += std::string(dialect.function_prefix) + " float prism_" + info.name + "(float x) { return " + substitute(info.c_expr, {"x"}, dialect) +
-           "; }\n";
+      s += std::string(dialect.function_prefix) + " float prism_" + info.name + "(float x) { return " +
+           substitute(info.c_expr, {"x"}, dialect) + "; }\n";
   return s;
 }
 

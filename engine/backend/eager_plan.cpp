@@ -20,7 +20,8 @@ class Planner {
   }
 
   Plan run() {
-    for (size_t i = 0; i < p_.inputs.size(); ++i) where_[p_.inputs[i]] = Access{buffer(Buffer::Role::Input, i, p_.value(p_.inputs[i])), 0, 0, {}};
+    for (size_t i = 0; i < p_.inputs.size(); ++i)
+      where_[p_.inputs[i]] = Access{buffer(Buffer::Role::Input, i, p_.value(p_.inputs[i])), 0, 0, {}};
     for (size_t j = 0; j < p_.outputs.size(); ++j) buffer(Buffer::Role::Output, j, p_.value(p_.outputs[j]));
     out_.inputs = p_.inputs.size();
     out_.outputs = p_.outputs.size();
@@ -207,7 +208,9 @@ FoldText fold_text(Op op, int64_t k, const FoldDialect& d) {
   const std::string isnan = d.isnan;
   FoldText t;
   t.init = op == Op::Max ? d.minus_infinity : "0.0f";
-  t.update = op == Op::Max ? "if (x > acc || " + isnan + "(x)) acc = " + isnan + "(acc) ? acc : x;" : op == Op::Rms ? "acc += x * x;" : "acc += x;";
+  t.update = op == Op::Max   ? "if (x > acc || " + isnan + "(x)) acc = " + isnan + "(acc) ? acc : x;"
+             : op == Op::Rms ? "acc += x * x;"
+                             : "acc += x;";
   t.result = op == Op::Rms ? std::string(d.sqrt) + "(acc / " + float_literal(float(k), "", "") + ")" : "acc";
   return t;
 }

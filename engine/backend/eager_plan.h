@@ -22,9 +22,9 @@ namespace prism::backend::eager {
 struct Buffer {
   enum class Role { Input, Output, Scratch };
   Role role = Role::Scratch;
-  size_t slot = 0;      // the input's parameter index, the output's return slot, or the scratch number
-  int value = -1;       // the program value it holds first
-  std::string name;     // that value's name
+  size_t slot = 0;   // the input's parameter index, the output's return slot, or the scratch number
+  int value = -1;    // the program value it holds first
+  std::string name;  // that value's name
   int64_t elements = 0;
   DType dtype = DType::F32;
 };
@@ -51,7 +51,7 @@ struct Step {
   Op op = Op::Add;
   std::vector<Access> in;
   Access out;
-  std::vector<int64_t> shape;  // Gather: the index space; Matmul: the batch
+  std::vector<int64_t> shape;   // Gather: the index space; Matmul: the batch
   int64_t m = 0, n = 0, k = 0;  // Matmul: each batch element's sizes; Reduce: k, with outer and inner
   int64_t outer = 0, inner = 0;
 };

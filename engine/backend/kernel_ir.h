@@ -56,14 +56,14 @@ struct Stmt {
     Save,        // copy in[0] into the tensor box `out`
   };
   Kind kind = Kind::Compute;
-  int value = -1;         // the sGraph block op it comes from (-1 in a library kernel)
-  std::string name;       // the value it defines, or the tensor a save writes
-  std::string label;      // the op, for a comment: "w = load W", "xw = matmul", "save O"
-  Op op = Op::Add;        // Compute
+  int value = -1;                              // the sGraph block op it comes from (-1 in a library kernel)
+  std::string name;                            // the value it defines, or the tensor a save writes
+  std::string label;                           // the op, for a comment: "w = load W", "xw = matmul", "save O"
+  Op op = Op::Add;                             // Compute
   sgraph::AccKind acc = sgraph::AccKind::Sum;  // Accumulate
-  int axis = 0;           // a reduction's or an rms accumulator's axis, normalized
-  bool keepdims = true;   // a reduction's
-  bool into_accumulator = false;  // a matmul whose `out` is an accumulator's tile: out += a @ b
+  int axis = 0;                                // a reduction's or an rms accumulator's axis, normalized
+  bool keepdims = true;                        // a reduction's
+  bool into_accumulator = false;               // a matmul whose `out` is an accumulator's tile: out += a @ b
   std::vector<Place> in;
   Place out;
   // A matmul of the loop body that reads a loaded B: the B the next such matmul reads (for the
@@ -77,7 +77,7 @@ struct Tile {
   std::string name;            // its name
   DType storage = DType::F32;  // f32 for computed tiles and accumulators; a staged load's its tensor's
   std::vector<int64_t> shape;
-  int64_t offset_bytes = 0;    // in the block's fast memory
+  int64_t offset_bytes = 0;  // in the block's fast memory
 };
 
 struct Accumulator {
@@ -100,9 +100,9 @@ struct CustomKernel {
 
 struct Kernel {
   bool custom = false;
-  CustomKernel block;                     // when custom
-  Stmt library;                           // when not: a Compute over whole tensors
-  std::vector<std::string> reads, writes; // device tensors, as sgraph::kernel_inputs / kernel_outputs
+  CustomKernel block;                      // when custom
+  Stmt library;                            // when not: a Compute over whole tensors
+  std::vector<std::string> reads, writes;  // device tensors, as sgraph::kernel_inputs / kernel_outputs
 };
 
 struct Tensor {
@@ -112,7 +112,7 @@ struct Tensor {
 };
 
 struct Program {
-  std::vector<Tensor> tensors;       // inputs first, in parameter order; then written, in kernel order
+  std::vector<Tensor> tensors;  // inputs first, in parameter order; then written, in kernel order
   size_t inputs = 0;
   std::vector<std::string> outputs;  // returned, in return order
   std::vector<Kernel> kernels;

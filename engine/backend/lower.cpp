@@ -45,10 +45,18 @@ int normalized_axis(int axis, size_t rank, const Failure& fail, const std::strin
 // One custom kernel: its values' phases and places, its tiles and its statements.
 class CustomLowering {
  public:
-  CustomLowering(const sgraph::CustomKernel& k, const std::vector<sgraph::TileInfo>& tiles, const DimBindings& b, const kir::Program& program,
-                 const LowerOptions& o)
-      : k_(k), tiles_(tiles), program_(program), options_(o), fail_(o.who), n_(k.ops.size()), uses_(n_), folded_(n_, false),
-        direct_(n_, -1), places_(n_) {
+  CustomLowering(const sgraph::CustomKernel& k, const std::vector<sgraph::TileInfo>& tiles, const DimBindings& b,
+                 const kir::Program& program, const LowerOptions& o)
+      : k_(k),
+        tiles_(tiles),
+        program_(program),
+        options_(o),
+        fail_(o.who),
+        n_(k.ops.size()),
+        uses_(n_),
+        folded_(n_, false),
+        direct_(n_, -1),
+        places_(n_) {
     for (const Dim& g : k.grid) out_.grid.push_back(g.evaluate_size(b));
     out_.loop = k.loop_range().evaluate_size(b);
     for (size_t i = 0; i < n_; ++i) {
@@ -85,7 +93,8 @@ class CustomLowering {
   std::vector<kir::Stmt>& statements(Phase p) { return p == Phase::Before ? out_.before : p == Phase::Body ? out_.body : out_.after; }
 
   int rms_axis(size_t i) const {
-    return normalized_axis(k_.ops[i].attrs.axis, shape_[size_t(k_.ops[i].operands[0])].size(), fail_, "accumulator '" + k_.ops[i].name + "'");
+    return normalized_axis(k_.ops[i].attrs.axis, shape_[size_t(k_.ops[i].operands[0])].size(), fail_,
+                           "accumulator '" + k_.ops[i].name + "'");
   }
 
   // A matmul whose only use is a sum accumulator of its shape in the body adds into it; a compute
@@ -137,7 +146,8 @@ class CustomLowering {
   // The terms of the (block, iteration) tile of shape `tile` in a tensor with `strides` (data dims
   // from `first`), as sgraph::evaluate places it: along dim j, block b of a grid dim partitioning
   // j starts at b * tile[j] * (the loop range if the loop walks j too), iteration f at f * tile[j].
-  kir::Offset tile_terms(const sgraph::Map& map, const std::vector<int64_t>& tile, const std::vector<int64_t>& strides, size_t first) const {
+  kir::Offset tile_terms(const sgraph::Map& map, const std::vector<int64_t>& tile, const std::vector<int64_t>& strides,
+                         size_t first) const {
     kir::Offset off;
     auto add = [&](int block, int64_t scale) {
       if (scale != 0) off.push_back({block, scale});

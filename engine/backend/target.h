@@ -25,21 +25,21 @@ std::string target_names();
 
 struct TargetDescription {
   Target target = Target::Cpu;
-  std::string model;            // e.g. "AMD EPYC, 2 cores, AVX-512"
-  int cores = 1;                // CPU cores, or a GPU's SMs: the units blocks are spread over
+  std::string model;                   // e.g. "AMD EPYC, 2 cores, AVX-512"
+  int cores = 1;                       // CPU cores, or a GPU's SMs: the units blocks are spread over
   int64_t l1_bytes = 0, l2_bytes = 0;  // per core
   int64_t l3_bytes = 0;                // total
-  int simd_bytes = 32;          // 16 SSE, 32 AVX2, 64 AVX-512
-  double bandwidth_gbs = 0;     // streaming-read bandwidth from memory, all cores (measured on the CPU)
-  double cache_bandwidth_gbs = 0;  // the same for a working set that stays in the last-level cache
-                                   // (0: unknown, use bandwidth_gbs)
-  double peak_gflops = 0;       // f32 FMA peak, all cores (measured on the CPU)
-  int64_t fast_memory_bytes = 0;  // per-block tile budget (sgraph::TileBudget): shared memory per
-                                  // block on a GPU, a cache budget on a CPU
-  bool measured = false;        // bandwidth/peak measured here (false: data sheet values)
-  double tensor_peak_gflops = 0;  // GPU: f16/bf16 dense peak on tensor cores, for the roofline at
-                                  // 16-bit storage (0: none, peak_gflops serves)
-  std::string arch;             // GPU: the virtual architecture NVRTC compiles for ("compute_90")
+  int simd_bytes = 32;                 // 16 SSE, 32 AVX2, 64 AVX-512
+  double bandwidth_gbs = 0;            // streaming-read bandwidth from memory, all cores (measured on the CPU)
+  double cache_bandwidth_gbs = 0;      // the same for a working set that stays in the last-level cache
+                                       // (0: unknown, use bandwidth_gbs)
+  double peak_gflops = 0;              // f32 FMA peak, all cores (measured on the CPU)
+  int64_t fast_memory_bytes = 0;       // per-block tile budget (sgraph::TileBudget): shared memory per
+                                       // block on a GPU, a cache budget on a CPU
+  bool measured = false;               // bandwidth/peak measured here (false: data sheet values)
+  double tensor_peak_gflops = 0;       // GPU: f16/bf16 dense peak on tensor cores, for the roofline at
+                                       // 16-bit storage (0: none, peak_gflops serves)
+  std::string arch;                    // GPU: the virtual architecture NVRTC compiles for ("compute_90")
   sgraph::TileBudget tile_budget() const { return {fast_memory_bytes}; }
   // Bytes the caches can hold between two calls of a kernel: the last level plus every core's
   // second level (on CPUs whose last level is a victim cache, as AMD's, they add up).

@@ -35,6 +35,7 @@ namespace prism::eg {
 // op table (ir/ops.h) gains is a term with no change here. The IR ops named below are the ones
 // the builders and axioms name; the operators of terms alone (layout and parallel structure)
 // come after the IR's codes. A concat term is binary (an IR concat of n is n - 1 of them).
+// clang-format off
 enum class TOp : uint8_t {
   Input = uint8_t(Op::Input), Const = uint8_t(Op::Const),
   Neg = uint8_t(Op::Neg), Exp = uint8_t(Op::Exp), Log = uint8_t(Op::Log), Sqrt = uint8_t(Op::Sqrt),
@@ -49,6 +50,7 @@ enum class TOp : uint8_t {
   Partition, Replicate, Combine, Reduce,
   Count,
 };
+// clang-format on
 
 constexpr TOp term_op(Op op) { return TOp(uint8_t(op)); }
 // The IR op a term operator is, if it is one.

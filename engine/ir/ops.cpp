@@ -10,6 +10,7 @@ namespace prism {
 
 namespace {
 
+// clang-format off
 // An elementwise row from one formula: the reference function and its C text are the same
 // tokens, so the interpreter and every code generator compute one formula. The formula is C
 // (expf, not std::exp) over x and y; float literals carry their f.
@@ -56,6 +57,7 @@ constexpr OpInfo kOps[] = {
 #undef PRISM_UNARY
 #undef PRISM_BINARY
 #undef PRISM_OP
+// clang-format on
 
 constexpr bool in_op_order() {
   for (size_t i = 0; i < std::size(kOps); ++i)

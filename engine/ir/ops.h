@@ -15,6 +15,8 @@
 
 namespace prism {
 
+// Ops are grouped by class, a class a line.
+// clang-format off
 enum class Op : uint8_t {
   Input, Const,
   // elementwise unary
@@ -29,6 +31,7 @@ enum class Op : uint8_t {
   // data movement
   Transpose, Reshape, Concat, Split,  // Split stays last: kOpCount counts up to it
 };
+// clang-format on
 inline constexpr size_t kOpCount = size_t(Op::Split) + 1;
 
 // The class of an op is also its shape rule: Unary keeps the shape, Binary broadcasts (NumPy),
@@ -39,18 +42,20 @@ enum class OpClass { Input, Const, Unary, Binary, Matmul, Reduce, Composite, Tra
 // opaque op is an uninterpreted function of its operand's field element: sound for any op (the
 // same inputs give the same outputs), so a new op needs no model to be fingerprinted; it only
 // cannot see identities inside the op, which no axiom uses either.
+// clang-format off
 enum class FieldModel : uint8_t {
   None,    // no model: families using the op are left to the proof (log: the field has no log)
   Opaque,  // an uninterpreted function, keyed by the op
   Neg, Exp, Square, Silu, Rsqrt,  // exact models (rsqrt: 1 / sqrt, sqrt opaque)
   Add, Sub, Mul, Div,
 };
+// clang-format on
 
 struct OpInfo {
   Op op;
   const char* name;  // in the language, the sGraph text and the e-graph's patterns
   OpClass cls;
-  int arity;         // operands; -1: two or more (concat)
+  int arity;  // operands; -1: two or more (concat)
   // Elementwise ops: the reference semantics, f32 in and out (the interpreter's), and the same
   // formula as C source over `x` (and `y`), with C99's float math functions (expf, erff, …).
   float (*unary)(float);

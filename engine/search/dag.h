@@ -1,6 +1,6 @@
 // The fused computation a family implements, before any parallelization: a DAG of prism ops over
 // whole tensors (the program's inputs first). Every block graph the search builds is one such DAG
-// cut into tiles by a plan (plan.h); its value is the tiles' "abstract expression" (design.md §3).
+// cut into tiles by a plan (plan.h); its value is the tiles' "abstract expression" (docs/design.md §3).
 //
 // Ops are the language's primitives with the block-graph conventions: binary ops and matmul take
 // operands of equal rank, reductions keep their axis (size 1).

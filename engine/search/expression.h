@@ -1,4 +1,4 @@
-// Pruning by abstract expression (design.md §3): the program's term is put in a private
+// Pruning by abstract expression (docs/design.md §3): the program's term is put in a private
 // e-graph and saturated once with the sound axioms; afterwards the e-graph is read-only and shared
 // by all workers. A candidate op whose term is not in it (its node, over the e-classes of its
 // operands, is not hash-consed there) is not a subterm of anything the axioms make equal to the

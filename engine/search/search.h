@@ -1,4 +1,4 @@
-// The symbolic search (design.md §3, §4): generate families of fused kernels (sGraphs) for a
+// The symbolic search (docs/design.md §3, §4): generate families of fused kernels (sGraphs) for a
 // program, prune them by abstract expressions, dimensions, structure and hardware bounds, and
 // report only the families an e-graph proof shows equal to the program.
 #pragma once

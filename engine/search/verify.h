@@ -1,4 +1,4 @@
-// Verification of a finished family (design.md §3). Nothing is reported unless all of these hold:
+// Verification of a finished family (docs/design.md §3). Nothing is reported unless all of these hold:
 //
 //  0. fingerprint pre-filter (fingerprint.h): the family and the program over a finite field on
 //     the same random inputs, at its own smaller instance (fingerprint.h); exact, so a mismatch rejects. A

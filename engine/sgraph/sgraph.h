@@ -1,4 +1,4 @@
-// The sGraph IR: a family of fused-kernel programs with symbolic execution parameters (design.md §4).
+// The sGraph IR: a family of fused-kernel programs with symbolic execution parameters (docs/design.md §4).
 //
 // An SGraph is a kernel graph: device tensors flow through a few kernels in sequence. A kernel is
 // either a library kernel (one prism::Op over whole device tensors: matmul, an elementwise op, a

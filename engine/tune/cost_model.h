@@ -1,4 +1,4 @@
-// A cost model that ranks instances of an sGraph family without running them (design.md §5).
+// A cost model that ranks instances of an sGraph family without running them (docs/design.md §5).
 // The assumptions are listed at the top of cost_model.cpp.
 #pragma once
 #include <string>

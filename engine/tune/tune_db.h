@@ -1,4 +1,4 @@
-// The tuning DB (design.md §5): tuning results on disk, keyed by (program, bindings, target,
+// The tuning DB (docs/design.md §5): tuning results on disk, keyed by (program, bindings, target,
 // prism version), so the same question is never tuned twice, across daemon restarts too.
 // One small text file per key in the DB directory, written to a temporary name and renamed.
 #pragma once

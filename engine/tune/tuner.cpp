@@ -42,8 +42,7 @@ void check_bindings(const Program& lowered, const DimBindings& bindings) {
       throw Error(Error::Kind::InvalidArgument, "'" + name + "' is not a dim of " + lowered.name);
 }
 
-std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dims, uint64_t seed,
-                                  std::map<std::string, Tensor>* by_name) {
+std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dims, uint64_t seed, std::map<std::string, Tensor>* by_name) {
   std::vector<Tensor> inputs;
   for (int id : program.inputs) {
     const Value& v = program.value(id);
@@ -163,8 +162,7 @@ Comparison check_outputs(const backend::Backend& backend, const std::vector<Tens
   return all;
 }
 
-void record_run(TuneRow& row, const backend::RunOutcome& outcome,
-                const std::function<Comparison(const std::vector<Tensor>&)>& check) {
+void record_run(TuneRow& row, const backend::RunOutcome& outcome, const std::function<Comparison(const std::vector<Tensor>&)>& check) {
   if (!outcome.ok) {
     row.error = outcome.error;
     return;

@@ -95,8 +95,7 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
     if (progress) progress({"search", 0, 0, 0});
     found = search(program, SearchLimits{}, cancel);
   }
-  if (found->candidates.empty())
-    throw Error(Error::Kind::Failed, "the search found no verified family for '" + program + "' to tune");
+  if (found->candidates.empty()) throw Error(Error::Kind::Failed, "the search found no verified family for '" + program + "' to tune");
   const backend::TargetDescription target = described(request.target);
   const std::string key = tune::tune_key(lowered, request.bindings, target);
   auto record = [&](tune::TuneResult r) {
@@ -133,8 +132,8 @@ std::vector<tune::TuneResult> Workspace::tune_results(const std::string& program
   return out;
 }
 
-tune::KernelSource Workspace::kernel_source(const std::string& program, int candidate,
-                                            const std::map<std::string, int64_t>& bindings, backend::Target target) {
+tune::KernelSource Workspace::kernel_source(const std::string& program, int candidate, const std::map<std::string, int64_t>& bindings,
+                                            backend::Target target) {
   auto [lowered, version] = lowered_program(program);
   std::vector<tune::TuneResult> tuned = tune_results(program);
   const tune::TuneResult* match = nullptr;
@@ -165,8 +164,8 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
       }
     }
     if (candidate == 0)
-      throw Error(Error::Kind::InvalidArgument, "no family of '" + program + "' fits the " + backend::target_name(target) + " at " +
-                                                    tune::sizes_text(k.bindings));
+      throw Error(Error::Kind::InvalidArgument,
+                  "no family of '" + program + "' fits the " + backend::target_name(target) + " at " + tune::sizes_text(k.bindings));
   }
   if (candidate < 1 || candidate > int(found->candidates.size()))
     throw Error(Error::Kind::NotFound, "'" + program + "' has no candidate " + std::to_string(candidate) + " (it has " +

@@ -49,7 +49,8 @@ class Printer {
         switch (s.acc) {
           case sgraph::AccKind::Sum: return emit_binary(Op::Add, out, in(0), out, ctx);
           case sgraph::AccKind::Max:
-            return emit_zip(out, in(0), out, [](const std::string& a, const std::string& b) { return "prism_max_into(" + a + ", " + b + ")"; }, ctx);
+            return emit_zip(
+                out, in(0), out, [](const std::string& a, const std::string& b) { return "prism_max_into(" + a + ", " + b + ")"; }, ctx);
           case sgraph::AccKind::Rms: return emit_square_sum_into(s.axis, in(0), out, ctx);
         }
         return "";
@@ -104,7 +105,8 @@ class Printer {
     }
     std::vector<kir::Tile> tiles = k.tiles;
     std::sort(tiles.begin(), tiles.end(), [](const kir::Tile& a, const kir::Tile& b) { return a.value < b.value; });
-    for (const kir::Tile& t : tiles) s += "    float* const v" + std::to_string(t.value) + " = S + " + std::to_string(t.offset_bytes / 4) + ";\n";
+    for (const kir::Tile& t : tiles)
+      s += "    float* const v" + std::to_string(t.value) + " = S + " + std::to_string(t.offset_bytes / 4) + ";\n";
     for (const kir::Accumulator& a : k.accumulators) {
       std::string init = a.acc == sgraph::AccKind::Max ? "-__builtin_inff()" : "0.0f";
       s += "    for (long e = 0; e < " + num(a.elements) + "; ++e) v" + std::to_string(a.value) + "[e] = " + init + ";\n";
@@ -115,7 +117,8 @@ class Printer {
     for (const kir::Accumulator& a : k.accumulators) {
       if (a.acc != sgraph::AccKind::Rms) continue;
       const std::string v = "v" + std::to_string(a.value);
-      s += "    for (long e = 0; e < " + num(a.elements) + "; ++e) " + v + "[e] = __builtin_sqrtf(" + v + "[e] / float(" + std::to_string(a.count) + "));\n";
+      s += "    for (long e = 0; e < " + num(a.elements) + "; ++e) " + v + "[e] = __builtin_sqrtf(" + v + "[e] / float(" +
+           std::to_string(a.count) + "));\n";
     }
     s += phase(k.after, "    ", "0", k.loop);
     return s + "  }\n}\n";
@@ -133,7 +136,9 @@ class Printer {
   std::string entry() const {
     std::string s = "extern \"C\" int prism_entry(const float* const* inputs, float* const* outputs, int threads) {\n";
     s += "  if (threads < 1) threads = 1;\n  prism_failed = 0;\n";
-    auto slot_of = [&](const std::string& name) { return size_t(std::find(p_.outputs.begin(), p_.outputs.end(), name) - p_.outputs.begin()); };
+    auto slot_of = [&](const std::string& name) {
+      return size_t(std::find(p_.outputs.begin(), p_.outputs.end(), name) - p_.outputs.begin());
+    };
     for (size_t i = 0; i < p_.tensors.size(); ++i) {
       const kir::Tensor& t = p_.tensors[i];
       std::string ti = "T[" + std::to_string(i) + "]", comment = "  // " + t.name + "\n";
@@ -144,7 +149,8 @@ class Printer {
         s += "  " + ti + " = outputs[" + std::to_string(slot) + "];" + comment;
       } else {
         s += "  {\n    static float* buffer = nullptr;\n";
-        s += "    if (!buffer) buffer = static_cast<float*>(aligned_alloc(64, " + std::to_string((element_count(t.shape) * 4 + 63) / 64 * 64) + "));\n";
+        s += "    if (!buffer) buffer = static_cast<float*>(aligned_alloc(64, " +
+             std::to_string((element_count(t.shape) * 4 + 63) / 64 * 64) + "));\n";
         s += "    if (!buffer) { prism_message = \"out of memory for a device tensor\"; return 1; }\n";
         s += "    " + ti + " = buffer;" + comment + "  }\n";
       }
@@ -154,8 +160,8 @@ class Printer {
     for (size_t o = 0; o < p_.outputs.size(); ++o) {
       const size_t i = p_.index(p_.outputs[o]);
       if (i < p_.inputs || slot_of(p_.outputs[o]) != o)
-        s += "  memcpy(outputs[" + std::to_string(o) + "], T[" + std::to_string(i) + "], " + std::to_string(element_count(p_.tensors[i].shape) * 4) +
-             ");\n";
+        s += "  memcpy(outputs[" + std::to_string(o) + "], T[" + std::to_string(i) + "], " +
+             std::to_string(element_count(p_.tensors[i].shape) * 4) + ");\n";
     }
     s += "  if (prism_failed) { prism_message = \"out of memory for a block's scratch\"; return 1; }\n";
     return s + "  return 0;\n}\n\nextern \"C\" const char* prism_error(void) { return prism_message; }\n";

@@ -41,11 +41,14 @@ Build CpuBackend::eager(const Program& stored, const DimBindings& dims) const {
 }
 
 Build CpuBackend::fault(const std::string& kind) const {
-  const char* body = kind == "crash" ? "  volatile int* p = nullptr;\n  *p = 1;\n" : kind == "hang" ? "  for (volatile int spin = 0;; spin = spin + 1) {}\n" : nullptr;
+  const char* body = kind == "crash"  ? "  volatile int* p = nullptr;\n  *p = 1;\n"
+                     : kind == "hang" ? "  for (volatile int spin = 0;; spin = spin + 1) {}\n"
+                                      : nullptr;
   if (!body) return Backend::fault(kind);
   Build b;
-  b.source = std::string("// planted by PRISM_FAULT_INJECT\nextern \"C\" const char* prism_error() { return \"\"; }\n"
-                         "extern \"C\" int prism_entry(const float* const*, float* const*, int) {\n") +
+  b.source = std::string(
+                 "// planted by PRISM_FAULT_INJECT\nextern \"C\" const char* prism_error() { return \"\"; }\n"
+                 "extern \"C\" int prism_entry(const float* const*, float* const*, int) {\n") +
              body + "  return 0;\n}\n";
   return b;
 }

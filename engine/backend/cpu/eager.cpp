@@ -94,7 +94,8 @@ class Printer {
   // the threads, the innermost left to the vectorizer. `stmt` uses the indices.
   void loop_nest(const std::vector<int64_t>& shape, const std::string& stmt) {
     if (shape.empty()) return line("{ " + stmt + " }");
-    if (shape.size() > 1) line("#pragma omp parallel for collapse(" + std::to_string(shape.size() - 1) + ") num_threads(nt) schedule(static)");
+    if (shape.size() > 1)
+      line("#pragma omp parallel for collapse(" + std::to_string(shape.size() - 1) + ") num_threads(nt) schedule(static)");
     else line("#pragma omp parallel for num_threads(nt) schedule(static)");
     std::string indent;
     for (size_t d = 0; d < shape.size(); ++d) {
@@ -108,7 +109,8 @@ class Printer {
   void gather(const eager::Step& s) {
     if (!s.elementwise) return loop_nest(s.shape, element(s.out) + " = " + element(s.in.at(0)) + ";");
     const bool binary = s.in.size() == 2;
-    const std::string expr = elementwise_expr(s.op, binary ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a"}, kHostC, "eager");
+    const std::string expr =
+        elementwise_expr(s.op, binary ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a"}, kHostC, "eager");
     std::string stmt = "const float a = " + element(s.in[0]) + (binary ? ", b = " + element(s.in[1]) : "") + "; ";
     loop_nest(s.shape, stmt + element(s.out) + " = " + expr + ";");
   }
@@ -122,18 +124,18 @@ class Printer {
       indent += "  ";
     }
     auto at = [](const eager::Access& a) { return buffer(a.buffer) + " + (" + index_offset(a.strides, "LL") + ")"; };
-    line(indent + "cblas_sgemm(101, 111, 111, " + std::to_string(s.m) + ", " + std::to_string(s.n) + ", " + std::to_string(s.k) + ", 1.0f, " +
-         at(s.in[0]) + ", " + std::to_string(s.k) + ", " + at(s.in[1]) + ", " + std::to_string(s.n) + ", 0.0f, " + at(s.out) + ", " +
-         std::to_string(s.n) + ");");
+    line(indent + "cblas_sgemm(101, 111, 111, " + std::to_string(s.m) + ", " + std::to_string(s.n) + ", " + std::to_string(s.k) +
+         ", 1.0f, " + at(s.in[0]) + ", " + std::to_string(s.k) + ", " + at(s.in[1]) + ", " + std::to_string(s.n) + ", 0.0f, " + at(s.out) +
+         ", " + std::to_string(s.n) + ");");
   }
 
   // Each output element accumulated in f32 in axis order, as the interpreter does.
   void reduce(const eager::Step& s) {
     const eager::FoldText f = eager::fold_text(s.op, s.k, kFold);
     const std::string x = buffer(s.in.at(0).buffer), out = buffer(s.out.buffer);
-    loop_nest({s.outer, s.inner}, "float acc = " + f.init + "; for (i64 j = 0; j < " + lit(s.k) + "; ++j) { const float x = " + x + "[(i0 * " +
-                                      lit(s.k) + " + j) * " + lit(s.inner) + " + i1]; " + f.update + " } " + out + "[i0 * " + lit(s.inner) +
-                                      " + i1] = " + f.result + ";");
+    loop_nest({s.outer, s.inner}, "float acc = " + f.init + "; for (i64 j = 0; j < " + lit(s.k) + "; ++j) { const float x = " + x +
+                                      "[(i0 * " + lit(s.k) + " + j) * " + lit(s.inner) + " + i1]; " + f.update + " } " + out + "[i0 * " +
+                                      lit(s.inner) + " + i1] = " + f.result + ";");
   }
 
   const eager::Plan& plan_;
@@ -142,7 +144,9 @@ class Printer {
 
 }  // namespace
 
-std::string generate_eager_source(const Program& lowered, const DimBindings& bindings) { return Printer(eager::plan(lowered, bindings)).run(); }
+std::string generate_eager_source(const Program& lowered, const DimBindings& bindings) {
+  return Printer(eager::plan(lowered, bindings)).run();
+}
 
 const std::vector<std::string>& eager_libs() {
   static const std::vector<std::string> libs = [] {

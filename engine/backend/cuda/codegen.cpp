@@ -51,13 +51,13 @@ class KernelPrinter {
     }
     for (const kir::Tile& tile : k.tiles) {
       const std::string type = storage_type(tile.storage), v = std::string("v").append(std::to_string(tile.value));
-      s += "  " + type + "* const " + v + " = reinterpret_cast<" + type + "*>(prism_smem + " + std::to_string(tile.offset_bytes) + ");  // " +
-           tile.name + "\n";
+      s += "  " + type + "* const " + v + " = reinterpret_cast<" + type + "*>(prism_smem + " + std::to_string(tile.offset_bytes) +
+           ");  // " + tile.name + "\n";
     }
     for (const kir::Accumulator& a : k.accumulators) {
       std::string init = a.acc == sgraph::AccKind::Max ? "prism_neg_inf()" : "0.0f";
-      s += "  for (int e = threadIdx.x; e < " + std::to_string(a.elements) + "; e += " + t + ") v" + std::to_string(a.value) + "[e] = " + init +
-           ";  // " + a.name + "\n";
+      s += "  for (int e = threadIdx.x; e < " + std::to_string(a.elements) + "; e += " + t + ") v" + std::to_string(a.value) +
+           "[e] = " + init + ";  // " + a.name + "\n";
     }
     s += "  __syncthreads();\n";
     s += phase(k.before, "  ", "0");
@@ -110,7 +110,8 @@ class KernelPrinter {
   }
 
   View view(const kir::Place& place, const std::string& f) const {
-    if (place.kind != kir::Place::Kind::Tensor) return View{std::string("v").append(std::to_string(place.value)), place.shape, place.strides};
+    if (place.kind != kir::Place::Kind::Tensor)
+      return View{std::string("v").append(std::to_string(place.value)), place.shape, place.strides};
     const std::string& p = param_.at(place.tensor);
     const std::string off = offset_text(place.offset, f, "LL");
     return View{off == "0" ? p : "(" + p + " + " + off + ")", place.shape, place.strides};
@@ -146,17 +147,23 @@ class KernelPrinter {
       case kir::Stmt::Kind::Stage: return emit_tile_load(in(0), out, sgraph::element_bytes(p_.tensor(s.in[0].tensor).dtype), ctx);
       case kir::Stmt::Kind::Compute:
         switch (op_class(s.op)) {
-          case OpClass::Unary: return emit_map(in(0), out, [&](const std::string& x) { return unary_expr(s.op, x); }, ctx);
+          case OpClass::Unary:
+            return emit_map(
+                in(0), out, [&](const std::string& x) { return unary_expr(s.op, x); }, ctx);
           case OpClass::Binary:
-            return emit_zip(in(0), in(1), out, [&](const std::string& a, const std::string& b) { return binary_expr(s.op, a, b); }, ctx);
+            return emit_zip(
+                in(0), in(1), out, [&](const std::string& a, const std::string& b) { return binary_expr(s.op, a, b); }, ctx);
           case OpClass::Matmul: return matmul(s, in(0), in(1), out, ctx);
           default: return emit_reduce(s.op, s.axis, in(0), out, ctx);
         }
       case kir::Stmt::Kind::Accumulate:
         switch (s.acc) {
-          case sgraph::AccKind::Sum: return emit_zip(out, in(0), out, [](const std::string& a, const std::string& b) { return a + " + " + b; }, ctx);
+          case sgraph::AccKind::Sum:
+            return emit_zip(
+                out, in(0), out, [](const std::string& a, const std::string& b) { return a + " + " + b; }, ctx);
           case sgraph::AccKind::Max:
-            return emit_zip(out, in(0), out, [](const std::string& a, const std::string& b) { return "prism_max_into(" + a + ", " + b + ")"; }, ctx);
+            return emit_zip(
+                out, in(0), out, [](const std::string& a, const std::string& b) { return "prism_max_into(" + a + ", " + b + ")"; }, ctx);
           case sgraph::AccKind::Rms: return emit_square_sum_into(s.axis, in(0), out, ctx);
         }
         return "";
@@ -170,7 +177,8 @@ class KernelPrinter {
     std::string s;
     EmitContext ctx = ctx_;
     ctx.indent = ind + "  ";
-    for (const kir::Stmt& st : stmts) s += ind + "{  // " + st.label + "\n" + statement(st, ctx, f) + ind + "}\n" + ind + "__syncthreads();\n";
+    for (const kir::Stmt& st : stmts)
+      s += ind + "{  // " + st.label + "\n" + statement(st, ctx, f) + ind + "}\n" + ind + "__syncthreads();\n";
     return s;
   }
 

@@ -22,8 +22,8 @@ std::string join(const std::vector<std::string>& items) {
 std::string launches(const CudaSource& cuda) {
   std::string s = "// Launches, in order (one thread block per grid point; dynamic shared memory in bytes):\n";
   for (const auto& k : cuda.kernels)
-    s += "//   " + k.name + "<<<" + std::to_string(k.grid_blocks) + ", " + std::to_string(k.threads) + ", " + std::to_string(k.shared_bytes) +
-         ">>>(" + join(k.params) + ")\n";
+    s += "//   " + k.name + "<<<" + std::to_string(k.grid_blocks) + ", " + std::to_string(k.threads) + ", " +
+         std::to_string(k.shared_bytes) + ">>>(" + join(k.params) + ")\n";
   if (!cuda.scratch_tensors.empty()) s += "// Intermediate tensors the caller allocates: " + join(cuda.scratch_tensors) + "\n";
   return s;
 }
@@ -37,7 +37,9 @@ Backend::Availability CudaBackend::availability() const {
   return {device.available && nvrtc.available, device.detail + "; " + nvrtc.detail};
 }
 
-TargetDescription CudaBackend::describe(const std::string&) const { return cuda_status().available ? describe_cuda_device() : cuda_h100_data(); }
+TargetDescription CudaBackend::describe(const std::string&) const {
+  return cuda_status().available ? describe_cuda_device() : cuda_h100_data();
+}
 
 int CudaBackend::threads(int, const TargetDescription&) const { return kThreadsPerBlock; }
 

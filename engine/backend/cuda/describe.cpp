@@ -11,16 +11,16 @@ TargetDescription cuda_h100_data() {
   TargetDescription t;
   t.target = Target::Cuda;
   t.model = "NVIDIA H100 SXM (data sheet)";
-  t.cores = 132;                    // SMs: one block per SM at a time, the unit of parallelism
-  t.l1_bytes = 256 * 1024;          // L1 + shared memory per SM
-  t.l2_bytes = 0;                   // no per-SM second level
-  t.l3_bytes = 50 * 1024 * 1024;    // the last-level cache shared by all SMs (the H100's L2)
-  t.simd_bytes = 128;               // a warp: 32 lanes of f32
-  t.bandwidth_gbs = 3350;           // HBM3
-  t.peak_gflops = 67000;            // f32 FMA (non tensor core); 989 TFLOP/s fp16 dense on tensor cores
-  t.fast_memory_bytes = 227 * 1024; // shared memory usable by one block (228 KiB per SM)
+  t.cores = 132;                     // SMs: one block per SM at a time, the unit of parallelism
+  t.l1_bytes = 256 * 1024;           // L1 + shared memory per SM
+  t.l2_bytes = 0;                    // no per-SM second level
+  t.l3_bytes = 50 * 1024 * 1024;     // the last-level cache shared by all SMs (the H100's L2)
+  t.simd_bytes = 128;                // a warp: 32 lanes of f32
+  t.bandwidth_gbs = 3350;            // HBM3
+  t.peak_gflops = 67000;             // f32 FMA (non tensor core); 989 TFLOP/s fp16 dense on tensor cores
+  t.fast_memory_bytes = 227 * 1024;  // shared memory usable by one block (228 KiB per SM)
   t.measured = false;
-  t.tensor_peak_gflops = 989000;    // f16/bf16 dense, tensor cores
+  t.tensor_peak_gflops = 989000;  // f16/bf16 dense, tensor cores
   t.arch = "compute_90";
   return t;
 }

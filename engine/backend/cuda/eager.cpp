@@ -83,7 +83,8 @@ class Printer {
   }
 
   // A kernel over `params` (the last one written), with `body` its statements.
-  void kernel(const std::string& what, const std::vector<CudaTensor>& params, int64_t blocks, const std::string& body, int64_t shared_bytes = 0) {
+  void kernel(const std::string& what, const std::vector<CudaTensor>& params, int64_t blocks, const std::string& body,
+              int64_t shared_bytes = 0) {
     CudaKernelInfo info;
     info.name = "prism_eager_" + std::to_string(out_.plan.steps.size()) + "_" + what;
     info.grid_blocks = blocks;
@@ -92,9 +93,11 @@ class Printer {
     std::string sig;
     for (size_t i = 0; i < params.size(); ++i) {
       info.params.push_back(params[i].name);
-      sig += std::string(i ? ", " : "") + (i + 1 < params.size() ? "const " : "") + ctype(params[i].dtype) + "* __restrict__ p" + std::to_string(i);
+      sig += std::string(i ? ", " : "") + (i + 1 < params.size() ? "const " : "") + ctype(params[i].dtype) + "* __restrict__ p" +
+             std::to_string(i);
     }
-    out_.source += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + info.name + "(" + sig + ") {\n" + body + "}\n";
+    out_.source += "\nextern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " + info.name + "(" + sig + ") {\n" +
+                   body + "}\n";
     CudaStep step;
     step.kernel = std::move(info);
     out_.plan.steps.push_back(std::move(step));
@@ -104,8 +107,8 @@ class Printer {
   void grid_stride(const std::string& what, const std::vector<CudaTensor>& params, int64_t n, const std::string& stmt) {
     int64_t blocks = std::min<int64_t>((n + kThreads - 1) / kThreads, int64_t(1) << 20);
     kernel(what, params, blocks,
-           "  for (i64 idx = blockIdx.x * " + lit(kThreads) + " + threadIdx.x; idx < " + lit(n) + "; idx += (i64)gridDim.x * " + lit(kThreads) +
-               ") {\n    " + stmt + "\n  }\n");
+           "  for (i64 idx = blockIdx.x * " + lit(kThreads) + " + threadIdx.x; idx < " + lit(n) + "; idx += (i64)gridDim.x * " +
+               lit(kThreads) + ") {\n    " + stmt + "\n  }\n");
   }
 
   // The index an access reads at: `idx` itself in a flat step, else from the coordinates.
@@ -140,7 +143,8 @@ class Printer {
       stmt += store + loads.at(0) + ");";
     } else {
       const bool binary = loads.size() == 2;
-      const std::string expr = elementwise_expr(s.op, binary ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a"}, kCudaC, "eager");
+      const std::string expr =
+          elementwise_expr(s.op, binary ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a"}, kCudaC, "eager");
       stmt += "const float a = " + loads[0] + (binary ? ", b = " + loads[1] : "") + "; " + store + expr + ");";
     }
     grid_stride(s.what, params, element_count(s.shape), stmt);
@@ -203,18 +207,20 @@ class Printer {
     std::vector<CudaTensor> params{tensor(s.in.at(0).buffer), tensor(s.out.buffer)};
     if (s.inner > 1) {
       grid_stride(s.what, params, s.outer * s.inner,
-                  "const i64 i0 = idx / " + lit(s.inner) + ", i1 = idx % " + lit(s.inner) + "; float acc = " + f.init + "; for (i64 j = 0; j < " +
-                      lit(s.k) + "; ++j) { const float x = ld(p0, (i0 * " + lit(s.k) + " + j) * " + lit(s.inner) + " + i1); " + f.update +
-                      " } st(p1, idx, " + f.result + ");");
+                  "const i64 i0 = idx / " + lit(s.inner) + ", i1 = idx % " + lit(s.inner) + "; float acc = " + f.init +
+                      "; for (i64 j = 0; j < " + lit(s.k) + "; ++j) { const float x = ld(p0, (i0 * " + lit(s.k) + " + j) * " +
+                      lit(s.inner) + " + i1); " + f.update + " } st(p1, idx, " + f.result + ");");
       return;
     }
-    std::string combine = s.op == Op::Max ? "{ const float x = sh[threadIdx.x + s]; float acc = sh[threadIdx.x]; " + f.update + " sh[threadIdx.x] = acc; }"
-                                          : "sh[threadIdx.x] += sh[threadIdx.x + s];";
+    std::string combine =
+        s.op == Op::Max ? "{ const float x = sh[threadIdx.x + s]; float acc = sh[threadIdx.x]; " + f.update + " sh[threadIdx.x] = acc; }"
+                        : "sh[threadIdx.x] += sh[threadIdx.x + s];";
     kernel(s.what, params, std::min<int64_t>(s.outer, int64_t(1) << 20),
            "  extern __shared__ __align__(16) unsigned char prism_smem[];\n  float* sh = reinterpret_cast<float*>(prism_smem);\n"
-           "  for (i64 o = blockIdx.x; o < " + lit(s.outer) + "; o += gridDim.x) {\n    float acc = " + f.init +
-               ";\n    for (i64 j = threadIdx.x; j < " + lit(s.k) + "; j += " + lit(kThreads) + ") { const float x = ld(p0, o * " + lit(s.k) +
-               " + j); " + f.update + " }\n    sh[threadIdx.x] = acc;\n    __syncthreads();\n    for (int s = " + std::to_string(kThreads / 2) +
+           "  for (i64 o = blockIdx.x; o < " +
+               lit(s.outer) + "; o += gridDim.x) {\n    float acc = " + f.init + ";\n    for (i64 j = threadIdx.x; j < " + lit(s.k) +
+               "; j += " + lit(kThreads) + ") { const float x = ld(p0, o * " + lit(s.k) + " + j); " + f.update +
+               " }\n    sh[threadIdx.x] = acc;\n    __syncthreads();\n    for (int s = " + std::to_string(kThreads / 2) +
                "; s > 0; s >>= 1) {\n      if (threadIdx.x < s) " + combine +
                "\n      __syncthreads();\n    }\n    if (threadIdx.x == 0) { const float acc = sh[0]; st(p1, o, " + f.result +
                "); }\n    __syncthreads();\n  }\n",

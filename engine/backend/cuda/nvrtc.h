@@ -1,4 +1,4 @@
-// Compiling CUDA C++ to PTX in-process with NVRTC (design.md §6). libnvrtc is opened at run time
+// Compiling CUDA C++ to PTX in-process with NVRTC (docs/design.md §6). libnvrtc is opened at run time
 // (dlopen), so prism builds and runs where the CUDA toolkit is absent: nvrtc_status() then says
 // why in words. PTX is cached on disk by content, with the rules of engine/backend/cpu/compiler.h:
 // the key is a hash of the NVRTC version, the options and the source; files are written to a

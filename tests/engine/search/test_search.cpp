@@ -1,4 +1,4 @@
-// The symbolic search: it finds the fused families of design.md §8, reports only proved ones,
+// The symbolic search: it finds the fused families of docs/design.md §8, reports only proved ones,
 // prunes soundly (pruned and exhaustive searches verify the same families), honours hardware
 // bounds, and stores results per program version in the Workspace.
 #include <catch2/catch.hpp>

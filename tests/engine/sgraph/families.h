@@ -1,4 +1,4 @@
-// Hand-written sGraph families for the workloads of design.md §8, in the sGraph text form, with
+// Hand-written sGraph families for the workloads of docs/design.md §8, in the sGraph text form, with
 // the programs they implement. Shared by the sGraph tests.
 #pragma once
 #include <string>
