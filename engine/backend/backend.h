@@ -4,6 +4,7 @@
 // source of an instance or of the eager baseline, compile them, run and time them in the kernel
 // runner's worker, and the tolerance a result is checked with.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct Build {
   std::string error;     // why it cannot run (set by generate or compile); such a build is not run
   bool cached = false;   // compile() found it in a cache
 };
+
+// A build made by `make`; an exception it throws becomes the build's error, after `what`.
+Build make_build(const std::string& what, const std::function<void(Build&)>& make);
 
 struct CompileSettings {
   std::string cache_dir;  // where compiled objects are kept (empty: the backend's default)

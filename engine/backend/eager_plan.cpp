@@ -93,18 +93,8 @@ class Planner {
     throw Error(Error::Kind::Failed, std::string("eager: '") + op_name(v.op) + "' must be lowered first (lower_composites)");
   }
 
-  void constant(const Value& v) {
-    const Constant& c = v.attrs.constant;
-    double x = c.number;
-    if (c.exact) {
-      try {
-        x = c.exact->evaluate(b_).to_double();
-      } catch (const DimError& e) {
-        throw Error(Error::Kind::InvalidArgument, e.what());
-      }
-    }
-    where_[v.id] = Access{-1, float(x), 0, {}};
-  }
+  void constant(const Value& v) { where_[v.id] = Access{-1, float(v.attrs.constant.value(b_)), 0, {}}; }
+
 
   // Operands of the result's shape are read flat; others broadcast along the result's dims.
   void elementwise(const Value& v) {

@@ -24,13 +24,7 @@ namespace prism::eg {
 
 namespace {
 
-// The term operators of the op table's ops of one class: the layout rules hold for every
-// elementwise op and every reduction, whatever it computes.
-std::vector<TOp> term_ops(OpClass cls) {
-  std::vector<TOp> out;
-  for (Op op : ops_of_class(cls)) out.push_back(term_op(op));
-  return out;
-}
+// The layout rules hold for every elementwise op and every reduction, whatever it computes.
 const std::vector<TOp> kUnary = term_ops(OpClass::Unary);
 const std::vector<TOp> kBinary = term_ops(OpClass::Binary);
 const std::vector<TOp> kReduce = term_ops(OpClass::Reduce);

@@ -34,6 +34,12 @@ std::optional<Op> ir_op(TOp op) {
   return Op(uint8_t(op));
 }
 
+std::vector<TOp> term_ops(OpClass cls) {
+  std::vector<TOp> out;
+  for (Op op : ops_of_class(cls)) out.push_back(term_op(op));
+  return out;
+}
+
 const char* top_name(TOp op) {
   if (std::optional<Op> ir = ir_op(op)) return op_name(*ir);
   return kTermOnly[size_t(op) - size_t(TOp::Unsqueeze)].name;

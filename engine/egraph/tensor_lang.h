@@ -53,6 +53,8 @@ enum class TOp : uint8_t {
 // clang-format on
 
 constexpr TOp term_op(Op op) { return TOp(uint8_t(op)); }
+// The term operators of the op table's ops of one class, in Op order.
+std::vector<TOp> term_ops(OpClass cls);
 // The IR op a term operator is, if it is one.
 std::optional<Op> ir_op(TOp op);
 

@@ -88,19 +88,11 @@ class Interpreter : public Visitor {
   }
 
   void visit_const(const Value& v) override {
-    const Constant& c = v.attrs.constant;
-    double x = c.number;
-    if (c.exact) {
-      try {
-        x = c.exact->evaluate(bindings_).to_double();
-      } catch (const DimError& e) {
-        throw Error(Error::Kind::InvalidArgument, e.what());
-      }
-    }
     Tensor t = Tensor::zeros(DType::F32, {});
-    t.data[0] = float(x);
+    t.data[0] = float(v.attrs.constant.value(bindings_));
     set(v, std::move(t));
   }
+
 
   // Elementwise ops compute the op table's reference formula (ir/ops.h) on every element.
   void visit_unary(const Value& v) override {

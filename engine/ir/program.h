@@ -26,6 +26,9 @@ struct Type {
 struct Constant {
   std::optional<Dim> exact;
   double number = 0;
+
+  // Its value under the bindings; throws Error{InvalidArgument} naming an unbound dim.
+  double value(const DimBindings& bindings) const;
 };
 
 struct Attrs {

@@ -19,25 +19,13 @@ Program CpuBackend::stored(const Program& lowered) const { return with_storage(l
 sgraph::SGraph CpuBackend::stored(const sgraph::SGraph& family) const { return with_storage(family, DType::F32); }
 
 Build CpuBackend::generate(const sgraph::Instance& instance, const TargetDescription& target) const {
-  Build b;
   CodegenOptions options;
   options.simd_bytes = target.simd_bytes;
-  try {
-    b.source = generate_cpu_source(instance, options);
-  } catch (const std::exception& e) {
-    b.error = std::string("cannot generate code: ") + e.what();
-  }
-  return b;
+  return make_build("cannot generate code", [&](Build& b) { b.source = generate_cpu_source(instance, options); });
 }
 
 Build CpuBackend::eager(const Program& stored, const DimBindings& dims) const {
-  Build b;
-  try {
-    b.source = generate_eager_source(stored, dims);
-  } catch (const std::exception& e) {
-    b.error = std::string("the eager baseline: ") + e.what();
-  }
-  return b;
+  return make_build("the eager baseline", [&](Build& b) { b.source = generate_eager_source(stored, dims); });
 }
 
 Build CpuBackend::fault(const std::string& kind) const {

@@ -44,30 +44,22 @@ TargetDescription CudaBackend::describe(const std::string&) const {
 int CudaBackend::threads(int, const TargetDescription&) const { return kThreadsPerBlock; }
 
 Build CudaBackend::generate(const sgraph::Instance& instance, const TargetDescription& target) const {
-  Build b;
   CudaCodegenOptions options;
   options.threads_per_block = kThreadsPerBlock;
   options.shared_memory_bytes = target.fast_memory_bytes;
-  try {
+  return make_build("cannot generate CUDA code", [&](Build& b) {
     CudaSource cuda = generate_cuda_source(instance, options);
     b.source = launches(cuda) + cuda.source;
     b.launch = plan_text(candidate_plan(instance, cuda));
-  } catch (const std::exception& e) {
-    b.error = std::string("cannot generate CUDA code: ") + e.what();
-  }
-  return b;
+  });
 }
 
 Build CudaBackend::eager(const Program& stored, const DimBindings& dims) const {
-  Build b;
-  try {
+  return make_build("the eager baseline", [&](Build& b) {
     CudaEager eager = generate_cuda_eager(stored, dims);
     b.source = eager.source;
     b.launch = plan_text(eager.plan);
-  } catch (const std::exception& e) {
-    b.error = std::string("the eager baseline: ") + e.what();
-  }
-  return b;
+  });
 }
 
 // NVRTC, one source at a time, each PTX cached by content under the cache's ptx/.

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <set>
 
+#include "../interp_helpers.h"
 #include "../search/search_helpers.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cuda/eager.h"
@@ -16,7 +17,6 @@
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
 #include "engine/ir/lower_composites.h"
-#include "engine/compile_helpers.h"
 #include "engine/tune/compare.h"
 #include "support/subprocess.h"
 
@@ -183,13 +183,8 @@ namespace {
 
 // The program's baseline run on the host against the interpreter, each output at its dtype's tolerance.
 void check_against_interpreter(const Program& p, const DimBindings& dims, double tol) {
-  std::vector<Tensor> inputs;
   std::map<std::string, Tensor> named;
-  for (int id : p.inputs) {
-    const Value& v = p.value(id);
-    inputs.push_back(random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims), 11, v.name));
-    named[v.name] = inputs.back();
-  }
+  std::vector<Tensor> inputs = test::seeded_inputs(p, dims, 11, &named);
   std::vector<Tensor> want = interpret(p, dims, named);
   std::vector<Tensor> got = emulate(p, dims, inputs);
   for (size_t o = 0; o < want.size(); ++o) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "../interp_helpers.h"
 #include "../search/search_helpers.h"
 #include "engine/backend/runner/runner.h"
 #include "engine/backend/cuda/driver.h"
@@ -19,13 +20,8 @@ TEST_CASE("cuda run: the eager baseline runs in the worker, or the run says why 
   Program p = test::lowered_example("rms_linear");
   DimBindings dims{{"n", 8}, {"d", 256}};
   backend::cuda::CudaEager eager = backend::cuda::generate_cuda_eager(p, dims);
-  std::vector<Tensor> inputs;
   std::map<std::string, Tensor> named;
-  for (int id : p.inputs) {
-    const Value& v = p.value(id);
-    inputs.push_back(random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims), 7, v.name));
-    named[v.name] = inputs.back();
-  }
+  std::vector<Tensor> inputs = test::seeded_inputs(p, dims, 7, &named);
   std::vector<Tensor> reference = interpret(p, dims, named);
   backend::CudaRunRequest request;
   for (const auto& t : reference) request.output_shapes.push_back(t.shape);

@@ -50,6 +50,17 @@ double eager_error(const std::string& so, const Program& p, const DimBindings& b
   return worst;
 }
 
+// The eager baseline of `p` at `b`, compiled, against the interpreter on 2 threads.
+double compiled_eager_error(const Program& p, const DimBindings& b) {
+  test::TempDir dir;
+  CompileOptions options;
+  options.cache_dir = dir.path();
+  options.libs = eager_libs();
+  std::string src = generate_eager_source(p, b);
+  INFO(src);
+  return eager_error(compile_library(src, options).path, p, b, 2);
+}
+
 // The example with every f16 replaced by f32: the eager baseline stores everything as f32.
 Program example_f32(const std::string& name) {
   return lower_composites(test::only_program(std::regex_replace(test::read_example(name), std::regex("f16"), "f32")));
@@ -90,19 +101,10 @@ TEST_CASE("eager: every example program compiles and matches the interpreter", "
 }
 
 TEST_CASE("eager: every elementwise op of the table computes the interpreter's formula", "[tune][eager][ops]") {
-  test::TempDir dir;
-  Program p = lower_composites(test::only_program(test::every_elementwise_op_program()));
-  DimBindings b{{"n", 3}, {"d", 20}};
-  CompileOptions options;
-  options.cache_dir = dir.path();
-  options.libs = eager_libs();
-  std::string src = generate_eager_source(p, b);
-  INFO(src);
-  CHECK(eager_error(compile_library(src, options).path, p, b, 2) <= 1e-6);
+  CHECK(compiled_eager_error(lower_composites(test::only_program(test::every_elementwise_op_program())), {{"n", 3}, {"d", 20}}) <= 1e-6);
 }
 
 TEST_CASE("eager: broadcasting, reductions over any axis, data movement and constants", "[tune][eager]") {
-  test::TempDir dir;
   const char* text = R"(program p(X: f32[a, b, c], Y: f32[b, 1], W: f32[c, b]) {
   M = max(X, axis=1, keepdims=false)
   R = rms(X, axis=0)
@@ -115,12 +117,6 @@ TEST_CASE("eager: broadcasting, reductions over any axis, data movement and cons
   return M, R, T, Z, P, G, silu(M), reshape(X, [a, b*c]), C, W2, W1, X
 }
 )";
-  Program p = lower_composites(test::only_program(text));
-  DimBindings b{{"a", 2}, {"b", 3}, {"c", 4}};  // c even: W splits in two
-  CompileOptions options;
-  options.cache_dir = dir.path();
-  options.libs = eager_libs();
-  std::string src = generate_eager_source(p, b);
-  INFO(src);
-  CHECK(eager_error(compile_library(src, options).path, p, b, 2) <= 1e-4);
+  // c even: W splits in two
+  CHECK(compiled_eager_error(lower_composites(test::only_program(text)), {{"a", 2}, {"b", 3}, {"c", 4}}) <= 1e-4);
 }

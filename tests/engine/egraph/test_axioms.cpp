@@ -20,11 +20,6 @@ using namespace prism::eg;
 namespace {
 
 // Every op of the table's classes: an op added to ir/ops.h gets its layout rules checked here.
-std::vector<TOp> term_ops(OpClass cls) {
-  std::vector<TOp> out;
-  for (Op op : ops_of_class(cls)) out.push_back(term_op(op));
-  return out;
-}
 const std::vector<TOp> kUnary = term_ops(OpClass::Unary);
 const std::vector<TOp> kBinary = term_ops(OpClass::Binary);
 const std::vector<TOp> kReduce = term_ops(OpClass::Reduce);
