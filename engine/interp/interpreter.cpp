@@ -322,6 +322,16 @@ class Interpreter : public Visitor {
 
 }  // namespace
 
+std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dims, uint64_t seed, std::map<std::string, Tensor>* by_name) {
+  std::vector<Tensor> inputs;
+  for (int id : program.inputs) {
+    const Value& v = program.value(id);
+    inputs.push_back(random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims), seed, v.name));
+    (*by_name)[v.name] = inputs.back();
+  }
+  return inputs;
+}
+
 std::vector<Tensor> interpret(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
                               const CancelToken* cancel) {
   return Interpreter(lowered, bindings, inputs, cancel).run();

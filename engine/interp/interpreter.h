@@ -17,11 +17,15 @@
 
 namespace prism {
 
+// Every input of the program, seeded random at its declared dtype (tensor.h's random_tensor):
+// in parameter order, and by name in `by_name`. Throws as concrete_shape for an unbound dim.
+std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dims, uint64_t seed, std::map<std::string, Tensor>* by_name);
+
 // `inputs` maps each program input name to its tensor; a tensor whose dtype differs from the
 // declared one is converted (rounded). Throws Error: InvalidArgument (missing input, shape
 // mismatch, a dim that is not a positive integer), Failed (a composite was not lowered),
 // Cancelled.
-std::vector<Tensor> interpret(const Program& lowered, const DimBindings& bindings,
-                              const std::map<std::string, Tensor>& inputs, const CancelToken* cancel = nullptr);
+std::vector<Tensor> interpret(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
+                              const CancelToken* cancel = nullptr);
 
 }  // namespace prism

@@ -42,16 +42,6 @@ void check_bindings(const Program& lowered, const DimBindings& bindings) {
       throw Error(Error::Kind::InvalidArgument, "'" + name + "' is not a dim of " + lowered.name);
 }
 
-std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dims, uint64_t seed, std::map<std::string, Tensor>* by_name) {
-  std::vector<Tensor> inputs;
-  for (int id : program.inputs) {
-    const Value& v = program.value(id);
-    inputs.push_back(random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims), seed, v.name));
-    (*by_name)[v.name] = inputs.back();
-  }
-  return inputs;
-}
-
 // Every valid instantiation of every family, cheapest first by the cost model.
 std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims,
                                  const backend::TargetDescription& target, const CancelToken* cancel) {

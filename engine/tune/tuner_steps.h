@@ -29,8 +29,6 @@ struct Option {
 
 // Throws Error{InvalidArgument} for a missing, non-positive or unknown dim.
 void check_bindings(const Program& lowered, const DimBindings& bindings);
-// The program's inputs, seeded random at their declared dtypes, in parameter order and by name.
-std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dims, uint64_t seed, std::map<std::string, Tensor>* by_name);
 // Every valid instantiation of every family, cheapest first by the cost model.
 std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims, const backend::TargetDescription& target,
                                  const CancelToken* cancel);

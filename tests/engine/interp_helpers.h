@@ -25,17 +25,6 @@ inline std::vector<Tensor> run_text(const std::string& text, const DimBindings& 
   return interpret(lower_composites(only_program(text)), bindings, inputs, cancel);
 }
 
-// The program's inputs, seeded random at their declared dtypes: in parameter order, and by name in `named`.
-inline std::vector<Tensor> seeded_inputs(const Program& p, const DimBindings& dims, uint64_t seed, std::map<std::string, Tensor>* named) {
-  std::vector<Tensor> inputs;
-  for (int id : p.inputs) {
-    const Value& v = p.value(id);
-    inputs.push_back(random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims), seed, v.name));
-    (*named)[v.name] = inputs.back();
-  }
-  return inputs;
-}
-
 // Runs a one-output program whose single input is X.
 inline Tensor run1(const std::string& params, const std::string& expr, const DimBindings& bindings, const Tensor& x) {
   return run_text("program p(" + params + ") {\n  return " + expr + "\n}\n", bindings, {{"X", x}}).at(0);

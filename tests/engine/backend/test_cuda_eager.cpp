@@ -184,7 +184,7 @@ namespace {
 // The program's baseline run on the host against the interpreter, each output at its dtype's tolerance.
 void check_against_interpreter(const Program& p, const DimBindings& dims, double tol) {
   std::map<std::string, Tensor> named;
-  std::vector<Tensor> inputs = test::seeded_inputs(p, dims, 11, &named);
+  std::vector<Tensor> inputs = random_inputs(p, dims, 11, &named);
   std::vector<Tensor> want = interpret(p, dims, named);
   std::vector<Tensor> got = emulate(p, dims, inputs);
   for (size_t o = 0; o < want.size(); ++o) {
