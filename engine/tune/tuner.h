@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/backend.h"
+#include "engine/backend/target.h"
 #include "engine/cancel.h"
 #include "engine/ir/program.h"
 #include "engine/search/search.h"
 #include "engine/sgraph/instantiate.h"
-#include "engine/backend/backend.h"
-#include "engine/backend/target.h"
 
 namespace prism::tune {
 
@@ -22,7 +22,7 @@ struct TuneRequest {
   backend::Target target = backend::Target::Cpu;
   std::map<std::string, int64_t> bindings;  // every dim of the program
   int top = 8;           // instantiations compiled and timed (by cost rank, at most half from one family)
-  int threads = 0;       // kernel threads; 0: the target's cores
+  int threads = 0;       // the CPU's kernel threads; 0: the target's cores (a GPU's threads per block are the backend's)
   uint64_t seed = 0;     // random inputs (engine/interp/tensor.h)
 };
 

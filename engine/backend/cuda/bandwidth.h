@@ -1,6 +1,6 @@
 // Measuring a GPU's streaming-read bandwidth: one kernel that reads a large buffer in 16-byte
 // vectors over every SM, timed with events (the best of a few runs). For the GPU target
-// description (engine/tune/target.h), so that the roofline and the cost model use this device's
+// description (cuda/describe.h), so that the roofline and the cost model use this device's
 // bandwidth, not a data sheet's.
 #pragma once
 #include <cstdint>

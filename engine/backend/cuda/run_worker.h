@@ -1,4 +1,4 @@
-// prism-runner's CUDA run (engine/backend/cpu/runner_worker.cpp hands it the command): a plan
+// prism-runner's CUDA run (runner/worker.cpp hands it the command): a plan
 // (plan.h) read from a file, the worker's f32 inputs uploaded at each plan input's dtype, every
 // output pre-filled with NaN (an unwritten output shows), the launch sequence run once and the
 // outputs written back as f32, then warmed up and timed with CUDA events, each run of the whole
