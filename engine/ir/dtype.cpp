@@ -18,6 +18,8 @@ std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
+int64_t dtype_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+
 DType wider(DType a, DType b) { return a == b ? a : DType::F32; }
 
 }  // namespace prism

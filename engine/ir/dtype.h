@@ -1,5 +1,6 @@
 // Element types and the promotion rule for binary ops.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -9,6 +10,7 @@ namespace prism {
 enum class DType { F32, F16, BF16 };
 
 const char* dtype_name(DType t);                          // "f32" | "f16" | "bf16"
+int64_t dtype_bytes(DType t);                             // bytes of one stored element: 4 or 2
 std::optional<DType> parse_dtype(std::string_view name);
 // The wider of two types: equal types stay, f32 with anything is f32, and f16 with bf16 is f32
 // (neither holds the other's values).

@@ -24,7 +24,7 @@ const char* role_name(LoopRole role) {
   return "?";
 }
 
-int64_t element_bytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
+int64_t element_bytes(DType dtype) { return dtype_bytes(dtype); }
 
 namespace {
 

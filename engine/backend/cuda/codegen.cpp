@@ -144,7 +144,7 @@ class KernelPrinter {
     const View out = view(s.out, f);
     auto same = [](const std::string& x) { return x; };
     switch (s.kind) {
-      case kir::Stmt::Kind::Stage: return emit_tile_load(in(0), out, sgraph::element_bytes(p_.tensor(s.in[0].tensor).dtype), ctx);
+      case kir::Stmt::Kind::Stage: return emit_tile_load(in(0), out, dtype_bytes(p_.tensor(s.in[0].tensor).dtype), ctx);
       case kir::Stmt::Kind::Compute:
         switch (op_class(s.op)) {
           case OpClass::Unary:

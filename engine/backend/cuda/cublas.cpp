@@ -13,7 +13,6 @@ constexpr int kOpN = 0;            // CUBLAS_OP_N
 constexpr int kCompute32F = 68;    // CUBLAS_COMPUTE_32F
 constexpr int kGemmDefault = -1;   // CUBLAS_GEMM_DEFAULT
 int data_type(DType t) { return t == DType::F16 ? 2 : t == DType::BF16 ? 14 : 0; }  // CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F
-int64_t element_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
 
 struct Library {
   std::string why;  // empty when loaded
@@ -61,7 +60,7 @@ Cublas::~Cublas() {
 void Cublas::gemm(const CudaGemm& g, CudaDevice::Ptr a, CudaDevice::Ptr b, CudaDevice::Ptr c, DType ab, DType c_dtype) {
   // Row-major C (m x n) = A B is column-major C^T (n x m) = B^T A^T: swap the operands.
   const float alpha = 1.0f, beta = 0.0f;
-  const int64_t eab = element_bytes(ab), ec = element_bytes(c_dtype);
+  const int64_t eab = dtype_bytes(ab), ec = dtype_bytes(c_dtype);
   const void* pa = reinterpret_cast<const void*>(a + CudaDevice::Ptr(g.offset_a * eab));
   const void* pb = reinterpret_cast<const void*>(b + CudaDevice::Ptr(g.offset_b * eab));
   void* pc = reinterpret_cast<void*>(c + CudaDevice::Ptr(g.offset_c * ec));

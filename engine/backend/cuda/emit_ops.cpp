@@ -17,8 +17,6 @@ const char* storage_type(DType dtype) {
   return "float";
 }
 
-int64_t storage_bytes(DType dtype) { return dtype == DType::F32 ? 4 : 2; }
-
 std::string unary_expr(Op op, const std::string& a) { return elementwise_expr(op, {a}, kCudaC, "cuda codegen"); }
 
 std::string binary_expr(Op op, const std::string& a, const std::string& b) { return elementwise_expr(op, {a, b}, kCudaC, "cuda codegen"); }

@@ -25,7 +25,6 @@ using backend::dense_view;
 using backend::aligned_strides;
 
 const char* storage_type(DType dtype);  // float, __half, __nv_bfloat16
-int64_t storage_bytes(DType dtype);
 
 enum class Spread { Block, Grid };
 

@@ -19,11 +19,9 @@ namespace prism::backend::cuda {
 
 namespace {
 
-size_t element_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
-
 // f32 values as `dtype`'s bytes (round to nearest even).
 std::vector<char> encode(const float* data, int64_t n, DType dtype) {
-  std::vector<char> bytes(size_t(n) * element_bytes(dtype));
+  std::vector<char> bytes(size_t(n) * size_t(dtype_bytes(dtype)));
   if (dtype == DType::F32) {
     std::memcpy(bytes.data(), data, bytes.size());
     return bytes;
@@ -83,7 +81,7 @@ std::string run(const CudaPlan& plan, const std::string& out_path, const std::ve
   Allocations mem{device, {}};
   std::map<std::string, std::pair<CudaDevice::Ptr, DType>> tensors;
   auto allocate = [&](const CudaTensor& t) {
-    CudaDevice::Ptr p = device.allocate(size_t(t.elements) * element_bytes(t.dtype));
+    CudaDevice::Ptr p = device.allocate(size_t(t.elements) * size_t(dtype_bytes(t.dtype)));
     mem.ptrs.push_back(p);
     tensors[t.name] = {p, t.dtype};
     return p;
@@ -125,7 +123,7 @@ std::string run(const CudaPlan& plan, const std::string& out_path, const std::ve
   {
     std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
     for (const CudaTensor& t : plan.outputs) {
-      std::vector<char> bytes(size_t(t.elements) * element_bytes(t.dtype));
+      std::vector<char> bytes(size_t(t.elements) * size_t(dtype_bytes(t.dtype)));
       device.to_host(bytes.data(), tensors.at(t.name).first, bytes.size());
       std::vector<float> values = decode(bytes, t.elements, t.dtype);
       out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
