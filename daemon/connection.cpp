@@ -60,10 +60,18 @@ void Connection::on_read(const boost::system::error_code& error, size_t bytes) {
   reader_.feed(std::string_view(buffer_.data(), bytes));
   while (reader_.has_event() && !closing_) {
     protocol::FrameEvent event = reader_.pop();
-    if (event.kind == protocol::FrameEvent::Kind::Message)
-      server_.receive(session_, event.body);
-    else
-      server_.frame_error(session_, event);
+    // The guard per connection: the server answers every message itself, so anything escaping
+    // here is a bug; it costs this message, never the event loop the other clients share.
+    try {
+      if (event.kind == protocol::FrameEvent::Kind::Message)
+        server_.receive(session_, event.body);
+      else
+        server_.frame_error(session_, event);
+    } catch (const std::exception& e) {
+      log_.line(name() + ": internal error: " + e.what());
+      send(protocol::to_wire(protocol::make_error(nullptr, protocol::kInternalError,
+                                                  std::string("internal error: ") + e.what())));
+    }
   }
   if (!closing_) read();
 }

@@ -15,7 +15,7 @@ namespace asio = boost::asio;
 Daemon::Daemon(const Options& options, Logger& log)
     : options_(options), log_(log), signals_(io_, SIGINT, SIGTERM), stop_deadline_(io_) {
   size_t threads = std::max(2u, std::thread::hardware_concurrency() / 2);
-  pool_ = std::make_unique<WorkerPool>(threads);
+  pool_ = std::make_unique<WorkerPool>(threads, [this](const std::string& line) { log_.line(line); });
 
   protocol::Server::Options server_options;
   server_options.spawn = [this](std::function<void()> task) { pool_->post(std::move(task)); };
@@ -82,7 +82,15 @@ int Daemon::run() {
       throw std::runtime_error("cannot take over stdin/stdout");
     add_connection(make_stdio_channel(io_, in, out));
   }
-  io_.run();
+  // The last guard: a handler that throws loses its own work, never the loop every client shares.
+  for (;;) {
+    try {
+      io_.run();
+      break;
+    } catch (const std::exception& e) {
+      log_.line(std::string("internal error in the event loop: ") + e.what());
+    }
+  }
   log_.line("stopped");
   return exit_code_;
 }

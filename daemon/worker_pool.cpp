@@ -2,7 +2,8 @@
 
 namespace prism::daemon {
 
-WorkerPool::WorkerPool(size_t threads) {
+WorkerPool::WorkerPool(size_t threads, std::function<void(const std::string&)> on_error)
+    : on_error_(std::move(on_error)) {
   if (threads == 0) threads = 1;
   for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
 }
@@ -34,7 +35,13 @@ void WorkerPool::loop() {
       task = std::move(tasks_.front());
       tasks_.pop_front();
     }
-    task();
+    try {
+      task();
+    } catch (const std::exception& e) {
+      if (on_error_) on_error_(std::string("a worker task failed: ") + e.what());
+    } catch (...) {
+      if (on_error_) on_error_("a worker task failed with an unknown exception");
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -12,7 +13,8 @@ namespace prism::daemon {
 
 class WorkerPool {
  public:
-  explicit WorkerPool(size_t threads);
+  // `on_error` hears of an exception a task let escape (the task is lost, the thread goes on).
+  explicit WorkerPool(size_t threads, std::function<void(const std::string&)> on_error = {});
   // Runs what is queued, then joins (callers cancel long work first).
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
@@ -24,6 +26,7 @@ class WorkerPool {
  private:
   void loop();
 
+  std::function<void(const std::string&)> on_error_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> tasks_;

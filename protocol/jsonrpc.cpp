@@ -1,5 +1,7 @@
 #include "protocol/jsonrpc.h"
 
+#include <algorithm>
+
 namespace prism::protocol {
 
 RpcFailure invalid_params(const std::string& field, const std::string& message) {
@@ -8,17 +10,51 @@ RpcFailure invalid_params(const std::string& field, const std::string& message) 
 
 namespace {
 bool valid_id(const json& id) { return id.is_string() || id.is_number_integer() || id.is_null(); }
+
+// The deepest nesting of [ and { outside strings, stopping once it passes `limit`. A linear scan
+// without recursion, so any body can be measured; malformed JSON is the parser's to report.
+int nesting_depth(std::string_view body, int limit) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) break;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// nlohmann's text names the byte and what it expected: worth passing on to the client.
+std::string without_prefix(const std::string& what) {
+  size_t colon = what.find("] ");
+  return colon == std::string::npos ? what : what.substr(colon + 2);
+}
 }  // namespace
 
 ParseResult parse_message(std::string_view body) {
+  if (nesting_depth(body, kMaxJsonDepth) > kMaxJsonDepth)
+    return make_error(nullptr, kParseError,
+                      "invalid JSON: arrays and objects nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   json msg;
   try {
     msg = json::parse(body.begin(), body.end());
   } catch (const json::parse_error& e) {
-    // nlohmann's text names the byte and what it expected: worth passing on to the client.
-    std::string what = e.what();
-    size_t colon = what.find("] ");
-    return make_error(nullptr, kParseError, "invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
+    return make_error(nullptr, kParseError, "invalid JSON: " + without_prefix(e.what()));
+  } catch (const json::exception& e) {
+    // out_of_range: a number beyond double range (1e400). It is this message's problem alone.
+    return make_error(nullptr, kParseError, "invalid JSON: " + without_prefix(e.what()));
   }
   // Batches are valid JSON-RPC 2.0 but LSP never uses them; answering one error keeps the
   // one-response-per-frame rule simple for clients.

@@ -54,7 +54,13 @@ struct ClientResponse {
   json id;
 };
 
+// Arrays and objects nested deeper than this are refused before parsing (a ParseError for that
+// message alone): copying, printing and destroying a JSON value recurse once per level, and no
+// method's params come near it.
+constexpr int kMaxJsonDepth = 128;
+
 // Parses one message body. On failure the variant holds the complete error response to send.
+// Never throws: bad JSON, numbers beyond double range and nesting beyond kMaxJsonDepth are errors.
 using ParseResult = std::variant<Incoming, ClientResponse, json>;
 ParseResult parse_message(std::string_view body);
 

@@ -53,6 +53,18 @@ void Server::frame_error(const SessionPtr& session, const FrameEvent& event) {
 }
 
 void Server::receive(const SessionPtr& session, std::string_view body) {
+  // The guard per request: whatever escapes the handling of one message (a bug, bad_alloc) is
+  // answered as InternalError and logged; the session and every other client carry on.
+  json id = nullptr;
+  try {
+    receive_guarded(session, body, id);
+  } catch (const std::exception& e) {
+    log("client " + std::to_string(session->id()) + ": internal error: " + e.what());
+    session->send(make_error(id, kInternalError, std::string("internal error: ") + e.what()));
+  }
+}
+
+void Server::receive_guarded(const SessionPtr& session, std::string_view body, json& id) {
   ParseResult parsed = parse_message(body);
   if (auto* reply = std::get_if<json>(&parsed)) {
     log("client " + std::to_string(session->id()) + ": " + std::to_string((*reply)["error"]["code"].get<int>()) +
@@ -65,7 +77,9 @@ void Server::receive(const SessionPtr& session, std::string_view body) {
         "); prismd sends no requests");
     return;
   }
-  dispatch(session, std::get<Incoming>(parsed));
+  const Incoming& message = std::get<Incoming>(parsed);
+  if (message.id) id = *message.id;
+  dispatch(session, message);
 }
 
 json Server::error_reply(const Session& session, const Incoming& message, int code, const std::string& text,

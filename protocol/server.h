@@ -64,6 +64,8 @@ class Server {
   };
 
   void register_builtins();
+  // receive() without its guard; sets `id` as soon as the message's id is known.
+  void receive_guarded(const SessionPtr& session, std::string_view body, json& id);
   void dispatch(const SessionPtr& session, const Incoming& message);
   json error_reply(const Session& session, const Incoming& message, int code, const std::string& text,
                    const json& data = nullptr);
