@@ -2,10 +2,11 @@
 
 namespace prism::daemon {
 
-Connection::Connection(boost::asio::io_context& io, std::unique_ptr<Channel> channel, protocol::Server& server,
-                       size_t max_message_bytes, Logger& log, ClosedHandler on_closed)
+Connection::Connection(boost::asio::io_context& io, std::unique_ptr<Channel> channel, bool trusted,
+                       protocol::Server& server, size_t max_message_bytes, Logger& log, ClosedHandler on_closed)
     : io_(io),
       channel_(std::move(channel)),
+      trusted_(trusted),
       server_(server),
       reader_(max_message_bytes),
       log_(log),
@@ -31,7 +32,7 @@ void Connection::start() {
       }
     });
   };
-  session_ = server_.connect(std::move(callbacks));
+  session_ = server_.connect(std::move(callbacks), trusted_);
   log_.line(name() + " connected");
   read();
 }

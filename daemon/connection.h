@@ -24,7 +24,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // code `exit` asked for, or -1 when the stream ended or failed.
   using ClosedHandler = std::function<void(Connection&, int exit_code)>;
 
-  Connection(boost::asio::io_context& io, std::unique_ptr<Channel> channel, protocol::Server& server,
+  // `trusted`: the peer is known to be the daemon's user (protocol::Session::trusted).
+  Connection(boost::asio::io_context& io, std::unique_ptr<Channel> channel, bool trusted, protocol::Server& server,
              size_t max_message_bytes, Logger& log, ClosedHandler on_closed);
 
   void start();
@@ -46,6 +47,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   boost::asio::io_context& io_;
   std::unique_ptr<Channel> channel_;
+  bool trusted_;
   protocol::Server& server_;
   protocol::FrameReader reader_;
   Logger& log_;

@@ -3,9 +3,14 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
+#include "daemon/token.h"
+#include "engine/backend/runner/runner.h"
+#include "engine/util/cache.h"
+#include "engine/util/private_files.h"
 #include "protocol/endpoint.h"
 
 namespace prism::daemon {
@@ -22,15 +27,34 @@ Daemon::Daemon(const Options& options, Logger& log)
   server_options.stop = [this] { asio::post(io_, [this] { stop(0, "daemon/stop"); }); };
   server_options.status = [this] { return status_fields(); };
   server_options.log = [this](const std::string& line) { log_.line(line); };
+  workspace_.set_log([this](const std::string& line) { log_.line(line); });
+  if (options_.memory_budget > 0) workspace_.set_memory_budget(options_.memory_budget);
   // The tuning DB is worth keeping for every daemon, an editor's too.
-  workspace_.set_storage(options_.state_dir.empty() ? protocol::state_dir() : options_.state_dir, "");
+  const std::string state_dir = options_.state_dir.empty() ? protocol::state_dir() : options_.state_dir;
+  if (std::string problem = ensure_private_dir(state_dir); !problem.empty())
+    throw std::runtime_error("the state directory is unsafe: " + problem);
+  workspace_.set_storage(state_dir, "");
+  clean_stale_files(state_dir);
   std::string socket_path;
   if (!options_.stdio) {
     // An editor over stdio owns its documents; a socket daemon keeps them across restarts.
     socket_path = options_.socket.empty() ? protocol::default_socket_path() : options_.socket;
-    store_ = std::make_unique<DocumentStore>(options_.state_dir.empty() ? protocol::state_dir() : options_.state_dir,
-                                             socket_path);
+    store_ = std::make_unique<DocumentStore>(state_dir, socket_path);
     server_options.documents_changed = [this] { store_->save(workspace_, log_); };
+  }
+  for (const auto& endpoint : options_.listen) tcp_.push_back(std::make_unique<TcpListener>(io_, endpoint));
+  if (!tcp_.empty()) {
+    // The token file lives beside the socket (or where the socket would be, under --stdio).
+    std::string dir = std::filesystem::path(options_.stdio ? protocol::default_socket_path() : socket_path)
+                          .parent_path()
+                          .string();
+    token_file_ = !options_.token_file.empty()
+                      ? options_.token_file
+                      : dir + "/tcp-" + std::to_string(tcp_.front()->port()) + ".token";
+    server_options.token = make_token();
+    if (std::string problem = write_token_file(token_file_, server_options.token); !problem.empty())
+      throw std::runtime_error(problem);
+    server_options.token_file = token_file_;
   }
   server_ = std::make_unique<protocol::Server>(workspace_, std::move(server_options));
 
@@ -41,18 +65,31 @@ Daemon::Daemon(const Options& options, Logger& log)
     // Only once the socket is ours: a second daemon refused above must not touch the store.
     store_->restore(workspace_, log_);
   }
-  for (const auto& endpoint : options_.listen) tcp_.push_back(std::make_unique<TcpListener>(io_, endpoint));
+}
+
+void Daemon::clean_stale_files(const std::string& state_dir) {
+  // What a daemon killed mid-write left behind: temp files whose writer is gone (D13).
+  size_t removed = 0;
+  for (const std::string& dir : {state_dir, state_dir + "/tune", state_dir + "/documents",
+                                 prism_cache_dir("kernels"), prism_cache_dir("ptx")})
+    if (!dir.empty()) removed += remove_stale_temp_files(dir);
+  removed += backend::remove_stale_runner_dirs();
+  if (removed > 0) log_.line("removed " + std::to_string(removed) + " temp file(s) left by a stopped prism");
 }
 
 Daemon::~Daemon() {
   // Cancel long work so the pool's join is quick.
   if (server_) server_->cancel_all();
   pool_.reset();
+  if (!token_file_.empty()) ::unlink(token_file_.c_str());
 }
 
 nlohmann::json Daemon::status_fields() const {
   nlohmann::json out{{"socket", unix_ ? nlohmann::json(unix_->path()) : nlohmann::json(nullptr)}};
-  if (!tcp_.empty()) out["tcp"] = tcp_.front()->address();
+  if (!tcp_.empty()) {
+    out["tcp"] = tcp_.front()->address();
+    out["tokenFile"] = token_file_;
+  }
   if (options_.stdio) out["stdio"] = true;
   return out;
 }
@@ -63,11 +100,12 @@ int Daemon::run() {
   });
   std::string where = options_.stdio ? "stdio" : "";
   if (unix_) {
-    unix_->start([this](std::unique_ptr<Channel> channel) { add_connection(std::move(channel)); });
+    unix_->start([this](std::unique_ptr<Channel> channel, bool trusted) { add_connection(std::move(channel), trusted); },
+                 [this](const std::string& why) { log_.line(why); });
     where = "unix:" + unix_->path();
   }
   for (auto& tcp : tcp_) {
-    tcp->start([this](std::unique_ptr<Channel> channel) { add_connection(std::move(channel)); });
+    tcp->start([this](std::unique_ptr<Channel> channel, bool trusted) { add_connection(std::move(channel), trusted); });
     where += (where.empty() ? "" : " ") + tcp->address();
   }
   // Tests and the REPL wait for this line: the sockets accept connections from here on.
@@ -80,7 +118,7 @@ int Daemon::run() {
     int in = ::dup(STDIN_FILENO);
     if (out < 0 || in < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
       throw std::runtime_error("cannot take over stdin/stdout");
-    add_connection(make_stdio_channel(io_, in, out));
+    add_connection(make_stdio_channel(io_, in, out), /*trusted=*/true);
   }
   // The last guard: a handler that throws loses its own work, never the loop every client shares.
   for (;;) {
@@ -95,14 +133,14 @@ int Daemon::run() {
   return exit_code_;
 }
 
-void Daemon::add_connection(std::unique_ptr<Channel> channel) {
+void Daemon::add_connection(std::unique_ptr<Channel> channel, bool trusted) {
   if (stopping_) {
     channel->close();
     return;
   }
   bool stdio = channel->describe() == "stdio";
   auto connection = std::make_shared<Connection>(
-      io_, std::move(channel), *server_, options_.max_message_bytes, log_,
+      io_, std::move(channel), trusted, *server_, options_.max_message_bytes, log_,
       [this](Connection& c, int exit_code) { on_closed(c, exit_code); });
   connections_.insert(connection);
   if (stdio) stdio_ = connection.get();

@@ -29,7 +29,8 @@ class Daemon {
   int run();
 
  private:
-  void add_connection(std::unique_ptr<Channel> channel);
+  void add_connection(std::unique_ptr<Channel> channel, bool trusted);
+  void clean_stale_files(const std::string& state_dir);
   void on_closed(Connection& connection, int exit_code);
   void stop(int exit_code, const std::string& why);
   nlohmann::json status_fields() const;
@@ -42,6 +43,7 @@ class Daemon {
   std::unique_ptr<protocol::Server> server_;
   std::unique_ptr<UnixListener> unix_;
   std::vector<std::unique_ptr<TcpListener>> tcp_;
+  std::string token_file_;  // the TCP token's file, removed at exit; empty without TCP
   boost::asio::signal_set signals_;
   boost::asio::steady_timer stop_deadline_;
   std::set<std::shared_ptr<Connection>> connections_;

@@ -2,9 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "engine/util/private_files.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,12 +27,26 @@ std::string file_name_for(const std::string& socket_path) {
   return (name.empty() ? std::string("default") : name) + ".json";
 }
 
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+// True when nothing is at `path` (not saved yet, or a document's file deleted since).
+bool errno_missing(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
+}
+
+// The store holds every open document's text; well above any real session.
+constexpr size_t kMaxStoreBytes = size_t(256) << 20;
+
+// What is wrong with one saved document, or empty when it can be restored.
+std::string check_entry(const json& doc) {
+  if (!doc.is_object()) return "is not an object";
+  for (const char* field : {"uri", "text"}) {
+    auto it = doc.find(field);
+    if (it == doc.end()) return std::string("has no '") + field + "'";
+    if (!it->is_string()) return std::string("'") + field + "' must be a string, but is " + it->type_name();
+  }
+  if (auto it = doc.find("version"); it != doc.end() && !it->is_number_integer())
+    return std::string("'version' must be an integer, but is ") + it->type_name();
+  return {};
 }
 
 }  // namespace
@@ -39,26 +55,43 @@ DocumentStore::DocumentStore(const std::string& state_dir, const std::string& so
     : file_((std::filesystem::path(state_dir) / "documents" / file_name_for(socket_path)).string()) {}
 
 size_t DocumentStore::restore(Workspace& workspace, Logger& log) {
-  auto text = read_file(file_);
-  if (!text) return 0;
-  json saved = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (saved.is_discarded() || !saved.is_object() || saved.value("format", 0) != kFormat ||
+  FileContents file = read_regular_file(file_, kMaxStoreBytes);
+  if (!file.bytes) {
+    if (errno_missing(file_)) return 0;  // nothing saved yet
+    log.line("cannot restore the open documents: " + file.error);
+    return 0;
+  }
+  json saved = json::parse(*file.bytes, nullptr, /*allow_exceptions=*/false);
+  if (saved.is_discarded() || !saved.is_object() || !saved.contains("format") || saved["format"] != kFormat ||
       !saved.contains("documents") || !saved["documents"].is_array()) {
-    log.line("ignoring unreadable document store " + file_);
+    // Truncated or damaged: kept aside for a look, and rebuilt by the next save.
+    std::string aside = file_ + ".corrupt";
+    std::rename(file_.c_str(), aside.c_str());
+    log.line("the document store " + file_ + " is unreadable (" +
+             (saved.is_discarded() ? std::string("not JSON, perhaps truncated") : std::string("not prism's format")) +
+             "); moved it to " + aside + " and started with no documents");
     return 0;
   }
   size_t restored = 0;
-  for (const auto& doc : saved["documents"]) {
-    if (!doc.is_object() || !doc.contains("uri") || !doc["uri"].is_string() || !doc.contains("text") ||
-        !doc["text"].is_string())
+  const json& docs = saved["documents"];
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const json& doc = docs[i];
+    if (std::string problem = check_entry(doc); !problem.empty()) {
+      log.line("skipping documents[" + std::to_string(i) + "] of " + file_ + ": it " + problem);
       continue;
+    }
     std::string uri = doc["uri"].get<std::string>();
     std::string body = doc["text"].get<std::string>();
     if (uri.rfind("file://", 0) == 0) {
-      if (auto current = read_file(uri.substr(7))) body = *current;
+      // The file is the truth when it is still a readable regular file; a FIFO or a device
+      // (saved by a hostile client) is never read, or a restart could hang or exhaust memory (D6).
+      FileContents current = read_regular_file(uri.substr(7), kMaxDocumentBytes);
+      if (current.bytes)
+        body = std::move(*current.bytes);
+      else if (!errno_missing(uri.substr(7)))
+        log.line("restoring " + uri + " from its saved text: " + current.error);
     }
-    int64_t version = doc.value("version", int64_t{0});
-    workspace.open(uri, body, version);
+    workspace.open(uri, body, doc.value("version", int64_t{0}));
     ++restored;
   }
   log.line("restored " + std::to_string(restored) + " open document(s) from " + file_);
@@ -74,22 +107,15 @@ void DocumentStore::save(const Workspace& workspace, Logger& log) {
     if (!state || !text) continue;  // closed meanwhile
     docs.push_back({{"uri", uri}, {"version", state->version}, {"text", *text}});
   }
-  std::error_code ec;
-  auto dir = std::filesystem::path(file_).parent_path();
-  std::filesystem::create_directories(dir, ec);
-  ::chmod(dir.c_str(), 0700);
-  // Write then rename: a crash mid-write leaves the previous file, never half of one.
-  std::string temp = file_ + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << json{{"format", kFormat}, {"documents", docs}}.dump(1, ' ', false, json::error_handler_t::replace);
-    if (!out) {
-      log.line("cannot write the document store " + temp);
-      return;
-    }
+  std::string dir = std::filesystem::path(file_).parent_path().string();
+  if (std::string problem = ensure_private_dir(dir); !problem.empty()) {
+    log.line("cannot save the open documents: " + problem);
+    return;
   }
-  std::filesystem::rename(temp, file_, ec);
-  if (ec) log.line("cannot replace the document store " + file_ + ": " + ec.message());
+  // Written whole (temp file, fsync, rename): a crash mid-write leaves the previous file.
+  std::string body = json{{"format", kFormat}, {"documents", docs}}.dump(1, ' ', false, json::error_handler_t::replace);
+  if (std::string problem = write_file_atomically(file_, body); !problem.empty())
+    log.line("cannot save the open documents: " + problem);
 }
 
 }  // namespace prism::daemon

@@ -38,7 +38,14 @@ UnixListener::UnixListener(asio::io_context& io, const std::string& path) : path
   asio::local::stream_protocol::endpoint endpoint(path);
   boost::system::error_code error;
   acceptor_.open(endpoint.protocol(), error);
-  if (!error) acceptor_.bind(endpoint, error);
+  if (!error) {
+    // Created 0600 (not 0777 & ~umask): only connect() needs write permission, and only we may.
+    mode_t old_umask = ::umask(0177);
+    acceptor_.bind(endpoint, error);
+    ::umask(old_umask);
+  }
+  if (!error && ::chmod(path.c_str(), 0600) != 0)
+    error = boost::system::error_code(errno, boost::system::system_category());
   if (!error) acceptor_.listen(asio::socket_base::max_listen_connections, error);
   if (error) throw std::runtime_error("cannot listen on " + path + ": " + error.message());
   if (::lstat(path.c_str(), &st) == 0) inode_ = st.st_ino;
@@ -46,16 +53,29 @@ UnixListener::UnixListener(asio::io_context& io, const std::string& path) : path
 
 UnixListener::~UnixListener() { close(); }
 
-void UnixListener::start(AcceptHandler on_accept) {
+void UnixListener::start(AcceptHandler on_accept, RefuseHandler on_refuse) {
   on_accept_ = std::move(on_accept);
+  on_refuse_ = std::move(on_refuse);
   accept();
 }
 
 void UnixListener::accept() {
   acceptor_.async_accept([this](const boost::system::error_code& error, asio::local::stream_protocol::socket socket) {
     if (closed_ || error == asio::error::operation_aborted) return;
-    if (!error)
-      on_accept_(std::make_unique<SocketChannel<asio::local::stream_protocol::socket>>(std::move(socket), "unix"));
+    if (!error) {
+      // The socket file is 0600 in a 0700 directory; the peer's uid is checked all the same (a
+      // looser mode set by hand, a descriptor passed on).
+      ucred peer{};
+      socklen_t size = sizeof peer;
+      if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || peer.uid != ::geteuid()) {
+        boost::system::error_code ignored;
+        socket.close(ignored);
+        if (on_refuse_) on_refuse_("refused a Unix socket peer of uid " + std::to_string(peer.uid) + " (pid " +
+                                   std::to_string(peer.pid) + "): not this daemon's user");
+      } else {
+        on_accept_(std::make_unique<SocketChannel<asio::local::stream_protocol::socket>>(std::move(socket), "unix"), true);
+      }
+    }
     accept();
   });
 }
@@ -97,7 +117,8 @@ void TcpListener::accept() {
       boost::system::error_code ignored;
       auto peer = socket.remote_endpoint(ignored);
       std::string description = "tcp " + peer.address().to_string() + ":" + std::to_string(peer.port());
-      on_accept_(std::make_unique<SocketChannel<asio::ip::tcp::socket>>(std::move(socket), description));
+      // Anyone on this machine can reach a loopback port: the session must present the token.
+      on_accept_(std::make_unique<SocketChannel<asio::ip::tcp::socket>>(std::move(socket), description), false);
     }
     accept();
   });

@@ -16,15 +16,18 @@
 
 namespace prism::daemon {
 
-using AcceptHandler = std::function<void(std::unique_ptr<Channel>)>;
+// `trusted`: the peer is the daemon's own user (a Unix socket peer whose uid was checked).
+using AcceptHandler = std::function<void(std::unique_ptr<Channel>, bool trusted)>;
+using RefuseHandler = std::function<void(const std::string& why)>;
 
 class UnixListener {
  public:
   // Throws std::runtime_error when another daemon answers on `path`, or when it cannot listen.
-  // A stale socket file (nothing answers) is removed first.
+  // A stale socket file (nothing answers) is removed first. The socket is 0600 whatever the umask.
   UnixListener(boost::asio::io_context& io, const std::string& path);
   ~UnixListener();
-  void start(AcceptHandler on_accept);
+  // Peers of another uid (SO_PEERCRED) are refused: closed at once, `on_refuse` says who.
+  void start(AcceptHandler on_accept, RefuseHandler on_refuse);
   // Stops accepting and removes the socket file, unless another daemon has replaced it since.
   void close();
   const std::string& path() const { return path_; }
@@ -35,6 +38,7 @@ class UnixListener {
   std::string path_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   AcceptHandler on_accept_;
+  RefuseHandler on_refuse_;
   ino_t inode_ = 0;
   bool closed_ = false;
 };

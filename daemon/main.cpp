@@ -1,4 +1,6 @@
 // prismd: the prism daemon. See docs/protocol.md and `prismd --help`.
+#include <sys/stat.h>
+
 #include <csignal>
 #include <iostream>
 
@@ -24,6 +26,8 @@ int main(int argc, char** argv) {
   }
   // A client that vanishes mid-write must surface as EPIPE, not kill the daemon.
   std::signal(SIGPIPE, SIG_IGN);
+  // Everything prismd creates (state, caches, kernels, outputs) is for its user alone.
+  ::umask(077);
 
   Logger log;
   if (!options.log_file.empty()) {

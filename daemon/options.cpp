@@ -10,16 +10,21 @@
 namespace prism::daemon {
 
 std::string usage() {
-  return "usage: prismd [--stdio | --socket PATH] [--listen tcp:127.0.0.1:PORT] [--max-message-bytes N]\n"
-         "              [--log-file FILE] [--state-dir DIR] [--help] [--version]\n"
+  return "usage: prismd [--stdio | --socket PATH] [--listen tcp:127.0.0.1:PORT] [--token-file FILE]\n"
+         "              [--max-message-bytes N] [--log-file FILE] [--state-dir DIR] [--help] [--version]\n"
          "\n"
          "Serves the prism protocol (JSON-RPC 2.0 with LSP framing, see docs/protocol.md).\n"
          "  --stdio                 serve one client on stdin/stdout; exit when it exits\n"
          "  --socket PATH           listen on this Unix socket (default: $PRISM_SOCKET,\n"
          "                          $XDG_RUNTIME_DIR/prism/prismd.sock, /tmp/prism-<uid>/prismd.sock)\n"
          "  --listen tcp:HOST:PORT  also listen on TCP; HOST must be loopback (127.0.0.0/8, ::1,\n"
-         "                          localhost); PORT 0 picks a free port. May be repeated.\n"
+         "                          localhost); PORT 0 picks a free port. May be repeated. A TCP client\n"
+         "                          must send the daemon's token as initializationOptions.token\n"
+         "  --token-file FILE       where to write that token (mode 0600; default: tcp-PORT.token in\n"
+         "                          the socket's directory, which is private to this user)\n"
          "  --max-message-bytes N   largest accepted message body (default 67108864)\n"
+         "  --memory-budget SIZE    most memory one run, search or tune may use, estimated before it\n"
+         "                          starts (bytes, or with K, M, G; default: half the machine's memory)\n"
          "  --log-file FILE         append the log here instead of stderr\n"
          "  --state-dir DIR         keep the open documents here, so they come back after a restart\n"
          "                          (default: $XDG_STATE_HOME/prism, ~/.local/state/prism); not with --stdio\n"
@@ -71,7 +76,7 @@ std::variant<Options, std::string> parse_options(int argc, const char* const* ar
     } else if (arg == "--stdio") {
       options.stdio = true;
     } else if (arg == "--socket" || arg == "--listen" || arg == "--max-message-bytes" || arg == "--log-file" ||
-               arg == "--state-dir") {
+               arg == "--state-dir" || arg == "--token-file" || arg == "--memory-budget") {
       auto v = take_value();
       if (!v || v->empty()) return arg + " needs a value";
       if (arg == "--socket") {
@@ -85,6 +90,16 @@ std::variant<Options, std::string> parse_options(int argc, const char* const* ar
         options.log_file = *v;
       } else if (arg == "--state-dir") {
         options.state_dir = *v;
+      } else if (arg == "--token-file") {
+        options.token_file = *v;
+      } else if (arg == "--memory-budget") {
+        int64_t n = 0;
+        auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+        std::string unit(end, static_cast<const char*>(v->data() + v->size()));
+        int shift = unit.empty() ? 0 : unit == "K" ? 10 : unit == "M" ? 20 : unit == "G" ? 30 : -1;
+        if (ec != std::errc() || n <= 0 || shift < 0 || n > (int64_t(1) << (62 - shift)))
+          return "--memory-budget " + *v + ": expected a positive size such as 8G, 512M or 1048576";
+        options.memory_budget = n << shift;
       } else {
         size_t n = 0;
         auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);

@@ -20,6 +20,8 @@ struct Options {
   size_t max_message_bytes = 64u << 20;
   std::string log_file;  // empty: stderr
   std::string state_dir;  // where open documents are kept across restarts; empty: protocol::state_dir()
+  int64_t memory_budget = 0;  // bytes one request may use; 0: half the machine's memory
+  std::string token_file;  // where the TCP token goes; empty: tcp-PORT.token beside the socket
   bool help = false;
   bool version = false;
 };

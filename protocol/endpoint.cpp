@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "engine/util/user_dirs.h"
+
 namespace prism::protocol {
 
 namespace {
@@ -29,7 +31,9 @@ void make_private_dirs(const std::filesystem::path& dir) {
 
 std::string default_socket_path() {
   if (auto p = env("PRISM_SOCKET"); !p.empty()) return p;
-  if (auto run = env("XDG_RUNTIME_DIR"); !run.empty()) return run + "/prism/prismd.sock";
+  if (auto run = user_runtime_dir(); !run.empty()) return run + "/prismd.sock";
+  // No runtime directory and no home: the last resort, refused by prepare_socket_dir when
+  // another user made it first.
   return "/tmp/prism-" + std::to_string(::getuid()) + "/prismd.sock";
 }
 
@@ -54,10 +58,10 @@ std::string state_dir() {
   std::filesystem::path dir;
   if (auto s = env("XDG_STATE_HOME"); !s.empty())
     dir = std::filesystem::path(s) / "prism";
-  else if (auto h = env("HOME"); !h.empty())
+  else if (auto h = home_dir(); !h.empty())
     dir = std::filesystem::path(h) / ".local/state/prism";
   else
-    dir = "/tmp/prism-" + std::to_string(::getuid()) + "/state";
+    return {};  // the daemon refuses to start without one (ensure_private_dir says why)
   make_private_dirs(dir);
   return dir.string();
 }

@@ -20,6 +20,7 @@ enum ErrorCode : int {
   kInvalidParams = -32602,
   kInternalError = -32603,
   kServerNotInitialized = -32002,
+  kUnauthorized = -32000,  // prism's: a TCP client without the daemon's token
   kRequestCancelled = -32800,
   kContentModified = -32801,
   kRequestFailed = -32803,

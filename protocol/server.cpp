@@ -12,9 +12,10 @@ Server::Server(Workspace& workspace, Options options) : workspace_(workspace), o
   register_builtins();
 }
 
-SessionPtr Server::connect(Session::Callbacks callbacks) {
+SessionPtr Server::connect(Session::Callbacks callbacks, bool trusted) {
   std::lock_guard lock(sessions_mutex_);
   auto session = std::make_shared<Session>(next_session_id_++, std::move(callbacks));
+  session->trusted = trusted;
   sessions_[session->id()] = session;
   return session;
 }
@@ -70,6 +71,7 @@ void Server::receive_guarded(const SessionPtr& session, std::string_view body, j
     log("client " + std::to_string(session->id()) + ": " + std::to_string((*reply)["error"]["code"].get<int>()) +
         " " + (*reply)["error"]["message"].get<std::string>());
     session->send(*reply);
+    if (!session->trusted && !session->initialized) session->close(1);
     return;
   }
   if (auto* response = std::get_if<ClientResponse>(&parsed)) {
@@ -80,6 +82,11 @@ void Server::receive_guarded(const SessionPtr& session, std::string_view body, j
   const Incoming& message = std::get<Incoming>(parsed);
   if (message.id) id = *message.id;
   dispatch(session, message);
+  // An unauthenticated peer gets one answer, then the door (after the reply is written).
+  if (!session->trusted && !session->initialized) {
+    log("client " + std::to_string(session->id()) + ": closed: not authenticated");
+    session->close(1);
+  }
 }
 
 json Server::error_reply(const Session& session, const Incoming& message, int code, const std::string& text,
@@ -182,9 +189,27 @@ void Server::register_builtins() {
   methods_["$/cancelRequest"] = Entry{{}, [this](Session& s, const json& p) { cancel_request(s, p); }, {}};
 }
 
+void Server::check_token(const Session& session, const json& params) const {
+  if (session.trusted) return;
+  const std::string where = options_.token_file.empty() ? std::string("the daemon's token file")
+                                                        : "the file " + options_.token_file;
+  const json* options = find_field(params, "initializationOptions");
+  const json* token = options && options->is_object() ? find_field(*options, "token") : nullptr;
+  if (!token || !token->is_string())
+    throw RpcFailure(kUnauthorized, "this connection needs the daemon's token: send initializationOptions.token, read from " +
+                                        where + " (readable only by the daemon's user)");
+  // Constant time in the token's length: the comparison reveals nothing of how much matched.
+  const std::string& given = token->get_ref<const std::string&>();
+  unsigned char diff = options_.token.empty() || given.size() != options_.token.size();
+  for (size_t i = 0; i < given.size() && i < options_.token.size(); ++i)
+    diff |= static_cast<unsigned char>(given[i] ^ options_.token[i]);
+  if (diff) throw RpcFailure(kUnauthorized, "wrong token: read it from " + where);
+}
+
 json Server::initialize(Session& session, const json& raw) {
   if (session.initialized) throw RpcFailure(kInvalidRequest, "initialize may be sent only once per connection");
   const json& params = params_object(raw);
+  check_token(session, params);
   if (const json* pid = find_field(params, "processId"); pid && !pid->is_number_integer())
     throw invalid_params("processId", "'processId' must be an integer or null");
   optional_object(params, "clientInfo");

@@ -33,13 +33,19 @@ class Server {
     std::function<void(const std::string&)> log;
     // After every open/change/close, in edit order (called under the document lock).
     std::function<void()> documents_changed;
+    // The secret an untrusted session (TCP) presents as initializationOptions.token, and the file
+    // that holds it (named in the error, so the user knows where to look). Empty: no such
+    // session can initialize.
+    std::string token;
+    std::string token_file;
   };
 
   Server(Workspace& workspace, Options options);
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  SessionPtr connect(Session::Callbacks callbacks);
+  // `trusted`: the transport vouches that the peer is the daemon's user (Session::trusted).
+  SessionPtr connect(Session::Callbacks callbacks, bool trusted = true);
   // One message body, in arrival order per session.
   void receive(const SessionPtr& session, std::string_view body);
   // A framing problem on the session's stream: BadHeader → ParseError, Oversize → InvalidRequest.
@@ -73,6 +79,8 @@ class Server {
 
   // Lifecycle and daemon.
   json initialize(Session& session, const json& params);
+  // Throws Unauthorized unless an untrusted session's params carry the daemon's token.
+  void check_token(const Session& session, const json& params) const;
   json status();
   void cancel_request(Session& session, const json& params);
   // Documents.

@@ -1,11 +1,5 @@
 // program/open, program/change, program/close and the program/diagnostics they push.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
+#include "engine/util/private_files.h"
 #include "protocol/convert.h"
 #include "protocol/params.h"
 #include "protocol/server.h"
@@ -20,28 +14,10 @@ std::string read_document(const std::string& uri) {
   auto path = local_path(uri);
   if (!path)
     throw RpcFailure(kRequestFailed, "cannot read '" + uri + "': only file:// URIs and paths can be read; send 'text'");
-  int fd = ::open(path->c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw RpcFailure(kRequestFailed, "cannot read " + *path + ": " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw RpcFailure(kRequestFailed, "cannot read " + *path + ": not a regular file");
-  }
-  std::string text;
-  char buffer[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      throw RpcFailure(kRequestFailed, "cannot read " + *path + ": " + std::strerror(err));
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return text;
+  // A FIFO or a device is refused at once: a read that blocks would stall this client's I/O.
+  FileContents file = read_regular_file(*path, kMaxDocumentBytes);
+  if (!file.bytes) throw RpcFailure(kRequestFailed, file.error);
+  return std::move(*file.bytes);
 }
 
 }  // namespace

@@ -34,6 +34,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void detach();
   bool detached() const { return detached_.load(); }
 
+  // Whether the transport knows the peer is the daemon's own user (the Unix socket checked its
+  // uid; stdio is the parent's). Any other peer proves it in `initialize` with the daemon's
+  // token, and its connection is closed after any message that leaves it uninitialized.
+  bool trusted = true;
+
   // Lifecycle; touched only by the thread that feeds this session's messages.
   bool initialized = false;
   bool shut_down = false;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "engine/util/private_files.h"
 #include "repl/commands.h"
 #include "repl/format.h"
 #include "repl/session.h"
@@ -191,11 +192,9 @@ CommandOutput Session::export_kernel(const std::vector<std::string>& args) {
   header.replace_extension(".h");
   if (header == file) header += ".h";
   std::string source = "#include \"" + header.filename().string() + "\"\n" + r.value("source", "");
-  for (const auto& [path, text] : {std::pair{file, source}, std::pair{header, r.value("header", "")}}) {
-    std::ofstream out(path);
-    out << text;
-    if (!out) throw CommandError("cannot write " + path.string());
-  }
+  // Each written whole to a new file renamed into place: a symlink at the path is replaced, not followed.
+  for (const auto& [path, text] : {std::pair{file, source}, std::pair{header, r.value("header", "")}})
+    if (std::string problem = write_file_atomically(path.string(), text, 0666); !problem.empty()) throw CommandError(problem);
   json data = {{"program", p.positional[0]}, {"candidate", r.value("candidate", 0)}, {"source_file", file.string()},
                {"header_file", header.string()}, {"sizes", r.value("sizes", json::object())}, {"bindings", r.value("bindings", json::object())}};
   return {data, "wrote " + file.string() + " and " + header.string() + " (candidate " + std::to_string(r.value("candidate", 0)) +

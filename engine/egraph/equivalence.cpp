@@ -31,18 +31,28 @@ Program as_f32(Program p) {
   return p;
 }
 
-// Every shape of the program is a positive integer and every reshape keeps the element count.
+// Every shape of the program is a positive integer of at most kMaxCheckElements elements, and
+// every reshape keeps the element count.
+constexpr int64_t kMaxCheckElements = int64_t(1) << 22;
+
+// The element count of `shape` at `b`, or -1 past kMaxCheckElements (checked before each product:
+// a dim of 2^62 must not overflow, D12).
+int64_t bounded_count(const std::vector<Dim>& shape, const DimBindings& b) {
+  int64_t count = 1;
+  for (const Dim& d : shape) {
+    int64_t size = d.evaluate_size(b);
+    if (size > kMaxCheckElements / count) return -1;
+    count *= size;
+  }
+  return count;
+}
+
 bool binding_fits(const Program& p, const DimBindings& b) {
   try {
     for (const Value& v : p.values) {
-      int64_t count = 1;
-      for (const Dim& d : v.type.shape) count *= d.evaluate_size(b);
-      if (v.op == Op::Reshape) {
-        int64_t in = 1;
-        for (const Dim& d : p.value(v.operands[0]).type.shape) in *= d.evaluate_size(b);
-        if (in != count) return false;
-      }
-      if (count > (int64_t(1) << 22)) return false;
+      int64_t count = bounded_count(v.type.shape, b);
+      if (count < 0) return false;
+      if (v.op == Op::Reshape && bounded_count(p.value(v.operands[0]).type.shape, b) != count) return false;
     }
     return true;
   } catch (const std::exception&) {

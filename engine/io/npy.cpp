@@ -1,5 +1,7 @@
 #include "engine/io/npy.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -7,6 +9,7 @@
 #include <limits>
 
 #include "engine/error.h"
+#include "engine/util/private_files.h"
 #include "engine/interp/half.h"
 
 namespace prism {
@@ -124,10 +127,16 @@ uint32_t little_endian(const unsigned char* p, int bytes) {
 
 }  // namespace
 
-Tensor read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(Error::Kind::NotFound, path + ": cannot open (" + std::strerror(errno) + ")");
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+Tensor read_npy(const std::string& path, size_t max_bytes) {
+  // A regular file only (a FIFO would block the worker, a device never end), and no larger than
+  // the caller's budget: checked before anything is read.
+  FileContents file = read_regular_file(path, max_bytes);
+  if (!file.bytes) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw Error(Error::Kind::NotFound, path + ": cannot open (" + std::strerror(errno) + ")");
+    throw Error(Error::Kind::InvalidArgument, file.error);
+  }
+  const std::string& bytes = *file.bytes;
   const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) bad(path, "not a .npy file (bad magic)");
   int major = u[6];
@@ -200,11 +209,8 @@ void write_npy(const std::string& path, const Tensor& t) {
       std::memcpy(dst + 4 * i, &t.data[i], 4);
     }
   }
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error(Error::Kind::Failed, path + ": cannot write (" + std::strerror(errno) + ")");
-  f.write(out.data(), std::streamsize(out.size()));
-  f.close();
-  if (!f) throw Error(Error::Kind::Failed, path + ": write failed (" + std::strerror(errno) + ")");
+  // A new file renamed into place: never written through a symlink, never left half written.
+  if (std::string problem = write_file_atomically(path, out); !problem.empty()) throw Error(Error::Kind::Failed, problem);
 }
 
 }  // namespace prism

@@ -12,7 +12,8 @@
 
 namespace prism {
 
-Tensor read_npy(const std::string& path);
+// `max_bytes`: a larger file is InvalidArgument before it is read (a FIFO or a device too).
+Tensor read_npy(const std::string& path, size_t max_bytes = size_t(4) << 30);
 void write_npy(const std::string& path, const Tensor& tensor);
 
 }  // namespace prism

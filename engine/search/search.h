@@ -85,6 +85,9 @@ namespace search {
 // e-graph terms cannot express, a fast-memory budget that is not positive).
 SearchResult search_program(const Program& lowered, const SearchLimits& limits, const CancelToken* cancel = nullptr,
                             const std::function<void(const SearchProgress&)>& progress = {});
+// The memory a search of `lowered` takes at most, estimated from its tensors at the checks' dims
+// (literal dims count as they are): Workspace::search refuses one over its budget up front.
+int64_t search_memory_bytes(const Program& lowered);
 }  // namespace search
 
 }  // namespace prism

@@ -143,9 +143,14 @@ DimBindings check_sizes(const sgraph::SGraph& family) {
   return sizes;
 }
 
-NumericCheck::NumericCheck(const Program& program) : program_(program) {
+DimBindings check_dims(const Program& program) {
   // Distinct multiples of 24: every product of the check sizes on one dim (2*4, 3*4) divides them.
-  for (size_t i = 0; i < program.dims.size(); ++i) dims_[program.dims[i]] = int64_t(24 * (i + 1));
+  DimBindings dims;
+  for (size_t i = 0; i < program.dims.size(); ++i) dims[program.dims[i]] = int64_t(24 * (i + 1));
+  return dims;
+}
+
+NumericCheck::NumericCheck(const Program& program) : program_(program), dims_(check_dims(program)) {
   for (int id : program.inputs) {
     const Value& v = program.value(id);
     // Scaled to [-1/4, 1/4): exp of a dot product over a few dozen terms must not overflow f16.

@@ -63,6 +63,8 @@ class NumericCheck {
 
 // Sizes for the numeric check: g1=2, g2=3, g3=2, g4=3, F1=4 (others 2).
 DimBindings check_sizes(const sgraph::SGraph& family);
+// The dims the numeric check runs the program and every family at: distinct multiples of 24.
+DimBindings check_dims(const Program& program);
 
 struct Proof {
   bool proved = false;

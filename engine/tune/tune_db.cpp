@@ -9,6 +9,7 @@
 
 #include "engine/ir/print.h"
 #include "engine/util/cache.h"
+#include "engine/util/private_files.h"
 
 namespace prism::tune {
 
@@ -17,6 +18,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kHeader = "prism-tune 1";
+// An entry holds a few dozen rows; a file far larger than this is not one.
+constexpr size_t kMaxEntryBytes = size_t(4) << 20;
 
 // Free text on one line: tabs and newlines become spaces (they separate fields and records).
 std::string clean(std::string s) {
@@ -167,31 +170,38 @@ void TuneDb::set_dir(std::string dir) {
   dir_ = std::move(dir);
 }
 
+void TuneDb::set_warn(std::function<void(const std::string&)> warn) {
+  std::lock_guard lock(mutex_);
+  warn_ = std::move(warn);
+}
+
 std::optional<TuneResult> TuneDb::get(const std::string& key) const {
   std::lock_guard lock(mutex_);
   if (auto it = memory_.find(key); it != memory_.end()) return it->second;
   if (dir_.empty()) return std::nullopt;
-  std::ifstream in(fs::path(dir_) / (key + ".tune"));
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_tune_result(text.str());
+  const std::string file = (fs::path(dir_) / (key + ".tune")).string();
+  FileContents text = read_regular_file(file, kMaxEntryBytes);
+  if (!text.bytes) return std::nullopt;  // not there: a miss
+  std::optional<TuneResult> result = parse_tune_result(*text.bytes);
+  if (!result) {
+    // Truncated, damaged or of an older format: said once, dropped, and tuned again.
+    if (warn_) warn_("dropping the unreadable tuning DB entry " + file);
+    ::unlink(file.c_str());
+  }
+  return result;
 }
 
 void TuneDb::put(const std::string& key, const TuneResult& result) {
   std::lock_guard lock(mutex_);
   memory_[key] = result;
   if (dir_.empty()) return;
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
-  fs::path file = fs::path(dir_) / (key + ".tune");
-  fs::path tmp = fs::path(dir_) / (key + ".tmp." + std::to_string(::getpid()));
-  {
-    std::ofstream out(tmp);
-    out << format_tune_result(result);
-    if (!out) return;
+  if (std::string problem = ensure_private_dir(dir_); !problem.empty()) {
+    if (warn_) warn_("the tuning DB keeps results in memory only: " + problem);
+    return;
   }
-  fs::rename(tmp, file, ec);
+  std::string file = (fs::path(dir_) / (key + ".tune")).string();
+  if (std::string problem = write_file_atomically(file, format_tune_result(result)); !problem.empty() && warn_)
+    warn_("cannot store a tuning result: " + problem);
 }
 
 }  // namespace prism::tune

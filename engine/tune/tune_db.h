@@ -1,7 +1,8 @@
 // The tuning DB (docs/design.md §5): tuning results on disk, keyed by (program, bindings, target,
 // prism version), so the same question is never tuned twice, across daemon restarts too.
-// One small text file per key in the DB directory, written to a temporary name and renamed.
+// One small text file per key in a private DB directory, written whole (write, fsync, rename).
 #pragma once
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -25,6 +26,9 @@ class TuneDb {
  public:
   explicit TuneDb(std::string dir = "");  // empty: kept in memory only
   void set_dir(std::string dir);
+  // Hears of a DB entry that could not be read (logged once, then dropped and rebuilt) and of a
+  // DB directory that cannot be used.
+  void set_warn(std::function<void(const std::string&)> warn);
   const std::string& dir() const { return dir_; }
   std::optional<TuneResult> get(const std::string& key) const;
   // Throws nothing: a DB that cannot be written keeps the result in memory.
@@ -33,6 +37,7 @@ class TuneDb {
  private:
   mutable std::mutex mutex_;
   std::string dir_;
+  std::function<void(const std::string&)> warn_;
   std::map<std::string, TuneResult> memory_;
 };
 

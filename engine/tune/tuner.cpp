@@ -155,6 +155,7 @@ Comparison check_outputs(const backend::Backend& backend, const std::vector<Tens
 void record_run(TuneRow& row, const backend::RunOutcome& outcome, const std::function<Comparison(const std::vector<Tensor>&)>& check) {
   if (!outcome.ok) {
     row.error = outcome.error;
+    row.transient = outcome.transient;
     return;
   }
   Comparison verdict = check(outcome.outputs);
@@ -176,6 +177,7 @@ void time_items(TuneResult& result, const std::vector<Option>& ranked, const std
   time_item(0, baseline);
   if (baseline.ok) result.baseline_ms = baseline.measured_ms;
   else result.baseline_error = baseline.error;
+  result.transient = baseline.transient;
   for (size_t i = 0; i < chosen.size(); ++i) {
     report("timing", int(i) + 1, total);
     const Option& o = ranked[chosen[i]];
@@ -186,6 +188,7 @@ void time_items(TuneResult& result, const std::vector<Option>& ranked, const std
     row.cost_rank = int(chosen[i]) + 1;
     row.predicted_ms = o.predicted_s * 1e3;
     time_item(i + 1, row);
+    result.transient = result.transient || row.transient;
     result.rows.push_back(std::move(row));
   }
 }

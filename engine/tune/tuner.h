@@ -36,6 +36,7 @@ struct TuneRow {
   double max_error = 0;                  // largest |kernel - reference| (ok rows)
   bool ok = false;
   std::string error;                     // compile error, crash, time-out, wrong result
+  bool transient = false;                // the failure was not the kernel's (RunOutcome::transient)
 };
 
 struct TuneStats {
@@ -66,6 +67,7 @@ struct TuneResult {
   double rank_correlation = 0; // Spearman, predicted vs measured, over the ok rows (0 with < 3)
   TuneStats stats;
   bool from_db = false;        // answered by the tuning DB, nothing compiled or run
+  bool transient = false;      // a run failed for a reason that was not its kernel's: not stored
 };
 
 struct TuneProgress {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "engine/util/hash.h"
+#include "engine/util/user_dirs.h"
 
 namespace prism {
 
@@ -16,11 +17,13 @@ inline std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? std::string(v) : fallback;
 }
 
-// $PRISM_CACHE_DIR/<sub>, else $XDG_CACHE_HOME/prism/<sub>, else ~/.cache/prism/<sub>.
+// $PRISM_CACHE_DIR/<sub>, else $XDG_CACHE_HOME/prism/<sub>, else <home>/.cache/prism/<sub> (never
+// a shared directory: empty when there is no home, and ensure_private_dir then says so).
 inline std::string prism_cache_dir(const std::string& sub) {
   if (auto dir = env_or("PRISM_CACHE_DIR", ""); !dir.empty()) return dir + "/" + sub;
   if (auto dir = env_or("XDG_CACHE_HOME", ""); !dir.empty()) return dir + "/prism/" + sub;
-  return env_or("HOME", "/tmp") + "/.cache/prism/" + sub;
+  std::string home = home_dir();
+  return home.empty() ? std::string() : home + "/.cache/prism/" + sub;
 }
 
 // 32 hex digits naming `text` (two FNV-1a hashes, the second salted): collisions between cache

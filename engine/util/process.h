@@ -1,6 +1,8 @@
 // Running another program: feed its stdin, capture stdout/stderr and how it ended, with a hard
 // time limit (the whole process group is killed), so a hung compiler or kernel costs one call.
 #pragma once
+#include <sys/types.h>
+
 #include <chrono>
 #include <map>
 #include <string>
@@ -16,7 +18,13 @@ struct ProcessResult {
   std::string err;
 };
 
+// In a child between fork and exec: dies with the parent (SIGKILL when the thread that forked it
+// ends, a kill -9 of the daemon included), so no compiler or kernel runner outlives prism (D13).
+// `parent` is the parent's pid from before the fork; it may have died already.
+void die_with_parent(pid_t parent);
+
 // argv[0] without a '/' is looked up in PATH. `env` entries are set on top of the environment.
+// The child dies with the calling thread (die_with_parent), which waits for it anyway.
 // Throws std::runtime_error only when the process cannot be started at all.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input = "",
                           const std::map<std::string, std::string>& env = {},

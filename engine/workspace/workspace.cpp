@@ -18,6 +18,7 @@
 #include "engine/lang/compile.h"
 #include "engine/lang/lexer.h"
 #include "engine/lang/suggest.h"
+#include "engine/tune/tuner.h"
 
 namespace prism {
 
@@ -339,6 +340,7 @@ RunResult Workspace::run(const RunRequest& request, const CancelToken* cancel) c
     source[name] = "the bindings";
   }
   std::vector<InputFile> files;
+  int64_t read_bytes = 0;
   for (const auto& [input, path] : request.input_files) {
     const Value* value = nullptr;
     std::vector<std::string> names;
@@ -347,7 +349,10 @@ RunResult Workspace::run(const RunRequest& request, const CancelToken* cancel) c
       if (program.value(id).name == input) value = &program.value(id);
     }
     if (!value) throw Error(Error::Kind::InvalidArgument, "program '" + program.name + "' has no input '" + input + "' (its inputs: " + join(names, ", ") + ")");
-    InputFile f{input, path, read_npy(path), value};
+    // Each file is read only when it fits in what is left of the budget.
+    int64_t left = memory_budget() - read_bytes;
+    InputFile f{input, path, read_npy(path, size_t(std::max<int64_t>(left, 0))), value};
+    read_bytes += f.tensor.size() * int64_t(sizeof(float));
     if (f.tensor.shape.size() != value->type.shape.size())
       throw Error(Error::Kind::InvalidArgument, "input '" + input + "' from " + path + " has shape " + shape_text(f.tensor.shape) + " but the program declares " +
                                                     type_str(value->type));
@@ -367,6 +372,8 @@ RunResult Workspace::run(const RunRequest& request, const CancelToken* cancel) c
                                                   " (give " + join(give, " ") + ")");
   }
 
+  check_memory_budget("running '" + program.name + "' at " + tune::sizes_text(bindings), interpreter_bytes(program, bindings),
+                      memory_budget());
   std::map<std::string, Tensor> inputs;
   for (auto& f : files) {
     std::vector<int64_t> want = concrete_shape(f.value->type.shape, bindings);
@@ -491,6 +498,7 @@ SearchResult Workspace::search(const std::string& program, const SearchLimits& l
                                                  same_question(it->second.limits, limits))
       return it->second;
   }
+  check_memory_budget("searching '" + program + "'", search::search_memory_bytes(compiled->lowered), memory_budget());
   SearchResult r = search::search_program(compiled->lowered, limits, cancel, progress);  // no lock held
   r.program = program;
   r.version = version;

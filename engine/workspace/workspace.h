@@ -3,6 +3,7 @@
 // onto these calls (the clangd split: ClangdServer vs ClangdLSPServer).
 #pragma once
 #include <cstdint>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/interp/footprint.h"
 #include "engine/cancel.h"
 #include "engine/diagnostic.h"
 #include "engine/egraph/equivalence.h"
@@ -81,6 +83,10 @@ struct RunResult {
   double elapsed_ms = 0;  // interpreter time
 };
 
+// The largest document text prism reads from a file (program/open of a path, a restored
+// document): a program is a few KiB; this bounds what a wrong path (a log, an image) costs.
+constexpr size_t kMaxDocumentBytes = size_t(16) << 20;
+
 class Workspace {
  public:
   Workspace();
@@ -138,6 +144,12 @@ class Workspace {
   // Where the tuning DB lives (<dir>/tune) and the kernel cache and CPU description
   // (<cache_dir>); empty: the DB in memory only, the default cache.
   void set_storage(const std::string& data_dir, const std::string& cache_dir);
+  // Where the engine reports what it repaired or could not store (a dropped DB entry); unset: silent.
+  void set_log(std::function<void(const std::string&)> log);
+  // The most memory one run, search or tune may take (the sum over its tensors, estimated before
+  // anything is allocated); a request over it is InvalidArgument. Default: half the machine's memory.
+  void set_memory_budget(int64_t bytes) { memory_budget_.store(bytes); }
+  int64_t memory_budget() const { return memory_budget_.load(); }
   // The targets this workspace can tune for, each with whether it is available and why not.
   std::vector<tune::TargetStatus> targets() const;
   // Tunes a program's verified families for concrete dims (searching first, with default
@@ -164,6 +176,7 @@ class Workspace {
   mutable std::mutex mutex_;
   mutable std::mutex egraph_sync_;  // held while syncing, taken before mutex_
   std::unique_ptr<Impl> impl_;
+  std::atomic<int64_t> memory_budget_{default_memory_budget()};
 };
 
 }  // namespace prism

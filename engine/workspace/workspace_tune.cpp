@@ -12,6 +12,7 @@ namespace prism {
 
 struct Workspace::TuneState {
   std::mutex mutex;
+  std::mutex describe_mutex;  // held while a target is described; taken before `mutex`, never inside it
   tune::TuneDb db;
   std::string cache_dir;                                            // empty: the defaults
   std::map<backend::Target, backend::TargetDescription> described;  // each target, described once
@@ -59,6 +60,8 @@ std::string header_for(const backend::Backend& backend, const Program& stored, c
 
 }  // namespace
 
+void Workspace::set_log(std::function<void(const std::string&)> log) { tune_state_->db.set_warn(std::move(log)); }
+
 void Workspace::set_storage(const std::string& data_dir, const std::string& cache_dir) {
   std::lock_guard lock(tune_state_->mutex);
   tune_state_->db.set_dir(data_dir.empty() ? "" : data_dir + "/tune");
@@ -66,11 +69,22 @@ void Workspace::set_storage(const std::string& data_dir, const std::string& cach
 }
 
 backend::TargetDescription Workspace::described(backend::Target target) const {
+  std::string cache_dir;
+  {
+    std::lock_guard lock(tune_state_->mutex);
+    if (auto it = tune_state_->described.find(target); it != tune_state_->described.end()) return it->second;
+    cache_dir = tune_state_->cache_dir;
+  }
+  // Measuring the CPU takes a second or more: done under its own lock, so that targets() (which
+  // daemon/status calls on the I/O thread) never waits for it (D10).
+  std::lock_guard describing(tune_state_->describe_mutex);
+  {
+    std::lock_guard lock(tune_state_->mutex);
+    if (auto it = tune_state_->described.find(target); it != tune_state_->described.end()) return it->second;
+  }
+  backend::TargetDescription description = tune::backend_for(target).describe(cache_dir);
   std::lock_guard lock(tune_state_->mutex);
-  auto it = tune_state_->described.find(target);
-  if (it == tune_state_->described.end())
-    it = tune_state_->described.emplace(target, tune::backend_for(target).describe(tune_state_->cache_dir)).first;
-  return it->second;
+  return tune_state_->described.emplace(target, std::move(description)).first->second;
 }
 
 std::vector<tune::TargetStatus> Workspace::targets() const {
@@ -90,6 +104,11 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
   check_tunable(backend);
   auto [lowered, version] = lowered_program(program);
   if (request.top < 1) throw Error(Error::Kind::InvalidArgument, "top must be at least 1");
+  // The reference outputs, the inputs and what the worker maps of them: about three times the tensors.
+  const DimBindings dims(request.bindings.begin(), request.bindings.end());
+  const int64_t tensors = interpreter_bytes(lowered, dims);
+  check_memory_budget("tuning '" + program + "' at " + tune::sizes_text(request.bindings),
+                      tensors > std::numeric_limits<int64_t>::max() / 3 ? tensors : 3 * tensors, memory_budget());
   std::optional<SearchResult> found = search_result(program);
   if (!found) {
     if (progress) progress({"search", 0, 0, 0});
@@ -118,7 +137,8 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
   tune::TuneResult result = tune::tune_families(backend, lowered, found->candidates, request, env, cancel, progress);
   result.program = program;
   result.version = version;
-  tune_state_->db.put(key, result);
+  // A time-out or a killed worker is no answer to keep: the next tune measures again (D9).
+  if (!result.transient) tune_state_->db.put(key, result);
   return record(result);
 }
 

@@ -185,12 +185,21 @@ TEST_CASE("prismd on TCP loopback with port 0", "[protocol][daemon][tcp]") {
   int port = std::stoi(ready->substr(at + 14));
   CHECK(port > 0);
 
+  // The token is in a 0600 file beside the socket; a TCP client presents it in initialize.
+  const std::string token_file = dir / ("tcp-" + std::to_string(port) + ".token");
+  REQUIRE(std::filesystem::exists(token_file));
+  CHECK((std::filesystem::status(token_file).permissions() & std::filesystem::perms::all) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+  std::string token;
+  std::ifstream(token_file) >> token;
+  CHECK(token.size() == 64);
   auto client = Client::connect_tcp("127.0.0.1", port);
-  initialize(*client);
+  client->request("initialize", {{"capabilities", json::object()}, {"initializationOptions", {{"token", token}}}}, kTimeout);
   json state = client->request("program/open", {{"uri", "untitled:t"}, {"text", kRmsLinear}}, kTimeout);
   CHECK(state["programs"] == json{"rms_linear"});
   json status = client->request("daemon/status", json::object(), kTimeout);
   CHECK(status["tcp"] == "tcp:127.0.0.1:" + std::to_string(port));
+  CHECK(status["tokenFile"] == token_file);
   // Documents are shared between transports.
   auto local = connect_initialized(dir.socket());
   CHECK(local->request("program/list", json::object(), kTimeout)["programs"].size() == 1);
@@ -311,15 +320,20 @@ TEST_CASE("open documents come back when the daemon restarts", "[protocol][daemo
     REQUIRE(list["programs"].size() == 1);
     CHECK(list["programs"][0]["name"] == "rms_linear");
   });
-  SECTION("an unreadable store is ignored with a log line") {
+  SECTION("an unreadable store is moved aside with a log line, and rebuilt") {
+    std::string store;
     for (const auto& entry : std::filesystem::directory_iterator(state.path() + "/documents")) {
+      store = entry.path().string();
       std::ofstream(entry.path()) << "{ not json";
     }
     Prismd daemon(args);
     REQUIRE(daemon.wait_ready());
     auto client = connect_initialized(dir.socket());
     CHECK(client->request("program/list", json::object(), kTimeout)["programs"].empty());
-    CHECK_THAT(daemon.stderr_text(), Catch::Contains("ignoring unreadable document store"));
+    CHECK_THAT(daemon.stderr_text(), Catch::Contains("is unreadable (not JSON, perhaps truncated)"));
+    CHECK(std::filesystem::exists(store + ".corrupt"));
+    client->request("program/open", {{"uri", "untitled:new"}, {"text", kRmsLinear}}, kTimeout);
+    CHECK(json::parse(std::ifstream(store))["documents"].size() == 1);
   }
 }
 

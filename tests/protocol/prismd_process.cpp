@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <utility>
 
@@ -133,5 +135,32 @@ std::string Prismd::stderr_text() {
 
 int Prismd::take_stdout_read() { return std::exchange(stdout_read_, -1); }
 int Prismd::take_stdin_write() { return std::exchange(stdin_write_, -1); }
+
+std::unique_ptr<Prismd> start_prismd_with(const std::map<std::string, std::string>& env,
+                                          const std::vector<std::string>& args) {
+  for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+  auto daemon = std::make_unique<Prismd>(args);
+  for (const auto& [k, v] : env) ::unsetenv(k.c_str());
+  return daemon;
+}
+
+std::vector<pid_t> child_pids(pid_t pid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
+    size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == pid) out.push_back(static_cast<pid_t>(std::stol(entry.path().filename().string())));
+  }
+  return out;
+}
 
 }  // namespace prism::test

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,5 +49,12 @@ class Prismd {
   std::mutex mutex_;
   std::string stderr_;
 };
+
+// Starts prismd with `env` set in its environment (and unset again in ours once it runs).
+std::unique_ptr<Prismd> start_prismd_with(const std::map<std::string, std::string>& env,
+                                          const std::vector<std::string>& args);
+
+// The pids of the processes whose parent is `pid` (from /proc).
+std::vector<pid_t> child_pids(pid_t pid);
 
 }  // namespace prism::test

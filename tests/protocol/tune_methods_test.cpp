@@ -25,19 +25,11 @@ std::unique_ptr<Client> connect(const std::string& socket) {
   return client;
 }
 
-// Starts prismd with `env` set (and unset again once it runs).
-std::unique_ptr<Prismd> start_with(const std::map<std::string, std::string>& env, const std::vector<std::string>& args) {
-  for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-  auto daemon = std::make_unique<Prismd>(args);
-  for (const auto& [k, v] : env) ::unsetenv(k.c_str());
-  return daemon;
-}
-
 }  // namespace
 
 TEST_CASE("tune/run: a crashing and a hanging kernel fail their candidates while the daemon serves others", "[protocol][tune][isolation]") {
   TempDir dir;
-  auto daemon = start_with({{"PRISM_FAULT_INJECT", "crash@1,hang@2"}, {"PRISM_KERNEL_TIMEOUT", "2"}, {"PRISM_CACHE_DIR", dir / "cache"}},
+  auto daemon = start_prismd_with({{"PRISM_FAULT_INJECT", "crash@1,hang@2"}, {"PRISM_KERNEL_TIMEOUT", "2"}, {"PRISM_CACHE_DIR", dir / "cache"}},
                            {"--socket", dir.socket()});
   REQUIRE(daemon->wait_ready());
   auto client = connect(dir.socket());

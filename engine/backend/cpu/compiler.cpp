@@ -3,6 +3,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -18,13 +21,18 @@
 
 #include "engine/error.h"
 #include "engine/util/cache.h"
+#include "engine/util/private_files.h"
 #include "engine/util/process.h"
+#include "engine/util/sealed_file.h"
 
 namespace prism::backend::cpu {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// A generated kernel library is some hundred KiB; anything near this is not one of ours.
+constexpr size_t kMaxLibraryBytes = size_t(256) << 20;
 
 std::string compiler_of(const CompileOptions& options) {
   return !options.compiler.empty() ? options.compiler : env_or("CXX", "c++");
@@ -60,14 +68,19 @@ CompiledLibrary compile_library(const std::string& source, const CompileOptions&
   CompiledLibrary result;
   result.key = content_key(key_text, "prism-kernel:");
   const fs::path dir = options.cache_dir.empty() ? default_kernel_cache_dir() : options.cache_dir;
+  if (dir.empty()) throw Error(Error::Kind::Failed, "no kernel cache: set PRISM_CACHE_DIR or HOME");
+  // The cache holds code this user will run: refused when anyone else could have written to it.
+  if (std::string problem = ensure_private_dir(dir.string()); !problem.empty())
+    throw Error(Error::Kind::Failed, "the kernel cache is unsafe: " + problem);
   result.path = (dir / (result.key + ".so")).string();
-  if (fs::exists(result.path)) {
+  FileContents cached = read_sealed_file(result.path, kMaxLibraryBytes);
+  if (cached.bytes) {
     result.cached = true;
     return result;
   }
+  // Missing, truncated (a kill -9 mid-write by an old prism) or changed: built again, and the
+  // rename below replaces it.
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(Error::Kind::Failed, "cannot create the kernel cache " + dir.string() + ": " + ec.message());
 
   static std::atomic<uint64_t> counter{0};
   const std::string stem = result.key + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
@@ -98,6 +111,12 @@ CompiledLibrary compile_library(const std::string& source, const CompileOptions&
     throw Error(Error::Kind::Failed, "the compiler '" + compiler + "' failed (exit " + std::to_string(r.exit_code) +
                                          "):\n" + first_lines(r.err + r.out, 12));
   }
+  FileContents built = read_regular_file(obj.string(), kMaxLibraryBytes);
+  std::string problem = built.bytes ? write_seal(result.path, *built.bytes) : built.error;
+  if (!problem.empty()) {
+    fs::remove(obj, ec);
+    throw Error(Error::Kind::Failed, "cannot record the compiled kernel's checksum: " + problem);
+  }
   fs::rename(obj, result.path, ec);
   if (ec) throw Error(Error::Kind::Failed, "cannot move the compiled kernel into " + result.path + ": " + ec.message());
   return result;
@@ -122,8 +141,18 @@ std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& s
 }
 
 LoadedLibrary::LoadedLibrary(const std::string& path) : path_(path) {
+  // The bytes are checked against the checksum written when prism built them and loaded from a
+  // private copy under a name used once: what runs is exactly what was checked, whatever happens
+  // to the cache file meanwhile. (Not a memfd: the loader would take a reused /proc/self/fd/N
+  // name for the library loaded under it before.)
+  FileContents file = read_sealed_file(path, kMaxLibraryBytes);
+  if (!file.bytes) throw Error(Error::Kind::Failed, "cannot load the kernel library: " + file.error);
+  const std::string copy = temp_name_for(path) + ".so";
+  if (std::string problem = write_file_atomically(copy, *file.bytes); !problem.empty())
+    throw Error(Error::Kind::Failed, "cannot load " + path + ": " + problem);
   // Never unmapped: a library that used OpenMP leaves idle pool threads whose code must stay.
-  handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  handle_ = ::dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  ::unlink(copy.c_str());  // the mapping keeps it alive
   if (!handle_) {
     const char* why = ::dlerror();
     throw Error(Error::Kind::Failed, "cannot load " + path + ": " + (why ? why : "unknown error"));

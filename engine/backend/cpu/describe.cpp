@@ -13,6 +13,7 @@
 
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/measure.h"
+#include "engine/util/private_files.h"
 
 namespace prism::backend::cpu {
 
@@ -115,7 +116,9 @@ void make_monotone(std::vector<std::pair<double, double>>& curve) {
 
 // The cache file: key=value lines; `key` must match for the measured values to be used.
 bool read_cache(const fs::path& file, const std::string& key, TargetDescription& t) {
-  std::ifstream in(file);
+  FileContents text = read_regular_file(file.string(), 1 << 16);
+  if (!text.bytes) return false;
+  std::istringstream in(*text.bytes);
   std::map<std::string, std::string> kv;
   for (std::string line; std::getline(in, line);)
     if (size_t eq = line.find('='); eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
@@ -131,21 +134,15 @@ bool read_cache(const fs::path& file, const std::string& key, TargetDescription&
   return t.bandwidth_gbs > 0 && t.peak_gflops > 0;
 }
 
-// Written to a temporary name and renamed, so a concurrent reader never sees half a file.
+// Written whole (private_files.h): a concurrent reader never sees half a file.
 void write_cache(const fs::path& file, const std::string& key, const TargetDescription& t) {
-  std::error_code ec;
-  fs::create_directories(file.parent_path(), ec);
-  fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp);
-    out.precision(17);
-    out << "key=" << key << "\nmodel=" << t.model << "\ncores=" << t.cores << "\nbandwidth_gbs=" << t.bandwidth_gbs
-        << "\ncache_bandwidth_gbs=" << t.cache_bandwidth_gbs << "\npeak_gflops=" << t.peak_gflops
-        << "\nread_curve=" << curve_text(t.read_curve) << "\n";
-    if (!out) return;  // an unwritable cache only costs a measurement next time
-  }
-  fs::rename(tmp, file, ec);
-  if (ec) fs::remove(tmp, ec);
+  if (!ensure_private_dir(file.parent_path().string()).empty()) return;  // costs a measurement next time
+  std::ostringstream out;
+  out.precision(17);
+  out << "key=" << key << "\nmodel=" << t.model << "\ncores=" << t.cores << "\nbandwidth_gbs=" << t.bandwidth_gbs
+      << "\ncache_bandwidth_gbs=" << t.cache_bandwidth_gbs << "\npeak_gflops=" << t.peak_gflops
+      << "\nread_curve=" << curve_text(t.read_curve) << "\n";
+  write_file_atomically(file.string(), out.str());
 }
 
 }  // namespace

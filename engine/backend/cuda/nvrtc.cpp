@@ -13,12 +13,17 @@
 
 #include "engine/error.h"
 #include "engine/util/cache.h"
+#include "engine/util/private_files.h"
+#include "engine/util/sealed_file.h"
 
 namespace prism::backend::cuda {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// Generated modules are some hundred KiB of PTX.
+constexpr size_t kMaxPtxBytes = size_t(256) << 20;
 
 // The NVRTC API, declared here so that prism needs no toolkit headers to build.
 using nvrtcResult = int;
@@ -126,13 +131,6 @@ const Nvrtc& nvrtc() {
   return n;
 }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Runs NVRTC on the source: the PTX and the log, or Error{Failed} with the log's first lines.
 PtxResult run_nvrtc(const Nvrtc& n, const std::string& source, const std::vector<std::string>& options) {
   nvrtcProgram prog = nullptr;
@@ -188,29 +186,21 @@ PtxResult compile_to_ptx(const std::string& source, const std::string& arch, con
   key_text += "\x1d" + source;
   const std::string key = content_key(key_text, "prism-ptx:");
   const fs::path dir = cache_dir.empty() ? default_ptx_cache_dir() : cache_dir;
-  const fs::path path = dir / (key + ".ptx");
-  std::error_code ec;
-  if (fs::exists(path, ec)) {
-    PtxResult cached;
-    cached.ptx = read_file(path);
-    cached.cached = true;
-    if (!cached.ptx.empty()) return cached;
+  // The PTX runs on the GPU as this user: the cache must be private and each entry whole.
+  bool cache_usable = !dir.empty() && ensure_private_dir(dir.string()).empty();
+  const std::string path = (dir / (key + ".ptx")).string();
+  if (cache_usable) {
+    FileContents file = read_sealed_file(path, kMaxPtxBytes);
+    if (file.bytes && !file.bytes->empty()) {
+      PtxResult cached;
+      cached.ptx = std::move(*file.bytes);
+      cached.cached = true;
+      return cached;
+    }
   }
   PtxResult result = run_nvrtc(n, source, options);
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(Error::Kind::Failed, "cannot create the PTX cache " + dir.string() + ": " + ec.message());
-  static std::atomic<uint64_t> counter{0};
-  const fs::path tmp = dir / (key + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++));
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << result.ptx;
-    if (!out) throw Error(Error::Kind::Failed, "cannot write " + tmp.string());
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw Error(Error::Kind::Failed, "cannot move the PTX into " + path.string() + ": " + ec.message());
-  }
+  // An unusable cache costs a compile next time, nothing else.
+  if (cache_usable && write_seal(path, result.ptx).empty()) write_file_atomically(path, result.ptx);
   return result;
 }
 

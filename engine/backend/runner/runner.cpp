@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <sstream>
 
 #include "engine/error.h"
+#include "engine/util/process.h"
 
 namespace prism::backend {
 
@@ -42,6 +44,14 @@ std::string describe_exit(int status) {
   return "the kernel's process ended";
 }
 
+// Signals a kernel does not raise itself: someone ended the worker (the OOM killer, kill, a
+// shutdown), so its candidate may well run another time.
+bool killed_from_outside(int status) {
+  if (!WIFSIGNALED(status)) return false;
+  int sig = WTERMSIG(status);
+  return sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+}
+
 std::string last_line(const std::string& path) {
   std::ifstream in(path);
   std::string line, last;
@@ -63,6 +73,7 @@ struct KernelRunner::Worker {
   pid_t pid = -1;
   int to = -1, from = -1;
   std::string buffered;
+  bool killed_from_outside = false;  // how the last reaped worker ended
 
   ~Worker() { kill(); }
   void kill() {
@@ -85,6 +96,7 @@ struct KernelRunner::Worker {
     to = from = -1;
     if (pid > 0 && ::waitpid(pid, &status, 0) == pid) {
       pid = -1;
+      killed_from_outside = ::prism::backend::killed_from_outside(status);
       return describe_exit(status);
     }
     return "the kernel's process ended";
@@ -118,9 +130,32 @@ struct KernelRunner::Worker {
   }
 };
 
+namespace {
+std::string runner_dir_base() {
+  return fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : fs::temp_directory_path().string();
+}
+}  // namespace
+
+size_t remove_stale_runner_dirs() {
+  // "prism-runner-<pid>-XXXXXX" of this user whose process is gone (a kill -9 mid-tune): their
+  // inputs would otherwise hold memory in /dev/shm until reboot.
+  size_t removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(runner_dir_base(), ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("prism-runner-", 0) != 0) continue;
+    struct stat st {};
+    if (::lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    pid_t pid = static_cast<pid_t>(std::strtol(name.c_str() + 13, nullptr, 10));
+    if (pid <= 0 || ::kill(pid, 0) == 0 || errno == EPERM) continue;
+    removed += fs::remove_all(entry.path(), ec) > 0;
+  }
+  return removed;
+}
+
 KernelRunner::KernelRunner(std::string runner_path) : runner_path_(std::move(runner_path)) {
-  std::string base = fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : fs::temp_directory_path().string();
-  std::string tmpl = base + "/prism-runner-XXXXXX";
+  std::string base = runner_dir_base();
+  std::string tmpl = base + "/prism-runner-" + std::to_string(::getpid()) + "-XXXXXX";
   if (!::mkdtemp(tmpl.data())) throw Error(Error::Kind::Failed, "cannot create a directory under " + base + ": " + std::strerror(errno));
   dir_ = tmpl;
 }
@@ -139,10 +174,12 @@ void KernelRunner::start() {
   int to_child[2], from_child[2];
   if (::pipe2(to_child, O_CLOEXEC) || ::pipe2(from_child, O_CLOEXEC)) throw Error(Error::Kind::Failed, "pipe failed");
   std::string log = dir_ + "/worker-stderr";
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw Error(Error::Kind::Failed, "fork failed");
   if (pid == 0) {
     ::setpgid(0, 0);
+    die_with_parent(parent);
     ::dup2(to_child[0], 0);
     ::dup2(from_child[1], 1);
     int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -220,6 +257,7 @@ RunOutcome KernelRunner::exchange(const std::string& command, const std::string&
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   if (!write_all(worker_->to, command.data(), command.size())) {
     outcome.error = worker_->reap();
+    outcome.transient = true;  // it was gone before this kernel ran
     worker_.reset();
     return outcome;
   }
@@ -227,9 +265,11 @@ RunOutcome KernelRunner::exchange(const std::string& command, const std::string&
     case Worker::Read::Timeout:
       worker_.reset();
       outcome.error = "the kernel did not finish within " + std::to_string(int(timeout_s)) + " s (killed)";
+      outcome.transient = true;
       return outcome;
     case Worker::Read::Eof: {
       outcome.error = worker_->reap();
+      outcome.transient = worker_->killed_from_outside;
       worker_.reset();
       if (auto detail = last_line(dir_ + "/worker-stderr"); !detail.empty()) outcome.error += ": " + detail;
       return outcome;
@@ -239,6 +279,8 @@ RunOutcome KernelRunner::exchange(const std::string& command, const std::string&
   }
   if (line.rfind("error ", 0) == 0) {
     outcome.error = line.substr(6);
+    // A library that would not load (a damaged cache entry) says nothing about the kernel.
+    outcome.transient = outcome.error.rfind("cannot load", 0) == 0;
     return outcome;
   }
   std::istringstream reply(line);
@@ -246,6 +288,7 @@ RunOutcome KernelRunner::exchange(const std::string& command, const std::string&
   reply >> ok >> outcome.median_ms >> outcome.min_ms >> outcome.runs;
   if (ok != "ok" || !reply) {
     outcome.error = "the kernel runner answered '" + line + "'";
+    outcome.transient = true;
     stop();
     return outcome;
   }
@@ -260,6 +303,7 @@ RunOutcome KernelRunner::exchange(const std::string& command, const std::string&
   if (!in) {
     outcome.outputs.clear();
     outcome.error = "cannot read the kernel's outputs from " + out_path;
+    outcome.transient = true;
     return outcome;
   }
   outcome.ok = true;

@@ -43,10 +43,17 @@ struct CudaRunRequest {
 struct RunOutcome {
   bool ok = false;
   std::string error;            // when !ok: "the kernel crashed (SIGSEGV, segmentation fault)", …
+  // A failure that says nothing about the kernel: a time-out (the machine may have been busy), a
+  // worker killed from outside (SIGKILL, SIGTERM), a library that would not load. Never stored as
+  // a tuning answer (issue 17, D9).
+  bool transient = false;
   std::vector<Tensor> outputs;  // f32, from the first (checked) call
   double median_ms = 0, min_ms = 0;
   int runs = 0;
 };
+
+// Removes the private directories of kernel runners whose process is gone; returns how many.
+size_t remove_stale_runner_dirs();
 
 // $PRISM_RUNNER, else prism-runner next to the running executable.
 std::string default_runner_path();

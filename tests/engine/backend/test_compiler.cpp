@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/error.h"
@@ -62,4 +64,38 @@ TEST_CASE("compiler: a broken source fails with the compiler's message; the batc
   CHECK(errors[0].empty());
   CHECK(results[1].path.empty());
   CHECK_FALSE(errors[1].empty());
+}
+
+TEST_CASE("compiler: a truncated or swapped cached object is found, never loaded, and rebuilt", "[backend][compiler][cache]") {
+  test::TempDir dir;
+  CompileOptions options;
+  options.cache_dir = dir.path();
+  CompiledLibrary first = compile_library(kDouble, options);
+  const auto size = std::filesystem::file_size(first.path);
+
+  // A kill -9 mid-write by an old prism, or a full disk: half an object.
+  std::filesystem::resize_file(first.path, size / 2);
+  CHECK_THROWS_WITH(LoadedLibrary(first.path), Catch::Contains("does not match its checksum"));
+  CompiledLibrary rebuilt = compile_library(kDouble, options);
+  CHECK_FALSE(rebuilt.cached);
+  CHECK(std::filesystem::file_size(rebuilt.path) == size);
+  CHECK_NOTHROW(LoadedLibrary(rebuilt.path));
+
+  // Another object put in its place: refused as well.
+  options.flags.push_back("-DVARIANT=2");
+  CompiledLibrary other = compile_library(kDouble, options);
+  std::filesystem::copy_file(other.path, rebuilt.path, std::filesystem::copy_options::overwrite_existing);
+  CHECK_THROWS_WITH(LoadedLibrary(rebuilt.path), Catch::Contains("does not match its checksum"));
+}
+
+TEST_CASE("compiler: a kernel cache others can write to is refused", "[backend][compiler][cache]") {
+  test::TempDir dir;
+  CompileOptions options;
+  options.cache_dir = dir / "kernels";
+  std::filesystem::create_directory(options.cache_dir);
+  std::filesystem::permissions(options.cache_dir, std::filesystem::perms::all);  // 0777
+  CHECK_THROWS_WITH(compile_library(kDouble, options), (Catch::Contains("the kernel cache is unsafe") &&
+                                                            Catch::Contains("writable by other users")));
+  std::filesystem::permissions(options.cache_dir, std::filesystem::perms::owner_all);
+  CHECK_FALSE(compile_library(kDouble, options).cached);
 }

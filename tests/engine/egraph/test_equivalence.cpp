@@ -112,3 +112,20 @@ TEST_CASE("equivalence: tempting non-identities are refuted and never proved", "
     CHECK(r.stop_reason != StopReason::GoalReached);
   }
 }
+
+TEST_CASE("equivalence: dims near 2^62 are checked without overflow", "[egraph][equivalence][hostile]") {
+  // D12: the numeric check multiplied the dims of a shape before comparing with its limit, a
+  // signed overflow (undefined behaviour, reported by UBSan) for a dim of 2^62.
+  Workspace ws;
+  ws.open("file:///huge.prism",
+          "program huge(X: f32[n, 4611686018427387904]) {\n  return X * 2\n}\n"
+          "program huge2(X: f32[4611686018427387904, 4611686018427387904]) {\n  return X + X\n}\n",
+          1);
+  for (const char* other : {"X + X", "X * 3"}) {
+    EquivResult r = ws.equivalent("huge", other, EquivLimits{});
+    INFO(other << ": " << verdict_name(r.verdict) << " " << r.message);
+    CHECK_FALSE(r.message.empty());
+  }
+  EquivResult r = ws.equivalent("huge2", "X * 2", EquivLimits{});
+  CHECK(r.verdict != EquivResult::Verdict::Refuted);
+}

@@ -2,7 +2,10 @@
 // an independent check of the best kernel's source against the reference interpreter.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/compiler.h"
@@ -299,4 +302,88 @@ TEST_CASE("tuner: the numeric check passes a NaN or an infinity only where the r
   CHECK(tune::compare_outputs({t({1, 3e38f})}, {t({1, inf})}).failure);
   // The tolerance scales with the finite values only.
   CHECK(tune::compare_outputs({t({1.01f, inf})}, {t({1, inf})}).failure);
+}
+
+TEST_CASE("tuner: a run failed by a killed worker is reported but never stored in the tuning DB", "[tune][tuner][db]") {
+  test::TempDir data;
+  // A runner that takes the inputs, then is killed from outside at its first run (as by the OOM
+  // killer or a `kill -9`): a transient failure that says nothing about the kernels (D9).
+  std::string killed = data / "killed-runner";
+  {
+    std::ofstream script(killed);
+    script << "#!/bin/sh\nread line; echo ok; read line; kill -9 $$\n";
+  }
+  std::filesystem::permissions(killed, std::filesystem::perms::owner_all);
+  tune::TuneRequest request;
+  request.bindings = {{"n", 4}, {"d", 64}};
+  request.top = 2;
+  Workspace ws;
+  ws.set_storage(data.path(), shared_cache());
+  ws.open("a.prism", test::read_example("rms_linear"), 1);
+  ::setenv("PRISM_RUNNER", killed.c_str(), 1);
+  tune::TuneResult failed = ws.tune("rms_linear", request);
+  ::unsetenv("PRISM_RUNNER");
+  CHECK(failed.transient);
+  CHECK(failed.best < 0);
+  CHECK_THAT(failed.baseline_error, Catch::Contains("SIGKILL"));
+  for (const auto& row : failed.rows) CHECK(row.transient);
+  CHECK_FALSE((std::filesystem::exists(data / "tune") && !std::filesystem::is_empty(data / "tune")));
+
+  // Asked again with a working runner: measured, not served from the DB, and then stored.
+  tune::TuneResult measured = ws.tune("rms_linear", request);
+  CHECK_FALSE(measured.from_db);
+  CHECK_FALSE(measured.transient);
+  CHECK(measured.best >= 0);
+  CHECK(ws.tune("rms_linear", request).from_db);
+}
+
+TEST_CASE("tune DB: an unreadable entry is reported once, dropped and tuned again", "[tune][db]") {
+  test::TempDir data;
+  std::vector<std::string> warnings;
+  tune::TuneDb db(data.path());
+  db.set_warn([&](const std::string& line) { warnings.push_back(line); });
+  tune::TuneResult r;
+  r.program = "p";
+  r.rows.push_back(tune::TuneRow{});
+  r.best = 0;
+  db.put("k", r);
+  CHECK(std::filesystem::status(data.path()).permissions() == std::filesystem::perms::owner_all);
+  CHECK((std::filesystem::status(data / "k.tune").permissions() & std::filesystem::perms::all) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+  std::filesystem::resize_file(data / "k.tune", 20);
+  tune::TuneDb fresh(data.path());
+  fresh.set_warn([&](const std::string& line) { warnings.push_back(line); });
+  CHECK_FALSE(fresh.get("k"));
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Catch::Contains("dropping the unreadable tuning DB entry"));
+  CHECK_FALSE(std::filesystem::exists(data / "k.tune"));
+  CHECK_FALSE(fresh.get("k"));
+  CHECK(warnings.size() == 1);
+}
+
+TEST_CASE("tuner: targets() answers while the first tune measures the CPU", "[tune][tuner][status]") {
+  // D10: the CPU was measured (a second or more) under the lock targets() takes, so daemon/status
+  // on the I/O thread stalled every client. A fresh cache makes the first tune measure.
+  test::TempDir data, cache;
+  Workspace ws;
+  ws.set_storage(data.path(), cache.path());
+  ws.open("a.prism", test::read_example("rms_linear"), 1);
+  tune::TuneRequest request;
+  request.bindings = {{"n", 4}, {"d", 64}};
+  request.top = 1;
+  std::atomic<bool> done{false};
+  std::thread tuning([&] {
+    ws.tune("rms_linear", request);
+    done = true;
+  });
+  double slowest = 0;
+  while (!done) {
+    auto start = std::chrono::steady_clock::now();
+    CHECK(ws.targets().size() == 2);
+    slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  tuning.join();
+  // Generous for a loaded 2-core machine; the measurement alone takes far longer.
+  CHECK(slowest < 0.5);
 }

@@ -1,0 +1,40 @@
+#include "daemon/token.h"
+
+#include <sys/random.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+
+#include "engine/util/private_files.h"
+
+namespace prism::daemon {
+
+std::string make_token() {
+  unsigned char bytes[32];
+  size_t done = 0;
+  while (done < sizeof bytes) {
+    ssize_t n = ::getrandom(bytes + done, sizeof bytes - done, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(std::string("cannot make a TCP token: getrandom: ") + std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+  std::string hex;
+  for (unsigned char b : bytes) {
+    char two[3];
+    std::snprintf(two, sizeof two, "%02x", b);
+    hex += two;
+  }
+  return hex;
+}
+
+std::string write_token_file(const std::string& path, const std::string& token) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (std::string problem = ensure_private_dir(dir.empty() ? "." : dir); !problem.empty())
+    return "cannot keep the TCP token private: " + problem;
+  return write_file_atomically(path, token + "\n");
+}
+
+}  // namespace prism::daemon

@@ -1,0 +1,166 @@
+#include "engine/util/private_files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace prism {
+
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+// mkdir -p, 0700 for every directory it creates; existing ones are left as they are.
+void make_dirs(const std::filesystem::path& dir) {
+  std::filesystem::path partial;
+  for (const auto& part : dir) {
+    partial /= part;
+    if (partial.empty() || partial == "/") continue;
+    ::mkdir(partial.c_str(), 0700);
+  }
+}
+
+// Writes all of `bytes`, retrying short writes and EINTR.
+bool write_all(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void sync_directory_of(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
+
+std::string ensure_private_dir(const std::string& dir) {
+  if (dir.empty()) return "no directory given";
+  make_dirs(dir);
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return "cannot create the directory " + dir + ": " + errno_text();
+  if (!S_ISDIR(st.st_mode)) return dir + " is not a directory";
+  if (st.st_uid != ::geteuid())
+    return "the directory " + dir + " belongs to another user (uid " + std::to_string(st.st_uid) +
+           "); prism keeps its files only in directories of its own user";
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return "the directory " + dir + " is writable by other users (mode " + [&] {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+      return std::string(mode);
+    }() + "), so what is in it cannot be trusted; remove it or `chmod 700` it after checking its contents";
+  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) return "cannot make the directory " + dir + " private: " + errno_text();
+  return {};
+}
+
+std::string temp_name_for(const std::string& path) {
+  static std::atomic<unsigned long> counter{0};
+  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+}
+
+std::string write_file_atomically(const std::string& path, const std::string& bytes, unsigned mode) {
+  const std::string temp = temp_name_for(path);
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, static_cast<mode_t>(mode));
+  if (fd < 0) return "cannot create " + temp + ": " + errno_text();
+  bool ok = write_all(fd, bytes) && ::fsync(fd) == 0;
+  std::string error = ok ? "" : "cannot write " + temp + ": " + errno_text();
+  if (::close(fd) != 0 && error.empty()) error = "cannot write " + temp + ": " + errno_text();
+  if (error.empty() && ::rename(temp.c_str(), path.c_str()) != 0) error = "cannot replace " + path + ": " + errno_text();
+  if (!error.empty()) {
+    ::unlink(temp.c_str());
+    return error;
+  }
+  sync_directory_of(path);
+  return {};
+}
+
+FileContents read_regular_file(const std::string& path, size_t max_bytes) {
+  FileContents out;
+  // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    out.error = "cannot read " + path + ": " + errno_text();
+    return out;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    out.error = "cannot read " + path + ": " + errno_text();
+  } else if (!S_ISREG(st.st_mode)) {
+    out.error = path + " is not a regular file" +
+                (S_ISFIFO(st.st_mode)                         ? " (a FIFO)"
+                 : S_ISDIR(st.st_mode)                        ? " (a directory)"
+                 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? " (a device)"
+                                                              : "");
+  } else if (static_cast<size_t>(st.st_size) > max_bytes) {
+    out.error = path + " is " + std::to_string(st.st_size) + " bytes, more than the limit of " + std::to_string(max_bytes);
+  } else {
+    std::string bytes;
+    bytes.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    // The file may shrink or grow meanwhile: read what is there, up to the limit.
+    for (;;) {
+      if (done == bytes.size()) {
+        if (bytes.size() >= max_bytes + 1) break;
+        bytes.resize(std::min(max_bytes + 1, bytes.size() + 65536));
+      }
+      ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        out.error = "cannot read " + path + ": " + errno_text();
+        break;
+      }
+      if (n == 0) break;
+      done += static_cast<size_t>(n);
+    }
+    if (out.error.empty() && done > max_bytes)
+      out.error = path + " grew past the limit of " + std::to_string(max_bytes) + " bytes while it was read";
+    if (out.error.empty()) {
+      bytes.resize(done);
+      out.bytes = std::move(bytes);
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+size_t remove_stale_temp_files(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return 0;
+  size_t removed = 0;
+  while (dirent* entry = ::readdir(d)) {
+    std::string name = entry->d_name;
+    size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos) continue;
+    // "<stem>.tmp.<pid>.<n>"
+    std::string rest = name.substr(at + 5);
+    size_t dot = rest.find('.');
+    if (dot == std::string::npos || dot == 0) continue;
+    pid_t pid = 0;
+    try {
+      pid = static_cast<pid_t>(std::stol(rest.substr(0, dot)));
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (pid <= 0 || (::kill(pid, 0) == 0 || errno == EPERM)) continue;  // its writer still runs
+    if (::unlinkat(::dirfd(d), name.c_str(), 0) == 0) ++removed;
+  }
+  ::closedir(d);
+  return removed;
+}
+
+}  // namespace prism

@@ -1,0 +1,182 @@
+// Private state (issue 17, D4, D6, D8, D13, D15): private directories, files written whole and
+// never through a symlink, reads of regular files only, stale temp files, sealed cache entries.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "engine/util/cache.h"
+#include "engine/util/private_files.h"
+#include "engine/util/sealed_file.h"
+#include "engine/util/sha256.h"
+#include "support/subprocess.h"
+
+using namespace prism;
+namespace fs = std::filesystem;
+
+namespace {
+
+unsigned mode_of(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::lstat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary | std::ios::trunc) << text; }
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A process id that no process has any more.
+pid_t dead_pid() {
+  pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return pid;
+}
+
+}  // namespace
+
+TEST_CASE("sha256 matches the FIPS 180-4 examples", "[util][sha256]") {
+  CHECK(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  CHECK(sha256_hex(std::string(1000000, 'a')) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("ensure_private_dir creates 0700, tightens ours, refuses what others could write", "[util][private]") {
+  test::TempDir root;
+  const mode_t old_umask = ::umask(0);  // the weakest umask: what we create must still be private
+  std::string created = root / "a/b/c";
+  CHECK(ensure_private_dir(created).empty());
+  CHECK(mode_of(created) == 0700);
+  CHECK(mode_of(root / "a/b") == 0700);
+
+  std::string readable = root / "readable";
+  ::mkdir(readable.c_str(), 0755);
+  CHECK(ensure_private_dir(readable).empty());
+  CHECK(mode_of(readable) == 0700);
+
+  std::string open = root / "open";
+  ::mkdir(open.c_str(), 0777);
+  ::chmod(open.c_str(), 0777);
+  CHECK_THAT(ensure_private_dir(open), Catch::Contains("writable by other users"));
+  CHECK(mode_of(open) == 0777);  // left as it is: what is inside cannot be trusted
+
+  write_text(root / "file", "x");
+  CHECK_THAT(ensure_private_dir(root / "file"), Catch::Contains("not a directory"));
+
+  if (::geteuid() == 0) {
+    // Another user's directory (here: made by root for uid 65534) is refused, 0700 or not.
+    std::string theirs = root / "theirs";
+    ::mkdir(theirs.c_str(), 0700);
+    REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
+    CHECK_THAT(ensure_private_dir(theirs), Catch::Contains("belongs to another user"));
+  }
+  ::umask(old_umask);
+}
+
+TEST_CASE("write_file_atomically writes 0600 files and replaces a symlink instead of following it", "[util][private]") {
+  test::TempDir root;
+  const mode_t old_umask = ::umask(0);
+  std::string file = root / "state.json";
+  CHECK(write_file_atomically(file, "one").empty());
+  CHECK(read_text(file) == "one");
+  CHECK(mode_of(file) == 0600);
+  CHECK(write_file_atomically(file, "two").empty());
+  CHECK(read_text(file) == "two");
+
+  std::string victim = root / "victim";
+  write_text(victim, "keep me");
+  std::string link = root / "out.npy";
+  REQUIRE(::symlink(victim.c_str(), link.c_str()) == 0);
+  CHECK(write_file_atomically(link, "payload").empty());
+  CHECK(read_text(victim) == "keep me");
+  CHECK_FALSE(fs::is_symlink(link));
+  CHECK(read_text(link) == "payload");
+
+  CHECK_FALSE(write_file_atomically(root / "no/such/dir/file", "x").empty());
+  size_t left = 0;
+  for (const auto& e : fs::directory_iterator(root.path())) left += e.path().string().find(".tmp.") != std::string::npos;
+  CHECK(left == 0);
+  ::umask(old_umask);
+}
+
+TEST_CASE("read_regular_file refuses FIFOs, devices, directories and large files without blocking", "[util][private]") {
+  test::TempDir root;
+  std::string fifo = root / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto start = std::chrono::steady_clock::now();
+  FileContents r = read_regular_file(fifo, 1 << 20);
+  CHECK_FALSE(r.bytes);
+  CHECK_THAT(r.error, Catch::Contains("FIFO"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+
+  r = read_regular_file("/dev/zero", 1 << 20);
+  CHECK_FALSE(r.bytes);
+  CHECK_THAT(r.error, Catch::Contains("device"));
+  CHECK_THAT(read_regular_file(root.path(), 1 << 20).error, Catch::Contains("directory"));
+
+  write_text(root / "big", std::string(5000, 'x'));
+  CHECK_THAT(read_regular_file(root / "big", 4096).error, Catch::Contains("more than the limit"));
+  r = read_regular_file(root / "big", 5000);
+  REQUIRE(r.bytes);
+  CHECK(r.bytes->size() == 5000);
+  CHECK_THAT(read_regular_file(root / "missing", 10).error, Catch::Contains("No such file"));
+}
+
+TEST_CASE("remove_stale_temp_files removes what dead writers left and keeps live ones", "[util][private]") {
+  test::TempDir root;
+  std::string dead = root / ("kernel.tmp." + std::to_string(dead_pid()) + ".3.so");
+  std::string live = root / ("kernel.tmp." + std::to_string(::getpid()) + ".4.so");
+  write_text(dead, "half");
+  write_text(live, "busy");
+  write_text(root / "kernel.so", "whole");
+  CHECK(remove_stale_temp_files(root.path()) == 1);
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(root / "kernel.so"));
+}
+
+TEST_CASE("a sealed file is read only while it matches its checksum", "[util][sealed]") {
+  test::TempDir root;
+  std::string path = root / "k.so";
+  CHECK_THAT(read_sealed_file(path, 1 << 20).error, Catch::Contains("No such file"));
+  write_text(path, "library bytes");
+  CHECK_THAT(read_sealed_file(path, 1 << 20).error, Catch::Contains("no checksum"));
+  REQUIRE(write_seal(path, "library bytes").empty());
+  FileContents ok = read_sealed_file(path, 1 << 20);
+  REQUIRE(ok.bytes);
+  CHECK(*ok.bytes == "library bytes");
+  ::truncate(path.c_str(), 7);
+  CHECK_THAT(read_sealed_file(path, 1 << 20).error, Catch::Contains("does not match its checksum"));
+  remove_sealed_file(path);
+  CHECK_FALSE(fs::exists(path));
+  CHECK_FALSE(fs::exists(path + ".sha256"));
+}
+
+TEST_CASE("the kernel cache never falls back to /tmp when HOME is unset", "[util][private]") {
+  // D4: with HOME and XDG_CACHE_HOME unset the cache was /tmp/.cache/prism, which another user
+  // can create first. Now it is the passwd entry's home.
+  std::map<std::string, std::string> saved;
+  for (const char* name : {"HOME", "XDG_CACHE_HOME", "PRISM_CACHE_DIR"})
+    if (const char* v = std::getenv(name)) saved[name] = v;
+  for (const char* name : {"HOME", "XDG_CACHE_HOME", "PRISM_CACHE_DIR"}) ::unsetenv(name);
+  std::string dir = prism_cache_dir("kernels");
+  std::string home = home_dir();
+  for (const auto& [k, v] : saved) ::setenv(k.c_str(), v.c_str(), 1);
+  CHECK_FALSE(home.empty());
+  CHECK(dir == home + "/.cache/prism/kernels");
+  CHECK(dir.rfind("/tmp", 0) != 0);
+}

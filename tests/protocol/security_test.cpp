@@ -1,0 +1,202 @@
+// Only the daemon's user acts on the daemon (issue 17, D3): TCP clients present the token, the Unix
+// socket is 0600 and checks its peer's uid, and a second local user (uid 65534, through setpriv
+// when the tests run as root) can neither connect, nor read the token, nor stop the daemon.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "prismd_process.h"
+#include "repl/client.h"
+#include "tests_common.h"
+
+using namespace prism::test;
+using prism::repl::Client;
+using prism::repl::ConnectionError;
+using prism::repl::RpcError;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto kTimeout = std::chrono::milliseconds(20000);
+
+int tcp_port(const std::string& ready_line) {
+  auto at = ready_line.find("tcp:127.0.0.1:");
+  REQUIRE(at != std::string::npos);
+  return std::stoi(ready_line.substr(at + 14));
+}
+
+// The error code of `initialize` with these options, and whether the daemon then closed the
+// connection.
+std::pair<int, bool> try_initialize(int port, const json& initialization_options) {
+  auto client = Client::connect_tcp("127.0.0.1", port);
+  json params = {{"capabilities", json::object()}};
+  if (!initialization_options.is_null()) params["initializationOptions"] = initialization_options;
+  int code = 0;
+  try {
+    client->request("initialize", params, kTimeout);
+  } catch (const RpcError& e) {
+    code = e.code();
+  }
+  bool closed = false;
+  try {
+    client->request("daemon/status", json::object(), 5s);
+  } catch (const ConnectionError&) {
+    closed = true;
+  } catch (const RpcError&) {}
+  return {code, closed};
+}
+
+// A client written in Python, run as another user: prints one line per probe.
+const char* kOtherUser = R"PY(
+import json, socket, sys
+def frame(obj):
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+def reply(s):
+    s.settimeout(10)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk: return None
+        data += chunk
+    head, rest = data.split(b"\r\n\r\n", 1)
+    n = int(head.split(b":")[1])
+    while len(rest) < n:
+        chunk = s.recv(65536)
+        if not chunk: return None
+        rest += chunk
+    return json.loads(rest[:n])
+def closed(s):
+    s.settimeout(10)
+    try: return s.recv(1) == b""
+    except OSError: return True
+unix_path, port, token_file = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+try:
+    u = socket.socket(socket.AF_UNIX); u.connect(unix_path)
+    try:
+        u.sendall(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}))
+        r = reply(u)
+        print("unix", "closed" if r is None else "answered")
+    except OSError:
+        print("unix", "closed")
+except OSError as e:
+    print("unix", "refused", e.errno)
+try:
+    open(token_file).read(); print("token", "read")
+except OSError as e:
+    print("token", "denied", e.errno)
+t = socket.create_connection(("127.0.0.1", port))
+t.sendall(frame({"jsonrpc": "2.0", "id": 1, "method": "daemon/stop"}))
+r = reply(t)
+print("stop", r["error"]["code"] if r and "error" in r else "accepted", "closed" if closed(t) else "open")
+t = socket.create_connection(("127.0.0.1", port))
+t.sendall(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"initializationOptions": {"token": "0" * 64}}}))
+r = reply(t)
+print("guess", r["error"]["code"] if r and "error" in r else "accepted", "closed" if closed(t) else "open")
+)PY";
+
+}  // namespace
+
+TEST_CASE("a TCP client must present the daemon's token", "[protocol][daemon][security]") {
+  TempDir dir;
+  Prismd daemon({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0"});
+  auto ready = daemon.wait_ready();
+  REQUIRE(ready);
+  const int port = tcp_port(*ready);
+  std::string token;
+  std::ifstream(dir / ("tcp-" + std::to_string(port) + ".token")) >> token;
+  REQUIRE(token.size() == 64);
+
+  CHECK(try_initialize(port, nullptr) == std::pair{-32000, true});
+  CHECK(try_initialize(port, {{"token", std::string(64, '0')}}) == std::pair{-32000, true});
+  CHECK(try_initialize(port, {{"token", token.substr(0, 63)}}) == std::pair{-32000, true});
+  CHECK(try_initialize(port, {{"token", 42}}) == std::pair{-32000, true});
+  CHECK(try_initialize(port, {{"token", token}}) == std::pair{0, false});
+
+  // Anything but initialize first: answered, then the connection is closed; the daemon stays.
+  auto rude = Client::connect_tcp("127.0.0.1", port);
+  try {
+    rude->request("daemon/stop", json::object(), kTimeout);
+    FAIL("daemon/stop was accepted without the token");
+  } catch (const RpcError& e) {
+    CHECK(e.code() == -32002);
+  }
+  CHECK_THROWS_AS(rude->request("daemon/status", json::object(), 5s), ConnectionError);
+  CHECK_FALSE(daemon.wait_exit(0ms));
+  CHECK_THAT(daemon.stderr_text(), Catch::Contains("closed: not authenticated"));
+
+  // The Unix socket's own user needs no token.
+  auto local = Client::connect_unix(dir.socket());
+  CHECK(local->request("initialize", {{"capabilities", json::object()}}, kTimeout).contains("capabilities"));
+}
+
+TEST_CASE("the socket and the token file are private whatever the umask", "[protocol][daemon][security]") {
+  TempDir dir;
+  const mode_t old_umask = ::umask(0);
+  Prismd daemon({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0"});
+  ::umask(old_umask);
+  auto ready = daemon.wait_ready();
+  REQUIRE(ready);
+  struct stat st {};
+  REQUIRE(::lstat(dir.socket().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  std::string token_file = dir / ("tcp-" + std::to_string(tcp_port(*ready)) + ".token");
+  REQUIRE(::lstat(token_file.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  // Gone with the daemon.
+  auto client = Client::connect_unix(dir.socket());
+  client->request("initialize", {{"capabilities", json::object()}}, kTimeout);
+  client->request("daemon/stop", json::object(), kTimeout);
+  REQUIRE(daemon.wait_exit() == 0);
+  CHECK_FALSE(std::filesystem::exists(token_file));
+}
+
+TEST_CASE("a second local user can neither connect, nor read the token, nor stop the daemon", "[protocol][daemon][security][second-user]") {
+  if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0 || ::access("/usr/bin/python3", X_OK) != 0) {
+    WARN("skipped: needs root, setpriv and python3 to act as a second user");
+    return;
+  }
+  TempDir dir;
+  Prismd daemon({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0"});
+  auto ready = daemon.wait_ready();
+  REQUIRE(ready);
+  const int port = tcp_port(*ready);
+  const std::string token_file = dir / ("tcp-" + std::to_string(port) + ".token");
+  const std::vector<std::string> as_nobody = {
+      "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", kOtherUser};
+  auto probe = [&] {
+    std::vector<std::string> argv = as_nobody;
+    argv.insert(argv.end(), {dir.socket(), std::to_string(port), token_file});
+    ProcessResult r = run_process(argv, "", {}, std::chrono::seconds(60));
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    return r.out;
+  };
+
+  SECTION("with the directories as prismd makes them (0700)") {
+    std::string out = probe();
+    CHECK_THAT(out, Catch::Contains("unix refused 13"));  // EACCES
+    CHECK_THAT(out, Catch::Contains("token denied 13"));
+    CHECK_THAT(out, Catch::Contains("stop -32002 closed"));
+    CHECK_THAT(out, Catch::Contains("guess -32000 closed"));
+  }
+  SECTION("with the socket opened to everyone by hand, the peer's uid is still refused") {
+    std::filesystem::permissions(
+        dir.path(), std::filesystem::perms::owner_all | std::filesystem::perms::others_exec | std::filesystem::perms::group_exec);
+    std::filesystem::permissions(dir.socket(), std::filesystem::perms::all);
+    std::string out = probe();
+    CHECK_THAT(out, Catch::Contains("unix closed"));
+    CHECK_THAT(out, Catch::Contains("token denied 13"));
+    CHECK_THAT(daemon.stderr_text(), Catch::Contains("refused a Unix socket peer of uid 65534"));
+  }
+  // The owner's daemon served through it all.
+  CHECK_FALSE(daemon.wait_exit(0ms));
+  auto client = Client::connect_unix(dir.socket());
+  client->request("initialize", {{"capabilities", json::object()}}, kTimeout);
+  CHECK(client->request("daemon/status", json::object(), kTimeout)["clients"] == 1);
+}
