@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "engine/util/private_files.h"
 #include "engine/util/user_dirs.h"
 
 namespace prism::protocol {
@@ -16,16 +17,6 @@ namespace {
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::string(v) : std::string();
-}
-
-// mkdir -p with mode 0700 for every directory it creates.
-void make_private_dirs(const std::filesystem::path& dir) {
-  std::filesystem::path partial;
-  for (const auto& part : dir) {
-    partial /= part;
-    if (partial.empty() || partial == "/") continue;
-    ::mkdir(partial.c_str(), 0700);
-  }
 }
 }  // namespace
 
@@ -40,7 +31,7 @@ std::string default_socket_path() {
 std::string prepare_socket_dir(const std::string& socket_path) {
   std::filesystem::path dir = std::filesystem::path(socket_path).parent_path();
   if (dir.empty()) return {};
-  make_private_dirs(dir);
+  make_private_dirs(dir.string());
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0)
     return "cannot create socket directory " + dir.string() + ": " + std::strerror(errno);
@@ -62,7 +53,7 @@ std::string state_dir() {
     dir = std::filesystem::path(h) / ".local/state/prism";
   else
     return {};  // the daemon refuses to start without one (ensure_private_dir says why)
-  make_private_dirs(dir);
+  make_private_dirs(dir.string());
   return dir.string();
 }
 

@@ -17,16 +17,6 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
-// mkdir -p, 0700 for every directory it creates; existing ones are left as they are.
-void make_dirs(const std::filesystem::path& dir) {
-  std::filesystem::path partial;
-  for (const auto& part : dir) {
-    partial /= part;
-    if (partial.empty() || partial == "/") continue;
-    ::mkdir(partial.c_str(), 0700);
-  }
-}
-
 // Writes all of `bytes`, retrying short writes and EINTR.
 bool write_all(int fd, const std::string& bytes) {
   size_t done = 0;
@@ -49,9 +39,18 @@ void sync_directory_of(const std::string& path) {
 
 }  // namespace
 
+void make_private_dirs(const std::string& dir) {
+  std::filesystem::path partial;
+  for (const auto& part : std::filesystem::path(dir)) {
+    partial /= part;
+    if (partial.empty() || partial == "/") continue;
+    ::mkdir(partial.c_str(), 0700);
+  }
+}
+
 std::string ensure_private_dir(const std::string& dir) {
   if (dir.empty()) return "no directory given";
-  make_dirs(dir);
+  make_private_dirs(dir);
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) return "cannot create the directory " + dir + ": " + errno_text();
   if (!S_ISDIR(st.st_mode)) return dir + " is not a directory";

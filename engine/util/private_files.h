@@ -9,6 +9,9 @@
 
 namespace prism {
 
+// mkdir -p giving mode 0700 to every directory it creates; existing ones are left as they are.
+void make_private_dirs(const std::string& dir);
+
 // Creates `dir` (and missing parents) with mode 0700 and checks it: a directory (a symlink to
 // one is followed) owned by this user and writable by nobody else. A directory of ours that
 // others may only read is tightened to 0700. Returns an error message for the user, empty on

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "engine/util/sealed_file.h"
+#include "clients.h"
 #include "prismd_process.h"
 #include "protocol/framing.h"
 #include "repl/client.h"
@@ -26,11 +27,6 @@ namespace {
 
 constexpr auto kTimeout = std::chrono::milliseconds(120000);
 
-std::unique_ptr<Client> connect(const std::string& socket) {
-  auto client = Client::connect_unix(socket);
-  client->request("initialize", {{"capabilities", json::object()}}, kTimeout);
-  return client;
-}
 
 void send_request(Client& client, const std::string& id, const std::string& method, const json& params) {
   client.send_raw(prism::protocol::encode_frame(json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}}.dump()));
@@ -64,7 +60,7 @@ TEST_CASE("kill -9 during a tune: its children die, nothing transient is stored,
   {
     auto daemon = start_prismd_with(env, args);
     REQUIRE(daemon->wait_ready());
-    auto client = connect(dir.socket());
+    auto client = connect_initialized(dir.socket());
     client->request("program/open", {{"uri", "untitled:r"}, {"text", kRmsLinear}}, kTimeout);
     send_request(*client, "tune", "tune/run", tune);
     // Wait until the planted hang holds the kernel runner: the tune is timing.
@@ -96,7 +92,7 @@ TEST_CASE("kill -9 during a tune: its children die, nothing transient is stored,
   // The restart: documents back, temp files gone, every cached kernel whole, the tune measured anew.
   auto daemon = start_prismd_with({{"PRISM_CACHE_DIR", dir / "cache"}}, args);
   REQUIRE(daemon->wait_ready());
-  auto client = connect(dir.socket());
+  auto client = connect_initialized(dir.socket());
   CHECK(client->request("program/list", json::object(), kTimeout)["programs"].size() == 1);
   CHECK(temp_files(dir / "cache").empty());
   CHECK(temp_files(state.path()).empty());
@@ -115,7 +111,7 @@ TEST_CASE("kill -9 during a search and during document writes: the restart has e
   {
     Prismd daemon(args);
     REQUIRE(daemon.wait_ready());
-    auto client = connect(dir.socket());
+    auto client = connect_initialized(dir.socket());
     client->request("program/open", {{"uri", "untitled:big"}, {"text", read_example("rmsnorm_mlp")}}, kTimeout);
     send_request(*client, "search", "search/run", {{"program", "rmsnorm_mlp"}});
     // Edits stream in while the search runs: every one rewrites the store; the kill lands among them.
@@ -137,7 +133,7 @@ TEST_CASE("kill -9 during a search and during document writes: the restart has e
   Prismd daemon(args);
   REQUIRE(daemon.wait_ready());
   CHECK_THAT(daemon.stderr_text(), !Catch::Contains("unreadable"));
-  auto client = connect(dir.socket());
+  auto client = connect_initialized(dir.socket());
   json list = client->request("program/list", json::object(), kTimeout);
   CHECK(list["programs"].size() == 2);
   CHECK(temp_files(state.path()).empty());

@@ -13,6 +13,7 @@
 #include <functional>
 #include <thread>
 
+#include "clients.h"
 #include "prismd_process.h"
 #include "repl/client.h"
 #include "tests_common.h"
@@ -43,11 +44,6 @@ void initialize(Client& client) {
   client.notify("initialized", json::object());
 }
 
-std::unique_ptr<Client> connect_initialized(const std::string& socket) {
-  auto client = Client::connect_unix(socket);
-  initialize(*client);
-  return client;
-}
 
 // The next message that is not a notification, skipping those.
 json next_response(Client& client, std::chrono::milliseconds timeout = kTimeout) {

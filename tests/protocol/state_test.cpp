@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "clients.h"
 #include "prismd_process.h"
 #include "repl/client.h"
 #include "tests_common.h"
@@ -24,11 +25,6 @@ namespace {
 
 constexpr auto kTimeout = std::chrono::milliseconds(20000);
 
-std::unique_ptr<Client> connect(const std::string& socket) {
-  auto client = Client::connect_unix(socket);
-  client->request("initialize", {{"capabilities", json::object()}}, kTimeout);
-  return client;
-}
 
 // The error of a request that must fail: {code, message}.
 std::pair<int, std::string> failure(Client& client, const std::string& method, const json& params) {
@@ -52,7 +48,7 @@ TEST_CASE("FIFOs and devices are refused at once, and other clients never wait",
   TempDir dir;
   Prismd daemon({"--socket", dir.socket()});
   REQUIRE(daemon.wait_ready());
-  auto client = connect(dir.socket());
+  auto client = connect_initialized(dir.socket());
   std::string fifo = dir / "fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
 
@@ -62,7 +58,7 @@ TEST_CASE("FIFOs and devices are refused at once, and other clients never wait",
   CHECK_THAT(message, Catch::Contains("not a regular file (a FIFO)"));
   CHECK_THAT(failure(*client, "program/open", {{"uri", "file:///dev/zero"}}).second, Catch::Contains("(a device)"));
   // The other client's initialize was never behind a blocked read.
-  CHECK(connect(dir.socket()) != nullptr);
+  CHECK(connect_initialized(dir.socket()) != nullptr);
 
   client->request("program/open", {{"uri", "untitled:r"}, {"text", kRmsLinear}}, kTimeout);
   auto run = failure(*client, "program/run", {{"program", "rms_linear"}, {"inputs", {{"X", fifo}}}});
@@ -74,7 +70,7 @@ TEST_CASE("a request over the memory budget is an error before anything is alloc
   TempDir dir;
   Prismd daemon({"--socket", dir.socket(), "--memory-budget", "64M"});
   REQUIRE(daemon.wait_ready());
-  auto client = connect(dir.socket());
+  auto client = connect_initialized(dir.socket());
   // Two 2^30-element vectors: each under the interpreter's per-tensor limit, 12 GiB together (D7).
   client->request("program/open",
                   {{"uri", "untitled:big"},
@@ -102,7 +98,7 @@ TEST_CASE("a damaged document store: each bad entry is logged by file and field,
   {
     Prismd daemon(args);
     REQUIRE(daemon.wait_ready());
-    auto client = connect(dir.socket());
+    auto client = connect_initialized(dir.socket());
     client->request("program/open", {{"uri", "untitled:keep"}, {"text", kRmsLinear}}, kTimeout);
     client->request("daemon/stop", json::object(), kTimeout);
     REQUIRE(daemon.wait_exit() == 0);
@@ -121,7 +117,7 @@ TEST_CASE("a damaged document store: each bad entry is logged by file and field,
 
   Prismd daemon(args);
   REQUIRE(daemon.wait_ready());
-  auto client = connect(dir.socket());
+  auto client = connect_initialized(dir.socket());
   json list = client->request("program/list", json::object(), kTimeout);
   std::vector<std::string> names;
   for (const auto& p : list["programs"]) names.push_back(p["name"]);
@@ -136,7 +132,7 @@ TEST_CASE("program/run output replaces a symlink instead of writing through it, 
   TempDir dir;
   Prismd daemon({"--socket", dir.socket()});
   REQUIRE(daemon.wait_ready());
-  auto client = connect(dir.socket());
+  auto client = connect_initialized(dir.socket());
   client->request("program/open", {{"uri", "untitled:r"}, {"text", kRmsLinear}}, kTimeout);
   std::string victim = dir / "authorized_keys";
   std::ofstream(victim) << "ssh-ed25519 AAAA owner\n";

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "in_process.h"
+#include "clients.h"
 #include "prismd_process.h"
 #include "protocol/framing.h"
 #include "repl/client.h"
@@ -18,12 +19,6 @@ namespace {
 
 constexpr auto kTimeout = std::chrono::milliseconds(120000);
 
-std::unique_ptr<Client> connect(const std::string& socket) {
-  auto client = Client::connect_unix(socket);
-  client->request("initialize", {{"processId", ::getpid()}, {"capabilities", json::object()}}, kTimeout);
-  client->notify("initialized", json::object());
-  return client;
-}
 
 }  // namespace
 
@@ -32,8 +27,8 @@ TEST_CASE("tune/run: a crashing and a hanging kernel fail their candidates while
   auto daemon = start_prismd_with({{"PRISM_FAULT_INJECT", "crash@1,hang@2"}, {"PRISM_KERNEL_TIMEOUT", "2"}, {"PRISM_CACHE_DIR", dir / "cache"}},
                            {"--socket", dir.socket()});
   REQUIRE(daemon->wait_ready());
-  auto client = connect(dir.socket());
-  auto other = connect(dir.socket());
+  auto client = connect_initialized(dir.socket());
+  auto other = connect_initialized(dir.socket());
   client->request("program/open", {{"uri", "untitled:r"}, {"text", kRmsLinear}}, kTimeout);
   client->send_raw(prism::protocol::encode_frame(
       json{{"jsonrpc", "2.0"}, {"id", "tune"}, {"method", "tune/run"},
