@@ -43,8 +43,17 @@ size_t Server::clients() const {
 
 void Server::add_method(const std::string& name, Method method) { methods_[name] = Entry{std::move(method), {}, {}}; }
 
+namespace {
+// Client text quoted in a log line or an error is clipped: one message must not write megabytes
+// of log (fuzz finding F1).
+std::string clipped(const std::string& text, size_t limit) {
+  if (text.size() <= limit) return text;
+  return text.substr(0, limit) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+}  // namespace
+
 void Server::log(const std::string& line) const {
-  if (options_.log) options_.log(line);
+  if (options_.log) options_.log(clipped(line, 2048));
 }
 
 void Server::frame_error(const SessionPtr& session, const FrameEvent& event) {
@@ -120,7 +129,7 @@ void Server::dispatch(const SessionPtr& session, const Incoming& message) {
   if (it == methods_.end()) {
     // Unknown notifications are ignored, "$/" ones included (LSP).
     if (!notification)
-      reply(error_reply(*session, message, kMethodNotFound, "unknown method '" + message.method + "'"));
+      reply(error_reply(*session, message, kMethodNotFound, "unknown method '" + clipped(message.method, 200) + "'"));
     return;
   }
   const Entry& entry = it->second;

@@ -94,3 +94,24 @@ TEST_CASE("prismd survives hostile frames from one client while another works", 
   CHECK(good->request("daemon/status", json::object(), kTimeout)["clients"] == 2);
   CHECK_FALSE(daemon.wait_exit(0ms));
 }
+
+TEST_CASE("a huge method name is clipped in the answer and the log", "[protocol][jsonrpc][hostile]") {
+  // Fuzz finding F1 (fuzz/findings/README.md): client text was echoed whole into every log line.
+  std::vector<std::string> lines;
+  prism::Workspace workspace;
+  prism::protocol::Server::Options options;
+  options.log = [&](const std::string& line) { lines.push_back(line); };
+  prism::protocol::Server server(workspace, options);
+  std::vector<std::string> sent;
+  prism::protocol::Session::Callbacks callbacks;
+  callbacks.send = [&](std::string body) { sent.push_back(std::move(body)); };
+  auto session = server.connect(callbacks);
+  server.receive(session, json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", json::object()}}.dump());
+  server.receive(session, json{{"jsonrpc", "2.0"}, {"id", 2}, {"method", std::string(16384, 'a')}}.dump());
+  REQUIRE(sent.size() == 2);
+  json reply = json::parse(sent[1]);
+  CHECK(reply["error"]["code"] == -32601);
+  CHECK(reply["error"]["message"].get<std::string>().size() < 300);
+  REQUIRE_FALSE(lines.empty());
+  for (const auto& line : lines) CHECK(line.size() < 2200);
+}
