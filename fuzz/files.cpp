@@ -5,24 +5,23 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
+
+#include "engine/util/private_files.h"
 
 namespace prism::fuzz {
 
+// Corpus entries and saved findings are small; a larger file is not one of them.
+constexpr size_t kMaxFileBytes = size_t(256) << 20;
+
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  FileContents file = read_regular_file(path, kMaxFileBytes);
+  if (!file.bytes) throw std::runtime_error(file.error);
+  return std::move(*file.bytes);
 }
 
 void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-  if (!out) throw std::runtime_error("cannot write " + path);
+  if (std::string problem = write_file_atomically(path, bytes); !problem.empty()) throw std::runtime_error(problem);
 }
 
 std::vector<std::string> list_files(const std::string& dir, const std::string& suffix) {
