@@ -1,5 +1,8 @@
 #include "engine/backend/c_expr.h"
 
+#include <charconv>
+#include <cmath>
+
 #include <cctype>
 
 #include "engine/error.h"
@@ -77,6 +80,17 @@ std::string elementwise_functions(const Dialect& dialect) {
       s += std::string(dialect.function_prefix) + " float prism_" + info.name + "(float x) { return " +
            substitute(info.c_expr, {"x"}, dialect) + "; }\n";
   return s;
+}
+
+std::string float_literal(double value) {
+  const float f = float(value);
+  if (std::isnan(f)) return "(0.0f / 0.0f)";
+  if (std::isinf(f)) return f > 0 ? "(1.0f / 0.0f)" : "(-1.0f / 0.0f)";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, f);
+  std::string s(buf, res.ptr);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s + "f";
 }
 
 }  // namespace prism::backend

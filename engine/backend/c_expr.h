@@ -25,6 +25,10 @@ std::string math_function(const std::string& name, const Dialect& dialect);
 // elementwise op it can lower") for anything else.
 std::string elementwise_expr(Op op, const std::vector<std::string>& operands, const Dialect& dialect, const std::string& who);
 
+// A float literal for `value` rounded to f32, in the shortest text that reads back exactly
+// ("0.125f", "1e-06f", "-2.0f"); a C expression for infinities and NaN.
+std::string float_literal(double value);
+
 // The definitions of prism_<name>(float x) for every unary op of the table, in `dialect`.
 std::string elementwise_functions(const Dialect& dialect);
 

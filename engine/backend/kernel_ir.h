@@ -59,7 +59,8 @@ struct Stmt {
   int value = -1;                              // the sGraph block op it comes from (-1 in a library kernel)
   std::string name;                            // the value it defines, or the tensor a save writes
   std::string label;                           // the op, for a comment: "w = load W", "xw = matmul", "save O"
-  Op op = Op::Add;                             // Compute
+  Op op = Op::Add;                             // Compute (Const: out = `constant`, a tile of one element)
+  double constant = 0;                         // Const: its value at the instance's dims
   sgraph::AccKind acc = sgraph::AccKind::Sum;  // Accumulate
   int axis = 0;                                // a reduction's or an rms accumulator's axis, normalized
   bool keepdims = true;                        // a reduction's

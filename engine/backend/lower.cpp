@@ -56,7 +56,8 @@ class CustomLowering {
         uses_(n_),
         folded_(n_, false),
         direct_(n_, -1),
-        places_(n_) {
+        places_(n_),
+        bindings_(b) {
     for (const Dim& g : k.grid) out_.grid.push_back(g.evaluate_size(b));
     out_.loop = k.loop_range().evaluate_size(b);
     for (size_t i = 0; i < n_; ++i) {
@@ -103,7 +104,7 @@ class CustomLowering {
     if (!options_.write_in_place) return;
     for (size_t i = 0; i < n_; ++i) {
       const BlockOp& op = k_.ops[i];
-      if (op.kind != BlockOp::Kind::Compute || uses_[i].size() != 1) continue;
+      if (op.kind != BlockOp::Kind::Compute || op.op == Op::Const || uses_[i].size() != 1) continue;
       size_t u = uses_[i][0];
       const BlockOp& user = k_.ops[u];
       const bool into_sum = op.op == Op::Matmul && user.kind == BlockOp::Kind::Accumulate && user.acc == sgraph::AccKind::Sum &&
@@ -118,7 +119,7 @@ class CustomLowering {
 
   bool has_tile(size_t i) const {
     switch (k_.ops[i].kind) {
-      case BlockOp::Kind::Load: return options_.stage_loads;
+      case BlockOp::Kind::Load: return staged(i);
       case BlockOp::Kind::Compute: return direct_[i] < 0;
       case BlockOp::Kind::Accumulate: return true;
       case BlockOp::Kind::Save: return false;
@@ -161,11 +162,21 @@ class CustomLowering {
     return off;
   }
 
+  // A load is copied into a tile when the backend stages every load, or when its view does not
+  // keep the tensor's last dim last (a transposed W): the printers read bound boxes with a last
+  // stride of 1.
+  bool staged(size_t i) const {
+    if (options_.stage_loads) return true;
+    const std::vector<int>& view = k_.ops[i].view;
+    if (view.empty() || shape_[i].empty() || shape_[i].back() == 1) return false;
+    return view.back() != int(program_.tensor(k_.ops[i].tensor).shape.size()) - 1;
+  }
+
   kir::Place load_box(size_t i) const {
     const BlockOp& op = k_.ops[i];
     const kir::Tensor& t = program_.tensor(op.tensor);
-    auto strides = dense_strides(t.shape);
-    if (strides.size() != shape_[i].size()) fail_("load '" + op.name + "': tile rank differs from " + op.tensor + "'s");
+    auto strides = sgraph::view_dims(dense_strides(t.shape), op.view, int64_t(0));
+    if (strides.size() != shape_[i].size()) fail_("load '" + op.name + "': tile rank differs from its view of " + op.tensor);
     return {kir::Place::Kind::Tensor, int(i), op.tensor, tile_terms(op.map, shape_[i], strides, 0), shape_[i], strides};
   }
 
@@ -209,7 +220,7 @@ class CustomLowering {
     for (int o : op.operands) s.in.push_back(places_[size_t(o)]);
     switch (op.kind) {
       case BlockOp::Kind::Load:
-        if (options_.stage_loads) {
+        if (staged(i)) {
           s.kind = kir::Stmt::Kind::Stage;
           s.in = {load_box(i)};
           s.out = places_[i] = tile(i);
@@ -223,8 +234,9 @@ class CustomLowering {
         s.kind = kir::Stmt::Kind::Compute;
         s.op = op.op;
         const OpClass cls = op_class(op.op);
-        if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce)
+        if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce && cls != OpClass::Const)
           fail_("op '" + op.name + "': cannot lower '" + op_name(op.op) + "' in a block");
+        if (cls == OpClass::Const) s.constant = op.attrs.constant.value(bindings_);
         if (cls == OpClass::Reduce) s.axis = normalized_axis(op.attrs.axis, s.in.at(0).shape.size(), fail_, "op '" + op.name + "'");
         s.keepdims = op.attrs.keepdims;
         const int u = direct_[i];
@@ -259,7 +271,8 @@ class CustomLowering {
     std::vector<kir::Stmt*> loaded_b;
     for (kir::Stmt& s : out_.body)
       if (s.kind == kir::Stmt::Kind::Compute && s.op == Op::Matmul && s.in.size() == 2 &&
-          k_.ops[size_t(k_.ops[size_t(s.value)].operands[1])].kind == BlockOp::Kind::Load)
+          k_.ops[size_t(k_.ops[size_t(s.value)].operands[1])].kind == BlockOp::Kind::Load &&
+          k_.ops[size_t(k_.ops[size_t(s.value)].operands[1])].view.empty())
         loaded_b.push_back(&s);
     if (loaded_b.size() < 2) return;
     auto b_of = [&](const kir::Stmt* s) { return load_box(size_t(k_.ops[size_t(s->value)].operands[1])); };
@@ -279,6 +292,7 @@ class CustomLowering {
   std::vector<bool> folded_;  // an accumulator or save done by the op that computes its operand
   std::vector<int> direct_;   // the accumulator or save a compute op writes into, or -1
   std::vector<kir::Place> places_;
+  const DimBindings& bindings_;
   kir::CustomKernel out_;
 };
 

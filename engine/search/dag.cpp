@@ -1,9 +1,13 @@
 #include "engine/search/dag.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "engine/error.h"
 #include "engine/ir/infer_shapes.h"
+#include "engine/ir/print.h"
+#include "engine/sgraph/sgraph.h"
 
 namespace prism::search {
 
@@ -35,32 +39,131 @@ std::string Dag::ops_text() const {
   return out;
 }
 
-Program Dag::to_program(const std::string& name) const {
+Program Dag::to_program(const std::string& name, const std::vector<const Value*>& inputs) const {
   Program p;
   p.name = name;
+  auto add = [&p](Value v) {
+    v.id = int(p.values.size());
+    if (v.name.empty()) v.name = "t" + std::to_string(v.id);
+    p.values.push_back(std::move(v));
+    return p.values.back().id;
+  };
+  std::map<std::string, int> input_id;
+  for (const Value* in : inputs) {
+    Value v;
+    v.op = Op::Input;
+    v.name = in->name;
+    v.named = true;
+    v.type = in->type;
+    input_id[in->name] = add(v);
+    p.inputs.push_back(input_id[in->name]);
+    for (const Dim& dim : in->type.shape)
+      for (const std::string& s : dim.symbols())
+        if (std::find(p.dims.begin(), p.dims.end(), s) == p.dims.end()) p.dims.push_back(s);
+  }
+  std::vector<int> id(values.size(), -1);
   for (size_t i = 0; i < values.size(); ++i) {
     const DagValue& d = values[i];
     Value v;
-    v.id = int(i);
-    v.op = d.op;
-    v.operands = d.operands;
     v.type = d.type;
-    v.name = d.op == Op::Input ? d.name : std::string("t").append(std::to_string(i));
-    v.named = d.op == Op::Input;
-    if (is_reduction(d.op)) {
-      v.attrs.axis = d.axis;
-      v.attrs.keepdims = true;
-    }
     if (d.op == Op::Input) {
-      p.inputs.push_back(int(i));
-      for (const Dim& dim : d.type.shape)
-        for (const std::string& s : dim.symbols())
-          if (std::find(p.dims.begin(), p.dims.end(), s) == p.dims.end()) p.dims.push_back(s);
+      const int in = input_id.at(d.name);
+      if (d.view.empty()) {
+        id[i] = in;
+        continue;
+      }
+      // A pure padding (new axes, then the tensor's dims in order) is a reshape; else a transpose.
+      bool pad = true;
+      for (size_t k = 0, next = 0; k < d.view.size(); ++k)
+        if (d.view[k] != sgraph::BlockOp::kNewAxis) pad = pad && d.view[k] == int(next++);
+      v.op = pad ? Op::Reshape : Op::Transpose;
+      v.operands = {in};
+      if (pad) v.attrs.shape = d.type.shape;
+      else v.attrs.perm = d.view;
+    } else if (d.op == Op::Const) {
+      v.op = Op::Const;
+      v.attrs.constant = d.constant;
+      v.type = Type{DType::F32, {}, true};
+    } else {
+      v.op = d.op;
+      for (int o : d.operands) v.operands.push_back(id[size_t(o)]);
+      if (is_reduction(d.op)) {
+        v.attrs.axis = d.axis;
+        v.attrs.keepdims = true;
+      }
     }
-    p.values.push_back(std::move(v));
+    id[i] = add(std::move(v));
   }
-  p.outputs.push_back(sink());
+  p.outputs.push_back(id[size_t(sink())]);
   return p;
+}
+
+bool is_leaf(const DagValue& v) { return v.op == Op::Input || v.op == Op::Const; }
+
+std::vector<DagValue> dag_leaves(const Program& program) {
+  // The highest rank a binary op or matmul reads each value at.
+  std::vector<size_t> read_at(program.values.size(), 0);
+  for (const Value& v : program.values)
+    if (op_class(v.op) == OpClass::Binary || op_class(v.op) == OpClass::Matmul)
+      for (int o : v.operands) read_at[size_t(o)] = std::max(read_at[size_t(o)], v.type.shape.size());
+  std::vector<DagValue> leaves;
+  for (int id : program.inputs) {
+    const Value& in = program.value(id);
+    DagValue leaf;
+    leaf.op = Op::Input;
+    leaf.name = in.name;
+    leaf.type = in.type;
+    const size_t r = in.type.shape.size();
+    if (r > 0 && read_at[size_t(id)] > r) {
+      leaf.view.assign(read_at[size_t(id)] - r, sgraph::BlockOp::kNewAxis);
+      for (size_t a = 0; a < r; ++a) leaf.view.push_back(int(a));
+      leaf.type.shape = sgraph::view_shape(in.type.shape, leaf.view);
+    }
+    leaves.push_back(std::move(leaf));
+  }
+  for (const Value& v : program.values) {
+    if (v.op != Op::Transpose || program.value(v.operands.at(0)).op != Op::Input) continue;
+    DagValue leaf;
+    leaf.op = Op::Input;
+    leaf.name = program.value(v.operands[0]).name;
+    leaf.view = v.attrs.perm;
+    leaf.type = Type{program.value(v.operands[0]).type.dtype, v.type.shape, false};
+    if (std::none_of(leaves.begin(), leaves.end(), [&](const DagValue& l) { return l.name == leaf.name && l.view == leaf.view; }))
+      leaves.push_back(std::move(leaf));
+  }
+  std::set<std::string> constants;
+  for (const Value& v : program.values) {
+    if (v.op != Op::Const || !constants.insert(constant_str(v.attrs.constant)).second) continue;
+    DagValue leaf;
+    leaf.op = Op::Const;
+    leaf.constant = v.attrs.constant;
+    leaf.type = Type{DType::F32, {}, true};
+    leaves.push_back(std::move(leaf));
+  }
+  return leaves;
+}
+
+eg::Id leaf_term(eg::TensorGraph& tg, const DagValue& leaf) {
+  if (leaf.op == Op::Const) return tg.constant(leaf.constant);
+  std::vector<Dim> shape;  // the tensor's own shape: the view's dims that are not new axes, in tensor order
+  std::vector<int> perm;
+  for (size_t k = 0; k < leaf.view.size(); ++k)
+    if (leaf.view[k] != sgraph::BlockOp::kNewAxis) perm.push_back(leaf.view[k]);
+  if (leaf.view.empty()) return tg.input(leaf.name, leaf.type.shape);
+  shape.resize(perm.size());
+  for (size_t k = 0; k < leaf.view.size(); ++k)
+    if (leaf.view[k] != sgraph::BlockOp::kNewAxis) shape[size_t(leaf.view[k])] = leaf.type.shape[k];
+  eg::Id x = tg.input(leaf.name, shape);
+  bool identity = true;
+  for (size_t a = 0; a < perm.size(); ++a) identity = identity && perm[a] == int(a);
+  if (!identity) x = tg.transpose(perm, x);
+  // New axes, as the program's term pads an operand: unsqueeze@0 per missing leading dim.
+  for (size_t k = 0; k < leaf.view.size(); ++k)
+    if (leaf.view[k] == sgraph::BlockOp::kNewAxis) {
+      if (k >= leaf.view.size() - perm.size()) throw Error(Error::Kind::InvalidArgument, "a leaf view with a new axis after a tensor dim");
+      x = tg.op(eg::TOp::Unsqueeze, {x}, 0);
+    }
+  return x;
 }
 
 }  // namespace prism::search

@@ -3,24 +3,41 @@
 // cut into tiles by a plan (plan.h); its value is the tiles' "abstract expression" (docs/design.md §3).
 //
 // Ops are the language's primitives with the block-graph conventions: binary ops and matmul take
-// operands of equal rank, reductions keep their axis (size 1).
+// operands of equal rank or a scalar, reductions keep their axis (size 1).
+//
+// The leaves (the first num_inputs values) are what the program reads: its inputs, each through
+// the view its ops read it by (a vector broadcast against a matrix, g[d], is the leaf g viewed as
+// [1, d]; transpose(W) of an input W is the leaf W viewed as W^T: a load reads it in place), and
+// its scalar constants (eps, a scale, the size a mean divides by).
 #pragma once
 #include <string>
 #include <vector>
 
 #include "engine/egraph/egraph.h"
+#include "engine/egraph/tensor_lang.h"
 #include "engine/ir/program.h"
 
 namespace prism::search {
 
 struct DagValue {
-  Op op = Op::Input;
+  Op op = Op::Input;          // Input, Const (leaves) or a primitive op
   int axis = -1;              // reductions: the reduced axis (non-negative)
   std::vector<int> operands;  // indices of earlier values
   Type type;                  // f32 for ops; an input keeps its declared type
   std::string name;           // inputs: the program's parameter name
+  std::vector<int> view;      // inputs: how the leaf reads the tensor (sgraph::BlockOp::view); empty: as it is
+  Constant constant;          // Const leaves
   eg::Id cls = eg::kNoId;     // the e-class in the program's saturated e-graph, when pruning
 };
+
+// The leaves of every DAG for a lowered program: each input once, padded with leading unit dims
+// to the rank of the binary ops and matmuls that read it when that is higher (as the program's
+// term pads it, egraph/from_program.cpp); each transpose of an input as a transposed view; each
+// distinct scalar constant.
+std::vector<DagValue> dag_leaves(const Program& program);
+// A leaf's term: the input under its view (unsqueeze@0s or a transpose), or the constant.
+eg::Id leaf_term(eg::TensorGraph& tg, const DagValue& leaf);
+bool is_leaf(const DagValue& v);  // Input or Const
 
 struct Dag {
   std::vector<DagValue> values;  // inputs, then ops in the generator's canonical order
@@ -33,8 +50,9 @@ struct Dag {
   std::string key() const;
   // One line: "matmul, rms, div".
   std::string ops_text() const;
-  // The DAG as a lowered IR program with the program's inputs and one output (the sink).
-  Program to_program(const std::string& name) const;
+  // The DAG as a lowered IR program with the program's inputs (`inputs`: their values in
+  // parameter order, each with its declared type) and one output (the sink).
+  Program to_program(const std::string& name, const std::vector<const Value*>& inputs) const;
 };
 
 bool is_reduction(Op op);  // sum, max, rms (keepdims, one axis); matmul contracts but is not one

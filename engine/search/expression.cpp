@@ -5,13 +5,15 @@
 
 namespace prism::search {
 
-ProgramExpressions::ProgramExpressions(const Program& program, const SaturationLimits& limits, const CancelToken* cancel)
+ProgramExpressions::ProgramExpressions(const Program& program, const std::vector<DagValue>& leaves, const SaturationLimits& limits,
+                                       const CancelToken* cancel)
     : tg_(std::make_unique<eg::TensorGraph>()) {
   rules_ = eg::tensor_axioms(*tg_);
   eg::AddedTerms added = eg::add_program(*tg_, program);
   root_ = added.outputs.at(0);
-  // from_program adds the inputs first, in parameter order; re-adding returns their ids.
-  for (int id : program.inputs) inputs_.push_back(tg_->input(program.value(id).name, program.value(id).type.shape));
+  // The program's term already holds each leaf's term (from_program pads and transposes the same
+  // way), so re-adding them returns its ids; they are added before saturation in any case.
+  for (const DagValue& leaf : leaves) leaves_.push_back(leaf_term(*tg_, leaf));
   eg::Runner runner(&rules_);
   report_ = runner.run(tg_->graph(), eg::RunLimits{limits.node_limit, limits.iter_limit, limits.time_limit_s}, cancel);
   if (report_.stop == eg::StopReason::Cancelled) throw Error(Error::Kind::Cancelled, "cancelled");

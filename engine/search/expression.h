@@ -24,11 +24,11 @@ struct SaturationLimits {
 
 class ProgramExpressions {
  public:
-  // `program`: the lowered program (one output). Throws Error{InvalidArgument} for a program the
-  // terms cannot express, Error{Cancelled}.
-  ProgramExpressions(const Program& program, const SaturationLimits& limits, const CancelToken* cancel);
+  // `program`: the lowered program (one output); `leaves`: the DAGs' leaves (dag_leaves). Throws
+  // Error{InvalidArgument} for a program the terms cannot express, Error{Cancelled}.
+  ProgramExpressions(const Program& program, const std::vector<DagValue>& leaves, const SaturationLimits& limits, const CancelToken* cancel);
 
-  eg::Id input(int index) const { return inputs_.at(size_t(index)); }  // parameter order
+  eg::Id leaf(int index) const { return tg_->graph().find(leaves_.at(size_t(index))); }
   eg::Id root() const { return root_; }
   // The class of `op` over operand classes (kNoId: not in the saturated e-graph). Thread-safe.
   eg::Id lookup(const DagValue& op, const std::vector<eg::Id>& operand_classes) const;
@@ -38,7 +38,7 @@ class ProgramExpressions {
  private:
   std::unique_ptr<eg::TensorGraph> tg_;
   std::vector<eg::Rewrite> rules_;
-  std::vector<eg::Id> inputs_;
+  std::vector<eg::Id> leaves_;
   eg::Id root_ = eg::kNoId;
   eg::RunReport report_;
 };

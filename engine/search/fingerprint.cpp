@@ -95,6 +95,20 @@ void each(const std::vector<int64_t>& out, const std::vector<int64_t>& sa, const
   }
 }
 
+// x read through a load's view (sgraph.h; a transpose's perm is one), copied.
+FieldTensor viewed(const FieldTensor& x, const std::vector<int>& view) {
+  if (view.empty()) return x;
+  const std::vector<int64_t> shape = sgraph::view_dims(x.shape, view, int64_t(1));
+  const std::vector<int64_t> st = sgraph::view_dims(dense_strides(x.shape), view, int64_t(0));
+  FieldTensor out = filled(shape);
+  each(shape, st, st, [&](int64_t i, int64_t o, int64_t) { out.data[size_t(i)] = x.data[size_t(o)]; });
+  return out;
+}
+
+FieldTensor constant_value(const Constant& c, const DimBindings& dims) {
+  return filled({}, c.exact ? of_rational(c.exact->evaluate(dims)) : of_double(c.number));
+}
+
 // The op table's field model of an elementwise op (ir/ops.h). An opaque op is keyed by its code:
 // sqrt's key also serves rsqrt = 1 / sqrt.
 uint64_t opaque_key(Op op) { return uint64_t(op) + 1; }
@@ -199,15 +213,7 @@ FieldTensor apply(Op op, const Attrs& attrs, const std::vector<const FieldTensor
       if (element_count(shape) != element_count(xs[0]->shape)) throw Cannot{};
       return {shape, xs[0]->data};
     }
-    case OpClass::Transpose: {
-      const FieldTensor& x = *xs[0];
-      const std::vector<int64_t> own = dense_strides(x.shape);
-      std::vector<int64_t> out_shape, st;
-      for (int p : attrs.perm) out_shape.push_back(x.shape[size_t(p)]), st.push_back(own[size_t(p)]);
-      FieldTensor out = filled(out_shape);
-      each(out_shape, st, st, [&](int64_t i, int64_t o, int64_t) { out.data[size_t(i)] = x.data[size_t(o)]; });
-      return out;
-    }
+    case OpClass::Transpose: return viewed(*xs[0], attrs.perm);
     case OpClass::Concat:
     case OpClass::Split: {
       // Both as copies of contiguous chunks along the axis.
@@ -279,14 +285,17 @@ void run_custom(const sgraph::CustomKernel& k, const std::vector<sgraph::TileInf
     return axis < 0 ? axis + rank : axis;
   };
   std::vector<FieldTensor> values(k.ops.size());
+  std::map<size_t, FieldTensor> views;  // loads through a view: the viewed tensor, made once
   auto run_phase = [&](int ph, const std::vector<int64_t>& block, int64_t f) {
     for (size_t i = 0; i < k.ops.size(); ++i) {
       if (phase(i) != ph) continue;
       const BlockOp& op = k.ops[i];
       if (op.kind == BlockOp::Kind::Load) {
-        const FieldTensor& src = tensors.at(op.tensor);
+        const FieldTensor& src = op.view.empty() ? tensors.at(op.tensor) : views.try_emplace(i, viewed(tensors.at(op.tensor), op.view)).first->second;
         values[i] = filled(tile[i]);
         copy_box(src, offsets(op.map, tile[i], block, f), values[i], std::vector<int64_t>(tile[i].size(), 0), tile[i]);
+      } else if (op.kind == BlockOp::Kind::Compute && op.op == Op::Const) {
+        values[i] = constant_value(op.attrs.constant, b);
       } else if (op.kind == BlockOp::Kind::Compute) {
         std::vector<const FieldTensor*> xs;
         for (int o : op.operands) xs.push_back(&values[size_t(o)]);
@@ -392,8 +401,7 @@ std::optional<FieldTensor> fingerprint(const Program& lowered, const DimBindings
         at[size_t(v.id)] = inputs.at(v.name);
         if (at[size_t(v.id)].shape != shape) throw Cannot{};
       } else if (v.op == Op::Const) {
-        const Constant& c = v.attrs.constant;
-        at[size_t(v.id)] = filled({}, c.exact ? of_rational(c.exact->evaluate(dims)) : of_double(c.number));
+        at[size_t(v.id)] = constant_value(v.attrs.constant, dims);
       } else {
         std::vector<const FieldTensor*> xs;
         for (int o : v.operands) xs.push_back(&at[size_t(o)]);

@@ -36,6 +36,8 @@ std::optional<std::vector<Dim>> shape_of(const DagValue& v, const std::vector<Da
     return a;
   }
   const auto& b = values[size_t(v.operands[1])].type.shape;
+  // A scalar (a constant) broadcasts against anything but another scalar; a matmul needs tensors.
+  if (v.op != Op::Matmul && a.empty() != b.empty()) return a.empty() ? b : a;
   if (a.size() != b.size() || a.empty()) return std::nullopt;
   const size_t r = a.size();
   std::vector<Dim> s(r);
@@ -62,16 +64,13 @@ struct Generator::State {
   int dead = 0;            // ops nobody reads
 };
 
-Generator::Generator(const Program& program, const ProgramExpressions* expressions, int max_ops, GenCounters& counters)
+Generator::Generator(const Program& program, const std::vector<DagValue>& leaves, const ProgramExpressions* expressions, int max_ops,
+                     GenCounters& counters)
     : expr_(expressions), max_ops_(max_ops), counters_(counters) {
-  for (size_t i = 0; i < program.inputs.size(); ++i) {
-    const Value& in = program.value(program.inputs[i]);
-    DagValue v;
-    v.op = Op::Input;
-    v.name = in.name;
-    v.type = in.type;
-    if (expressions) v.cls = expressions->input(int(i));
-    base_.values.push_back(v);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    DagValue v = leaves[i];
+    if (expressions) v.cls = expressions->leaf(int(i));
+    base_.values.push_back(std::move(v));
   }
   base_.num_inputs = int(base_.values.size());
   out_shape_ = program.value(program.outputs.at(0)).type.shape;
@@ -152,13 +151,13 @@ void Generator::expand(State& s, const std::function<void(const Dag&)>& emit, co
   };
 
   for (int a = 0; a < n; ++a) {
-    for (Op op : kUnary) consider(DagValue{op, -1, {a}, {}, "", eg::kNoId});
+    for (Op op : kUnary) consider(DagValue{op, -1, {a}, {}, "", {}, {}, eg::kNoId});
     for (Op op : kReduce)
-      for (int axis = 0; axis < int(s.dag.values[size_t(a)].type.shape.size()); ++axis) consider(DagValue{op, axis, {a}, {}, "", eg::kNoId});
+      for (int axis = 0; axis < int(s.dag.values[size_t(a)].type.shape.size()); ++axis) consider(DagValue{op, axis, {a}, {}, "", {}, {}, eg::kNoId});
     for (int b = 0; b < n; ++b) {
       for (Op op : kBinary)
-        if (!commutative(op) || a <= b) consider(DagValue{op, -1, {a, b}, {}, "", eg::kNoId});
-      consider(DagValue{Op::Matmul, -1, {a, b}, {}, "", eg::kNoId});
+        if (!commutative(op) || a <= b) consider(DagValue{op, -1, {a, b}, {}, "", {}, {}, eg::kNoId});
+      consider(DagValue{Op::Matmul, -1, {a, b}, {}, "", {}, {}, eg::kNoId});
     }
   }
 }

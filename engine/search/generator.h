@@ -31,8 +31,10 @@ struct GenCounters {
 
 class Generator {
  public:
-  // `expressions` null: no expression pruning. `program` gives the inputs and the output shape.
-  Generator(const Program& program, const ProgramExpressions* expressions, int max_ops, GenCounters& counters);
+  // `expressions` null: no expression pruning. `program` gives the output shape; `leaves` the
+  // DAGs' leaves (dag_leaves, with which `expressions` was made).
+  Generator(const Program& program, const std::vector<DagValue>& leaves, const ProgramExpressions* expressions, int max_ops,
+            GenCounters& counters);
 
   // Runs the enumeration; `emit` gets every finished DAG (from any worker thread when `spawn`
   // runs subtrees in parallel). `stop` is polled at every expansion; when it returns true the

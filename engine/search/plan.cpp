@@ -70,8 +70,8 @@ Indices analyze_indices(const Dag& dag) {
     }
     const size_t pass = v.op == Op::Matmul ? r - 2 : r;  // axes that pass through elementwise
     for (size_t a = 0; a < pass; ++a)
-      for (int o : v.operands)
-        if (big(i, a) && big(o, a)) uf.join(node(i, a), node(o, a));
+      for (int o : v.operands)  // a scalar operand has no axes to join
+        if (dag.values[size_t(o)].type.shape.size() == r && big(i, a) && big(o, a)) uf.join(node(i, a), node(o, a));
     if (v.op == Op::Matmul) {
       int x = v.operands[0], y = v.operands[1];
       if (big(i, r - 2)) uf.join(node(i, r - 2), node(x, r - 2));
@@ -145,7 +145,7 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
   int accumulators = 0;
   for (int v = 0; v < n; ++v) {
     const DagValue& d = dag.values[size_t(v)];
-    if (d.op == Op::Input) {
+    if (is_leaf(d)) {
       phase[size_t(v)] = axis_in(ix, v, L) >= 0 ? Walk : Inv;
       continue;
     }
@@ -160,6 +160,7 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
     if (k1) {
       kernel[size_t(v)] = 1;
       for (int o : d.operands) {
+        if (dag.values[size_t(o)].op == Op::Const) continue;  // a constant is made where it is used
         if (!partial[size_t(o)] && kernel[size_t(o)] != 1)
           return why = "the combining kernel would read a value other than the block partials", std::nullopt;
         if (partial[size_t(o)]) read_by_k1[size_t(o)] = true;
@@ -207,7 +208,7 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
   // ---- kernel 0 ----------------------------------------------------------------------------
   const Value& out = program.value(program.outputs.at(0));
   sgraph::SGraph g;
-  for (int v = 0; v < dag.num_inputs; ++v) g.inputs.push_back({dag.values[size_t(v)].name, dag.values[size_t(v)].type});
+  for (int id : program.inputs) g.inputs.push_back({program.value(id).name, program.value(id).type});
   sgraph::Kernel k0;
   k0.custom = true;
   for (size_t i = 0; i < plan.grid.size(); ++i) k0.block.grid.push_back(Dim::symbol("g" + std::to_string(i + 1)));
@@ -226,12 +227,26 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
     ops.push_back(std::move(op));
     return int(ops.size()) - 1;
   };
+  // A constant leaf: a block op of the kernel that reads it.
+  auto constant = [&](std::vector<BlockOp>& ops, int v) {
+    BlockOp c;
+    c.kind = BlockOp::Kind::Compute;
+    c.name = "c" + std::to_string(v);
+    c.op = Op::Const;
+    c.attrs.constant = dag.values[size_t(v)].constant;
+    return push(ops, c);
+  };
   for (int v = 0; v < dag.num_inputs; ++v) {
     if (!used_in_k0[size_t(v)]) continue;
+    if (dag.values[size_t(v)].op == Op::Const) {
+      at[size_t(v)] = constant(ops0, v);
+      continue;
+    }
     BlockOp load;
     load.kind = BlockOp::Kind::Load;
     load.name = "x" + std::to_string(v);
     load.tensor = dag.values[size_t(v)].name;
+    load.view = dag.values[size_t(v)].view;
     load.map = map_of(v, plan.grid, 0, true);
     int la = axis_in(ix, v, L);
     load.map.loop = la < 0 ? Choice::none() : Choice::of(la);
@@ -313,6 +328,8 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
     for (int v = dag.num_inputs; v < n; ++v) {
       if (kernel[size_t(v)] != 1) continue;
       const DagValue& d = dag.values[size_t(v)];
+      for (int o : d.operands)
+        if (dag.values[size_t(o)].op == Op::Const && at1[size_t(o)] < 0) at1[size_t(o)] = constant(ops1, o);
       BlockOp op;
       op.kind = BlockOp::Kind::Compute;
       op.name = "v" + std::to_string(v);

@@ -68,13 +68,14 @@ SearchResult search_program(const Program& program, const SearchLimits& limits, 
   SearchStats& st = result.stats;
   Counters c;
 
+  const std::vector<DagValue> leaves = dag_leaves(program);
   std::unique_ptr<ProgramExpressions> expr;
-  if (limits.prune) expr = std::make_unique<ProgramExpressions>(program, SaturationLimits{}, cancel);
+  if (limits.prune) expr = std::make_unique<ProgramExpressions>(program, leaves, SaturationLimits{}, cancel);
   st.saturate_s = seconds_since(t0);
   NumericCheck check(program);
   FingerprintCheck fingerprint(program, fingerprint_dims(program));
   Prover prover(program);
-  Generator gen(program, expr.get(), limits.max_block_ops, c.gen);
+  Generator gen(program, leaves, expr.get(), limits.max_block_ops, c.gen);
   tbb::concurrent_unordered_set<uint64_t> seen;
   tbb::concurrent_vector<Candidate> found;
 

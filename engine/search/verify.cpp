@@ -72,14 +72,18 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family) {
   std::vector<eg::Id> at, recut(dag.values.size(), eg::kNoId);
   // A block partial that kernel 1 reads: saved by kernel 0's blocks, loaded by kernel 1's.
   auto in_kernel1 = [&](int o) {
-    if (family.kernel[size_t(o)] == 1) return at[size_t(o)];
+    if (family.kernel[size_t(o)] == 1 || dag.values[size_t(o)].op == Op::Const) return at[size_t(o)];
     if (recut[size_t(o)] == eg::kNoId) recut[size_t(o)] = cut(uncut(at[size_t(o)], size_t(o)), size_t(o), 1);
     return recut[size_t(o)];
   };
   for (size_t i = 0; i < dag.values.size(); ++i) {
     const DagValue& d = dag.values[i];
+    if (d.op == Op::Const) {  // a scalar: the same in every block (no grid axis)
+      at.push_back(leaf_term(tg, d));
+      continue;
+    }
     if (d.op == Op::Input) {
-      at.push_back(cut(tg.input(d.name, d.type.shape), i, 0));
+      at.push_back(cut(leaf_term(tg, d), i, 0));
       continue;
     }
     const OpClass cls = op_class(d.op);
@@ -180,7 +184,9 @@ std::optional<std::string> NumericCheck::mismatch(const sgraph::SGraph& family, 
 
 bool NumericCheck::dag_matches(const Dag& dag, const CancelToken* cancel) const {
   try {
-    Tensor got = tbb::this_task_arena::isolate([&] { return interpret(dag.to_program("dag"), dims_, inputs_, cancel).at(0); });
+    std::vector<const Value*> inputs;
+    for (int id : program_.inputs) inputs.push_back(&program_.value(id));
+    Tensor got = tbb::this_task_arena::isolate([&] { return interpret(dag.to_program("dag", inputs), dims_, inputs_, cancel).at(0); });
     return relative_error(got, reference_) <= kTolerance;
   } catch (const Error& e) {
     if (e.kind() == Error::Kind::Cancelled) throw;

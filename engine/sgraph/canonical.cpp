@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "engine/ir/print.h"
 #include "engine/sgraph/print.h"
 #include "engine/sgraph/validate.h"
 
@@ -138,8 +139,10 @@ class Canonicalizer {
       const BlockOp& op = ops[i];
       std::string s;
       switch (op.kind) {
-        case BlockOp::Kind::Load: s = "load " + hex(tensor_key(op.tensor)) + " " + map_key(op.map); break;
-        case BlockOp::Kind::Compute: s = std::string(op_name(op.op)) + " " + attrs_key(op.attrs); break;
+        case BlockOp::Kind::Load: s = "load " + hex(tensor_key(op.tensor)) + (op.view.empty() ? "" : " view " + view_text(op.view)) + " " + map_key(op.map); break;
+        case BlockOp::Kind::Compute:
+          s = std::string(op_name(op.op)) + " " + (op.op == Op::Const ? constant_str(op.attrs.constant) : attrs_key(op.attrs));
+          break;
         case BlockOp::Kind::Accumulate: s = std::string(acc_name(op.acc)) + " " + attrs_key(op.attrs); break;
         case BlockOp::Kind::Save: s = std::string("save ") + dtype_name(op.dtype) + " " + map_key(op.map) + save_suffix(op); break;
       }

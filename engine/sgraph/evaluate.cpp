@@ -81,7 +81,7 @@ class CustomRunner {
  public:
   CustomRunner(const CustomKernel& k, const std::vector<TileInfo>& tiles, const DimBindings& b, std::map<std::string, Tensor>& tensors,
                const CancelToken* cancel)
-      : k_(k), tiles_(tiles), tensors_(tensors), cancel_(cancel), values_(k.ops.size()) {
+      : k_(k), tiles_(tiles), bindings_(b), tensors_(tensors), cancel_(cancel), values_(k.ops.size()) {
     for (const Dim& g : k.grid) grid_.push_back(g.evaluate_size(b));
     loop_ = k.loop_range().evaluate_size(b);
     for (size_t i = 0; i < k.ops.size(); ++i) {
@@ -156,14 +156,41 @@ class CustomRunner {
 
   void load(size_t i, const std::vector<int64_t>& block, int64_t f) {
     const BlockOp& op = k_.ops[i];
-    const Tensor& src = tensors_.at(op.tensor);
+    const Tensor& src = op.view.empty() ? tensors_.at(op.tensor) : viewed(i);
     Tensor tile = Tensor::zeros(DType::F32, tile_shape_[i]);
     copy_box(src, offsets(op.map, tile.shape, block, f), tile, std::vector<int64_t>(tile.shape.size(), 0), tile.shape);
     values_[i] = std::move(tile);
   }
 
+  // The tensor a load with a view reads, laid out in the view's dims (made once per kernel).
+  const Tensor& viewed(size_t i) {
+    auto it = viewed_.find(i);
+    if (it != viewed_.end()) return it->second;
+    const BlockOp& op = k_.ops[i];
+    const Tensor& src = tensors_.at(op.tensor);
+    Tensor out = src;
+    out.shape = view_dims(src.shape, op.view, int64_t(1));
+    const std::vector<int64_t> strides = view_dims(dense_strides(src.shape), op.view, int64_t(0));
+    std::vector<int64_t> idx(out.shape.size(), 0);
+    for (size_t e = 0; e < out.data.size(); ++e) {
+      int64_t at = 0;
+      for (size_t d = 0; d < idx.size(); ++d) at += idx[d] * strides[d];
+      out.data[e] = src.data[size_t(at)];
+      for (size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < out.shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+    return viewed_.emplace(i, std::move(out)).first->second;
+  }
+
   void compute(size_t i) {
     const BlockOp& op = k_.ops[i];
+    if (op.op == Op::Const) {
+      values_[i] = Tensor::zeros(DType::F32, {});
+      values_[i].data.assign(1, float(op.attrs.constant.value(bindings_)));
+      return;
+    }
     std::vector<const Tensor*> xs;
     std::vector<Type> types;
     for (int o : op.operands) {
@@ -236,7 +263,9 @@ class CustomRunner {
 
   const CustomKernel& k_;
   const std::vector<TileInfo>& tiles_;
+  const DimBindings& bindings_;
   std::map<std::string, Tensor>& tensors_;
+  std::map<size_t, Tensor> viewed_;
   const CancelToken* cancel_;
   std::vector<Tensor> values_;
   std::vector<std::vector<int64_t>> tile_shape_;

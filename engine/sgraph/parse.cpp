@@ -1,6 +1,7 @@
 #include "engine/sgraph/parse.h"
 
 #include <cctype>
+#include <cstdlib>
 #include <map>
 
 #include "engine/error.h"
@@ -10,7 +11,7 @@ namespace prism::sgraph {
 namespace {
 
 struct Token {
-  enum Kind { Name, Int, Var, Punct, End } kind = End;
+  enum Kind { Name, Int, Number, Var, Punct, End } kind = End;
   std::string text;
   int col = 1;
 };
@@ -44,6 +45,17 @@ std::vector<Token> tokenize(std::string_view line, int line_no) {
       size_t j = i;
       while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]))) ++j;
       t = {Token::Int, std::string(line.substr(i, j - i)), t.col};
+      // A float constant (const(1e-06), const(0.125)): digits, a fraction, an exponent.
+      if (j < line.size() && (line[j] == '.' || line[j] == 'e' || line[j] == 'E')) {
+        if (line[j] == '.')
+          for (++j; j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]));) ++j;
+        if (j < line.size() && (line[j] == 'e' || line[j] == 'E')) {
+          ++j;
+          if (j < line.size() && (line[j] == '-' || line[j] == '+')) ++j;
+          while (j < line.size() && std::isdigit(static_cast<unsigned char>(line[j]))) ++j;
+        }
+        t = {Token::Number, std::string(line.substr(i, j - i)), t.col};
+      }
       i = j;
     } else if (c == '?') {
       size_t j = word(i + 1);
@@ -320,6 +332,10 @@ class Parser {
       next();
       op.kind = BlockOp::Kind::Load;
       op.tensor = name("a tensor name");
+      if (is_word("view")) {
+        next();
+        op.view = view();
+      }
       expect_word("map");
       op.map = map();
     } else {
@@ -330,6 +346,10 @@ class Parser {
         op.kind = BlockOp::Kind::Accumulate;
         op.acc = *acc;
         op.operands.push_back(operand());
+      } else if (f == "const") {
+        op.kind = BlockOp::Kind::Compute;
+        op.op = Op::Const;
+        op.attrs.constant = constant();
       } else if (auto o = op_from_name(f)) {
         op.kind = BlockOp::Kind::Compute;
         op.op = *o;
@@ -349,6 +369,37 @@ class Parser {
     }
     end_of_line();
     define(std::move(op), at);
+  }
+
+  // view := "[" ( INT | "-" ) { "," ( INT | "-" ) } "]"
+  std::vector<int> view() {
+    std::vector<int> v;
+    expect("[");
+    do {
+      if (!v.empty()) next();
+      if (is("-")) {
+        next();
+        v.push_back(BlockOp::kNewAxis);
+      } else {
+        v.push_back(int(integer("a tensor dim or '-'")));
+      }
+    } while (is(","));
+    expect("]");
+    return v;
+  }
+
+  // A float literal (1e-06, 0.125, a negative one in parentheses) or an exact dim expression.
+  Constant constant() {
+    const bool neg = is("(") && peek(1).kind == Token::Punct && peek(1).text == "-";
+    if (neg) next(), next();
+    Constant c;
+    if (peek().kind == Token::Number) c.number = std::strtod(next().text.c_str(), nullptr);
+    else c.exact = dim();
+    if (!neg) return c;
+    expect(")");
+    if (c.exact) c.exact = Dim(0) - *c.exact;
+    else c.number = -c.number;
+    return c;
   }
 
   void save() {

@@ -56,11 +56,13 @@ class Printer : public Visitor {
   }
 
   void visit_load(const CustomKernel& kernel, int i, const BlockOp& op) override {
-    emit("  " + op.name + " = load " + op.tensor + " map " + map_str(op.map, kernel), tile(i));
+    const std::string view = op.view.empty() ? "" : " view " + view_text(op.view);
+    emit("  " + op.name + " = load " + op.tensor + view + " map " + map_str(op.map, kernel), tile(i));
   }
 
   void visit_compute(const CustomKernel& kernel, int i, const BlockOp& op) override {
     std::string line = "  " + op.name + " = " + op_name(op.op) + "(" + operands(kernel, op);
+    if (op.op == Op::Const) line += constant_str(op.attrs.constant);
     if (op_class(op.op) == OpClass::Reduce) line += attrs_str(op.attrs, true);
     emit(line + ")", tile(i));
   }

@@ -40,6 +40,27 @@ std::optional<AccKind> acc_from_name(const std::string& name) {
   return std::nullopt;
 }
 
+std::vector<Dim> view_shape(const std::vector<Dim>& shape, const std::vector<int>& view) {
+  if (view.empty()) return shape;
+  std::vector<int> seen(shape.size(), 0);
+  for (int a : view) {
+    if (a == BlockOp::kNewAxis) continue;
+    if (a < 0 || a >= int(shape.size()) || seen[size_t(a)]++)
+      throw Error(Error::Kind::InvalidArgument, "view " + view_text(view) + " must read each of the tensor's " + std::to_string(shape.size()) +
+                                                    " dims once");
+  }
+  if (std::count(seen.begin(), seen.end(), 1) != long(shape.size()))
+    throw Error(Error::Kind::InvalidArgument, "view " + view_text(view) + " must read each of the tensor's " + std::to_string(shape.size()) + " dims once");
+  return view_dims(shape, view, Dim(1));
+}
+
+std::string view_text(const std::vector<int>& view) {
+  if (view.empty()) return "";
+  std::string s = "[";
+  for (size_t i = 0; i < view.size(); ++i) s += (i ? ", " : "") + (view[i] == BlockOp::kNewAxis ? std::string("-") : std::to_string(view[i]));
+  return s + "]";
+}
+
 bool Map::is_concrete() const {
   return !loop.symbolic() && std::none_of(grid.begin(), grid.end(), [](const Choice& c) { return c.symbolic(); });
 }

@@ -75,7 +75,14 @@ struct BlockOp {
   std::string name;           // the value it defines (Load, Compute, Accumulate); for Save: the device tensor written
   std::string tensor;         // Load: the device tensor read
   Map map;                    // Load, Save
-  Op op = Op::Add;            // Compute: unary, binary, matmul or reduce (sum, max, rms)
+  // Load: the dims the tile is cut from, as a view of the tensor read in place (no copy): view[i]
+  // is the tensor dim that dim i reads, or kNewAxis for a unit dim the tensor lacks (a gain g[d]
+  // read as [1, d] beside an [n, d] tile; W[m, d] read as W^T by view [1, 0]). Empty: the tensor's
+  // own dims. Map entries name view dims.
+  static constexpr int kNewAxis = -1;
+  std::vector<int> view;
+  Op op = Op::Add;            // Compute: unary, binary, matmul, reduce (sum, max, rms), or const
+                              // (a scalar: no operands, attrs.constant, a tile of rank 0)
   AccKind acc = AccKind::Sum; // Accumulate
   Attrs attrs;                // axis/keepdims for Compute reductions; axis for an Rms accumulator
   std::vector<int> operands;  // indices of earlier ops of the same kernel
@@ -128,6 +135,20 @@ struct SGraph {
   };
   std::vector<Parameter> parameter_roles() const;
 };
+
+// The shape a load's view gives a tensor of `shape` (view_dims: the same for any per-dim values,
+// such as strides, with `fill` at new axes). Throws Error{InvalidArgument} for a view that does not
+// read every tensor dim exactly once, in any order, with new unit axes anywhere.
+std::vector<Dim> view_shape(const std::vector<Dim>& shape, const std::vector<int>& view);
+template <typename T>
+std::vector<T> view_dims(const std::vector<T>& dims, const std::vector<int>& view, const T& fill) {
+  if (view.empty()) return dims;
+  std::vector<T> out;
+  for (int a : view) out.push_back(a == BlockOp::kNewAxis ? fill : dims.at(size_t(a)));
+  return out;
+}
+// "" for the identity; else "[1, 0]", "[-, 0]" (the text form's view).
+std::string view_text(const std::vector<int>& view);
 
 // Device tensors a kernel reads / writes, in op order, each once.
 std::vector<std::string> kernel_inputs(const Kernel& kernel);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/error.h"
 #include "engine/ir/infer_shapes.h"
 #include "engine/sgraph/visitor.h"
 
@@ -124,7 +125,12 @@ class Analyzer : public Visitor {
     if (a_.unknown.count(op.tensor)) return count_unknown();
     auto it = a_.tensors.find(op.tensor);
     if (it == a_.tensors.end()) return error(where_ + ": '" + op.tensor + "' is not an input and no earlier kernel writes it");
-    const Type& t = it->second;
+    Type t = it->second;
+    try {
+      t.shape = view_shape(t.shape, op.view);
+    } catch (const Error& e) {
+      return error(where_ + ": " + e.what());
+    }
     if (!check_map(kernel, op.map, t.shape.size(), op.tensor)) return;
     TileInfo& tile = tile_at(i);
     if (!op.map.is_concrete()) return count_unknown();
@@ -145,9 +151,9 @@ class Analyzer : public Visitor {
   void visit_compute(const CustomKernel& kernel, int i, const BlockOp& op) override {
     where_ = at(i) + "'" + op.name + "' = " + op_name(op.op);
     OpClass cls = op_class(op.op);
-    size_t want = cls == OpClass::Unary || cls == OpClass::Reduce ? 1 : 2;
-    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce)
-      return error(where_ + ": a block op is a unary, binary, matmul or reduction op");
+    size_t want = cls == OpClass::Const ? 0 : cls == OpClass::Unary || cls == OpClass::Reduce ? 1 : 2;
+    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce && cls != OpClass::Const)
+      return error(where_ + ": a block op is a unary, binary, matmul, reduction or const op");
     if (op.operands.size() != want)
       return error(where_ + ": takes " + std::to_string(want) + " operand(s) but has " + std::to_string(op.operands.size()));
     std::vector<const TileInfo*> xs;
@@ -161,6 +167,11 @@ class Analyzer : public Visitor {
       if (!x->type) return count_unknown();
     Type t{DType::F32, {}, false};
     std::vector<std::pair<LoopRole, int>> roles;  // each operand's role, in result axes
+    if (cls == OpClass::Const) {
+      out.type = t;  // a scalar, the same in every block and iteration
+      out.role = LoopRole::Invariant;
+      return add_footprint(t);
+    }
     if (cls == OpClass::Unary) {
       t.shape = xs[0]->type->shape;
       roles.push_back({xs[0]->role, xs[0]->loop_axis});

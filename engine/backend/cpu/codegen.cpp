@@ -4,6 +4,7 @@
 #include <set>
 
 #include "engine/backend/cpu/emit_ops.h"
+#include "engine/backend/c_expr.h"
 #include "engine/backend/lower.h"
 #include "engine/error.h"
 #include "engine/ir/shape.h"
@@ -43,6 +44,7 @@ class Printer {
           case OpClass::Unary: return emit_unary(s.op, in(0), out, ctx);
           case OpClass::Binary: return emit_binary(s.op, in(0), in(1), out, ctx);
           case OpClass::Matmul: return emit_matmul(in(0), in(1), out, s.into_accumulator, ctx);
+          case OpClass::Const: return ctx.indent + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
           default: return emit_reduce(s.op, s.axis, in(0), out, ctx);
         }
       case kir::Stmt::Kind::Accumulate:
@@ -55,10 +57,10 @@ class Printer {
         }
         return "";
       case kir::Stmt::Kind::Save: return emit_copy(in(0), out, ctx);
-      case kir::Stmt::Kind::Bind:
-      case kir::Stmt::Kind::Stage: break;
+      case kir::Stmt::Kind::Stage: return emit_copy(in(0), out, ctx);  // a view the printers cannot read in place (W^T)
+      case kir::Stmt::Kind::Bind: break;
     }
-    throw Error(Error::Kind::InvalidArgument, "codegen: a staged load (the CPU reads loads where they lie)");
+    throw Error(Error::Kind::InvalidArgument, "codegen: a bound load is a declaration, not a statement");
   }
 
   // The statements of one phase; `f` is the loop index ("0" outside the loop).

@@ -4,6 +4,7 @@
 #include <climits>
 #include <set>
 
+#include "engine/backend/c_expr.h"
 #include "engine/backend/cuda/emit_ops.h"
 #include "engine/backend/lower.h"
 #include "engine/error.h"
@@ -154,6 +155,7 @@ class KernelPrinter {
             return emit_zip(
                 in(0), in(1), out, [&](const std::string& a, const std::string& b) { return binary_expr(s.op, a, b); }, ctx);
           case OpClass::Matmul: return matmul(s, in(0), in(1), out, ctx);
+          case OpClass::Const: return ctx.indent + "if (threadIdx.x == 0) " + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
           default: return emit_reduce(s.op, s.axis, in(0), out, ctx);
         }
       case kir::Stmt::Kind::Accumulate:
