@@ -143,6 +143,63 @@ std::vector<DagValue> dag_leaves(const Program& program) {
   return leaves;
 }
 
+std::optional<Dag> program_dag(const Program& program, const std::vector<DagValue>& leaves) {
+  Dag dag;
+  dag.values = leaves;
+  dag.num_inputs = int(leaves.size());
+  auto leaf_of = [&](auto pred) {
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (pred(leaves[i])) return int(i);
+    return -1;
+  };
+  std::vector<bool> live(program.values.size(), false);
+  for (int o : program.outputs) live[size_t(o)] = true;
+  for (size_t i = program.values.size(); i-- > 0;)
+    if (live[i])
+      for (int o : program.values[i].operands) live[size_t(o)] = true;
+  std::vector<int> at(program.values.size(), -1);
+  for (const Value& v : program.values) {
+    if (!live[size_t(v.id)]) continue;
+    int& id = at[size_t(v.id)];
+    if (v.op == Op::Input) {
+      id = leaf_of([&](const DagValue& l) { return l.op == Op::Input && l.name == v.name && (l.view.empty() || l.view.front() == sgraph::BlockOp::kNewAxis); });
+      continue;
+    }
+    if (v.op == Op::Const) {
+      id = leaf_of([&](const DagValue& l) { return l.op == Op::Const && constant_str(l.constant) == constant_str(v.attrs.constant); });
+      continue;
+    }
+    if (v.op == Op::Transpose && program.value(v.operands[0]).op == Op::Input) {
+      const std::string& name = program.value(v.operands[0]).name;
+      id = leaf_of([&](const DagValue& l) { return l.op == Op::Input && l.name == name && l.view == v.attrs.perm; });
+      if (id < 0) return std::nullopt;
+      continue;
+    }
+    const OpClass cls = op_class(v.op);
+    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce) return std::nullopt;
+    if (cls == OpClass::Reduce && !v.attrs.keepdims) return std::nullopt;
+    DagValue d;
+    d.op = v.op;
+    d.axis = cls == OpClass::Reduce ? v.attrs.axis : -1;
+    d.type = Type{DType::F32, v.type.shape, false};
+    for (int o : v.operands) {
+      if (at[size_t(o)] < 0) return std::nullopt;
+      d.operands.push_back(at[size_t(o)]);
+    }
+    // The DAG's conventions: a commutative op takes its operands in index order (as the
+    // generator does, so the same family is found once); operands of the result's rank, or scalars.
+    if ((v.op == Op::Add || v.op == Op::Mul) && d.operands[0] > d.operands[1]) std::swap(d.operands[0], d.operands[1]);
+    for (int o : d.operands) {
+      const size_t r = dag.values[size_t(o)].type.shape.size();
+      if (r != 0 && r != d.type.shape.size()) return std::nullopt;
+    }
+    id = int(dag.values.size());
+    dag.values.push_back(std::move(d));
+  }
+  if (program.outputs.size() != 1 || at[size_t(program.outputs[0])] != int(dag.values.size()) - 1 || dag.num_ops() == 0) return std::nullopt;
+  return dag;
+}
+
 eg::Id leaf_term(eg::TensorGraph& tg, const DagValue& leaf) {
   if (leaf.op == Op::Const) return tg.constant(leaf.constant);
   std::vector<Dim> shape;  // the tensor's own shape: the view's dims that are not new axes, in tensor order

@@ -10,6 +10,7 @@
 // [1, d]; transpose(W) of an input W is the leaf W viewed as W^T: a load reads it in place), and
 // its scalar constants (eps, a scale, the size a mean divides by).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,12 @@ struct Dag {
   // parameter order, each with its declared type) and one output (the sink).
   Program to_program(const std::string& name, const std::vector<const Value*>& inputs) const;
 };
+
+// The program itself as a DAG over `leaves` (dag_leaves(program)), whatever its length: the
+// search's seed, so a program longer than the enumeration's op limit still gets the families
+// that parallelize it as written. None when it uses ops or forms a DAG does not have (reshape,
+// concat, split, a transpose of a computed value, a reduction without keepdims, mixed ranks).
+std::optional<Dag> program_dag(const Program& program, const std::vector<DagValue>& leaves);
 
 bool is_reduction(Op op);  // sum, max, rms (keepdims, one axis); matmul contracts but is not one
 

@@ -32,13 +32,23 @@ class ProgramExpressions {
   eg::Id root() const { return root_; }
   // The class of `op` over operand classes (kNoId: not in the saturated e-graph). Thread-safe.
   eg::Id lookup(const DagValue& op, const std::vector<eg::Id>& operand_classes) const;
+  // The fewest ops that take a value of class `cls` into the program's root class: the length of
+  // the shortest chain of e-nodes of ops a DAG has (elementwise, matmul, reductions) from `cls`
+  // up to the root; kFar when there is none. A DAG op reads its operand's class and is a node of
+  // its own class, so every DAG value needs at least this many more ops before the sink: a sound
+  // bound the generator prunes by.
+  static constexpr int kFar = 1 << 20;
+  int distance_to_root(eg::Id cls) const;
   eg::StopReason stop() const { return report_.stop; }
   size_t nodes() const { return tg_->graph().num_nodes(); }
 
  private:
+  void compute_distances();
+
   std::unique_ptr<eg::TensorGraph> tg_;
   std::vector<eg::Rewrite> rules_;
   std::vector<eg::Id> leaves_;
+  std::vector<int> distance_;  // [class root id]
   eg::Id root_ = eg::kNoId;
   eg::RunReport report_;
 };

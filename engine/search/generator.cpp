@@ -1,5 +1,6 @@
 #include "engine/search/generator.h"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <tuple>
@@ -125,6 +126,15 @@ void Generator::expand(State& s, const std::function<void(const Dag&)>& emit, co
       for (int o : v.operands) kids.push_back(s.dag.values[size_t(o)].cls);
       v.cls = expr_->lookup(v, kids);
       if (v.cls == eg::kNoId) {
+        counters_.pruned_expression++;
+        return;
+      }
+      // Every value nobody reads yet must still reach the root: as many ops as its distance.
+      int needed = expr_->distance_to_root(v.cls);
+      for (int o = s.dag.num_inputs; o < n && needed <= remaining; ++o)
+        if (s.users[size_t(o)] == 0 && std::find(v.operands.begin(), v.operands.end(), o) == v.operands.end())
+          needed = std::max(needed, expr_->distance_to_root(s.dag.values[size_t(o)].cls));
+      if (needed > remaining) {
         counters_.pruned_expression++;
         return;
       }

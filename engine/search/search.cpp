@@ -175,6 +175,11 @@ SearchResult search_program(const Program& program, const SearchLimits& limits, 
     tbb::task_group group;
     const std::function<void(std::function<void()>)> spawn = [&](std::function<void()> f) { group.run(std::move(f)); };
     try {
+      // The program as written first: its families do not depend on the enumeration's op limit.
+      if (const std::optional<Dag> seed = program_dag(program, leaves)) {
+        c.gen.generated++;
+        emit(*seed);
+      }
       gen.run(emit, stop, spawn, 2);
     } catch (...) {
       cancelled = true;  // unwind the other workers, then rethrow

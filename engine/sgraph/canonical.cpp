@@ -132,11 +132,16 @@ class Canonicalizer {
       return fnv1a64(s + (interface_.count(lib.output) ? " as " + lib.output : ""));
     }
     CustomKernel& block = kernel.block;
-    const auto& ops = block.ops;
+    auto& ops = block.ops;
     size_t n = ops.size();
     std::vector<uint64_t> key(n);
     for (size_t i = 0; i < n; ++i) {
-      const BlockOp& op = ops[i];
+      BlockOp& op = ops[i];
+      // add(a, b) and mul(a, b) are add(b, a) and mul(b, a): operands in key order.
+      if (op.kind == BlockOp::Kind::Compute && (op.op == Op::Add || op.op == Op::Mul) && op.operands.size() == 2) {
+        auto key_of = [&](int o) { return o >= 0 && size_t(o) < i ? key[size_t(o)] : ~uint64_t(0); };
+        if (key_of(op.operands[1]) < key_of(op.operands[0])) std::swap(op.operands[0], op.operands[1]);
+      }
       std::string s;
       switch (op.kind) {
         case BlockOp::Kind::Load: s = "load " + hex(tensor_key(op.tensor)) + (op.view.empty() ? "" : " view " + view_text(op.view)) + " " + map_key(op.map); break;
