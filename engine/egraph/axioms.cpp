@@ -109,6 +109,22 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
                  out.push_back(tg.op(b, {lift(TOp::Squeeze, m.axis[0], m.var[0]), lift(TOp::Squeeze, m.axis[0], m.var[1])}));
                });
   }
+  // And outward: an op on operands unsqueezed alike (or a scalar) is the unsqueezed op. Without
+  // it, a scale the program applies after a matmul could be moved into the matmul only from the
+  // family's side of a proof, and pruning (which saturates the program's side) would drop it.
+  for (TOp b : kBinary) {
+    t.rule(s(b) + "-unsqueeze", "(" + s(b) + " (unsqueeze@i ?a) (unsqueeze@i ?b))", "(unsqueeze@i (" + s(b) + " ?a ?b))",
+           [=](const EGraph&, const Subst& m) { return rank(m.var[0]) == rank(m.var[1]); });
+    t.rule(s(b) + "-unsqueeze-scalar", "(" + s(b) + " (unsqueeze@i ?a) ?c)", "(unsqueeze@i (" + s(b) + " ?a ?c))",
+           [=](const EGraph&, const Subst& m) { return rank(m.var[1]) == 0; });
+    t.rule(s(b) + "-scalar-unsqueeze", "(" + s(b) + " ?c (unsqueeze@i ?a))", "(unsqueeze@i (" + s(b) + " ?c ?a))",
+           [=](const EGraph&, const Subst& m) { return rank(m.var[0]) == 0; });
+    // squeeze@i needs size 1 at i, which ?a has (it is squeezed there).
+    t.rule(s(b) + "-squeeze-scalar", "(" + s(b) + " (squeeze@i ?a) ?c)", "(squeeze@i (" + s(b) + " ?a ?c))",
+           [=](const EGraph&, const Subst& m) { return rank(m.var[1]) == 0; });
+    t.rule(s(b) + "-scalar-squeeze", "(" + s(b) + " ?c (squeeze@i ?a))", "(squeeze@i (" + s(b) + " ?c ?a))",
+           [=](const EGraph&, const Subst& m) { return rank(m.var[0]) == 0; });
+  }
   t.rule("squeeze-unsqueeze", "(squeeze@i (unsqueeze@i ?x))", "?x");
   t.rule("unsqueeze-squeeze", "(unsqueeze@i (squeeze@i ?x))", "?x");
   t.computed("squeeze-unsqueeze-commute", "(squeeze@i (unsqueeze@j ?x))", "i<j: (unsqueeze@j-1 (squeeze@i ?x)); i>j: (unsqueeze@j (squeeze@i-1 ?x))",

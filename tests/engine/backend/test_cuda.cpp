@@ -352,6 +352,30 @@ TEST_CASE("cuda: layers with sigmoid, tanh and abs: every family compiles, the f
   }
 }
 
+TEST_CASE("cuda: layers of examples/layers (constants, vector and transposed views): families compile and run right on the host",
+          "[cuda][search][layers]") {
+  for (const test::ExampleLayer& layer : test::example_layers()) {
+    INFO(layer.name);
+    SearchLimits limits;
+    limits.threads = 2;
+    limits.fast_memory_bytes = kGpuOptInSharedBytes;
+    SearchResult r = search::search_program(test::lowered_text(test::layer_text(layer.name), layer.name), limits);
+    REQUIRE_FALSE(r.candidates.empty());
+    int emulated = 0;
+    for (const auto& c : r.candidates) {
+      sgraph::SGraph g = *c.graph;
+      std::vector<DimBindings> sizes = sgraph::enumerate(g, layer.small, kGpu, {}, 16);
+      if (sizes.empty()) continue;
+      sgraph::Instance inst = sgraph::instantiate(g, layer.small, sizes[sizes.size() / 2], kGpu);
+      INFO("family\n" << sgraph::print(inst.graph));
+      if (have_nvrtc()) compiles(inst);
+      CHECK(emulated_error(inst) < kHalfTol);
+      if (++emulated == 2) break;  // a few per layer: the CPU tests tune them all
+    }
+    CHECK(emulated > 0);
+  }
+}
+
 TEST_CASE("cuda: the first family the search finds for each example, run on the host, matches the evaluator", "[cuda][search]") {
   for (const auto& [name, binding] : kExampleDims) {
     INFO("example " << name);

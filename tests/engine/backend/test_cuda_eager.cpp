@@ -44,42 +44,55 @@ void check_plan_names(const CudaPlan& plan) {
 
 }  // namespace
 
+namespace {
+
+// The baseline of one program: its plan, names and text form, and its source through NVRTC.
+void check_eager(const Program& p, const DimBindings& dims) {
+  CudaEager eager = generate_cuda_eager(p, dims);
+  CHECK(eager.plan.inputs.size() == p.inputs.size());
+  CHECK(eager.plan.outputs.size() == p.outputs.size());
+  CHECK(eager.plan.inputs.front().dtype == p.value(p.inputs.front()).type.dtype);
+  bool has_matmul = false;
+  for (const Value& v : p.values) has_matmul |= v.op == Op::Matmul;
+  CHECK(eager.plan.uses_cublas() == has_matmul);
+  check_plan_names(eager.plan);
+  eager.plan.ptx = "// ptx\n.version 8.0\n";
+  CudaPlan back = parse_plan(plan_text(eager.plan));
+  CHECK(plan_text(back) == plan_text(eager.plan));
+  NvrtcStatus nvrtc = nvrtc_status();
+  if (!nvrtc.available) {
+    WARN("NVRTC not compiled: " << nvrtc.detail);
+    return;
+  }
+  INFO(eager.source);
+  PtxResult ptx;
+  try {
+    static test::TempDir cache;
+    ptx = compile_to_ptx(eager.source, "compute_90", cache.path());
+  } catch (const Error& e) {
+    FAIL(e.what());
+  }
+  for (const auto& s : eager.plan.steps)
+    if (!s.is_gemm) CHECK(ptx.ptx.find(s.kernel.name) != std::string::npos);
+}
+
+}  // namespace
+
 TEST_CASE("cuda eager: every example's baseline compiles with NVRTC and uses cuBLAS for matmul", "[cuda]") {
   size_t examples = 0;
   for (const auto& entry : std::filesystem::directory_iterator(test::source("examples"))) {
+    if (entry.path().extension() != ".prism") continue;
     std::string name = entry.path().stem().string();
     INFO("example " << name);
     REQUIRE(kSmall.count(name));
-    Program p = test::lowered_example(name);
-    CudaEager eager = generate_cuda_eager(p, kSmall.at(name));
+    check_eager(test::lowered_example(name), kSmall.at(name));
     ++examples;
-    CHECK(eager.plan.inputs.size() == p.inputs.size());
-    CHECK(eager.plan.outputs.size() == p.outputs.size());
-    CHECK(eager.plan.inputs.front().dtype == p.value(p.inputs.front()).type.dtype);
-    bool has_matmul = false;
-    for (const Value& v : p.values) has_matmul |= v.op == Op::Matmul;
-    CHECK(eager.plan.uses_cublas() == has_matmul);
-    check_plan_names(eager.plan);
-    eager.plan.ptx = "// ptx\n.version 8.0\n";
-    CudaPlan back = parse_plan(plan_text(eager.plan));
-    CHECK(plan_text(back) == plan_text(eager.plan));
-    NvrtcStatus nvrtc = nvrtc_status();
-    if (!nvrtc.available) {
-      WARN("NVRTC not compiled: " << nvrtc.detail);
-      continue;
-    }
-    INFO(eager.source);
-    PtxResult ptx;
-    try {
-      static test::TempDir cache;
-      ptx = compile_to_ptx(eager.source, "compute_90", cache.path());
-    } catch (const Error& e) {
-      FAIL(e.what());
-    }
-    for (const auto& s : eager.plan.steps)
-      if (!s.is_gemm) CHECK(ptx.ptx.find(s.kernel.name) != std::string::npos);
   }
   CHECK(examples == kSmall.size());
+  for (const test::ExampleLayer& layer : test::example_layers()) {
+    INFO("layer " << layer.name);
+    check_eager(test::lowered_text(test::layer_text(layer.name), layer.name), layer.small);
+  }
 }
 
 TEST_CASE("cuda eager: a malformed plan is refused in words", "[cuda]") {

@@ -121,6 +121,12 @@ void seed_terms(TensorGraph& tg) {
     tg.splitax(1, F, op(b, {Y, Z}));
     part(op(b, {X, Y}));
     op(b, {rep(X), rep(Y)});
+    // outward: an op on unsqueezed / squeezed operands, or a scalar beside one
+    op(b, {U(X, 0), U(Y, 0)});
+    op(b, {U(X, 1), two});
+    op(b, {two, U(X, 1)});
+    op(b, {S(r, 1), two});
+    op(b, {two, S(r, 1)});
   }
 }
 

@@ -65,4 +65,29 @@ inline const std::vector<Layer>& activation_layers() {
   return layers;
 }
 
+// The layers of examples/layers/ (written as PyTorch models write them), each at two small
+// bindings the tests search, tune and check at. `finds`: the search finds a verified family.
+struct ExampleLayer {
+  const char* name;
+  DimBindings small, second;
+};
+inline const std::vector<ExampleLayer>& example_layers() {
+  static const std::vector<ExampleLayer> layers = {
+      {"llama_rmsnorm_proj", {{"n", 4}, {"d", 64}, {"m", 32}}, {{"n", 8}, {"d", 128}, {"m", 64}}},
+      {"swiglu_ffn", {{"n", 4}, {"d", 32}, {"h", 64}}, {{"n", 8}, {"d", 64}, {"h", 96}}},
+      {"gpt2_mlp_fc", {{"n", 4}, {"d", 32}, {"h", 64}}, {{"n", 8}, {"d", 64}, {"h", 128}}},
+      {"layernorm_linear", {{"n", 4}, {"d", 64}, {"m", 32}}, {{"n", 8}, {"d", 128}, {"m", 64}}},
+      {"sdpa", {{"B", 2}, {"q", 4}, {"s", 64}, {"e", 16}}, {{"B", 4}, {"q", 1}, {"s", 128}, {"e", 32}}},
+      {"gqa_decode", {{"h", 2}, {"g", 4}, {"s", 64}, {"e", 16}}, {{"h", 2}, {"g", 8}, {"s", 128}, {"e", 32}}},
+      {"lora_linear", {{"n", 4}, {"d", 64}, {"m", 32}, {"r", 4}}, {{"n", 8}, {"d", 128}, {"m", 64}, {"r", 16}}},
+      {"bias_residual", {{"n", 4}, {"d", 64}}, {{"n", 8}, {"d", 128}}},
+      {"log_softmax", {{"n", 4}, {"v", 64}}, {{"n", 8}, {"v", 256}}},
+      {"safe_softmax", {{"n", 4}, {"s", 64}}, {{"n", 8}, {"s", 256}}},
+      {"gelu_linear", {{"n", 4}, {"d", 32}, {"h", 64}}, {{"n", 8}, {"d", 64}, {"h", 128}}},
+  };
+  return layers;
+}
+
+inline std::string layer_text(const std::string& name) { return example_text("layers/" + name); }
+
 }  // namespace prism::test

@@ -36,6 +36,11 @@ std::string kernel_text(const std::string& text, int k) {
   return text.substr(from, to - from);
 }
 
+SearchResult search_text(const std::string& text, const std::string& name, SearchLimits limits = {}) {
+  limits.threads = 2;
+  return search::search_program(test::lowered_text(text, name), limits);
+}
+
 SearchResult search_example(const std::string& name, SearchLimits limits = {}) {
   limits.threads = 2;
   return search::search_program(test::lowered_example(name), limits);
@@ -172,17 +177,55 @@ TEST_CASE("search: layers with sigmoid, tanh and abs fuse like the others", "[se
   }
 }
 
+TEST_CASE("search: every layer of examples/layers finds a verified family", "[search][mustfind][layers]") {
+  for (const test::ExampleLayer& layer : test::example_layers()) {
+    INFO(layer.name);
+    SearchLimits limits;
+    limits.threads = 2;
+    SearchResult r = search::search_program(test::lowered_text(test::layer_text(layer.name), layer.name), limits);
+    check_reported(r);
+    CHECK_FALSE(r.candidates.empty());
+    CHECK(r.stats.total_s < 10);
+  }
+}
+
+TEST_CASE("search: a gain vector, a transposed nn.Linear weight and eps fuse into one looped kernel", "[search][mustfind][layers]") {
+  SearchLimits limits;
+  limits.threads = 2;
+  SearchResult r = search::search_program(test::lowered_text(test::layer_text("llama_rmsnorm_proj"), "llama_rmsnorm_proj"), limits);
+  bool looped = false;
+  for (const Candidate& c : r.candidates) {
+    const std::string t = c.text();
+    // g[d] read as [1, d] and W[m, d] as W^T, both walked by the loop over d; eps a constant.
+    if (c.kernels == 1 && t.find("load g view [-, 0]") != std::string::npos && t.find("load W view [1, 0]") != std::string::npos &&
+        t.find("const(1e-06)") != std::string::npos && t.find("sum_accumulate") != std::string::npos && t.find("loop=") != std::string::npos)
+      looped = true;
+  }
+  CHECK(looped);
+}
+
 TEST_CASE("search: pruning removes only what could never verify", "[search][soundness]") {
   struct Case {
     std::string program;
     int ops;
+    std::string text;  // empty: the example of that name
   };
-  for (const Case& k : {Case{"rms_linear", 3}, Case{"lora", 4}}) {
+  // The examples, and layers with a scalar constant, a vector broadcast (a bias b[m] read as
+  // [1, m]) and a transposed nn.Linear weight.
+  const std::vector<Case> cases = {
+      {"rms_linear", 3, ""},
+      {"lora", 4, ""},
+      {"scaled", 3, "program scaled(X: f32[n, d], W: f32[d, m]) {\n  return matmul(X, W) * 0.125 + 1\n}\n"},
+      {"bias_relu", 3, "program bias_relu(X: f32[n, d], W: f32[d, m], b: f32[m]) {\n  return relu(matmul(X, W) + b)\n}\n"},
+      {"linear_t", 2, "program linear_t(X: f32[n, d], W: f32[m, d], g: f32[d]) {\n  return matmul(X * g, transpose(W))\n}\n"},
+  };
+  for (const Case& k : cases) {
     SearchLimits on, off;
     on.max_block_ops = off.max_block_ops = k.ops;
     on.budget_s = off.budget_s = 120;
     off.prune = false;
-    SearchResult a = search_example(k.program, on), b = search_example(k.program, off);
+    SearchResult a = k.text.empty() ? search_example(k.program, on) : search_text(k.text, k.program, on);
+    SearchResult b = k.text.empty() ? search_example(k.program, off) : search_text(k.text, k.program, off);
     REQUIRE(a.stats.stop_reason == "complete");
     REQUIRE(b.stats.stop_reason == "complete");
     std::set<uint64_t> ha, hb;

@@ -122,6 +122,17 @@ TEST_CASE("tuner: layers with sigmoid, tanh and abs are tuned, and their best ca
   }
 }
 
+TEST_CASE("tuner: every layer of examples/layers is tuned on the CPU and its best matches the reference at two bindings",
+          "[tune][tuner][layers]") {
+  for (const test::ExampleLayer& layer : test::example_layers()) {
+    test::TempDir data;
+    Workspace ws;
+    ws.set_storage(data.path(), shared_cache());
+    ws.open(std::string("untitled:") + layer.name, test::layer_text(layer.name), 1);
+    for (const DimBindings& dims : {layer.small, layer.second}) check_tuned(ws, layer.name, {dims.begin(), dims.end()});
+  }
+}
+
 TEST_CASE("tuner: a kernel's source without a tune is the family the cost model ranks first, on either target", "[tune][tuner]") {
   test::TempDir data;
   Workspace ws;
