@@ -449,7 +449,9 @@ CommandOutput Session::search(const std::vector<std::string>& args) {
   auto n = [&](const char* k) { return std::to_string(stats.value(k, int64_t{0})); };
   t.add({n("generated"), n("prunedExpression"), n("prunedDims"), n("prunedStructure"), n("prunedHardware"),
          n("duplicates"), n("fingerprinted"), n("rejected"), n("unproved"), n("verified")});
-  out << t.render() << "`candidates " << args[0] << "` lists them.\n";
+  out << t.render();
+  if (r.value("candidates", 0) == 0) out << "nothing found: " << stats.value("emptyReason", std::string("no family verified")) << "\n";
+  else out << "`candidates " << args[0] << "` lists them.\n";
   return {r, out.str()};
 }
 

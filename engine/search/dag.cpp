@@ -143,7 +143,11 @@ std::vector<DagValue> dag_leaves(const Program& program) {
   return leaves;
 }
 
-std::optional<Dag> program_dag(const Program& program, const std::vector<DagValue>& leaves) {
+std::optional<Dag> program_dag(const Program& program, const std::vector<DagValue>& leaves, std::string* why) {
+  auto refuse = [why](const std::string& reason) -> std::optional<Dag> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
   Dag dag;
   dag.values = leaves;
   dag.num_inputs = int(leaves.size());
@@ -172,31 +176,36 @@ std::optional<Dag> program_dag(const Program& program, const std::vector<DagValu
     if (v.op == Op::Transpose && program.value(v.operands[0]).op == Op::Input) {
       const std::string& name = program.value(v.operands[0]).name;
       id = leaf_of([&](const DagValue& l) { return l.op == Op::Input && l.name == name && l.view == v.attrs.perm; });
-      if (id < 0) return std::nullopt;
+      if (id < 0) return refuse("'" + v.name + "' transposes an input the leaves do not read transposed");
       continue;
     }
     const OpClass cls = op_class(v.op);
-    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce) return std::nullopt;
-    if (cls == OpClass::Reduce && !v.attrs.keepdims) return std::nullopt;
+    if (v.op == Op::Transpose) return refuse("'" + v.name + "' transposes a computed value (only inputs are read transposed, by a load)");
+    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce)
+      return refuse("'" + v.name + "' is a " + op_name(v.op) + ", which fused kernels do not have yet");
+    if (cls == OpClass::Reduce && !v.attrs.keepdims) return refuse("'" + v.name + "' reduces with keepdims=false");
     DagValue d;
     d.op = v.op;
     d.axis = cls == OpClass::Reduce ? v.attrs.axis : -1;
     d.type = Type{DType::F32, v.type.shape, false};
     for (int o : v.operands) {
-      if (at[size_t(o)] < 0) return std::nullopt;
+      if (at[size_t(o)] < 0) return refuse("'" + v.name + "' reads '" + program.value(o).name + "', which no leaf gives");
       d.operands.push_back(at[size_t(o)]);
     }
     // The DAG's conventions: a commutative op takes its operands in index order (as the
     // generator does, so the same family is found once); operands of the result's rank, or scalars.
     if ((v.op == Op::Add || v.op == Op::Mul) && d.operands[0] > d.operands[1]) std::swap(d.operands[0], d.operands[1]);
-    for (int o : d.operands) {
-      const size_t r = dag.values[size_t(o)].type.shape.size();
-      if (r != 0 && r != d.type.shape.size()) return std::nullopt;
+    for (size_t k = 0; k < d.operands.size(); ++k) {
+      const size_t r = dag.values[size_t(d.operands[k])].type.shape.size();
+      if (r != 0 && r != d.type.shape.size())
+        return refuse("block ops need equal ranks: '" + v.name + "' (" + op_name(v.op) + ") reads a value of rank " + std::to_string(r) +
+                      " beside rank " + std::to_string(d.type.shape.size()));
     }
     id = int(dag.values.size());
     dag.values.push_back(std::move(d));
   }
-  if (program.outputs.size() != 1 || at[size_t(program.outputs[0])] != int(dag.values.size()) - 1 || dag.num_ops() == 0) return std::nullopt;
+  if (program.outputs.size() != 1 || at[size_t(program.outputs[0])] != int(dag.values.size()) - 1 || dag.num_ops() == 0)
+    return refuse("the program's output is not its last computed value");
   return dag;
 }
 

@@ -60,7 +60,7 @@ struct Dag {
 // search's seed, so a program longer than the enumeration's op limit still gets the families
 // that parallelize it as written. None when it uses ops or forms a DAG does not have (reshape,
 // concat, split, a transpose of a computed value, a reduction without keepdims, mixed ranks).
-std::optional<Dag> program_dag(const Program& program, const std::vector<DagValue>& leaves);
+std::optional<Dag> program_dag(const Program& program, const std::vector<DagValue>& leaves, std::string* why = nullptr);
 
 bool is_reduction(Op op);  // sum, max, rms (keepdims, one axis); matmul contracts but is not one
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <map>
 #include <mutex>
 
 #include "engine/cancel.h"
@@ -38,10 +39,46 @@ struct Counters {
   GenCounters gen;
   std::atomic<uint64_t> families{0}, pruned_structure{0}, pruned_dims{0}, pruned_hardware{0}, duplicates{0}, verified{0}, rejected{0},
       unproved{0}, verify_ns{0}, fingerprinted{0}, fingerprint_rejected{0}, fingerprint_ns{0};
+  // The first concrete reason each stage removed a family (for "why nothing was found").
+  std::mutex why_mutex;
+  std::map<std::string, std::string> first_why;
+  void why(const std::string& stage, const std::string& text) {
+    std::lock_guard<std::mutex> lock(why_mutex);
+    first_why.emplace(stage, text);
+  }
   uint64_t pruned() const {
     return gen.pruned_expression + gen.pruned_dims + gen.pruned_structure + pruned_structure + pruned_dims + pruned_hardware;
   }
 };
+
+// The last stage that held a family, with its first reason; the limit to raise when one was hit.
+std::string empty_reason(const SearchStats& st, const SearchLimits& limits, const std::map<std::string, std::string>& why,
+                         const std::string& seed_why) {
+  auto first = [&](const char* stage) {
+    auto it = why.find(stage);
+    std::string text = it == why.end() ? "" : it->second;
+    if (text.size() > 400) text = text.substr(0, 400) + " …";
+    return text;
+  };
+  std::string r;
+  if (st.unproved > 0) {
+    r = std::to_string(st.unproved) + " families passed the numeric checks but the e-graph proved none; the first: " + first("unproved");
+  } else if (st.rejected > 0) {
+    r = "every family that reached verification differs from the program (" + std::to_string(st.rejected) + " rejected); the first " +
+        first("rejected");
+  } else if (st.pruned_hardware > 0 && why.count("hardware")) {
+    r = "every family needs more fast memory per block than the target has at these dims: " + first("hardware");
+  } else if (st.families > 0 || why.count("structure") || why.count("dims")) {
+    r = "no plan cuts the computations found into valid kernels; the first reason: " +
+        (why.count("structure") ? first("structure") : first("dims"));
+  } else {
+    r = "no computation of at most " + std::to_string(limits.max_block_ops) + " ops equals the program (raise --max-ops)";
+    if (!seed_why.empty()) r += ", and the program as written is no fused computation: " + seed_why;
+  }
+  if (st.stop_reason == "budget")
+    r += "; the search's budget of " + std::to_string(int(limits.budget_s)) + " s ran out before it finished (raise --budget)";
+  return r;
+}
 
 }  // namespace
 
@@ -114,22 +151,30 @@ SearchResult search_program(const Program& program, const SearchLimits& limits, 
       std::optional<Family> fam = build_family(dag, ix, plan, program, limits, why);
       if (!fam) {
         c.pruned_structure++;
+        c.why("structure", why);
         return;
       }
       c.families++;
       const sgraph::Analysis an = sgraph::analyze(fam->graph);
       if (!an.ok()) {
         c.pruned_structure++;
+        c.why("structure", an.errors.front());
         return;
       }
       // A dim equality left open (d/F1 == d/g1) holds only for some sizes: not a generic family.
-      if (std::any_of(an.constraints.begin(), an.constraints.end(), [](const sgraph::Constraint& k) { return k.kind == sgraph::Constraint::Kind::Equal; })) {
+      auto open = std::find_if(an.constraints.begin(), an.constraints.end(), [](const sgraph::Constraint& k) { return k.kind == sgraph::Constraint::Kind::Equal; });
+      if (open != an.constraints.end()) {
         c.pruned_dims++;
+        c.why("dims", "a dim equality holds only for some sizes: " + open->str());
         return;
       }
-      if (expr && !limits.bindings.empty() && !sgraph::memory_lower_bound(fam->graph, limits.bindings, hw).empty()) {
-        c.pruned_hardware++;
-        return;
+      if (expr && !limits.bindings.empty()) {
+        const std::vector<std::string> bound = sgraph::memory_lower_bound(fam->graph, limits.bindings, hw);
+        if (!bound.empty()) {
+          c.pruned_hardware++;
+          c.why("hardware", bound.front());
+          return;
+        }
       }
       const uint64_t hash = sgraph::canonical_hash(fam->graph);
       if (!seen.insert(hash).second) {
@@ -147,12 +192,14 @@ SearchResult search_program(const Program& program, const SearchLimits& limits, 
       if (fv == FingerprintCheck::Verdict::Differ) {
         c.fingerprint_rejected++;
         c.rejected++;
-      } else if (check.mismatch(fam->graph, cancel)) {
+        c.why("rejected", "its finite-field fingerprint differs from the program's: " + fp_why);
+      } else if (auto mismatch = check.mismatch(fam->graph, cancel)) {
         c.rejected++;
+        c.why("rejected", "at the numeric check's sizes it " + *mismatch);
       } else {
         proof = prover.prove(dag, *fam, cancel);
         if (proof.proved) ok = true;
-        else c.unproved++;
+        else c.unproved++, c.why("unproved", proof.text);
       }
       c.verify_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
       if (!ok) return;
@@ -169,6 +216,7 @@ SearchResult search_program(const Program& program, const SearchLimits& limits, 
     });
   };
 
+  std::string seed_why;  // why the program as written is no DAG, if it is not
   const auto tg0 = Clock::now();
   tbb::task_arena arena(limits.threads > 0 ? limits.threads : tbb::task_arena::automatic);
   arena.execute([&] {
@@ -176,7 +224,7 @@ SearchResult search_program(const Program& program, const SearchLimits& limits, 
     const std::function<void(std::function<void()>)> spawn = [&](std::function<void()> f) { group.run(std::move(f)); };
     try {
       // The program as written first: its families do not depend on the enumeration's op limit.
-      if (const std::optional<Dag> seed = program_dag(program, leaves)) {
+      if (const std::optional<Dag> seed = program_dag(program, leaves, &seed_why)) {
         c.gen.generated++;
         emit(*seed);
       }
@@ -206,6 +254,7 @@ SearchResult search_program(const Program& program, const SearchLimits& limits, 
   st.fingerprint_rejected = c.fingerprint_rejected;
   st.fingerprint_s = double(c.fingerprint_ns) * 1e-9;
   st.stop_reason = over_budget ? "budget" : "complete";
+  if (found.empty()) st.empty_reason = empty_reason(st, limits, c.first_why, seed_why);
   // A stable order: by kernel count, then canonical text.
   std::vector<std::pair<std::string, size_t>> order;
   for (size_t i = 0; i < found.size(); ++i) order.emplace_back(found[i].text(), i);

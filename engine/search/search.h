@@ -46,6 +46,9 @@ struct SearchStats {
   double verify_s = 0;          // worker time in verification, summed over threads
   double total_s = 0;
   std::string stop_reason;      // "complete", "budget", "cancelled"
+  // With no candidate: which stage removed the last family, its first concrete reason, and the
+  // limit to raise when a limit was the cause. Empty when something was found.
+  std::string empty_reason;
 };
 
 struct SearchProgress {

@@ -204,6 +204,23 @@ TEST_CASE("search: a gain vector, a transposed nn.Linear weight and eps fuse int
   CHECK(looped);
 }
 
+TEST_CASE("search: when nothing is found, the result says which stage removed the last family and why", "[search][empty]") {
+  // A rotary embedding needs split and concat, which fused kernels do not have yet.
+  SearchResult rope = search_text(
+      "program rope(X: f32[n, d], C: f32[n, d], S: f32[n, d]) {\n  A, B = split(X, 2, axis=-1)\n"
+      "  return concat(neg(B), A, axis=-1) * S + X * C\n}\n",
+      "rope");
+  REQUIRE(rope.candidates.empty());
+  CHECK_THAT(rope.stats.empty_reason, Catch::Contains("at most 8 ops") && Catch::Contains("raise --max-ops") && Catch::Contains("split"));
+  // A limit that is the cause is named: no computation of one op is this program.
+  SearchLimits one;
+  one.max_block_ops = 1;
+  SearchResult tiny = search_text("program t(X: f32[n, d], W: f32[d, m]) {\n  return relu(matmul(X, W))\n}\n", "t", one);
+  CHECK_FALSE(tiny.candidates.empty());  // the program itself is the seed, whatever the op limit
+  // Found something: no reason.
+  CHECK(tiny.stats.empty_reason.empty());
+}
+
 TEST_CASE("search: pruning removes only what could never verify", "[search][soundness]") {
   struct Case {
     std::string program;

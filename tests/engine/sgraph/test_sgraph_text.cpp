@@ -187,3 +187,33 @@ TEST_CASE("the families in docs/sgraph.md are printed text that round-trips", "[
   }
   CHECK(blocks == 4);
 }
+
+TEST_CASE("views and constants print, parse back and key the canonical form", "[sgraph][text][views]") {
+  const std::string text = R"(input g: f32[d]
+input W: f32[m, d]
+kernel 0: custom grid=[g1]
+  gg = load g view [-, 0] map {grid: -, loop: -}
+  w = load W view [1, 0] map {grid: 1->g1, loop: -}
+  c = const(1e-06)
+  k = const((d/2))
+  m = const((-0.125))
+  a = mul(gg, c)
+  b = div(a, k)
+  e = mul(b, m)
+  y = matmul(e, w)
+  save O: f32 = y map {grid: 1->g1, loop: -}
+output O
+)";
+  SGraph g = parse(text);
+  CHECK(strip_comments(print(g)) == text);
+  CHECK(validate(g).empty());
+  CHECK_THAT(print(g), Catch::Contains("# f32[1, d]") && Catch::Contains("# f32[d, m/g1]") && Catch::Contains("# f32[]"));
+  // A different view or constant is a different family.
+  std::string other = text;
+  other.replace(other.find("const(1e-06)"), 12, "const(1e-05)");
+  CHECK(canonical_hash(parse(other)) != canonical_hash(g));
+  // A view must read every tensor dim once.
+  std::string bad = text;
+  bad.replace(bad.find("view [1, 0]"), 11, "view [1, 1]");
+  CHECK_THAT(validate(parse(bad)).front(), Catch::Contains("view [1, 1] must read each of the tensor's 2 dims once"));
+}
