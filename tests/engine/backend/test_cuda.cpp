@@ -329,51 +329,48 @@ TEST_CASE("cuda: every elementwise op of the table, in a custom and a library ke
   if (have_nvrtc()) family_compiles(fam::every_elementwise_op_family("bf16"), {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 4}});
 }
 
-TEST_CASE("cuda: layers with sigmoid, tanh and abs: every family compiles, the first runs right on the host", "[cuda][search][ops]") {
-  for (const test::Layer& layer : test::activation_layers()) {
-    INFO(layer.name);
-    SearchLimits limits;
-    limits.threads = 2;
-    limits.fast_memory_bytes = kGpuOptInSharedBytes;
-    SearchResult r = search::search_program(test::lowered_text(layer.text, layer.name), limits);
-    REQUIRE_FALSE(r.candidates.empty());
-    bool emulated = false;
-    for (const auto& c : r.candidates) {
-      sgraph::SGraph g = *c.graph;
-      std::vector<DimBindings> sizes = sgraph::enumerate(g, layer.small, kGpu, {}, 16);
-      if (sizes.empty()) continue;
-      sgraph::Instance inst = sgraph::instantiate(g, layer.small, sizes[sizes.size() / 2], kGpu);
-      INFO("family\n" << sgraph::print(inst.graph));
-      if (have_nvrtc()) compiles(inst);
-      if (!emulated) CHECK(emulated_error(inst) < kHalfTol);
-      emulated = true;
+namespace {
+
+// Searches a layer for the GPU's shared memory, compiles the first `compile` instantiable
+// families with NVRTC (when there is one) and runs the first `emulate` of them on the host
+// against the evaluator. Returns how many ran.
+int check_layer_families(const std::string& text, const std::string& name, const DimBindings& small, size_t compile, int emulate) {
+  INFO(name);
+  SearchLimits limits;
+  limits.threads = 2;
+  limits.fast_memory_bytes = kGpuOptInSharedBytes;
+  SearchResult r = search::search_program(test::lowered_text(text, name), limits);
+  REQUIRE_FALSE(r.candidates.empty());
+  int emulated = 0;
+  size_t compiled = 0;
+  for (const auto& c : r.candidates) {
+    sgraph::SGraph g = *c.graph;
+    std::vector<DimBindings> sizes = sgraph::enumerate(g, small, kGpu, {}, 16);
+    if (sizes.empty()) continue;
+    sgraph::Instance inst = sgraph::instantiate(g, small, sizes[sizes.size() / 2], kGpu);
+    INFO("family\n" << sgraph::print(inst.graph));
+    if (have_nvrtc()) compiles(inst);
+    if (emulated < emulate) {
+      CHECK(emulated_error(inst) < kHalfTol);
+      ++emulated;
     }
-    CHECK(emulated);
+    if (++compiled == compile) break;
   }
+  return emulated;
+}
+
+}  // namespace
+
+TEST_CASE("cuda: layers with sigmoid, tanh and abs: every family compiles, the first runs right on the host", "[cuda][search][ops]") {
+  for (const test::Layer& layer : test::activation_layers())
+    CHECK(check_layer_families(layer.text, layer.name, layer.small, SIZE_MAX, 1) == 1);
 }
 
 TEST_CASE("cuda: layers of examples/layers (constants, vector and transposed views): families compile and run right on the host",
           "[cuda][search][layers]") {
-  for (const test::ExampleLayer& layer : test::example_layers()) {
-    INFO(layer.name);
-    SearchLimits limits;
-    limits.threads = 2;
-    limits.fast_memory_bytes = kGpuOptInSharedBytes;
-    SearchResult r = search::search_program(test::lowered_text(test::layer_text(layer.name), layer.name), limits);
-    REQUIRE_FALSE(r.candidates.empty());
-    int emulated = 0;
-    for (const auto& c : r.candidates) {
-      sgraph::SGraph g = *c.graph;
-      std::vector<DimBindings> sizes = sgraph::enumerate(g, layer.small, kGpu, {}, 16);
-      if (sizes.empty()) continue;
-      sgraph::Instance inst = sgraph::instantiate(g, layer.small, sizes[sizes.size() / 2], kGpu);
-      INFO("family\n" << sgraph::print(inst.graph));
-      if (have_nvrtc()) compiles(inst);
-      CHECK(emulated_error(inst) < kHalfTol);
-      if (++emulated == 2) break;  // a few per layer: the CPU tests tune them all
-    }
-    CHECK(emulated > 0);
-  }
+  // A few per layer: the CPU tests tune them all.
+  for (const test::ExampleLayer& layer : test::example_layers())
+    CHECK(check_layer_families(test::layer_text(layer.name), layer.name, layer.small, 2, 2) > 0);
 }
 
 TEST_CASE("cuda: the first family the search finds for each example, run on the host, matches the evaluator", "[cuda][search]") {
