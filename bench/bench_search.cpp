@@ -1,6 +1,9 @@
-// Search time and counts per workload (docs/design.md §8) with 1 and 2 threads, default bounds.
+// Search time and counts per workload (docs/design.md §8) and per layer of examples/layers, with 1
+// and 2 threads, default bounds.
 // Run by scripts/bench.sh, never by the tests.
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -14,7 +17,8 @@
 using namespace prism;
 
 static Program load(const std::string& name) {
-  std::ifstream in(std::string(PRISM_SOURCE_DIR) + "/examples/" + name + ".prism");
+  const std::string dir = std::string(PRISM_SOURCE_DIR) + "/examples/";
+  std::ifstream in(std::filesystem::exists(dir + name + ".prism") ? dir + name + ".prism" : dir + "layers/" + name + ".prism");
   std::stringstream ss;
   ss << in.rdbuf();
   for (const auto& p : compile_text(ss.str(), name + ".prism").programs)
@@ -25,6 +29,11 @@ static Program load(const std::string& name) {
 // Arguments: workloads to run (default: all), e.g. `prism_bench_search attention gqa`.
 int main(int argc, char** argv) {
   std::vector<std::string> names = {"rms_linear", "rmsnorm_mlp", "gated_mlp", "attention", "qk_norm_attention", "lora", "gqa"};
+  std::vector<std::string> layers;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(PRISM_SOURCE_DIR) + "/examples/layers"))
+    if (e.path().extension() == ".prism") layers.push_back(e.path().stem().string());
+  std::sort(layers.begin(), layers.end());
+  names.insert(names.end(), layers.begin(), layers.end());
   if (argc > 1) names.assign(argv + 1, argv + argc);
   std::printf("%-18s %7s %7s %8s %8s %8s %8s %5s %4s %4s %8s %8s %7s\n", "workload", "t1_s", "t2_s", "speedup", "generated", "pruned", "families",
               "dups", "ver", "rej", "verify_s", "sat_s", "stop");
