@@ -164,9 +164,7 @@ TEST_CASE("search: lora computes X@W + (X@A)@B in one kernel", "[search][mustfin
 TEST_CASE("search: layers with sigmoid, tanh and abs fuse like the others", "[search][mustfind][ops]") {
   for (const test::Layer& layer : test::activation_layers()) {
     INFO(layer.name);
-    SearchLimits limits;
-    limits.threads = 2;
-    SearchResult r = search::search_program(test::lowered_text(layer.text, layer.name), limits);
+    SearchResult r = search_text(layer.text, layer.name);
     check_reported(r);
     REQUIRE_FALSE(r.candidates.empty());
     // One kernel that accumulates the matmul over the loop and applies the op in the same kernel.
@@ -180,9 +178,7 @@ TEST_CASE("search: layers with sigmoid, tanh and abs fuse like the others", "[se
 TEST_CASE("search: every layer of examples/layers finds a verified family", "[search][mustfind][layers]") {
   for (const test::ExampleLayer& layer : test::example_layers()) {
     INFO(layer.name);
-    SearchLimits limits;
-    limits.threads = 2;
-    SearchResult r = search::search_program(test::lowered_text(test::layer_text(layer.name), layer.name), limits);
+    SearchResult r = search_text(test::layer_text(layer.name), layer.name);
     check_reported(r);
     CHECK_FALSE(r.candidates.empty());
     CHECK(r.stats.total_s < 10);
@@ -190,9 +186,7 @@ TEST_CASE("search: every layer of examples/layers finds a verified family", "[se
 }
 
 TEST_CASE("search: a gain vector, a transposed nn.Linear weight and eps fuse into one looped kernel", "[search][mustfind][layers]") {
-  SearchLimits limits;
-  limits.threads = 2;
-  SearchResult r = search::search_program(test::lowered_text(test::layer_text("llama_rmsnorm_proj"), "llama_rmsnorm_proj"), limits);
+  SearchResult r = search_text(test::layer_text("llama_rmsnorm_proj"), "llama_rmsnorm_proj");
   bool looped = false;
   for (const Candidate& c : r.candidates) {
     const std::string t = c.text();
