@@ -20,6 +20,7 @@ class Planner {
   }
 
   Plan run() {
+    find_gemm_transposes();
     for (size_t i = 0; i < p_.inputs.size(); ++i)
       where_[p_.inputs[i]] = Access{buffer(Buffer::Role::Input, i, p_.value(p_.inputs[i])), 0, 0, {}};
     for (size_t j = 0; j < p_.outputs.size(); ++j) buffer(Buffer::Role::Output, j, p_.value(p_.outputs[j]));
@@ -42,6 +43,25 @@ class Planner {
 
  private:
   const Shape& shape(int id) const { return shapes_[size_t(id)]; }
+
+  // Transposes of the last two dims that only matmuls read (and no output is): the GEMM reads
+  // their operand transposed instead.
+  void find_gemm_transposes() {
+    std::map<int, bool> only_matmuls;
+    for (const Value& v : p_.values)
+      for (int o : v.operands) {
+        auto [it, fresh] = only_matmuls.emplace(o, true);
+        it->second = it->second && v.op == Op::Matmul;
+      }
+    for (int o : p_.outputs) only_matmuls[o] = false;
+    for (const Value& v : p_.values) {
+      if (v.op != Op::Transpose || p_.value(v.operands[0]).op == Op::Const || !only_matmuls[v.id]) continue;
+      const size_t r = v.attrs.perm.size();
+      bool last_two = r >= 2 && v.attrs.perm[r - 1] == int(r - 2) && v.attrs.perm[r - 2] == int(r - 1);
+      for (size_t i = 0; i + 2 < r; ++i) last_two = last_two && v.attrs.perm[i] == int(i);
+      if (last_two) gemm_transposed_[v.id] = v.operands[0];
+    }
+  }
 
   int buffer(Buffer::Role role, size_t slot, const Value& v) {
     out_.buffers.push_back({role, slot, v.id, v.name, element_count(shape(v.id)), v.type.dtype});
@@ -121,8 +141,15 @@ class Planner {
       for (int64_t& x : strides) x *= matrix;
       return strides;
     };
-    s.in.push_back(operand(v.operands[0], scaled(broadcast_strides(Shape(sa.begin(), sa.end() - 2), s.shape), s.m * s.k)));
-    s.in.push_back(operand(v.operands[1], scaled(broadcast_strides(Shape(sb.begin(), sb.end() - 2), s.shape), s.k * s.n)));
+    // A transpose only GEMMs read is its operand, read transposed (the batch dims are the same).
+    auto source = [&](int o, bool& trans) {
+      auto it = gemm_transposed_.find(o);
+      trans = it != gemm_transposed_.end();
+      return trans ? it->second : o;
+    };
+    const int a = source(v.operands[0], s.trans_a), b = source(v.operands[1], s.trans_b);
+    s.in.push_back(operand(a, scaled(broadcast_strides(Shape(sa.begin(), sa.end() - 2), s.shape), s.m * s.k)));
+    s.in.push_back(operand(b, scaled(broadcast_strides(Shape(sb.begin(), sb.end() - 2), s.shape), s.k * s.n)));
     s.out = Access{destination(v), 0, 0, scaled(dense_strides(s.shape), s.m * s.n)};
     out_.steps.push_back(std::move(s));
   }
@@ -144,6 +171,7 @@ class Planner {
   }
 
   void transpose(const Value& v) {
+    if (gemm_transposed_.count(v.id)) return;  // read by its GEMMs in place
     const Shape& x = shape(v.operands[0]);
     Shape in_strides = dense_strides(x), strides(x.size());
     for (size_t i = 0; i < x.size(); ++i) strides[i] = in_strides[size_t(v.attrs.perm[i])];
@@ -187,6 +215,7 @@ class Planner {
   const DimBindings& b_;
   std::vector<Shape> shapes_;
   std::map<int, Access> where_;  // value id -> its buffer (offset 0, no strides) or its constant
+  std::map<int, int> gemm_transposed_;  // a transpose only matmuls read -> its operand
   Plan out_;
 };
 

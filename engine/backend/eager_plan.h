@@ -53,6 +53,9 @@ struct Step {
   Access out;
   std::vector<int64_t> shape;   // Gather: the index space; Matmul: the batch
   int64_t m = 0, n = 0, k = 0;  // Matmul: each batch element's sizes; Reduce: k, with outer and inner
+  // Matmul: the operand is stored with its last two dims swapped (`transpose(W)` of an nn.Linear
+  // weight), read as a GEMM reads a transposed operand, with no copy, as PyTorch's F.linear does.
+  bool trans_a = false, trans_b = false;
   int64_t outer = 0, inner = 0;
 };
 

@@ -26,7 +26,7 @@ constexpr const char* kPrologue = R"(// The eager baseline of a prism program, g
 #include <vector>
 
 // OpenBLAS, declared here rather than through <cblas.h> (whose location and flavour vary):
-// 101 = CblasRowMajor, 111 = CblasNoTrans.
+// 101 = CblasRowMajor, 111 = CblasNoTrans, 112 = CblasTrans.
 extern "C" void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                             const float* b, int ldb, float beta, float* c, int ldc);
 extern "C" void openblas_set_num_threads(int threads);
@@ -124,9 +124,10 @@ class Printer {
       indent += "  ";
     }
     auto at = [](const eager::Access& a) { return buffer(a.buffer) + " + (" + index_offset(a.strides, "LL") + ")"; };
-    line(indent + "cblas_sgemm(101, 111, 111, " + std::to_string(s.m) + ", " + std::to_string(s.n) + ", " + std::to_string(s.k) +
-         ", 1.0f, " + at(s.in[0]) + ", " + std::to_string(s.k) + ", " + at(s.in[1]) + ", " + std::to_string(s.n) + ", 0.0f, " + at(s.out) +
-         ", " + std::to_string(s.n) + ");");
+    // 112 = CblasTrans: an operand stored transposed has its leading dim swapped too.
+    line(indent + "cblas_sgemm(101, " + (s.trans_a ? "112" : "111") + ", " + (s.trans_b ? "112" : "111") + ", " + std::to_string(s.m) + ", " +
+         std::to_string(s.n) + ", " + std::to_string(s.k) + ", 1.0f, " + at(s.in[0]) + ", " + std::to_string(s.trans_a ? s.m : s.k) + ", " +
+         at(s.in[1]) + ", " + std::to_string(s.trans_b ? s.k : s.n) + ", 0.0f, " + at(s.out) + ", " + std::to_string(s.n) + ");");
   }
 
   // Each output element accumulated in f32 in axis order, as the interpreter does.

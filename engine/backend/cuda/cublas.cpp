@@ -10,6 +10,7 @@ namespace {
 
 // cublas_api.h's values, declared here so that prism needs no toolkit headers to build.
 constexpr int kOpN = 0;            // CUBLAS_OP_N
+constexpr int kOpT = 1;            // CUBLAS_OP_T
 constexpr int kCompute32F = 68;    // CUBLAS_COMPUTE_32F
 constexpr int kGemmDefault = -1;   // CUBLAS_GEMM_DEFAULT
 int data_type(DType t) { return t == DType::F16 ? 2 : t == DType::BF16 ? 14 : 0; }  // CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F
@@ -64,9 +65,11 @@ void Cublas::gemm(const CudaGemm& g, CudaDevice::Ptr a, CudaDevice::Ptr b, CudaD
   const void* pa = reinterpret_cast<const void*>(a + CudaDevice::Ptr(g.offset_a * eab));
   const void* pb = reinterpret_cast<const void*>(b + CudaDevice::Ptr(g.offset_b * eab));
   void* pc = reinterpret_cast<void*>(c + CudaDevice::Ptr(g.offset_c * ec));
-  int rc = usable().gemm(handle_, kOpN, kOpN, int(g.n), int(g.m), int(g.k), &alpha, pb, data_type(ab), int(g.n), g.stride_b, pa,
-                         data_type(ab), int(g.k), g.stride_a, &beta, pc, data_type(c_dtype), int(g.n), g.stride_c, int(g.batch),
-                         kCompute32F, kGemmDefault);
+  // An operand stored transposed (row-major [n, k] for B, [k, m] for A) is, column-major, the
+  // operand itself: cuBLAS transposes it back, with the stored matrix's leading dim.
+  int rc = usable().gemm(handle_, g.trans_b ? kOpT : kOpN, g.trans_a ? kOpT : kOpN, int(g.n), int(g.m), int(g.k), &alpha, pb, data_type(ab),
+                         int(g.trans_b ? g.k : g.n), g.stride_b, pa, data_type(ab), int(g.trans_a ? g.m : g.k), g.stride_a, &beta, pc,
+                         data_type(c_dtype), int(g.n), g.stride_c, int(g.batch), kCompute32F, kGemmDefault);
   if (rc != 0)
     throw Error(Error::Kind::Failed, "cublasGemmStridedBatchedEx (" + std::to_string(g.m) + "x" + std::to_string(g.k) + " @ " +
                                          std::to_string(g.k) + "x" + std::to_string(g.n) + ", batch " + std::to_string(g.batch) +

@@ -161,6 +161,7 @@ class Printer {
     CudaGemm g;
     g.a = ta.name, g.b = tb.name, g.c = tc.name;
     g.m = s.m, g.k = s.k, g.n = s.n;
+    g.trans_a = s.trans_a, g.trans_b = s.trans_b;
     const int64_t nb = element_count(s.shape);
     // Each operand's element offset for batch element i.
     auto offset_of = [&](const eager::Access& a, int64_t i) {

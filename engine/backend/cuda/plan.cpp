@@ -33,7 +33,8 @@ std::string plan_text(const CudaPlan& plan) {
     if (s.is_gemm) {
       const CudaGemm& g = s.gemm;
       out << "gemm " << g.a << " " << g.b << " " << g.c << " " << g.m << " " << g.n << " " << g.k << " " << g.batch << " "
-          << g.stride_a << " " << g.stride_b << " " << g.stride_c << " " << g.offset_a << " " << g.offset_b << " " << g.offset_c << "\n";
+          << g.stride_a << " " << g.stride_b << " " << g.stride_c << " " << g.offset_a << " " << g.offset_b << " " << g.offset_c << " "
+          << int(g.trans_a) << " " << int(g.trans_b) << "\n";
     } else {
       const CudaKernelInfo& k = s.kernel;
       out << "kernel " << k.name << " " << k.grid_blocks << " " << k.threads << " " << k.shared_bytes << " " << k.params.size();
@@ -82,8 +83,11 @@ CudaPlan parse_plan(const std::string& text) {
       CudaStep s;
       s.is_gemm = true;
       CudaGemm& g = s.gemm;
-      in >> g.a >> g.b >> g.c >> g.m >> g.n >> g.k >> g.batch >> g.stride_a >> g.stride_b >> g.stride_c >> g.offset_a >> g.offset_b >> g.offset_c;
-      if (!in) malformed(line);
+      int ta = 0, tb = 0;
+      in >> g.a >> g.b >> g.c >> g.m >> g.n >> g.k >> g.batch >> g.stride_a >> g.stride_b >> g.stride_c >> g.offset_a >> g.offset_b >> g.offset_c >>
+          ta >> tb;
+      if (!in || ta < 0 || ta > 1 || tb < 0 || tb > 1) malformed(line);
+      g.trans_a = ta, g.trans_b = tb;
       plan.steps.push_back(std::move(s));
     } else if (!word.empty()) {
       malformed(line);

@@ -32,6 +32,7 @@ struct CudaGemm {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
   int64_t offset_a = 0, offset_b = 0, offset_c = 0;
+  bool trans_a = false, trans_b = false;  // stored with the last two dims swapped (eager::Step)
 };
 
 struct CudaStep {

@@ -13,6 +13,7 @@
 #include "../search/search_helpers.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cuda/eager.h"
+#include "engine/backend/eager_plan.h"
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
@@ -22,6 +23,7 @@
 
 using namespace prism;
 using namespace prism::backend::cuda;
+namespace eager = prism::backend::eager;
 
 namespace {
 
@@ -122,12 +124,14 @@ std::vector<Tensor> emulate(const Program& p, const DimBindings& dims, const std
   };
   std::string host = eager.source + R"(
 template <class TA, class TC>
-void prism_gemm(const TA* a, const TA* b, TC* c, i64 m, i64 n, i64 k, i64 batch, i64 sa, i64 sb, i64 sc, i64 oa, i64 ob, i64 oc) {
+void prism_gemm(const TA* a, const TA* b, TC* c, i64 m, i64 n, i64 k, i64 batch, i64 sa, i64 sb, i64 sc, i64 oa, i64 ob, i64 oc, i64 ta,
+                i64 tb) {
   for (i64 i = 0; i < batch; ++i)
     for (i64 r = 0; r < m; ++r)
       for (i64 col = 0; col < n; ++col) {
         float acc = 0;
-        for (i64 j = 0; j < k; ++j) acc += ld(a, oa + i * sa + r * k + j) * ld(b, ob + i * sb + j * n + col);
+        for (i64 j = 0; j < k; ++j)
+          acc += ld(a, oa + i * sa + (ta ? j * m + r : r * k + j)) * ld(b, ob + i * sb + (tb ? col * k + j : j * n + col));
         st(c, oc + i * sc + r * n + col, acc);
       }
 }
@@ -148,7 +152,8 @@ extern "C" void prism_emulate(void* const* T) {
     if (step.is_gemm) {
       const CudaGemm& g = step.gemm;
       host += "  prism_gemm(" + arg(g.a, true) + ", " + arg(g.b, true) + ", " + arg(g.c, false);
-      for (int64_t v : {g.m, g.n, g.k, g.batch, g.stride_a, g.stride_b, g.stride_c, g.offset_a, g.offset_b, g.offset_c})
+      for (int64_t v : {g.m, g.n, g.k, g.batch, g.stride_a, g.stride_b, g.stride_c, g.offset_a, g.offset_b, g.offset_c, int64_t(g.trans_a),
+                        int64_t(g.trans_b)})
         host += ", " + std::to_string(v) + "LL";
       host += ");\n";
       continue;
@@ -221,4 +226,26 @@ TEST_CASE("cuda eager: every example's baseline, run on the host, matches the re
     INFO("example " << name);
     check_against_interpreter(test::lowered_example(name), dims, 1e-2);
   }
+  // The layers: nn.Linear weights and K transposed are read by cuBLAS transposed, not copied.
+  for (const test::ExampleLayer& layer : test::example_layers()) {
+    INFO("layer " << layer.name);
+    check_against_interpreter(test::lowered_text(test::layer_text(layer.name), layer.name), layer.small, 1e-3);
+  }
+}
+
+TEST_CASE("eager: a transpose only matmuls read is a transposed GEMM operand, not a copy", "[cuda][eager]") {
+  const Program p = test::lowered_text(test::layer_text("sdpa"), "sdpa");
+  const eager::Plan plan = eager::plan(p, {{"B", 2}, {"q", 4}, {"s", 8}, {"e", 4}});
+  int gemms = 0, transposed = 0;
+  for (const eager::Step& s : plan.steps) {
+    CHECK(s.what != "transpose");
+    if (s.kind == eager::Step::Kind::Matmul) ++gemms, transposed += s.trans_b;
+  }
+  CHECK(gemms == 2);
+  CHECK(transposed == 1);
+  // A transpose something else reads, or one the program returns, is still computed.
+  const Program q = test::lowered_text("program t(W: f32[m, d]) {\n  return transpose(W) * 2\n}\n", "t");
+  bool copied = false;
+  for (const eager::Step& s : eager::plan(q, {{"m", 3}, {"d", 4}}).steps) copied |= s.what == "transpose";
+  CHECK(copied);
 }
