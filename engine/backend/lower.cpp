@@ -169,7 +169,28 @@ class CustomLowering {
     if (options_.stage_loads) return true;
     const std::vector<int>& view = k_.ops[i].view;
     if (view.empty() || shape_[i].empty() || shape_[i].back() == 1) return false;
-    return view.back() != int(program_.tensor(k_.ops[i].tensor).shape.size()) - 1;
+    const int last = int(program_.tensor(k_.ops[i].tensor).shape.size()) - 1;
+    if (view.back() == last) return false;
+    return !(options_.transposed_b_in_place && transposed_b_only(i, last));
+  }
+
+  // Load i's view swaps the tensor's last two dims (its second-to-last view dim is the tensor's
+  // last, so that dim is contiguous) and every use is a matmul's B with few rows for its
+  // contraction: the in-place kernel sums lanes once per result element, which a copy of B
+  // beats when the rows are many (measured, 2 cores AVX-512: sdpa's 128 x 128 @ 128 x 1024
+  // tiles ran 6.4 ms copied, 10.9 ms in place; 16 x 512 @ 512 x 256 tiles of an nn.Linear, 13.2
+  // ms copied, 4.0 ms in place).
+  bool transposed_b_only(size_t i, int last) const {
+    const std::vector<int>& view = k_.ops[i].view;
+    if (view.size() < 2 || view[view.size() - 2] != last || uses_[i].empty()) return false;
+    const int64_t k = shape_[i][shape_[i].size() - 2];
+    for (size_t u : uses_[i]) {
+      const BlockOp& user = k_.ops[u];
+      if (user.kind != BlockOp::Kind::Compute || user.op != Op::Matmul || user.operands.at(0) == int(i)) return false;
+      const std::vector<int64_t>& a = shape_[size_t(user.operands[0])];
+      if (a.size() < 2 || a[a.size() - 2] * 8 > k) return false;
+    }
+    return true;
   }
 
   kir::Place load_box(size_t i) const {

@@ -19,10 +19,14 @@ struct LowerOptions {
   bool accumulators_first = true;
   int64_t tile_align_bytes = 64;  // every tile starts on this boundary
   std::string who = "codegen";    // names the backend in error messages
+  // A load viewed with its last two dims swapped (W^T of an nn.Linear weight) that only matmuls
+  // read as their B is read in place (the printer has a kernel for a transposed B); else a view
+  // that does not keep the tensor's last dim last is copied into a tile.
+  bool transposed_b_in_place = true;
 };
 
 inline LowerOptions cpu_lowering() { return {}; }
-inline LowerOptions cuda_lowering() { return {true, false, false, 32, "cuda codegen"}; }
+inline LowerOptions cuda_lowering() { return {true, false, false, 32, "cuda codegen", false}; }
 
 // Throws Error{InvalidArgument} naming what it cannot lower (an open map, an invalid graph, an op
 // that is not a block op, a tile whose rank differs from its tensor's).

@@ -112,6 +112,51 @@ static inline void prism_mm_views(const float* __restrict A, const float* __rest
   }
 }
 
+// C[M x N] (= or +=) A[M x K] @ B[K x N] with B stored transposed: Bt[N x K] (row stride LDB), an
+// nn.Linear weight read as W^T where it lies. An MR x NR block of C is MR*NR vector accumulators
+// along K, where both operands are contiguous, summed across lanes at the end; the last K % kW
+// products are scalar. A block of NR rows of Bt stays in L1 while every row block of A passes.
+template <int MR, int NR, bool ACC>
+static inline __attribute__((always_inline)) void prism_mk_nt(long K, const float* __restrict A, long lda, const float* __restrict B,
+                                                              long ldb, float* __restrict C, long ldc) {
+  vf c[MR][NR];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) c[r][j] = vf{};
+  long k = 0;
+  for (; k + kW <= K; k += kW) {
+    vf b[NR];
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) b[j] = vload(B + j * ldb + k);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      const vf a = vload(A + r * lda + k);
+#pragma GCC unroll 16
+      for (int j = 0; j < NR; ++j) c[r][j] = vfma(a, b[j], c[r][j]);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) {
+      float s = prism_hsum(c[r][j]);
+      for (long t = k; t < K; ++t) s += A[r * lda + t] * B[j * ldb + t];
+      C[r * ldc + j] = ACC ? C[r * ldc + j] + s : s;
+    }
+}
+
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NR>
+static inline void prism_mm_nt(const float* __restrict A, const float* __restrict B, float* __restrict C) {
+  constexpr long MFULL = M / MR * MR, NFULL = N / NR * NR;
+  for (long j = 0; j < NFULL; j += NR) {
+    for (long i = 0; i < MFULL; i += MR) prism_mk_nt<MR, NR, ACC>(K, A + i * LDA, LDA, B + j * LDB, LDB, C + i * LDC + j, LDC);
+    if constexpr (M > MFULL) prism_mk_nt<int(M - MFULL), NR, ACC>(K, A + MFULL * LDA, LDA, B + j * LDB, LDB, C + MFULL * LDC + j, LDC);
+  }
+  for (long j = NFULL; j < N; ++j) {
+    for (long i = 0; i < MFULL; i += MR) prism_mk_nt<MR, 1, ACC>(K, A + i * LDA, LDA, B + j * LDB, LDB, C + i * LDC + j, LDC);
+    if constexpr (M > MFULL) prism_mk_nt<int(M - MFULL), 1, ACC>(K, A + MFULL * LDA, LDA, B + j * LDB, LDB, C + MFULL * LDC + j, LDC);
+  }
+}
+
 // Rows of A a multiple of 4 KiB apart fall in one L1 set, which holds 8 lines: the broadcasts of
 // MR rows then evict each other and B's strip. A small A is copied first to rows K + 16 floats
 // apart (measured on a 16 x 4096 @ 4096 x 4096 kernel on Zen 4: from 150 to 175 GFLOP/s).
@@ -261,12 +306,14 @@ std::string mm_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, i
 std::string emit_matmul(const View& a, const View& b, const View& out, bool accumulate, const EmitContext& ctx) {
   size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
   if (ra < 2 || rb < 2 || ro < 2) throw Error(Error::Kind::InvalidArgument, "codegen: matmul needs operands of rank 2 or more");
-  if (a.strides[ra - 1] != 1 || b.strides[rb - 1] != 1 || out.strides[ro - 1] != 1)
-    throw Error(Error::Kind::InvalidArgument, "codegen: matmul operands must be contiguous along their last dim");
+  // B stored transposed (contiguous along its K dim): the NT kernel, in a custom kernel's block.
+  const bool nt = b.strides[rb - 1] != 1 && b.strides[rb - 2] == 1 && b.shape[rb - 1] > 1;
+  if (a.strides[ra - 1] != 1 || (!nt && b.strides[rb - 1] != 1) || out.strides[ro - 1] != 1 || (nt && ctx.parallel))
+    throw Error(Error::Kind::InvalidArgument, "codegen: matmul operands must be contiguous along their last dim (or B along its first, in a block)");
   int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
   if (b.shape[rb - 2] != k || out.shape[ro - 2] != m || out.shape[ro - 1] != n)
     throw Error(Error::Kind::InvalidArgument, "codegen: matmul sizes do not agree");
-  int64_t lda = a.strides[ra - 2], ldb = b.strides[rb - 2], ldc = out.strides[ro - 2];
+  int64_t lda = a.strides[ra - 2], ldb = nt ? b.strides[rb - 1] : b.strides[rb - 2], ldc = out.strides[ro - 2];
   std::vector<int64_t> batch(out.shape.begin(), out.shape.end() - 2);
   int64_t nb = element_count(batch);
   auto sa = batch_strides(a, batch), sb = batch_strides(b, batch), so = batch_strides(out, batch);
@@ -279,6 +326,14 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
       i2 += "  ";
     }
     auto at = [&](const View& v, const std::vector<int64_t>& st) { return nb > 1 ? v.ptr + " + " + batch_offset(batch, st, "bi") : v.ptr; };
+    if (nt) {
+      // 4 x 4 blocks hold 16 accumulators + 4 B vectors + 1 A vector (32 registers with AVX-512);
+      // 2 x 4 with AVX2's 16.
+      const int mr = ctx.simd_bytes == 64 ? 4 : 2;
+      return s + i2 + "prism_mm_nt<" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " + std::to_string(lda) +
+             ", " + std::to_string(ldb) + ", " + std::to_string(ldc) + ", " + (accumulate ? "true" : "false") + ", " + std::to_string(mr) +
+             ", 4>(" + at(a, sa) + ", " + at(b, sb) + ", " + at(out, so) + ");\n";
+    }
     return s + i2 + mm_call(m, n, k, lda, ldb, ldc, accumulate, bl, at(a, sa), at(b, sb), at(out, so), nb > 1 ? "" : ctx.prefetch_after);
   }
   // Chunks: 64 rows by 256 columns (whole dims when smaller).
