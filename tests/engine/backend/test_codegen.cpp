@@ -128,40 +128,23 @@ kernel 8: Z: f32 = relu(W)
 output R, Z, R
 )";
 
-// An nn.Linear layer: a gain g[d] read as [1, d], W[m, d] read as W^T, a constant; the loop
-// walks d. W^T is a matmul's B only: read in place by the NT kernel when the rows are few for
-// the contraction (8 * n <= d / F1), else copied into a tile.
-const char* kLinearTFamily = R"(input X: f32[n, d]
-input g: f32[d]
-input W: f32[m, d]
-kernel 0: custom grid=[g1] loop=F1
-  x = load X map {grid: -, loop: 1}
-  gg = load g view [-, 0] map {grid: -, loop: 1}
-  w = load W view [1, 0] map {grid: 1->g1, loop: 0}
-  c = const(0.5)
-  xg = mul(x, gg)
-  xw = matmul(xg, w)
-  acc = sum_accumulate(xw)
-  y = mul(acc, c)
-  save O: f32 = y map {grid: 1->g1, loop: -}
-output O
-)";
-
 }  // namespace
 
+// fam::kLlama's W^T is a matmul's B only: read in place by the NT kernel when the rows are few for
+// the contraction (8 * n <= d / F1), else copied into a tile.
 TEST_CASE("codegen: views and constants; a transposed B read in place (NT kernel) or copied, both right", "[codegen][views]") {
   for (int simd : {32, 64}) {
     INFO("simd " << simd);
     // In place: 8 * 3 <= 160 / 2; odd sizes exercise every tail (rows, columns, K % lanes).
-    CHECK(family_codegen_error(kLinearTFamily, {{"n", 3}, {"d", 160}, {"m", 22}}, {{"g1", 2}, {"F1", 2}}, simd) < kTol);
-    CHECK(family_codegen_error(kLinearTFamily, {{"n", 5}, {"d", 200}, {"m", 18}}, {{"g1", 1}, {"F1", 1}}, simd) < kTol);
+    CHECK(family_codegen_error(fam::kLlama, {{"n", 3}, {"d", 160}, {"m", 22}}, {{"g1", 2}, {"F1", 2}}, simd) < kTol);
+    CHECK(family_codegen_error(fam::kLlama, {{"n", 5}, {"d", 200}, {"m", 18}}, {{"g1", 1}, {"F1", 1}}, simd) < kTol);
     // Copied: 8 * 16 > 64 / 4.
-    CHECK(family_codegen_error(kLinearTFamily, {{"n", 16}, {"d", 64}, {"m", 16}}, {{"g1", 2}, {"F1", 4}}, simd) < kTol);
+    CHECK(family_codegen_error(fam::kLlama, {{"n", 16}, {"d", 64}, {"m", 16}}, {{"g1", 2}, {"F1", 4}}, simd) < kTol);
   }
-  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(kLinearTFamily), {{"n", 3}, {"d", 160}, {"m", 22}}, {{"g1", 2}, {"F1", 2}},
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(fam::kLlama), {{"n", 3}, {"d", 160}, {"m", 22}}, {{"g1", 2}, {"F1", 2}},
                                               sgraph::TileBudget{1 << 20});
   CHECK_THAT(generate_cpu_source(inst, {}), Catch::Contains("prism_mm_nt<3, 11, 80,"));
-  inst = sgraph::instantiate(sgraph::parse(kLinearTFamily), {{"n", 16}, {"d", 64}, {"m", 16}}, {{"g1", 2}, {"F1", 4}}, sgraph::TileBudget{1 << 20});
+  inst = sgraph::instantiate(sgraph::parse(fam::kLlama), {{"n", 16}, {"d", 64}, {"m", 16}}, {{"g1", 2}, {"F1", 4}}, sgraph::TileBudget{1 << 20});
   CHECK_THAT(generate_cpu_source(inst, {}), !Catch::Contains("prism_mm_nt<16"));
 }
 

@@ -111,6 +111,34 @@ output O
 
 // A negative example: g1 splits the contraction dim d of X@W, so each block holds a partial product
 // on a partial axis; only a sum over that axis gives the program below.
+// Llama's RMSNorm with eps and a gain vector, then nn.Linear's [out, in] weight: g[d] read as
+// [1, d] and W[m, d] as W^T by views; eps and d are constants; the loop walks d.
+inline constexpr const char* kLlamaProgram = R"(program llama(X: f32[n, d], g: f32[d], W: f32[m, d]) {
+  return matmul(rms_norm(X, eps=1e-6) * g, transpose(W))
+})";
+inline constexpr const char* kLlama = R"(input X: f32[n, d]
+input g: f32[d]
+input W: f32[m, d]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: -, loop: 1}
+  gg = load g view [-, 0] map {grid: -, loop: 1}
+  w = load W view [1, 0] map {grid: 1->g1, loop: 0}
+  eps = const(1e-06)
+  k = const(d)
+  xg = mul(x, gg)
+  xw = matmul(xg, w)
+  acc = sum_accumulate(xw)
+  sq = mul(x, x)
+  ss = sum(sq, axis=1)
+  acs = sum_accumulate(ss)
+  ms = div(acs, k)
+  me = add(ms, eps)
+  r = sqrt(me)
+  y = div(acc, r)
+  save O: f32 = y map {grid: 1->g1, loop: -}
+output O
+)";
+
 inline constexpr const char* kSplitContractionProgram = "program p(X: f32[n, d], W: f32[d, m]) {\n  return matmul(X, W)\n}\n";
 inline constexpr const char* kSplitContractionPartials = R"(input X: f32[n, d]
 input W: f32[d, m]

@@ -99,41 +99,12 @@ TEST_CASE("evaluate checks its inputs", "[sgraph][evaluate]") {
   CHECK_THROWS_AS(sgraph::evaluate(inst, random_inputs(g, dims, 1), &cancel), Error);
 }
 
-namespace {
-// Llama's RMSNorm with eps and a gain vector, then nn.Linear's [out, in] weight: g[d] read as
-// [1, d], W[m, d] read as W^T by views; eps and d constants; the loop walks d.
-const char* const kLlamaProgram = R"(program llama(X: f32[n, d], g: f32[d], W: f32[m, d]) {
-  return matmul(rms_norm(X, eps=1e-6) * g, transpose(W))
-})";
-const char* const kLlamaFamily = R"(input X: f32[n, d]
-input g: f32[d]
-input W: f32[m, d]
-kernel 0: custom grid=[g1] loop=F1
-  x = load X map {grid: -, loop: 1}
-  gg = load g view [-, 0] map {grid: -, loop: 1}
-  w = load W view [1, 0] map {grid: 1->g1, loop: 0}
-  eps = const(1e-06)
-  k = const(d)
-  xg = mul(x, gg)
-  xw = matmul(xg, w)
-  acc = sum_accumulate(xw)
-  sq = mul(x, x)
-  ss = sum(sq, axis=1)
-  acs = sum_accumulate(ss)
-  ms = div(acs, k)
-  me = add(ms, eps)
-  r = sqrt(me)
-  y = div(acc, r)
-  save O: f32 = y map {grid: 1->g1, loop: -}
-output O
-)";
-}  // namespace
 
 TEST_CASE("a family with views (a gain vector, a transposed weight) and constants matches the reference", "[sgraph][evaluate][views]") {
   for (const DimBindings& dims : {DimBindings{{"n", 4}, {"d", 64}, {"m", 32}}, DimBindings{{"n", 3}, {"d", 48}, {"m", 16}}})
     for (int64_t g : {1, 2, 4})
       for (int64_t f : {1, 4}) {
         INFO("g1=" << g << " F1=" << f);
-        CHECK(family_error(kLlamaProgram, kLlamaFamily, dims, {{"g1", g}, {"F1", f}}) < 1e-5);
+        CHECK(family_error(fam::kLlamaProgram, fam::kLlama, dims, {{"g1", g}, {"F1", f}}) < 1e-5);
       }
 }
