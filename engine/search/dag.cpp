@@ -27,6 +27,10 @@ std::string Dag::key() const {
     }
     out.push_back(')');
   }
+  if (!returned.empty()) {
+    out += " ->";
+    for (int o : returned) out.append(" ").append(std::to_string(o));
+  }
   return out;
 }
 
@@ -94,7 +98,7 @@ Program Dag::to_program(const std::string& name, const std::vector<const Value*>
     }
     id[i] = add(std::move(v));
   }
-  p.outputs.push_back(id[size_t(sink())]);
+  for (int o : outputs()) p.outputs.push_back(id[size_t(o)]);
   return p;
 }
 
@@ -204,8 +208,18 @@ std::optional<Dag> program_dag(const Program& program, const std::vector<DagValu
     id = int(dag.values.size());
     dag.values.push_back(std::move(d));
   }
-  if (program.outputs.size() != 1 || at[size_t(program.outputs[0])] != int(dag.values.size()) - 1 || dag.num_ops() == 0)
-    return refuse("the program's output is not its last computed value");
+  if (dag.num_ops() == 0) return refuse("the program computes nothing");
+  if (program.outputs.size() == 1) {
+    if (at[size_t(program.outputs[0])] != int(dag.values.size()) - 1) return refuse("the program's output is not its last computed value");
+    return dag;
+  }
+  for (int o : program.outputs) {
+    const int v = at[size_t(o)];
+    if (v < dag.num_inputs) return refuse("output '" + program.value(o).name + "' is an input or a constant, not a computed value");
+    if (std::find(dag.returned.begin(), dag.returned.end(), v) != dag.returned.end())
+      return refuse("output '" + program.value(o).name + "' is returned twice");
+    dag.returned.push_back(v);
+  }
   return dag;
 }
 

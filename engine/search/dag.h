@@ -43,16 +43,20 @@ bool is_leaf(const DagValue& v);  // Input or Const
 struct Dag {
   std::vector<DagValue> values;  // inputs, then ops in the generator's canonical order
   int num_inputs = 0;
+  // The values a program with several outputs returns, in return order (only the seed has
+  // them); empty: the sink alone.
+  std::vector<int> returned;
 
   int num_ops() const { return int(values.size()) - num_inputs; }
   // The value no op reads (the generator only finishes DAGs with exactly one, the last).
   int sink() const { return int(values.size()) - 1; }
+  std::vector<int> outputs() const { return returned.empty() ? std::vector<int>{sink()} : returned; }
   // "matmul(0,1) rms@1(0) div(2,3)": identifies the DAG (the inputs are the program's).
   std::string key() const;
   // One line: "matmul, rms, div".
   std::string ops_text() const;
   // The DAG as a lowered IR program with the program's inputs (`inputs`: their values in
-  // parameter order, each with its declared type) and one output (the sink).
+  // parameter order, each with its declared type) and its outputs.
   Program to_program(const std::string& name, const std::vector<const Value*>& inputs) const;
 };
 

@@ -125,7 +125,10 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
                                    const SearchLimits& limits, std::string& why) {
   using sgraph::BlockOp;
   using sgraph::Choice;
-  const int n = int(dag.values.size()), sink = dag.sink(), L = plan.loop;
+  const int n = int(dag.values.size()), L = plan.loop;
+  const std::vector<int> outs = dag.outputs();
+  const int sink = outs.front();  // with a combining kernel, the only output
+  auto is_output = [&](int v) { return std::find(outs.begin(), outs.end(), v) != outs.end(); };
   int C = -1;  // the class of the cross-block reduction
   std::vector<int> data_parallel;
   for (int c : plan.grid) {
@@ -183,14 +186,17 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
       split[size_t(v)] = split[size_t(v)] * Dim::symbol("g" + std::to_string(g + 1));
     }
   }
-  if (phase[size_t(sink)] == Walk) return why = "the output would be saved inside the loop", std::nullopt;
+  for (int o : outs)
+    if (phase[size_t(o)] == Walk) return why = "the output would be saved inside the loop", std::nullopt;
+  if (outs.size() > 1 && C >= 0) return why = "several outputs beside a cross-block reduction", std::nullopt;
   if (accumulators > limits.max_accumulators) return why = "more accumulators than allowed", std::nullopt;
   const int kernels = C >= 0 ? 2 : 1;
   if (kernels > limits.max_kernels) return why = "more kernels than allowed", std::nullopt;
   for (int c : data_parallel)
-    if (axis_in(ix, sink, c) < 0) return why = "a grid dim that lays out no output dim", std::nullopt;
-  std::vector<int> saved;  // kernel-0 values saved (the sink, or the block partials kernel 1 reads)
-  if (C < 0) saved.push_back(sink);
+    for (int o : outs)
+      if (axis_in(ix, o, c) < 0) return why = "a grid dim that lays out no output dim", std::nullopt;
+  std::vector<int> saved;  // kernel-0 values saved (the outputs, or the block partials kernel 1 reads)
+  if (C < 0) saved = outs;
   for (int v = 0; v < n; ++v)
     if (partial[size_t(v)] && (read_by_k1[size_t(v)] || v == sink)) saved.push_back(v);
   for (int v : saved)
@@ -202,10 +208,12 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
     return L >= 0 && axes_in(ix, v, L) > 1;
   };
   for (int v = 0; v < n; ++v)
-    if ((used_in_k0[size_t(v)] && dag.values[size_t(v)].op == Op::Input) || v == sink || partial[size_t(v)])
+    if ((used_in_k0[size_t(v)] && dag.values[size_t(v)].op == Op::Input) || is_output(v) || partial[size_t(v)])
       if (conflict(v)) return why = "a tensor with two axes in one grid or loop class", std::nullopt;
 
   // ---- kernel 0 ----------------------------------------------------------------------------
+  // Output j is saved as O (one output) or O<j+1>, at the program's dtype for it.
+  auto output_name = [&](size_t j) { return outs.size() == 1 ? std::string("O") : "O" + std::to_string(j + 1); };
   const Value& out = program.value(program.outputs.at(0));
   sgraph::SGraph g;
   for (int id : program.inputs) g.inputs.push_back({program.value(id).name, program.value(id).type});
@@ -291,8 +299,8 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
     const int v = saved[i];
     BlockOp save;
     save.kind = BlockOp::Kind::Save;
-    save.name = C < 0 ? "O" : "P" + std::to_string(i + 1);
-    save.dtype = C < 0 ? out.type.dtype : DType::F32;
+    save.name = C < 0 ? output_name(i) : "P" + std::to_string(i + 1);
+    save.dtype = C < 0 ? program.value(program.outputs.at(i)).type.dtype : DType::F32;
     save.map = map_of(v, plan.grid, 0, false);
     save.map.loop = Choice::none();
     save.operands = {at[size_t(v)]};
@@ -352,7 +360,8 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
     push(ops1, save);
     g.kernels.push_back(std::move(k1));
   }
-  g.outputs = {"O"};
+  g.outputs.clear();
+  for (size_t j = 0; j < outs.size(); ++j) g.outputs.push_back(output_name(j));
 
   // ---- summary -----------------------------------------------------------------------------
   std::vector<std::string> grid_text;

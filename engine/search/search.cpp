@@ -53,7 +53,7 @@ struct Counters {
 
 // The last stage that held a family, with its first reason; the limit to raise when one was hit.
 std::string empty_reason(const SearchStats& st, const SearchLimits& limits, const std::map<std::string, std::string>& why,
-                         const std::string& seed_why) {
+                         const std::string& seed_why, bool several) {
   auto first = [&](const char* stage) {
     auto it = why.find(stage);
     std::string text = it == why.end() ? "" : it->second;
@@ -71,6 +71,8 @@ std::string empty_reason(const SearchStats& st, const SearchLimits& limits, cons
   } else if (st.families > 0 || why.count("structure") || why.count("dims")) {
     r = "no plan cuts the computations found into valid kernels; the first reason: " +
         (why.count("structure") ? first("structure") : first("dims"));
+  } else if (several) {
+    r = "a program with several outputs is searched as written, and it is no fused computation: " + seed_why;
   } else {
     r = "no computation of at most " + std::to_string(limits.max_block_ops) + " ops equals the program (raise --max-ops)";
     if (!seed_why.empty()) r += ", and the program as written is no fused computation: " + seed_why;
@@ -95,7 +97,10 @@ int64_t search_memory_bytes(const Program& lowered) {
 SearchResult search_program(const Program& program, const SearchLimits& limits, const CancelToken* cancel,
                             const std::function<void(const SearchProgress&)>& progress) {
   const auto t0 = Clock::now();
-  if (program.outputs.size() != 1) throw Error(Error::Kind::InvalidArgument, "the search needs a program with one output");
+  if (program.outputs.empty()) throw Error(Error::Kind::InvalidArgument, "the search needs a program with an output");
+  // Several outputs: the program as written is the only computation (the enumeration and its
+  // pruning follow one root), parallelized by every plan.
+  const bool several = program.outputs.size() > 1;
   if (limits.fast_memory_bytes <= 0)
     throw Error(Error::Kind::InvalidArgument, "the search's fast-memory budget must be positive, not " + std::to_string(limits.fast_memory_bytes));
   const sgraph::TileBudget hw{limits.fast_memory_bytes};
@@ -107,7 +112,7 @@ SearchResult search_program(const Program& program, const SearchLimits& limits, 
 
   const std::vector<DagValue> leaves = dag_leaves(program);
   std::unique_ptr<ProgramExpressions> expr;
-  if (limits.prune) expr = std::make_unique<ProgramExpressions>(program, leaves, SaturationLimits{}, cancel);
+  if (limits.prune && !several) expr = std::make_unique<ProgramExpressions>(program, leaves, SaturationLimits{}, cancel);
   st.saturate_s = seconds_since(t0);
   NumericCheck check(program);
   FingerprintCheck fingerprint(program, fingerprint_dims(program));
@@ -228,7 +233,7 @@ SearchResult search_program(const Program& program, const SearchLimits& limits, 
         c.gen.generated++;
         emit(*seed);
       }
-      gen.run(emit, stop, spawn, 2);
+      if (!several) gen.run(emit, stop, spawn, 2);
     } catch (...) {
       cancelled = true;  // unwind the other workers, then rethrow
       group.wait();
@@ -254,7 +259,7 @@ SearchResult search_program(const Program& program, const SearchLimits& limits, 
   st.fingerprint_rejected = c.fingerprint_rejected;
   st.fingerprint_s = double(c.fingerprint_ns) * 1e-9;
   st.stop_reason = over_budget ? "budget" : "complete";
-  if (found.empty()) st.empty_reason = empty_reason(st, limits, c.first_why, seed_why);
+  if (found.empty()) st.empty_reason = empty_reason(st, limits, c.first_why, seed_why, several);
   // A stable order: by kernel count, then canonical text.
   std::vector<std::pair<std::string, size_t>> order;
   for (size_t i = 0; i < found.size(); ++i) order.emplace_back(found[i].text(), i);

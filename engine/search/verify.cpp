@@ -33,7 +33,7 @@ constexpr double kTolerance = 2e-2;  // f16 outputs; a wrong map is off by O(1)
 
 }  // namespace
 
-eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family) {
+eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, size_t output) {
   const std::vector<Dim>& split = family.split;
   const std::vector<GridCut>& cuts = family.cuts;
   const int G = int(cuts.size());  // leading grid axes of every tile
@@ -120,8 +120,8 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family) {
     }
   }
   // The output: saved by the combining kernel when there is one (a partial sink: it only sums).
-  const int sink = dag.sink();
-  return uncut(family.combining ? in_kernel1(sink) : at[size_t(sink)], size_t(sink));
+  const int out = dag.outputs().at(output);
+  return uncut(family.combining ? in_kernel1(out) : at[size_t(out)], size_t(out));
 }
 
 std::string family_key(const Dag& dag, const Family& family) {
@@ -163,7 +163,7 @@ NumericCheck::NumericCheck(const Program& program) : program_(program), dims_(ch
     round_all(t.dtype, t.data.data(), t.data.size());
     inputs_[v.name] = std::move(t);
   }
-  reference_ = interpret(program, dims_, inputs_).at(0);
+  reference_ = interpret(program, dims_, inputs_);
 }
 
 std::optional<std::string> NumericCheck::mismatch(const sgraph::SGraph& family, const CancelToken* cancel) const {
@@ -172,9 +172,12 @@ std::optional<std::string> NumericCheck::mismatch(const sgraph::SGraph& family, 
     sgraph::Instance inst = sgraph::instantiate(family, dims_, check_sizes(family), roomy);
     // The interpreter's matmul may run a parallel loop: isolated, a waiting worker takes only
     // its pieces, never another family's verification (which would hold this one up).
-    Tensor got = tbb::this_task_arena::isolate([&] { return sgraph::evaluate(inst, inputs_, cancel).at(0); });
-    double err = relative_error(got, reference_);
-    if (err > kTolerance) return "differs from the reference by " + std::to_string(err) + " (relative)";
+    std::vector<Tensor> got = tbb::this_task_arena::isolate([&] { return sgraph::evaluate(inst, inputs_, cancel); });
+    if (got.size() != reference_.size()) return "has " + std::to_string(got.size()) + " outputs, not " + std::to_string(reference_.size());
+    for (size_t o = 0; o < got.size(); ++o) {
+      double err = relative_error(got[o], reference_[o]);
+      if (err > kTolerance) return "differs from the reference by " + std::to_string(err) + " (relative) in output " + std::to_string(o);
+    }
     return std::nullopt;
   } catch (const Error& e) {
     if (e.kind() == Error::Kind::Cancelled) throw;
@@ -186,8 +189,11 @@ bool NumericCheck::dag_matches(const Dag& dag, const CancelToken* cancel) const 
   try {
     std::vector<const Value*> inputs;
     for (int id : program_.inputs) inputs.push_back(&program_.value(id));
-    Tensor got = tbb::this_task_arena::isolate([&] { return interpret(dag.to_program("dag", inputs), dims_, inputs_, cancel).at(0); });
-    return relative_error(got, reference_) <= kTolerance;
+    std::vector<Tensor> got = tbb::this_task_arena::isolate([&] { return interpret(dag.to_program("dag", inputs), dims_, inputs_, cancel); });
+    if (got.size() != reference_.size()) return false;
+    for (size_t o = 0; o < got.size(); ++o)
+      if (relative_error(got[o], reference_[o]) > kTolerance) return false;
+    return true;
   } catch (const Error& e) {
     if (e.kind() == Error::Kind::Cancelled) throw;
     return false;
@@ -205,24 +211,32 @@ Proof Prover::prove(const Dag& dag, const Family& family, const CancelToken* can
   // A fresh e-graph per proof: a proof never depends on which thread ran it or what it proved
   // before (one e-graph that kept every earlier family's terms made each later proof match over
   // all of them: slower and slower, and its node cap made verdicts depend on the order).
-  auto g = std::make_unique<ResidentEGraph>(600000);
-  auto build = [&](eg::TensorGraph& tg) { return family_term(tg, dag, family); };
-  EquivResult r;
-  try {
-    r = g->prove(build, program_, EquivLimits{150000, 30, 4.0}, cancel);
-  } catch (const Error& e) {
-    if (e.kind() == Error::Kind::Cancelled) throw;
-    r.verdict = EquivResult::Verdict::NotProved;
-    r.message = e.what();
-  } catch (const std::logic_error& e) {  // an ill-shaped family term: nothing to prove
-    r.verdict = EquivResult::Verdict::NotProved;
-    r.message = e.what();
-  }
-  if (r.stop_reason == StopReason::Cancelled) throw Error(Error::Kind::Cancelled, "cancelled");
+  // Each output is its own proof: the family's term of that output against the program's.
   Proof p;
-  p.proved = r.verdict == EquivResult::Verdict::Proved;
-  p.text = "family term:  " + r.a_text + "\nprogram term: " + r.b_text + "\n";
-  p.text += p.proved ? "proved (" + std::string(stop_reason_name(r.stop_reason)) + "):\n" + r.explanation : r.message;
+  p.proved = true;
+  for (size_t o = 0; o < program_.outputs.size() && p.proved; ++o) {
+    auto g = std::make_unique<ResidentEGraph>(600000);
+    auto build = [&](eg::TensorGraph& tg) { return family_term(tg, dag, family, o); };
+    Program one = program_;
+    one.outputs = {program_.outputs[o]};
+    EquivResult r;
+    try {
+      r = g->prove(build, one, EquivLimits{150000, 30, 4.0}, cancel);
+    } catch (const Error& e) {
+      if (e.kind() == Error::Kind::Cancelled) throw;
+      r.verdict = EquivResult::Verdict::NotProved;
+      r.message = e.what();
+    } catch (const std::logic_error& e) {  // an ill-shaped family term: nothing to prove
+      r.verdict = EquivResult::Verdict::NotProved;
+      r.message = e.what();
+    }
+    if (r.stop_reason == StopReason::Cancelled) throw Error(Error::Kind::Cancelled, "cancelled");
+    p.proved = r.verdict == EquivResult::Verdict::Proved;
+    if (program_.outputs.size() > 1) p.text += "output " + program_.value(program_.outputs[o]).name + ":\n";
+    p.text += "family term:  " + r.a_text + "\nprogram term: " + r.b_text + "\n";
+    p.text += p.proved ? "proved (" + std::string(stop_reason_name(r.stop_reason)) + "):\n" + r.explanation : r.message;
+    if (program_.outputs.size() > 1 && p.text.back() != '\n') p.text += "\n";
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   cache_.emplace(key, std::make_shared<const Proof>(p));
   return p;

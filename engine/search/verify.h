@@ -40,8 +40,8 @@ namespace prism::search {
 // The term of a family in `tg`: its DAG with each reduction v cut into split[v] pieces, computed
 // on tiles with one leading grid axis per data-parallel grid dim (inputs partitioned or
 // replicated), and the output tiles combined. With a combining kernel, the block partials it
-// reads are combined and cut again by its own grid. Returns the root.
-eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family);
+// reads are combined and cut again by its own grid. Returns the root of output `output`.
+eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, size_t output = 0);
 // Identifies a family's term (the proof cache's key).
 std::string family_key(const Dag& dag, const Family& family);
 
@@ -58,7 +58,7 @@ class NumericCheck {
   const Program& program_;
   DimBindings dims_;
   std::map<std::string, Tensor> inputs_;
-  Tensor reference_;
+  std::vector<Tensor> reference_;  // every output
 };
 
 // Sizes for the numeric check: g1=2, g2=3, g3=2, g4=3, F1=4 (others 2).

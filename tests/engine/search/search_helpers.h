@@ -84,6 +84,7 @@ inline const std::vector<ExampleLayer>& example_layers() {
       {"log_softmax", {{"n", 4}, {"v", 64}}, {{"n", 8}, {"v", 256}}},
       {"safe_softmax", {{"n", 4}, {"s", 64}}, {{"n", 8}, {"s", 256}}},
       {"gelu_linear", {{"n", 4}, {"d", 32}, {"h", 64}}, {{"n", 8}, {"d", 64}, {"h", 128}}},
+      {"residual_rmsnorm", {{"n", 4}, {"d", 64}}, {{"n", 8}, {"d", 128}}},
   };
   return layers;
 }

@@ -198,6 +198,25 @@ TEST_CASE("search: a gain vector, a transposed nn.Linear weight and eps fuse int
   CHECK(looped);
 }
 
+TEST_CASE("search: a program with several outputs (a residual and its norm) fuses into one kernel saving both", "[search][mustfind][layers]") {
+  SearchResult r = search_text(test::layer_text("residual_rmsnorm"), "residual_rmsnorm");
+  check_reported(r);
+  bool fused = false;
+  for (const Candidate& c : r.candidates) {
+    const std::string t = c.text();
+    CHECK_THAT(c.proof, Catch::Contains("output H:") && Catch::Contains("output out1:"));
+    if (c.kernels == 1 && t.find("save O1: f32") != std::string::npos && t.find("save O2: f32") != std::string::npos &&
+        t.find("output O1, O2") != std::string::npos && c.summary.find("grid g1 splits n") != std::string::npos)
+      fused = true;
+  }
+  CHECK(fused);
+  // Outputs that need ops fused kernels do not have yet: nothing, and why.
+  SearchResult none = search_text(
+      "program two(X: f32[n, d], R: f32[n, d]) {\n  H = X + R\n  A, B = split(H, 2, axis=-1)\n  return H, concat(B, A, axis=-1)\n}\n", "two");
+  CHECK(none.candidates.empty());
+  CHECK_THAT(none.stats.empty_reason, Catch::Contains("several outputs is searched as written") && Catch::Contains("split"));
+}
+
 TEST_CASE("search: when nothing is found, the result says which stage removed the last family and why", "[search][empty]") {
   // A rotary embedding needs split and concat, which fused kernels do not have yet.
   SearchResult rope = search_text(
