@@ -88,6 +88,43 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
   t.rule("mul-square", "(mul ?x ?x)", "(square ?x)");
   t.rule("log-exp", "(log (exp ?x))", "?x");
 
+  // ---- constants: folding exact ones, the identities of 0 and 1, division by a constant ------
+  // Only exact constants (integers, rationals, dims) fold or count as 0 and 1: a float constant
+  // stays itself unless it is a short dyadic rational, which the e-graph holds exactly.
+  auto exact = [&tg](Id id) -> std::optional<Dim> {
+    const Constant* c = tg.constant_of(id);
+    return c && c->exact ? c->exact : std::nullopt;
+  };
+  auto is_value = [=](Id id, int64_t v) {
+    const std::optional<Dim> d = exact(id);
+    return d && *d == Dim(v);
+  };
+  for (TOp b : {TOp::Add, TOp::Sub, TOp::Mul, TOp::Div})
+    t.computed("fold-" + s(b), "(" + s(b) + " ?a ?b)", "the constant a " + s(b) + " b, when both are exact",
+               [=](const EGraph&, const Subst& m) { return exact(m.var[0]) && exact(m.var[1]); },
+               [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+                 const Dim a = *exact(m.var[0]), c = *exact(m.var[1]);
+                 try {
+                   if (b == TOp::Div && c == Dim(0)) return;
+                   const Dim r = b == TOp::Add ? a + c : b == TOp::Sub ? a - c : b == TOp::Mul ? a * c : a / c;
+                   out.push_back(tg.constant(Constant{r, 0}));
+                 } catch (const DimError&) {  // not a dim expression (1/d): left as it is
+                 }
+               });
+  t.rule("add-zero", "(add ?x ?c)", "?x", [=](const EGraph&, const Subst& m) { return rank(m.var[1]) == 0 && is_value(m.var[1], 0); });
+  t.rule("sub-zero", "(sub ?x ?c)", "?x", [=](const EGraph&, const Subst& m) { return rank(m.var[1]) == 0 && is_value(m.var[1], 0); });
+  t.rule("mul-one", "(mul ?x ?c)", "?x", [=](const EGraph&, const Subst& m) { return rank(m.var[1]) == 0 && is_value(m.var[1], 1); });
+  t.rule("div-one", "(div ?x ?c)", "?x", [=](const EGraph&, const Subst& m) { return rank(m.var[1]) == 0 && is_value(m.var[1], 1); });
+  // x / c = x * (1/c) for an exact nonzero constant c (x / 8 meets x * 0.125).
+  t.computed("div-constant", "(div ?x ?c)", "(mul ?x 1/c)",
+             [=](const EGraph&, const Subst& m) { return rank(m.var[1]) == 0 && exact(m.var[1]) && !is_value(m.var[1], 0); },
+             [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               try {
+                 out.push_back(tg.op(TOp::Mul, {m.var[0], tg.constant(Constant{Dim(1) / *exact(m.var[1]), 0})}));
+               } catch (const DimError&) {
+               }
+             });
+
   // ---- layout: unsqueeze / squeeze move inward through elementwise ops and reductions ----------
   for (TOp u : kUnary) {
     t.rule("unsqueeze-" + s(u), "(unsqueeze@i (" + s(u) + " ?x))", "(" + s(u) + " (unsqueeze@i ?x))");
@@ -162,8 +199,13 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
                Id prod = tg.op(TOp::Mul, {tg.op(TOp::Unsqueeze, {m.var[0]}, r), tg.op(TOp::Unsqueeze, {m.var[1]}, r - 2)});
                out.push_back(tg.op(TOp::Squeeze, {tg.op(TOp::Sum, {prod}, r - 1)}, r - 1));
              });
+  // Only when the summed sizes agree: a b of size 1 there broadcasts in the product, which is no
+  // matmul (matches like that appear once ops move outward through unsqueeze).
   t.rule("contract-matmul", "(squeeze@j (sum@j (mul (unsqueeze@j+1 ?a) (unsqueeze@j-1 ?b))))", "(matmul ?a ?b)",
-         [=](const EGraph&, const Subst& m) { return rank(m.var[0]) == rank(m.var[1]) && int(rank(m.var[0])) == m.axis[0] + 1; });
+         [=, &tg](const EGraph&, const Subst& m) {
+           const size_t r = rank(m.var[0]);
+           return r == rank(m.var[1]) && int(r) == m.axis[0] + 1 && r >= 2 && tg.dim_at(m.var[0], int(r) - 1) == tg.dim_at(m.var[1], int(r) - 2);
+         });
 
   // ---- reductions -----------------------------------------------------------------------------
   auto both_span = [=, &tg](const Subst& m) {

@@ -1,6 +1,7 @@
 #include "engine/egraph/tensor_lang.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <unordered_map>
@@ -89,7 +90,25 @@ Id TensorGraph::input(const std::string& name, const std::vector<Dim>& shape) {
   return graph_.add(ENode{uint8_t(TOp::Input), 0, 0, it->second, {kNoId, kNoId}});
 }
 
-Id TensorGraph::constant(const Constant& c) {
+namespace {
+
+// x as num / 2^k with k <= 30 and |num| < 2^40, when it is exactly that.
+std::optional<Rational> short_dyadic(double x) {
+  if (!std::isfinite(x)) return std::nullopt;
+  for (int k = 0; k <= 30; ++k) {
+    const double scaled = std::ldexp(x, k);
+    if (std::fabs(scaled) >= 0x1p40) return std::nullopt;
+    if (scaled == std::trunc(scaled)) return Rational(int64_t(scaled), int64_t(1) << k);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Id TensorGraph::constant(const Constant& given) {
+  Constant c = given;
+  if (!c.exact)
+    if (auto r = short_dyadic(c.number)) c.exact = Dim::constant(*r);
   std::string key;
   if (c.exact) key = "x:" + c.exact->canonical();
   else {

@@ -88,6 +88,8 @@ class TensorGraph final : public Analysis {
 
   // Node builders (add to the e-graph; throw std::logic_error for ill-shaped terms).
   Id input(const std::string& name, const std::vector<Dim>& shape);
+  // A float constant that is a short dyadic rational (0.125, 0.5, 3.0) is interned as that exact
+  // rational, so `x * 0.125` and `x / 8` (x * 1/8) meet; others (1e-06) stay floats.
   Id constant(const Constant& c);
   Id op(TOp op, const std::vector<Id>& kids, int axis = 0, uint32_t payload = 0);
   Id splitax(int axis, const Dim& factor, Id x) { return op(TOp::SplitAx, {x}, axis, dim_id(factor)); }
@@ -103,6 +105,11 @@ class TensorGraph final : public Analysis {
   DimId dim_at(Id id, int axis) const { return dim_at(id, axis, rank(id)); }
   std::vector<Dim> dims_of(Id id) const;
   bool is_const(Id id) const { return data_[graph_.find(id)].constant >= 0; }
+  // The constant a class holds (a Const node in it), or null.
+  const Constant* constant_of(Id id) const {
+    const int32_t c = data_[graph_.find(id)].constant;
+    return c < 0 ? nullptr : &consts_[size_t(c)];
+  }
   // Split factors seen in the e-graph: (size k, factor F) for every splitax of an axis of size k.
   const std::vector<std::pair<DimId, DimId>>& split_pairs() const { return split_pairs_; }
 

@@ -54,6 +54,17 @@ void seed_terms(TensorGraph& tg) {
   op(TOp::Mul, {op(TOp::Exp, {X}), op(TOp::Exp, {Y})});
   op(TOp::Add, {X, op(TOp::Neg, {Y})});
   op(TOp::Mul, {Y, Y});
+  // constants: folding, 0 and 1, division by a constant
+  Id three = tg.constant(Constant{Dim(3), 0}), zero = tg.constant(Constant{Dim(0), 0}), unit = tg.constant(Constant{Dim(1), 0});
+  Id dd = tg.constant(Constant{d, 0});
+  for (TOp b : {TOp::Add, TOp::Sub, TOp::Mul, TOp::Div}) op(b, {X, op(b, {two, three})});
+  op(TOp::Mul, {X, op(TOp::Div, {dd, two})});
+  op(TOp::Add, {X, zero});
+  op(TOp::Sub, {Y, zero});
+  op(TOp::Mul, {X, unit});
+  op(TOp::Div, {Y, unit});
+  op(TOp::Div, {Z, three});
+  op(TOp::Mul, {X, tg.constant(Constant{std::nullopt, 0.125})});
   // reductions, splits
   op(TOp::Sum, {op(TOp::Add, {X, Y})}, 1);
   op(TOp::Sum, {op(TOp::Mul, {r, X})}, 1);

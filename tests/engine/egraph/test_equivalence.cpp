@@ -28,6 +28,15 @@ program square_mm(X: f32[n, n], W: f32[n, n]) {
 program ab(A: f32[n, d], B: f32[n, d]) {
   return exp(A + B)
 }
+program plus_zero(X: f32[n, d]) {
+  return X + 0
+}
+program eighth(X: f32[n, d]) {
+  return X / 8
+}
+program scaled_twice(X: f32[n, d]) {
+  return (X * 2) * 3
+}
 program scaled(X: f32[n, d], R: f32[1, d], W: f32[d, d]) {
   return matmul(X / R, W)
 }
@@ -58,6 +67,11 @@ TEST_CASE("equivalence: the must-prove identities are proved with an explanation
       {"row_sum", "reshape(sum(sum(reshape(X, [n, F, d/F]), axis=2), axis=1), [n, 1])"},
       {"attention", "matmul(exp(matmul(Q, Kt)), V) / sum(exp(matmul(Q, Kt)), axis=-1)"},
       {"rmsnorm_mlp", "matmul(X, Wu) / rms(X, axis=-1) * (matmul(X, Wg) / rms(X, axis=-1))"},
+      // constants: 0 and 1, a division by a constant as a product, folding
+      {"plus_zero", "X"},
+      {"plus_zero", "X * 1"},
+      {"eighth", "X * 0.125"},
+      {"scaled_twice", "X * 6"},
   };
   for (const auto& c : cases) {
     EquivResult r = ws.equivalent(c.a, c.b, limits);
@@ -87,6 +101,9 @@ TEST_CASE("equivalence: tempting non-identities are refuted and never proved", "
       {"gated_mlp", "silu(matmul(X, Wu)) * matmul(X, Wg)"},
       {"attention", "matmul(exp(matmul(Q, Kt)) / sum(exp(matmul(Q, Kt)), axis=-2), V)"},
       {"lora", "matmul(X, W) + matmul(X, matmul(A, B)) * 2"},
+      {"eighth", "X * 0.12"},
+      {"scaled_twice", "X * 5"},
+      {"plus_zero", "X * 0"},
   };
   for (const auto& c : cases) {
     EquivResult r = ws.equivalent(c.a, c.b, EquivLimits{});
