@@ -112,7 +112,11 @@ CommandOutput Session::tune(const std::vector<std::string>& args) {
                  percent(r.value("rooflineFraction", 0.0)), std::to_string(best.value("candidate", 0)),
                  sizes_of(best.value("sizes", json::object())), best.value("summary", "")});
   } else {
-    summary.add({ms(r.value("baselineMs", 0.0)), "-", "-", "-", "-", "-", "no candidate passed its check"});
+    // Nothing to time is not the same as nothing right: say which.
+    const bool none_fit = stats.value("instantiations", int64_t{0}) == 0;
+    summary.add({ms(r.value("baselineMs", 0.0)), "-", "-", "-", "-", "-",
+                 none_fit ? "no family instantiates at these dims within the target's fast memory per block"
+                          : "no candidate passed its check"});
   }
   out << summary.render();
   if (r.contains("baselineError")) out << "the eager baseline failed: " << r.value("baselineError", "") << "\n";

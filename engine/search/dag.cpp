@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "engine/egraph/from_program.h"
 #include "engine/error.h"
 #include "engine/ir/infer_shapes.h"
 #include "engine/ir/print.h"
@@ -104,6 +105,22 @@ Program Dag::to_program(const std::string& name, const std::vector<const Value*>
 
 bool is_leaf(const DagValue& v) { return v.op == Op::Input || v.op == Op::Const; }
 
+std::optional<std::vector<int>> input_view(const Program& program, const Value& v) {
+  if ((v.op != Op::Transpose && v.op != Op::Reshape) || program.value(v.operands.at(0)).op != Op::Input) return std::nullopt;
+  if (v.op == Op::Transpose) return v.attrs.perm;
+  // A reshape that only adds unit dims: the tensor's dims in order, new axes between.
+  const std::vector<Dim>& from = program.value(v.operands[0]).type.shape;
+  std::vector<int> view;
+  size_t next = 0;
+  for (const Dim& d : v.type.shape) {
+    if (next < from.size() && d == from[next]) view.push_back(int(next++));
+    else if (d == Dim(1)) view.push_back(sgraph::BlockOp::kNewAxis);
+    else return std::nullopt;
+  }
+  if (next != from.size()) return std::nullopt;
+  return view;
+}
+
 std::vector<DagValue> dag_leaves(const Program& program) {
   // The highest rank a binary op or matmul reads each value at.
   std::vector<size_t> read_at(program.values.size(), 0);
@@ -126,11 +143,12 @@ std::vector<DagValue> dag_leaves(const Program& program) {
     leaves.push_back(std::move(leaf));
   }
   for (const Value& v : program.values) {
-    if (v.op != Op::Transpose || program.value(v.operands.at(0)).op != Op::Input) continue;
+    std::optional<std::vector<int>> view = input_view(program, v);
+    if (!view) continue;
     DagValue leaf;
     leaf.op = Op::Input;
     leaf.name = program.value(v.operands[0]).name;
-    leaf.view = v.attrs.perm;
+    leaf.view = *view;
     leaf.type = Type{program.value(v.operands[0]).type.dtype, v.type.shape, false};
     if (std::none_of(leaves.begin(), leaves.end(), [&](const DagValue& l) { return l.name == leaf.name && l.view == leaf.view; }))
       leaves.push_back(std::move(leaf));
@@ -177,10 +195,10 @@ std::optional<Dag> program_dag(const Program& program, const std::vector<DagValu
       id = leaf_of([&](const DagValue& l) { return l.op == Op::Const && constant_str(l.constant) == constant_str(v.attrs.constant); });
       continue;
     }
-    if (v.op == Op::Transpose && program.value(v.operands[0]).op == Op::Input) {
+    if (const std::optional<std::vector<int>> view = input_view(program, v)) {
       const std::string& name = program.value(v.operands[0]).name;
-      id = leaf_of([&](const DagValue& l) { return l.op == Op::Input && l.name == name && l.view == v.attrs.perm; });
-      if (id < 0) return refuse("'" + v.name + "' transposes an input the leaves do not read transposed");
+      id = leaf_of([&](const DagValue& l) { return l.op == Op::Input && l.name == name && l.view == *view; });
+      if (id < 0) return refuse("'" + v.name + "' reads an input through a view the leaves do not have");
       continue;
     }
     const OpClass cls = op_class(v.op);
@@ -236,13 +254,16 @@ eg::Id leaf_term(eg::TensorGraph& tg, const DagValue& leaf) {
   eg::Id x = tg.input(leaf.name, shape);
   bool identity = true;
   for (size_t a = 0; a < perm.size(); ++a) identity = identity && perm[a] == int(a);
-  if (!identity) x = tg.transpose(perm, x);
-  // New axes, as the program's term pads an operand: unsqueeze@0 per missing leading dim.
-  for (size_t k = 0; k < leaf.view.size(); ++k)
-    if (leaf.view[k] == sgraph::BlockOp::kNewAxis) {
-      if (k >= leaf.view.size() - perm.size()) throw Error(Error::Kind::InvalidArgument, "a leaf view with a new axis after a tensor dim");
-      x = tg.op(eg::TOp::Unsqueeze, {x}, 0);
-    }
+  const size_t lead = leaf.view.size() - perm.size();
+  bool leading = true;  // new axes only before the tensor's dims
+  for (size_t k = lead; k < leaf.view.size(); ++k) leading = leading && leaf.view[k] != sgraph::BlockOp::kNewAxis;
+  if (!identity && perm.size() != leaf.view.size())
+    throw Error(Error::Kind::InvalidArgument, "a leaf view both permutes and adds unit dims");
+  if (!identity) return tg.transpose(perm, x);
+  // As the program's term reads it: a padded operand as unsqueeze@0 per missing leading dim
+  // (from_program), a reshape that adds unit dims elsewhere as that reshape.
+  if (!leading) return eg::add_reshape(tg, x, leaf.type.shape);
+  for (size_t k = 0; k < lead; ++k) x = tg.op(eg::TOp::Unsqueeze, {x}, 0);
   return x;
 }
 

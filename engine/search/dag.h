@@ -36,6 +36,9 @@ struct DagValue {
 // term pads it, egraph/from_program.cpp); each transpose of an input as a transposed view; each
 // distinct scalar constant.
 std::vector<DagValue> dag_leaves(const Program& program);
+// The view `v` reads an input through when it is a transpose of an input or a reshape of one that
+// only adds unit dims; none otherwise.
+std::optional<std::vector<int>> input_view(const Program& program, const Value& v);
 // A leaf's term: the input under its view (unsqueeze@0s or a transpose), or the constant.
 eg::Id leaf_term(eg::TensorGraph& tg, const DagValue& leaf);
 bool is_leaf(const DagValue& v);  // Input or Const

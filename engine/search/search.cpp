@@ -18,6 +18,7 @@
 #include "engine/cancel.h"
 #include "engine/error.h"
 #include "engine/interp/footprint.h"
+#include "engine/ir/push_transposes.h"
 #include "engine/search/fingerprint.h"
 #include "engine/search/generator.h"
 #include "engine/search/plan.h"
@@ -94,9 +95,12 @@ int64_t search_memory_bytes(const Program& lowered) {
   return kCopies * tensors;
 }
 
-SearchResult search_program(const Program& program, const SearchLimits& limits, const CancelToken* cancel,
+SearchResult search_program(const Program& given, const SearchLimits& limits, const CancelToken* cancel,
                             const std::function<void(const SearchProgress&)>& progress) {
   const auto t0 = Clock::now();
+  // What a kernel reads transposed must be an input (a load's view): transposes of computed
+  // values move down to the inputs first. Every check below is against this equal program.
+  const Program program = push_transposes(given);
   if (program.outputs.empty()) throw Error(Error::Kind::InvalidArgument, "the search needs a program with an output");
   // Several outputs: the program as written is the only computation (the enumeration and its
   // pruning follow one root), parallelized by every plan.

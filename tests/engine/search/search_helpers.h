@@ -85,6 +85,7 @@ inline const std::vector<ExampleLayer>& example_layers() {
       {"safe_softmax", {{"n", 4}, {"s", 64}}, {{"n", 8}, {"s", 256}}},
       {"gelu_linear", {{"n", 4}, {"d", 32}, {"h", 64}}, {{"n", 8}, {"d", 64}, {"h", 128}}},
       {"residual_rmsnorm", {{"n", 4}, {"d", 64}}, {{"n", 8}, {"d", 128}}},
+      {"qknorm_attention", {{"B", 2}, {"q", 4}, {"s", 64}, {"e", 16}}, {{"B", 2}, {"q", 1}, {"s", 128}, {"e", 32}}},
   };
   return layers;
 }

@@ -1,0 +1,24 @@
+// Moves every transpose of a computed value down to the program's inputs, so that what a fused
+// kernel reads transposed is an input (a load through a transposed view) and what it computes has
+// no transpose in it. QK-norm attention transposes its normed keys,
+// `transpose(rms_norm(K) * gk)`, which becomes `rms_norm'(transpose(K)) * reshape(gk, [1, e, 1])`:
+//
+//   transpose(u(x))          = u(transpose(x))                       (elementwise unary)
+//   transpose(a op b)        = transpose(a) op transpose(b)           (a scalar stays as it is)
+//   transpose(reduce@k(x))   = reduce@j(transpose(x)), perm[j] = k   (keepdims)
+//   transpose(input)         stays; an input of lower rank read with leading unit dims becomes
+//                            the reshape that puts its dims where the transpose does, when their
+//                            order is kept (a vector g[e] under [0, 2, 1]: reshape(g, [1, e, 1]))
+//
+// A transpose whose operand reaches anything else (a matmul, a reshape, a reduction without
+// keepdims, a lower-rank computed value) is left as it is. Values only the moved transposes read
+// are dropped. The result computes exactly what the program does, element for element.
+#pragma once
+#include "engine/ir/program.h"
+
+namespace prism {
+
+// `lowered`: a program with primitives only (lower_composites).
+Program push_transposes(const Program& lowered);
+
+}  // namespace prism

@@ -1,0 +1,71 @@
+// push_transposes: transposes of computed values move down to the inputs, and the program still
+// computes exactly what it did.
+#include <catch2/catch.hpp>
+
+#include "../interp_helpers.h"
+#include "engine/interp/tensor.h"
+#include "engine/ir/print.h"
+#include "engine/ir/push_transposes.h"
+
+using namespace prism;
+
+namespace {
+
+// Both programs on the same seeded inputs: equal outputs (the same f32 formulas, reordered).
+void check_same(const Program& a, const Program& b, const DimBindings& dims) {
+  std::map<std::string, Tensor> in;
+  for (int id : a.inputs) {
+    const Value& v = a.value(id);
+    in[v.name] = random_tensor(DType::F32, concrete_shape(v.type.shape, dims), 5, v.name);
+  }
+  std::vector<Tensor> x = interpret(a, dims, in), y = interpret(b, dims, in);
+  REQUIRE(x.size() == y.size());
+  for (size_t o = 0; o < x.size(); ++o) {
+    REQUIRE(x[o].shape == y[o].shape);
+    for (size_t i = 0; i < x[o].data.size(); ++i) REQUIRE(x[o].data[i] == Approx(y[o].data[i]).epsilon(1e-5).margin(1e-6));
+  }
+}
+
+int count(const Program& p, Op op) {
+  int n = 0;
+  for (const Value& v : p.values) n += v.op == op;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("push_transposes: a transpose of normed keys moves to the input, the gain becomes a reshape", "[ir][transpose]") {
+  const Program p = lower_composites(test::only_program(R"(program qk(Q: f32[B, q, e], K: f32[B, s, e], gk: f32[e]) {
+  Kn = rms_norm(K, eps=1e-6) * gk
+  return matmul(Q, transpose(Kn, perm=[0, 2, 1]))
+})"));
+  const Program r = push_transposes(p);
+  INFO(print_program(r));
+  check_same(p, r, {{"B", 2}, {"q", 3}, {"s", 5}, {"e", 4}});
+  // Every transpose reads an input; the gain is reshaped to [1, e, 1]; the sum runs over axis 1.
+  for (const Value& v : r.values)
+    if (v.op == Op::Transpose || v.op == Op::Reshape) CHECK(r.value(v.operands[0]).op == Op::Input);
+  CHECK(count(r, Op::Transpose) == 1);
+  CHECK(count(r, Op::Reshape) == 1);
+  bool summed_over_e = false;
+  for (const Value& v : r.values) summed_over_e |= v.op == Op::Sum && v.attrs.axis == 1;
+  CHECK(summed_over_e);
+  CHECK(r.inputs.size() == p.inputs.size());
+}
+
+TEST_CASE("push_transposes: what cannot move stays, and a program without one is unchanged", "[ir][transpose]") {
+  // A transpose of a matmul (it would swap the operands) stays as it is.
+  const Program mm = lower_composites(test::only_program(R"(program t(A: f32[n, k], B: f32[k, m]) {
+  return transpose(matmul(A, B)) * 2
+})"));
+  const Program r = push_transposes(mm);
+  CHECK(print_program(r) == print_program(mm));
+  check_same(mm, r, {{"n", 3}, {"k", 4}, {"m", 5}});
+  // An elementwise op of two inputs: each input is read transposed.
+  const Program ok = lower_composites(test::only_program(R"(program u(X: f32[n, d], W: f32[n, d]) {
+  return transpose(exp(X) - W)
+})"));
+  const Program moved = push_transposes(ok);
+  check_same(ok, moved, {{"n", 3}, {"d", 4}});
+  CHECK(count(moved, Op::Transpose) == 2);  // transpose(X) and transpose(W)
+}
