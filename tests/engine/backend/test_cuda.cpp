@@ -339,6 +339,7 @@ int check_layer_families(const std::string& text, const std::string& name, const
   SearchLimits limits;
   limits.threads = 2;
   limits.fast_memory_bytes = kGpuOptInSharedBytes;
+  limits.budget_s = 120;  // what is found, not how fast
   SearchResult r = search::search_program(test::lowered_text(text, name), limits);
   REQUIRE_FALSE(r.candidates.empty());
   int emulated = 0;
