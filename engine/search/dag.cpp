@@ -243,12 +243,11 @@ std::optional<Dag> program_dag(const Program& program, const std::vector<DagValu
 
 eg::Id leaf_term(eg::TensorGraph& tg, const DagValue& leaf) {
   if (leaf.op == Op::Const) return tg.constant(leaf.constant);
-  std::vector<Dim> shape;  // the tensor's own shape: the view's dims that are not new axes, in tensor order
-  std::vector<int> perm;
+  if (leaf.view.empty()) return tg.input(leaf.name, leaf.type.shape);
+  std::vector<int> perm;  // the tensor dims the view reads, in view order
   for (size_t k = 0; k < leaf.view.size(); ++k)
     if (leaf.view[k] != sgraph::BlockOp::kNewAxis) perm.push_back(leaf.view[k]);
-  if (leaf.view.empty()) return tg.input(leaf.name, leaf.type.shape);
-  shape.resize(perm.size());
+  std::vector<Dim> shape(perm.size());  // the tensor's own shape
   for (size_t k = 0; k < leaf.view.size(); ++k)
     if (leaf.view[k] != sgraph::BlockOp::kNewAxis) shape[size_t(leaf.view[k])] = leaf.type.shape[k];
   eg::Id x = tg.input(leaf.name, shape);

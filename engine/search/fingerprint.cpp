@@ -97,12 +97,7 @@ void each(const std::vector<int64_t>& out, const std::vector<int64_t>& sa, const
 
 // x read through a load's view (sgraph.h; a transpose's perm is one), copied.
 FieldTensor viewed(const FieldTensor& x, const std::vector<int>& view) {
-  if (view.empty()) return x;
-  const std::vector<int64_t> shape = sgraph::view_dims(x.shape, view, int64_t(1));
-  const std::vector<int64_t> st = sgraph::view_dims(dense_strides(x.shape), view, int64_t(0));
-  FieldTensor out = filled(shape);
-  each(shape, st, st, [&](int64_t i, int64_t o, int64_t) { out.data[size_t(i)] = x.data[size_t(o)]; });
-  return out;
+  return {sgraph::view_dims(x.shape, view, int64_t(1)), sgraph::view_elements(x.data, x.shape, view)};
 }
 
 FieldTensor constant_value(const Constant& c, const DimBindings& dims) {

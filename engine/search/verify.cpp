@@ -217,11 +217,16 @@ Proof Prover::prove(const Dag& dag, const Family& family, const CancelToken* can
   for (size_t o = 0; o < program_.outputs.size() && p.proved; ++o) {
     auto g = std::make_unique<ResidentEGraph>(600000);
     auto build = [&](eg::TensorGraph& tg) { return family_term(tg, dag, family, o); };
-    Program one = program_;
-    one.outputs = {program_.outputs[o]};
+    // The program with output o alone (a copy only when there are several).
+    Program one;
+    if (program_.outputs.size() > 1) {
+      one = program_;
+      one.outputs = {program_.outputs[o]};
+    }
+    const Program& target = program_.outputs.size() > 1 ? one : program_;
     EquivResult r;
     try {
-      r = g->prove(build, one, EquivLimits{150000, 30, 4.0}, cancel);
+      r = g->prove(build, target, EquivLimits{150000, 30, 4.0}, cancel);
     } catch (const Error& e) {
       if (e.kind() == Error::Kind::Cancelled) throw;
       r.verdict = EquivResult::Verdict::NotProved;

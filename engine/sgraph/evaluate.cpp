@@ -168,19 +168,10 @@ class CustomRunner {
     if (it != viewed_.end()) return it->second;
     const BlockOp& op = k_.ops[i];
     const Tensor& src = tensors_.at(op.tensor);
-    Tensor out = src;
+    Tensor out;
+    out.dtype = src.dtype;
     out.shape = view_dims(src.shape, op.view, int64_t(1));
-    const std::vector<int64_t> strides = view_dims(dense_strides(src.shape), op.view, int64_t(0));
-    std::vector<int64_t> idx(out.shape.size(), 0);
-    for (size_t e = 0; e < out.data.size(); ++e) {
-      int64_t at = 0;
-      for (size_t d = 0; d < idx.size(); ++d) at += idx[d] * strides[d];
-      out.data[e] = src.data[size_t(at)];
-      for (size_t d = idx.size(); d-- > 0;) {
-        if (++idx[d] < out.shape[d]) break;
-        idx[d] = 0;
-      }
-    }
+    out.data = view_elements(src.data, src.shape, op.view);
     return viewed_.emplace(i, std::move(out)).first->second;
   }
 

@@ -147,6 +147,27 @@ std::vector<T> view_dims(const std::vector<T>& dims, const std::vector<int>& vie
   for (int a : view) out.push_back(a == BlockOp::kNewAxis ? fill : dims.at(size_t(a)));
   return out;
 }
+// The elements of a row-major tensor of `shape` read through `view`, in the view's row-major
+// order (a copy: what the evaluator and the fingerprint load from).
+template <typename T>
+std::vector<T> view_elements(const std::vector<T>& data, const std::vector<int64_t>& shape, const std::vector<int>& view) {
+  std::vector<int64_t> own(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) own[d - 1] = own[d] * shape[d];
+  const std::vector<int64_t> out = view_dims(shape, view, int64_t(1)), strides = view_dims(own, view, int64_t(0));
+  std::vector<T> result;
+  result.reserve(data.size());
+  std::vector<int64_t> idx(out.size(), 0);
+  for (size_t e = 0; e < data.size(); ++e) {
+    int64_t at = 0;
+    for (size_t d = 0; d < idx.size(); ++d) at += idx[d] * strides[d];
+    result.push_back(data[size_t(at)]);
+    for (size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < out[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return result;
+}
 // "" for the identity; else "[1, 0]", "[-, 0]" (the text form's view).
 std::string view_text(const std::vector<int>& view);
 
