@@ -11,7 +11,9 @@
 //     (a load read where it lies, a value written straight into its save), or an accumulator's
 //     tile that a matmul adds into. Its statements come in three phases: before the loop (what
 //     does not change with f), the loop body, after the loop. Accumulators are set before the
-//     phases and, for rms, finished between the body and after.
+//     phases and, for rms, finished between the body and after. A rescaled accumulator has three
+//     more tiles (its running max, an accumulator of its own, and two factor tiles) whose values
+//     are numbered after the kernel's ops.
 //   - A library kernel: one op over whole device tensors.
 #pragma once
 #include <cstdint>
@@ -52,7 +54,10 @@ struct Stmt {
     Bind,        // block value `value` is read where it lies: the tensor box `out` (no copy)
     Stage,       // copy the tensor box in[0] into the tile `out` (a load into fast memory)
     Compute,     // out = op(in…): elementwise with broadcasting, matmul, or a reduction along `axis`
-    Accumulate,  // the accumulator `out` folds in[0]: sum, max, or the sum of squares along `axis`
+    Accumulate,  // the accumulator `out` folds in[0]: sum, max, or the sum of squares along `axis`;
+                 // rescaled: in = {x, m, running max, keep, take} (the last three tiles of m's
+                 // shape): keep = rescale(max, m), take = rescale(m, max), max = max(max, m),
+                 // out = out * keep + x * take, with rescale(a, b) = a == -inf ? 0 : exp(a - max(a, b))
     Save,        // copy in[0] into the tensor box `out`
   };
   Kind kind = Kind::Compute;

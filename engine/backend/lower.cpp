@@ -76,6 +76,13 @@ class CustomLowering {
       int64_t count = op.acc == sgraph::AccKind::Rms ? shape_[size_t(op.operands[0])][size_t(rms_axis(i))] * out_.loop : 0;
       out_.accumulators.push_back({int(i), op.name, op.acc, element_count(shape_[i]), count});
       places_[i] = tile(i);  // also where a matmul that adds into it in place leaves its value
+      if (op.acc == sgraph::AccKind::Rescaled) {
+        const std::vector<int64_t>& m = shape_[size_t(op.operands[1])];
+        const int first = int(n_ + 3 * rescaled_.size());
+        rescaled_[i] = first;
+        for (int j = 0; j < 3; ++j) add_tile(first + j, op.name + (j == 0 ? "_max" : j == 1 ? "_keep" : "_take"), DType::F32, m);
+        out_.accumulators.push_back({first, op.name + "_max", sgraph::AccKind::Max, element_count(m), 0});
+      }
     }
     for (size_t i = 0; i < n_; ++i)
       if (!folded_[i]) statements(phase_of(i)).push_back(statement(i));
@@ -127,13 +134,16 @@ class CustomLowering {
     return false;
   }
 
+  void add_tile(int value, const std::string& name, DType storage, const std::vector<int64_t>& shape) {
+    const int64_t bytes = element_count(shape) * sgraph::element_bytes(storage);
+    out_.tiles.push_back({value, name, storage, shape, out_.fast_memory_bytes});
+    out_.fast_memory_bytes += (bytes + options_.tile_align_bytes - 1) / options_.tile_align_bytes * options_.tile_align_bytes;
+  }
+
   void layout_tiles() {
     auto add = [&](size_t i) {
       const BlockOp& op = k_.ops[i];
-      const DType storage = op.kind == BlockOp::Kind::Load ? program_.tensor(op.tensor).dtype : DType::F32;
-      const int64_t bytes = element_count(shape_[i]) * sgraph::element_bytes(storage);
-      out_.tiles.push_back({int(i), op.name, storage, shape_[i], out_.fast_memory_bytes});
-      out_.fast_memory_bytes += (bytes + options_.tile_align_bytes - 1) / options_.tile_align_bytes * options_.tile_align_bytes;
+      add_tile(int(i), op.name, op.kind == BlockOp::Kind::Load ? program_.tensor(op.tensor).dtype : DType::F32, shape_[i]);
     };
     const bool first = options_.accumulators_first;
     for (size_t i = 0; i < n_; ++i)
@@ -277,6 +287,10 @@ class CustomLowering {
         s.acc = op.acc;
         if (op.acc == sgraph::AccKind::Rms) s.axis = rms_axis(i);
         s.out = places_[i] = tile(i);
+        if (op.acc == sgraph::AccKind::Rescaled) {
+          const std::vector<int64_t>& m = shape_[size_t(op.operands[1])];
+          for (int j = 0; j < 3; ++j) s.in.push_back({kir::Place::Kind::Tile, rescaled_.at(i) + j, "", {}, m, dense_strides(m)});
+        }
         break;
       case BlockOp::Kind::Save:
         s.kind = kir::Stmt::Kind::Save;
@@ -313,6 +327,7 @@ class CustomLowering {
   std::vector<bool> folded_;  // an accumulator or save done by the op that computes its operand
   std::vector<int> direct_;   // the accumulator or save a compute op writes into, or -1
   std::vector<kir::Place> places_;
+  std::map<size_t, int> rescaled_;  // a rescaled accumulator -> the value of its first extra tile
   const DimBindings& bindings_;
   kir::CustomKernel out_;
 };

@@ -240,6 +240,21 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
                }
              });
   t.rule("sum-merge", "(squeeze@i+1 (sum@i (sum@i+1 (splitax@i$F ?x))))", "(sum@i ?x)");
+  // The max of the pieces' maxes is the max ([.., 1, 1, ..]: the unit axis where a split of a
+  // size-1 axis puts it, as splitax-<op> does).
+  t.rule("max-merge", "(max@i (max@i+1 (splitax@i$F ?x)))", "(unsqueeze@i (max@i ?x))");
+  // Rescaling a sum taken relative to b onto c (online softmax): exp(a - b) * exp(b - c) =
+  // exp(a - c). Only when b spans no axis that a and c do not (it would widen the left side).
+  t.rule("exp-sub-chain", "(mul (exp (sub ?a ?b)) (exp (sub ?b ?c)))", "(exp (sub ?a ?c))", [=, &tg](const EGraph&, const Subst& m) {
+    const Id a = m.var[0], b = m.var[1], c = m.var[2];
+    const size_t r = std::max({rank(a), rank(b), rank(c)});
+    if (rank(b) > std::max(rank(a), rank(c))) return false;
+    for (size_t i = 0; i < r; ++i) {
+      const DimId db = tg.dim_at(b, int(i), r);
+      if (db != tg.one() && db != tg.dim_at(a, int(i), r) && db != tg.dim_at(c, int(i), r)) return false;
+    }
+    return true;
+  });
   t.computed("rms-def", "(rms@i ?x)", "(sqrt (div (sum@i (mul ?x ?x)) k)), k = the size of axis i", {},
              [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
                Id x = m.var[0];

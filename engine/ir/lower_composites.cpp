@@ -55,7 +55,9 @@ class Lowering : public Visitor {
         }
         break;
       case Op::Softmax: {
-        int e = emit(Op::Exp, {x}, {}, v.pos);
+        // As PyTorch computes it: the row max subtracted first, so exp never overflows.
+        int shifted = emit(Op::Sub, {x, reduce(Op::Max, x, v.attrs.axis, true, v.pos)}, {}, v.pos);
+        int e = emit(Op::Exp, {shifted}, {}, v.pos);
         result = emit(Op::Div, {e, reduce(Op::Sum, e, v.attrs.axis, true, v.pos)}, {}, v.pos);
         break;
       }

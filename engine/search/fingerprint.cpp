@@ -281,6 +281,7 @@ void run_custom(const sgraph::CustomKernel& k, const std::vector<sgraph::TileInf
   };
   std::vector<FieldTensor> values(k.ops.size());
   std::map<size_t, FieldTensor> views;  // loads through a view: the viewed tensor, made once
+  std::map<size_t, FieldTensor> running_max;  // a rescaled accumulator's, by op
   auto run_phase = [&](int ph, const std::vector<int64_t>& block, int64_t f) {
     for (size_t i = 0; i < k.ops.size(); ++i) {
       if (phase(i) != ph) continue;
@@ -298,6 +299,32 @@ void run_custom(const sgraph::CustomKernel& k, const std::vector<sgraph::TileInf
       } else if (op.kind == BlockOp::Kind::Accumulate) {
         const FieldTensor& x = values[size_t(op.operands[0])];
         FieldTensor& acc = values[i];
+        if (op.acc == sgraph::AccKind::Rescaled) {
+          // acc * exp(M - M') + x * exp(m - M'), M' = max(M, m): exact, since exp is a homomorphism
+          // the rescalings telescope to exp(m_f - final max) whatever order the max takes.
+          const FieldTensor& m = values[size_t(op.operands[1])];
+          FieldTensor& run = running_max.at(i);
+          if (m.shape.size() > x.shape.size() || acc.data.size() != x.data.size()) throw Cannot{};
+          auto factor = [](FieldElem from, FieldElem to) { return from.p == kNoMax ? FieldElem{} : exp(add(from, neg(to))); };
+          std::vector<FieldElem> keep(m.data.size()), take(m.data.size());
+          for (size_t j = 0; j < m.data.size(); ++j) {
+            const FieldElem next = max2(run.data[j], m.data[j]);
+            keep[j] = factor(run.data[j], next);
+            take[j] = factor(m.data[j], next);
+            run.data[j] = next;
+          }
+          std::vector<int64_t> ms(x.shape.size() - m.shape.size(), 1);  // m's strides against x's shape
+          ms.insert(ms.end(), m.shape.begin(), m.shape.end());
+          std::vector<int64_t> strides(ms.size(), 0);
+          for (int64_t d = int64_t(ms.size()) - 1, st = 1; d >= 0; --d) {
+            strides[size_t(d)] = ms[size_t(d)] == 1 ? 0 : st;
+            st *= ms[size_t(d)];
+          }
+          each(x.shape, strides, strides, [&](int64_t e, int64_t j, int64_t) {
+            acc.data[size_t(e)] = add(mul(acc.data[size_t(e)], keep[size_t(j)]), mul(x.data[size_t(e)], take[size_t(j)]));
+          });
+          continue;
+        }
         if (op.acc == sgraph::AccKind::Rms) {
           const FieldTensor s = reduce(Op::Sum, apply(Op::Square, {}, {&x}, x.shape), rms_axis(i), true);
           if (s.data.size() != acc.data.size()) throw Cannot{};
@@ -325,8 +352,10 @@ void run_custom(const sgraph::CustomKernel& k, const std::vector<sgraph::TileInf
   while (true) {
     if (cancel) cancel->check();
     for (size_t i = 0; i < k.ops.size(); ++i)
-      if (k.ops[i].kind == BlockOp::Kind::Accumulate)
+      if (k.ops[i].kind == BlockOp::Kind::Accumulate) {
         values[i] = filled(tile[i], k.ops[i].acc == sgraph::AccKind::Max ? FieldElem{kNoMax, 0} : FieldElem{});
+        if (k.ops[i].acc == sgraph::AccKind::Rescaled) running_max[i] = filled(tile[size_t(k.ops[i].operands[1])], FieldElem{kNoMax, 0});
+      }
     run_phase(0, block, 0);
     for (int64_t f = 0; f < loop; ++f) run_phase(1, block, f);
     for (size_t i = 0; i < k.ops.size(); ++i)  // rms: sqrt(sum of squares / count seen along the axis)

@@ -1,6 +1,7 @@
 #include "engine/search/plan.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 namespace prism::search {
@@ -145,6 +146,15 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
   std::vector<bool> partial(size_t(n), false);  // a block partial of the cross-block reduction
   std::vector<Dim> split(size_t(n), Dim(1));
   std::vector<bool> used_in_k0(size_t(n), false), read_by_k1(size_t(n), false);
+  // Online softmax: a max that the loop or the cross-block grid cuts (a "split max") may be
+  // subtracted inside the pieces, each piece using its own max; local[v] is that max for a value
+  // computed per piece relative to it (x - max, then exp, then linear ops), and rescaled[v] for
+  // a sum or matmul over the cut class of such a value, whose pieces are rescaled to the overall
+  // max when they are combined (rescaled_sum_accumulate; kernel 2 for the cross-block grid).
+  enum Rel { Plain, Shifted, Scaled };
+  std::vector<Rel> rel(size_t(n), Plain);
+  std::vector<int> local(size_t(n), -1), rescaled(size_t(n), -1);
+  std::vector<bool> split_max(size_t(n), false);
   int accumulators = 0;
   for (int v = 0; v < n; ++v) {
     const DagValue& d = dag.values[size_t(v)];
@@ -152,14 +162,46 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
       phase[size_t(v)] = axis_in(ix, v, L) >= 0 ? Walk : Inv;
       continue;
     }
+    const int r = ix.reduced_by(dag, v);
+    // The relation of v to a split max (none, x - max, or exp(x - max) times plain factors).
+    int base = -1;
+    bool region_op = false;
+    for (int o : d.operands)
+      if (rel[size_t(o)] != Plain) base = local[size_t(o)];
+    if (d.op == Op::Sub && split_max[size_t(d.operands[1])] && rel[size_t(d.operands[0])] == Plain &&
+        axis_in(ix, d.operands[0], ix.reduced_by(dag, d.operands[1])) >= 0) {
+      base = d.operands[1];
+      rel[size_t(v)] = Shifted;
+      region_op = true;
+    } else if (base >= 0) {
+      const int cut = ix.reduced_by(dag, base);
+      auto is = [&](size_t k, Rel want) { return k < d.operands.size() && rel[size_t(d.operands[k])] == want; };
+      const bool plain1 = d.operands.size() > 1 && rel[size_t(d.operands[1])] == Plain;
+      if (d.op == Op::Exp && is(0, Shifted)) rel[size_t(v)] = Scaled;
+      else if (d.op == Op::Neg && is(0, Scaled)) rel[size_t(v)] = Scaled;
+      else if ((d.op == Op::Mul && ((is(0, Scaled) && plain1) || (is(1, Scaled) && is(0, Plain)))) || (d.op == Op::Div && is(0, Scaled) && plain1))
+        rel[size_t(v)] = Scaled;
+      else if ((d.op == Op::Add || d.op == Op::Sub) && is(0, Scaled) && is(1, Scaled) && local[size_t(d.operands[1])] == base &&
+               local[size_t(d.operands[0])] == base)
+        rel[size_t(v)] = Scaled;
+      // A sum along the max's axis, or a matmul contracting it (then the max's axis is the last).
+      else if (r == cut && ((d.op == Op::Sum && is(0, Scaled) && d.axis == dag.values[size_t(base)].axis) ||
+                            (d.op == Op::Matmul && is(0, Scaled) && plain1 && dag.values[size_t(base)].axis + 1 == int(d.type.shape.size()))))
+        rescaled[size_t(v)] = base;
+      else
+        return why = "a value depends on a cut max in a way the pieces cannot be rescaled", std::nullopt;
+      if (rescaled[size_t(v)] < 0) region_op = true;
+    }
+    if (region_op) local[size_t(v)] = base;
     bool walk = false, after = false, k1 = false;
     for (int o : d.operands) {
+      if (region_op && o == base) continue;  // read as the piece's own max, in the body
       walk |= phase[size_t(o)] == Walk;
       after |= phase[size_t(o)] == After;
       k1 |= partial[size_t(o)] || kernel[size_t(o)] == 1;
     }
+    if (region_op && k1) return why = "the combining kernel would read a value other than the block partials", std::nullopt;
     if (walk && after) return why = "a value after the loop meets a loop-body value", std::nullopt;
-    const int r = ix.reduced_by(dag, v);
     if (k1) {
       kernel[size_t(v)] = 1;
       for (int o : d.operands) {
@@ -172,22 +214,28 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
       continue;
     }
     for (int o : d.operands) used_in_k0[size_t(o)] = true;
-    if (r >= 0 && r == L) {
+    if (r >= 0 && r == L && !region_op) {
       ++accumulators;
       split[size_t(v)] = split[size_t(v)] * Dim::symbol("F1");
       phase[size_t(v)] = After;
+    } else if (region_op && ix.reduced_by(dag, base) == L) {
+      phase[size_t(v)] = Walk;  // per iteration, relative to the iteration's own max
     } else {
       phase[size_t(v)] = walk ? Walk : after ? After : Inv;
     }
-    if (r >= 0 && r == C) {
-      if (d.op != Op::Sum && d.op != Op::Matmul) return why = "a cross-block reduction that is not a sum", std::nullopt;
+    if (r >= 0 && r == C && !region_op) {
+      if (d.op != Op::Sum && d.op != Op::Matmul && d.op != Op::Max) return why = "a cross-block reduction that is not a sum or a max", std::nullopt;
       partial[size_t(v)] = true;
       const int g = int(std::find(plan.grid.begin(), plan.grid.end(), C) - plan.grid.begin());
       split[size_t(v)] = split[size_t(v)] * Dim::symbol("g" + std::to_string(g + 1));
     }
+    if (d.op == Op::Max && r >= 0 && (r == L || r == C)) split_max[size_t(v)] = true;
+    if (rescaled[size_t(v)] >= 0 && partial[size_t(v)]) read_by_k1[size_t(rescaled[size_t(v)])] = true;  // kernel 2 rescales by it
   }
-  for (int o : outs)
+  for (int o : outs) {
     if (phase[size_t(o)] == Walk) return why = "the output would be saved inside the loop", std::nullopt;
+    if (local[size_t(o)] >= 0) return why = "the output would be relative to each piece's own max", std::nullopt;
+  }
   if (outs.size() > 1 && C >= 0) return why = "several outputs beside a cross-block reduction", std::nullopt;
   if (accumulators > limits.max_accumulators) return why = "more accumulators than allowed", std::nullopt;
   const int kernels = C >= 0 ? 2 : 1;
@@ -229,7 +277,7 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
     }
     return m;
   };
-  std::vector<int> at(size_t(n), -1);
+  std::vector<int> at(size_t(n), -1), piece_at(size_t(n), -1);
   auto& ops0 = k0.block.ops;
   auto push = [](std::vector<BlockOp>& ops, BlockOp op) {
     ops.push_back(std::move(op));
@@ -267,7 +315,8 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
     const int r = ix.reduced_by(dag, v);
     BlockOp op;
     op.name = "v" + std::to_string(v);
-    for (int o : d.operands) op.operands.push_back(at[size_t(o)]);
+    // A value relative to a cut max reads the piece's own max (the op before its accumulator).
+    for (int o : d.operands) op.operands.push_back(o == local[size_t(v)] ? piece_at[size_t(o)] : at[size_t(o)]);
     if (r >= 0 && r == L && d.op == Op::Rms) {
       op.kind = BlockOp::Kind::Accumulate;
       op.acc = sgraph::AccKind::Rms;
@@ -282,15 +331,19 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
       op.attrs.axis = d.axis;
       op.attrs.keepdims = true;
     }
-    at[size_t(v)] = push(ops0, op);
+    piece_at[size_t(v)] = at[size_t(v)] = push(ops0, op);
     if (r >= 0 && r == L) {
       BlockOp acc;
       acc.kind = BlockOp::Kind::Accumulate;
       acc.name = "a" + std::to_string(v);
       acc.acc = d.op == Op::Max ? sgraph::AccKind::Max : sgraph::AccKind::Sum;
       acc.operands = {at[size_t(v)]};
+      if (rescaled[size_t(v)] >= 0) {
+        acc.acc = sgraph::AccKind::Rescaled;
+        acc.operands.push_back(piece_at[size_t(rescaled[size_t(v)])]);
+      }
       at[size_t(v)] = push(ops0, acc);
-      acc_names.push_back(op_name(d.op));
+      acc_names.push_back(rescaled[size_t(v)] >= 0 ? "rescaled " + std::string(op_name(d.op)) : op_name(d.op));
     } else if (phase[size_t(v)] == After) {
       after_names.push_back(op_name(d.op));
     }
@@ -314,7 +367,7 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
     k1.custom = true;
     for (size_t i = 0; i < data_parallel.size(); ++i) k1.block.grid.push_back(Dim::symbol("g" + std::to_string(plan.grid.size() + i + 1)));
     auto& ops1 = k1.block.ops;
-    std::vector<int> at1(size_t(n), -1);
+    std::vector<int> at1(size_t(n), -1), loaded(size_t(n), -1);
     for (size_t i = 0; i < saved.size(); ++i) {
       const int v = saved[i];
       BlockOp load;
@@ -323,15 +376,37 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
       load.tensor = "P" + std::to_string(i + 1);
       load.map = map_of(v, data_parallel, 1, true);
       load.map.loop = Choice::none();
-      int l = push(ops1, load);
-      BlockOp sum;
-      sum.kind = BlockOp::Kind::Compute;
-      sum.name = "s" + std::to_string(i + 1);
-      sum.op = Op::Sum;
-      sum.attrs.axis = 0;
-      sum.attrs.keepdims = false;
-      sum.operands = {l};
-      at1[size_t(v)] = push(ops1, sum);
+      loaded[size_t(v)] = push(ops1, load);
+    }
+    // Each partial combined over the partial axis: a max by max, a sum by sum, and a sum
+    // relative to its block's max by the sum of the partials rescaled to the overall max.
+    auto compute = [&](const std::string& name, Op o, std::vector<int> operands, bool reduce) {
+      BlockOp c;
+      c.kind = BlockOp::Kind::Compute;
+      c.name = name;
+      c.op = o;
+      if (reduce) {
+        c.attrs.axis = 0;
+        c.attrs.keepdims = false;
+      }
+      c.operands = std::move(operands);
+      return push(ops1, c);
+    };
+    for (size_t i = 0; i < saved.size(); ++i) {
+      const int v = saved[i];
+      if (rescaled[size_t(v)] < 0)
+        at1[size_t(v)] = compute("s" + std::to_string(i + 1), dag.values[size_t(v)].op == Op::Max ? Op::Max : Op::Sum, {loaded[size_t(v)]}, true);
+    }
+    std::map<int, int> factor;  // per cut max: exp(block max - overall max), made once
+    for (size_t i = 0; i < saved.size(); ++i) {
+      const int v = saved[i], base = rescaled[size_t(v)];
+      if (base < 0) continue;
+      const std::string name = "s" + std::to_string(i + 1);
+      if (!factor.count(base)) {
+        const int shift = compute(name + "d", Op::Sub, {loaded[size_t(base)], at1[size_t(base)]}, false);
+        factor[base] = compute(name + "e", Op::Exp, {shift}, false);
+      }
+      at1[size_t(v)] = compute(name, Op::Sum, {compute(name + "w", Op::Mul, {loaded[size_t(v)], factor[base]}, false)}, true);
     }
     for (int v = dag.num_inputs; v < n; ++v) {
       if (kernel[size_t(v)] != 1) continue;
@@ -371,7 +446,11 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
   if (!grid_text.empty()) s += "; grid " + join(grid_text, ", ");
   if (L >= 0) s += "; loop F1 over " + ix.size[size_t(L)].str() + ", " + join(acc_names, "+") + " accumulated";
   if (!after_names.empty()) s += ", " + join(after_names, "+") + " after";
-  if (C >= 0) s += "; kernel 2 sums the g partials" + (k1_names.empty() ? std::string() : ", then " + join(k1_names, "+"));
+  const bool online = std::any_of(rescaled.begin(), rescaled.end(), [](int b) { return b >= 0; });
+  if (C >= 0)
+    s += std::string(online ? "; kernel 2 rescales the g partials to their overall max and sums them" : "; kernel 2 sums the g partials") +
+         (k1_names.empty() ? std::string() : ", then " + join(k1_names, "+"));
+  if (online) s += C >= 0 ? " (flash-decoding)" : " (online softmax)";
   // The data-parallel dims with kernel 0's and kernel 1's names for them (as the grids above).
   std::vector<GridCut> cuts;
   for (size_t i = 0; i < data_parallel.size(); ++i) {
@@ -380,7 +459,7 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
     for (int v = 0; v < n; ++v) cut.axis.push_back(axis_in(ix, v, data_parallel[i]));
     cuts.push_back(std::move(cut));
   }
-  return Family{std::move(g), std::move(split), std::move(cuts), std::move(kernel), C >= 0, s};
+  return Family{std::move(g), std::move(split), std::move(cuts), std::move(kernel), C >= 0, std::move(local), std::move(rescaled), s};
 }
 
 }  // namespace prism::search

@@ -14,9 +14,16 @@
 //     (sum/matmul: sum_accumulate, max: max_accumulate, rms: rms_accumulate replacing it), and at
 //     most `max_accumulators` of them; a value after the loop never meets a loop-body value, and
 //     the output is saved only after the accumulators (never inside the loop);
-//   - a grid dim on a reduced class is a cross-block reduction: at most one, only over sums and
-//     matmuls; the block partials are saved with a partial axis and a second kernel sums them and
-//     computes everything downstream, which must read only those partials (so max_kernels >= 2);
+//   - a grid dim on a reduced class is a cross-block reduction: at most one, over sums, matmuls
+//     and maxes; the block partials are saved with a partial axis and a second kernel combines
+//     them and computes everything downstream, which must read only those partials (so
+//     max_kernels >= 2);
+//   - online softmax: a max M over the loop's or the cross-block grid's class may be subtracted
+//     in the body (exp(S - M), then products with plain values, sums of such terms) when every
+//     such value ends in a sum or matmul over that class: each piece uses its own max, and the
+//     sum rescales the pieces to the overall max (a rescaled_sum_accumulate over the loop; in
+//     kernel 2, sum(P * exp(P_M - max(P_M))) over the partials). Sound for any per-piece max,
+//     since every such value is exp(-M) times a value free of M;
 //   - a grid dim on a class that is not reduced must reach the output (it lays out its tiles);
 //   - a tensor has at most one axis in each grid or loop class.
 #pragma once
@@ -61,6 +68,10 @@ struct Family {
   std::vector<GridCut> cuts;  // the data-parallel grid dims, in grid order
   std::vector<int> kernel;    // [value] the kernel computing it: 1 downstream of a cross-block reduction, else 0
   bool combining = false;     // a second kernel sums the block partials (and computes kernel-1 values)
+  // Online softmax: [value] the cut max that v is computed relative to, piece by piece (x - max,
+  // exp of it, linear ops on that), or -1; and the cut max whose pieces' partials a sum or matmul
+  // rescales to the overall max when it combines them, or -1.
+  std::vector<int> local, rescaled;
   std::string summary;
 };
 

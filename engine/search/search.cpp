@@ -18,6 +18,7 @@
 #include "engine/cancel.h"
 #include "engine/error.h"
 #include "engine/interp/footprint.h"
+#include "engine/ir/defer_row_scales.h"
 #include "engine/ir/push_transposes.h"
 #include "engine/search/fingerprint.h"
 #include "engine/search/generator.h"
@@ -237,6 +238,14 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
         c.gen.generated++;
         emit(*seed);
       }
+      // And with row scales moved past matmuls (attention normalized after its matmul with V,
+      // the form online softmax accumulates): a seed too, since it is often longer than the
+      // enumeration's op limit.
+      if (const std::optional<Program> deferred = defer_row_scales(program))
+        if (const std::optional<Dag> seed = program_dag(*deferred, leaves)) {
+          c.gen.generated++;
+          emit(*seed);
+        }
       if (!several) gen.run(emit, stop, spawn, 2);
     } catch (...) {
       cancelled = true;  // unwind the other workers, then rethrow

@@ -3,6 +3,7 @@
 #include <tbb/task_arena.h>
 
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 #include "engine/egraph/from_program.h"
@@ -76,8 +77,73 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, si
     if (recut[size_t(o)] == eg::kNoId) recut[size_t(o)] = cut(uncut(at[size_t(o)], size_t(o)), size_t(o), 1);
     return recut[size_t(o)];
   };
+  // Online softmax (plan.h): a value relative to a cut max is built on the pieces' layout, axis A
+  // of size K as [f, K/f] (a size-1 axis as [1, 1]), with the cut max as each piece's own max
+  // ([.., f, 1, ..]); a rescaled sum or matmul multiplies each piece's partial by
+  // exp(piece max - overall max) and sums the pieces.
+  std::vector<eg::Id> pt(dag.values.size(), eg::kNoId);  // the pieces' terms of local values
+  std::map<int, eg::Id> piece_max;
+  auto axis_of = [&](int base) { return dag.values[size_t(base)].axis + G; };
+  auto pieces = [&](eg::Id x, int A, const Dim& f) {
+    if (tg.rank(x) == 0) return x;
+    std::vector<Dim> s = tg.dims_of(x), cut(s.begin(), s.begin() + A);
+    const Dim k = s[size_t(A)];
+    if (k == Dim(1)) cut.insert(cut.end(), {Dim(1), Dim(1)});
+    else cut.insert(cut.end(), {f, k / f});
+    cut.insert(cut.end(), s.begin() + A + 1, s.end());
+    return reshape(x, cut);
+  };
+  auto max_of_pieces = [&](int base) {
+    auto it = piece_max.find(base);
+    if (it != piece_max.end()) return it->second;
+    const int A = axis_of(base);
+    const eg::Id m = tg.op(eg::TOp::Max, {pieces(at[size_t(dag.values[size_t(base)].operands[0])], A, split[size_t(base)])}, A + 1);
+    return piece_max[base] = m;
+  };
+  // exp(piece max - overall max) for each piece ([.., f, 1, ..], as the pieces' max).
+  auto rescale_factor = [&](int base) {
+    const eg::Id m = max_of_pieces(base);
+    return tg.op(eg::TOp::Exp, {tg.op(eg::TOp::Sub, {m, tg.op(eg::TOp::Max, {m}, axis_of(base))})});
+  };
   for (size_t i = 0; i < dag.values.size(); ++i) {
     const DagValue& d = dag.values[i];
+    if (!family.local.empty() && family.local[i] >= 0) {
+      const int base = family.local[i], A = axis_of(base);
+      std::vector<eg::Id> ops;
+      for (int o : d.operands)
+        ops.push_back(o == base ? max_of_pieces(base) : family.local[size_t(o)] == base ? pt[size_t(o)] : pieces(at[size_t(o)], A, split[size_t(base)]));
+      pt[i] = tg.op(eg::term_op(d.op), ops);
+      at.push_back(eg::kNoId);  // only read piece by piece
+      continue;
+    }
+    if (!family.rescaled.empty() && family.rescaled[i] >= 0) {
+      // Each piece's partial times its factor, summed over the pieces.
+      const int base = family.rescaled[i], A = axis_of(base);
+      const eg::Id factor = rescale_factor(base);
+      const eg::Id x = pt[size_t(d.operands[0])];
+      eg::Id total;
+      std::vector<Dim> out;
+      if (d.op == Op::Sum) {
+        total = tg.op(eg::TOp::Sum, {tg.op(eg::TOp::Mul, {factor, tg.op(eg::TOp::Sum, {x}, A + 1)})}, A);
+        out = tg.dims_of(x);
+        out.erase(out.begin() + A + 1);
+        out[size_t(A)] = Dim(1);
+      } else {
+        // x: [.., n, f, K/f] (A = r - 1) against b: [.., K, m], as the split matmul below.
+        const std::vector<Dim> sx = tg.dims_of(x), sb = tg.dims_of(at[size_t(d.operands[1])]);
+        const size_t r = sb.size();
+        std::vector<Dim> cx = sx, cb(sb.begin(), sb.end() - 2), cf = tg.dims_of(factor);
+        cx.push_back(Dim(1));
+        cb.insert(cb.end(), {Dim(1), sx[r - 1], sx[r], sb[r - 1]});
+        cf.push_back(Dim(1));
+        const eg::Id prod = tg.op(eg::TOp::Mul, {reshape(x, cx), reshape(at[size_t(d.operands[1])], cb)});
+        total = tg.op(eg::TOp::Sum, {tg.op(eg::TOp::Mul, {reshape(factor, cf), tg.op(eg::TOp::Sum, {prod}, int(r))})}, int(r) - 1);
+        out.assign(sx.begin(), sx.end() - 2);
+        out.push_back(sb[r - 1]);
+      }
+      at.push_back(reshape(total, out));
+      continue;
+    }
     if (d.op == Op::Const) {  // a scalar: the same in every block (no grid axis)
       at.push_back(leaf_term(tg, d));
       continue;

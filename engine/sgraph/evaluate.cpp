@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "engine/error.h"
 #include "engine/interp/half.h"
@@ -196,13 +197,47 @@ class CustomRunner {
     Tensor t = Tensor::zeros(DType::F32, tile_shape_[i]);
     if (op.acc == AccKind::Max) std::fill(t.data.begin(), t.data.end(), -std::numeric_limits<float>::infinity());
     values_[i] = std::move(t);
+    if (op.acc == AccKind::Rescaled) {
+      Tensor m = Tensor::zeros(DType::F32, tile_shape_[size_t(op.operands[1])]);
+      std::fill(m.data.begin(), m.data.end(), -std::numeric_limits<float>::infinity());
+      running_max_[i] = std::move(m);
+    }
+  }
+
+  // acc = acc * exp(M - M') + x * exp(m - M') with M' = max(M, m) per row of m (broadcast over x);
+  // a running max still at -inf contributes nothing (exp(-inf - -inf) would be NaN).
+  void rescale(size_t i, const Tensor& x, const Tensor& m) {
+    Tensor& acc = values_[i];
+    Tensor& run = running_max_.at(i);
+    auto factor = [](float from, float to) { return from == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(from - to); };
+    std::vector<float> keep(m.data.size()), take(m.data.size());
+    for (size_t j = 0; j < m.data.size(); ++j) {
+      const float next = std::max(run.data[j], m.data[j]);
+      keep[j] = factor(run.data[j], next);
+      take[j] = factor(m.data[j], next);
+      run.data[j] = next;
+    }
+    // The row of m that element e of x reads: m's dims broadcast (size 1) or equal to x's.
+    const size_t rank = x.shape.size(), offset = rank - m.shape.size();
+    std::vector<int64_t> idx(rank, 0);
+    for (size_t e = 0; e < x.data.size(); ++e) {
+      size_t j = 0;
+      for (size_t d = offset; d < rank; ++d) j = j * size_t(m.shape[d - offset]) + (m.shape[d - offset] == 1 ? 0 : size_t(idx[d]));
+      acc.data[e] = acc.data[e] * keep[j] + x.data[e] * take[j];
+      for (size_t d = rank; d-- > 0;) {
+        if (++idx[d] < x.shape[d]) break;
+        idx[d] = 0;
+      }
+    }
   }
 
   void accumulate(size_t i) {
     const BlockOp& op = k_.ops[i];
     const Tensor& x = values_[size_t(op.operands[0])];
     Tensor& acc = values_[i];
-    if (op.acc == AccKind::Sum) {
+    if (op.acc == AccKind::Rescaled) {
+      rescale(i, x, values_[size_t(op.operands[1])]);
+    } else if (op.acc == AccKind::Sum) {
       for (size_t e = 0; e < acc.data.size(); ++e) acc.data[e] += x.data[e];
     } else if (op.acc == AccKind::Max) {
       for (size_t e = 0; e < acc.data.size(); ++e)
@@ -259,6 +294,7 @@ class CustomRunner {
   std::map<size_t, Tensor> viewed_;
   const CancelToken* cancel_;
   std::vector<Tensor> values_;
+  std::map<size_t, Tensor> running_max_;  // a rescaled accumulator's running max, by op
   std::vector<std::vector<int64_t>> tile_shape_;
   std::map<std::string, Tensor> outputs_;
   std::vector<int64_t> grid_;

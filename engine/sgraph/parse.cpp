@@ -346,6 +346,10 @@ class Parser {
         op.kind = BlockOp::Kind::Accumulate;
         op.acc = *acc;
         op.operands.push_back(operand());
+        if (op.acc == sgraph::AccKind::Rescaled) {  // (x, m): the value and the max it is relative to
+          expect(",");
+          op.operands.push_back(operand());
+        }
       } else if (f == "const") {
         op.kind = BlockOp::Kind::Compute;
         op.op = Op::Const;

@@ -30,12 +30,13 @@ const char* acc_name(AccKind kind) {
     case AccKind::Sum: return "sum_accumulate";
     case AccKind::Max: return "max_accumulate";
     case AccKind::Rms: return "rms_accumulate";
+    case AccKind::Rescaled: return "rescaled_sum_accumulate";
   }
   return "?";
 }
 
 std::optional<AccKind> acc_from_name(const std::string& name) {
-  for (AccKind k : {AccKind::Sum, AccKind::Max, AccKind::Rms})
+  for (AccKind k : {AccKind::Sum, AccKind::Max, AccKind::Rms, AccKind::Rescaled})
     if (name == acc_name(k)) return k;
   return std::nullopt;
 }

@@ -12,7 +12,9 @@
 //   - compute ops on tiles (prism::Op semantics with numpy broadcasting; reductions keep or drop the
 //     axis as in the language);
 //   - accumulators, which fold a loop-body value over the loop iterations (sum, max, or rms: sum of
-//     squares along an axis, sqrt(total / count) after the loop);
+//     squares along an axis, sqrt(total / count) after the loop), and the online-softmax one:
+//     rescaled_sum_accumulate(x, m) folds x_f * exp(m_f - M) with M the running max of m (x_f was
+//     computed relative to its iteration's max m_f; m broadcasts against x);
 //   - saves, which write a tile into a new device tensor through a Map. A grid dim that the save's
 //     map does not place on a data dim is a cross-block reduction: the blocks' tiles are stacked on
 //     a new leading "partial" axis of that grid size (one per such grid dim, in grid order), to be
@@ -65,7 +67,9 @@ struct Map {
   bool operator==(const Map&) const = default;
 };
 
-enum class AccKind { Sum, Max, Rms };
+// Rescaled: sum over iterations of x_f * exp(m_f - max_f m_f) (operands x, m): the accumulator of
+// online softmax, keeping a running max and rescaling what it holds whenever the max grows.
+enum class AccKind { Sum, Max, Rms, Rescaled };
 const char* acc_name(AccKind kind);  // "sum_accumulate" …
 std::optional<AccKind> acc_from_name(const std::string& name);
 

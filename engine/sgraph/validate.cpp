@@ -235,15 +235,32 @@ class Analyzer : public Visitor {
   void visit_accumulate(const CustomKernel& kernel, int i, const BlockOp& op) override {
     where_ = at(i) + "'" + op.name + "' = " + acc_name(op.acc);
     if (!kernel.loop) return error(where_ + ": an accumulator needs a kernel with a loop");
-    if (op.operands.size() != 1) return error(where_ + ": takes 1 operand but has " + std::to_string(op.operands.size()));
+    const size_t arity = op.acc == AccKind::Rescaled ? 2 : 1;
+    if (op.operands.size() != arity)
+      return error(where_ + ": takes " + std::to_string(arity) + " operand" + (arity == 1 ? "" : "s") + " but has " + std::to_string(op.operands.size()));
     const TileInfo* x = operand(kernel, i, op.operands[0]);
     if (!x) return;
+    const TileInfo* m = arity == 2 ? operand(kernel, i, op.operands[1]) : x;
+    if (!m) return;
     TileInfo& out = tile_at(i);
     out.role = LoopRole::After;
-    if (x->role == LoopRole::Invariant) return error(where_ + ": its operand is loop-invariant; there is nothing to accumulate");
-    if (x->role == LoopRole::After) return error(where_ + ": its operand is computed after the loop");
-    if (!x->type) return count_unknown();
+    for (const TileInfo* o : {x, m}) {
+      if (o->role == LoopRole::Invariant) return error(where_ + ": its operand is loop-invariant; there is nothing to accumulate");
+      if (o->role == LoopRole::After) return error(where_ + ": its operand is computed after the loop");
+    }
+    if (!x->type || !m->type) return count_unknown();
     Type t{DType::F32, x->type->shape, false};
+    if (op.acc == AccKind::Rescaled) {
+      // The max m scales whole rows of x: it broadcasts against x without widening it.
+      const auto &sx = x->type->shape, &sm = m->type->shape;
+      if (sm.size() > sx.size()) return error(where_ + ": its max has a higher rank than its value");
+      for (size_t r = 0; r < sm.size(); ++r) {
+        const Dim &dm = sm[sm.size() - 1 - r], &dx = sx[sx.size() - 1 - r];
+        if (dm == Dim(1)) continue;
+        if (dx == Dim(1)) return error(where_ + ": its max (dim " + dm.str() + ") would widen its value");
+        if (!unify(dm, dx, where_ + ": the max's dim " + dm.str() + " against the value's " + dx.str())) return;
+      }
+    }
     if (op.acc == AccKind::Rms) {
       int axis = op.attrs.axis, rank = int(t.shape.size());
       if (axis < -rank || axis >= rank) return error(where_ + ": axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));

@@ -53,11 +53,13 @@ TEST_CASE("composites lower to primitives in one place", "[engine][lower]") {
   Program sm = lower_composites(only_program("program p(X: f32[a, b]) {\n  S = softmax(X, axis=0)\n  return mean(S, axis=-1, keepdims=false)\n}\n"));
   CHECK(print_program(sm) ==
         "program p(X: f32[a, b]) {\n"
-        "  t0 = exp(X)  # f32[a, b]\n"
-        "  t1 = sum(t0, axis=-2)  # f32[1, b]\n"
-        "  S = t0 / t1  # f32[a, b]\n"
-        "  t2 = sum(S, axis=-1, keepdims=false)  # f32[a]\n"
-        "  out = t2 / b  # f32[a]\n"
+        "  t0 = max(X, axis=-2)  # f32[1, b]\n"
+        "  t1 = X - t0  # f32[a, b]\n"
+        "  t2 = exp(t1)  # f32[a, b]\n"
+        "  t3 = sum(t2, axis=-2)  # f32[1, b]\n"
+        "  S = t2 / t3  # f32[a, b]\n"
+        "  t4 = sum(S, axis=-1, keepdims=false)  # f32[a]\n"
+        "  out = t4 / b  # f32[a]\n"
         "  return out\n"
         "}\n");
 }

@@ -205,6 +205,8 @@ static inline float prism_hsum(vf v) {
 }
 // max_accumulate: a NaN seen once stays.
 static inline float prism_max_into(float acc, float x) { return (x > acc || x != x) ? (acc != acc ? acc : x) : acc; }
+// The factor that moves a sum relative to max a onto max(a, b) (online softmax); none from -inf.
+static inline float prism_rescale(float a, float b) { return a == -__builtin_inff() ? 0.0f : __builtin_expf(a - prism_max_into(a, b)); }
 // The OpenMP runtime came in with this library; its worker threads outlive any one parallel
 // region, so it must never be unloaded with the library (a later dlclose would pull their code
 // from under them). Pin it when the library loads.

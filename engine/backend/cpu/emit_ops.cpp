@@ -57,12 +57,19 @@ std::string emit_unary(Op op, const View& x, const View& out, const EmitContext&
   });
 }
 
+std::string emit_zip_n(const std::vector<View>& xs, const View& out, const std::function<std::string(const std::vector<std::string>&)>& expr,
+                       const EmitContext& ctx) {
+  const auto so = aligned_strides(out, out.shape);
+  return loop_nest(out.shape, ctx, [&](const std::string& ind) {
+    std::vector<std::string> at;
+    for (const View& x : xs) at.push_back(element(x, aligned_strides(x, out.shape), out.shape));
+    return ind + element(out, so, out.shape) + " = " + expr(at) + ";\n";
+  });
+}
+
 std::string emit_zip(const View& a, const View& b, const View& out, const std::function<std::string(const std::string&, const std::string&)>& expr,
                      const EmitContext& ctx) {
-  auto sa = aligned_strides(a, out.shape), sb = aligned_strides(b, out.shape), so = aligned_strides(out, out.shape);
-  return loop_nest(out.shape, ctx, [&](const std::string& ind) {
-    return ind + element(out, so, out.shape) + " = " + expr(element(a, sa, out.shape), element(b, sb, out.shape)) + ";\n";
-  });
+  return emit_zip_n({a, b}, out, [&](const std::vector<std::string>& x) { return expr(x[0], x[1]); }, ctx);
 }
 
 std::string emit_binary(Op op, const View& a, const View& b, const View& out, const EmitContext& ctx) {

@@ -43,6 +43,9 @@ std::string emit_binary(Op op, const View& a, const View& b, const View& out, co
 // out = expr(a, b) elementwise with broadcasting, expr building the C++ expression.
 std::string emit_zip(const View& a, const View& b, const View& out, const std::function<std::string(const std::string&, const std::string&)>& expr,
                      const EmitContext& ctx);
+// out = expr(x0, x1, …) elementwise, every x broadcast to out's shape.
+std::string emit_zip_n(const std::vector<View>& xs, const View& out, const std::function<std::string(const std::vector<std::string>&)>& expr,
+                       const EmitContext& ctx);
 // out[...] = x[...], same shape.
 std::string emit_copy(const View& x, const View& out, const EmitContext& ctx);
 // out = sum/max/rms of x along `axis` (normalized); out has x's shape with the axis removed or 1.

@@ -167,12 +167,26 @@ class KernelPrinter {
             return emit_zip(
                 out, in(0), out, [](const std::string& a, const std::string& b) { return "prism_max_into(" + a + ", " + b + ")"; }, ctx);
           case sgraph::AccKind::Rms: return emit_square_sum_into(s.axis, in(0), out, ctx);
+          case sgraph::AccKind::Rescaled: return rescaled(in(0), in(1), in(2), in(3), in(4), out, ctx);
         }
         return "";
       case kir::Stmt::Kind::Save: return emit_map(in(0), out, same, ctx);
       case kir::Stmt::Kind::Bind: break;
     }
     fail("a load read in place (a block stages its loads in shared memory)");
+  }
+
+  // Online softmax's accumulator (kernel_ir.h): the factors from the old running max, the max
+  // updated, then out = out * keep + x * take; each step reads what the one before wrote.
+  static std::string rescaled(const View& x, const View& m, const View& run, const View& keep, const View& take, const View& out,
+                              const EmitContext& ctx) {
+    auto call = [](const char* fn) {
+      return [fn](const std::vector<std::string>& a) { return std::string(fn) + "(" + a[0] + ", " + a[1] + ")"; };
+    };
+    const std::string sync = ctx.indent + "__syncthreads();\n";
+    return emit_zip_n({run, m}, keep, call("prism_rescale"), ctx) + emit_zip_n({m, run}, take, call("prism_rescale"), ctx) + sync +
+           emit_zip_n({run, m}, run, call("prism_max_into"), ctx) +
+           emit_zip_n({out, x, keep, take}, out, [](const std::vector<std::string>& a) { return a[0] + " * " + a[2] + " + " + a[1] + " * " + a[3]; }, ctx);
   }
 
   std::string phase(const std::vector<kir::Stmt>& stmts, const std::string& ind, const std::string& f) {

@@ -98,13 +98,19 @@ std::string emit_map(const View& x, const View& out, const std::function<std::st
   });
 }
 
+std::string emit_zip_n(const std::vector<View>& xs, const View& out, const std::function<std::string(const std::vector<std::string>&)>& expr,
+                       const EmitContext& ctx) {
+  const auto so = aligned_strides(out, out.shape);
+  return element_loop(out.shape, ctx, [&](const std::string& ind) {
+    std::vector<std::string> at;
+    for (const View& x : xs) at.push_back("prism_f32(" + element(x, aligned_strides(x, out.shape), out.shape, ctx) + ")");
+    return ind + "prism_put(&" + element(out, so, out.shape, ctx) + ", " + expr(at) + ");\n";
+  });
+}
+
 std::string emit_zip(const View& a, const View& b, const View& out, const std::function<std::string(const std::string&, const std::string&)>& expr,
                      const EmitContext& ctx) {
-  auto sa = aligned_strides(a, out.shape), sb = aligned_strides(b, out.shape), so = aligned_strides(out, out.shape);
-  return element_loop(out.shape, ctx, [&](const std::string& ind) {
-    return ind + "prism_put(&" + element(out, so, out.shape, ctx) + ", " +
-           expr("prism_f32(" + element(a, sa, out.shape, ctx) + ")", "prism_f32(" + element(b, sb, out.shape, ctx) + ")") + ");\n";
-  });
+  return emit_zip_n({a, b}, out, [&](const std::vector<std::string>& x) { return expr(x[0], x[1]); }, ctx);
 }
 
 std::string emit_raw_copy(const View& x, const View& out, const EmitContext& ctx) {
@@ -365,6 +371,8 @@ __device__ __forceinline__ void prism_copy16(void* dst, const void* src) { *stat
 __device__ __forceinline__ float prism_neg_inf() { return __int_as_float(0xff800000); }
 // max: a NaN seen once stays.
 __device__ __forceinline__ float prism_max_into(float acc, float x) { return (x > acc || x != x) ? (acc != acc ? acc : x) : acc; }
+// The factor that moves a sum relative to max a onto max(a, b) (online softmax); none from -inf.
+__device__ __forceinline__ float prism_rescale(float a, float b) { return a == prism_neg_inf() ? 0.0f : expf(a - prism_max_into(a, b)); }
 )" + elementwise_functions(kCudaC);
 }
 

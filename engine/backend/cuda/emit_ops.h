@@ -47,6 +47,9 @@ std::string emit_map(const View& x, const View& out, const std::function<std::st
 // out = expr(a, b) elementwise with numpy broadcasting; out has the broadcast shape.
 std::string emit_zip(const View& a, const View& b, const View& out, const std::function<std::string(const std::string&, const std::string&)>& expr,
                      const EmitContext& ctx);
+// out = expr(x0, x1, …) elementwise, every x broadcast to out's shape.
+std::string emit_zip_n(const std::vector<View>& xs, const View& out, const std::function<std::string(const std::vector<std::string>&)>& expr,
+                       const EmitContext& ctx);
 // out[...] = x[...] without conversion (same storage type), same shape: a tile's load.
 std::string emit_raw_copy(const View& x, const View& out, const EmitContext& ctx);
 // The same copy for a Load's staging into a dense shared tile (`element_bytes` per element): with

@@ -239,6 +239,33 @@ void check_search_families(const std::vector<std::string>& examples, size_t ever
 
 }  // namespace
 
+TEST_CASE("codegen: online-softmax and flash-decoding families match the evaluator", "[codegen][search][online]") {
+  const sgraph::TileBudget target{1 << 20};
+  for (const test::ExampleLayer& layer : test::example_layers()) {
+    if (std::string(layer.name) != "sdpa" && std::string(layer.name) != "gqa_decode") continue;
+    INFO(layer.name);
+    SearchLimits limits;
+    limits.threads = 2;
+    limits.fast_memory_bytes = 1 << 20;
+    limits.budget_s = 120;
+    SearchResult r = search::search_program(test::lowered_text(test::layer_text(layer.name), layer.name), limits);
+    int checked = 0;
+    for (const auto& c : r.candidates) {
+      if (c.summary.find("(online softmax)") == std::string::npos && c.summary.find("(flash-decoding)") == std::string::npos) continue;
+      for (const DimBindings& dims : {layer.small, layer.second}) {
+        std::vector<DimBindings> sizes = sgraph::enumerate(*c.graph, dims, target, {}, 64);
+        if (sizes.empty()) continue;
+        sgraph::Instance inst = sgraph::instantiate(*c.graph, dims, sizes[sizes.size() / 2], target);
+        INFO("family\n" << sgraph::print(inst.graph));
+        CHECK(codegen_error(inst, compile_library(generate_cpu_source(inst, {0, native_simd_bytes()}), compile_options())) < kTol);
+        ++checked;
+      }
+      if (checked >= 6) break;
+    }
+    CHECK(checked >= 4);
+  }
+}
+
 // Within the tag's time budget: a spread of the families of every example.
 TEST_CASE("codegen: families the search finds for the examples compile and the first ones match", "[codegen][search]") {
   check_search_families({"rms_linear", "gated_mlp", "lora", "rmsnorm_mlp", "attention"}, 4, 3);

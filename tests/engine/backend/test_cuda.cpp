@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <set>
 
 #include "../search/search_helpers.h"
 #include "../sgraph/families.h"
@@ -372,6 +373,33 @@ TEST_CASE("cuda: layers of examples/layers (constants, vector and transposed vie
   // A few per layer: the CPU tests tune them all.
   for (const test::ExampleLayer& layer : test::example_layers())
     CHECK(check_layer_families(test::layer_text(layer.name), layer.name, layer.small, 2, 2) > 0);
+}
+
+TEST_CASE("cuda: online-softmax and flash-decoding families compile and run right on the host", "[cuda][search][online]") {
+  for (const test::ExampleLayer& layer : test::example_layers()) {
+    if (std::string(layer.name) != "sdpa" && std::string(layer.name) != "gqa_decode") continue;
+    INFO(layer.name);
+    SearchLimits limits;
+    limits.threads = 2;
+    limits.fast_memory_bytes = kGpuOptInSharedBytes;
+    limits.budget_s = 120;
+    SearchResult r = search::search_program(test::lowered_text(test::layer_text(layer.name), layer.name), limits);
+    std::set<std::string> seen;
+    for (const auto& c : r.candidates) {
+      const std::string kind = c.summary.find("(online softmax)") != std::string::npos   ? "online"
+                               : c.summary.find("(flash-decoding)") != std::string::npos ? "split"
+                                                                                        : "";
+      if (kind.empty() || seen.count(kind)) continue;
+      std::vector<DimBindings> sizes = sgraph::enumerate(*c.graph, layer.small, kGpu, {}, 16);
+      if (sizes.empty()) continue;
+      seen.insert(kind);
+      sgraph::Instance inst = sgraph::instantiate(*c.graph, layer.small, sizes[sizes.size() / 2], kGpu);
+      INFO("family\n" << sgraph::print(inst.graph));
+      if (have_nvrtc()) compiles(inst);
+      CHECK(emulated_error(inst) < kHalfTol);
+    }
+    CHECK(seen.size() == 2);
+  }
 }
 
 TEST_CASE("cuda: the first family the search finds for each example, run on the host, matches the evaluator", "[cuda][search]") {

@@ -73,6 +73,10 @@ void seed_terms(TensorGraph& tg) {
   op(TOp::Sum, {op(TOp::Sum, {X}, 1)}, 0);
   tg.splitax(1, F, X);
   tg.splitax(1, F, op(TOp::Sum, {Y}, 0));
+  op(TOp::Max, {op(TOp::Max, {tg.splitax(1, F, Y)}, 2)}, 1);  // max-merge
+  // exp-sub-chain: X relative to a row max r, rescaled onto q (and a b that would widen: refused)
+  op(TOp::Mul, {op(TOp::Exp, {op(TOp::Sub, {X, r})}), op(TOp::Exp, {op(TOp::Sub, {r, q})})});
+  op(TOp::Mul, {op(TOp::Exp, {op(TOp::Sub, {r, X})}), op(TOp::Exp, {op(TOp::Sub, {X, q})})});
   tg.splitax(2, F, U(X, 0));
   tg.splitax(1, F, U(X, 2));
   for (TOp red : kReduce) {

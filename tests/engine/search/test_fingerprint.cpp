@@ -70,6 +70,20 @@ TEST_CASE("fingerprint: wrong families differ", "[search][fingerprint][negative]
   CHECK_FALSE(*max == *ref);
 }
 
+TEST_CASE("fingerprint: online softmax's rescaled accumulators are exact, a plain sum of the pieces is not", "[search][fingerprint][online]") {
+  check_family(fam::kOnlineSoftmaxProgram, fam::kOnlineSoftmax, {{"n", 4}, {"s", 48}, {"e", 4}},
+               {{{"g1", 1}, {"F1", 1}}, {{"g1", 2}, {"F1", 4}}, {{"g1", 4}, {"F1", 3}}});
+  // Summing each iteration's partials without rescaling them to the running max: different.
+  std::string plain = fam::kOnlineSoftmax;
+  for (const char* acc : {"rescaled_sum_accumulate(l, m)", "rescaled_sum_accumulate(o, m)"}) {
+    const std::string name = std::string(acc).substr(24, 1);
+    plain.replace(plain.find(acc), std::string(acc).size(), "sum_accumulate(" + name + ")");
+  }
+  auto [got, want] = both(fam::kOnlineSoftmaxProgram, plain, {{"n", 4}, {"s", 48}, {"e", 4}}, {{"g1", 2}, {"F1", 4}});
+  REQUIRE((got && want));
+  CHECK_FALSE(*got == *want);
+}
+
 TEST_CASE("fingerprint: exp is a homomorphism (a softmax shifted by its max is the same)", "[search][fingerprint]") {
   const Program a = program_of("program a(X: f32[n, k]) {\n  return exp(X) / sum(exp(X), axis=-1)\n}\n");
   const Program b = program_of("program b(X: f32[n, k]) {\n  E = exp(X - max(X, axis=-1))\n  return E / sum(E, axis=-1)\n}\n");

@@ -187,6 +187,34 @@ TEST_CASE("search: every layer of examples/layers finds a verified family", "[se
   }
 }
 
+TEST_CASE("search: attention over a max-subtracted softmax fuses as online softmax and as flash-decoding", "[search][mustfind][layers][online]") {
+  for (const char* name : {"sdpa", "gqa_decode", "qknorm_attention"}) {
+    INFO(name);
+    SearchLimits limits;
+    limits.budget_s = 120;
+    SearchResult r = search_text(test::layer_text(name), name, limits);
+    check_reported(r);
+    const Candidate *online = nullptr, *split = nullptr;
+    for (const Candidate& c : r.candidates) {
+      const std::string k0 = kernel_text(c.text(), 0), k1 = kernel_text(c.text(), 1);
+      // One kernel whose loop walks the keys: a running max, and the row sums and the output
+      // accumulated relative to it (rescaled whenever it grows); the division after the loop.
+      if (c.kernels == 1 && count(k0, "max_accumulate(") == 1 && count(k0, "rescaled_sum_accumulate(") == 2 &&
+          c.summary.find("loop F1 over s") != std::string::npos && c.summary.find("(online softmax)") != std::string::npos)
+        online = &c;
+      // Flash-decoding: the grid splits the keys; each block saves its max, row sums and output;
+      // kernel 2 rescales the partials by exp(block max - overall max) and sums them.
+      if (c.kernels == 2 && c.summary.find("reduces s") != std::string::npos && count(k0, "save ") == 3 && count(k1, "= max(") == 1 &&
+          count(k1, "= exp(") == 1 && count(k1, "= sum(") == 2 && count(k1, "= div(") == 1)
+        split = &c;
+    }
+    CHECK(online);
+    CHECK(split);
+    if (online) CHECK(online->proof.find("proved") != std::string::npos);
+    if (online && split && std::string(name) == "sdpa") WARN("online softmax:\n" << online->text() << "\nflash-decoding:\n" << split->text());
+  }
+}
+
 TEST_CASE("search: a gain vector, a transposed nn.Linear weight and eps fuse into one looped kernel", "[search][mustfind][layers]") {
   SearchResult r = search_text(test::layer_text("llama_rmsnorm_proj"), "llama_rmsnorm_proj");
   bool looped = false;

@@ -168,4 +168,28 @@ inline std::string every_elementwise_op_family(const std::string& dtype = "f32")
   return "input X: " + dtype + "[n, d]\ninput Y: " + dtype + "[n, d]\n" + custom + library + "output " + outputs + "\n";
 }
 
+// softmax(S) @ V by online softmax: the loop walks s, each iteration's rows relative to their
+// own max; the row sums and the output rescaled to the running max; the division after the loop.
+inline constexpr const char* kOnlineSoftmaxProgram = R"(program online(S: f32[n, s], V: f32[s, e]) {
+  return matmul(softmax(S), V)
+}
+)";
+inline constexpr const char* kOnlineSoftmax = R"(input S: f32[n, s]
+input V: f32[s, e]
+kernel 0: custom grid=[g1] loop=F1
+  x = load S map {grid: 0->g1, loop: 1}
+  v = load V map {grid: -, loop: 0}
+  m = max(x, axis=1)
+  am = max_accumulate(m)
+  d = sub(x, m)
+  p = exp(d)
+  l = sum(p, axis=1)
+  al = rescaled_sum_accumulate(l, m)
+  o = matmul(p, v)
+  ao = rescaled_sum_accumulate(o, m)
+  r = div(ao, al)
+  save O: f32 = r map {grid: 0->g1, loop: -}
+output O
+)";
+
 }  // namespace prism::test::families

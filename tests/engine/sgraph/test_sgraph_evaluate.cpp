@@ -108,3 +108,20 @@ TEST_CASE("a family with views (a gain vector, a transposed weight) and constant
         CHECK(family_error(fam::kLlamaProgram, fam::kLlama, dims, {{"g1", g}, {"F1", f}}) < 1e-5);
       }
 }
+
+TEST_CASE("an online-softmax family (rescaled accumulators) matches the reference, even at logits that overflow exp", "[sgraph][evaluate][online]") {
+  for (const DimBindings& dims : {DimBindings{{"n", 4}, {"s", 64}, {"e", 8}}, DimBindings{{"n", 6}, {"s", 96}, {"e", 4}}})
+    for (auto [g, f] : {std::pair{1, 1}, {2, 4}, {1, 8}, {2, 2}}) {
+      CAPTURE(dims.at("n"), dims.at("s"), g, f);
+      CHECK(family_error(fam::kOnlineSoftmaxProgram, fam::kOnlineSoftmax, dims, {{"g1", g}, {"F1", f}}) < 1e-5);
+    }
+  // Logits of a few hundred: exp alone would be inf; relative to the running max it never is.
+  const sgraph::SGraph g = sgraph::parse(fam::kOnlineSoftmax);
+  const DimBindings dims{{"n", 2}, {"s", 32}, {"e", 4}};
+  std::map<std::string, Tensor> in = random_inputs(g, dims, 3);
+  for (size_t i = 0; i < in.at("S").data.size(); ++i) in.at("S").data[i] = 300.0f + float(i % 7) * 40.0f;
+  std::vector<Tensor> want = run_text(fam::kOnlineSoftmaxProgram, dims, in);
+  std::vector<Tensor> got = sgraph::evaluate(sgraph::instantiate(g, dims, {{"g1", 2}, {"F1", 4}}, sgraph::TileBudget{}), in);
+  for (float v : got.at(0).data) REQUIRE(std::isfinite(v));
+  CHECK(relative_error(got.at(0), want.at(0)) < 1e-5);
+}

@@ -129,3 +129,20 @@ TEST_CASE("malformed families give errors, never crashes", "[sgraph][validate][n
   CHECK(validate(parse(texts[4])).at(0) == "kernel 0: op 1 'y' = matmul: matmul needs tiles of rank 2 or more");
   CHECK_THROWS_AS(parse("input X: f32[n*99999999999*99999999999]\n"), Error);
 }
+
+TEST_CASE("a rescaled accumulator takes a value and the max it is relative to", "[sgraph][validate][online]") {
+  CHECK(errors(fam::kOnlineSoftmax).empty());
+  // Round trip through the text form.
+  CHECK(print(parse(print(parse(fam::kOnlineSoftmax)))) == print(parse(fam::kOnlineSoftmax)));
+  // A max that would widen the value (a row max over e against row sums): refused.
+  std::string widened = fam::kOnlineSoftmax;
+  widened.replace(widened.find("al = rescaled_sum_accumulate(l, m)"), 34, "al = rescaled_sum_accumulate(m, x)");
+  std::vector<std::string> e = errors(widened);
+  REQUIRE_FALSE(e.empty());
+  CHECK(e[0].find("rescaled_sum_accumulate") != std::string::npos);
+  CHECK(e[0].find("would widen") != std::string::npos);
+  // Without its max it is no rescaled accumulator.
+  std::string alone = fam::kOnlineSoftmax;
+  alone.replace(alone.find("ao = rescaled_sum_accumulate(o, m)"), 34, "ao = rescaled_sum_accumulate(o)");
+  CHECK_THROWS(parse(alone));
+}
