@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "../search/search_helpers.h"
@@ -332,24 +333,36 @@ TEST_CASE("cuda: every elementwise op of the table, in a custom and a library ke
 
 namespace {
 
+// A layer's families for the GPU's shared memory (what is found, not how fast).
+SearchResult gpu_search(const std::string& text, const std::string& name) {
+  SearchLimits limits;
+  limits.threads = 2;
+  limits.fast_memory_bytes = kGpuOptInSharedBytes;
+  limits.budget_s = 120;
+  return search::search_program(test::lowered_text(text, name), limits);
+}
+
+// A family at `dims` with a middle choice of its sizes (grids and loops of more than one block
+// or iteration where possible); none when no sizes fit.
+std::optional<sgraph::Instance> middle_instance(const sgraph::SGraph& g, const DimBindings& dims) {
+  std::vector<DimBindings> sizes = sgraph::enumerate(g, dims, kGpu, {}, 16);
+  if (sizes.empty()) return std::nullopt;
+  return sgraph::instantiate(g, dims, sizes[sizes.size() / 2], kGpu);
+}
+
 // Searches a layer for the GPU's shared memory, compiles the first `compile` instantiable
 // families with NVRTC (when there is one) and runs the first `emulate` of them on the host
 // against the evaluator. Returns how many ran.
 int check_layer_families(const std::string& text, const std::string& name, const DimBindings& small, size_t compile, int emulate) {
   INFO(name);
-  SearchLimits limits;
-  limits.threads = 2;
-  limits.fast_memory_bytes = kGpuOptInSharedBytes;
-  limits.budget_s = 120;  // what is found, not how fast
-  SearchResult r = search::search_program(test::lowered_text(text, name), limits);
+  SearchResult r = gpu_search(text, name);
   REQUIRE_FALSE(r.candidates.empty());
   int emulated = 0;
   size_t compiled = 0;
   for (const auto& c : r.candidates) {
-    sgraph::SGraph g = *c.graph;
-    std::vector<DimBindings> sizes = sgraph::enumerate(g, small, kGpu, {}, 16);
-    if (sizes.empty()) continue;
-    sgraph::Instance inst = sgraph::instantiate(g, small, sizes[sizes.size() / 2], kGpu);
+    std::optional<sgraph::Instance> found = middle_instance(*c.graph, small);
+    if (!found) continue;
+    const sgraph::Instance& inst = *found;
     INFO("family\n" << sgraph::print(inst.graph));
     if (have_nvrtc()) compiles(inst);
     if (emulated < emulate) {
@@ -379,21 +392,17 @@ TEST_CASE("cuda: online-softmax and flash-decoding families compile and run righ
   for (const test::ExampleLayer& layer : test::example_layers()) {
     if (std::string(layer.name) != "sdpa" && std::string(layer.name) != "gqa_decode") continue;
     INFO(layer.name);
-    SearchLimits limits;
-    limits.threads = 2;
-    limits.fast_memory_bytes = kGpuOptInSharedBytes;
-    limits.budget_s = 120;
-    SearchResult r = search::search_program(test::lowered_text(test::layer_text(layer.name), layer.name), limits);
+    SearchResult r = gpu_search(test::layer_text(layer.name), layer.name);
     std::set<std::string> seen;
     for (const auto& c : r.candidates) {
       const std::string kind = c.summary.find("(online softmax)") != std::string::npos   ? "online"
                                : c.summary.find("(flash-decoding)") != std::string::npos ? "split"
                                                                                         : "";
       if (kind.empty() || seen.count(kind)) continue;
-      std::vector<DimBindings> sizes = sgraph::enumerate(*c.graph, layer.small, kGpu, {}, 16);
-      if (sizes.empty()) continue;
+      std::optional<sgraph::Instance> found = middle_instance(*c.graph, layer.small);
+      if (!found) continue;
       seen.insert(kind);
-      sgraph::Instance inst = sgraph::instantiate(*c.graph, layer.small, sizes[sizes.size() / 2], kGpu);
+      const sgraph::Instance& inst = *found;
       INFO("family\n" << sgraph::print(inst.graph));
       if (have_nvrtc()) compiles(inst);
       CHECK(emulated_error(inst) < kHalfTol);
@@ -407,12 +416,10 @@ TEST_CASE("cuda: the first family the search finds for each example, run on the 
     INFO("example " << name);
     SearchResult r = search_example(name);
     for (const auto& c : r.candidates) {
-      sgraph::SGraph g = *c.graph;
-      std::vector<DimBindings> sizes = sgraph::enumerate(g, binding, kGpu, {}, 16);
-      if (sizes.empty()) continue;
-      sgraph::Instance inst = sgraph::instantiate(g, binding, sizes[sizes.size() / 2], kGpu);
-      INFO("family\n" << sgraph::print(inst.graph));
-      CHECK(emulated_error(inst) < kHalfTol);
+      std::optional<sgraph::Instance> inst = middle_instance(*c.graph, binding);
+      if (!inst) continue;
+      INFO("family\n" << sgraph::print(inst->graph));
+      CHECK(emulated_error(*inst) < kHalfTol);
       break;
     }
   }
