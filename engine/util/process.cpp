@@ -7,6 +7,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -18,19 +23,20 @@ void die_with_parent(pid_t parent) {
   if (::getppid() != parent) ::_exit(127);  // it died before the prctl: nobody would stop us
 }
 
-ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input,
-                          const std::map<std::string, std::string>& env, std::chrono::milliseconds limit) {
-  int in_pipe[2], out_pipe[2], err_pipe[2];
-  if (::pipe(in_pipe) || ::pipe(out_pipe) || ::pipe(err_pipe)) throw std::runtime_error("pipe failed");
-  const pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error("fork failed");
-  if (pid == 0) {
-    ::setpgid(0, 0);  // its own group, so a time-out kills what it started too
-    die_with_parent(parent);
-    ::dup2(in_pipe[0], 0);
-    ::dup2(out_pipe[1], 1);
-    ::dup2(err_pipe[1], 2);
+namespace {
+
+// The child of run_process, between fork and exec: it leads a process group, runs the command as
+// its own child in that group and waits for it. A compiler driver starts children of its own (cc1plus,
+// collect2, ld) that no parent-death signal reaches; when prism dies, this keeper kills the whole group,
+// so no linker writes into the kernel cache after a restart cleaned it (D13). Only async-signal-safe
+// calls after the fork, bar setenv/execvp's own work in the grandchild.
+[[noreturn]] void keep_group(pid_t parent, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  // Not die_with_parent: its SIGKILL would end this keeper alone, and it comes when the forking
+  // thread ends, not prism. The loop below watches the parent process instead.
+  ::setpgid(0, 0);  // its own group, so a time-out or the keeper kills what it started too
+  pid_t command = ::fork();
+  if (command < 0) ::_exit(127);
+  if (command == 0) {
     for (int fd = 3; fd < 256; ++fd) ::close(fd);
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> args;
@@ -39,6 +45,40 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
     ::execvp(args[0], args.data());
     std::fprintf(stderr, "exec %s: %s\n", args[0], std::strerror(errno));
     ::_exit(127);
+  }
+  for (int fd = 0; fd < 256; ++fd) ::close(fd);  // the pipes end when the command's group ends
+  int status = 0;
+  long tick_ns = 500 * 1000;  // quick commands are waited for quickly; long ones polled every 10 ms
+  for (;;) {
+    pid_t got = ::waitpid(command, &status, WNOHANG);
+    if (got == command) break;
+    if (got < 0 && errno != EINTR) ::_exit(127);
+    if (::getppid() != parent) ::kill(0, SIGKILL);  // prism died: the whole group, this keeper too
+    const timespec tick{0, tick_ns};
+    ::nanosleep(&tick, nullptr);
+    tick_ns = std::min(2 * tick_ns, 10L * 1000 * 1000);
+  }
+  if (WIFSIGNALED(status)) {  // end the way the command ended
+    ::signal(WTERMSIG(status), SIG_DFL);
+    ::kill(::getpid(), WTERMSIG(status));
+  }
+  ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
+}
+
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input, const std::map<std::string, std::string>& env,
+                          std::chrono::milliseconds limit) {
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  if (::pipe(in_pipe) || ::pipe(out_pipe) || ::pipe(err_pipe)) throw std::runtime_error("pipe failed");
+  const pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    ::dup2(in_pipe[0], 0);
+    ::dup2(out_pipe[1], 1);
+    ::dup2(err_pipe[1], 2);
+    keep_group(parent, argv, env);
   }
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);

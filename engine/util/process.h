@@ -24,7 +24,8 @@ struct ProcessResult {
 void die_with_parent(pid_t parent);
 
 // argv[0] without a '/' is looked up in PATH. `env` entries are set on top of the environment.
-// The child dies with the calling thread (die_with_parent), which waits for it anyway.
+// The command runs in a process group of its own under a keeper process that kills the whole group
+// when prism dies, so neither it nor anything it started (a compiler's linker) outlives prism.
 // Throws std::runtime_error only when the process cannot be started at all.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input = "",
                           const std::map<std::string, std::string>& env = {},
