@@ -201,6 +201,10 @@ SearchLimits parse_search_limits(const json& params) {
   positive("maxKernels", limits.max_kernels);
   positive("maxAccumulators", limits.max_accumulators);
   positive("threads", limits.threads);
+  if (auto v = optional_int(*given, "libraryKernels", "limits")) {
+    if (*v < 0 || *v > 1) throw invalid_params("limits.libraryKernels", "'limits.libraryKernels' must be 0 or 1");
+    limits.library_kernels = static_cast<int>(*v);
+  }
   if (auto s = optional_number(*given, "budgetSeconds", "limits")) {
     if (!(*s > 0)) throw invalid_params("limits.budgetSeconds", "'limits.budgetSeconds' must be a positive number");
     limits.budget_s = *s;
@@ -226,7 +230,7 @@ json search_stats_json(const SearchStats& s) {
 
 json search_summary_json(const SearchResult& r) {
   json limits = {{"maxOps", r.limits.max_block_ops}, {"maxKernels", r.limits.max_kernels},
-                 {"maxAccumulators", r.limits.max_accumulators}, {"threads", r.limits.threads},
+                 {"maxAccumulators", r.limits.max_accumulators}, {"libraryKernels", r.limits.library_kernels}, {"threads", r.limits.threads},
                  {"budgetSeconds", r.limits.budget_s}, {"prune", r.limits.prune}};
   return {{"program", r.program}, {"version", r.version}, {"stats", search_stats_json(r.stats)},
           {"limits", std::move(limits)}, {"candidates", r.candidates.size()}};

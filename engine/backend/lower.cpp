@@ -345,7 +345,14 @@ kir::Stmt library_statement(const sgraph::LibraryKernel& lib, const kir::Program
   if (lib.inputs.size() != arity)
     fail("library kernel '" + lib.output + "' (" + op_name(lib.op) + ") takes " + std::to_string(arity) + " inputs, not " +
          std::to_string(lib.inputs.size()));
-  for (const std::string& in : lib.inputs) s.in.push_back(tensor_place(program.tensor(in)));
+  for (size_t i = 0; i < lib.inputs.size(); ++i) {
+    kir::Place in = tensor_place(program.tensor(lib.inputs[i]));
+    if (!lib.view(i).empty()) {  // read in place: the view's shape over the tensor's own strides
+      in.strides = sgraph::view_dims(in.strides, lib.view(i), int64_t(0));
+      in.shape = sgraph::view_dims(in.shape, lib.view(i), int64_t(1));
+    }
+    s.in.push_back(std::move(in));
+  }
   s.out = tensor_place(program.tensor(lib.output));
   if (cls == OpClass::Reduce) s.axis = normalized_axis(lib.attrs.axis, s.in[0].shape.size(), fail, "library kernel '" + lib.output + "'");
   s.keepdims = lib.attrs.keepdims;

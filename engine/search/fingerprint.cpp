@@ -390,7 +390,12 @@ FieldTensor evaluate_instance(const sgraph::Instance& inst, const FieldInputs& i
     }
     const sgraph::LibraryKernel& lib = kernel.library;
     std::vector<const FieldTensor*> xs;
-    for (const std::string& in : lib.inputs) xs.push_back(&tensors.at(in));
+    std::vector<FieldTensor> views(lib.inputs.size());
+    for (size_t i = 0; i < lib.inputs.size(); ++i) {
+      const FieldTensor& x = tensors.at(lib.inputs[i]);
+      if (!lib.view(i).empty()) views[i] = viewed(x, lib.view(i));
+      xs.push_back(lib.view(i).empty() ? &x : &views[i]);
+    }
     auto type = inst.analysis.tensors.find(lib.output);
     if (type == inst.analysis.tensors.end()) throw Cannot{};
     tensors[lib.output] = apply(lib.op, lib.attrs, xs, concrete_shape(type->second.shape, inst.bindings));

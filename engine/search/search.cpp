@@ -22,6 +22,7 @@
 #include "engine/ir/push_transposes.h"
 #include "engine/search/fingerprint.h"
 #include "engine/search/generator.h"
+#include "engine/search/library_search.h"
 #include "engine/search/plan.h"
 #include "engine/search/verify.h"
 #include "engine/sgraph/canonical.h"
@@ -145,6 +146,48 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
     return false;
   };
 
+  // A family that passed the structural checks: kept when new, equal to the program on the
+  // fingerprint and the numeric check, and proved by `prove`.
+  auto keep = [&](const sgraph::SGraph& graph, const std::string& summary, const std::function<Proof()>& prove) {
+    const uint64_t hash = sgraph::canonical_hash(graph);
+    if (!seen.insert(hash).second) {
+      c.duplicates++;
+      return;
+    }
+    const auto tv = Clock::now();
+    bool ok = false;
+    Proof proof;
+    // The fingerprint first: a mismatch rejects; a match or no fingerprint goes on to the rest.
+    std::string fp_why;
+    const FingerprintCheck::Verdict fv = fingerprint.check(graph, fp_why, cancel);
+    c.fingerprint_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
+    if (fv != FingerprintCheck::Verdict::Cannot) c.fingerprinted++;
+    if (fv == FingerprintCheck::Verdict::Differ) {
+      c.fingerprint_rejected++;
+      c.rejected++;
+      c.why("rejected", "its finite-field fingerprint differs from the program's: " + fp_why);
+    } else if (auto mismatch = check.mismatch(graph, cancel)) {
+      c.rejected++;
+      c.why("rejected", "at the numeric check's sizes it " + *mismatch);
+    } else {
+      proof = prove();
+      if (proof.proved) ok = true;
+      else c.unproved++, c.why("unproved", proof.text);
+    }
+    c.verify_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
+    if (!ok) return;
+    c.verified++;
+    Candidate cand;
+    auto canon = std::make_shared<const sgraph::SGraph>(sgraph::canonicalize(graph));
+    cand.kernels = int(canon->kernels.size());
+    cand.parameters = canon->parameters();
+    cand.graph = std::move(canon);
+    cand.summary = summary;
+    cand.proof = proof.text;
+    cand.hash = hash;
+    found.push_back(std::move(cand));
+  };
+
   const std::function<void(const Dag&)> emit = [&](const Dag& dag) {
     // Without expression pruning nothing vouches for the computation yet: check it whole first
     // (no plan can fix a computation that differs from the program).
@@ -186,43 +229,7 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
           return;
         }
       }
-      const uint64_t hash = sgraph::canonical_hash(fam->graph);
-      if (!seen.insert(hash).second) {
-        c.duplicates++;
-        return;
-      }
-      const auto tv = Clock::now();
-      bool ok = false;
-      Proof proof;
-      // The fingerprint first: a mismatch rejects; a match or no fingerprint goes on to the rest.
-      std::string fp_why;
-      const FingerprintCheck::Verdict fv = fingerprint.check(fam->graph, fp_why, cancel);
-      c.fingerprint_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
-      if (fv != FingerprintCheck::Verdict::Cannot) c.fingerprinted++;
-      if (fv == FingerprintCheck::Verdict::Differ) {
-        c.fingerprint_rejected++;
-        c.rejected++;
-        c.why("rejected", "its finite-field fingerprint differs from the program's: " + fp_why);
-      } else if (auto mismatch = check.mismatch(fam->graph, cancel)) {
-        c.rejected++;
-        c.why("rejected", "at the numeric check's sizes it " + *mismatch);
-      } else {
-        proof = prover.prove(dag, *fam, cancel);
-        if (proof.proved) ok = true;
-        else c.unproved++, c.why("unproved", proof.text);
-      }
-      c.verify_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
-      if (!ok) return;
-      c.verified++;
-      Candidate cand;
-      auto canon = std::make_shared<const sgraph::SGraph>(sgraph::canonicalize(fam->graph));
-      cand.kernels = int(canon->kernels.size());
-      cand.parameters = canon->parameters();
-      cand.graph = std::move(canon);
-      cand.summary = fam->summary;
-      cand.proof = proof.text;
-      cand.hash = hash;
-      found.push_back(std::move(cand));
+      keep(fam->graph, fam->summary, [&] { return prover.prove(dag, *fam, cancel); });
     });
   };
 
@@ -246,7 +253,7 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
           c.gen.generated++;
           emit(*seed);
         }
-      if (!several) gen.run(emit, stop, spawn, 2);
+      if (!several && limits.max_block_ops > 0) gen.run(emit, stop, spawn, 2);
     } catch (...) {
       cancelled = true;  // unwind the other workers, then rethrow
       group.wait();
@@ -254,8 +261,34 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
     }
     group.wait();
   });
-  st.generate_s = seconds_since(tg0);
   if (cancelled || (cancel && cancel->cancelled())) throw Error(Error::Kind::Cancelled, "search cancelled");
+  // Families with a vendor matmul: the parts' own searches proved them; the whole is checked here.
+  if (!several && !over_budget)
+    for (const LibraryFamily& f : library_families(program, limits, limits.budget_s - seconds_since(t0), cancel)) {
+      c.families++;
+      if (int(f.graph.kernels.size()) > limits.max_kernels) {
+        c.pruned_structure++;
+        c.why("structure", "a vendor matmul beside fused kernels takes " + std::to_string(f.graph.kernels.size()) +
+                               " kernels, more than --max-kernels " + std::to_string(limits.max_kernels));
+        continue;
+      }
+      const sgraph::Analysis an = sgraph::analyze(f.graph);
+      if (!an.ok()) {
+        c.pruned_structure++;
+        c.why("structure", an.errors.front());
+        continue;
+      }
+      if (limits.prune && !limits.bindings.empty()) {  // the parts were searched without pruning
+        const std::vector<std::string> bound = sgraph::memory_lower_bound(f.graph, limits.bindings, hw);
+        if (!bound.empty()) {
+          c.pruned_hardware++;
+          c.why("hardware", bound.front());
+          continue;
+        }
+      }
+      keep(f.graph, f.summary, [&] { return Proof{true, f.proof}; });
+    }
+  st.generate_s = seconds_since(tg0);
 
   st.generated = c.gen.generated + c.families;
   st.families = c.families;

@@ -18,9 +18,12 @@ inline constexpr int64_t kGpuOptInSharedBytes = 228 * 1024;  // the most a Hoppe
 
 struct SearchLimits {
   int max_block_ops = 8;        // compute ops of the fused computation (loads, saves and the
-                                // accumulators the loop adds are not counted)
+                                // accumulators the loop adds are not counted); 0: the seeds only
+                                // (the program as written, and with row scales deferred)
   int max_kernels = 2;
   int max_accumulators = 3;     // accumulators per custom kernel
+  int library_kernels = 1;      // vendor matmuls (library kernels) per family beside fused kernels: 0 or 1
+                                // (library_search.h)
   int threads = 0;              // 0: all hardware threads
   double budget_s = 10.0;       // wall-clock budget; the stop reason says when it was hit
   bool prune = true;            // false: no expression or hardware pruning (exhaustive; for the

@@ -127,7 +127,8 @@ class Canonicalizer {
     if (!kernel.custom) {
       const LibraryKernel& lib = kernel.library;
       std::string s = std::string("library ") + op_name(lib.op) + " " + dtype_name(lib.dtype) + " " + attrs_key(lib.attrs);
-      for (const std::string& in : lib.inputs) s.append(" ").append(hex(tensor_key(in)));
+      for (size_t i = 0; i < lib.inputs.size(); ++i)
+        s.append(" ").append(hex(tensor_key(lib.inputs[i]))).append(lib.view(i).empty() ? "" : " view " + view_text(lib.view(i)));
       out_key_[lib.output] = interface_.count(lib.output) ? lib.output : "";
       return fnv1a64(s + (interface_.count(lib.output) ? " as " + lib.output : ""));
     }

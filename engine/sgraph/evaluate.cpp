@@ -331,9 +331,18 @@ std::vector<Tensor> evaluate(const Instance& inst, const std::map<std::string, T
     const LibraryKernel& lib = kernel.library;
     std::vector<const Tensor*> xs;
     std::vector<Type> types;
-    for (const std::string& in : lib.inputs) {
-      xs.push_back(&tensors.at(in));
-      types.push_back(a.tensors.at(in));
+    std::vector<Tensor> viewed(lib.inputs.size());  // inputs read through a view, copied
+    for (size_t i = 0; i < lib.inputs.size(); ++i) {
+      const Tensor& x = tensors.at(lib.inputs[i]);
+      Type t = a.tensors.at(lib.inputs[i]);
+      if (!lib.view(i).empty()) {
+        viewed[i] = x;
+        viewed[i].shape = view_dims(x.shape, lib.view(i), int64_t(1));
+        viewed[i].data = view_elements(x.data, x.shape, lib.view(i));
+        t.shape = view_shape(t.shape, lib.view(i));
+      }
+      xs.push_back(lib.view(i).empty() ? &x : &viewed[i]);
+      types.push_back(std::move(t));
     }
     tensors[lib.output] = apply(lib.op, lib.attrs, xs, lib.dtype, inst.bindings, types, cancel);
   }

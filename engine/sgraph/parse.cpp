@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <algorithm>
 #include <map>
 
 #include "engine/error.h"
@@ -268,11 +269,21 @@ class Parser {
     expect("=");
     lib.op = op_name_token();
     expect("(");
-    lib.inputs.push_back(name("a tensor name"));
+    auto input = [&] {
+      lib.inputs.push_back(name("a tensor name"));
+      std::vector<int> v;
+      if (is_word("view")) {
+        next();
+        v = view();
+      }
+      lib.views.push_back(std::move(v));
+    };
+    input();
     while (is(",") && peek(1).kind == Token::Name && peek(2).text != "=") {
       next();
-      lib.inputs.push_back(name("a tensor name"));
+      input();
     }
+    if (std::all_of(lib.views.begin(), lib.views.end(), [](const std::vector<int>& v) { return v.empty(); })) lib.views.clear();
     while (is(",") && peek(1).kind == Token::Name && peek(2).text == "=") {
       next();
       attr(lib.attrs);

@@ -39,7 +39,8 @@ class Printer : public Visitor {
  protected:
   void visit_library(int k, const LibraryKernel& lib) override {
     std::string line = "kernel " + std::to_string(k) + ": " + lib.output + ": " + dtype_name(lib.dtype) + " = " + op_name(lib.op) + "(";
-    for (size_t i = 0; i < lib.inputs.size(); ++i) line += (i ? ", " : "") + lib.inputs[i];
+    for (size_t i = 0; i < lib.inputs.size(); ++i)
+      line += (i ? ", " : "") + lib.inputs[i] + (lib.view(i).empty() ? "" : " view " + view_text(lib.view(i)));
     if (op_class(lib.op) == OpClass::Reduce) line += attrs_str(lib.attrs, true);
     line += ")";
     auto it = a_.tensors.find(lib.output);

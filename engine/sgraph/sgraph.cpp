@@ -126,6 +126,11 @@ std::vector<SGraph::Parameter> SGraph::parameter_roles() const {
   return out;
 }
 
+const std::vector<int>& LibraryKernel::view(size_t i) const {
+  static const std::vector<int> identity;
+  return i < views.size() ? views[i] : identity;
+}
+
 std::vector<std::string> kernel_inputs(const Kernel& kernel) {
   std::vector<std::string> out;
   if (!kernel.custom) {

@@ -107,6 +107,11 @@ struct LibraryKernel {
   Op op = Op::Add;
   Attrs attrs;
   std::vector<std::string> inputs;  // device tensors
+  // Per input, how it is read in place (BlockOp::view: W[m, d] read as W^T by [1, 0]); empty: every
+  // input as it is. A vendor matmul reads a transposed operand without a copy.
+  std::vector<std::vector<int>> views;
+
+  const std::vector<int>& view(size_t i) const;  // views[i], or the identity's empty view
 };
 
 struct Kernel {

@@ -72,7 +72,12 @@ class Analyzer : public Visitor {
     std::vector<Type> types;
     bool known = true;
     int parts = 0;
-    for (const std::string& in : lib.inputs) {
+    if (!lib.views.empty() && lib.views.size() != lib.inputs.size())
+      error(where_ + ": " + std::to_string(lib.views.size()) + " views for " + std::to_string(lib.inputs.size()) + " inputs");
+    else if (!lib.views.empty() && lib.op != Op::Matmul)
+      error(where_ + ": only a library matmul reads its inputs through views (a vendor matmul takes transposed operands)");
+    for (size_t i = 0; i < lib.inputs.size(); ++i) {
+      const std::string& in = lib.inputs[i];
       if (a_.unknown.count(in)) {
         known = false;
         continue;
@@ -82,7 +87,18 @@ class Analyzer : public Visitor {
         known = false;
         continue;
       }
-      types.push_back(a_.tensors[in]);
+      Type t = a_.tensors[in];
+      if (!lib.view(i).empty()) {
+        if (partial(in) > 0) error(where_ + ": '" + in + "' has partial axes and cannot be read through a view");
+        try {
+          t.shape = view_shape(t.shape, lib.view(i));
+        } catch (const Error& e) {
+          error(where_ + ": " + e.what());
+          known = false;
+          continue;
+        }
+      }
+      types.push_back(std::move(t));
       parts = std::max(parts, partial(in));
     }
     OpClass cls = op_class(lib.op);

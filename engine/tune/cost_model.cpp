@@ -208,7 +208,7 @@ class CostModel {
     for (const std::string& name : inputs) read(c, name, tensor_bytes(name), hit);
     c.memory_bytes += tensor_bytes(lib.output);
     std::vector<int64_t> out = concrete_shape(in_.analysis.tensors.at(lib.output).shape, in_.bindings);
-    std::vector<int64_t> x = concrete_shape(in_.analysis.tensors.at(lib.inputs.at(0)).shape, in_.bindings);
+    std::vector<int64_t> x = sgraph::view_dims(concrete_shape(in_.analysis.tensors.at(lib.inputs.at(0)).shape, in_.bindings), lib.view(0), int64_t(1));
     c.flops = op_flops(lib.op, out, x);
     c.scaled_flops = c.flops;
     return c;

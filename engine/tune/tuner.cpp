@@ -87,18 +87,36 @@ std::string tiling_key(const sgraph::Instance& instance) {
 // The top K by cost, at most half of them (rounded up) from one family, so one family's many
 // tile sizes cannot crowd out the others; and, while other tilings are left, at most a quarter
 // with the same tiling, so families that differ only in how they order elementwise ops (the cost
-// model ties them) cannot crowd out other tile sizes.
+// model ties them) cannot crowd out other tile sizes. The cheapest option with a library kernel
+// (a vendor matmul) and the cheapest without are always timed, and while others are left at most
+// a quarter have one: the model cannot tell a vendor kernel's speed from a fused one's.
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
   std::vector<size_t> chosen;
   std::vector<bool> taken(ranked.size(), false);
   std::map<size_t, int> per_family;
   std::map<std::string, int> per_sizes;
   const int family_cap = std::max(1, (top + 1) / 2), sizes_cap = std::max(1, (top + 3) / 4);
+  int vendors = 0;
+  auto vendor = [&](size_t i) {
+    const auto& ks = ranked[i].instance.graph.kernels;
+    return std::any_of(ks.begin(), ks.end(), [](const sgraph::Kernel& k) { return !k.custom; });
+  };
+  for (bool kind : {false, true})
+    for (size_t i = 0; i < ranked.size() && int(chosen.size()) < top; ++i)
+      if (vendor(i) == kind) {
+        taken[i] = true;
+        ++per_family[ranked[i].family];
+        ++per_sizes[tiling_key(ranked[i].instance)];
+        vendors += kind;
+        chosen.push_back(i);
+        break;
+      }
   for (int pass = 0; pass < 2; ++pass)
     for (size_t i = 0; i < ranked.size() && int(chosen.size()) < top; ++i) {
       if (taken[i] || per_family[ranked[i].family] >= family_cap) continue;
       const std::string sizes = tiling_key(ranked[i].instance);
-      if (pass == 0 && per_sizes[sizes] >= sizes_cap) continue;
+      if (pass == 0 && (per_sizes[sizes] >= sizes_cap || (vendor(i) && vendors >= sizes_cap))) continue;
+      vendors += vendor(i);
       taken[i] = true;
       ++per_family[ranked[i].family];
       ++per_sizes[sizes];

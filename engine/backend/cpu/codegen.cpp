@@ -144,7 +144,10 @@ class Printer {
     EmitContext ctx;
     ctx.parallel = true;
     ctx.simd_bytes = options_.simd_bytes;
-    return "static void " + fn + "(int threads) {\n" + tensors(kernel) + "  (void)threads;\n" + statement(kernel.library, ctx, "0") + "}\n";
+    const kir::Stmt& s = kernel.library;
+    std::string body = s.op == Op::Matmul ? emit_vendor_matmul(view(s.in.at(0), "0"), view(s.in.at(1), "0"), view(s.out, "0"), ctx) : "";
+    if (body.empty()) body = statement(s, ctx, "0");
+    return "static void " + fn + "(int threads) {\n" + tensors(kernel) + "  (void)threads;\n" + body + "}\n";
   }
 
   // The entry: inputs and outputs are the caller's; every other device tensor is a static buffer.

@@ -186,6 +186,11 @@ std::string prelude(int simd_bytes) {
 #include <stdlib.h>
 #include <string.h>
 
+// OpenBLAS (every library links it, cpu_backend.cpp): the vendor matmul of library kernels.
+extern "C" void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                            const float* b, int ldb, float beta, float* c, int ldc);
+extern "C" void openblas_set_num_threads(int threads);
+
 namespace {
 )";
   s += "constexpr long kW = " + std::to_string(simd_bytes / 4) + ";  // floats per vector\n";

@@ -54,6 +54,10 @@ std::string emit_reduce(Op op, int axis, const View& x, const View& out, const E
 std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx);
 // out (+)= a @ b, batch dims broadcast; accumulate: out += a @ b (out already holds a value).
 std::string emit_matmul(const View& a, const View& b, const View& out, bool accumulate, const EmitContext& ctx);
+// out = a @ b through OpenBLAS's cblas_sgemm (a library matmul), one call per batch element, an
+// operand whose columns are contiguous passed transposed; needs `threads` in scope. Empty when a
+// layout is one BLAS cannot take (then emit_matmul).
+std::string emit_vendor_matmul(const View& a, const View& b, const View& out, const EmitContext& ctx);
 
 // The shared top of every generated source: includes, the vector type and the matmul micro-kernel.
 std::string prelude(int simd_bytes);

@@ -128,6 +128,26 @@ kernel 8: Z: f32 = relu(W)
 output R, Z, R
 )";
 
+// Library matmuls through OpenBLAS: nn.Linear's W[m, d] read as W^T in place, a transposed left
+// operand, a batched product broadcasting a transposed weight, and an epilogue kernel after one.
+const char* kVendorFamily = R"(input X: f32[n, d]
+input W: f32[m, d]
+input Y: f32[d, n]
+input B: f32[b, n, d]
+input c: f32[m]
+kernel 0: P: f32 = matmul(X, W view [1, 0])
+kernel 1: Q: f32 = matmul(Y view [1, 0], W view [1, 0])
+kernel 2: R: f32 = matmul(B, W view [1, 0])
+kernel 3: custom grid=[g1]
+  p = load P map {grid: 0->g1, loop: -}
+  q = load Q map {grid: 0->g1, loop: -}
+  v = load c view [-, 0] map {grid: -, loop: -}
+  s = add(p, q)
+  t = add(s, v)
+  save O: f32 = t map {grid: 0->g1, loop: -}
+output O, R
+)";
+
 }  // namespace
 
 // fam::kLlama's W^T is a matmul's B only: read in place by the NT kernel when the rows are few for
@@ -308,4 +328,15 @@ TEST_CASE("codegen: each matmul of a loop body prefetches the next one's B, the 
   sgraph::Instance one =
       sgraph::instantiate(sgraph::parse(as_f32(fam::kRmsLinear)), {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, sgraph::TileBudget{1 << 20});
   CHECK(generate_cpu_source(one, CodegenOptions{}).find("f + 1 <") == std::string::npos);
+}
+
+TEST_CASE("codegen: library matmuls call OpenBLAS, transposed operands read in place", "[codegen][library]") {
+  const DimBindings dims = {{"n", 6}, {"d", 20}, {"m", 14}, {"b", 3}};
+  CHECK(family_codegen_error(kVendorFamily, dims, {{"g1", 2}}) < kTol);
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(kVendorFamily), dims, {{"g1", 2}}, sgraph::TileBudget{1 << 20});
+  const std::string source = generate_cpu_source(inst, {});
+  // P: no transpose of X, W transposed with its row length as the leading dim; Q: both transposed.
+  CHECK_THAT(source, Catch::Contains("cblas_sgemm(101, 111, 112, 6, 14, 20, 1.0f, t0, 20, t1, 20, 0.0f"));
+  CHECK_THAT(source, Catch::Contains("cblas_sgemm(101, 112, 112, 6, 14, 20, 1.0f, t2, 6, t1, 20, 0.0f"));
+  CHECK_THAT(source, Catch::Contains("for (long i0 = 0; i0 < 3L; ++i0)"));
 }

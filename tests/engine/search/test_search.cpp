@@ -95,7 +95,7 @@ TEST_CASE("search: a data-parallel grid dim is part of the proof (partition, com
   check_reported(two);
   size_t recut = 0;
   for (const Candidate& c : two.candidates)
-    if (c.kernels == 2 && c.summary.find(" splits ") != std::string::npos) {
+    if (c.kernels == 2 && c.summary.find(" splits ") != std::string::npos && c.summary.rfind("library", 0) != 0) {  // not a vendor matmul's
       ++recut;
       CHECK(c.proof.find("partition(combine(") != std::string::npos);
     }

@@ -217,3 +217,25 @@ output O
   bad.replace(bad.find("view [1, 0]"), 11, "view [1, 1]");
   CHECK_THAT(validate(parse(bad)).front(), Catch::Contains("view [1, 1] must read each of the tensor's 2 dims once"));
 }
+
+TEST_CASE("sgraph text: a library kernel reads its inputs through views; only a matmul may", "[sgraph][library]") {
+  const std::string text = R"(input X: f32[n, d]
+input W: f32[m, d]
+kernel 0: O: f32 = matmul(X, W view [1, 0])
+output O
+)";
+  sgraph::SGraph g = sgraph::parse(text);
+  REQUIRE(g.kernels[0].library.views.size() == 2);
+  CHECK(g.kernels[0].library.views[0].empty());
+  CHECK(g.kernels[0].library.views[1] == std::vector<int>{1, 0});
+  CHECK_THAT(sgraph::print(g), Catch::Contains("kernel 0: O: f32 = matmul(X, W view [1, 0])"));
+  CHECK(sgraph::parse(sgraph::print(g)).kernels[0].library.views == g.kernels[0].library.views);
+  CHECK(sgraph::analyze(g).ok());
+  // Without views the text has none.
+  CHECK(sgraph::parse("input X: f32[n, d]\ninput W: f32[d, m]\nkernel 0: O: f32 = matmul(X, W)\noutput O\n").kernels[0].library.views.empty());
+  sgraph::Analysis bad = sgraph::analyze(sgraph::parse("input X: f32[n, d]\nkernel 0: O: f32 = exp(X view [1, 0])\noutput O\n"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK_THAT(bad.errors.front(), Catch::Contains("only a library matmul reads its inputs through views"));
+  bad = sgraph::analyze(sgraph::parse("input X: f32[n, d]\ninput W: f32[m, d]\nkernel 0: O: f32 = matmul(X, W view [1, 1])\noutput O\n"));
+  REQUIRE_FALSE(bad.ok());
+}

@@ -297,6 +297,15 @@ TEST_CASE("tuner: the timed top K mixes families and tile sizes", "[tune]") {
   CHECK(tune::steps::choose(named, 2) == std::vector<size_t>{0, 3});
   // Fewer options than K: all of them within the family cap.
   CHECK(tune::steps::choose({ranked[0], ranked[1]}, 8) == std::vector<size_t>{0, 1});
+  // A family with a vendor matmul is timed however the model ranks it, and takes at most a
+  // quarter of the slots while fused options are left.
+  const char* vendor = "input X: f32[n, d]\ninput W: f32[d, d]\nkernel 0: O: f32 = matmul(X, W)\noutput O\n";
+  std::vector<tune::steps::Option> mixed = ranked;
+  mixed.push_back(option(7, vendor, {}, 9.0));
+  CHECK(tune::steps::choose(mixed, 4) == std::vector<size_t>{0, 5, 9, 10});  // the top 4 above with 10 for 1
+  std::vector<tune::steps::Option> vendors = {option(7, vendor, {}, 0.5), option(8, vendor, {}, 0.6), option(9, vendor, {}, 0.7), ranked[0],
+                                              ranked[5]};
+  CHECK(tune::steps::choose(vendors, 4) == std::vector<size_t>{0, 1, 3, 4});
 }
 
 TEST_CASE("tuner: the numeric check passes a NaN or an infinity only where the reference has it", "[tune]") {

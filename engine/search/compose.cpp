@@ -1,0 +1,69 @@
+#include "engine/search/compose.h"
+
+#include <map>
+#include <set>
+
+namespace prism::search {
+
+namespace {
+
+// A part's kernels with its grid sizes and loop ranges prefixed (g1 -> pro_g1) and every device
+// tensor that is not a graph input renamed by `tensors` or prefixed.
+std::vector<sgraph::Kernel> renamed(const sgraph::SGraph& part, const std::string& prefix,
+                                    const std::map<std::string, std::string>& tensors) {
+  std::set<std::string> inputs;
+  for (const sgraph::TensorDecl& in : part.inputs) inputs.insert(in.name);
+  const std::set<std::string> params = [&] {
+    std::vector<std::string> p = part.parameters();
+    return std::set<std::string>(p.begin(), p.end());
+  }();
+  auto tensor = [&](std::string& name) {
+    if (auto it = tensors.find(name); it != tensors.end()) name = it->second;
+    else if (!inputs.count(name)) name = prefix + name;
+  };
+  auto param = [&](Dim& d) {
+    if (auto s = d.as_symbol(); s && params.count(*s)) d = Dim::symbol(prefix + *s);
+  };
+  std::vector<sgraph::Kernel> out = part.kernels;
+  for (sgraph::Kernel& k : out) {
+    if (!k.custom) {
+      for (std::string& in : k.library.inputs) tensor(in);
+      tensor(k.library.output);
+      continue;
+    }
+    for (Dim& g : k.block.grid) param(g);
+    if (k.block.loop) param(*k.block.loop);
+    for (sgraph::BlockOp& op : k.block.ops) {
+      if (op.kind == sgraph::BlockOp::Kind::Load) tensor(op.tensor);
+      if (op.kind == sgraph::BlockOp::Kind::Save) tensor(op.name);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+sgraph::SGraph compose_library_graph(const Program& program, const LibraryCut& cut, const sgraph::SGraph* prologue,
+                                     const sgraph::SGraph* epilogue) {
+  sgraph::SGraph g;
+  for (int id : program.inputs) g.inputs.push_back({program.value(id).name, program.value(id).type});
+  if (prologue) {
+    std::vector<sgraph::Kernel> ks = renamed(*prologue, "pro_", {{prologue->outputs.at(0), cut.left}});
+    g.kernels.insert(g.kernels.end(), ks.begin(), ks.end());
+  }
+  sgraph::Kernel lib;
+  lib.library.output = epilogue ? cut.product : "O";
+  lib.library.op = Op::Matmul;
+  lib.library.dtype = program.value(cut.matmul).type.dtype;
+  lib.library.inputs = {cut.left, cut.right};
+  if (!cut.left_view.empty() || !cut.right_view.empty()) lib.library.views = {cut.left_view, cut.right_view};
+  g.kernels.push_back(lib);
+  if (epilogue) {
+    std::vector<sgraph::Kernel> ks = renamed(*epilogue, "epi_", {{epilogue->outputs.at(0), "O"}});
+    g.kernels.insert(g.kernels.end(), ks.begin(), ks.end());
+  }
+  g.outputs = {"O"};
+  return g;
+}
+
+}  // namespace prism::search
