@@ -53,7 +53,9 @@ struct Stmt {
   enum class Kind {
     Bind,        // block value `value` is read where it lies: the tensor box `out` (no copy)
     Stage,       // copy the tensor box in[0] into the tile `out` (a load into fast memory)
-    Compute,     // out = op(in…): elementwise with broadcasting, matmul, or a reduction along `axis`
+    Compute,     // out = op(in…): elementwise with broadcasting, matmul, a reduction along `axis`,
+                 // or data moved along `axis`: split (out = part `part` of in[0]), concat (in[0]
+                 // then in[1])
     Accumulate,  // the accumulator `out` folds in[0]: sum, max, or the sum of squares along `axis`;
                  // rescaled: in = {x, m, running max, keep, take} (the last three tiles of m's
                  // shape): keep = rescale(max, m), take = rescale(m, max), max = max(max, m),
@@ -67,7 +69,8 @@ struct Stmt {
   Op op = Op::Add;                             // Compute (Const: out = `constant`, a tile of one element)
   double constant = 0;                         // Const: its value at the instance's dims
   sgraph::AccKind acc = sgraph::AccKind::Sum;  // Accumulate
-  int axis = 0;                                // a reduction's or an rms accumulator's axis, normalized
+  int axis = 0;                                // a reduction's, split's, concat's or rms accumulator's axis, normalized
+  int part = 0;                                // a split's part
   bool keepdims = true;                        // a reduction's
   bool into_accumulator = false;               // a matmul whose `out` is an accumulator's tile: out += a @ b
   std::vector<Place> in;

@@ -6,6 +6,14 @@ namespace prism::backend {
 
 View dense_view(const std::string& ptr, const std::vector<int64_t>& shape) { return View{ptr, shape, dense_strides(shape)}; }
 
+View part_of(const View& v, int axis, int64_t start, int64_t size) {
+  View out = v;
+  out.shape.at(size_t(axis)) = size;
+  const int64_t shift = start * v.strides.at(size_t(axis));
+  if (shift != 0) out.ptr = "(" + v.ptr + " + " + std::to_string(shift) + ")";
+  return out;
+}
+
 std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 0);
   size_t r = v.shape.size();

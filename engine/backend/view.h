@@ -17,6 +17,9 @@ struct View {
 };
 
 View dense_view(const std::string& ptr, const std::vector<int64_t>& shape);
+// The box of v that spans [start, start + size) along `axis` (a split part, or where one operand
+// of a concat goes): the same strides from a shifted first element.
+View part_of(const View& v, int axis, int64_t start, int64_t size);
 // Strides of `v` aligned to the right of a loop nest over `shape`; broadcast dims (size 1 in v,
 // or missing on the left) get stride 0.
 std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& shape);

@@ -386,6 +386,32 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
              [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
                out.push_back(tg.op(TOp::Replicate, {tg.op(TOp::SplitAx, {m.var[0]}, m.axis[0] - 1, m.payload[0])}, 0, m.payload[1]));
              });
+  // A split part or a concat along a tile axis other than the cut one (j-1 != a) is the cut of
+  // the split part or concat of the whole tensors: the axis it moves data along is whole in
+  // every tile. Concat's operands are cut alike (equal rank, equal size on the cut axis).
+  t.computed("split-partition", "(split@j$P (partition@a$g ?x))", "(partition@a$g (split@j-1$P ?x)), j >= 1, j-1 != a",
+             [](const EGraph&, const Subst& m) { return m.axis[0] >= 1 && m.axis[0] - 1 != m.axis[1]; },
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               out.push_back(tg.op(TOp::Partition, {tg.op(TOp::SplitPart, {m.var[0]}, m.axis[0] - 1, m.payload[0])}, m.axis[1], m.payload[1]));
+             });
+  t.computed("split-replicate", "(split@j$P (replicate$g ?x))", "(replicate$g (split@j-1$P ?x)), j >= 1",
+             [](const EGraph&, const Subst& m) { return m.axis[0] >= 1; },
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               out.push_back(tg.op(TOp::Replicate, {tg.op(TOp::SplitPart, {m.var[0]}, m.axis[0] - 1, m.payload[0])}, 0, m.payload[1]));
+             });
+  t.computed("concat-partition", "(concat@j (partition@a$g ?x) (partition@a$g ?y))", "(partition@a$g (concat@j-1 ?x ?y)), j >= 1, j-1 != a",
+             [=, &tg](const EGraph&, const Subst& m) {
+               return m.axis[0] >= 1 && m.axis[0] - 1 != m.axis[1] && same_rank(m.var[0], m.var[1]) &&
+                      tg.dim_at(m.var[0], m.axis[1]) == tg.dim_at(m.var[1], m.axis[1]);
+             },
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               out.push_back(tg.op(TOp::Partition, {tg.op(TOp::Concat, {m.var[0], m.var[1]}, m.axis[0] - 1)}, m.axis[1], m.payload[0]));
+             });
+  t.computed("concat-replicate", "(concat@j (replicate$g ?x) (replicate$g ?y))", "(replicate$g (concat@j-1 ?x ?y)), j >= 1",
+             [=](const EGraph&, const Subst& m) { return m.axis[0] >= 1 && same_rank(m.var[0], m.var[1]); },
+             [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
+               out.push_back(tg.op(TOp::Replicate, {tg.op(TOp::Concat, {m.var[0], m.var[1]}, m.axis[0] - 1)}, 0, m.payload[0]));
+             });
   // Summing block partial sums over the grid is the whole sum; a replicated factor is constant
   // along the grid axis.
   t.rule("reduce-partition-sum", "(reduce (sum@a+1 (partition@a$g ?x)))", "(sum@a ?x)");

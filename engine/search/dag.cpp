@@ -14,13 +14,27 @@ namespace prism::search {
 
 bool is_reduction(Op op) { return op == Op::Sum || op == Op::Max || op == Op::Rms; }
 
+bool is_data_movement(Op op) { return op == Op::Split || op == Op::Concat; }
+
+Attrs dag_attrs(const DagValue& v) {
+  Attrs a;
+  if (is_reduction(v.op) || is_data_movement(v.op)) a.axis = v.axis;
+  if (is_reduction(v.op)) a.keepdims = true;
+  if (v.op == Op::Split) {
+    a.parts = v.parts;
+    a.index = v.index;
+  }
+  return a;
+}
+
 std::string Dag::key() const {
   std::string out;
   for (size_t i = size_t(num_inputs); i < values.size(); ++i) {
     const DagValue& v = values[i];
     if (!out.empty()) out.push_back(' ');
     out.append(op_name(v.op));
-    if (is_reduction(v.op)) out.append("@").append(std::to_string(v.axis));
+    if (is_reduction(v.op) || is_data_movement(v.op)) out.append("@").append(std::to_string(v.axis));
+    if (v.op == Op::Split) out.append("/").append(std::to_string(v.parts)).append(":").append(std::to_string(v.index));
     out.push_back('(');
     for (size_t k = 0; k < v.operands.size(); ++k) {
       if (k) out.push_back(',');
@@ -92,10 +106,7 @@ Program Dag::to_program(const std::string& name, const std::vector<const Value*>
     } else {
       v.op = d.op;
       for (int o : d.operands) v.operands.push_back(id[size_t(o)]);
-      if (is_reduction(d.op)) {
-        v.attrs.axis = d.axis;
-        v.attrs.keepdims = true;
-      }
+      v.attrs = dag_attrs(d);
     }
     id[i] = add(std::move(v));
   }
@@ -203,12 +214,17 @@ std::optional<Dag> program_dag(const Program& program, const std::vector<DagValu
     }
     const OpClass cls = op_class(v.op);
     if (v.op == Op::Transpose) return refuse("'" + v.name + "' transposes a computed value (only inputs are read transposed, by a load)");
-    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce)
+    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce && !is_data_movement(v.op))
       return refuse("'" + v.name + "' is a " + op_name(v.op) + ", which fused kernels do not have yet");
     if (cls == OpClass::Reduce && !v.attrs.keepdims) return refuse("'" + v.name + "' reduces with keepdims=false");
+    if (v.op == Op::Concat && v.operands.size() != 2) return refuse("'" + v.name + "' concatenates " + std::to_string(v.operands.size()) + " values (a fused kernel's concat takes two)");
     DagValue d;
     d.op = v.op;
-    d.axis = cls == OpClass::Reduce ? v.attrs.axis : -1;
+    d.axis = cls == OpClass::Reduce || is_data_movement(v.op) ? v.attrs.axis : -1;
+    if (v.op == Op::Split) {
+      d.parts = v.attrs.parts;
+      d.index = v.attrs.index;
+    }
     d.type = Type{DType::F32, v.type.shape, false};
     for (int o : v.operands) {
       if (at[size_t(o)] < 0) return refuse("'" + v.name + "' reads '" + program.value(o).name + "', which no leaf gives");

@@ -22,13 +22,14 @@ namespace prism::search {
 
 struct DagValue {
   Op op = Op::Input;          // Input, Const (leaves) or a primitive op
-  int axis = -1;              // reductions: the reduced axis (non-negative)
+  int axis = -1;              // reductions: the reduced axis; split, concat: theirs (non-negative)
   std::vector<int> operands;  // indices of earlier values
   Type type;                  // f32 for ops; an input keeps its declared type
   std::string name;           // inputs: the program's parameter name
   std::vector<int> view;      // inputs: how the leaf reads the tensor (sgraph::BlockOp::view); empty: as it is
   Constant constant;          // Const leaves
   eg::Id cls = eg::kNoId;     // the e-class in the program's saturated e-graph, when pruning
+  int parts = 0, index = 0;   // split: how many equal parts, and which one this is
 };
 
 // The leaves of every DAG for a lowered program: each input once, padded with leading unit dims
@@ -66,9 +67,14 @@ struct Dag {
 // The program itself as a DAG over `leaves` (dag_leaves(program)), whatever its length: the
 // search's seed, so a program longer than the enumeration's op limit still gets the families
 // that parallelize it as written. None when it uses ops or forms a DAG does not have (reshape,
-// concat, split, a transpose of a computed value, a reduction without keepdims, mixed ranks).
+// a transpose of a computed value, a reduction without keepdims, mixed ranks, a concat of more
+// than two values).
 std::optional<Dag> program_dag(const Program& program, const std::vector<DagValue>& leaves, std::string* why = nullptr);
 
 bool is_reduction(Op op);  // sum, max, rms (keepdims, one axis); matmul contracts but is not one
+// Split and concat: they move data along their axis, which every block then holds whole.
+bool is_data_movement(Op op);
+// The attrs of a DAG op in the IR's terms (axis, keepdims for reductions; parts and index).
+Attrs dag_attrs(const DagValue& v);
 
 }  // namespace prism::search

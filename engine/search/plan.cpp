@@ -57,7 +57,7 @@ Indices analyze_indices(const Dag& dag) {
     total += int(v.type.shape.size());
   }
   UnionFind uf{size_t(total)};
-  std::vector<int> reduced_axes;  // node ids
+  std::vector<int> reduced_axes, whole_axes;  // node ids
   auto node = [&](int v, size_t axis) { return offset[size_t(v)] + int(axis); };
   auto big = [&](int v, size_t axis) { return dag.values[size_t(v)].type.shape[axis] != one; };
   for (int i = dag.num_inputs; i < int(dag.values.size()); ++i) {
@@ -67,6 +67,15 @@ Indices analyze_indices(const Dag& dag) {
       for (size_t a = 0; a < r; ++a)
         if (int(a) != v.axis && big(i, a)) uf.join(node(i, a), node(v.operands[0], a));
       reduced_axes.push_back(node(v.operands[0], size_t(v.axis)));
+      continue;
+    }
+    if (is_data_movement(v.op)) {  // its own axis is a new class, kept whole with its operands'
+      for (size_t a = 0; a < r; ++a)
+        for (int o : v.operands) {
+          if (int(a) == v.axis) whole_axes.push_back(node(o, a));
+          else if (big(i, a) && big(o, a)) uf.join(node(i, a), node(o, a));
+        }
+      whole_axes.push_back(node(i, size_t(v.axis)));
       continue;
     }
     const size_t pass = v.op == Op::Matmul ? r - 2 : r;  // axes that pass through elementwise
@@ -95,6 +104,7 @@ Indices analyze_indices(const Dag& dag) {
         cls_of_root[size_t(root)] = ix.count();
         ix.size.push_back(dag.values[size_t(v)].type.shape[a]);
         ix.reduced.push_back(false);
+        ix.whole.push_back(false);
       }
       row.push_back(cls_of_root[size_t(root)]);
     }
@@ -104,20 +114,27 @@ Indices analyze_indices(const Dag& dag) {
     int c = cls_of_root[size_t(uf.find(n))];
     if (c >= 0) ix.reduced[size_t(c)] = true;
   }
+  for (int n : whole_axes) {
+    int c = cls_of_root[size_t(uf.find(n))];
+    if (c >= 0) ix.whole[size_t(c)] = true;
+  }
   return ix;
 }
 
 std::vector<Plan> enumerate_plans(const Indices& ix) {
+  auto cuttable = [&](int c) { return ix.whole.empty() || !ix.whole[size_t(c)]; };
   std::vector<std::vector<int>> grids = {{}};
   for (int a = 0; a < ix.count(); ++a) {
+    if (!cuttable(a)) continue;
     grids.push_back({a});
-    for (int b = a + 1; b < ix.count(); ++b) grids.push_back({a, b});
+    for (int b = a + 1; b < ix.count(); ++b)
+      if (cuttable(b)) grids.push_back({a, b});
   }
   std::vector<Plan> plans;
   for (const auto& g : grids) {
     plans.push_back({g, -1});
     for (int c = 0; c < ix.count(); ++c)
-      if (ix.reduced[size_t(c)]) plans.push_back({g, c});
+      if (ix.reduced[size_t(c)] && cuttable(c)) plans.push_back({g, c});
   }
   return plans;
 }
@@ -327,10 +344,7 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
     }
     op.kind = BlockOp::Kind::Compute;
     op.op = d.op;
-    if (is_reduction(d.op)) {
-      op.attrs.axis = d.axis;
-      op.attrs.keepdims = true;
-    }
+    op.attrs = dag_attrs(d);
     piece_at[size_t(v)] = at[size_t(v)] = push(ops0, op);
     if (r >= 0 && r == L) {
       BlockOp acc;
@@ -417,10 +431,7 @@ std::optional<Family> build_family(const Dag& dag, const Indices& ix, const Plan
       op.kind = BlockOp::Kind::Compute;
       op.name = "v" + std::to_string(v);
       op.op = d.op;
-      if (is_reduction(d.op)) {
-        op.attrs.axis = d.axis;
-        op.attrs.keepdims = true;
-      }
+      op.attrs = dag_attrs(d);
       for (int o : d.operands) op.operands.push_back(at1[size_t(o)]);
       at1[size_t(v)] = push(ops1, op);
       k1_names.push_back(op_name(d.op));

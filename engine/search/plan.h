@@ -4,8 +4,9 @@
 // Indices: the axes of the DAG's values are grouped into index classes (einsum-style): an
 // elementwise op's axes are its operands' (where they are not broadcast), a matmul joins the
 // contraction axes of its operands and passes rows, columns and batch axes through, a reduction
-// passes the other axes through. A class is *reduced* when some op sums, maxes, rms'es or
-// contracts over it. A plan picks up to two classes for grid dims and at most one reduced class
+// passes the other axes through, a split or concat passes the axes other than its own through.
+// A class is *reduced* when some op sums, maxes, rms'es or contracts over it, and *whole* when a
+// split or concat moves data along it: every block then holds all of it (no grid dim, no loop). A plan picks up to two classes for grid dims and at most one reduced class
 // for the loop; the maps of every load and save follow from the classes, so a grid dim cuts every
 // axis of its class the same way and dims match by construction.
 //
@@ -41,6 +42,7 @@ struct Indices {
   std::vector<std::vector<int>> of;  // [value][axis] -> class (-1: a size-1 axis)
   std::vector<Dim> size;             // per class
   std::vector<bool> reduced;         // per class
+  std::vector<bool> whole;           // per class: never cut by a grid dim or the loop
   int count() const { return int(size.size()); }
   // The class an op reduces over (the contraction for matmul), or -1.
   int reduced_by(const Dag& dag, int value) const;
@@ -51,7 +53,8 @@ struct Plan {
   std::vector<int> grid;  // classes, increasing (grid dims are unordered: symmetry breaking)
   int loop = -1;          // a reduced class, or -1
 };
-// Every plan for the DAG (grid sets of up to two classes, loop none or a reduced class).
+// Every plan for the DAG (grid sets of up to two classes, loop none or a reduced class; never a
+// whole class).
 std::vector<Plan> enumerate_plans(const Indices& indices);
 
 // A data-parallel grid dim: it cuts the axis axis[v] of every DAG value v into `size` blocks in

@@ -153,14 +153,18 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, si
       continue;
     }
     const OpClass cls = op_class(d.op);
-    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce)
+    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce && !is_data_movement(d.op))
       throw Error(Error::Kind::Failed, std::string("family term: no term for ") + op_name(d.op));
     const eg::TOp op = eg::term_op(d.op);
     std::vector<eg::Id> ops;
     for (int o : d.operands) ops.push_back(family.kernel[i] == 1 ? in_kernel1(o) : at[size_t(o)]);
     const Dim f = split[i];
     const int A = d.axis + G;
-    if (f == Dim(1)) {
+    if (d.op == Op::Split) {  // its axis is whole in every tile (plan.cpp): a split of each tile
+      at.push_back(tg.split_part(A, d.parts, d.index, ops[0]));
+    } else if (d.op == Op::Concat) {
+      at.push_back(tg.op(op, ops, A));
+    } else if (f == Dim(1)) {
       at.push_back(is_reduction(d.op) ? tg.op(op, ops, A) : tg.op(op, ops));
     } else if (d.op == Op::Matmul) {
       // [.., n, K] x [.., K, m] = sum over the pieces of (a as [.., n, f, K/f, 1]) * (b as [.., 1, f, K/f, m]).

@@ -28,7 +28,11 @@ std::string map_key(const Map& m) {
   return s + "loop:" + choice_key(m.loop) + "}";
 }
 
-std::string attrs_key(const Attrs& a) { return "axis=" + std::to_string(a.axis) + (a.keepdims ? "" : ",drop"); }
+std::string attrs_key(const Attrs& a) {
+  std::string s = "axis=" + std::to_string(a.axis) + (a.keepdims ? "" : ",drop");
+  if (a.parts > 0) s.append(",part=").append(std::to_string(a.index)).append("/").append(std::to_string(a.parts));
+  return s;
+}
 
 int normalized_axis(int axis, size_t rank) { return axis < 0 ? axis + int(rank) : axis; }
 
@@ -90,9 +94,9 @@ class Canonicalizer {
         continue;
       }
       for (BlockOp& op : kernel.block.ops) {
-        bool reduce = (op.kind == BlockOp::Kind::Compute && op_class(op.op) == OpClass::Reduce) ||
+        bool reduce = (op.kind == BlockOp::Kind::Compute && (op_class(op.op) == OpClass::Reduce || op.op == Op::Split || op.op == Op::Concat)) ||
                       (op.kind == BlockOp::Kind::Accumulate && op.acc == AccKind::Rms);
-        if (!reduce || op.operands.size() != 1 || op.operands[0] < 0 || size_t(op.operands[0]) >= kernel.block.ops.size()) continue;
+        if (!reduce || op.operands.empty() || op.operands[0] < 0 || size_t(op.operands[0]) >= kernel.block.ops.size()) continue;
         const auto& t = a_.tiles[k][size_t(op.operands[0])].type;
         if (t) op.attrs.axis = normalized_axis(op.attrs.axis, t->shape.size());
       }

@@ -303,9 +303,11 @@ class Parser {
 
   void attr(Attrs& attrs) {
     Token at = peek();
-    std::string key = name("an attribute (axis, keepdims)");
+    std::string key = name("an attribute (axis, keepdims, parts, index)");
     expect("=");
-    if (key == "axis") {
+    if (key == "parts" || key == "index") {
+      (key == "parts" ? attrs.parts : attrs.index) = int(integer(key == "parts" ? "a part count" : "a part index"));
+    } else if (key == "axis") {
       bool neg = is("-");
       if (neg) next();
       int64_t v = integer("an axis");
@@ -316,7 +318,7 @@ class Parser {
       if (b != "true" && b != "false") fail("true or false", v);
       attrs.keepdims = b == "true";
     } else {
-      fail("an attribute (axis, keepdims)", at);
+      fail("an attribute (axis, keepdims, parts, index)", at);
     }
   }
 

@@ -21,6 +21,16 @@ std::string attrs_str(const Attrs& attrs, bool keepdims) {
   return out;
 }
 
+// A compute op's attributes in the text form: a reduction's axis (and keepdims), a split's axis,
+// parts and index, a concat's axis; none for the others.
+std::string op_attrs_str(Op op, const Attrs& attrs) {
+  if (op_class(op) == OpClass::Reduce) return attrs_str(attrs, true);
+  if (op == Op::Concat) return attrs_str(attrs, false);
+  if (op == Op::Split)
+    return attrs_str(attrs, false).append(", parts=").append(std::to_string(attrs.parts)).append(", index=").append(std::to_string(attrs.index));
+  return "";
+}
+
 class Printer : public Visitor {
  public:
   Printer(const SGraph& g) : g_(g), a_(analyze(g)) {}
@@ -64,7 +74,7 @@ class Printer : public Visitor {
   void visit_compute(const CustomKernel& kernel, int i, const BlockOp& op) override {
     std::string line = "  " + op.name + " = " + op_name(op.op) + "(" + operands(kernel, op);
     if (op.op == Op::Const) line += constant_str(op.attrs.constant);
-    if (op_class(op.op) == OpClass::Reduce) line += attrs_str(op.attrs, true);
+    line += op_attrs_str(op.op, op.attrs);
     emit(line + ")", tile(i));
   }
 

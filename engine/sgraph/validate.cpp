@@ -161,15 +161,18 @@ class Analyzer : public Visitor {
     tile.type = tt;
     tile.role = op.map.loop.is_none() ? LoopRole::Invariant : LoopRole::Walks;
     tile.loop_axis = op.map.loop.dim;
+    for (size_t d = 0; d < tt.shape.size(); ++d)
+      tile.cut.push_back(std::any_of(op.map.grid.begin(), op.map.grid.end(), [&](const Choice& c) { return c.dim == int(d); }));
     add_footprint(tt);
   }
 
   void visit_compute(const CustomKernel& kernel, int i, const BlockOp& op) override {
     where_ = at(i) + "'" + op.name + "' = " + op_name(op.op);
     OpClass cls = op_class(op.op);
-    size_t want = cls == OpClass::Const ? 0 : cls == OpClass::Unary || cls == OpClass::Reduce ? 1 : 2;
-    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce && cls != OpClass::Const)
-      return error(where_ + ": a block op is a unary, binary, matmul, reduction or const op");
+    size_t want = cls == OpClass::Const ? 0 : cls == OpClass::Unary || cls == OpClass::Reduce || cls == OpClass::Split ? 1 : 2;
+    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce && cls != OpClass::Const &&
+        cls != OpClass::Split && cls != OpClass::Concat)
+      return error(where_ + ": a block op is a unary, binary, matmul, reduction, split, concat or const op");
     if (op.operands.size() != want)
       return error(where_ + ": takes " + std::to_string(want) + " operand(s) but has " + std::to_string(op.operands.size()));
     std::vector<const TileInfo*> xs;
@@ -191,6 +194,24 @@ class Analyzer : public Visitor {
     if (cls == OpClass::Unary) {
       t.shape = xs[0]->type->shape;
       roles.push_back({xs[0]->role, xs[0]->loop_axis});
+      out.cut = aligned_cut(*xs[0], t.shape.size());
+    } else if (cls == OpClass::Split || cls == OpClass::Concat) {
+      // Data moves along the axis: every block must hold all of it (no grid dim, not the loop).
+      std::vector<Type> types;
+      for (const TileInfo* x : xs) types.push_back(*x->type);
+      Attrs attrs = op.attrs;
+      Inferred inf = infer_type(op.op, attrs, types);
+      if (!inf.type) return error(where_ + ": " + inf.error);
+      t.shape = inf.type->shape;
+      out.cut.assign(t.shape.size(), false);
+      for (const TileInfo* x : xs) {
+        const std::vector<bool> c = aligned_cut(*x, t.shape.size());
+        if (c[size_t(attrs.axis)]) return error(where_ + ": a grid dim cuts tile axis " + std::to_string(attrs.axis) + ", which it moves data along");
+        if (x->role == LoopRole::Walks && x->loop_axis == attrs.axis)
+          return error(where_ + ": the loop walks tile axis " + std::to_string(attrs.axis) + ", which it moves data along");
+        for (size_t a = 0; a < c.size(); ++a) out.cut[a] = out.cut[a] || c[a];
+        roles.push_back({x->role, x->loop_axis});
+      }
     } else if (cls == OpClass::Binary) {
       const auto& sa = xs[0]->type->shape;
       const auto& sb = xs[1]->type->shape;
@@ -208,6 +229,11 @@ class Analyzer : public Visitor {
         else o = *da;
       }
       for (const TileInfo* x : xs) roles.push_back(shifted(*x, int(rank - x->type->shape.size())));
+      out.cut.assign(rank, false);
+      for (const TileInfo* x : xs) {
+        const std::vector<bool> c = aligned_cut(*x, rank);
+        for (size_t a = 0; a < rank; ++a) out.cut[a] = out.cut[a] || c[a];
+      }
     } else if (cls == OpClass::Matmul) {
       const auto& sa = xs[0]->type->shape;
       const auto& sb = xs[1]->type->shape;
@@ -222,6 +248,11 @@ class Analyzer : public Visitor {
       t.shape.push_back(sa[sa.size() - 2]);
       t.shape.push_back(sb.back());
       int rank = int(t.shape.size());
+      const std::vector<bool> ca = aligned_cut(*xs[0], size_t(rank)), cb = aligned_cut(*xs[1], size_t(rank));
+      out.cut.assign(size_t(rank), false);
+      for (int a = 0; a < rank - 2; ++a) out.cut[size_t(a)] = ca[size_t(a)] || cb[size_t(a)];
+      out.cut[size_t(rank - 2)] = ca[size_t(rank - 2)];
+      out.cut[size_t(rank - 1)] = cb[size_t(rank - 1)];
       for (int side = 0; side < 2; ++side) {
         const TileInfo& x = *xs[size_t(side)];
         int xr = int(x.type->shape.size());
@@ -236,6 +267,9 @@ class Analyzer : public Visitor {
       if (!inf.type) return error(where_ + ": " + inf.error);
       t.shape = inf.type->shape;
       const TileInfo& x = *xs[0];
+      out.cut = aligned_cut(x, x.type->shape.size());
+      if (attrs.keepdims) out.cut[size_t(attrs.axis)] = false;
+      else out.cut.erase(out.cut.begin() + attrs.axis);
       if (x.role == LoopRole::Walks && x.loop_axis == attrs.axis) roles.push_back({LoopRole::Partial, -1});
       else if (x.role == LoopRole::Walks && !attrs.keepdims && x.loop_axis > attrs.axis) roles.push_back({LoopRole::Walks, x.loop_axis - 1});
       else roles.push_back({x.role, x.loop_axis});
@@ -277,10 +311,12 @@ class Analyzer : public Visitor {
         if (!unify(dm, dx, where_ + ": the max's dim " + dm.str() + " against the value's " + dx.str())) return;
       }
     }
+    out.cut = aligned_cut(*x, t.shape.size());
     if (op.acc == AccKind::Rms) {
       int axis = op.attrs.axis, rank = int(t.shape.size());
       if (axis < -rank || axis >= rank) return error(where_ + ": axis " + std::to_string(axis) + " out of range for rank " + std::to_string(rank));
       t.shape[size_t(axis < 0 ? axis + rank : axis)] = Dim(1);
+      out.cut[size_t(axis < 0 ? axis + rank : axis)] = false;
     }
     out.type = t;
     add_footprint(t);
@@ -328,6 +364,17 @@ class Analyzer : public Visitor {
 
  private:
   std::string at(int i) const { return "kernel " + std::to_string(kernel_) + ": op " + std::to_string(i) + " "; }
+
+  // x's cut axes aligned to the right of a result of `rank` axes (numpy broadcasting); an axis x
+  // lacks, or whose size is 1, is not cut.
+  static std::vector<bool> aligned_cut(const TileInfo& x, size_t rank) {
+    std::vector<bool> out(rank, false);
+    const size_t r = x.type ? x.type->shape.size() : 0;
+    if (r > rank) return out;
+    for (size_t a = 0; a < r && a < x.cut.size(); ++a)
+      out[rank - r + a] = x.cut[a] && x.type->shape[a] != Dim(1);
+    return out;
+  }
   void error(const std::string& m) { a_.errors.push_back(m); }
   TileInfo& tile_at(int i) { return a_.tiles[size_t(kernel_)][size_t(i)]; }
   int partial(const std::string& t) const {

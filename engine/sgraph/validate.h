@@ -51,6 +51,7 @@ struct TileInfo {
   std::optional<Type> type;  // none when unknown (open map, or an error upstream)
   LoopRole role = LoopRole::Unknown;
   int loop_axis = -1;        // for Walks
+  std::vector<bool> cut;     // per tile axis: a grid dim splits it across blocks (no block holds it whole)
 };
 
 struct Analysis {

@@ -45,6 +45,11 @@ class Printer {
           case OpClass::Binary: return emit_binary(s.op, in(0), in(1), out, ctx);
           case OpClass::Matmul: return emit_matmul(in(0), in(1), out, s.into_accumulator, ctx);
           case OpClass::Const: return ctx.indent + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
+          case OpClass::Split: return emit_copy(part_of(in(0), s.axis, s.part * out.shape[size_t(s.axis)], out.shape[size_t(s.axis)]), out, ctx);
+          case OpClass::Concat: {
+            const int64_t a = in(0).shape[size_t(s.axis)], b = in(1).shape[size_t(s.axis)];
+            return emit_copy(in(0), part_of(out, s.axis, 0, a), ctx) + emit_copy(in(1), part_of(out, s.axis, a, b), ctx);
+          }
           default: return emit_reduce(s.op, s.axis, in(0), out, ctx);
         }
       case kir::Stmt::Kind::Accumulate:

@@ -156,6 +156,12 @@ class KernelPrinter {
                 in(0), in(1), out, [&](const std::string& a, const std::string& b) { return binary_expr(s.op, a, b); }, ctx);
           case OpClass::Matmul: return matmul(s, in(0), in(1), out, ctx);
           case OpClass::Const: return ctx.indent + "if (threadIdx.x == 0) " + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
+          // Disjoint parts: the concat's two copies need no barrier between them.
+          case OpClass::Split: return emit_map(part_of(in(0), s.axis, s.part * out.shape[size_t(s.axis)], out.shape[size_t(s.axis)]), out, same, ctx);
+          case OpClass::Concat: {
+            const int64_t a = in(0).shape[size_t(s.axis)], b = in(1).shape[size_t(s.axis)];
+            return emit_map(in(0), part_of(out, s.axis, 0, a), same, ctx) + emit_map(in(1), part_of(out, s.axis, a, b), same, ctx);
+          }
           default: return emit_reduce(s.op, s.axis, in(0), out, ctx);
         }
       case kir::Stmt::Kind::Accumulate:

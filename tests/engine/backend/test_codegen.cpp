@@ -168,6 +168,15 @@ TEST_CASE("codegen: views and constants; a transposed B read in place (NT kernel
   CHECK_THAT(generate_cpu_source(inst, {}), !Catch::Contains("prism_mm_nt<16"));
 }
 
+TEST_CASE("codegen: split and concat on tiles, on loads read in place and into a save, match the evaluator", "[codegen][rotary]") {
+  for (int simd : {32, 64}) {
+    INFO("simd " << simd);
+    CHECK(family_codegen_error(fam::kRotary, {{"h", 4}, {"s", 6}, {"e", 16}}, {{"g1", 2}, {"g2", 3}}, simd) < kTol);
+    CHECK(family_codegen_error(fam::kRotary, {{"h", 3}, {"s", 5}, {"e", 10}}, {{"g1", 1}, {"g2", 1}}, simd) < kTol);
+    CHECK(family_codegen_error(fam::kSwapHalves, {{"n", 6}, {"d", 34}}, {{"g1", 3}}, simd) < kTol);
+  }
+}
+
 TEST_CASE("codegen: rms_linear family matches the evaluator", "[codegen]") {
   // d=1024: rows of X 4 KiB apart, so the matmul copies its A tile first (prism_mm's packing).
   CHECK(family_codegen_error(fam::kRmsLinear, {{"n", 16}, {"d", 1024}}, {{"g1", 4}, {"F1", 8}}) < kTol);

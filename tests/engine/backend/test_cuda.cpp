@@ -325,6 +325,15 @@ TEST_CASE("cuda: generated code run on the host (a thread per CUDA thread) match
   CHECK(emulated_error(combined, {{"n", 4}, {"d", 32}, {"m", 24}}, {{"g1", 4}}) < 1e-5);
 }
 
+TEST_CASE("cuda: split and concat on tiles compile and run right on the host", "[cuda][rotary]") {
+  for (const auto& [family, dims, sizes] : {std::tuple{fam::kRotary, DimBindings{{"h", 4}, {"s", 6}, {"e", 16}}, DimBindings{{"g1", 2}, {"g2", 3}}},
+                                            std::tuple{fam::kSwapHalves, DimBindings{{"n", 6}, {"d", 34}}, DimBindings{{"g1", 3}}}}) {
+    const sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, sizes, kGpu);
+    if (have_nvrtc()) compiles(inst);
+    CHECK(emulated_error(inst) < 1e-6);
+  }
+}
+
 TEST_CASE("cuda: every elementwise op of the table, in a custom and a library kernel, compiles and matches the evaluator", "[cuda][ops]") {
   CHECK(emulated_error(fam::every_elementwise_op_family(), {{"n", 3}, {"d", 40}}, {{"g1", 3}, {"F1", 5}}) < 1e-6);
   CHECK(emulated_error(fam::every_elementwise_op_family("f16"), {{"n", 3}, {"d", 40}}, {{"g1", 3}, {"F1", 5}}) < kHalfTol);

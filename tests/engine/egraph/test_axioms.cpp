@@ -110,6 +110,12 @@ void seed_terms(TensorGraph& tg) {
     op(red, {part(X)}, 1);
     op(red, {rep(X)}, 2);
   }
+  // split / concat along an uncut tile axis (d is even at every binding below)
+  Id E = tg.input("E", {d, d});
+  tg.split_part(2, 2, 1, part0(D));
+  tg.split_part(2, 2, 0, rep(X));
+  op(TOp::Concat, {part0(D), part0(E)}, 2);
+  op(TOp::Concat, {rep(X), rep(Y)}, 2);
   for (TOp u : kUnary) op(u, {part(X)});
   for (TOp b : kBinary) {
     op(b, {part(X), part(Y)});

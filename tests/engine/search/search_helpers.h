@@ -86,6 +86,7 @@ inline const std::vector<ExampleLayer>& example_layers() {
       {"gelu_linear", {{"n", 4}, {"d", 32}, {"h", 64}}, {{"n", 8}, {"d", 64}, {"h", 128}}},
       {"residual_rmsnorm", {{"n", 4}, {"d", 64}}, {{"n", 8}, {"d", 128}}},
       {"qknorm_attention", {{"B", 2}, {"q", 4}, {"s", 64}, {"e", 16}}, {{"B", 2}, {"q", 1}, {"s", 128}, {"e", 32}}},
+      {"rotary", {{"h", 2}, {"s", 8}, {"e", 16}}, {{"h", 4}, {"s", 16}, {"e", 64}}},
   };
   return layers;
 }

@@ -113,6 +113,42 @@ output O
 // on a partial axis; only a sum over that axis gives the program below.
 // Llama's RMSNorm with eps and a gain vector, then nn.Linear's [out, in] weight: g[d] read as
 // [1, d] and W[m, d] as W^T by views; eps and d are constants; the loop walks d.
+// Rotary embedding (rotate_half by split and concat) with the heads and positions cut across
+// the grid; the head dim, which the split and concat move data along, is whole in every tile.
+inline constexpr const char* kRotaryProgram = R"(program rotary(X: f32[h, s, e], C: f32[s, e], S: f32[s, e]) {
+  X1, X2 = split(X, 2, axis=-1)
+  return X * C + concat(-X2, X1, axis=-1) * S
+})";
+inline constexpr const char* kRotary = R"(input X: f32[h, s, e]
+input C: f32[s, e]
+input S: f32[s, e]
+kernel 0: custom grid=[g1, g2]
+  x = load X map {grid: 0->g1 1->g2, loop: -}
+  c = load C view [-, 0, 1] map {grid: 1->g2, loop: -}
+  sn = load S view [-, 0, 1] map {grid: 1->g2, loop: -}
+  x1 = split(x, axis=2, parts=2, index=0)
+  x2 = split(x, axis=2, parts=2, index=1)
+  n2 = neg(x2)
+  r = concat(n2, x1, axis=2)
+  xc = mul(x, c)
+  rs = mul(r, sn)
+  y = add(xc, rs)
+  save O: f32 = y map {grid: 0->g1 1->g2, loop: -}
+output O
+)";
+
+// The halves of each row swapped: split parts read where the load lies, the concat written
+// straight into its save's box.
+inline constexpr const char* kSwapHalves = R"(input X: f32[n, d]
+kernel 0: custom grid=[g1]
+  x = load X map {grid: 0->g1, loop: -}
+  a = split(x, axis=1, parts=2, index=0)
+  b = split(x, axis=1, parts=2, index=1)
+  c = concat(b, a, axis=1)
+  save O: f32 = c map {grid: 0->g1, loop: -}
+output O
+)";
+
 inline constexpr const char* kLlamaProgram = R"(program llama(X: f32[n, d], g: f32[d], W: f32[m, d]) {
   return matmul(rms_norm(X, eps=1e-6) * g, transpose(W))
 })";

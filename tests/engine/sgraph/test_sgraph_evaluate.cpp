@@ -125,3 +125,11 @@ TEST_CASE("an online-softmax family (rescaled accumulators) matches the referenc
   for (float v : got.at(0).data) REQUIRE(std::isfinite(v));
   CHECK(relative_error(got.at(0), want.at(0)) < 1e-5);
 }
+
+TEST_CASE("a rotary family (split and concat on tiles) matches the reference", "[sgraph][evaluate][rotary]") {
+  for (const DimBindings& dims : {DimBindings{{"h", 4}, {"s", 6}, {"e", 8}}, DimBindings{{"h", 2}, {"s", 12}, {"e", 32}}})
+    for (auto [g1, g2] : {std::pair{1, 1}, {2, 3}, {2, 2}}) {
+      CAPTURE(dims.at("e"), g1, g2);
+      CHECK(family_error(fam::kRotaryProgram, fam::kRotary, dims, {{"g1", g1}, {"g2", g2}}) < 1e-6);
+    }
+}

@@ -239,3 +239,21 @@ output O
   bad = sgraph::analyze(sgraph::parse("input X: f32[n, d]\ninput W: f32[m, d]\nkernel 0: O: f32 = matmul(X, W view [1, 1])\noutput O\n"));
   REQUIRE_FALSE(bad.ok());
 }
+
+TEST_CASE("split and concat print their axis, parts and index, parse back and key the canonical form", "[sgraph][text][rotary]") {
+  SGraph g = parse(fam::kRotary);
+  CHECK(validate(g).empty());
+  const std::string text = print(g);
+  CHECK_THAT(text, Catch::Contains("x1 = split(x, axis=2, parts=2, index=0)") && Catch::Contains("r = concat(n2, x1, axis=2)") &&
+                       Catch::Contains("# f32[h/g1, s/g2, e/2]"));
+  CHECK(canonical_hash(parse(text)) == canonical_hash(g));
+  // The other half, or the halves in the other order, is another family.
+  std::string other = fam::kRotary;
+  other.replace(other.find("parts=2, index=0"), 16, "parts=2, index=1");
+  CHECK(canonical_hash(parse(other)) != canonical_hash(g));
+  std::string swapped = fam::kRotary;
+  swapped.replace(swapped.find("concat(n2, x1"), 13, "concat(x1, n2");
+  CHECK(canonical_hash(parse(swapped)) != canonical_hash(g));
+  CHECK_THROWS_WITH(parse(std::string(fam::kRotary).replace(std::string(fam::kRotary).find("parts=2"), 7, "part=2")),
+                    Catch::Contains("an attribute (axis, keepdims, parts, index)"));
+}

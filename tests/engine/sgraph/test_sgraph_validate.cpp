@@ -146,3 +146,25 @@ TEST_CASE("a rescaled accumulator takes a value and the max it is relative to", 
   alone.replace(alone.find("ao = rescaled_sum_accumulate(o, m)"), 34, "ao = rescaled_sum_accumulate(o)");
   CHECK_THROWS(parse(alone));
 }
+
+TEST_CASE("split and concat need the whole axis they move data along in every tile", "[sgraph][validate][rotary]") {
+  CHECK(errors(fam::kRotary).empty());
+  const std::string io = "input X: f32[n, d]\ninput Y: f32[n, d]\n";
+  // Cut by a grid dim: each block would split (or join) its own piece of the row.
+  CHECK(errors(io + "kernel 0: custom grid=[g1]\n  x = load X map {grid: 1->g1, loop: -}\n  a = split(x, axis=1, parts=2, index=0)\n") ==
+        std::vector<std::string>{"kernel 0: op 1 'a' = split: a grid dim cuts tile axis 1, which it moves data along"});
+  // The cut reaches the concat through an elementwise op.
+  CHECK(errors(io + "kernel 0: custom grid=[g1]\n  x = load X map {grid: 1->g1, loop: -}\n  y = load Y map {grid: -, loop: -}\n"
+                    "  e = exp(x)\n  c = concat(e, y, axis=-1)\n") ==
+        std::vector<std::string>{"kernel 0: op 3 'c' = concat: a grid dim cuts tile axis 1, which it moves data along"});
+  // Walked by the loop.
+  CHECK(errors(io + "kernel 0: custom grid=[] loop=F1\n  x = load X map {grid: -, loop: 1}\n  a = split(x, axis=1, parts=2, index=1)\n") ==
+        std::vector<std::string>{"kernel 0: op 1 'a' = split: the loop walks tile axis 1, which it moves data along"});
+  // Along the other, uncut axis: fine.
+  CHECK(errors(io + "kernel 0: custom grid=[g1]\n  x = load X map {grid: 1->g1, loop: -}\n  a = split(x, axis=0, parts=2, index=1)\n"
+                    "  save O: f32 = a map {grid: 1->g1, loop: -}\n")
+            .empty());
+  // Operands that do not line up.
+  CHECK_THAT(errors(io + "kernel 0: custom grid=[]\n  x = load X map {grid: -, loop: -}\n  s = sum(x, axis=1)\n  c = concat(x, s, axis=0)\n").front(),
+             Catch::Contains("concat"));
+}
