@@ -6,6 +6,7 @@
 #include "engine/backend/cuda/eager.h"
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/backend/cuda/plan.h"
+#include "engine/backend/lower.h"
 
 namespace prism::backend::cuda {
 
@@ -48,9 +49,10 @@ Build CudaBackend::generate(const sgraph::Instance& instance, const TargetDescri
   options.threads_per_block = kThreadsPerBlock;
   options.shared_memory_bytes = target.fast_memory_bytes;
   return make_build("cannot generate CUDA code", [&](Build& b) {
-    CudaSource cuda = generate_cuda_source(instance, options);
+    const kir::Program lowered = lower(instance, cuda_lowering());
+    CudaSource cuda = generate_cuda_source(lowered, options);
     b.source = launches(cuda) + cuda.source;
-    b.launch = plan_text(candidate_plan(instance, cuda));
+    b.launch = plan_text(candidate_plan(instance, lowered, cuda));
   });
 }
 

@@ -150,8 +150,7 @@ class Printer {
     grid_stride(s.what, params, element_count(s.shape), stmt);
   }
 
-  // One strided-batched cuBLAS call when each operand's batch is either whole or broadcast
-  // entirely, else one call per batch element.
+  // The matmul as cuBLAS calls (plan.h's batched_gemms: one strided-batched call when it can).
   void matmul(const eager::Step& s) {
     const CudaTensor &ta = tensor(s.in[0].buffer), &tb = tensor(s.in[1].buffer), &tc = tensor(s.out.buffer);
     if (ta.dtype != tb.dtype)
@@ -162,41 +161,11 @@ class Printer {
     g.a = ta.name, g.b = tb.name, g.c = tc.name;
     g.m = s.m, g.k = s.k, g.n = s.n;
     g.trans_a = s.trans_a, g.trans_b = s.trans_b;
-    const int64_t nb = element_count(s.shape);
-    // Each operand's element offset for batch element i.
-    auto offset_of = [&](const eager::Access& a, int64_t i) {
-      int64_t at = 0;
-      for (size_t d = s.shape.size(); d-- > 0;) {
-        at += i % s.shape[d] * a.strides[d];
-        i /= s.shape[d];
-      }
-      return at;
-    };
-    // A batch read at stride `stride` (the whole batch) or 0 (one matrix for all).
-    auto uniform = [&](const eager::Access& a, int64_t matrix, int64_t* stride) {
-      for (int64_t candidate : {matrix, int64_t(0)}) {
-        bool all = true;
-        for (int64_t i = 0; i < nb && all; ++i) all = offset_of(a, i) == i * candidate;
-        if (all) return *stride = candidate, true;
-      }
-      return false;
-    };
+    auto operand = [](const eager::Access& a) { return GemmOperand{a.offset, a.strides}; };
     CudaStep step;
     step.is_gemm = true;
-    if (uniform(s.in[0], g.m * g.k, &g.stride_a) && uniform(s.in[1], g.k * g.n, &g.stride_b)) {
-      g.batch = nb;
-      g.stride_c = g.m * g.n;
-      step.gemm = g;
-      out_.plan.steps.push_back(step);
-      return;
-    }
-    for (int64_t i = 0; i < nb; ++i) {
-      CudaGemm one = g;
-      one.batch = 1;
-      one.offset_a = offset_of(s.in[0], i);
-      one.offset_b = offset_of(s.in[1], i);
-      one.offset_c = offset_of(s.out, i);
-      step.gemm = one;
+    for (const CudaGemm& call : batched_gemms(g, s.shape, operand(s.in[0]), operand(s.in[1]), operand(s.out))) {
+      step.gemm = call;
       out_.plan.steps.push_back(step);
     }
   }

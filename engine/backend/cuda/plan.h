@@ -48,13 +48,27 @@ struct CudaPlan {
   bool uses_cublas() const;
 };
 
+// The cuBLAS calls of row-major C[i] = A[i] @ B[i] for every index i of `batch`: `matrix` holds
+// the tensors, sizes and transposes; each operand is at element `offset` + the sum of its batch
+// strides (one per batch dim, 0 where it broadcasts) times i. One strided-batched call when each
+// operand's batch is whole (in order, a matrix apart) or one matrix for all, else one call per
+// batch element.
+struct GemmOperand {
+  int64_t offset = 0;
+  std::vector<int64_t> batch_strides;
+};
+std::vector<CudaGemm> batched_gemms(const CudaGemm& matrix, const std::vector<int64_t>& batch, const GemmOperand& a, const GemmOperand& b,
+                                    const GemmOperand& c);
+
 std::string plan_text(const CudaPlan& plan);
 // Throws Error{InvalidArgument} naming the first malformed line.
 CudaPlan parse_plan(const std::string& text);
 
-// The plan of a generated candidate (codegen.h): its inputs the instance's input tensors (in the
-// program's parameter order, as a family declares them), its outputs the graph's, scratch sized
-// from the instance.
-CudaPlan candidate_plan(const sgraph::Instance& instance, const CudaSource& source);
+// The plan of a generated candidate (codegen.h) from the instance, its lowering and its source:
+// its inputs the instance's input tensors (in the program's parameter order, as a family declares
+// them), its outputs the graph's, scratch sized from the instance. A library matmul runs as cuBLAS
+// calls (a vendor kernel, as OpenBLAS on the CPU) when its operands' layouts and dtypes allow
+// (dense rows or columns, one dtype for A and B, C in it or f32), else as its generated kernel.
+CudaPlan candidate_plan(const sgraph::Instance& instance, const kir::Program& lowered, const CudaSource& source);
 
 }  // namespace prism::backend::cuda

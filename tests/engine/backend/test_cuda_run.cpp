@@ -11,6 +11,11 @@
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/eager.h"
 #include "engine/backend/cuda/nvrtc.h"
+#include "engine/backend/cuda/plan.h"
+#include "engine/backend/lower.h"
+#include "engine/sgraph/evaluate.h"
+#include "engine/sgraph/parse.h"
+#include "../sgraph/sgraph_helpers.h"
 #include "engine/interp/interpreter.h"
 #include "engine/tune/compare.h"
 
@@ -74,4 +79,62 @@ TEST_CASE("cuda run: a plan that does not match the worker's inputs is refused i
   request.plan = backend::cuda::plan_text(plan);
   outcome = runner.run_cuda(request);
   CHECK_THAT(outcome.error, Catch::Contains("input 0 (a) has 4 elements, the plan says 5"));
+}
+
+TEST_CASE("cuda run: a candidate's library matmuls run as cuBLAS calls where layouts and dtypes allow", "[cuda][runner][library]") {
+  // An nn.Linear weight read transposed, a batch against one shared weight, a batch of
+  // transposed keys, and mixed dtypes (left to the generated kernel).
+  const std::string family = R"(input X: f32[n, d]
+input W: f32[m, d]
+input A: f16[b, n, d]
+input B: f16[d, m]
+input K: f16[b, m, d]
+kernel 0: P: f32 = matmul(X, W view [1, 0])
+kernel 1: Q: f16 = matmul(A, B)
+kernel 2: R: f32 = matmul(A, K view [0, 2, 1])
+kernel 3: S: f32 = matmul(X, B)
+output P, Q, R, S
+)";
+  const DimBindings dims{{"n", 4}, {"d", 8}, {"m", 6}, {"b", 3}};
+  const sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, {}, sgraph::TileBudget{1 << 20});
+  const backend::kir::Program lowered = backend::lower(inst, backend::cuda_lowering());
+  const backend::cuda::CudaSource source = backend::cuda::generate_cuda_source(lowered);
+  const backend::cuda::CudaPlan plan = backend::cuda::candidate_plan(inst, lowered, source);
+  REQUIRE(plan.steps.size() == 4);
+  auto gemm = [&](size_t i) {
+    REQUIRE(plan.steps[i].is_gemm);
+    return plan.steps[i].gemm;
+  };
+  const backend::cuda::CudaGemm p = gemm(0), q = gemm(1), r = gemm(2);
+  CHECK((p.a == "X" && p.b == "W" && p.c == "P" && p.m == 4 && p.n == 6 && p.k == 8 && p.batch == 1 && !p.trans_a && p.trans_b));
+  CHECK((q.batch == 3 && q.stride_a == 32 && q.stride_b == 0 && q.stride_c == 24 && !q.trans_b));
+  CHECK((r.b == "K" && r.batch == 3 && r.stride_b == 48 && r.trans_b && r.stride_c == 24));
+  CHECK_FALSE(plan.steps[3].is_gemm);  // f32 @ f16: cuBLAS takes one dtype for both
+  CHECK(plan.steps[3].kernel.name == source.kernels[3].name);
+  CHECK(plan.uses_cublas());
+  // The plan's text form carries the calls.
+  const backend::cuda::CudaPlan back = backend::cuda::parse_plan(backend::cuda::plan_text(plan));
+  CHECK(back.steps.size() == 4);
+  CHECK((back.steps[2].is_gemm && back.steps[2].gemm.trans_b && back.steps[2].gemm.stride_b == 48));
+
+  // With a device: the plan's outputs match the evaluator.
+  if (!backend::cuda::cuda_status().available || !backend::cuda::nvrtc_status().available) return;
+  std::map<std::string, Tensor> named = test::random_inputs(inst.graph, inst.bindings, 5);
+  std::vector<Tensor> inputs;
+  for (const sgraph::TensorDecl& in : inst.graph.inputs) inputs.push_back(named.at(in.name));
+  std::vector<Tensor> want = sgraph::evaluate(inst, named);
+  backend::cuda::CudaPlan run = plan;
+  run.ptx = backend::cuda::compile_to_ptx(source.source, backend::cuda::CudaDevice().info().arch()).ptx;
+  backend::CudaRunRequest request;
+  for (const auto& t : want) request.output_shapes.push_back(t.shape);
+  request.plan = backend::cuda::plan_text(run);
+  request.runs = 3;
+  backend::KernelRunner runner;
+  runner.set_inputs(inputs);
+  backend::RunOutcome outcome = runner.run_cuda(request);
+  INFO(outcome.error);
+  REQUIRE(outcome.ok);
+  tune::Comparison check = tune::compare_outputs(outcome.outputs, want, 1e-2, 1e-2);
+  INFO(check.failure.value_or(""));
+  CHECK_FALSE(check.failure);
 }
