@@ -3,7 +3,9 @@
 #include <tbb/task_arena.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "engine/egraph/from_program.h"
@@ -38,7 +40,44 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, si
   const std::vector<Dim>& split = family.split;
   const std::vector<GridCut>& cuts = family.cuts;
   const int G = int(cuts.size());  // leading grid axes of every tile
-  auto reshape = [&](eg::Id x, const std::vector<Dim>& to) { return eg::add_reshape(tg, x, to); };
+  // Every block computes the same value from replicated operands: an op whose operands are all
+  // replicated (or scalars) is built as the op on the whole tensors, replicated. The lifting
+  // axioms (`replicate-*`, `*-replicate`, through matmul's contraction) prove the two equal; done
+  // as the term is built, the prover's iterations go to the rest (a deep online-softmax chain
+  // over replicated Q and K, with V's columns cut, needed more than its 30).
+  // (A copy: adding nodes may move the e-graph's storage.)
+  auto replicated = [&](eg::Id x) -> std::optional<eg::ENode> {
+    const eg::ENode n = tg.graph().id_node(x);
+    if (eg::TOp(n.op) != eg::TOp::Replicate) return std::nullopt;
+    return n;
+  };
+  std::function<eg::Id(eg::TOp, const std::vector<eg::Id>&, int, uint32_t)> top = [&](eg::TOp o, const std::vector<eg::Id>& kids, int axis,
+                                                                                      uint32_t payload) {
+    const bool grid_op = o == eg::TOp::Partition || o == eg::TOp::Replicate || o == eg::TOp::Combine || o == eg::TOp::Reduce;
+    const bool axis_op = !eg::is_unary(o) && !eg::is_binary(o) && o != eg::TOp::Matmul;
+    std::optional<eg::ENode> rep;
+    bool hoist = !grid_op && (!axis_op || axis >= 1);
+    for (eg::Id k : kids) {
+      if (!hoist || tg.rank(k) == 0) continue;
+      const std::optional<eg::ENode> r = replicated(k);
+      if (!r || (rep && (r->payload != rep->payload || tg.rank(k) != tg.rank(kids[0])))) hoist = false;
+      else rep = r;
+    }
+    if (!hoist || !rep) return tg.op(o, kids, axis, payload);
+    std::vector<eg::Id> inner;
+    for (eg::Id k : kids) inner.push_back(tg.rank(k) == 0 ? k : replicated(k)->child[0]);
+    const eg::Id whole = top(o, inner, axis_op ? axis - 1 : axis, payload);
+    return tg.op(eg::TOp::Replicate, {whole}, 0, rep->payload);
+  };
+  auto node = [&](eg::TOp o, const std::vector<eg::Id>& kids, int axis = 0, uint32_t payload = 0) { return top(o, kids, axis, payload); };
+  std::function<eg::Id(eg::Id, const std::vector<Dim>&)> reshape = [&](eg::Id x, const std::vector<Dim>& to) {
+    const std::optional<eg::ENode> r = replicated(x);
+    if (r && !to.empty() && to[0] == tg.dim(r->payload)) {
+      const eg::Id inner = reshape(r->child[0], std::vector<Dim>(to.begin() + 1, to.end()));
+      return tg.op(eg::TOp::Replicate, {inner}, 0, r->payload);
+    }
+    return eg::add_reshape(tg, x, to);
+  };
   // The reduction `op` over axis A of x as the reduction over [f, K/f]: the f pieces' partials.
   auto split_reduce = [&](eg::TOp op, eg::Id x, int A, const Dim& f) {
     std::vector<Dim> s = tg.dims_of(x), cut;
@@ -47,7 +86,7 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, si
     cut.push_back(f);
     cut.push_back(k / f);
     cut.insert(cut.end(), s.begin() + A + 1, s.end());
-    eg::Id y = tg.op(op, {tg.op(op, {reshape(x, cut)}, A + 1)}, A);
+    eg::Id y = node(op, {node(op, {reshape(x, cut)}, A + 1)}, A);
     s[size_t(A)] = Dim(1);
     return reshape(y, s);
   };
@@ -57,7 +96,7 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, si
     for (int k = 0; k < G; ++k) {
       const eg::DimId g = tg.dim_id(kernel == 0 ? cuts[size_t(k)].size : cuts[size_t(k)].size2);
       const int a = cuts[size_t(k)].axis[v];
-      x = a >= 0 ? tg.op(eg::TOp::Partition, {x}, a + k, g) : tg.op(eg::TOp::Replicate, {x}, 0, g);
+      x = a >= 0 ? node(eg::TOp::Partition, {x}, a + k, g) : node(eg::TOp::Replicate, {x}, 0, g);
     }
     return x;
   };
@@ -66,7 +105,7 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, si
     for (int k = G - 1; k >= 0; --k) {
       // Only a value the dim lays out has tiles to put together (plan.cpp refuses other families).
       if (cuts[size_t(k)].axis[v] < 0) throw Error(Error::Kind::Failed, "family term: a grid dim would stack copies of a saved value");
-      y = tg.op(eg::TOp::Combine, {y}, cuts[size_t(k)].axis[v] + k);
+      y = node(eg::TOp::Combine, {y}, cuts[size_t(k)].axis[v] + k);
     }
     return y;
   };
@@ -97,13 +136,13 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, si
     auto it = piece_max.find(base);
     if (it != piece_max.end()) return it->second;
     const int A = axis_of(base);
-    const eg::Id m = tg.op(eg::TOp::Max, {pieces(at[size_t(dag.values[size_t(base)].operands[0])], A, split[size_t(base)])}, A + 1);
+    const eg::Id m = node(eg::TOp::Max, {pieces(at[size_t(dag.values[size_t(base)].operands[0])], A, split[size_t(base)])}, A + 1);
     return piece_max[base] = m;
   };
   // exp(piece max - overall max) for each piece ([.., f, 1, ..], as the pieces' max).
   auto rescale_factor = [&](int base) {
     const eg::Id m = max_of_pieces(base);
-    return tg.op(eg::TOp::Exp, {tg.op(eg::TOp::Sub, {m, tg.op(eg::TOp::Max, {m}, axis_of(base))})});
+    return node(eg::TOp::Exp, {node(eg::TOp::Sub, {m, node(eg::TOp::Max, {m}, axis_of(base))})});
   };
   for (size_t i = 0; i < dag.values.size(); ++i) {
     const DagValue& d = dag.values[i];
@@ -112,7 +151,7 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, si
       std::vector<eg::Id> ops;
       for (int o : d.operands)
         ops.push_back(o == base ? max_of_pieces(base) : family.local[size_t(o)] == base ? pt[size_t(o)] : pieces(at[size_t(o)], A, split[size_t(base)]));
-      pt[i] = tg.op(eg::term_op(d.op), ops);
+      pt[i] = node(eg::term_op(d.op), ops);
       at.push_back(eg::kNoId);  // only read piece by piece
       continue;
     }
@@ -124,7 +163,7 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, si
       eg::Id total;
       std::vector<Dim> out;
       if (d.op == Op::Sum) {
-        total = tg.op(eg::TOp::Sum, {tg.op(eg::TOp::Mul, {factor, tg.op(eg::TOp::Sum, {x}, A + 1)})}, A);
+        total = node(eg::TOp::Sum, {node(eg::TOp::Mul, {factor, node(eg::TOp::Sum, {x}, A + 1)})}, A);
         out = tg.dims_of(x);
         out.erase(out.begin() + A + 1);
         out[size_t(A)] = Dim(1);
@@ -136,8 +175,8 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, si
         cx.push_back(Dim(1));
         cb.insert(cb.end(), {Dim(1), sx[r - 1], sx[r], sb[r - 1]});
         cf.push_back(Dim(1));
-        const eg::Id prod = tg.op(eg::TOp::Mul, {reshape(x, cx), reshape(at[size_t(d.operands[1])], cb)});
-        total = tg.op(eg::TOp::Sum, {tg.op(eg::TOp::Mul, {reshape(factor, cf), tg.op(eg::TOp::Sum, {prod}, int(r))})}, int(r) - 1);
+        const eg::Id prod = node(eg::TOp::Mul, {reshape(x, cx), reshape(at[size_t(d.operands[1])], cb)});
+        total = node(eg::TOp::Sum, {node(eg::TOp::Mul, {reshape(factor, cf), node(eg::TOp::Sum, {prod}, int(r))})}, int(r) - 1);
         out.assign(sx.begin(), sx.end() - 2);
         out.push_back(sb[r - 1]);
       }
@@ -163,9 +202,9 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, si
     if (d.op == Op::Split) {  // its axis is whole in every tile (plan.cpp): a split of each tile
       at.push_back(tg.split_part(A, d.parts, d.index, ops[0]));
     } else if (d.op == Op::Concat) {
-      at.push_back(tg.op(op, ops, A));
+      at.push_back(node(op, ops, A));
     } else if (f == Dim(1)) {
-      at.push_back(is_reduction(d.op) ? tg.op(op, ops, A) : tg.op(op, ops));
+      at.push_back(is_reduction(d.op) ? node(op, ops, A) : node(op, ops));
     } else if (d.op == Op::Matmul) {
       // [.., n, K] x [.., K, m] = sum over the pieces of (a as [.., n, f, K/f, 1]) * (b as [.., 1, f, K/f, m]).
       std::vector<Dim> sa = tg.dims_of(ops[0]), sb = tg.dims_of(ops[1]);
@@ -174,16 +213,16 @@ eg::Id family_term(eg::TensorGraph& tg, const Dag& dag, const Family& family, si
       std::vector<Dim> ca(sa.begin(), sa.end() - 1), cb(sb.begin(), sb.end() - 2);
       ca.insert(ca.end(), {f, k / f, Dim(1)});
       cb.insert(cb.end(), {Dim(1), f, k / f, sb[r - 1]});
-      eg::Id prod = tg.op(eg::TOp::Mul, {reshape(ops[0], ca), reshape(ops[1], cb)});
-      eg::Id sum = tg.op(eg::TOp::Sum, {tg.op(eg::TOp::Sum, {prod}, int(r))}, int(r) - 1);
+      eg::Id prod = node(eg::TOp::Mul, {reshape(ops[0], ca), reshape(ops[1], cb)});
+      eg::Id sum = node(eg::TOp::Sum, {node(eg::TOp::Sum, {prod}, int(r))}, int(r) - 1);
       std::vector<Dim> out = tg.dims_of(sum);
       out.erase(out.begin() + int(r) - 1, out.begin() + int(r) + 1);
       at.push_back(reshape(sum, out));
     } else if (d.op == Op::Rms) {
       // rms_accumulate: sqrt(sum of squares over all pieces / K).
       eg::Id k = tg.constant(Constant{tg.dims_of(ops[0])[size_t(A)], 0});
-      eg::Id total = split_reduce(eg::TOp::Sum, tg.op(eg::TOp::Mul, {ops[0], ops[0]}), A, f);
-      at.push_back(tg.op(eg::TOp::Sqrt, {tg.op(eg::TOp::Div, {total, k})}));
+      eg::Id total = split_reduce(eg::TOp::Sum, node(eg::TOp::Mul, {ops[0], ops[0]}), A, f);
+      at.push_back(node(eg::TOp::Sqrt, {node(eg::TOp::Div, {total, k})}));
     } else {
       // sum: the sum of the pieces' sums; max: the max of the pieces' maxes.
       at.push_back(split_reduce(op, ops[0], A, f));

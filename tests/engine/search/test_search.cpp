@@ -80,12 +80,14 @@ TEST_CASE("search: a data-parallel grid dim is part of the proof (partition, com
   const uint64_t hash = sgraph::canonical_hash(sgraph::parse(kRmsLinear));
   auto it = std::find_if(r.candidates.begin(), r.candidates.end(), [&](const Candidate& c) { return c.hash == hash; });
   REQUIRE(it != r.candidates.end());
-  // Its grid cuts W's output columns: W is partitioned, X replicated, the output tiles combined,
+  // Its grid cuts W's output columns: W is partitioned, X replicated (what every block computes
+  // from X alone, such as its rms, is built whole and replicated), the output tiles combined,
   // and the e-graph proved that equal to the program's term.
   const std::string family = it->proof.substr(0, it->proof.find("program term:"));
   CHECK(family.find("combine(") != std::string::npos);
   CHECK(family.find("partition(W") != std::string::npos);
-  CHECK(family.find("replicate(X") != std::string::npos);
+  CHECK(family.find("replicate(unsqueeze(splitax(X") != std::string::npos);
+  CHECK(family.find("replicate(sqrt(") != std::string::npos);
   CHECK(it->proof.find("proved (") != std::string::npos);
   // Every reported family with a grid dim that splits (does not reduce) proves its partition.
   for (const Candidate& c : r.candidates)
@@ -195,8 +197,14 @@ TEST_CASE("search: attention over a max-subtracted softmax fuses as online softm
     SearchResult r = search_text(test::layer_text(name), name, limits);
     check_reported(r);
     const Candidate *online = nullptr, *split = nullptr;
+    bool columns_cut = false;
     for (const Candidate& c : r.candidates) {
       const std::string k0 = kernel_text(c.text(), 0), k1 = kernel_text(c.text(), 1);
+      // V's columns cut beside the batch: every block recomputes the softmax of its rows from
+      // replicated Q and K (built whole in the family term, so the proof stays short).
+      if (c.summary.find("splits e") != std::string::npos && c.summary.find(" splits ") != c.summary.rfind(" splits ") &&
+          c.summary.find("(online softmax)") != std::string::npos)
+        columns_cut = true;
       // One kernel whose loop walks the keys: a running max, and the row sums and the output
       // accumulated relative to it (rescaled whenever it grows); the division after the loop.
       if (c.kernels == 1 && count(k0, "max_accumulate(") == 1 && count(k0, "rescaled_sum_accumulate(") == 2 &&
@@ -210,6 +218,7 @@ TEST_CASE("search: attention over a max-subtracted softmax fuses as online softm
     }
     CHECK(online);
     CHECK(split);
+    CHECK(columns_cut);
     if (online) CHECK(online->proof.find("proved") != std::string::npos);
     if (online && split && std::string(name) == "sdpa") WARN("online softmax:\n" << online->text() << "\nflash-decoding:\n" << split->text());
   }
