@@ -6,6 +6,18 @@ namespace prism::backend {
 
 View dense_view(const std::string& ptr, const std::vector<int64_t>& shape) { return View{ptr, shape, dense_strides(shape)}; }
 
+std::vector<std::pair<View, View>> data_moves(bool split, int axis, int64_t part, const std::vector<View>& ins, const View& out) {
+  const size_t a = size_t(axis);
+  if (split) return {{part_of(ins.at(0), axis, part * out.shape.at(a), out.shape.at(a)), out}};
+  std::vector<std::pair<View, View>> moves;
+  int64_t at = 0;
+  for (const View& in : ins) {
+    moves.push_back({in, part_of(out, axis, at, in.shape.at(a))});
+    at += in.shape.at(a);
+  }
+  return moves;
+}
+
 View part_of(const View& v, int axis, int64_t start, int64_t size) {
   View out = v;
   out.shape.at(size_t(axis)) = size;

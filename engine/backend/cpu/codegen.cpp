@@ -45,10 +45,13 @@ class Printer {
           case OpClass::Binary: return emit_binary(s.op, in(0), in(1), out, ctx);
           case OpClass::Matmul: return emit_matmul(in(0), in(1), out, s.into_accumulator, ctx);
           case OpClass::Const: return ctx.indent + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
-          case OpClass::Split: return emit_copy(part_of(in(0), s.axis, s.part * out.shape[size_t(s.axis)], out.shape[size_t(s.axis)]), out, ctx);
+          case OpClass::Split:
           case OpClass::Concat: {
-            const int64_t a = in(0).shape[size_t(s.axis)], b = in(1).shape[size_t(s.axis)];
-            return emit_copy(in(0), part_of(out, s.axis, 0, a), ctx) + emit_copy(in(1), part_of(out, s.axis, a, b), ctx);
+            std::vector<View> ins;
+            for (size_t k = 0; k < s.in.size(); ++k) ins.push_back(in(k));
+            std::string code;
+            for (const auto& [from, to] : data_moves(s.op == Op::Split, s.axis, s.part, ins, out)) code += emit_copy(from, to, ctx);
+            return code;
           }
           default: return emit_reduce(s.op, s.axis, in(0), out, ctx);
         }

@@ -156,11 +156,14 @@ class KernelPrinter {
                 in(0), in(1), out, [&](const std::string& a, const std::string& b) { return binary_expr(s.op, a, b); }, ctx);
           case OpClass::Matmul: return matmul(s, in(0), in(1), out, ctx);
           case OpClass::Const: return ctx.indent + "if (threadIdx.x == 0) " + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
-          // Disjoint parts: the concat's two copies need no barrier between them.
-          case OpClass::Split: return emit_map(part_of(in(0), s.axis, s.part * out.shape[size_t(s.axis)], out.shape[size_t(s.axis)]), out, same, ctx);
+          // Disjoint parts: a concat's copies need no barrier between them.
+          case OpClass::Split:
           case OpClass::Concat: {
-            const int64_t a = in(0).shape[size_t(s.axis)], b = in(1).shape[size_t(s.axis)];
-            return emit_map(in(0), part_of(out, s.axis, 0, a), same, ctx) + emit_map(in(1), part_of(out, s.axis, a, b), same, ctx);
+            std::vector<View> ins;
+            for (size_t k = 0; k < s.in.size(); ++k) ins.push_back(in(k));
+            std::string code;
+            for (const auto& [from, to] : data_moves(s.op == Op::Split, s.axis, s.part, ins, out)) code += emit_map(from, to, same, ctx);
+            return code;
           }
           default: return emit_reduce(s.op, s.axis, in(0), out, ctx);
         }
