@@ -5,6 +5,7 @@
 
 #include "engine/backend/c_expr.h"
 #include "engine/backend/cpu/emit_ops.h"
+#include "engine/backend/cpu/vector_math.h"
 #include "engine/error.h"
 
 namespace prism::backend::cpu::detail {
@@ -191,6 +192,9 @@ extern "C" void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, i
                             const float* b, int ldb, float beta, float* c, int ldc);
 extern "C" void openblas_set_num_threads(int threads);
 
+)";
+  s += kVectorMath;
+  s += R"(
 namespace {
 )";
   s += "constexpr long kW = " + std::to_string(simd_bytes / 4) + ";  // floats per vector\n";

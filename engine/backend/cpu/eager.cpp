@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "engine/backend/c_expr.h"
+#include "engine/backend/cpu/vector_math.h"
 #include "engine/backend/eager_plan.h"
 #include "engine/backend/view.h"
 #include "engine/error.h"
@@ -61,7 +62,7 @@ class Printer {
       else reduce(s);
     }
     std::ostringstream out;
-    out << kPrologue << elementwise_functions(kHostC) << "\n";
+    out << kPrologue << kVectorMath << elementwise_functions(kHostC) << "\n";
     out << "extern \"C\" int prism_entry(const float* const* inputs, float* const* outputs, int threads) {\n";
     out << "  try {\n";
     out << "    const int nt = threads < 1 ? 1 : threads;\n";
@@ -96,14 +97,20 @@ class Printer {
     if (shape.empty()) return line("{ " + stmt + " }");
     if (shape.size() > 1)
       line("#pragma omp parallel for collapse(" + std::to_string(shape.size() - 1) + ") num_threads(nt) schedule(static)");
-    else line("#pragma omp parallel for num_threads(nt) schedule(static)");
+    else line("#pragma omp parallel for simd num_threads(nt) schedule(static)");  // one loop: split, and vectorized
     std::string indent;
     for (size_t d = 0; d < shape.size(); ++d) {
       std::string i = std::string("i").append(std::to_string(d));
+      // Each element is read and written at its own index (or a broadcast one): no dependence
+      // across iterations, so the vectorizer may call libmvec's exp and log as PyTorch's do. In
+      // braces: nothing may stand between the loops OpenMP collapses and the body they run.
+      if (d + 1 == shape.size() && d > 0) line(indent + "{");
+      if (d + 1 == shape.size() && d > 0) line(indent + "#pragma GCC ivdep");
       line(indent + "for (i64 " + i + " = 0; " + i + " < " + lit(shape[d]) + "; ++" + i + ")");
       indent += "  ";
     }
     line(indent + "{ " + stmt + " }");
+    if (shape.size() > 1) line(indent.substr(2) + "}");
   }
 
   void gather(const eager::Step& s) {
