@@ -47,6 +47,7 @@ struct Place {
   std::string tensor;
   Offset offset;
   std::vector<int64_t> shape, strides;
+  int64_t start = 0;  // elements from where the tile or box begins (a split part read in place)
 };
 
 struct Stmt {
@@ -54,8 +55,8 @@ struct Stmt {
     Bind,        // block value `value` is read where it lies: the tensor box `out` (no copy)
     Stage,       // copy the tensor box in[0] into the tile `out` (a load into fast memory)
     Compute,     // out = op(in…): elementwise with broadcasting, matmul, a reduction along `axis`,
-                 // or data moved along `axis`: split (out = part `part` of in[0]), concat (in[0]
-                 // then in[1])
+                 // or a concat along `axis` (in[0] then in[1]; a split part is no statement: its
+                 // place is part of its operand's)
     Accumulate,  // the accumulator `out` folds in[0]: sum, max, or the sum of squares along `axis`;
                  // rescaled: in = {x, m, running max, keep, take} (the last three tiles of m's
                  // shape): keep = rescale(max, m), take = rescale(m, max), max = max(max, m),
@@ -70,7 +71,6 @@ struct Stmt {
   double constant = 0;                         // Const: its value at the instance's dims
   sgraph::AccKind acc = sgraph::AccKind::Sum;  // Accumulate
   int axis = 0;                                // a reduction's, split's, concat's or rms accumulator's axis, normalized
-  int part = 0;                                // a split's part
   bool keepdims = true;                        // a reduction's
   bool into_accumulator = false;               // a matmul whose `out` is an accumulator's tile: out += a @ b
   std::vector<Place> in;

@@ -84,8 +84,10 @@ class CustomLowering {
         out_.accumulators.push_back({first, op.name + "_max", sgraph::AccKind::Max, element_count(m), 0});
       }
     }
-    for (size_t i = 0; i < n_; ++i)
-      if (!folded_[i]) statements(phase_of(i)).push_back(statement(i));
+    for (size_t i = 0; i < n_; ++i) {
+      if (part_in_place(i)) places_[i] = part_place(i);
+      else if (!folded_[i]) statements(phase_of(i)).push_back(statement(i));
+    }
     link_prefetches();
     return std::move(out_);
   }
@@ -111,7 +113,7 @@ class CustomLowering {
     if (!options_.write_in_place) return;
     for (size_t i = 0; i < n_; ++i) {
       const BlockOp& op = k_.ops[i];
-      if (op.kind != BlockOp::Kind::Compute || op.op == Op::Const || uses_[i].size() != 1) continue;
+      if (op.kind != BlockOp::Kind::Compute || op.op == Op::Const || part_in_place(i) || uses_[i].size() != 1) continue;
       size_t u = uses_[i][0];
       const BlockOp& user = k_.ops[u];
       const bool into_sum = op.op == Op::Matmul && user.kind == BlockOp::Kind::Accumulate && user.acc == sgraph::AccKind::Sum &&
@@ -124,10 +126,22 @@ class CustomLowering {
     }
   }
 
+  // A split part is read where its operand lies (no copy, no tile of its own).
+  bool part_in_place(size_t i) const { return k_.ops[i].kind == BlockOp::Kind::Compute && k_.ops[i].op == Op::Split; }
+
+  kir::Place part_place(size_t i) const {
+    const BlockOp& op = k_.ops[i];
+    kir::Place p = places_[size_t(op.operands.at(0))];
+    const int axis = normalized_axis(op.attrs.axis, p.shape.size(), fail_, "op '" + op.name + "'");
+    p.start += op.attrs.index * shape_[i][size_t(axis)] * p.strides[size_t(axis)];
+    p.shape = shape_[i];
+    return p;
+  }
+
   bool has_tile(size_t i) const {
     switch (k_.ops[i].kind) {
       case BlockOp::Kind::Load: return staged(i);
-      case BlockOp::Kind::Compute: return direct_[i] < 0;
+      case BlockOp::Kind::Compute: return direct_[i] < 0 && !part_in_place(i);
       case BlockOp::Kind::Accumulate: return true;
       case BlockOp::Kind::Save: return false;
     }
@@ -270,7 +284,6 @@ class CustomLowering {
           fail_("op '" + op.name + "': cannot lower '" + op_name(op.op) + "' in a block");
         if (cls == OpClass::Const) s.constant = op.attrs.constant.value(bindings_);
         if (cls == OpClass::Reduce || moves) s.axis = normalized_axis(op.attrs.axis, s.in.at(0).shape.size(), fail_, "op '" + op.name + "'");
-        s.part = op.attrs.index;
         s.keepdims = op.attrs.keepdims;
         const int u = direct_[i];
         if (u >= 0 && k_.ops[size_t(u)].kind == BlockOp::Kind::Accumulate) {

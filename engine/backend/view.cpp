@@ -6,9 +6,8 @@ namespace prism::backend {
 
 View dense_view(const std::string& ptr, const std::vector<int64_t>& shape) { return View{ptr, shape, dense_strides(shape)}; }
 
-std::vector<std::pair<View, View>> data_moves(bool split, int axis, int64_t part, const std::vector<View>& ins, const View& out) {
+std::vector<std::pair<View, View>> concat_moves(int axis, const std::vector<View>& ins, const View& out) {
   const size_t a = size_t(axis);
-  if (split) return {{part_of(ins.at(0), axis, part * out.shape.at(a), out.shape.at(a)), out}};
   std::vector<std::pair<View, View>> moves;
   int64_t at = 0;
   for (const View& in : ins) {
@@ -18,11 +17,15 @@ std::vector<std::pair<View, View>> data_moves(bool split, int axis, int64_t part
   return moves;
 }
 
-View part_of(const View& v, int axis, int64_t start, int64_t size) {
+View shifted(const View& v, int64_t elements) {
   View out = v;
+  if (elements != 0) out.ptr = "(" + v.ptr + " + " + std::to_string(elements) + ")";
+  return out;
+}
+
+View part_of(const View& v, int axis, int64_t start, int64_t size) {
+  View out = shifted(v, start * v.strides.at(size_t(axis)));
   out.shape.at(size_t(axis)) = size;
-  const int64_t shift = start * v.strides.at(size_t(axis));
-  if (shift != 0) out.ptr = "(" + v.ptr + " + " + std::to_string(shift) + ")";
   return out;
 }
 

@@ -18,12 +18,13 @@ struct View {
 };
 
 View dense_view(const std::string& ptr, const std::vector<int64_t>& shape);
+// v from `elements` elements on (the same shape and strides).
+View shifted(const View& v, int64_t elements);
 // The box of v that spans [start, start + size) along `axis` (a split part, or where one operand
 // of a concat goes): the same strides from a shifted first element.
 View part_of(const View& v, int axis, int64_t start, int64_t size);
-// The copies that move data along `axis`, as (from, to) views: a split copies part `part` of
-// ins[0] (out's size along the axis) into out; a concat copies each of ins into its part of out.
-std::vector<std::pair<View, View>> data_moves(bool split, int axis, int64_t part, const std::vector<View>& ins, const View& out);
+// A concat's copies along `axis`, as (from, to) views: each of ins into its part of out.
+std::vector<std::pair<View, View>> concat_moves(int axis, const std::vector<View>& ins, const View& out);
 // Strides of `v` aligned to the right of a loop nest over `shape`; broadcast dims (size 1 in v,
 // or missing on the left) get stride 0.
 std::vector<int64_t> aligned_strides(const View& v, const std::vector<int64_t>& shape);

@@ -28,11 +28,11 @@ class Printer {
   View view(const kir::Place& place, const std::string& f) const {
     switch (place.kind) {
       case kir::Place::Kind::Tile:
-      case kir::Place::Kind::Bound: return View{"v" + std::to_string(place.value), place.shape, place.strides};
+      case kir::Place::Kind::Bound: return shifted(View{"v" + std::to_string(place.value), place.shape, place.strides}, place.start);
       case kir::Place::Kind::Tensor: break;
     }
     const std::string t = var(p_.index(place.tensor)), off = offset_text(place.offset, f, "L");
-    return View{off == "0" ? t : "(" + t + " + " + off + ")", place.shape, place.strides};
+    return shifted(View{off == "0" ? t : "(" + t + " + " + off + ")", place.shape, place.strides}, place.start);
   }
 
   std::string statement(const kir::Stmt& s, const EmitContext& ctx, const std::string& f) const {
@@ -45,12 +45,11 @@ class Printer {
           case OpClass::Binary: return emit_binary(s.op, in(0), in(1), out, ctx);
           case OpClass::Matmul: return emit_matmul(in(0), in(1), out, s.into_accumulator, ctx);
           case OpClass::Const: return ctx.indent + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
-          case OpClass::Split:
-          case OpClass::Concat: {
+          case OpClass::Concat: {  // (a split is read in place: lower.cpp)
             std::vector<View> ins;
             for (size_t k = 0; k < s.in.size(); ++k) ins.push_back(in(k));
             std::string code;
-            for (const auto& [from, to] : data_moves(s.op == Op::Split, s.axis, s.part, ins, out)) code += emit_copy(from, to, ctx);
+            for (const auto& [from, to] : concat_moves(s.axis, ins, out)) code += emit_copy(from, to, ctx);
             return code;
           }
           default: return emit_reduce(s.op, s.axis, in(0), out, ctx);

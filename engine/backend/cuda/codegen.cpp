@@ -112,15 +112,16 @@ class KernelPrinter {
 
   View view(const kir::Place& place, const std::string& f) const {
     if (place.kind != kir::Place::Kind::Tensor)
-      return View{std::string("v").append(std::to_string(place.value)), place.shape, place.strides};
+      return shifted(View{std::string("v").append(std::to_string(place.value)), place.shape, place.strides}, place.start);
     const std::string& p = param_.at(place.tensor);
     const std::string off = offset_text(place.offset, f, "LL");
-    return View{off == "0" ? p : "(" + p + " + " + off + ")", place.shape, place.strides};
+    return shifted(View{off == "0" ? p : "(" + p + " + " + off + ")", place.shape, place.strides}, place.start);
   }
 
-  // The storage type of a staged 16-bit tile, else "".
+  // The storage type of a staged 16-bit tile read from its start, else "" (tensor cores need
+  // their operands aligned as the tile is).
   std::string staged_16bit(const kir::Place& place) const {
-    if (place.kind != kir::Place::Kind::Tile) return "";
+    if (place.kind != kir::Place::Kind::Tile || place.start != 0) return "";
     for (const kir::Tile& t : k_.block.tiles)
       if (t.value == place.value) return t.storage == DType::F32 ? "" : storage_type(t.storage);
     return "";
@@ -157,12 +158,11 @@ class KernelPrinter {
           case OpClass::Matmul: return matmul(s, in(0), in(1), out, ctx);
           case OpClass::Const: return ctx.indent + "if (threadIdx.x == 0) " + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
           // Disjoint parts: a concat's copies need no barrier between them.
-          case OpClass::Split:
-          case OpClass::Concat: {
+          case OpClass::Concat: {  // (a split is read in place: lower.cpp)
             std::vector<View> ins;
             for (size_t k = 0; k < s.in.size(); ++k) ins.push_back(in(k));
             std::string code;
-            for (const auto& [from, to] : data_moves(s.op == Op::Split, s.axis, s.part, ins, out)) code += emit_map(from, to, same, ctx);
+            for (const auto& [from, to] : concat_moves(s.axis, ins, out)) code += emit_map(from, to, same, ctx);
             return code;
           }
           default: return emit_reduce(s.op, s.axis, in(0), out, ctx);

@@ -16,6 +16,7 @@
 #include "engine/backend/cpu/codegen.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/emit_ops.h"
+#include "engine/backend/lower.h"
 #include "engine/error.h"
 #include "engine/sgraph/print.h"
 #include "support/subprocess.h"
@@ -174,6 +175,25 @@ TEST_CASE("codegen: split and concat on tiles, on loads read in place and into a
     CHECK(family_codegen_error(fam::kRotary, {{"h", 4}, {"s", 6}, {"e", 16}}, {{"g1", 2}, {"g2", 3}}, simd) < kTol);
     CHECK(family_codegen_error(fam::kRotary, {{"h", 3}, {"s", 5}, {"e", 10}}, {{"g1", 1}, {"g2", 1}}, simd) < kTol);
     CHECK(family_codegen_error(fam::kSwapHalves, {{"n", 6}, {"d", 34}}, {{"g1", 3}}, simd) < kTol);
+  }
+  // A split part is read where its operand lies: no statement and no tile of its own, a place
+  // that starts inside its operand's (the second half of a 16-wide row at element 8).
+  for (bool staged : {false, true}) {
+    const sgraph::Instance inst =
+        sgraph::instantiate(sgraph::parse(fam::kRotary), {{"h", 4}, {"s", 6}, {"e", 16}}, {{"g1", 2}, {"g2", 3}}, sgraph::TileBudget{1 << 20});
+    const backend::kir::Program p = backend::lower(inst, staged ? backend::cuda_lowering() : backend::cpu_lowering());
+    const backend::kir::CustomKernel& k = p.kernels.at(0).block;
+    std::vector<const backend::kir::Stmt*> stmts;
+    for (const auto* phase : {&k.before, &k.body, &k.after})
+      for (const backend::kir::Stmt& st : *phase) stmts.push_back(&st);
+    CHECK(std::none_of(stmts.begin(), stmts.end(), [](const backend::kir::Stmt* st) { return st->kind == backend::kir::Stmt::Kind::Compute && st->op == Op::Split; }));
+    CHECK(std::none_of(k.tiles.begin(), k.tiles.end(), [](const backend::kir::Tile& t) { return t.name == "x1" || t.name == "x2"; }));
+    auto concat = std::find_if(stmts.begin(), stmts.end(), [](const backend::kir::Stmt* st) { return st->op == Op::Concat; });
+    REQUIRE(concat != stmts.end());
+    CHECK((*concat)->in.at(1).start == 0);  // x1: the first half
+    auto neg = std::find_if(stmts.begin(), stmts.end(), [](const backend::kir::Stmt* st) { return st->op == Op::Neg; });
+    REQUIRE(neg != stmts.end());
+    CHECK((*neg)->in.at(0).start == 8);  // x2: from the middle of each row
   }
 }
 
