@@ -279,11 +279,12 @@ class CustomLowering {
         s.kind = kir::Stmt::Kind::Compute;
         s.op = op.op;
         const OpClass cls = op_class(op.op);
-        const bool moves = cls == OpClass::Split || cls == OpClass::Concat;
-        if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce && cls != OpClass::Const && !moves)
+        // (A split part has no statement: part_in_place.)
+        const bool concat = cls == OpClass::Concat;
+        if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce && cls != OpClass::Const && !concat)
           fail_("op '" + op.name + "': cannot lower '" + op_name(op.op) + "' in a block");
         if (cls == OpClass::Const) s.constant = op.attrs.constant.value(bindings_);
-        if (cls == OpClass::Reduce || moves) s.axis = normalized_axis(op.attrs.axis, s.in.at(0).shape.size(), fail_, "op '" + op.name + "'");
+        if (cls == OpClass::Reduce || concat) s.axis = normalized_axis(op.attrs.axis, s.in.at(0).shape.size(), fail_, "op '" + op.name + "'");
         s.keepdims = op.attrs.keepdims;
         const int u = direct_[i];
         if (u >= 0 && k_.ops[size_t(u)].kind == BlockOp::Kind::Accumulate) {

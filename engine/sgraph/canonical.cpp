@@ -94,9 +94,10 @@ class Canonicalizer {
         continue;
       }
       for (BlockOp& op : kernel.block.ops) {
-        bool reduce = (op.kind == BlockOp::Kind::Compute && (op_class(op.op) == OpClass::Reduce || op.op == Op::Split || op.op == Op::Concat)) ||
-                      (op.kind == BlockOp::Kind::Accumulate && op.acc == AccKind::Rms);
-        if (!reduce || op.operands.empty() || op.operands[0] < 0 || size_t(op.operands[0]) >= kernel.block.ops.size()) continue;
+        // Ops with an axis: reductions, split, concat and the rms accumulator.
+        bool has_axis = (op.kind == BlockOp::Kind::Compute && (op_class(op.op) == OpClass::Reduce || op.op == Op::Split || op.op == Op::Concat)) ||
+                        (op.kind == BlockOp::Kind::Accumulate && op.acc == AccKind::Rms);
+        if (!has_axis || op.operands.empty() || op.operands[0] < 0 || size_t(op.operands[0]) >= kernel.block.ops.size()) continue;
         const auto& t = a_.tiles[k][size_t(op.operands[0])].type;
         if (t) op.attrs.axis = normalized_axis(op.attrs.axis, t->shape.size());
       }
