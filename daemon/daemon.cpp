@@ -18,7 +18,7 @@ namespace prism::daemon {
 namespace asio = boost::asio;
 
 Daemon::Daemon(const Options& options, Logger& log)
-    : options_(options), log_(log), signals_(io_, SIGINT, SIGTERM), stop_deadline_(io_) {
+    : options_(options), log_(log), signals_(io_, SIGINT, SIGTERM), stop_deadline_(io_), idle_timer_(io_) {
   size_t threads = std::max(2u, std::thread::hardware_concurrency() / 2);
   pool_ = std::make_unique<WorkerPool>(threads, [this](const std::string& line) { log_.line(line); });
 
@@ -120,6 +120,7 @@ int Daemon::run() {
       throw std::runtime_error("cannot take over stdin/stdout");
     add_connection(make_stdio_channel(io_, in, out), /*trusted=*/true);
   }
+  if (options_.idle_exit_s > 0) watch_idle();
   // The last guard: a handler that throws loses its own work, never the loop every client shares.
   for (;;) {
     try {
@@ -162,6 +163,23 @@ void Daemon::on_closed(Connection& connection, int exit_code) {
   }
 }
 
+void Daemon::watch_idle() {
+  const auto idle = std::chrono::seconds(options_.idle_exit_s);
+  idle_timer_.expires_after(std::min<std::chrono::steady_clock::duration>(idle / 4 + std::chrono::milliseconds(250), std::chrono::seconds(10)));
+  idle_timer_.async_wait([this, idle](const boost::system::error_code& error) {
+    if (error || stopping_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (!connections_.empty() || pool_->pending() > 0) idle_since_.reset();
+    else if (!idle_since_) idle_since_ = now;
+    if (idle_since_ && now - *idle_since_ >= idle) {
+      // Documents and tunes are on disk already: the next REPL starts a daemon that has them.
+      stop(0, "idle for " + std::to_string(options_.idle_exit_s) + " s with no clients");
+      return;
+    }
+    watch_idle();
+  });
+}
+
 void Daemon::stop(int exit_code, const std::string& why) {
   if (stopping_) return;
   stopping_ = true;
@@ -169,6 +187,7 @@ void Daemon::stop(int exit_code, const std::string& why) {
   log_.line("stopping: " + why);
   boost::system::error_code ignored;
   signals_.cancel(ignored);
+  idle_timer_.cancel();
   if (unix_) unix_->close();
   for (auto& tcp : tcp_) tcp->close();
   server_->cancel_all();

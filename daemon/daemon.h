@@ -2,6 +2,7 @@
 // (daemon/stop, SIGINT/SIGTERM, or the stdio client's exit).
 #pragma once
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -33,6 +34,8 @@ class Daemon {
   void clean_stale_files(const std::string& state_dir);
   void on_closed(Connection& connection, int exit_code);
   void stop(int exit_code, const std::string& why);
+  // --idle-exit: checks now and then whether the daemon has had no client and no work for that long.
+  void watch_idle();
   nlohmann::json status_fields() const;
 
   Options options_;
@@ -46,6 +49,8 @@ class Daemon {
   std::string token_file_;  // the TCP token's file, removed at exit; empty without TCP
   boost::asio::signal_set signals_;
   boost::asio::steady_timer stop_deadline_;
+  boost::asio::steady_timer idle_timer_;
+  std::optional<std::chrono::steady_clock::time_point> idle_since_;
   std::set<std::shared_ptr<Connection>> connections_;
   Connection* stdio_ = nullptr;
   bool stopping_ = false;

@@ -11,7 +11,8 @@ namespace prism::daemon {
 
 std::string usage() {
   return "usage: prismd [--stdio | --socket PATH] [--listen tcp:127.0.0.1:PORT] [--token-file FILE]\n"
-         "              [--max-message-bytes N] [--log-file FILE] [--state-dir DIR] [--help] [--version]\n"
+         "              [--max-message-bytes N] [--log-file FILE] [--state-dir DIR] [--idle-exit SECONDS]\n"
+         "              [--help] [--version]\n"
          "\n"
          "Serves the prism protocol (JSON-RPC 2.0 with LSP framing, see docs/protocol.md).\n"
          "  --stdio                 serve one client on stdin/stdout; exit when it exits\n"
@@ -26,6 +27,9 @@ std::string usage() {
          "  --memory-budget SIZE    most memory one run, search or tune may use, estimated before it\n"
          "                          starts (bytes, or with K, M, G; default: half the machine's memory)\n"
          "  --log-file FILE         append the log here instead of stderr\n"
+         "  --idle-exit SECONDS     exit after this long with no clients and no work, keeping the\n"
+         "                          state on disk (default 0: never; the REPL starts its daemons with\n"
+         "                          $PRISM_IDLE_EXIT, else 1800)\n"
          "  --state-dir DIR         keep the open documents here, so they come back after a restart\n"
          "                          (default: $XDG_STATE_HOME/prism, ~/.local/state/prism); not with --stdio\n"
          "Once ready, prismd prints 'prismd: listening on ...' to stderr.\n";
@@ -76,7 +80,7 @@ std::variant<Options, std::string> parse_options(int argc, const char* const* ar
     } else if (arg == "--stdio") {
       options.stdio = true;
     } else if (arg == "--socket" || arg == "--listen" || arg == "--max-message-bytes" || arg == "--log-file" ||
-               arg == "--state-dir" || arg == "--token-file" || arg == "--memory-budget") {
+               arg == "--state-dir" || arg == "--token-file" || arg == "--memory-budget" || arg == "--idle-exit") {
       auto v = take_value();
       if (!v || v->empty()) return arg + " needs a value";
       if (arg == "--socket") {
@@ -92,6 +96,12 @@ std::variant<Options, std::string> parse_options(int argc, const char* const* ar
         options.state_dir = *v;
       } else if (arg == "--token-file") {
         options.token_file = *v;
+      } else if (arg == "--idle-exit") {
+        int64_t n = -1;
+        auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+        if (ec != std::errc() || end != v->data() + v->size() || n < 0)
+          return "--idle-exit " + *v + ": expected a number of seconds (0: never)";
+        options.idle_exit_s = n;
       } else if (arg == "--memory-budget") {
         int64_t n = 0;
         auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);

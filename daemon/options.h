@@ -22,6 +22,7 @@ struct Options {
   std::string state_dir;  // where open documents are kept across restarts; empty: protocol::state_dir()
   int64_t memory_budget = 0;  // bytes one request may use; 0: half the machine's memory
   std::string token_file;  // where the TCP token goes; empty: tcp-PORT.token beside the socket
+  int64_t idle_exit_s = 0;  // exit after this long with no clients and no work; 0: never
   bool help = false;
   bool version = false;
 };

@@ -25,6 +25,11 @@ void WorkerPool::post(std::function<void()> task) {
   ready_.notify_one();
 }
 
+size_t WorkerPool::pending() {
+  std::lock_guard lock(mutex_);
+  return tasks_.size() + running_;
+}
+
 void WorkerPool::loop() {
   for (;;) {
     std::function<void()> task;
@@ -34,6 +39,7 @@ void WorkerPool::loop() {
       if (tasks_.empty()) return;
       task = std::move(tasks_.front());
       tasks_.pop_front();
+      ++running_;
     }
     try {
       task();
@@ -42,6 +48,8 @@ void WorkerPool::loop() {
     } catch (...) {
       if (on_error_) on_error_("a worker task failed with an unknown exception");
     }
+    std::lock_guard lock(mutex_);
+    --running_;
   }
 }
 

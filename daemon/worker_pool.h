@@ -22,6 +22,8 @@ class WorkerPool {
 
   void post(std::function<void()> task);
   size_t size() const { return threads_.size(); }
+  // Tasks queued or running now.
+  size_t pending();
 
  private:
   void loop();
@@ -30,6 +32,7 @@ class WorkerPool {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> tasks_;
+  size_t running_ = 0;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

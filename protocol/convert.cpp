@@ -93,14 +93,23 @@ json detail_json(const ProgramDetail& program) {
               {"lowered", program.lowered}};
 }
 
+json number_json(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return v;
+}
+
 json run_result_json(const RunResult& result) {
   json outputs = json::array();
   for (const auto& o : result.outputs) {
+    json head = json::array();
+    for (double v : o.head) head.push_back(number_json(v));
     json out{{"name", o.name},
              {"dtype", o.dtype},
              {"shape", o.shape},
              {"checksum", {{"sum", o.sum}, {"absSum", o.abs_sum}}},
-             {"head", o.head}};
+             {"nonFinite", {{"nan", o.nan}, {"posInf", o.pos_inf}, {"negInf", o.neg_inf}}},
+             {"head", std::move(head)}};
     if (!o.file.empty()) out["file"] = o.file;
     outputs.push_back(std::move(out));
   }

@@ -17,6 +17,8 @@ json document_state_json(const DocumentState& state, const std::string& text, Po
 json tensor_json(const TensorView& tensor);
 json summary_json(const ProgramSummary& program);
 json detail_json(const ProgramDetail& program);
+// A double as JSON: a number, or "NaN", "Infinity", "-Infinity" (JSON has no such numbers).
+json number_json(double v);
 json run_result_json(const RunResult& result);
 
 // Validates program/run params; failures are InvalidParams naming the field ("bindings.n").

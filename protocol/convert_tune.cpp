@@ -17,11 +17,29 @@ json row_json(const tune::TuneRow& row) {
            {"costRank", row.cost_rank},   {"predictedMs", row.predicted_ms}, {"ok", row.ok}};
   if (row.ok) {
     out["measuredMs"] = row.measured_ms;
+    out["spread"] = row.spread;
+    out["noisy"] = row.noisy;
     out["maxError"] = row.max_error;
   } else {
     out["error"] = row.error;
   }
   return out;
+}
+
+json measured_json(const tune::Measured& m) {
+  return {{"at", m.at},
+          {"rounds", m.rounds},
+          {"attempts", m.attempts},
+          {"foreignCores", m.foreign_cores},
+          {"steal", m.steal},
+          {"baselineSpread", m.baseline_spread},
+          {"ratioSpread", m.ratio_spread},
+          {"contention", m.contention},
+          {"noisy", m.noisy},
+          {"queued", m.queued},
+          {"tunerRevision", m.tuner_revision},
+          {"seed", m.seed},
+          {"search", m.search}};
 }
 
 }  // namespace
@@ -49,6 +67,7 @@ tune::TuneRequest parse_tune_request(const json& params) {
     if (*seed < 0) throw invalid_params("seed", "'seed' must not be negative");
     request.seed = static_cast<uint64_t>(*seed);
   }
+  request.fresh = optional_bool(params, "fresh").value_or(false);
   return request;
 }
 
@@ -72,6 +91,8 @@ json tune_result_json(const tune::TuneResult& r) {
            {"rooflineBound", r.roofline_bound},
            {"rankCorrelation", r.rank_correlation},
            {"fromDb", r.from_db},
+           {"noisy", r.measured.noisy},
+           {"measured", measured_json(r.measured)},
            {"rows", std::move(rows)},
            {"stats",
             {{"instantiations", r.stats.instantiations},

@@ -134,6 +134,12 @@ void Server::dispatch(const SessionPtr& session, const Incoming& message) {
   }
   const Entry& entry = it->second;
   try {
+    // A question about programs sees the files as they are on disk now.
+    for (const char* prefix : {"program/", "search/", "tune/", "kernel/"})
+      if (!notification && message.method.rfind(prefix, 0) == 0) {
+        refresh_from_disk();
+        break;
+      }
     if (entry.async) {
       entry.async(session, message);
     } else if (entry.notification) {

@@ -90,6 +90,12 @@ class Server {
   // Sends program/diagnostics to every session that opened or changed `uri`. Caller holds docs_mutex_.
   void publish(const std::string& uri, const DocumentState& state, const std::string& text);
   void subscribe(const std::string& uri, Session& session);
+  // Sends `method` with `params` to the sessions subscribed to `uri` but `except` (0: none).
+  // Caller holds docs_mutex_.
+  void announce(const std::string& uri, const std::string& method, const json& params, uint64_t except);
+  // Re-reads the file:// documents prism reads itself (not an editor's) that changed on disk
+  // since, and announces them (program/reloaded). Takes docs_mutex_.
+  void refresh_from_disk();
   // Queries.
   json list();
   json show(const json& params);
@@ -117,6 +123,14 @@ class Server {
   // Serializes document edits so that diagnostics go out in version order, and guards the maps.
   mutable std::mutex docs_mutex_;
   std::map<std::string, std::map<uint64_t, std::weak_ptr<Session>>> subscribers_;
+  // What was last read of each file:// document on disk (its modification time and size), and
+  // the documents whose text a client sent (an editor's buffer, never re-read from disk).
+  struct DiskStamp {
+    int64_t mtime_ns = 0, size = -1;
+    bool operator==(const DiskStamp&) const = default;
+  };
+  std::map<std::string, DiskStamp> disk_;
+  std::set<std::string> client_text_;
   // Runs in flight by the uri that defines their program: an edit of that uri stops them early
   // (their answer is ContentModified, not a stale result).
   struct ActiveRun {

@@ -1,4 +1,8 @@
-// program/open, program/change, program/close and the program/diagnostics they push.
+// program/open, program/change, program/close, the program/diagnostics they push, and the
+// announcements to other clients: program/replaced (another client's definition took a
+// program's place) and program/reloaded (a file changed on disk and was read again).
+#include <sys/stat.h>
+
 #include "engine/util/private_files.h"
 #include "protocol/convert.h"
 #include "protocol/params.h"
@@ -9,6 +13,19 @@
 namespace prism::protocol {
 
 namespace {
+
+// A file's modification time and size; size -1 when it cannot be read.
+auto stamp_of(const std::string& path) {
+  struct stat st {};
+  struct {
+    int64_t mtime_ns = 0, size = -1;
+  } stamp;
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    stamp.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    stamp.size = int64_t(st.st_size);
+  }
+  return stamp;
+}
 
 std::string read_document(const std::string& uri) {
   auto path = local_path(uri);
@@ -24,6 +41,39 @@ std::string read_document(const std::string& uri) {
 
 void Server::subscribe(const std::string& uri, Session& session) {
   subscribers_[uri][session.id()] = session.weak_from_this();
+}
+
+void Server::announce(const std::string& uri, const std::string& method, const json& params, uint64_t except) {
+  auto it = subscribers_.find(uri);
+  if (it == subscribers_.end()) return;
+  for (auto& [id, weak] : it->second) {
+    auto session = weak.lock();
+    if (id == except || !session || session->detached()) continue;
+    session->send(make_notification(method, params));
+  }
+}
+
+void Server::refresh_from_disk() {
+  std::lock_guard lock(docs_mutex_);
+  for (const std::string& uri : workspace_.documents()) {
+    if (client_text_.count(uri)) continue;
+    const std::optional<std::string> path = uri.rfind("file://", 0) == 0 ? local_path(uri) : std::nullopt;
+    if (!path) continue;
+    const auto now = stamp_of(*path);
+    const DiskStamp stamp{now.mtime_ns, now.size};
+    if (stamp.size < 0 || disk_[uri] == stamp) continue;  // gone (its last text stays), or unchanged
+    disk_[uri] = stamp;
+    FileContents file = read_regular_file(*path, kMaxDocumentBytes);
+    const std::optional<std::string> current = workspace_.text(uri);
+    const std::optional<DocumentState> before = workspace_.document(uri);
+    if (!file.bytes || !current || !before || *file.bytes == *current) continue;
+    mark_modified(uri);
+    DocumentState state = workspace_.change(uri, *file.bytes, before->version + 1);
+    log("reloaded " + uri + ": it changed on disk");
+    publish(uri, state, *file.bytes);
+    announce(uri, "program/reloaded", {{"uri", uri}, {"version", state.version}, {"programs", state.programs}}, 0);
+    if (options_.documents_changed) options_.documents_changed();
+  }
 }
 
 void Server::mark_modified(const std::string& uri) {
@@ -53,15 +103,50 @@ json Server::open(Session& session, const json& raw) {
   auto text = optional_string(params, "text");
   int64_t version = optional_int(params, "version").value_or(0);
   bool replace = optional_bool(params, "replace").value_or(false);
+  // A typed definition that does not compile is answered with its diagnostics and not kept.
+  bool reject_errors = optional_bool(params, "rejectOnError").value_or(false);
+  const bool from_disk = !text;
   if (!text) text = read_document(given);
   std::string uri = document_uri(given);
 
   std::lock_guard lock(docs_mutex_);
+  // Re-opening a document with the text it has changes nothing and cancels nothing.
+  if (auto current = workspace_.text(uri); current && *current == *text) {
+    if (auto state = workspace_.document(uri)) {
+      subscribe(uri, session);
+      json out = document_state_json(*state, *text, session.encoding);
+      out["unchanged"] = true;
+      return out;
+    }
+  }
+  DocumentState state = workspace_.open(uri, *text, version, replace, reject_errors);
+  if (state.rejected) {
+    json out = document_state_json(state, *text, session.encoding);
+    out["rejected"] = true;
+    return out;
+  }
   mark_modified(uri);
-  DocumentState state = workspace_.open(uri, *text, version, replace);
+  if (from_disk) {
+    client_text_.erase(uri);
+    if (auto path = local_path(uri)) {
+      const auto now = stamp_of(*path);
+      disk_[uri] = {now.mtime_ns, now.size};
+    }
+  } else {
+    client_text_.insert(uri);
+  }
+  // Other clients that held this document, or one this definition replaced, hear of it.
+  const json by = {{"replacedBy", uri}, {"programs", state.programs}};
+  json notice = by;
+  notice["uri"] = uri;
+  announce(uri, "program/replaced", notice, session.id());
   for (const auto& closed : state.replaced) {
     mark_modified(closed);
+    notice["uri"] = closed;
+    announce(closed, "program/replaced", notice, session.id());
     subscribers_.erase(closed);
+    disk_.erase(closed);
+    client_text_.erase(closed);
   }
   subscribe(uri, session);
   // Diagnostics go out before the response, so a client has them once its request returns.
@@ -84,6 +169,7 @@ json Server::change(Session& session, const json& raw) {
     throw RpcFailure(kRequestFailed, "version " + std::to_string(version) + " is not greater than the current version " +
                                          std::to_string(current->version) + " of '" + uri + "'");
   std::string updated = apply_changes(*text, changes, session.encoding);
+  client_text_.insert(uri);  // a client's buffer from now on
   mark_modified(uri);
   DocumentState state = workspace_.change(uri, updated, version);
   subscribe(uri, session);
@@ -100,6 +186,8 @@ json Server::close(Session&, const json& raw) {
   mark_modified(uri);
   workspace_.close(uri);
   subscribers_.erase(uri);
+  disk_.erase(uri);
+  client_text_.erase(uri);
   if (options_.documents_changed) options_.documents_changed();
   return nullptr;
 }

@@ -17,16 +17,20 @@ void Server::tune(const SessionPtr& session, const Incoming& message) {
     WorkDoneProgress progress(session, token);
     progress.begin("tune " + program, "preparing");
     tune::TuneResult result = workspace_.tune(program, request, &cancel, [&](const tune::TuneProgress& p) {
-      char text[128];
-      if (p.total > 0) std::snprintf(text, sizeof text, "%s %d/%d", p.phase.c_str(), p.done, p.total);
-      else std::snprintf(text, sizeof text, "%s", p.phase.c_str());
+      // Appended piece by piece: GCC 12 misreports `": " + std::string` under -Wrestrict (PR 105329).
+      std::string text = p.phase;
+      if (!p.detail.empty()) text.append(": ").append(p.detail);
+      else if (p.total > 0) text.append(" ").append(std::to_string(p.done)).append("/").append(std::to_string(p.total));
       int percent = p.total > 0 ? 100 * p.done / p.total : 0;
-      progress.report(text, percent, {{"phase", p.phase}, {"done", p.done}, {"total", p.total}, {"elapsedSeconds", p.elapsed_s}});
+      progress.report(text, percent, {{"phase", p.phase}, {"done", p.done}, {"total", p.total}, {"elapsedSeconds", p.elapsed_s}, {"detail", p.detail}});
     });
     char done[160];
-    if (result.best >= 0) std::snprintf(done, sizeof done, "best %.3f ms, %.2fx the eager baseline", result.best_ms, result.speedup);
+    if (result.best >= 0)
+      std::snprintf(done, sizeof done, "best %.3f ms, %.2fx the eager baseline%s", result.best_ms, result.speedup,
+                    result.measured.noisy ? " (noisy: not stored)" : "");
     else std::snprintf(done, sizeof done, "no candidate passed");
     progress.end(done);
+    session->remember_tune(program, {request.bindings, backend::target_name(request.target)});
     return tune_result_json(result);
   });
 }
@@ -45,10 +49,23 @@ void Server::kernel_source(const SessionPtr& session, const Incoming& message) {
   auto candidate = optional_int(params, "candidate").value_or(0);
   if (candidate < 0) throw invalid_params("candidate", "'candidate' must be a candidate id (1, 2, …)");
   std::map<std::string, int64_t> bindings = parse_bindings(params);
-  const backend::Target target = parse_target_param(params);
+  backend::Target target = parse_target_param(params);
+  // Without bindings: this client's last tune of the program (its target too, unless one is
+  // named), else the latest tune of any client; the answer says which.
+  std::string basis = bindings.empty() ? "latest tune" : "bindings";
+  if (std::optional<Session::LastTune> last = session->last_tune(program); bindings.empty() && last) {
+    const std::optional<backend::Target> last_target = backend::parse_target(last->target);
+    if (!params.contains("target") || last_target == target) {
+      bindings = last->bindings;
+      if (last_target) target = *last_target;
+      basis = "your tune";
+    }
+  }
   // It may search and describe the CPU first: off the I/O thread.
-  long_request(session, message, {program}, [this, program, candidate, bindings, target](const CancelToken&) {
-    return kernel_source_json(workspace_.kernel_source(program, static_cast<int>(candidate), bindings, target));
+  long_request(session, message, {program}, [this, program, candidate, bindings, target, basis](const CancelToken&) {
+    json out = kernel_source_json(workspace_.kernel_source(program, static_cast<int>(candidate), bindings, target));
+    out["basis"] = basis;
+    return out;
   });
 }
 

@@ -47,4 +47,16 @@ size_t Session::requests_in_flight() const {
   return running_.size();
 }
 
+void Session::remember_tune(const std::string& program, LastTune tune) {
+  std::lock_guard lock(mutex_);
+  last_tunes_[program] = std::move(tune);
+}
+
+std::optional<Session::LastTune> Session::last_tune(const std::string& program) const {
+  std::lock_guard lock(mutex_);
+  auto it = last_tunes_.find(program);
+  if (it == last_tunes_.end()) return std::nullopt;
+  return it->second;
+}
+
 }  // namespace prism::protocol

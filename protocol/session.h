@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "engine/cancel.h"
@@ -52,12 +53,22 @@ class Session : public std::enable_shared_from_this<Session> {
   void cancel_all();
   size_t requests_in_flight() const;
 
+  // This client's last tune of each program: kernel/source without bindings answers about it
+  // (issue 14: results about one question name it).
+  struct LastTune {
+    std::map<std::string, int64_t> bindings;
+    std::string target;
+  };
+  void remember_tune(const std::string& program, LastTune tune);
+  std::optional<LastTune> last_tune(const std::string& program) const;
+
  private:
   uint64_t id_;
   Callbacks callbacks_;
   std::atomic<bool> detached_{false};
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<CancelToken>> running_;  // key: id.dump()
+  std::map<std::string, LastTune> last_tunes_;                    // key: program
 };
 
 using SessionPtr = std::shared_ptr<Session>;

@@ -10,8 +10,9 @@ const std::vector<CommandSpec>& command_table() {
        "Opens PATH in the daemon and prints its diagnostics. Opening a file again reloads it.\n"
        "A program can also be typed or pasted directly: `program NAME(...) { ... }`.",
        CommandSpec::Arg::Path},
-      {"close", "close PATH|NAME", "close a file, or the typed program NAME",
-       "Forgets the document (a file path, or the name of a program typed at the prompt).",
+      {"close", "close NAME|PATH|URI", "close the document that defines program NAME, a file, or a URI",
+       "Forgets the document: the one that defines program NAME (typed at any prompt, in any session,\n"
+       "or a file), else the file PATH, or the document URI (`repl:/NAME`, `file:///…`).",
        CommandSpec::Arg::Program},
       {"programs", "programs", "list the open programs with their inputs and outputs", "", CommandSpec::Arg::None},
       {"show", "show NAME", "show a program's inferred shapes and its lowered form",
@@ -26,14 +27,15 @@ const std::vector<CommandSpec>& command_table() {
        "--out PATH writes the output as .npy (several outputs: PATH's stem.NAME.npy).\n"
        "Ctrl-C cancels a run in progress.",
        CommandSpec::Arg::Program},
-      {"equiv", "equiv A B [--nodes N] [--iterations N] [--seconds S]",
+      {"equiv", "equiv A B [--nodes N] [--iterations N] [--seconds S] [--expect proved|refuted|unknown]",
        "prove two computations equal, or refute them with a counterexample",
        "A and B are program names or expressions over a program's inputs (at least one names a\n"
        "program, which gives the inputs and dims): `equiv rms_linear matmul(X, W) / rms(X)`.\n"
        "Quote an expression that comes first: `equiv \"sum(X, axis=-1)\" my_program`.\n"
        "First the reference interpreter compares them on random inputs (refuted: the bindings,\n"
        "seed and difference); then the e-graph looks for a proof with symbolic dims (proved: the\n"
-       "chain of rewrites). `unknown` says which limit stopped the search. Ctrl-C cancels.",
+       "chain of rewrites). `unknown` says which limit stopped the search. Ctrl-C cancels.\n"
+       "In a script, a result other than --expect's (default: proved) fails the script (exit 1).",
        CommandSpec::Arg::Program},
       {"egraph", "egraph", "show the resident e-graph: size, node cap, per-rule statistics",
        "The daemon keeps one e-graph for all open programs; opening or editing a program adds only\n"
@@ -53,17 +55,21 @@ const std::vector<CommandSpec>& command_table() {
        CommandSpec::Arg::Program},
       {"explain", "explain NAME K", "show family K's structure and its equivalence proof", "",
        CommandSpec::Arg::Program},
-      {"tune", "tune NAME DIM=VALUE... [--target cpu|cuda] [--top K] [--threads T] [--seed S]",
+      {"tune", "tune NAME DIM=VALUE... [--target cpu|cuda] [--top K] [--threads T] [--seed S] [--fresh]",
        "tune a program's families for concrete dims and show the speedup table",
        "Instantiates every verified family (searching first if needed) for the dims, ranks the\n"
        "instantiations with the cost model, compiles the top K (default 8) in parallel, checks each\n"
        "against the reference interpreter and times it in a separate process, beside the eager\n"
        "baseline (one kernel per op; OpenBLAS matmul on the CPU, cuBLAS on the GPU) and the roofline.\n"
-       "--target cuda needs a CUDA device and NVRTC (f16 stays f16 there). A repeated question is\n"
-       "answered from the tuning DB at once. A progress bar shows the phases; Ctrl-C cancels.",
+       "--target cuda needs a CUDA device and NVRTC (f16 stays f16 there). The baseline and the\n"
+       "candidates are timed in interleaved rounds (SPREAD: how much a row's rounds disagree); one\n"
+       "tune runs at a time on the machine, another waits. A result whose rounds disagree is marked\n"
+       "NOISY and not stored. A repeated question is answered from the tuning DB at once (`--fresh`\n"
+       "measures again). A progress bar shows the phases; Ctrl-C cancels.",
        CommandSpec::Arg::Program},
       {"code", "code NAME [K] [DIM=VALUE...] [--target cpu]", "print a kernel's generated source",
-       "Without K: the best candidate of the latest `tune NAME` at its dims, else (not tuned at\n"
+       "Without dims: those of your last `tune NAME` (else the latest tune by any client; the\n"
+       "header line says which). Without K: the best candidate of that tune, else (not tuned at\n"
        "those dims) the family the cost model ranks first. With K: family K, at its tuned sizes\n"
        "when it was timed, else at the cost model's choice (give the dims if NAME was not tuned).\n"
        "--target cuda prints the CUDA source (no GPU needed: sizes from the cost model for this\n"

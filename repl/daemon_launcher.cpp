@@ -68,7 +68,11 @@ std::unique_ptr<Client> connect_or_start(const LaunchOptions& options) {
       ::dup2(log_fd, 2);
     }
     for (int fd = 3; fd < 256; ++fd) ::close(fd);
-    ::execlp(binary.c_str(), binary.c_str(), "--socket", options.socket_path.c_str(), static_cast<char*>(nullptr));
+    // A daemon the REPL started goes away by itself once idle (its state stays on disk).
+    const char* idle = std::getenv("PRISM_IDLE_EXIT");
+    const std::string idle_exit = idle && *idle ? idle : "1800";
+    ::execlp(binary.c_str(), binary.c_str(), "--socket", options.socket_path.c_str(), "--idle-exit", idle_exit.c_str(),
+             static_cast<char*>(nullptr));
     std::fprintf(stderr, "prism: cannot execute %s: %s\n", binary.c_str(), std::strerror(errno));
     ::_exit(127);
   }

@@ -1,5 +1,8 @@
 #include "repl/format.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -9,10 +12,33 @@ namespace prism::repl {
 
 using json = nlohmann::json;
 
-std::string Table::render(const std::string& indent) const {
+namespace {
+
+// Columns a cell takes on a terminal: UTF-8 code points ("±" is two bytes, one column).
+size_t display_width(const std::string& text) {
+  return size_t(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+// The first `columns` columns of `text`.
+std::string cut_to(const std::string& text, size_t columns) {
+  size_t used = 0;
+  for (size_t i = 0; i < text.size(); ++i)
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && used++ == columns) return text.substr(0, i);
+  return text;
+}
+
+}  // namespace
+
+int Table::terminal_columns() {
+  if (!::isatty(1)) return 0;
+  winsize ws{};
+  return ::ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
+}
+
+std::string Table::render(const std::string& indent, int columns) const {
   std::vector<size_t> width(headers_.size(), 0);
   auto measure = [&](const std::vector<std::string>& row) {
-    for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], display_width(row[i]));
   };
   measure(headers_);
   for (const auto& r : rows_) measure(r);
@@ -20,9 +46,13 @@ std::string Table::render(const std::string& indent) const {
   auto emit = [&](const std::vector<std::string>& row) {
     std::string line = indent;
     for (size_t i = 0; i < width.size(); ++i) {
-      const std::string cell = i < row.size() ? row[i] : "";
+      std::string cell = i < row.size() ? row[i] : "";
+      if (i + 1 == width.size() && columns > 0) {
+        const size_t room = size_t(std::max(columns - 1 - int(display_width(line)), 12));
+        if (display_width(cell) > room) cell = cut_to(cell, room - 3) + "...";
+      }
       line += cell;
-      if (i + 1 < width.size()) line += std::string(width[i] - cell.size() + 2, ' ');
+      if (i + 1 < width.size()) line += std::string(width[i] - display_width(cell) + 2, ' ');
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";

@@ -11,8 +11,12 @@ class Table {
  public:
   explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
   void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
-  // Columns padded to their widest cell, two spaces apart; no trailing blanks.
-  std::string render(const std::string& indent = "") const;
+  // Columns padded to their widest cell, two spaces apart; no trailing blanks. With `columns`
+  // (a terminal's width), a last column that would not fit is cut with "..." (the other columns
+  // are short; the last holds free text such as a family's summary).
+  std::string render(const std::string& indent = "", int columns = terminal_columns()) const;
+  // The width of the terminal standard output goes to; 0 when it is not a terminal.
+  static int terminal_columns();
 
  private:
   std::vector<std::string> headers_;

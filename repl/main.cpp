@@ -58,29 +58,77 @@ void print_output(const CommandOutput& out, bool json) {
   std::cout.flush();
 }
 
+// Where a failed command went wrong, "FILE:LINE:COLUMN": the command's start, or the word the
+// error is about (a binding, a flag) when it names one.
+struct ErrorPlace {
+  std::string file;
+  int line = 1, column = 1;
+  std::string text() const { return file + ":" + std::to_string(line) + ":" + std::to_string(column); }
+};
+
+ErrorPlace place_of(const ScriptCommand& cmd, const std::string& where, const std::string& word) {
+  ErrorPlace p{where.empty() ? "<prompt>" : where, cmd.line, cmd.column};
+  // Only on the command's first line: a program block's own errors are located by the daemon.
+  const size_t first_line = cmd.text.find('\n');
+  if (size_t at = word.empty() ? std::string::npos : cmd.text.find(word); at != std::string::npos && at < first_line) p.column += int(at);
+  return p;
+}
+
+// The word a daemon's invalid-params error is about: "bindings.n" -> "n=".
+std::string rpc_word(const RpcError& e) {
+  const std::string field = e.data().is_object() ? e.data().value("field", "") : "";
+  return field.rfind("bindings.", 0) == 0 ? field.substr(9) + "=" : "";
+}
+
+// Reports a failed command: to stderr for people, and with --json as one object on stdout too,
+// {"error": {"message", "file", "line", "column", "command", "code"?, "data"?}}.
+void report_error(const ScriptCommand& cmd, bool json, bool interactive, const std::string& where, const std::string& message,
+                  const std::string& word, bool located, int code = 0, const nlohmann::json& data = nullptr) {
+  const ErrorPlace place = place_of(cmd, where, word);
+  if (located) std::cerr << message << "\n";
+  else if (interactive) std::cerr << "error: " << message << "\n";
+  else std::cerr << "prism: " << place.text() << ": error: " << message << "\n";
+  if (!json) return;
+  nlohmann::json error = {{"message", message}, {"file", place.file}, {"line", place.line}, {"column", place.column}, {"command", cmd.text}};
+  if (code != 0) error["code"] = code;
+  if (!data.is_null()) error["data"] = data;
+  std::cout << nlohmann::json{{"error", error}}.dump() << "\n" << std::flush;
+}
+
 // Runs one command and reports its outcome; returns false when it failed.
+void print_notes(Session& session, bool interactive) {
+  for (const std::string& note : session.take_notes()) std::cerr << (interactive ? "" : "prism: ") << "note: " << note << "\n";
+}
+
 bool run_command(Session& session, const ScriptCommand& cmd, bool json, bool interactive, const std::string& where) {
-  std::string prefix = interactive ? "" : "prism: " + (where.empty() ? "" : where + ":" + std::to_string(cmd.line) + ": ");
+  struct Notes {  // what the daemon announced meanwhile comes before the command's own output
+    Session& session;
+    bool interactive;
+    ~Notes() { print_notes(session, interactive); }
+  };
   try {
+    session.poll();
+    print_notes(session, interactive);
     Session::Origin origin;
     if (!where.empty()) origin = {where, cmd.line};
-    print_output(session.execute(cmd.text, origin), json);
-    return true;
+    CommandOutput out = [&] {
+      Notes notes{session, interactive};
+      return session.execute(cmd.text, origin);
+    }();
+    print_output(out, json);
+    if (out.failure.empty() || interactive) return true;
+    report_error(cmd, json, interactive, where, out.failure, "", false);
+    return false;
   } catch (const CommandError& e) {
-    if (json && !e.data().is_null()) std::cout << e.data().dump() << "\n" << std::flush;
-    if (e.located()) {
-      std::cerr << e.what() << "\n";
-    } else {
-      std::cerr << prefix << "error: " << e.what() << "\n";
-    }
+    report_error(cmd, json, interactive, where, e.what(), e.word(), e.located(), 0, e.data());
   } catch (const RpcError& e) {
-    std::cerr << prefix << "error: " << e.what() << "\n";
+    report_error(cmd, json, interactive, where, e.what(), rpc_word(e), false, e.code(), e.data());
   } catch (const ConnectionError& e) {
-    std::cerr << prefix << "error: lost the connection to prismd: " << e.what() << "\n";
+    report_error(cmd, json, interactive, where, std::string("lost the connection to prismd: ") + e.what(), "", false);
     throw;
   } catch (const std::exception& e) {
     // A reply this REPL did not expect (e.g. from a daemon of another version): report, never crash.
-    std::cerr << prefix << "error: unexpected reply from prismd: " << e.what() << "\n";
+    report_error(cmd, json, interactive, where, std::string("unexpected reply from prismd: ") + e.what(), "", false);
   }
   return false;
 }
@@ -123,6 +171,14 @@ int interactive_loop(Session& session, const Options& opt) {
   if (::isatty(2)) session.show_progress_with([&bar](const nlohmann::json& value) { bar.update(value); });
   CommandSplitter splitter;
   while (!session.quit_requested()) {
+    // What other clients did meanwhile (a replaced program, a reloaded file, a daemon that went away).
+    try {
+      session.poll();
+    } catch (const ConnectionError& e) {
+      std::cerr << "error: lost the connection to prismd: " << e.what() << "\n";
+      return kExitNoDaemon;
+    }
+    print_notes(session, true);
     std::string line;
     auto input = editor.read(splitter.pending() ? "   ...> " : "prism> ", line);
     if (input == LineEditor::Input::End) {
@@ -223,7 +279,7 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<Session> session;
   try {
-    session = std::make_unique<Session>(connect_or_start(opt.launch));
+    session = std::make_unique<Session>(connect_or_start(opt.launch), [&opt] { return connect_or_start(opt.launch); });
     for (const auto& w : session->warnings()) std::cerr << "prism: warning: " << w << "\n";
   } catch (const std::exception& e) {
     std::cerr << "prism: " << e.what() << "\n";
@@ -232,7 +288,7 @@ int main(int argc, char** argv) {
 
   if (opt.have_commands) {
     std::istringstream in(opt.commands);
-    return script(*session, opt, in, "");
+    return script(*session, opt, in, "-c");
   }
   if (!opt.file.empty()) return script(*session, opt, file_in, opt.file);
   if (::isatty(0)) return interactive_loop(*session, opt);

@@ -31,7 +31,7 @@ std::string program_block_name(std::string_view command) {
 
 void CommandSplitter::end_command() {
   std::string_view t = trim(current_);
-  if (!t.empty()) ready_.push_back({std::string(t), current_line_});
+  if (!t.empty()) ready_.push_back({std::string(t), current_line_, current_column_});
   current_.clear();
   in_block_ = false;
   depth_ = 0;
@@ -41,9 +41,11 @@ void CommandSplitter::feed_line(std::string_view line) {
   ++line_;
   bool in_comment = false;
   bool in_quote = false;
-  for (char c : line) {
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
     if (current_.empty() || trim(current_).empty()) {
       current_line_ = line_;
+      if (!std::isspace(static_cast<unsigned char>(c))) current_column_ = int(i) + 1;
     }
     if (in_comment) {
       current_ += c;

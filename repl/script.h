@@ -9,7 +9,8 @@ namespace prism::repl {
 
 struct ScriptCommand {
   std::string text;
-  int line = 1;  // 1-based line where the command starts in its input (for error messages)
+  int line = 1;    // 1-based line where the command starts in its input (for error messages)
+  int column = 1;  // 1-based column (byte) of its first character on that line
 };
 
 // Incremental splitter: feed lines as they arrive (interactive input, a pipe), take complete
@@ -28,6 +29,7 @@ class CommandSplitter {
   void end_command();
   std::string current_;
   int current_line_ = 0;
+  int current_column_ = 1;
   int line_ = 0;
   int depth_ = 0;         // brace depth inside a program block
   bool in_block_ = false;  // saw `program` and are waiting for its braces to close

@@ -53,13 +53,15 @@ std::string absolute_path(const std::string& path) {
   return ec ? path : abs.lexically_normal().string();
 }
 
-Session::Session(std::unique_ptr<Client> client) : client_(std::move(client)) {
+Session::Session(std::unique_ptr<Client> client, std::function<std::unique_ptr<Client>()> reconnect)
+    : client_(std::move(client)), reconnect_(std::move(reconnect)) {
+  handshake();
+}
+
+void Session::handshake() {
   // Diagnostics also come back in each document result; the pushed copies are not needed here.
   // Progress of a long command goes to the sink that main set (a progress bar), if any.
-  client_->on_notification([this](const json& message) {
-    if (progress_sink_ && message.value("method", "") == "$/progress" && message.contains("params"))
-      progress_sink_(message["params"].value("value", json::object()));
-  });
+  client_->on_notification([this](const json& message) { on_notification(message); });
   json params = {{"processId", static_cast<int64_t>(::getpid())},
                  {"clientInfo", {{"name", "prism"}, {"version", PRISM_VERSION}}},
                  {"capabilities", {{"general", {{"positionEncodings", {"utf-8", "utf-16"}}}}}}};
@@ -75,11 +77,57 @@ Session::Session(std::unique_ptr<Client> client) : client_(std::move(client)) {
   refresh_program_names();
 }
 
+void Session::on_notification(const json& message) {
+  const std::string method = message.value("method", "");
+  const json params = message.value("params", json::object());
+  if (method == "$/progress") {
+    if (progress_sink_) progress_sink_(params.value("value", json::object()));
+  } else if (method == "program/replaced") {
+    const std::string by = params.value("replacedBy", "");
+    const std::string uri = params.value("uri", "");
+    std::vector<std::string> names;
+    for (const auto& p : params.value("programs", json::array())) names.push_back(p.get<std::string>());
+    const std::string what = names.empty() ? display_path(uri) : join(names, ", ");
+    const std::string source = by.rfind(kTypedScheme, 0) == 0 ? "typed at another prompt" : "from " + display_path(by);
+    notes_.push_back(what + " was replaced by another client's definition (" + source + ")");
+    names_stale_ = true;
+  } else if (method == "program/reloaded") {
+    notes_.push_back("reloaded " + display_path(params.value("uri", "")) + ": it changed on disk");
+    names_stale_ = true;
+  }
+}
+
+void Session::poll() {
+  try {
+    while (auto message = client_->read_message(std::chrono::milliseconds(0)))
+      if (message->contains("method") && !message->contains("id")) on_notification(*message);
+  } catch (const ConnectionError&) {
+    if (!reconnect_) throw;
+    const int64_t old_pid = daemon_pid_;
+    client_ = reconnect_();
+    handshake();
+    notes_.push_back("prismd" + (old_pid ? " (pid " + std::to_string(old_pid) + ")" : std::string()) +
+                     " went away; connected to prismd (pid " + std::to_string(daemon_pid_) +
+                     "), which keeps the programs and tunes on disk");
+  }
+  if (names_stale_) {
+    names_stale_ = false;
+    refresh_program_names();
+  }
+}
+
+std::vector<std::string> Session::take_notes() {
+  std::vector<std::string> out;
+  out.swap(notes_);
+  return out;
+}
+
 void Session::warn_if_daemon_rebuilt() {
   // A rebuild replaces the prismd file while an old daemon keeps running its deleted copy: its
   // answers then lag behind this REPL (same version string, older code).
   json status = client_->request("daemon/status", json::object(), std::chrono::seconds(30));
   if (!status.contains("pid") || !status["pid"].is_number_integer()) return;
+  daemon_pid_ = status["pid"].get<int64_t>();
   char exe[4096];
   std::string link = "/proc/" + std::to_string(status["pid"].get<int64_t>()) + "/exe";
   ssize_t n = ::readlink(link.c_str(), exe, sizeof exe - 1);
@@ -181,9 +229,22 @@ CommandOutput Session::document_report(const json& state, const std::string& wha
 CommandOutput Session::define_program(const std::string& text, const Origin& origin) {
   std::string name = program_block_name(text);
   std::string uri = kTypedScheme + (name.empty() ? std::string("unnamed") : name);
+  // A block that does not compile is not kept: the daemon keeps the program's previous
+  // definition, if any, and answers with the diagnostics (shown against this text).
+  std::optional<std::string> previous;
+  if (auto it = typed_sources_.find(uri); it != typed_sources_.end()) previous = it->second;
   typed_sources_[uri] = text;
   int64_t version = ++versions_[uri];
-  json state = call("program/open", {{"uri", uri}, {"text", text}, {"version", version}, {"replace", true}});
+  json state = call("program/open", {{"uri", uri}, {"text", text}, {"version", version}, {"replace", true}, {"rejectOnError", true}});
+  if (!state.value("rejected", false)) return document_report(state, "defined", origin);
+  try {
+    document_report(state, "defined", origin);
+  } catch (CommandError& e) {
+    if (previous) typed_sources_[uri] = *previous;
+    else typed_sources_.erase(uri);
+    const bool defined = std::find(program_names_.begin(), program_names_.end(), name) != program_names_.end();
+    throw CommandError(std::string(e.what()) + "; not kept" + (defined ? " (the previous definition stays)" : ""), e.data(), true);
+  }
   return document_report(state, "defined", origin);
 }
 
@@ -197,8 +258,13 @@ CommandOutput Session::open(const std::vector<std::string>& args) {
 
 CommandOutput Session::close(const std::vector<std::string>& args) {
   if (args.size() != 1) throw CommandError(usage_error("close", "close takes one path or program name"));
-  std::string uri = kTypedScheme + args[0];
-  if (!typed_sources_.count(uri)) uri = "file://" + absolute_path(args[0]);
+  // A program's name closes the document that defines it (typed here, at another prompt or in
+  // an earlier session, or a file); anything else is a file's path.
+  const bool is_uri = args[0].rfind(kTypedScheme, 0) == 0 || args[0].find("://") != std::string::npos;
+  std::string uri = is_uri ? args[0] : "file://" + absolute_path(args[0]);
+  json list = call("program/list", json::object());
+  for (const auto& p : list.value("programs", json::array()))
+    if (p.value("name", "") == args[0]) uri = p.value("uri", uri);
   call("program/close", {{"uri", uri}});
   typed_sources_.erase(uri);
   refresh_program_names();
@@ -248,12 +314,37 @@ CommandOutput Session::show(const std::vector<std::string>& args) {
   return {p, out.str()};
 }
 
+namespace {
+
+// A value of a run's output as the protocol gives it: a number, or "NaN", "Infinity", "-Infinity".
+std::string value_text(const json& v) {
+  if (v.is_number()) return number(v.get<double>());
+  const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  return s == "Infinity" ? "Inf" : s == "-Infinity" ? "-Inf" : s;
+}
+
+// "Y: 3 NaN, 1 +Inf of 512 values (not in the sums)\n" for an output with values that are not finite.
+std::string non_finite_text(const json& o) {
+  const json counts = o.value("nonFinite", json::object());
+  const int64_t nan = counts.value("nan", int64_t{0}), pos = counts.value("posInf", int64_t{0}), neg = counts.value("negInf", int64_t{0});
+  if (nan + pos + neg == 0) return "";
+  int64_t size = 1;
+  for (const auto& d : o.value("shape", json::array())) size *= d.get<int64_t>();
+  std::vector<std::string> parts;
+  if (nan) parts.push_back(std::to_string(nan) + " NaN");
+  if (pos) parts.push_back(std::to_string(pos) + " +Inf");
+  if (neg) parts.push_back(std::to_string(neg) + " -Inf");
+  return o.value("name", "") + ": " + join(parts, ", ") + " of " + std::to_string(size) + " values (not in the sums)\n";
+}
+
+}  // namespace
+
 CommandOutput Session::run(const std::vector<std::string>& args) {
   if (args.empty()) throw CommandError(usage_error("run", "run needs a program name"));
   json params = {{"program", args[0]}, {"bindings", json::object()}};
   json inputs = json::object();
   auto value_of = [&](size_t& i, const std::string& flag) -> std::string {
-    if (i + 1 >= args.size()) throw CommandError(usage_error("run", flag + " needs a value"));
+    if (i + 1 >= args.size()) throw CommandError(usage_error("run", flag + " needs a value")).at(flag);
     return args[++i];
   };
   for (size_t i = 1; i < args.size(); ++i) {
@@ -261,27 +352,27 @@ CommandOutput Session::run(const std::vector<std::string>& args) {
     int64_t n = 0;
     if (a == "--seed") {
       std::string v = value_of(i, a);
-      if (!parse_int(v, n) || n < 0) throw CommandError(usage_error("run", "--seed wants a non-negative integer, not '" + v + "'"));
+      if (!parse_int(v, n) || n < 0) throw CommandError(usage_error("run", "--seed wants a non-negative integer, not '" + v + "'")).at(a + " " + v);
       params["seed"] = n;
     } else if (a == "--head") {
       std::string v = value_of(i, a);
-      if (!parse_int(v, n) || n < 0) throw CommandError(usage_error("run", "--head wants a non-negative integer, not '" + v + "'"));
+      if (!parse_int(v, n) || n < 0) throw CommandError(usage_error("run", "--head wants a non-negative integer, not '" + v + "'")).at(a + " " + v);
       params["head"] = n;
     } else if (a == "--in") {
       std::string v = value_of(i, a);
       size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
-        throw CommandError(usage_error("run", "--in wants INPUT=PATH, not '" + v + "'"));
+        throw CommandError(usage_error("run", "--in wants INPUT=PATH, not '" + v + "'")).at(v);
       inputs[v.substr(0, eq)] = absolute_path(v.substr(eq + 1));
     } else if (a == "--out") {
       params["output"] = absolute_path(value_of(i, a));
     } else if (size_t eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) != 0) {
       std::string dim = a.substr(0, eq), v = a.substr(eq + 1);
       if (dim.empty() || !parse_int(v, n) || n <= 0)
-        throw CommandError(usage_error("run", "binding '" + a + "' wants DIM=POSITIVE_INTEGER"));
+        throw CommandError(usage_error("run", "binding '" + a + "' wants DIM=POSITIVE_INTEGER")).at(a);
       params["bindings"][dim] = n;
     } else {
-      throw CommandError(usage_error("run", "unexpected argument '" + a + "'"));
+      throw CommandError(usage_error("run", "unexpected argument '" + a + "'")).at(a);
     }
   }
   if (!inputs.empty()) params["inputs"] = inputs;
@@ -294,14 +385,16 @@ CommandOutput Session::run(const std::vector<std::string>& args) {
   out << r.value("program", args[0]) << "  " << join(binds, " ") << "  seed " << params.value("seed", int64_t{0})
       << "  (" << elapsed_ms(r.value("elapsedMs", 0.0)) << ")\n";
   Table t({"OUTPUT", "TYPE", "SUM", "ABS SUM", "FIRST VALUES"});
+  std::string non_finite;
   for (const auto& o : r.value("outputs", json::array())) {
     std::vector<std::string> head;
-    for (const auto& v : o.value("head", json::array())) head.push_back(number(v.get<double>()));
+    for (const auto& v : o.value("head", json::array())) head.push_back(value_text(v));
     json checksum = o.value("checksum", json::object());
     t.add({o.value("name", ""), tensor_type(o), number(checksum.value("sum", 0.0)),
            number(checksum.value("absSum", 0.0)), join(head, " ")});
+    non_finite += non_finite_text(o);
   }
-  out << t.render();
+  out << t.render() << non_finite;
   for (const auto& o : r.value("outputs", json::array()))
     if (o.contains("file")) out << "wrote " << o.value("name", "") << " to " << display_path(o.value("file", "")) << "\n";
   return {r, out.str()};
@@ -333,9 +426,15 @@ CommandOutput Session::daemon(const std::vector<std::string>& args) {
 CommandOutput Session::equiv(const std::vector<std::string>& args) {
   json limits = json::object();
   std::vector<std::string> sides;
+  std::string expect = "proved";
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--nodes" || a == "--iterations" || a == "--seconds") {
+    if (a == "--expect") {
+      if (i + 1 >= args.size()) throw CommandError(usage_error("equiv", a + " needs a value")).at(a);
+      expect = args[++i];
+      if (expect != "proved" && expect != "refuted" && expect != "unknown")
+        throw CommandError(usage_error("equiv", "--expect wants proved, refuted or unknown, not '" + expect + "'")).at(a + " " + expect);
+    } else if (a == "--nodes" || a == "--iterations" || a == "--seconds") {
       if (i + 1 >= args.size()) throw CommandError(usage_error("equiv", a + " needs a value"));
       const std::string& v = args[++i];
       double x = 0;
@@ -355,16 +454,13 @@ CommandOutput Session::equiv(const std::vector<std::string>& args) {
   if (!limits.empty()) params["limits"] = limits;
   json r = call("program/equivalent", params);
 
-  // --json form: result, stop_reason, and explanation or counterexample.
-  json data = {{"result", r.value("result", "unknown")}, {"stop_reason", r.value("stopReason", "")},
-               {"a", r.value("a", "")}, {"b", r.value("b", "")}};
-  if (r.contains("explanation")) data["explanation"] = r["explanation"];
-  if (r.contains("counterexample")) data["counterexample"] = r["counterexample"];
-  if (r.contains("message")) data["message"] = r["message"];
+  // --json form: the protocol's result whole (result, stopReason, explanation or counterexample, …).
+  json data = r;
+  if (!data.contains("result")) data["result"] = "unknown";
 
   std::ostringstream out;
   std::string result = data["result"];
-  out << result << " (" << data.value("stop_reason", "") << ")\n  a: " << data.value("a", "") << "\n  b: " << data.value("b", "")
+  out << result << " (" << data.value("stopReason", "") << ")\n  a: " << data.value("a", "") << "\n  b: " << data.value("b", "")
       << "\n";
   if (result == "refuted") {
     const json& c = r["counterexample"];
@@ -381,7 +477,10 @@ CommandOutput Session::equiv(const std::vector<std::string>& args) {
     for (std::string line; std::getline(lines, line);) out << "  " << line << "\n";
   }
   if (r.contains("message")) out << r.value("message", "") << "\n";
-  return {data, out.str()};
+  CommandOutput output{data, out.str()};
+  // A script checks a claim: anything but the expected result fails it (exit status 1).
+  if (result != expect) output.failure = "equiv: " + result + ", expected " + expect + (expect == "proved" ? " (--expect " + result + " accepts it)" : "");
+  return output;
 }
 
 CommandOutput Session::egraph() {

@@ -23,16 +23,25 @@ class CommandError : public std::runtime_error {
       : std::runtime_error(message), data_(std::move(data)), located_(located) {}
   const json& data() const { return data_; }
   bool located() const { return located_; }
+  // The word of the command the error is about (its column is the error's): `throw
+  // CommandError(…).at(word)`.
+  CommandError& at(std::string word) {
+    word_ = std::move(word);
+    return *this;
+  }
+  const std::string& word() const { return word_; }
 
  private:
   json data_;
   bool located_;
+  std::string word_;
 };
 
 struct CommandOutput {
   json data;                    // the result as one JSON object (--json mode)
   std::string text;             // the same for people
   std::vector<json> json_lines = {};  // when set, --json prints these, one object per line, instead
+  std::string failure = {};     // printed, yet failed: why (equiv's result is not the one expected)
 };
 
 // Where a command came from, so that errors in a typed program block name the script's line.
@@ -45,7 +54,17 @@ class Session {
  public:
   using Origin = CommandOrigin;
 
-  explicit Session(std::unique_ptr<Client> client);
+  // `reconnect` (optional) connects to the user's daemon again, starting one where none answers:
+  // poll() calls it when the daemon went away between commands.
+  explicit Session(std::unique_ptr<Client> client, std::function<std::unique_ptr<Client>()> reconnect = {});
+
+  // Between commands: takes the notifications that arrived (another client replaced a program,
+  // a file was reloaded) and, when the daemon went away, reconnects and says so. Throws
+  // ConnectionError when that fails.
+  void poll();
+  // What the daemon announced since the last call, as lines for the user ("rms_linear was
+  // replaced by …"); printed before a command's output.
+  std::vector<std::string> take_notes();
 
   // Runs one command or one `program { … }` block. Throws CommandError, RpcError or
   // ConnectionError.
@@ -65,6 +84,9 @@ class Session {
 
  private:
   json call(const std::string& method, const json& params);
+  // initialize/initialized, the version and rebuild warnings, the program names.
+  void handshake();
+  void on_notification(const json& message);
   void warn_if_daemon_rebuilt();
   CommandOutput define_program(const std::string& text, const Origin& origin);
   CommandOutput open(const std::vector<std::string>& args);
@@ -88,6 +110,10 @@ class Session {
   void refresh_program_names();
 
   std::unique_ptr<Client> client_;
+  std::function<std::unique_ptr<Client>()> reconnect_;
+  int64_t daemon_pid_ = 0;
+  std::vector<std::string> notes_;
+  bool names_stale_ = false;  // a notification changed the programs: refresh before the next command
   std::map<std::string, std::string> typed_sources_;  // uri → text of programs typed at the prompt
   std::map<std::string, int64_t> versions_;           // uri → last version sent
   std::vector<std::string> program_names_;

@@ -3,6 +3,7 @@
 //   run THREADS WARMUP MIN MAX MIN_S K SIZE_1 … SIZE_K OUT_PATH \t LIBRARY
 //        load LIBRARY, call it once and write its K outputs to OUT_PATH, then warm up and time it
 //                                                                    → ok MEDIAN_MS MIN_MS RUNS
+//        (OUT_PATH "-": a timing round; the outputs are not written)
 //   cuda WARMUP RUNS OUT_PATH \t PLAN_PATH
 //        run a CUDA plan (engine/backend/cuda/plan.h) on the inputs, write its outputs as f32
 //        to OUT_PATH, time it with CUDA events (engine/backend/cuda/run_worker.h)
@@ -112,7 +113,7 @@ std::string run(State& state, std::istringstream& args) {
     return "error the kernel returned " + std::to_string(rc) + (why.empty() ? "" : ": " + why);
   };
   if (auto e = call(); !e.empty()) return e;
-  {
+  if (out_path != "-") {
     std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
     for (const auto& b : outs) out.write(reinterpret_cast<const char*>(b->data), static_cast<std::streamsize>(b->size * 4));
     if (!out) return "error cannot write the outputs to " + out_path;

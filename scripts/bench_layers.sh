@@ -32,7 +32,7 @@ for line in sys.stdin:
     if "speedup" in o: tune = o
 s = search["stats"]
 print("%-20s %-30s %7.2fs %5d %8.3fms %8.3fms %7.2fx %7.0f%%  %s" % (
-    name, shape, s["totalSeconds"], s["verified"], tune["baseline_ms"], tune["best_ms"], tune["speedup"],
-    100 * tune["roofline_fraction"], tune["summary"]))
+    name, shape, s["totalSeconds"], s["verified"], tune["baselineMs"], tune["bestMs"], tune["speedup"],
+    100 * tune["rooflineFraction"], (tune["best"] or {}).get("summary", "")))
 ' "$name" "$shape"
 done

@@ -38,6 +38,11 @@ struct RunSettings {
   std::vector<std::vector<int64_t>> output_shapes;  // in return order
   int threads = 1;                                  // the CPU's threads (the GPU's threads per block are in its source)
   double timeout_s = 0;                             // for the whole run; 0: the backend's default
+  // false: the check, one call whose outputs come back (timed once); true: a timing round
+  // (engine/tune/timing.h), the outputs not written back, the timed calls lasting about `round_s`
+  // (at least 3 of them).
+  bool round = false;
+  double round_s = 0.03;
 };
 
 // A result is right when |got - want| <= rtol * |want| + atol * max|want| (tune/compare.h).

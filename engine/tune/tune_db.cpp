@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kHeader = "prism-tune 1";
+constexpr const char* kHeader = "prism-tune 2";
 // An entry holds a few dozen rows; a file far larger than this is not one.
 constexpr size_t kMaxEntryBytes = size_t(4) << 20;
 
@@ -64,10 +64,6 @@ std::vector<std::string> split_tabs(const std::string& line) {
 
 }  // namespace
 
-// Bumped whenever code generation, the cost model or the timing method changes what a tune would
-// answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 6;
-
 std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target) {
   std::string text = print_program(lowered) + "\x1f" + sizes_field(bindings) + "\x1f" + backend::target_name(target.target) + "\x1f" + target.model +
                      "\x1f" + PRISM_VERSION +
@@ -90,10 +86,15 @@ std::string format_tune_result(const TuneResult& r) {
   out << "correlation\t" << number(r.rank_correlation) << "\n";
   out << "stats\t" << r.stats.instantiations << "\t" << r.stats.compiled << "\t" << r.stats.cached << "\t"
       << number(r.stats.compile_s) << "\t" << number(r.stats.run_s) << "\t" << number(r.stats.total_s) << "\n";
+  const Measured& m = r.measured;
+  out << "measured\t" << clean(m.at) << "\t" << m.rounds << "\t" << m.attempts << "\t" << number(m.foreign_cores) << "\t"
+      << number(m.steal) << "\t" << number(m.baseline_spread) << "\t" << number(m.ratio_spread) << "\t" << (m.noisy ? 1 : 0) << "\t"
+      << (m.queued ? 1 : 0) << "\t" << m.tuner_revision << "\t" << m.seed << "\t" << clean(m.search) << "\t" << clean(m.contention)
+      << "\n";
   for (const auto& row : r.rows)
     out << "row\t" << row.candidate << "\t" << sizes_field(row.sizes) << "\t" << row.cost_rank << "\t" << number(row.predicted_ms)
         << "\t" << number(row.measured_ms) << "\t" << number(row.max_error) << "\t" << (row.ok ? 1 : 0) << "\t"
-        << clean(row.summary) << "\t" << clean(row.error) << "\n";
+        << clean(row.summary) << "\t" << clean(row.error) << "\t" << number(row.spread) << "\t" << (row.noisy ? 1 : 0) << "\n";
   out << "end\n";
   return out.str();
 }
@@ -141,8 +142,15 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         need(7);
         r.stats.instantiations = std::stoull(f[1]), r.stats.compiled = std::stoull(f[2]), r.stats.cached = std::stoull(f[3]);
         r.stats.compile_s = std::stod(f[4]), r.stats.run_s = std::stod(f[5]), r.stats.total_s = std::stod(f[6]);
+      } else if (tag == "measured") {
+        need(14);
+        Measured& m = r.measured;
+        m.at = f[1], m.rounds = std::stoi(f[2]), m.attempts = std::stoi(f[3]);
+        m.foreign_cores = std::stod(f[4]), m.steal = std::stod(f[5]), m.baseline_spread = std::stod(f[6]), m.ratio_spread = std::stod(f[7]);
+        m.noisy = f[8] == "1", m.queued = f[9] == "1", m.tuner_revision = std::stoi(f[10]), m.seed = std::stoull(f[11]);
+        m.search = f[12], m.contention = f[13];
       } else if (tag == "row") {
-        need(10);
+        need(12);
         TuneRow row;
         row.candidate = std::stoi(f[1]);
         row.sizes = parse_sizes(f[2]);
@@ -153,6 +161,8 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         row.ok = f[7] == "1";
         row.summary = f[8];
         row.error = f[9];
+        row.spread = std::stod(f[10]);
+        row.noisy = f[11] == "1";
         r.rows.push_back(std::move(row));
       }
     }

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <numeric>
 #include <thread>
 
@@ -21,6 +22,15 @@ namespace prism::tune {
 namespace steps {
 
 using Clock = std::chrono::steady_clock;
+
+std::string utc_now() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -186,18 +196,18 @@ void record_run(TuneRow& row, const backend::RunOutcome& outcome, const std::fun
   row.measured_ms = outcome.median_ms;
 }
 
-void time_items(TuneResult& result, const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
-                const std::vector<Candidate>& families, const std::function<void(size_t item, TuneRow& row)>& time_item,
-                const std::function<void(const std::string& phase, int done, int total)>& report) {
+void check_items(TuneResult& result, const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
+                 const std::vector<Candidate>& families, const std::function<void(size_t item, TuneRow& row)>& check_item,
+                 const std::function<void(const std::string& phase, int done, int total)>& report) {
   const int total = int(chosen.size()) + 1;
-  report("timing", 0, total);
+  report("checking", 0, total);
   TuneRow baseline;
-  time_item(0, baseline);
+  check_item(0, baseline);
   if (baseline.ok) result.baseline_ms = baseline.measured_ms;
   else result.baseline_error = baseline.error;
   result.transient = baseline.transient;
   for (size_t i = 0; i < chosen.size(); ++i) {
-    report("timing", int(i) + 1, total);
+    report("checking", int(i) + 1, total);
     const Option& o = ranked[chosen[i]];
     TuneRow row;
     row.candidate = families[o.family].id;
@@ -205,10 +215,56 @@ void time_items(TuneResult& result, const std::vector<Option>& ranked, const std
     row.sizes = std::map<std::string, int64_t>(o.sizes.begin(), o.sizes.end());
     row.cost_rank = int(chosen[i]) + 1;
     row.predicted_ms = o.predicted_s * 1e3;
-    time_item(i + 1, row);
+    check_item(i + 1, row);
     result.transient = result.transient || row.transient;
     result.rows.push_back(std::move(row));
   }
+}
+
+Measurement time_rounds(TuneResult& result, const TimingPolicy& policy, const std::function<RoundTime(size_t item)>& time_item,
+                        const LoadWatch& watch_load, const std::function<void(const std::string& phase, int done, int total)>& report) {
+  // The items: the baseline (item 0) when it passed, then the rows that passed (item i + 1 is the
+  // check's row i, in chosen order).
+  const bool has_baseline = result.baseline_error.empty();
+  std::vector<size_t> item_of;  // timed item -> check item
+  if (has_baseline) item_of.push_back(0);
+  for (size_t i = 0; i < result.rows.size(); ++i)
+    if (result.rows[i].ok) item_of.push_back(i + 1);
+  const int total = policy.rounds;
+  report("timing", 0, total);
+  Measurement m = measure_interleaved(
+      item_of.size(), has_baseline, policy, [&](size_t k) { return time_item(item_of[k]); }, watch_load,
+      [&](int attempt, int round) { report(attempt > 1 ? "timing again" : "timing", round, total); });
+  for (size_t k = 0; k < item_of.size(); ++k) {
+    const ItemTiming& t = m.items[k];
+    if (item_of[k] == 0) {
+      if (t.failed) result.baseline_error = t.error, result.baseline_ms = 0;
+      else result.baseline_ms = t.median_ms;
+      result.transient = result.transient || t.transient;
+      continue;
+    }
+    TuneRow& row = result.rows[item_of[k] - 1];
+    if (t.failed) {
+      row.ok = false;
+      row.error = t.error;
+      row.transient = t.transient;
+      result.transient = result.transient || t.transient;
+      continue;
+    }
+    row.measured_ms = t.median_ms;
+    row.spread = t.spread;
+    row.noisy = t.spread > policy.noise_limit;
+  }
+  Measured& info = result.measured;
+  info.rounds = m.rounds;
+  info.attempts = m.attempts;
+  info.foreign_cores = m.load.foreign_cores;
+  info.steal = m.load.steal;
+  info.baseline_spread = has_baseline && !m.items.empty() ? m.items[0].spread : 0;
+  info.ratio_spread = m.ratio_spread;
+  info.contention = m.contention;
+  info.noisy = m.noisy;
+  return m;
 }
 
 void finish(TuneResult& result) {
@@ -275,7 +331,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
                          const std::function<void(const TuneProgress&)>& progress) {
   const auto start = Clock::now();
   auto report = [&](const std::string& phase, int done, int total) {
-    if (progress) progress({phase, done, total, seconds_since(start)});
+    if (progress) progress({phase, done, total, seconds_since(start), ""});
   };
   const DimBindings dims(request.bindings.begin(), request.bindings.end());
   check_bindings(lowered, dims);
@@ -331,8 +387,9 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
     if (b.error.empty()) ++(b.cached ? result.stats.cached : result.stats.compiled);
   if (cancel) cancel->check();
 
-  // Timing: every build in one worker, baseline first, all on the same inputs; each output checked
-  // against the reference at its dtype's tolerance.
+  // Checking: every build once in one worker, baseline first, all on the same inputs; each output
+  // checked against the reference at its dtype's tolerance. Then timing: the baseline and the
+  // builds that passed, in interleaved rounds (timing.h).
   auto run_start = Clock::now();
   backend::KernelRunner runner = env.runner_path.empty() ? backend::KernelRunner() : backend::KernelRunner(env.runner_path);
   runner.set_inputs(inputs);
@@ -341,17 +398,37 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   run.threads = result.threads;
   run.timeout_s = kernel_timeout_s(0);
   auto check = [&](const std::vector<Tensor>& got) { return check_outputs(backend, got, reference, out_dtypes); };
-  auto time_build = [&](size_t i, TuneRow& row) {
+  auto check_build = [&](size_t i, TuneRow& row) {
     if (!builds[i].error.empty()) {
       row.error = builds[i].error;
       return;
     }
     record_run(row, backend.run(runner, builds[i], run, cancel), check);
   };
-  time_items(result, ranked, chosen, families, time_build, report);
+  check_items(result, ranked, chosen, families, check_build, report);
+  backend::RunSettings round = run;
+  round.round = true;
+  auto time_build = [&](size_t i) {
+    backend::RunOutcome outcome = backend.run(runner, builds[i], round, cancel);
+    return RoundTime{outcome.ok, outcome.median_ms, outcome.error, outcome.transient};
+  };
+  auto watch_load = [&runner, cores = std::max(1, target.cores)]() -> std::function<Load()> {
+    const int pid = runner.worker_pid();
+    const CpuSample before = sample_cpu(pid);
+    return [&runner, pid, before, cores] {
+      // A worker that was replaced meanwhile (a crash) counts as foreign load: no harm, it re-measures.
+      return load_between(before, sample_cpu(runner.worker_pid() == pid ? pid : 0), cores);
+    };
+  };
+  const Measurement timing = time_rounds(result, env.timing, time_build, watch_load, report);
   result.stats.run_s = seconds_since(run_start);
 
   finish(result);
+  // The speedup is the median of the per-round ratios: load that changed between rounds cancels.
+  if (result.best >= 0 && timing.speedup > 0) result.speedup = timing.speedup;
+  result.measured.at = utc_now();
+  result.measured.tuner_revision = kTunerRevision;
+  result.measured.seed = request.seed;
   result.stats.total_s = seconds_since(start);
   report("done", int(chosen.size()) + 1, int(chosen.size()) + 1);
   return result;

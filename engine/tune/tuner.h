@@ -15,6 +15,7 @@
 #include "engine/ir/program.h"
 #include "engine/search/search.h"
 #include "engine/sgraph/instantiate.h"
+#include "engine/tune/timing.h"
 
 namespace prism::tune {
 
@@ -24,6 +25,7 @@ struct TuneRequest {
   int top = 8;           // instantiations compiled and timed (by cost rank, at most half from one family)
   int threads = 0;       // the CPU's kernel threads; 0: the target's cores (a GPU's threads per block are the backend's)
   uint64_t seed = 0;     // random inputs (engine/interp/tensor.h)
+  bool fresh = false;    // measure again even when the tuning DB holds the answer
 };
 
 struct TuneRow {
@@ -32,7 +34,9 @@ struct TuneRow {
   std::map<std::string, int64_t> sizes;  // its grid sizes and loop ranges
   int cost_rank = 0;                     // 1-based rank by the cost model among all instantiations
   double predicted_ms = 0;               // the cost model's estimate
-  double measured_ms = 0;                // median of the timed runs (ok rows)
+  double measured_ms = 0;                // median of its round times (ok rows; engine/tune/timing.h)
+  double spread = 0;                     // interquartile range of its round times over the median
+  bool noisy = false;                    // spread above the timing policy's noise limit
   double max_error = 0;                  // largest |kernel - reference| (ok rows)
   bool ok = false;
   std::string error;                     // compile error, crash, time-out, wrong result
@@ -44,6 +48,22 @@ struct TuneStats {
   uint64_t compiled = 0;        // objects actually compiled (not found in the kernel cache)
   uint64_t cached = 0;          // objects found in the kernel cache
   double compile_s = 0, run_s = 0, total_s = 0;
+};
+
+// How a result was measured (issue 14): kept with it in the tuning DB.
+struct Measured {
+  std::string at;                // UTC, "2026-11-24T11:50:02Z"
+  int rounds = 0, attempts = 0;  // interleaved rounds per attempt; attempts made (engine/tune/timing.h)
+  double foreign_cores = 0;      // other processes' CPU use during the last attempt, in cores
+  double steal = 0;              // the fraction of CPU time the hypervisor took then
+  double baseline_spread = 0;    // the eager baseline's spread
+  double ratio_spread = 0;       // the spread of the best's per-round ratio to the baseline
+  std::string contention;        // why the last attempt counted as contended; "" when quiet
+  bool noisy = false;            // the rounds disagreed: the table says so, the tuning DB keeps nothing
+  bool queued = false;           // it waited for another tune on this machine first
+  int tuner_revision = 0;
+  uint64_t seed = 0;
+  std::string search;            // the search limits the families came from ("ops=8 kernels=2 …")
 };
 
 struct TuneResult {
@@ -58,7 +78,7 @@ struct TuneResult {
   double baseline_ms = 0;      // the eager baseline (one kernel per op, OpenBLAS matmul)
   std::string baseline_error;  // when the baseline itself failed
   double best_ms = 0;          // 0 when no candidate passed
-  double speedup = 0;          // baseline_ms / best_ms
+  double speedup = 0;          // the median of the per-round ratios baseline / best
   double roofline_ms = 0;      // max(compulsory bytes / bandwidth, flops / peak)
   double roofline_fraction = 0;  // roofline_ms / best_ms
   std::string roofline_bound;  // "memory", "cache" (memory-bound, working set in the caches), "compute"
@@ -68,19 +88,26 @@ struct TuneResult {
   TuneStats stats;
   bool from_db = false;        // answered by the tuning DB, nothing compiled or run
   bool transient = false;      // a run failed for a reason that was not its kernel's: not stored
+  Measured measured;
 };
 
 struct TuneProgress {
-  std::string phase;  // "reference", "ranking", "compiling", "timing"
+  std::string phase;  // "queued", "reference", "ranking", "compiling", "checking", "timing"
   int done = 0, total = 0;
   double elapsed_s = 0;
+  std::string detail; // "queued": who holds the machine ("prismd 1234: my_layer d=1024 n=8")
 };
 
 struct TuneEnvironment {
   backend::TargetDescription target;
   std::string kernel_cache_dir;  // empty: the default
   std::string runner_path;       // empty: the default (prism-runner next to the executable)
+  TimingPolicy timing;           // rounds, attempts and noise limits (engine/tune/timing.h)
 };
+
+// Bumped whenever code generation, the cost model or the timing method changes what a tune would
+// answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
+constexpr int kTunerRevision = 7;
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

@@ -44,11 +44,20 @@ Comparison check_outputs(const backend::Backend& backend, const std::vector<Tens
 // ("wrong result: …") and the median time.
 void record_run(TuneRow& row, const backend::RunOutcome& outcome,
                 const std::function<Comparison(const std::vector<Tensor>&)>& check);
-// Times the eager baseline (item 0) and then each chosen instantiation (item i + 1) with
-// `time_item`, reporting "timing" progress, and fills the result's baseline and rows.
-void time_items(TuneResult& result, const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
-                const std::vector<Candidate>& families, const std::function<void(size_t item, TuneRow& row)>& time_item,
-                const std::function<void(const std::string& phase, int done, int total)>& report);
+// Checks the eager baseline (item 0) and then each chosen instantiation (item i + 1) with
+// `check_item`, reporting "checking" progress, and fills the result's baseline and rows (in
+// chosen order; their times are a first, single call's).
+void check_items(TuneResult& result, const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
+                 const std::vector<Candidate>& families, const std::function<void(size_t item, TuneRow& row)>& check_item,
+                 const std::function<void(const std::string& phase, int done, int total)>& report);
+// After check_items: times the baseline and the rows that passed in interleaved rounds
+// (`time_item(i)`: one round of check item i), reporting "timing" progress, and sets their
+// medians, spreads, noisy flags and failures, and the result's `measured` (but `at`, the tuner's
+// revision and the seed).
+Measurement time_rounds(TuneResult& result, const TimingPolicy& policy, const std::function<RoundTime(size_t item)>& time_item,
+                        const LoadWatch& watch_load, const std::function<void(const std::string& phase, int done, int total)>& report);
+// The current time in UTC, "2026-11-24T11:50:02Z".
+std::string utc_now();
 // Sorts the rows (ok by time, then failures by cost rank) and fills best, speedup, roofline
 // fraction and the rank correlation.
 void finish(TuneResult& result);

@@ -120,7 +120,8 @@ struct Workspace::Impl {
   }
 
   // Compiles `text` into `doc`; never throws.
-  void analyze(const std::string& uri, Document& doc) {
+  // `against_others`: also a clash with a program of another document is an error.
+  void analyze(const std::string& uri, Document& doc, bool against_others = true) {
     for (const auto& p : doc.programs) searches.erase(p->source.name);  // the text changed
     doc.programs.clear();
     doc.diagnostics.clear();
@@ -136,7 +137,7 @@ struct Workspace::Impl {
           continue;
         }
         here[name] = pos.begin.line;
-        if (auto other = defined_elsewhere(name, uri)) {
+        if (auto other = against_others ? defined_elsewhere(name, uri) : std::nullopt) {
           doc.diagnostics.push_back({uri, pos, Severity::Error,
                                      "program '" + name + "' is already defined in " + other->first + " (line " + std::to_string(other->second) + ")"});
           continue;
@@ -170,8 +171,19 @@ struct Workspace::Impl {
 Workspace::Workspace() : tune_state_(make_tune_state()), impl_(std::make_unique<Impl>()) {}
 Workspace::~Workspace() = default;
 
-DocumentState Workspace::open(const std::string& uri, const std::string& text, int64_t version, bool replace) {
+DocumentState Workspace::open(const std::string& uri, const std::string& text, int64_t version, bool replace, bool reject_errors) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (reject_errors) {
+    Document probe;
+    probe.text = text;
+    probe.version = version;
+    impl_->analyze(uri, probe, /*against_others=*/!replace);
+    if (std::any_of(probe.diagnostics.begin(), probe.diagnostics.end(), [](const Diagnostic& d) { return d.severity == Severity::Error; })) {
+      DocumentState state = impl_->state(uri, probe);
+      state.rejected = true;
+      return state;
+    }
+  }
   std::vector<std::string> replaced;
   if (replace) {
     std::set<std::string> defined;
@@ -311,8 +323,9 @@ OutputSummary summarize(const std::string& name, const Tensor& t, size_t head) {
   s.dtype = dtype_name(t.dtype);
   s.shape = t.shape;
   for (float v : t.data) {
-    s.sum += double(v);
-    s.abs_sum += std::fabs(double(v));
+    if (std::isnan(v)) ++s.nan;
+    else if (std::isinf(v)) ++(v > 0 ? s.pos_inf : s.neg_inf);
+    else s.sum += double(v), s.abs_sum += std::fabs(double(v));
   }
   for (size_t i = 0; i < head && i < t.data.size(); ++i) s.head.push_back(double(t.data[i]));
   return s;

@@ -53,6 +53,8 @@ struct DocumentState {
   Diagnostics diagnostics;            // the full current set (empty: clean)
   std::vector<std::string> replaced;  // open(…, replace=true): other documents closed because
                                       // this one defines a program of the same name
+  bool rejected = false;              // open(…, reject_errors=true): the text has errors of its own
+                                      // and was not kept (nothing changed)
 };
 
 struct RunRequest {
@@ -70,8 +72,9 @@ struct OutputSummary {
   std::string name;
   std::string dtype;
   std::vector<int64_t> shape;
-  double sum = 0;      // checksum: sum of all values (f64 accumulation)
-  double abs_sum = 0;  // sum of |values|
+  double sum = 0;      // checksum: sum of the finite values (f64 accumulation)
+  double abs_sum = 0;  // sum of their |values|
+  int64_t nan = 0, pos_inf = 0, neg_inf = 0;  // the values that are not finite (not in the sums)
   std::vector<double> head;  // the first `head` values in row-major order
   std::string file;    // where it was written, when an output file was asked for
 };
@@ -97,8 +100,11 @@ class Workspace {
   // Opens (or replaces) a document. Never throws for bad program text: problems come back as
   // diagnostics. A program whose name is already defined by another open document is a diagnostic,
   // unless `replace`: then those other documents are closed first (listed in `replaced`), as a
-  // REPL user who opens a file or types a program again means.
-  DocumentState open(const std::string& uri, const std::string& text, int64_t version, bool replace = false);
+  // REPL user who opens a file or types a program again means. With `reject_errors`, a text with
+  // errors of its own (not counting clashes that `replace` would resolve) changes nothing: its
+  // diagnostics come back with `rejected` (a typed block that does not compile is not kept).
+  DocumentState open(const std::string& uri, const std::string& text, int64_t version, bool replace = false,
+                     bool reject_errors = false);
   // Replaces the text of an open document. Throws NotFound for an unknown uri and
   // InvalidArgument when version is not greater than the current one.
   DocumentState change(const std::string& uri, const std::string& text, int64_t version);
@@ -144,6 +150,10 @@ class Workspace {
   // Where the tuning DB lives (<dir>/tune) and the kernel cache and CPU description
   // (<cache_dir>); empty: the DB in memory only, the default cache.
   void set_storage(const std::string& data_dir, const std::string& cache_dir);
+  // The lock file that lets one tune at a time run on this machine (tune/machine_lock.h); the
+  // default is the user's, shared by all their daemons; empty: none.
+  void set_tune_lock(const std::string& path);
+  std::string tune_lock_path() const;
   // Where the engine reports what it repaired or could not store (a dropped DB entry); unset: silent.
   void set_log(std::function<void(const std::string&)> log);
   // The most memory one run, search or tune may take (the sum over its tensors, estimated before

@@ -1,10 +1,13 @@
 // The Workspace's tuning methods: the tuning DB, each target's description (measured once), the
 // latest results per program, and kernel sources for `code` and `export`.
+#include <unistd.h>
+
 #include <limits>
 
 #include "engine/ir/shape.h"
 #include "engine/tune/backends.h"
 #include "engine/tune/cost_model.h"
+#include "engine/tune/machine_lock.h"
 #include "engine/tune/tune_db.h"
 #include "engine/workspace/workspace.h"
 
@@ -15,6 +18,7 @@ struct Workspace::TuneState {
   std::mutex describe_mutex;  // held while a target is described; taken before `mutex`, never inside it
   tune::TuneDb db;
   std::string cache_dir;                                            // empty: the defaults
+  std::string lock_path = tune::MachineLock::default_path();        // empty: no machine lock
   std::map<backend::Target, backend::TargetDescription> described;  // each target, described once
   std::map<std::string, std::vector<tune::TuneResult>> results;     // program -> its tunes, latest last
 
@@ -58,7 +62,23 @@ std::string header_for(const backend::Backend& backend, const Program& stored, c
          "\n// outputs: " + shape_list(stored, stored.outputs, dims) + "\n" + declarations;
 }
 
+// The search limits a result's families came from, for the tuning DB's record.
+std::string limits_text(const SearchLimits& l) {
+  return "ops=" + std::to_string(l.max_block_ops) + " kernels=" + std::to_string(l.max_kernels) + " accumulators=" +
+         std::to_string(l.max_accumulators) + " library=" + std::to_string(l.library_kernels) + (l.prune ? "" : " no-prune");
+}
+
 }  // namespace
+
+void Workspace::set_tune_lock(const std::string& path) {
+  std::lock_guard lock(tune_state_->mutex);
+  tune_state_->lock_path = path;
+}
+
+std::string Workspace::tune_lock_path() const {
+  std::lock_guard lock(tune_state_->mutex);
+  return tune_state_->lock_path;
+}
 
 void Workspace::set_log(std::function<void(const std::string&)> log) { tune_state_->db.set_warn(std::move(log)); }
 
@@ -111,7 +131,7 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
                       tensors > std::numeric_limits<int64_t>::max() / 3 ? tensors : 3 * tensors, memory_budget());
   std::optional<SearchResult> found = search_result(program);
   if (!found) {
-    if (progress) progress({"search", 0, 0, 0});
+    if (progress) progress({"search", 0, 0, 0, ""});
     found = search(program, SearchLimits{}, cancel);
   }
   if (found->candidates.empty()) throw Error(Error::Kind::Failed, "the search found no verified family for '" + program + "' to tune");
@@ -126,19 +146,35 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
     list.push_back(r);
     return r;
   };
-  if (auto hit = tune_state_->db.get(key); hit && hit->top >= request.top && (request.threads == 0 || hit->threads == request.threads)) {
+  auto from_db = [&]() -> std::optional<tune::TuneResult> {
+    std::optional<tune::TuneResult> hit = tune_state_->db.get(key);
+    if (!hit || hit->top < request.top || (request.threads != 0 && hit->threads != request.threads)) return std::nullopt;
     hit->from_db = true;
     hit->stats.compiled = hit->stats.cached = 0;
-    return record(*hit);
-  }
+    return hit;
+  };
+  if (!request.fresh)
+    if (auto hit = from_db()) return record(*hit);
+  // One tune at a time on this machine (machine_lock.h): while another holds it, say who.
+  const std::string what = "prismd " + std::to_string(::getpid()) + ": " + program + " " + tune::sizes_text(request.bindings);
+  tune::MachineLock lock(tune_lock_path(), what, cancel, [&](const std::string& holder) {
+    if (progress) progress({"queued", 0, 0, 0, "waiting for another tune on this machine (" + holder + ")"});
+  });
+  // Whoever held the lock may have answered the same question meanwhile.
+  if (!request.fresh && lock.waited())
+    if (auto hit = from_db()) return record(*hit);
   tune::TuneEnvironment env;
   env.target = target;
   env.kernel_cache_dir = tune_state_->kernel_cache_dir();
+  env.timing = tune::timing_policy_from_env();
   tune::TuneResult result = tune::tune_families(backend, lowered, found->candidates, request, env, cancel, progress);
   result.program = program;
   result.version = version;
-  // A time-out or a killed worker is no answer to keep: the next tune measures again (D9).
-  if (!result.transient) tune_state_->db.put(key, result);
+  result.measured.queued = lock.waited();
+  result.measured.search = limits_text(found->limits);
+  // A time-out or a killed worker is no answer to keep, nor are rounds that disagreed: the next
+  // tune measures again (D9, timing.h).
+  if (!result.transient && !result.measured.noisy) tune_state_->db.put(key, result);
   return record(result);
 }
 
@@ -170,6 +206,9 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
   if (!found) found = search(program, SearchLimits{});
   const backend::Backend& backend = tune::backend_for(target);
   const backend::TargetDescription description = described(target);
+  // Tuned before a restart: the tuning DB holds the answer.
+  std::optional<tune::TuneResult> stored;
+  if (!match && (stored = tune_state_->db.get(tune::tune_key(lowered, k.bindings, description)))) match = &*stored;
   if (candidate == 0 && match && match->best >= 0) candidate = match->rows[size_t(match->best)].candidate;
   if (candidate == 0) {
     // Not tuned at these dims: the family whose cheapest instantiation the cost model likes best.

@@ -75,6 +75,11 @@ TEST_CASE("prismd --help and bad arguments", "[protocol][daemon]") {
     Prismd bad({"--frobnicate"});
     CHECK(bad.wait_exit() == 2);
   }
+  {
+    Prismd bad({"--idle-exit", "soon"});
+    CHECK(bad.wait_exit() == 2);
+    CHECK_THAT(bad.stderr_text(), Catch::Contains("--idle-exit soon: expected a number of seconds"));
+  }
 }
 
 TEST_CASE("prismd --stdio serves one client on stdin/stdout", "[protocol][daemon][stdio]") {

@@ -2,53 +2,21 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "repl/repl_fixture.h"
 #include "support/subprocess.h"
 
 using prism::test::bin;
 using prism::test::ProcessResult;
 using prism::test::source;
+using prism::test::example;
+using prism::test::json_lines;
+using prism::test::ReplFixture;
 using prism::test::TempDir;
-
-namespace {
-
-// One private daemon per test: started by the first `prism` call, stopped when the test ends.
-class ReplFixture {
- public:
-  ReplFixture() { std::filesystem::create_directories(dir_ / "state"); }
-  ~ReplFixture() {
-    if (std::filesystem::exists(socket())) prism::test::run_process({bin("prism"), "--socket", socket(), "--no-start", "-c", "daemon stop"}, "", env());
-  }
-  std::string socket() const { return dir_ / "run/prismd.sock"; }
-  std::map<std::string, std::string> env() const {
-    return {{"XDG_STATE_HOME", dir_ / "state"}, {"PRISM_SOCKET", ""}, {"PRISM_CACHE_DIR", dir_ / "cache"}};
-  }
-
-  ProcessResult prism(std::vector<std::string> args, const std::string& input = "") const {
-    std::vector<std::string> argv = {bin("prism"), "--socket", socket()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return prism::test::run_process(argv, input, env());
-  }
-  const TempDir& dir() const { return dir_; }
-
- private:
-  TempDir dir_;
-};
-
-std::string example(const std::string& name) { return source("examples/" + name + ".prism"); }
-
-// --json output: one object per line.
-std::vector<nlohmann::json> json_lines(const std::string& out) {
-  std::istringstream lines(out);
-  std::vector<nlohmann::json> objects;
-  for (std::string line; std::getline(lines, line);) objects.push_back(nlohmann::json::parse(line));
-  return objects;
-}
-
-}  // namespace
 
 TEST_CASE("prism -c starts the daemon, opens, shows and runs a program", "[repl][e2e]") {
   ReplFixture f;
@@ -79,11 +47,11 @@ TEST_CASE("opening a second file that defines the same program replaces the firs
   CHECK(r.out.find(f.dir() / "copy/rms_linear.prism") != std::string::npos);
 }
 
-TEST_CASE("a script stops at the first error with its line on stderr", "[repl][e2e]") {
+TEST_CASE("a script stops at the first error with its line and column on stderr", "[repl][e2e]") {
   ReplFixture f;
   auto r = f.prism({}, "open " + example("rms_linear") + "\nshow no_such_program\nprograms\n");
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("<stdin>:2: error:") != std::string::npos);
+  CHECK(r.err.find("<stdin>:2:1: error:") != std::string::npos);
   CHECK(r.err.find("no_such_program") != std::string::npos);
   CHECK(r.out.find("PROGRAM") == std::string::npos);  // `programs` never ran
 }
@@ -142,29 +110,38 @@ TEST_CASE("script errors: unknown command, bad binding, missing dim, no daemon",
   CHECK(none.err.find("no prismd answers") != std::string::npos);
 }
 
-TEST_CASE("equiv proves, refutes, and --json carries result and stop_reason", "[repl][e2e][equiv]") {
+TEST_CASE("equiv proves, refutes, and --json carries result and stopReason", "[repl][e2e][equiv]") {
   ReplFixture f;
   auto r = f.prism({"--json", "-c",
                     "open " + example("rms_linear") + "; equiv rms_linear matmul(X, W) / rms(X); "
-                    "equiv rms_linear matmul(X, W) * rms(X); egraph"});
+                    "equiv rms_linear matmul(X, W) * rms(X) --expect refuted; egraph"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   std::vector<nlohmann::json> objects = json_lines(r.out);
   REQUIRE(objects.size() == 4);
   CHECK(objects[1]["result"] == "proved");
-  CHECK(objects[1]["stop_reason"] == "goal reached");
+  CHECK(objects[1]["stopReason"] == "goal reached");
   CHECK(objects[1]["explanation"].get<std::string>().find("matmul") != std::string::npos);
   CHECK(objects[2]["result"] == "refuted");
-  CHECK(objects[2]["stop_reason"] == "counterexample");
+  CHECK(objects[2]["stopReason"] == "counterexample");
   CHECK(objects[2]["counterexample"]["maxAbsDiff"].get<double>() > 0);
   CHECK(objects[3]["nodes"].get<int>() > 0);
 
-  auto text = f.prism({"--no-start", "-c", "equiv rms_linear matmul(X, W) * rms(X)"});
-  CHECK(text.exit_code == 0);
+  // A script's equiv is a claim: refuted (or unknown) fails it unless --expect says so.
+  auto text = f.prism({"--no-start", "-c", "equiv rms_linear matmul(X, W) * rms(X); programs"});
+  CHECK(text.exit_code == 1);
   CHECK(text.out.find("refuted (counterexample)") == 0);
   CHECK(text.out.find("they differ by") != std::string::npos);
+  CHECK(text.out.find("PROGRAM") == std::string::npos);  // the script stopped there
+  CHECK_THAT(text.err, Catch::Contains("-c:1:1: error: equiv: refuted, expected proved"));
+  auto json_fail = f.prism({"--no-start", "--json", "-c", "equiv rms_linear matmul(X, W) * rms(X)"});
+  CHECK(json_fail.exit_code == 1);
+  auto failed = json_lines(json_fail.out);
+  REQUIRE(failed.size() == 2);
+  CHECK(failed[0]["result"] == "refuted");
+  CHECK(failed[1]["error"]["message"] == "equiv: refuted, expected proved (--expect refuted accepts it)");
 
-  auto shapes = f.prism({"--no-start", "-c", "equiv rms_linear sum(X, axis=-1)"});
+  auto shapes = f.prism({"--no-start", "-c", "equiv rms_linear sum(X, axis=-1) --expect refuted"});
   CHECK(shapes.exit_code == 0);
   CHECK(shapes.out.find("refuted") == 0);
   CHECK(shapes.out.find("different shapes") != std::string::npos);
@@ -222,6 +199,8 @@ TEST_CASE("the REPL warns when the running daemon's binary was rebuilt", "[repl]
 
 TEST_CASE("tune prints the speedup table; code and export give the best kernel", "[repl][e2e][tune]") {
   ReplFixture f;
+  // The second tune below must come from the DB even where a busy CI machine makes rounds disagree.
+  f.extra_env["PRISM_TUNE_NOISE_LIMIT"] = "off";
   auto r = f.prism({"--json", "-c", "open " + example("rms_linear") + "; tune rms_linear n=4 d=64 --top 2; code rms_linear; export rms_linear " +
                                         (f.dir() / "k.cpp")});
   INFO(r.err);
@@ -229,13 +208,17 @@ TEST_CASE("tune prints the speedup table; code and export give the best kernel",
   auto lines = json_lines(r.out);
   REQUIRE(lines.size() == 4);
   const auto& tune = lines[1];
-  for (const char* key : {"baseline_ms", "best_ms", "speedup", "roofline_fraction", "candidate", "target"}) CHECK(tune.contains(key));
+  // The protocol's result whole, in its camelCase names.
+  for (const char* key : {"baselineMs", "bestMs", "speedup", "rooflineFraction", "rooflineBound", "targetModel", "bandwidthGBs", "best",
+                          "target", "measured", "noisy"})
+    CHECK(tune.contains(key));
   CHECK(tune["target"] == "cpu");
-  CHECK(tune["best_ms"].get<double>() > 0);
-  CHECK(tune["candidate"].is_number_integer());
-  CHECK(lines[2]["candidate"] == tune["candidate"]);
+  CHECK(tune["bestMs"].get<double>() > 0);
+  CHECK(tune["best"]["candidate"].is_number_integer());
+  CHECK(tune["measured"]["rounds"].get<int>() >= 1);
+  CHECK(lines[2]["candidate"] == tune["best"]["candidate"]);
   CHECK_THAT(lines[2]["source"].get<std::string>(), Catch::Contains("prism_entry"));
-  CHECK(lines[3]["header_file"] == f.dir() / "k.h");
+  CHECK(lines[3]["headerFile"] == f.dir() / "k.h");
   // The exported files compile on their own.
   auto cc = prism::test::run_process({"c++", "-std=c++17", "-O1", "-fopenmp", "-fPIC", "-shared", f.dir() / "k.cpp", "-o", f.dir() / "k.so", "-lopenblas"});
   INFO(cc.err);
@@ -245,10 +228,86 @@ TEST_CASE("tune prints the speedup table; code and export give the best kernel",
   auto text = f.prism({"-c", "tune rms_linear n=4 d=64 --top 2"});
   INFO(text.err);
   REQUIRE(text.exit_code == 0);
-  CHECK(text.out.find("from the tuning DB") != std::string::npos);
+  CHECK(text.out.find("from the tuning DB (measured " + tune["measured"]["at"].get<std::string>().substr(0, 10)) != std::string::npos);
   CHECK(text.out.find("SPEEDUP") != std::string::npos);
   CHECK(text.out.find("ROOFLINE") != std::string::npos);
+  CHECK(text.out.find("SPREAD") != std::string::npos);
+  CHECK(text.out.find("interleaved rounds") != std::string::npos);
+  // --fresh measures again.
+  auto fresh = f.prism({"--json", "-c", "tune rms_linear n=4 d=64 --top 2 --fresh"});
+  INFO(fresh.err);
+  REQUIRE(fresh.exit_code == 0);
+  auto again = json_lines(fresh.out);
+  REQUIRE(again.size() == 1);
+  CHECK_FALSE(again[0]["fromDb"].get<bool>());
+  CHECK(again[0]["stats"]["instantiations"].get<int>() > 0);
   auto bad = f.prism({"-c", "tune rms_linear"});
   CHECK(bad.exit_code != 0);
   CHECK(bad.err.find("tune needs the dims") != std::string::npos);
+}
+
+TEST_CASE("run prints and counts NaN and Inf; --json gives them as documented strings", "[repl][e2e][run]") {
+  ReplFixture f;
+  {
+    std::ofstream file(f.dir() / "nf.prism");
+    file << "program nonfinite(X: f32[n, d], g: f32[d]) {\n  Z = X - X\n  return Z / Z * g, 1 / Z, log(Z * X * X), X * g\n}\n";
+  }
+  auto r = f.prism({"-c", "open " + (f.dir() / "nf.prism") + "; run nonfinite n=2 d=3"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("NaN NaN NaN NaN NaN NaN"));
+  CHECK_THAT(r.out, Catch::Contains("Inf Inf"));
+  CHECK_THAT(r.out, Catch::Contains("-Inf -Inf"));
+  CHECK_THAT(r.out, Catch::Contains("out0: 6 NaN of 6 values (not in the sums)"));
+  CHECK_THAT(r.out, Catch::Contains("out1: 6 +Inf of 6 values"));
+  CHECK_THAT(r.out, Catch::Contains("out2: 6 -Inf of 6 values"));
+  CHECK(r.out.find("out3:") == std::string::npos);  // finite: no line
+
+  auto j = f.prism({"--json", "-c", "run nonfinite n=2 d=3"});
+  INFO(j.err);
+  REQUIRE(j.exit_code == 0);
+  auto lines = json_lines(j.out);
+  REQUIRE(lines.size() == 1);
+  const auto& outs = lines[0]["outputs"];
+  REQUIRE(outs.size() == 4);
+  CHECK(outs[0]["head"][0] == "NaN");
+  CHECK(outs[0]["nonFinite"]["nan"] == 6);
+  CHECK(outs[1]["head"][0] == "Infinity");
+  CHECK(outs[1]["nonFinite"]["posInf"] == 6);
+  CHECK(outs[2]["head"][0] == "-Infinity");
+  CHECK(outs[2]["nonFinite"]["negInf"] == 6);
+  CHECK(outs[0]["checksum"]["sum"] == 0.0);  // the sums leave them out
+  CHECK(outs[3]["head"][0].is_number());
+}
+
+TEST_CASE("a script's errors say FILE:LINE:COLUMN, and --json prints them as objects on stdout", "[repl][e2e][errors]") {
+  ReplFixture f;
+  auto r = f.prism({"--json", "-c", "open " + example("rms_linear") + ";   run rms_linear n=0 d=64"});
+  CHECK(r.exit_code == 1);
+  auto lines = json_lines(r.out);
+  REQUIRE(lines.size() == 2);
+  const auto& error = lines[1]["error"];
+  CHECK(error["file"] == "-c");
+  CHECK(error["line"] == 1);
+  const std::string line = "open " + example("rms_linear") + ";   run rms_linear n=0 d=64";
+  CHECK(error["column"] == int(line.find("n=0")) + 1);
+  CHECK(error["command"] == "run rms_linear n=0 d=64");
+  CHECK_THAT(error["message"].get<std::string>(), Catch::StartsWith("binding 'n=0' wants DIM=POSITIVE_INTEGER"));
+  CHECK_THAT(r.err, Catch::Contains("prism: -c:1:" + std::to_string(line.find("n=0") + 1) + ": error: binding 'n=0'"));
+
+  // From a script file, a daemon's error: the command's line and column, and its JSON-RPC code.
+  const std::string script = f.dir() / "s.prism";
+  {
+    std::ofstream file(script);
+    file << "open " << example("rms_linear") << "\n\n  run rms_linear n=8\n";
+  }
+  auto s = f.prism({"--json", script});
+  CHECK(s.exit_code == 1);
+  auto objects = json_lines(s.out);
+  REQUIRE(objects.size() == 2);
+  CHECK(objects[1]["error"]["file"] == script);
+  CHECK(objects[1]["error"]["line"] == 3);
+  CHECK(objects[1]["error"]["column"] == 3);
+  CHECK(objects[1]["error"]["code"].is_number_integer());
+  CHECK_THAT(s.err, Catch::Contains(script + ":3:3: error: missing binding for dim 'd'"));
 }

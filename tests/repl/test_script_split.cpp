@@ -2,6 +2,7 @@
 
 #include "repl/commands.h"
 #include "repl/format.h"
+#include "repl/progress_bar.h"
 #include "repl/script.h"
 
 using namespace prism::repl;
@@ -12,11 +13,15 @@ TEST_CASE("commands are split on newlines and semicolons", "[repl][script]") {
   auto cmds = s.finish();
   REQUIRE(cmds.size() == 4);
   CHECK(cmds[0].text == "open a.prism");
+  CHECK(cmds[0].column == 1);
   CHECK(cmds[1].text == "show x");
+  CHECK(cmds[1].column == 15);
   CHECK(cmds[2].text == "programs");
   CHECK(cmds[2].line == 3);
+  CHECK(cmds[2].column == 3);
   CHECK(cmds[3].text == "run x n=8");
   CHECK(cmds[3].line == 5);
+  CHECK(cmds[3].column == 1);
 }
 
 TEST_CASE("a program block is one command across lines, semicolons and comments", "[repl][script]") {
@@ -68,7 +73,13 @@ TEST_CASE("every command has help and unknown ones have none", "[repl][help]") {
 TEST_CASE("tables align columns and diagnostics point at the column", "[repl][format]") {
   Table t({"A", "LONGER"});
   t.add({"wide cell", "x"});
-  CHECK(t.render() == "A          LONGER\nwide cell  x\n");
+  CHECK(t.render("", 0) == "A          LONGER\nwide cell  x\n");
+  // On a terminal of 30 columns the last column's free text is cut to fit (29 columns and "...").
+  Table u({"SPEEDUP", "SUMMARY"});
+  u.add({"4.76x", "1 custom kernel: matmul, silu, matmul, mul; grid g1 splits n"});
+  u.add({"±3%", "short"});
+  const std::string cut = u.render("", 30);
+  CHECK(cut == "SPEEDUP  SUMMARY\n4.76x    1 custom kernel: ...\n±3%      short\n");
 
   nlohmann::json d = {{"range", {{"start", {{"line", 1}, {"character", 9}}}, {"end", {{"line", 1}, {"character", 10}}}}},
                       {"severity", 1},
@@ -77,4 +88,28 @@ TEST_CASE("tables align columns and diagnostics point at the column", "[repl][fo
         "f.prism:2:10: error: undefined name 'Z'\n      return Z\n             ^");
   CHECK(tensor_type({{"dtype", "f16"}, {"shape", {"n", "d/2"}}}) == "f16[n, d/2]");
   CHECK(tensor_type({{"dtype", "f32"}, {"shape", {8, 64}}}) == "f32[8, 64]");
+}
+
+TEST_CASE("the progress bar fits its line in the terminal's columns", "[repl][format]") {
+  char* text = nullptr;
+  size_t size = 0;
+  std::FILE* out = ::open_memstream(&text, &size);
+  REQUIRE(out);
+  {
+    ProgressBar bar(out, 80);
+    bar.update({{"kind", "begin"}, {"title", "tune gated_mlp"}});
+    bar.update({{"kind", "report"},
+                {"percentage", 40},
+                {"message", "queued: waiting for another tune on this machine (prismd 123456: rms_linear d=4096 n=16 m=11008)"}});
+    std::fflush(out);
+    const std::string shown(text, size);
+    const size_t last = shown.rfind("\r\033[K");
+    REQUIRE(last != std::string::npos);
+    const std::string line = shown.substr(last + 4);
+    CHECK(line.size() <= 79);
+    CHECK_THAT(line, Catch::StartsWith("tune gated_mlp [########............] queued: waiting"));
+    CHECK_THAT(line, Catch::Contains("...  0.0 s"));
+  }
+  std::fclose(out);
+  std::free(text);
 }

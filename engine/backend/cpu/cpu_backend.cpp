@@ -70,6 +70,17 @@ RunOutcome CpuBackend::run(KernelRunner& runner, const Build& build, const RunSe
   request.output_shapes = settings.output_shapes;
   request.threads = settings.threads;
   if (settings.timeout_s > 0) request.timeout_s = settings.timeout_s;
+  if (settings.round) {
+    request.outputs = false;
+    request.warmup = 1;
+    request.min_runs = 3;
+    request.max_runs = 1000000;  // a fast kernel's round is thousands of calls: its median shrugs off a preemption
+    request.min_time_s = settings.round_s;
+  } else {  // the check: one call whose outputs come back, timed once
+    request.warmup = 0;
+    request.min_runs = request.max_runs = 1;
+    request.min_time_s = 0;
+  }
   return runner.run(request, cancel);
 }
 

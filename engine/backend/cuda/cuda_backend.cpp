@@ -86,6 +86,14 @@ RunOutcome CudaBackend::run(KernelRunner& runner, const Build& build, const RunS
   request.plan = build.runnable;
   request.output_shapes = settings.output_shapes;
   if (settings.timeout_s > 0) request.timeout_s = settings.timeout_s;
+  if (settings.round) {  // event-timed runs are precise: a round is a short batch of them
+    request.outputs = false;
+    request.warmup = 2;
+    request.runs = 15;
+  } else {  // the check: the outputs, timed once
+    request.warmup = 0;
+    request.runs = 1;
+  }
   return runner.run_cuda(request, cancel);
 }
 

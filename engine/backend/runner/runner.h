@@ -26,6 +26,7 @@ struct RunRequest {
   int max_runs = 50;       // at most max_runs
   double min_time_s = 0.2;
   double timeout_s = 20;   // for the whole run (load, checked call, warm-up, timing)
+  bool outputs = true;     // false: a timing round; the outputs are neither written nor read back
 };
 
 // A run on the GPU: a CUDA plan (cuda/plan.h) in its text form. The plan's inputs are this runner's
@@ -38,6 +39,7 @@ struct CudaRunRequest {
   int warmup = 5;
   int runs = 50;
   double timeout_s = 60;   // for the whole run (context, module load, checked run, timing)
+  bool outputs = true;     // false: a timing round; the outputs are neither written nor read back
 };
 
 struct RunOutcome {
@@ -47,7 +49,7 @@ struct RunOutcome {
   // worker killed from outside (SIGKILL, SIGTERM), a library that would not load. Never stored as
   // a tuning answer (issue 17, D9).
   bool transient = false;
-  std::vector<Tensor> outputs;  // f32, from the first (checked) call
+  std::vector<Tensor> outputs;  // f32, from the first (checked) call; none for a timing round
   double median_ms = 0, min_ms = 0;
   int runs = 0;
 };
@@ -73,6 +75,9 @@ class KernelRunner {
   // The same for a CUDA plan. A run that fails on the device also ends the worker (a CUDA error
   // can poison its context), so the next run starts a fresh one.
   RunOutcome run_cuda(const CudaRunRequest& request, const CancelToken* cancel = nullptr);
+  // The worker's process id, 0 when none runs (the tuner counts its CPU time apart from the
+  // machine's, engine/tune/timing.h).
+  int worker_pid() const;
 
  private:
   struct Worker;
