@@ -20,6 +20,12 @@
 
 namespace prism::protocol {
 
+// A file as last read: its modification time and size (-1: not readable).
+struct DiskStamp {
+  int64_t mtime_ns = 0, size = -1;
+  bool operator==(const DiskStamp&) const = default;
+};
+
 class Server {
  public:
   struct Options {
@@ -123,12 +129,8 @@ class Server {
   // Serializes document edits so that diagnostics go out in version order, and guards the maps.
   mutable std::mutex docs_mutex_;
   std::map<std::string, std::map<uint64_t, std::weak_ptr<Session>>> subscribers_;
-  // What was last read of each file:// document on disk (its modification time and size), and
-  // the documents whose text a client sent (an editor's buffer, never re-read from disk).
-  struct DiskStamp {
-    int64_t mtime_ns = 0, size = -1;
-    bool operator==(const DiskStamp&) const = default;
-  };
+  // What was last read of each file:// document on disk, and the documents whose text a client
+  // sent (an editor's buffer, never re-read from disk).
   std::map<std::string, DiskStamp> disk_;
   std::set<std::string> client_text_;
   // Runs in flight by the uri that defines their program: an edit of that uri stops them early

@@ -15,11 +15,9 @@ namespace prism::protocol {
 namespace {
 
 // A file's modification time and size; size -1 when it cannot be read.
-auto stamp_of(const std::string& path) {
+DiskStamp stamp_of(const std::string& path) {
   struct stat st {};
-  struct {
-    int64_t mtime_ns = 0, size = -1;
-  } stamp;
+  DiskStamp stamp;
   if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
     stamp.mtime_ns = int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     stamp.size = int64_t(st.st_size);
@@ -59,8 +57,7 @@ void Server::refresh_from_disk() {
     if (client_text_.count(uri)) continue;
     const std::optional<std::string> path = uri.rfind("file://", 0) == 0 ? local_path(uri) : std::nullopt;
     if (!path) continue;
-    const auto now = stamp_of(*path);
-    const DiskStamp stamp{now.mtime_ns, now.size};
+    const DiskStamp stamp = stamp_of(*path);
     if (stamp.size < 0 || disk_[uri] == stamp) continue;  // gone (its last text stays), or unchanged
     disk_[uri] = stamp;
     FileContents file = read_regular_file(*path, kMaxDocumentBytes);
@@ -128,17 +125,12 @@ json Server::open(Session& session, const json& raw) {
   mark_modified(uri);
   if (from_disk) {
     client_text_.erase(uri);
-    if (auto path = local_path(uri)) {
-      const auto now = stamp_of(*path);
-      disk_[uri] = {now.mtime_ns, now.size};
-    }
+    if (auto path = local_path(uri)) disk_[uri] = stamp_of(*path);
   } else {
     client_text_.insert(uri);
   }
   // Other clients that held this document, or one this definition replaced, hear of it.
-  const json by = {{"replacedBy", uri}, {"programs", state.programs}};
-  json notice = by;
-  notice["uri"] = uri;
+  json notice = {{"uri", uri}, {"replacedBy", uri}, {"programs", state.programs}};
   announce(uri, "program/replaced", notice, session.id());
   for (const auto& closed : state.replaced) {
     mark_modified(closed);

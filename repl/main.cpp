@@ -95,11 +95,12 @@ void report_error(const ScriptCommand& cmd, bool json, bool interactive, const s
   std::cout << nlohmann::json{{"error", error}}.dump() << "\n" << std::flush;
 }
 
-// Runs one command and reports its outcome; returns false when it failed.
+// What the daemon announced (another client's definition, a reloaded file, a new daemon), on stderr.
 void print_notes(Session& session, bool interactive) {
   for (const std::string& note : session.take_notes()) std::cerr << (interactive ? "" : "prism: ") << "note: " << note << "\n";
 }
 
+// Runs one command and reports its outcome; returns false when it failed.
 bool run_command(Session& session, const ScriptCommand& cmd, bool json, bool interactive, const std::string& where) {
   struct Notes {  // what the daemon announced meanwhile comes before the command's own output
     Session& session;

@@ -236,16 +236,15 @@ CommandOutput Session::define_program(const std::string& text, const Origin& ori
   typed_sources_[uri] = text;
   int64_t version = ++versions_[uri];
   json state = call("program/open", {{"uri", uri}, {"text", text}, {"version", version}, {"replace", true}, {"rejectOnError", true}});
-  if (!state.value("rejected", false)) return document_report(state, "defined", origin);
   try {
-    document_report(state, "defined", origin);
-  } catch (CommandError& e) {
+    return document_report(state, "defined", origin);
+  } catch (const CommandError& e) {
+    if (!state.value("rejected", false)) throw;
     if (previous) typed_sources_[uri] = *previous;
     else typed_sources_.erase(uri);
     const bool defined = std::find(program_names_.begin(), program_names_.end(), name) != program_names_.end();
     throw CommandError(std::string(e.what()) + "; not kept" + (defined ? " (the previous definition stays)" : ""), e.data(), true);
   }
-  return document_report(state, "defined", origin);
 }
 
 CommandOutput Session::open(const std::vector<std::string>& args) {

@@ -173,16 +173,17 @@ Workspace::~Workspace() = default;
 
 DocumentState Workspace::open(const std::string& uri, const std::string& text, int64_t version, bool replace, bool reject_errors) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (reject_errors) {
-    Document probe;
-    probe.text = text;
-    probe.version = version;
-    impl_->analyze(uri, probe, /*against_others=*/!replace);
-    if (std::any_of(probe.diagnostics.begin(), probe.diagnostics.end(), [](const Diagnostic& d) { return d.severity == Severity::Error; })) {
-      DocumentState state = impl_->state(uri, probe);
-      state.rejected = true;
-      return state;
-    }
+  // Analyzed before anything changes. With `replace` the documents it clashes with are closed
+  // below, so a clash with them is no error of its own.
+  Document next;
+  next.text = text;
+  next.version = version;
+  impl_->analyze(uri, next, /*against_others=*/!replace);
+  if (reject_errors &&
+      std::any_of(next.diagnostics.begin(), next.diagnostics.end(), [](const Diagnostic& d) { return d.severity == Severity::Error; })) {
+    DocumentState state = impl_->state(uri, next);
+    state.rejected = true;
+    return state;
   }
   std::vector<std::string> replaced;
   if (replace) {
@@ -190,7 +191,7 @@ DocumentState Workspace::open(const std::string& uri, const std::string& text, i
     try {
       for (const auto& program : compile_text(text, uri).programs) defined.insert(program.name);
     } catch (const std::exception&) {
-      // analyze() below reports it
+      // analyze() above reported it
     }
     for (auto it = impl_->docs.begin(); it != impl_->docs.end();) {
       bool clash = it->first != uri && std::any_of(it->second.programs.begin(), it->second.programs.end(),
@@ -205,9 +206,8 @@ DocumentState Workspace::open(const std::string& uri, const std::string& text, i
     }
   }
   Document& doc = impl_->docs[uri];
-  doc.text = text;
-  doc.version = version;
-  impl_->analyze(uri, doc);
+  for (const auto& p : doc.programs) impl_->searches.erase(p->source.name);  // the text changed
+  doc = std::move(next);
   DocumentState state = impl_->state(uri, doc);
   state.replaced = std::move(replaced);
   return state;
