@@ -35,6 +35,7 @@ json measured_json(const tune::Measured& m) {
           {"baselineSpread", m.baseline_spread},
           {"ratioSpread", m.ratio_spread},
           {"contention", m.contention},
+          {"remeasured", m.remeasured},
           {"noisy", m.noisy},
           {"queued", m.queued},
           {"tunerRevision", m.tuner_revision},

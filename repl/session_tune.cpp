@@ -61,7 +61,7 @@ std::string timing_text(const json& m, const std::string& program, const json& b
   const int rounds = m.value("rounds", 0), attempts = m.value("attempts", 0);
   if (rounds == 0) return "";
   out << "timed in " << rounds << " interleaved rounds";
-  if (attempts > 1) out << ", measured " << attempts << " times";
+  if (attempts > 1) out << ", measured again (" << m.value("remeasured", "the first attempt was contended") << ")";
   char load[96];
   std::snprintf(load, sizeof load, "; other processes used %.1f cores", m.value("foreignCores", 0.0));
   out << load;

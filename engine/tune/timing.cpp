@@ -141,6 +141,7 @@ Measurement measure_interleaved(size_t items, bool has_baseline, const TimingPol
   m.items.resize(items);
   const int attempts = std::max(1, policy.attempts), rounds = std::max(1, policy.rounds);
   for (int attempt = 1; attempt <= attempts; ++attempt) {
+    m.remeasured = m.contention;
     for (ItemTiming& item : m.items) item.rounds.clear();
     std::function<Load()> load_since = watch_load ? watch_load() : std::function<Load()>{};
     for (int r = 0; r < rounds; ++r) {

@@ -72,6 +72,7 @@ struct Measurement {
   int best = -1;                    // the fastest item after the baseline that did not fail
   double speedup = 0, ratio_spread = 0;  // the best's per-round ratios (baseline / best)
   std::string contention;           // why the last attempt counted as contended, "" when quiet
+  std::string remeasured;           // why the attempt before it was measured again, "" after one attempt
   bool noisy = false;               // the last attempt's rounds disagree (baseline, or the best's ratio)
 };
 

@@ -90,7 +90,7 @@ std::string format_tune_result(const TuneResult& r) {
   out << "measured\t" << clean(m.at) << "\t" << m.rounds << "\t" << m.attempts << "\t" << number(m.foreign_cores) << "\t"
       << number(m.steal) << "\t" << number(m.baseline_spread) << "\t" << number(m.ratio_spread) << "\t" << (m.noisy ? 1 : 0) << "\t"
       << (m.queued ? 1 : 0) << "\t" << m.tuner_revision << "\t" << m.seed << "\t" << clean(m.search) << "\t" << clean(m.contention)
-      << "\n";
+      << "\t" << clean(m.remeasured) << "\n";
   for (const auto& row : r.rows)
     out << "row\t" << row.candidate << "\t" << sizes_field(row.sizes) << "\t" << row.cost_rank << "\t" << number(row.predicted_ms)
         << "\t" << number(row.measured_ms) << "\t" << number(row.max_error) << "\t" << (row.ok ? 1 : 0) << "\t"
@@ -143,12 +143,12 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         r.stats.instantiations = std::stoull(f[1]), r.stats.compiled = std::stoull(f[2]), r.stats.cached = std::stoull(f[3]);
         r.stats.compile_s = std::stod(f[4]), r.stats.run_s = std::stod(f[5]), r.stats.total_s = std::stod(f[6]);
       } else if (tag == "measured") {
-        need(14);
+        need(15);
         Measured& m = r.measured;
         m.at = f[1], m.rounds = std::stoi(f[2]), m.attempts = std::stoi(f[3]);
         m.foreign_cores = std::stod(f[4]), m.steal = std::stod(f[5]), m.baseline_spread = std::stod(f[6]), m.ratio_spread = std::stod(f[7]);
         m.noisy = f[8] == "1", m.queued = f[9] == "1", m.tuner_revision = std::stoi(f[10]), m.seed = std::stoull(f[11]);
-        m.search = f[12], m.contention = f[13];
+        m.search = f[12], m.contention = f[13], m.remeasured = f[14];
       } else if (tag == "row") {
         need(12);
         TuneRow row;

@@ -263,6 +263,7 @@ Measurement time_rounds(TuneResult& result, const TimingPolicy& policy, const st
   info.baseline_spread = has_baseline && !m.items.empty() ? m.items[0].spread : 0;
   info.ratio_spread = m.ratio_spread;
   info.contention = m.contention;
+  info.remeasured = m.remeasured;
   info.noisy = m.noisy;
   return m;
 }

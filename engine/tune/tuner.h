@@ -59,6 +59,7 @@ struct Measured {
   double baseline_spread = 0;    // the eager baseline's spread
   double ratio_spread = 0;       // the spread of the best's per-round ratio to the baseline
   std::string contention;        // why the last attempt counted as contended; "" when quiet
+  std::string remeasured;        // why the attempt before it was measured again; "" after one
   bool noisy = false;            // the rounds disagreed: the table says so, the tuning DB keeps nothing
   bool queued = false;           // it waited for another tune on this machine first
   int tuner_revision = 0;

@@ -105,6 +105,7 @@ TEST_CASE("timing: an attempt spoiled by load is measured again, and the quiet o
   CHECK(m.attempts == 2);
   CHECK_FALSE(m.noisy);
   CHECK(m.contention.empty());
+  CHECK_THAT(m.remeasured, Catch::Contains("baseline's rounds disagree"));
   CHECK(m.speedup == Approx(4.0));
 }
 

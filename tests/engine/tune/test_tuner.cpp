@@ -308,6 +308,7 @@ TEST_CASE("tune DB: the text form round-trips and a damaged file is a miss", "[t
   r.measured.attempts = 2;
   r.measured.foreign_cores = 0.75;
   r.measured.contention = "other processes used\t0.8 cores";
+  r.measured.remeasured = "the eager baseline's rounds disagree (spread 25%)";
   r.measured.queued = true;
   r.measured.tuner_revision = tune::kTunerRevision;
   r.measured.seed = 42;
@@ -328,6 +329,7 @@ TEST_CASE("tune DB: the text form round-trips and a damaged file is a miss", "[t
   CHECK(back->measured.attempts == 2);
   CHECK(back->measured.foreign_cores == 0.75);
   CHECK(back->measured.contention == "other processes used 0.8 cores");
+  CHECK(back->measured.remeasured == r.measured.remeasured);
   CHECK(back->measured.queued);
   CHECK_FALSE(back->measured.noisy);
   CHECK(back->measured.tuner_revision == tune::kTunerRevision);
