@@ -108,8 +108,9 @@ int Daemon::run() {
     tcp->start([this](std::unique_ptr<Channel> channel, bool trusted) { add_connection(std::move(channel), trusted); });
     where += (where.empty() ? "" : " ") + tcp->address();
   }
-  // Tests and the REPL wait for this line: the sockets accept connections from here on.
-  std::cerr << "prismd: listening on " << where << std::endl;
+  // Tests and the REPL wait for this line: the sockets accept connections from here on. (Over
+  // stdio alone there is nothing to wait for, and an editor would show the line as an error.)
+  if (unix_ || !tcp_.empty()) std::cerr << "prismd: listening on " << where << std::endl;
   log_.line("started (pid " + std::to_string(::getpid()) + ", version " PRISM_VERSION ")");
   if (options_.stdio) {
     // fd 1 now carries only protocol messages: anything else that prints to stdout (a library, a

@@ -6,6 +6,7 @@
 
 #include "daemon/daemon.h"
 #include "daemon/options.h"
+#include "protocol/endpoint.h"
 
 int main(int argc, char** argv) {
   using namespace prism::daemon;
@@ -35,6 +36,11 @@ int main(int argc, char** argv) {
       std::cerr << "prismd: " << error << "\n";
       return 1;
     }
+  } else if (options.stdio) {
+    // An editor shows what a server writes to stderr as errors: over stdio the log goes to a file
+    // in the state directory, and stderr carries only what stops prismd.
+    const std::string dir = options.state_dir.empty() ? prism::protocol::state_dir() : options.state_dir;
+    if (!dir.empty()) (void)log.open_file(dir + "/prismd-stdio.log");
   }
   try {
     Daemon daemon(options, log);

@@ -18,8 +18,11 @@ std::string judge(const json& reply, int id, std::optional<long> pid) {
   if (!reply.contains("result")) return "request " + std::to_string(id) + " failed: " + reply.dump();
   const json& result = reply["result"];
   if (id == 1) {
-    const json* methods = result.contains("capabilities") ? &result["capabilities"]["methods"] : nullptr;
-    if (!methods || !methods->is_array()) return "initialize: no capabilities.methods in " + reply.dump();
+    // prism's own methods are listed under LSP's `experimental` capabilities.
+    const json* methods = result.contains("capabilities") && result["capabilities"].contains("experimental")
+                              ? &result["capabilities"]["experimental"]["methods"]
+                              : nullptr;
+    if (!methods || !methods->is_array()) return "initialize: no capabilities.experimental.methods in " + reply.dump();
     return "";
   }
   if (!result.is_object() || !result.contains("pid") || !result.contains("version")) return "daemon/status: unexpected " + reply.dump();

@@ -10,7 +10,8 @@ const json kEmptyObject = json::object();
 }
 
 const json& params_object(const json& params) {
-  if (params.is_null()) return kEmptyObject;
+  // Absent, null, or an empty array (Lua's empty table, as Neovim sends it): no params.
+  if (params.is_null() || (params.is_array() && params.empty())) return kEmptyObject;
   if (!params.is_object()) throw invalid_params("params", "params must be an object");
   return params;
 }

@@ -8,7 +8,7 @@
 
 namespace prism::protocol {
 
-// `params` as an object ({} when absent); arrays and scalars are rejected.
+// `params` as an object ({} when absent, null or an empty array); other arrays and scalars are rejected.
 const json& params_object(const json& params);
 
 // `prefix` is the path of `obj` itself ("" at the top, "changes[0].range" deeper).

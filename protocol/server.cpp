@@ -153,6 +153,8 @@ void Server::dispatch(const SessionPtr& session, const Incoming& message) {
     }
   } catch (const RpcFailure& e) {
     reply(error_reply(*session, message, e.code(), e.what(), e.data()));
+    // A notification has no answer: its client hears of the failure as a log message.
+    if (notification) session->send(make_notification("window/logMessage", {{"type", 1}, {"message", message.method + ": " + e.what()}}));
   } catch (const Error& e) {
     int code = e.kind() == Error::Kind::Cancelled ? kRequestCancelled : kRequestFailed;
     reply(error_reply(*session, message, code, e.what()));
@@ -200,6 +202,16 @@ void Server::register_builtins() {
                                    {},
                                    {}};
   methods_["initialized"] = Entry{{}, [](Session&, const json&) {}, {}};
+  auto notification = [this](const char* name, void (Server::*fn)(Session&, const json&)) {
+    methods_[name] = Entry{{}, [this, fn](Session& s, const json& p) { (this->*fn)(s, p); }, {}};
+  };
+  notification("textDocument/didOpen", &Server::did_open);
+  notification("textDocument/didChange", &Server::did_change);
+  notification("textDocument/didClose", &Server::did_close);
+  notification("textDocument/didSave", &Server::did_save);
+  method("textDocument/hover", &Server::hover);
+  method("textDocument/definition", &Server::definition);
+  method("textDocument/documentSymbol", &Server::document_symbol);
   methods_["exit"] = Entry{{}, [](Session& s, const json&) { s.close(s.shut_down ? 0 : 1); }, {}};
   methods_["$/cancelRequest"] = Entry{{}, [this](Session& s, const json& p) { cancel_request(s, p); }, {}};
 }
@@ -244,10 +256,16 @@ json Server::initialize(Session& session, const json& raw) {
   }
   session.initialized = true;
   session.encoding = encoding;
+  // LSP's ServerCapabilities; prism's own methods (the REPL's) are listed under `experimental`.
   json methods = json::array();
   for (const auto& [name, entry] : methods_) methods.push_back(name);
-  return json{{"capabilities", {{"positionEncoding", encoding_name(encoding)}, {"methods", methods}}},
-              {"serverInfo", {{"name", "prismd"}, {"version", PRISM_VERSION}}}};
+  json capabilities = {{"positionEncoding", encoding_name(encoding)},
+                       {"textDocumentSync", {{"openClose", true}, {"change", 2}, {"save", {{"includeText", false}}}}},
+                       {"hoverProvider", true},
+                       {"definitionProvider", true},
+                       {"documentSymbolProvider", true},
+                       {"experimental", {{"methods", methods}}}};
+  return json{{"capabilities", capabilities}, {"serverInfo", {{"name", "prismd"}, {"version", PRISM_VERSION}}}};
 }
 
 json Server::status() {

@@ -17,6 +17,7 @@
 #include "protocol/framing.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/session.h"
+#include "protocol/text_edits.h"
 
 namespace prism::protocol {
 
@@ -93,8 +94,21 @@ class Server {
   json open(Session& session, const json& params);
   json change(Session& session, const json& params);
   json close(Session& session, const json& params);
-  // Sends program/diagnostics to every session that opened or changed `uri`. Caller holds docs_mutex_.
+  // The document methods' work, shared by program/* and LSP's textDocument/* (server_lsp.cpp).
+  // Each takes docs_mutex_.
+  struct Edited {
+    DocumentState state;
+    std::string text;
+    bool unchanged = false;  // re-opened with the text it had: nothing changed, nothing cancelled
+  };
+  Edited open_document(Session& session, const std::string& uri, const std::string& text, int64_t version, bool replace,
+                       bool reject_errors, bool from_disk);
+  Edited change_document(Session& session, const std::string& uri, int64_t version, const std::vector<TextChange>& changes);
+  void close_document(const std::string& uri);
+  // Sends the diagnostics to every session that opened or changed `uri` (each in its dialect,
+  // send_diagnostics). Caller holds docs_mutex_.
   void publish(const std::string& uri, const DocumentState& state, const std::string& text);
+  void send_diagnostics(Session& session, const DocumentState& state, const std::string& text);
   void subscribe(const std::string& uri, Session& session);
   // Sends `method` with `params` to the sessions subscribed to `uri` but `except` (0: none).
   // Caller holds docs_mutex_.
@@ -102,6 +116,14 @@ class Server {
   // Re-reads the file:// documents prism reads itself (not an editor's) that changed on disk
   // since, and announces them (program/reloaded). Takes docs_mutex_.
   void refresh_from_disk();
+  // LSP (server_lsp.cpp): the document lifecycle as notifications, and the language features.
+  void did_open(Session& session, const json& params);
+  void did_change(Session& session, const json& params);
+  void did_close(Session& session, const json& params);
+  void did_save(Session& session, const json& params);
+  json hover(Session& session, const json& params);
+  json definition(Session& session, const json& params);
+  json document_symbol(Session& session, const json& params);
   // Queries.
   json list();
   json show(const json& params);

@@ -81,47 +81,34 @@ void Server::mark_modified(const std::string& uri) {
   }
 }
 
+void Server::send_diagnostics(Session& session, const DocumentState& state, const std::string& text) {
+  // An LSP client hears textDocument/publishDiagnostics, the REPL program/diagnostics: one payload.
+  const char* method = session.lsp ? "textDocument/publishDiagnostics" : "program/diagnostics";
+  session.send(make_notification(method, json{{"uri", state.uri},
+                                              {"version", state.version},
+                                              {"diagnostics", diagnostics_json(state.diagnostics, text, session.encoding)}}));
+}
+
 void Server::publish(const std::string& uri, const DocumentState& state, const std::string& text) {
-  json per_encoding[2];
   for (auto& [id, weak] : subscribers_[uri]) {
     auto session = weak.lock();
-    if (!session || session->detached()) continue;
-    json& diagnostics = per_encoding[session->encoding == PositionEncoding::Utf8 ? 1 : 0];
-    if (diagnostics.is_null()) diagnostics = diagnostics_json(state.diagnostics, text, session->encoding);
-    session->send(make_notification("program/diagnostics",
-                                    json{{"uri", state.uri}, {"version", state.version}, {"diagnostics", diagnostics}}));
+    if (session && !session->detached()) send_diagnostics(*session, state, text);
   }
 }
 
-json Server::open(Session& session, const json& raw) {
-  const json& params = params_object(raw);
-  std::string given = require_string(params, "uri");
-  if (given.empty()) throw invalid_params("uri", "'uri' must not be empty");
-  auto text = optional_string(params, "text");
-  int64_t version = optional_int(params, "version").value_or(0);
-  bool replace = optional_bool(params, "replace").value_or(false);
-  // A typed definition that does not compile is answered with its diagnostics and not kept.
-  bool reject_errors = optional_bool(params, "rejectOnError").value_or(false);
-  const bool from_disk = !text;
-  if (!text) text = read_document(given);
-  std::string uri = document_uri(given);
-
+Server::Edited Server::open_document(Session& session, const std::string& uri, const std::string& text, int64_t version, bool replace,
+                                     bool reject_errors, bool from_disk) {
   std::lock_guard lock(docs_mutex_);
   // Re-opening a document with the text it has changes nothing and cancels nothing.
-  if (auto current = workspace_.text(uri); current && *current == *text) {
+  if (auto current = workspace_.text(uri); current && *current == text) {
     if (auto state = workspace_.document(uri)) {
       subscribe(uri, session);
-      json out = document_state_json(*state, *text, session.encoding);
-      out["unchanged"] = true;
-      return out;
+      send_diagnostics(session, *state, text);
+      return {*state, text, /*unchanged=*/true};
     }
   }
-  DocumentState state = workspace_.open(uri, *text, version, replace, reject_errors);
-  if (state.rejected) {
-    json out = document_state_json(state, *text, session.encoding);
-    out["rejected"] = true;
-    return out;
-  }
+  DocumentState state = workspace_.open(uri, text, version, replace, reject_errors);
+  if (state.rejected) return {state, text};
   mark_modified(uri);
   if (from_disk) {
     client_text_.erase(uri);
@@ -142,17 +129,12 @@ json Server::open(Session& session, const json& raw) {
   }
   subscribe(uri, session);
   // Diagnostics go out before the response, so a client has them once its request returns.
-  publish(uri, state, *text);
+  publish(uri, state, text);
   if (options_.documents_changed) options_.documents_changed();
-  return document_state_json(state, *text, session.encoding);
+  return {state, text};
 }
 
-json Server::change(Session& session, const json& raw) {
-  const json& params = params_object(raw);
-  std::string uri = document_uri(require_string(params, "uri"));
-  int64_t version = require_int(params, "version");
-  std::vector<TextChange> changes = parse_changes(require_array(params, "changes"));
-
+Server::Edited Server::change_document(Session& session, const std::string& uri, int64_t version, const std::vector<TextChange>& changes) {
   std::lock_guard lock(docs_mutex_);
   auto current = workspace_.document(uri);
   auto text = workspace_.text(uri);
@@ -167,12 +149,10 @@ json Server::change(Session& session, const json& raw) {
   subscribe(uri, session);
   publish(uri, state, updated);
   if (options_.documents_changed) options_.documents_changed();
-  return document_state_json(state, updated, session.encoding);
+  return {state, updated};
 }
 
-json Server::close(Session&, const json& raw) {
-  const json& params = params_object(raw);
-  std::string uri = document_uri(require_string(params, "uri"));
+void Server::close_document(const std::string& uri) {
   std::lock_guard lock(docs_mutex_);
   if (!workspace_.document(uri)) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
   mark_modified(uri);
@@ -181,6 +161,38 @@ json Server::close(Session&, const json& raw) {
   disk_.erase(uri);
   client_text_.erase(uri);
   if (options_.documents_changed) options_.documents_changed();
+}
+
+json Server::open(Session& session, const json& raw) {
+  const json& params = params_object(raw);
+  std::string given = require_string(params, "uri");
+  if (given.empty()) throw invalid_params("uri", "'uri' must not be empty");
+  auto text = optional_string(params, "text");
+  int64_t version = optional_int(params, "version").value_or(0);
+  bool replace = optional_bool(params, "replace").value_or(false);
+  // A typed definition that does not compile is answered with its diagnostics and not kept.
+  bool reject_errors = optional_bool(params, "rejectOnError").value_or(false);
+  const bool from_disk = !text;
+  if (!text) text = read_document(given);
+  Edited e = open_document(session, document_uri(given), *text, version, replace, reject_errors, from_disk);
+  json out = document_state_json(e.state, e.text, session.encoding);
+  if (e.unchanged) out["unchanged"] = true;
+  if (e.state.rejected) out["rejected"] = true;
+  return out;
+}
+
+json Server::change(Session& session, const json& raw) {
+  const json& params = params_object(raw);
+  std::string uri = document_uri(require_string(params, "uri"));
+  int64_t version = require_int(params, "version");
+  std::vector<TextChange> changes = parse_changes(require_array(params, "changes"));
+  Edited e = change_document(session, uri, version, changes);
+  return document_state_json(e.state, e.text, session.encoding);
+}
+
+json Server::close(Session&, const json& raw) {
+  const json& params = params_object(raw);
+  close_document(document_uri(require_string(params, "uri")));
   return nullptr;
 }
 

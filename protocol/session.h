@@ -44,6 +44,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool initialized = false;
   bool shut_down = false;
   PositionEncoding encoding = PositionEncoding::Utf16;
+  // Speaks LSP's textDocument/* (an editor): its diagnostics go out as publishDiagnostics.
+  bool lsp = false;
 
   // In-flight requests, keyed by their id. start_request returns the token the work polls.
   std::shared_ptr<CancelToken> start_request(const json& id);

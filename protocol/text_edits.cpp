@@ -4,8 +4,6 @@
 
 namespace prism::protocol {
 
-namespace {
-
 Position parse_position(const json& obj, const std::string& key, const std::string& prefix) {
   const json* pos = optional_object(obj, key, prefix);
   std::string path = field_path(prefix, key);
@@ -15,6 +13,8 @@ Position parse_position(const json& obj, const std::string& key, const std::stri
   if (p.character < 0) throw invalid_params(path + ".character", "'" + path + ".character' must not be negative");
   return p;
 }
+
+namespace {
 
 std::string describe(Position p) { return std::to_string(p.line) + ":" + std::to_string(p.character); }
 

@@ -15,6 +15,9 @@ struct TextChange {
   std::string text;
 };
 
+// The position `key` of `obj` ({line, character}, both non-negative); InvalidParams naming it.
+Position parse_position(const json& obj, const std::string& key, const std::string& prefix = "");
+
 // Parses `changes` of program/change; malformed entries are InvalidParams naming "changes[i]...".
 std::vector<TextChange> parse_changes(const json& changes);
 

@@ -55,6 +55,7 @@ std::shared_ptr<const CompiledProgram> compile_program(Program program, const st
   c->lowered_text = print_program(c->lowered);
   c->summary.name = program.name;
   c->summary.uri = uri;
+  c->summary.pos = program.pos;
   c->summary.dims = program.dims;
   for (int id : program.inputs) c->summary.inputs.push_back(view_of(program.value(id)));
   for (int id : program.outputs) c->summary.outputs.push_back(view_of(program.value(id)));
@@ -263,16 +264,34 @@ std::vector<ProgramSummary> Workspace::programs() const {
   return out;
 }
 
+namespace {
+
+ProgramDetail detail_of(const CompiledProgram& p) {
+  ProgramDetail d;
+  d.summary = p.summary;
+  d.values = p.values;
+  d.signature = signature(p.source);
+  d.lowered = p.lowered_text;
+  return d;
+}
+
+}  // namespace
+
 ProgramDetail Workspace::show(const std::string& program) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto p = impl_->find(program);
   if (!p) impl_->unknown_program(program);
-  ProgramDetail d;
-  d.summary = p->summary;
-  d.values = p->values;
-  d.signature = signature(p->source);
-  d.lowered = p->lowered_text;
-  return d;
+  return detail_of(*p);
+}
+
+std::vector<ProgramDetail> Workspace::document_programs(const std::string& uri) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = impl_->docs.find(uri);
+  if (it == impl_->docs.end()) throw Error(Error::Kind::NotFound, "no open document '" + uri + "'");
+  std::vector<ProgramDetail> out;
+  for (const auto& p : it->second.programs) out.push_back(detail_of(*p));
+  std::sort(out.begin(), out.end(), [](const ProgramDetail& a, const ProgramDetail& b) { return a.summary.pos.begin.line < b.summary.pos.begin.line; });
+  return out;
 }
 
 namespace {

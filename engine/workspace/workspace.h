@@ -34,6 +34,7 @@ struct TensorView {
 struct ProgramSummary {
   std::string name;
   std::string uri;                 // document that defines it
+  SourceRange pos;                 // its name in that document
   std::vector<TensorView> inputs;
   std::vector<TensorView> outputs;
   std::vector<std::string> dims;   // symbolic dim names, in order of first appearance
@@ -116,6 +117,9 @@ class Workspace {
   std::vector<std::string> documents() const;
 
   std::vector<ProgramSummary> programs() const;
+  // The programs an open document defines (that compiled), in source order. Throws NotFound for
+  // an unknown uri.
+  std::vector<ProgramDetail> document_programs(const std::string& uri) const;
   // Throws NotFound (with the known names in the message) for an unknown program.
   ProgramDetail show(const std::string& program) const;
   // Runs the reference interpreter. Throws NotFound, InvalidArgument (missing/contradictory

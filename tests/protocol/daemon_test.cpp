@@ -116,6 +116,21 @@ TEST_CASE("prismd --stdio serves one client on stdin/stdout", "[protocol][daemon
   }
 }
 
+TEST_CASE("prismd --stdio keeps stderr for failures: an editor shows it as errors", "[protocol][daemon][stdio][lsp]") {
+  TempDir state;
+  Prismd daemon({"--stdio", "--state-dir", state.path()}, /*stdio=*/true);
+  auto client = Client::from_fds(daemon.take_stdout_read(), daemon.take_stdin_write());
+  initialize(*client);
+  CHECK(client->request("program/list", json::array(), kTimeout)["programs"].empty());  // [] params: none
+  CHECK(client->request("shutdown", nullptr, kTimeout).is_null());
+  client->notify("exit", nullptr);
+  CHECK(daemon.wait_exit() == 0);
+  CHECK(daemon.stderr_text().empty());
+  std::ifstream log(state / "prismd-stdio.log");
+  std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("started (pid " + std::to_string(daemon.pid()) + ","));
+}
+
 TEST_CASE("prismd on a Unix socket", "[protocol][daemon][unix]") {
   TempDir dir;
   Prismd daemon({"--socket", dir.socket()});
