@@ -212,6 +212,9 @@ void Server::register_builtins() {
   method("textDocument/hover", &Server::hover);
   method("textDocument/definition", &Server::definition);
   method("textDocument/documentSymbol", &Server::document_symbol);
+  method("textDocument/references", &Server::references);
+  method("textDocument/inlayHint", &Server::inlay_hint);
+  method("textDocument/completion", &Server::completion);
   methods_["exit"] = Entry{{}, [](Session& s, const json&) { s.close(s.shut_down ? 0 : 1); }, {}};
   methods_["$/cancelRequest"] = Entry{{}, [this](Session& s, const json& p) { cancel_request(s, p); }, {}};
 }
@@ -264,6 +267,9 @@ json Server::initialize(Session& session, const json& raw) {
                        {"hoverProvider", true},
                        {"definitionProvider", true},
                        {"documentSymbolProvider", true},
+                       {"referencesProvider", true},
+                       {"inlayHintProvider", true},
+                       {"completionProvider", {{"triggerCharacters", json::array()}}},
                        {"experimental", {{"methods", methods}}}};
   return json{{"capabilities", capabilities}, {"serverInfo", {{"name", "prismd"}, {"version", PRISM_VERSION}}}};
 }

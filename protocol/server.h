@@ -124,6 +124,9 @@ class Server {
   json hover(Session& session, const json& params);
   json definition(Session& session, const json& params);
   json document_symbol(Session& session, const json& params);
+  json references(Session& session, const json& params);
+  json inlay_hint(Session& session, const json& params);
+  json completion(Session& session, const json& params);
   // Queries.
   json list();
   json show(const json& params);

@@ -1,7 +1,8 @@
 // The Language Server Protocol's side of the documents (issue 15): textDocument/didOpen,
 // didChange, didClose and didSave over the same document store as program/open (diagnostics go
 // out as textDocument/publishDiagnostics), and the language features that read it: hover,
-// definition and documentSymbol. Words are matched in the program that encloses the position.
+// definition, references, documentSymbol, inlayHint and completion. Words are matched in the
+// program that encloses the position.
 #include <cctype>
 
 #include "engine/ir/ops.h"
@@ -35,14 +36,6 @@ Word word_at(const std::string& text, size_t offset) {
   return {text.substr(b, e - b), b, e};
 }
 
-// The program whose definition encloses 1-based `line`: the last one that starts at or before it.
-const ProgramDetail* enclosing(const std::vector<ProgramDetail>& programs, int line) {
-  const ProgramDetail* found = nullptr;
-  for (const auto& p : programs)
-    if (p.summary.pos.begin.line <= line) found = &p;
-  return found;
-}
-
 std::string shape_text(const TensorView& v) {
   std::string s = v.dtype + "[";
   for (size_t i = 0; i < v.shape.size(); ++i) s += (i ? ", " : "") + v.shape[i];
@@ -69,11 +62,62 @@ const char* class_text(OpClass cls) {
   }
 }
 
+// The 0-based lines [first, last) of program `i`: from its name's line to the next program's.
+std::pair<int64_t, int64_t> program_lines(const std::vector<ProgramDetail>& programs, size_t i, const LineIndex& index) {
+  const int64_t first = programs[i].summary.pos.begin.line - 1;
+  const int64_t last = i + 1 < programs.size() ? programs[i + 1].summary.pos.begin.line - 1 : int64_t(index.line_count());
+  return {first, last};
+}
+
+// The byte ranges of the identifier `name` in text[begin, end), outside comments.
+std::vector<std::pair<size_t, size_t>> occurrences(const std::string& text, size_t begin, size_t end, const std::string& name) {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t i = begin; i < end && i < text.size();) {
+    if (text[i] == '#') {
+      while (i < end && text[i] != '\n') ++i;
+    } else if (is_word(text[i])) {
+      size_t j = i;
+      while (j < text.size() && is_word(text[j])) ++j;
+      if (text.compare(i, j - i, name) == 0 && j - i == name.size()) out.push_back({i, j});
+      i = j;
+    } else {
+      ++i;
+    }
+  }
+  return out;
+}
+
 // A range of the source from a 1-based position over `length` bytes.
 json source_range(const LineIndex& index, SourcePos pos, size_t length, PositionEncoding encoding) {
   Position start = index.from_source(pos, encoding);
   Position end = index.from_source({pos.line, pos.col + int(length)}, encoding);
   return range_json({start, end});
+}
+
+// The word at a request's position, the document's text, its programs and the one enclosing it.
+struct AtPosition {
+  std::string uri, text;
+  std::optional<LineIndex> index;
+  Word word;
+  std::vector<ProgramDetail> programs;
+  int program = -1;  // index into programs; -1: outside every program
+};
+
+AtPosition at_position(const Workspace& workspace, const Session& session, const json& params) {
+  AtPosition at;
+  at.uri = require_string(text_document(params), "uri", "textDocument");
+  std::optional<std::string> text = workspace.text(at.uri);
+  if (!text) throw RpcFailure(kRequestFailed, "document '" + at.uri + "' is not open");
+  at.text = std::move(*text);
+  at.index.emplace(at.text);
+  const std::optional<size_t> offset = at.index->offset(parse_position(params, "position"), session.encoding);
+  if (!offset) throw invalid_params("position", "'position' lies outside the document");
+  at.word = word_at(at.text, *offset);
+  at.programs = workspace.document_programs(at.uri);
+  const int line = int(at.index->position(*offset, session.encoding).line) + 1;
+  for (size_t i = 0; i < at.programs.size(); ++i)
+    if (at.programs[i].summary.pos.begin.line <= line) at.program = int(i);
+  return at;
 }
 
 }  // namespace
@@ -109,49 +153,32 @@ void Server::did_save(Session& session, const json& raw) {
 }
 
 json Server::hover(Session& session, const json& raw) {
-  const json& params = params_object(raw);
-  const std::string uri = require_string(text_document(params), "uri", "textDocument");
-  const std::optional<std::string> text = workspace_.text(uri);
-  if (!text) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
-  const LineIndex index(*text);
-  const std::optional<size_t> offset = index.offset(parse_position(params, "position"), session.encoding);
-  if (!offset) throw invalid_params("position", "'position' lies outside the document");
-  const Word word = word_at(*text, *offset);
-  if (word.text.empty()) return nullptr;
-  const Position at = index.position(word.begin, session.encoding);
-  const std::vector<ProgramDetail> programs = workspace_.document_programs(uri);
-  const ProgramDetail* program = enclosing(programs, int(at.line) + 1);
+  const AtPosition at = at_position(workspace_, session, params_object(raw));
+  const std::string& word = at.word.text;
+  if (word.empty()) return nullptr;
+  const ProgramDetail* program = at.program >= 0 ? &at.programs[size_t(at.program)] : nullptr;
   std::string markdown;
-  if (program && program->summary.name == word.text) {
+  if (program && program->summary.name == word) {
     markdown = "```prism\n" + program->signature + "\n```";
-  } else if (const TensorView* v = program ? find_value(*program, word.text) : nullptr) {
+  } else if (const TensorView* v = program ? find_value(*program, word) : nullptr) {
     markdown = "```prism\n" + v->name + ": " + shape_text(*v) + "\n```\n" +
                (v->op.empty() ? "input of `" + program->summary.name + "`" : "computed by `" + v->op + "`");
-  } else if (program && std::find(program->summary.dims.begin(), program->summary.dims.end(), word.text) != program->summary.dims.end()) {
-    markdown = "dim `" + word.text + "` of `" + program->summary.name + "` (symbolic: bound at `run`/`tune`)";
-  } else if (std::optional<Op> op = op_from_name(word.text)) {
-    markdown = "`" + word.text + "`: " + class_text(op_class(*op));
+  } else if (program && std::find(program->summary.dims.begin(), program->summary.dims.end(), word) != program->summary.dims.end()) {
+    markdown = "dim `" + word + "` of `" + program->summary.name + "` (symbolic: bound at `run`/`tune`)";
+  } else if (std::optional<Op> op = op_from_name(word)) {
+    markdown = "`" + word + "`: " + class_text(op_class(*op));
   } else {
     return nullptr;
   }
   return {{"contents", {{"kind", "markdown"}, {"value", markdown}}},
-          {"range", range_json({at, index.position(word.end, session.encoding)})}};
+          {"range", range_json({at.index->position(at.word.begin, session.encoding), at.index->position(at.word.end, session.encoding)})}};
 }
 
 json Server::definition(Session& session, const json& raw) {
-  const json& params = params_object(raw);
-  const std::string uri = require_string(text_document(params), "uri", "textDocument");
-  const std::optional<std::string> text = workspace_.text(uri);
-  if (!text) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
-  const LineIndex index(*text);
-  const std::optional<size_t> offset = index.offset(parse_position(params, "position"), session.encoding);
-  if (!offset) throw invalid_params("position", "'position' lies outside the document");
-  const Word word = word_at(*text, *offset);
-  const std::vector<ProgramDetail> programs = word.text.empty() ? std::vector<ProgramDetail>{} : workspace_.document_programs(uri);
-  const ProgramDetail* program = enclosing(programs, int(index.position(word.begin, session.encoding).line) + 1);
-  const TensorView* v = program ? find_value(*program, word.text) : nullptr;
+  const AtPosition at = at_position(workspace_, session, params_object(raw));
+  const TensorView* v = at.program >= 0 && !at.word.text.empty() ? find_value(at.programs[size_t(at.program)], at.word.text) : nullptr;
   if (!v) return nullptr;
-  return {{"uri", uri}, {"range", source_range(index, v->pos, v->name.size(), session.encoding)}};
+  return {{"uri", at.uri}, {"range", source_range(*at.index, v->pos, v->name.size(), session.encoding)}};
 }
 
 json Server::document_symbol(Session& session, const json& raw) {
@@ -164,9 +191,9 @@ json Server::document_symbol(Session& session, const json& raw) {
   for (size_t i = 0; i < programs.size(); ++i) {
     const ProgramDetail& p = programs[i];
     // A program reaches from its line to the line before the next program (or the end).
-    const Position start{p.summary.pos.begin.line - 1, 0};
-    const Position end = i + 1 < programs.size() ? Position{programs[i + 1].summary.pos.begin.line - 1, 0}
-                                                 : index.position(text->size(), session.encoding);
+    const auto [first, last] = program_lines(programs, i, index);
+    const Position start{first, 0};
+    const Position end = last < int64_t(index.line_count()) ? Position{last, 0} : index.position(text->size(), session.encoding);
     json children = json::array();
     auto symbol = [&](const TensorView& v) {
       const json range = source_range(index, v.pos, v.name.size(), session.encoding);
@@ -182,6 +209,60 @@ json Server::document_symbol(Session& session, const json& raw) {
                    {"children", std::move(children)}});
   }
   return out;
+}
+
+json Server::references(Session& session, const json& raw) {
+  const json& params = params_object(raw);
+  AtPosition at = at_position(workspace_, session, params);
+  if (at.word.text.empty() || at.program < 0) return json::array();
+  const ProgramDetail& p = at.programs[size_t(at.program)];
+  const bool declaration = optional_object(params, "context") ? optional_bool(params["context"], "includeDeclaration", "context").value_or(true) : true;
+  const TensorView* v = find_value(p, at.word.text);
+  const bool dim = std::find(p.summary.dims.begin(), p.summary.dims.end(), at.word.text) != p.summary.dims.end();
+  if (!v && !dim && p.summary.name != at.word.text) return json::array();
+  const auto [first, last] = program_lines(at.programs, size_t(at.program), *at.index);
+  const size_t begin = *at.index->offset({first, 0}, PositionEncoding::Utf8);
+  const size_t end = last < int64_t(at.index->line_count()) ? *at.index->offset({last, 0}, PositionEncoding::Utf8) : at.text.size();
+  json out = json::array();
+  for (const auto& [b, e] : occurrences(at.text, begin, end, at.word.text)) {
+    const Position start = at.index->position(b, session.encoding);
+    if (!declaration && v && start == at.index->from_source(v->pos, session.encoding)) continue;
+    out.push_back({{"uri", at.uri}, {"range", range_json({start, at.index->position(e, session.encoding)})}});
+  }
+  return out;
+}
+
+json Server::inlay_hint(Session& session, const json& raw) {
+  // Every named value of the document's programs: ": f16[n, d]" after its name.
+  const std::string uri = require_string(text_document(params_object(raw)), "uri", "textDocument");
+  const std::optional<std::string> text = workspace_.text(uri);
+  if (!text) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
+  const LineIndex index(*text);
+  json out = json::array();
+  for (const ProgramDetail& p : workspace_.document_programs(uri))
+    for (const TensorView& v : p.values)
+      out.push_back({{"position", position_json(index.from_source({v.pos.line, v.pos.col + int(v.name.size())}, session.encoding))},
+                     {"label", ": " + shape_text(v)},
+                     {"kind", 1},
+                     {"paddingLeft", false}});
+  return out;
+}
+
+json Server::completion(Session& session, const json& raw) {
+  // Ops (with their kind), the enclosing program's values, inputs and dims, keywords and dtypes;
+  // the client filters by what is typed.
+  AtPosition at = at_position(workspace_, session, params_object(raw));
+  json items = json::array();
+  for (const std::string& name : op_names())
+    if (std::optional<Op> op = op_from_name(name)) items.push_back({{"label", name}, {"kind", 3}, {"detail", class_text(op_class(*op))}});
+  if (at.program >= 0) {
+    const ProgramDetail& p = at.programs[size_t(at.program)];
+    for (const auto& v : p.summary.inputs) items.push_back({{"label", v.name}, {"kind", 6}, {"detail", shape_text(v)}});
+    for (const auto& v : p.values) items.push_back({{"label", v.name}, {"kind", 6}, {"detail", shape_text(v)}});
+    for (const auto& d : p.summary.dims) items.push_back({{"label", d}, {"kind", 21}, {"detail", "dim of " + p.summary.name}});
+  }
+  for (const char* keyword : {"program", "return", "f32", "f16", "bf16"}) items.push_back({{"label", keyword}, {"kind", 14}});
+  return {{"isIncomplete", false}, {"items", std::move(items)}};
 }
 
 }  // namespace prism::protocol

@@ -3,6 +3,8 @@
 // REPL's program/* methods.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "in_process.h"
 
 using namespace prism::test;
@@ -39,6 +41,9 @@ TEST_CASE("initialize advertises LSP's capabilities, prism's methods under exper
   CHECK(caps["hoverProvider"] == true);
   CHECK(caps["definitionProvider"] == true);
   CHECK(caps["documentSymbolProvider"] == true);
+  CHECK(caps["referencesProvider"] == true);
+  CHECK(caps["inlayHintProvider"] == true);
+  CHECK(caps["completionProvider"].is_object());
   const json& methods = caps["experimental"]["methods"];
   CHECK(std::find(methods.begin(), methods.end(), "program/open") != methods.end());
   CHECK(std::find(methods.begin(), methods.end(), "tune/run") != methods.end());
@@ -130,4 +135,38 @@ TEST_CASE("an editor that opens a document the REPL has open with the same text 
   auto diagnostics = next_of(*editor, "textDocument/publishDiagnostics");
   REQUIRE(diagnostics);
   CHECK((*diagnostics)["diagnostics"].empty());
+}
+
+TEST_CASE("references, inlay hints and completion", "[protocol][lsp]") {
+  InProcess server;
+  auto editor = server.initialized();
+  // Two programs: words are looked up in the one that encloses the position.
+  const std::string text = kText + "# the second\nprogram scaled(Y: f32[m]) {\n  Z = Y * 2\n  return Z + Y\n}\n";
+  server.send(*editor, note("textDocument/didOpen", {{"textDocument", {{"uri", kUri}, {"languageId", "prism"}, {"version", 1}, {"text", text}}}}));
+  REQUIRE(next_of(*editor, "textDocument/publishDiagnostics"));
+
+  json refs = server.result(*editor, "textDocument/references", at(1, 2));  // the Y of rms_linear
+  REQUIRE(refs.size() == 2);
+  CHECK(refs[0]["range"]["start"] == json({{"line", 1}, {"character", 2}}));
+  CHECK(refs[1]["range"]["start"] == json({{"line", 2}, {"character", 16}}));
+  json without = at(1, 2);
+  without["context"] = {{"includeDeclaration", false}};
+  CHECK(server.result(*editor, "textDocument/references", without).size() == 1);
+  json second = server.result(*editor, "textDocument/references", at(7, 13));  // the Y of scaled: 3 uses, none in rms_linear
+  CHECK(second.size() == 3);
+  json dims = server.result(*editor, "textDocument/references", at(0, 26));  // n
+  CHECK(dims.size() == 1);
+
+  const json whole = {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 9}, {"character", 0}}}};
+  json hints = server.result(*editor, "textDocument/inlayHint", {{"textDocument", {{"uri", kUri}}}, {"range", whole}});
+  REQUIRE(hints.size() == 2);
+  CHECK(hints[0]["label"] == ": f16[n, d]");
+  CHECK(hints[0]["position"] == json({{"line", 1}, {"character", 3}}));
+  CHECK(hints[1]["label"] == ": f32[m]");
+
+  json completion = server.result(*editor, "textDocument/completion", at(7, 6));
+  std::set<std::string> labels;
+  for (const auto& item : completion["items"]) labels.insert(item["label"].get<std::string>());
+  for (const char* expected : {"matmul", "rms_norm", "softmax", "Y", "Z", "m", "return", "bf16"}) CHECK(labels.count(expected) == 1);
+  CHECK(labels.count("W") == 0);  // rms_linear's, not in scope here
 }
