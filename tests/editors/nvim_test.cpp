@@ -5,10 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "engine/util/private_files.h"
 #include "support/subprocess.h"
 
 using nlohmann::json;
@@ -16,12 +16,7 @@ using prism::test::TempDir;
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string read_file(const std::string& path) { return prism::read_regular_file(path, size_t(16) << 20).bytes.value_or(""); }
 
 }  // namespace
 
