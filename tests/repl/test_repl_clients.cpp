@@ -48,6 +48,29 @@ class SlowRepl {
   std::ofstream in_;
 };
 
+// Waits (up to 20 s) until the daemon lists program `name`.
+bool wait_for_program(const ReplFixture& f, const std::string& name) {
+  for (int i = 0; i < 200; ++i) {
+    auto r = f.prism({"--no-start", "--json", "-c", "programs"});
+    const std::vector<json> lines = r.exit_code == 0 ? json_lines(r.out) : std::vector<json>{};  // kept alive for the loop
+    if (!lines.empty())
+      for (const auto& p : lines[0]["programs"])
+        if (p.value("name", "") == name) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// Waits (up to 20 s) until `clients` clients are connected, the one asking included.
+bool wait_for_clients(const ReplFixture& f, int clients) {
+  for (int i = 0; i < 200; ++i) {
+    auto r = f.prism({"--no-start", "--json", "-c", "daemon status"});
+    if (r.exit_code == 0 && json_lines(r.out).at(0).value("clients", 0) >= clients) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 int64_t daemon_pid(const ReplFixture& f) {
   auto r = f.prism({"--no-start", "--json", "-c", "daemon status"});
   if (r.exit_code != 0) return 0;
@@ -61,8 +84,7 @@ TEST_CASE("a program typed at another prompt replaces this client's, and this cl
   REQUIRE(f.prism({"-c", "programs"}).exit_code == 0);  // the daemon runs
   SlowRepl a(f, "a.in");
   a.send(kTyped);
-  a.send("programs");  // a round trip: the definition has landed
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  REQUIRE(wait_for_program(f, "scaled"));  // A's definition has landed
   REQUIRE(f.prism({}, kRetyped + "\n").exit_code == 0);  // client B
   a.send("run scaled n=2");
   auto r = a.finish();
@@ -102,7 +124,7 @@ TEST_CASE("when the daemon goes away, the REPL connects to a new one and says so
   REQUIRE(first > 0);
   SlowRepl a(f, "a.in");
   a.send("programs");
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  REQUIRE(wait_for_clients(f, 2));  // A is connected
   REQUIRE(f.prism({"--no-start", "-c", "daemon stop"}).exit_code == 0);  // client B stops it
   for (int i = 0; i < 100 && ::kill(pid_t(first), 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   a.send("run rms_linear n=2 d=8");
