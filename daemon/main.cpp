@@ -4,6 +4,7 @@
 #include <csignal>
 #include <iostream>
 
+#include "daemon/attach.h"
 #include "daemon/daemon.h"
 #include "daemon/options.h"
 #include "protocol/endpoint.h"
@@ -29,6 +30,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   // Everything prismd creates (state, caches, kernels, outputs) is for its user alone.
   ::umask(077);
+
+  if (options.attach) return prism::daemon::attach_stdio(options);
 
   Logger log;
   if (!options.log_file.empty()) {

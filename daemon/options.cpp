@@ -10,12 +10,15 @@
 namespace prism::daemon {
 
 std::string usage() {
-  return "usage: prismd [--stdio | --socket PATH] [--listen tcp:127.0.0.1:PORT] [--token-file FILE]\n"
+  return "usage: prismd [--stdio [--attach] | --socket PATH] [--listen tcp:127.0.0.1:PORT] [--token-file FILE]\n"
          "              [--max-message-bytes N] [--log-file FILE] [--state-dir DIR] [--idle-exit SECONDS]\n"
          "              [--help] [--version]\n"
          "\n"
          "Serves the prism protocol (JSON-RPC 2.0 with LSP framing, see docs/protocol.md).\n"
          "  --stdio                 serve one client on stdin/stdout; exit when it exits\n"
+         "  --attach                with --stdio: relay that client to the user's shared daemon (on\n"
+         "                          --socket or the default socket; started when none answers), so an\n"
+         "                          editor's programs are the ones the REPL sees\n"
          "  --socket PATH           listen on this Unix socket (default: $PRISM_SOCKET,\n"
          "                          $XDG_RUNTIME_DIR/prism/prismd.sock, /tmp/prism-<uid>/prismd.sock)\n"
          "  --listen tcp:HOST:PORT  also listen on TCP; HOST must be loopback (127.0.0.0/8, ::1,\n"
@@ -80,6 +83,8 @@ std::variant<Options, std::string> parse_options(int argc, const char* const* ar
       options.version = true;
     } else if (arg == "--stdio") {
       options.stdio = true;
+    } else if (arg == "--attach") {
+      options.attach = true;
     } else if (arg == "--socket" || arg == "--listen" || arg == "--max-message-bytes" || arg == "--log-file" ||
                arg == "--state-dir" || arg == "--token-file" || arg == "--memory-budget" || arg == "--idle-exit") {
       auto v = take_value();
@@ -122,7 +127,8 @@ std::variant<Options, std::string> parse_options(int argc, const char* const* ar
       return "unknown argument '" + std::string(argv[i]) + "'";
     }
   }
-  if (options.stdio && socket_given) return "--stdio and --socket cannot be combined";
+  if (options.attach && !options.stdio) return "--attach works with --stdio only";
+  if (options.stdio && socket_given && !options.attach) return "--stdio and --socket cannot be combined (but with --attach)";
   return options;
 }
 

@@ -15,6 +15,7 @@ struct TcpEndpoint {
 
 struct Options {
   bool stdio = false;
+  bool attach = false;  // with --stdio: relay to the shared daemon on `socket` (daemon/attach.h)
   std::string socket;  // empty: protocol::default_socket_path() (unless --stdio)
   std::vector<TcpEndpoint> listen;
   size_t max_message_bytes = 64u << 20;

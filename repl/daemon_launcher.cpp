@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/util/process.h"
 #include "protocol/endpoint.h"
 
 namespace prism::repl {
@@ -55,27 +56,12 @@ std::unique_ptr<Client> connect_or_start(const LaunchOptions& options) {
 
   std::string binary = find_prismd(options.prismd);
   std::string log = protocol::state_dir() + "/prismd.log";
-  pid_t pid = ::fork();
+  // The daemon outlives this REPL (its own session, output to the log file), and goes away by
+  // itself once idle: its state stays on disk.
+  const char* idle = std::getenv("PRISM_IDLE_EXIT");
+  const std::string idle_exit = idle && *idle ? idle : "1800";
+  const pid_t pid = start_detached({binary, "--socket", options.socket_path, "--idle-exit", idle_exit}, log);
   if (pid < 0) throw ConnectionError("cannot start prismd: fork failed");
-  if (pid == 0) {
-    // The daemon outlives this REPL: its own session, no terminal, output to the log file.
-    ::setsid();
-    int null_fd = ::open("/dev/null", O_RDONLY);
-    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (null_fd >= 0) ::dup2(null_fd, 0);
-    if (log_fd >= 0) {
-      ::dup2(log_fd, 1);
-      ::dup2(log_fd, 2);
-    }
-    for (int fd = 3; fd < 256; ++fd) ::close(fd);
-    // A daemon the REPL started goes away by itself once idle (its state stays on disk).
-    const char* idle = std::getenv("PRISM_IDLE_EXIT");
-    const std::string idle_exit = idle && *idle ? idle : "1800";
-    ::execlp(binary.c_str(), binary.c_str(), "--socket", options.socket_path.c_str(), "--idle-exit", idle_exit.c_str(),
-             static_cast<char*>(nullptr));
-    std::fprintf(stderr, "prism: cannot execute %s: %s\n", binary.c_str(), std::strerror(errno));
-    ::_exit(127);
-  }
 
   // Wait for the socket to answer; notice a daemon that dies on start-up.
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);

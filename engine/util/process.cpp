@@ -136,4 +136,24 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   return r;
 }
 
+pid_t start_detached(const std::vector<std::string>& argv, const std::string& log) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  ::setsid();
+  const int null_fd = ::open("/dev/null", O_RDONLY);
+  const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  if (null_fd >= 0) ::dup2(null_fd, 0);
+  if (log_fd >= 0) {
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+  }
+  for (int fd = 3; fd < 256; ++fd) ::close(fd);
+  ::execvp(args[0], args.data());
+  std::fprintf(stderr, "cannot execute %s: %s\n", args[0], std::strerror(errno));
+  ::_exit(127);
+}
+
 }  // namespace prism

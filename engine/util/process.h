@@ -31,4 +31,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
                           const std::map<std::string, std::string>& env = {},
                           std::chrono::milliseconds limit = std::chrono::seconds(60));
 
+// Starts `argv` (argv[0] looked up in PATH) as a daemon of its own: a new session, stdin from
+// /dev/null, stdout and stderr appended to `log` (0600), every other descriptor closed. Returns
+// its pid, or -1 when fork failed; a program that cannot be executed exits 127 after saying so
+// in the log.
+pid_t start_detached(const std::vector<std::string>& argv, const std::string& log);
+
 }  // namespace prism

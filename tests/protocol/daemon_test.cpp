@@ -131,6 +131,43 @@ TEST_CASE("prismd --stdio keeps stderr for failures: an editor shows it as error
   CHECK_THAT(text, Catch::Contains("started (pid " + std::to_string(daemon.pid()) + ","));
 }
 
+TEST_CASE("prismd --stdio --attach relays an editor to the shared daemon, starting it when none runs", "[protocol][daemon][stdio][lsp]") {
+  TempDir dir, state;
+  {
+    // No daemon answers on the socket: the relay starts one (its state in `state`).
+    Prismd editor({"--stdio", "--attach", "--socket", dir.socket(), "--state-dir", state.path()}, /*stdio=*/true);
+    auto client = Client::from_fds(editor.take_stdout_read(), editor.take_stdin_write());
+    initialize(*client);
+    client->request("program/open", {{"uri", "untitled:editor"}, {"text", kRmsLinear}}, kTimeout);
+    // The REPL's view, on the shared daemon's socket: the editor's program.
+    auto repl = connect_initialized(dir.socket());
+    json list = repl->request("program/list", json::object(), kTimeout);
+    REQUIRE(list["programs"].size() == 1);
+    CHECK(list["programs"][0]["uri"] == "untitled:editor");
+    json status = repl->request("daemon/status", json::object(), kTimeout);
+    CHECK(status["pid"] != editor.pid());
+    CHECK(status["clients"] == 2);
+    // The editor leaves: the relay ends, the shared daemon stays.
+    CHECK(client->request("shutdown", nullptr, kTimeout).is_null());
+    client->notify("exit", nullptr);
+    CHECK(editor.wait_exit() == 0);
+    CHECK(repl->request("program/list", json::object(), kTimeout)["programs"].size() == 1);
+    // A second editor attaches to the running daemon.
+    Prismd again({"--stdio", "--attach", "--socket", dir.socket()}, /*stdio=*/true);
+    auto second = Client::from_fds(again.take_stdout_read(), again.take_stdin_write());
+    initialize(*second);
+    CHECK(second->request("daemon/status", json::object(), kTimeout)["pid"] == status["pid"]);
+    second.reset();
+    CHECK(again.wait_exit() == 0);
+    repl->request("daemon/stop", json::object(), kTimeout);
+  }
+  {
+    Prismd bad({"--attach"});
+    CHECK(bad.wait_exit() == 2);
+    CHECK_THAT(bad.stderr_text(), Catch::Contains("--attach works with --stdio only"));
+  }
+}
+
 TEST_CASE("prismd on a Unix socket", "[protocol][daemon][unix]") {
   TempDir dir;
   Prismd daemon({"--socket", dir.socket()});
