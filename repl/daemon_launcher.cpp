@@ -11,10 +11,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
 #include "engine/util/process.h"
+#include "engine/util/user_dirs.h"
 #include "protocol/endpoint.h"
 
 namespace prism::repl {
@@ -43,9 +45,46 @@ std::string tail_of(const std::string& path, size_t max_lines) {
   return out;
 }
 
+// "tcp:HOST:PORT" (HOST may be "[::1]") as host and port; nullopt for anything else.
+std::optional<std::pair<std::string, int>> tcp_endpoint(const std::string& spec) {
+  if (spec.rfind("tcp:", 0) != 0) return std::nullopt;
+  const size_t colon = spec.rfind(':');
+  if (colon <= 4) return std::nullopt;
+  std::string host = spec.substr(4, colon - 4);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const int port = std::atoi(spec.c_str() + colon + 1);
+  if (port <= 0 || port > 65535) return std::nullopt;
+  return std::pair{host, port};
+}
+
+}  // namespace
+
+std::string token_for(const std::string& socket_path) {
+  const auto endpoint = tcp_endpoint(socket_path);
+  if (!endpoint) return "";
+  const char* env = std::getenv("PRISM_TOKEN_FILE");
+  const std::string file = env && *env ? env : user_runtime_dir() + "/tcp-" + std::to_string(endpoint->second) + ".token";
+  std::ifstream in(file);
+  std::string token;
+  if (!(in >> token))
+    throw ConnectionError("cannot read the daemon's TCP token from " + file +
+                          " (prismd writes it there, readable by its user only; $PRISM_TOKEN_FILE names another file)");
+  return token;
+}
+
+namespace {
+
+std::unique_ptr<Client> connect_tcp(const std::string& spec) {
+  const auto endpoint = tcp_endpoint(spec);
+  if (!endpoint) throw ConnectionError("'" + spec + "' is not tcp:HOST:PORT");
+  return Client::connect_tcp(endpoint->first, endpoint->second);
+}
+
 }  // namespace
 
 std::unique_ptr<Client> connect_or_start(const LaunchOptions& options) {
+  // A TCP listener belongs to a daemon someone else started (an editor's): connect, never start.
+  if (options.socket_path.rfind("tcp:", 0) == 0) return connect_tcp(options.socket_path);
   try {
     return Client::connect_unix(options.socket_path);
   } catch (const ConnectionError& e) {

@@ -33,7 +33,9 @@ const char* kUsage =
     "options:\n"
     "  -c COMMANDS      run COMMANDS (separated by ';' or newlines) and exit\n"
     "  --json           print one JSON object per command result\n"
-    "  --socket PATH    the daemon's Unix socket (default: $PRISM_SOCKET, else the per-user one)\n"
+    "  --socket PATH    the daemon's Unix socket (default: $PRISM_SOCKET, else the per-user one), or\n"
+    "                   tcp:HOST:PORT for a daemon's loopback listener (its token from tcp-PORT.token\n"
+    "                   in the runtime directory, or $PRISM_TOKEN_FILE)\n"
     "  --no-start       do not start a daemon when none answers\n"
     "  --prismd PATH    the daemon binary to start (default: next to prism, then $PATH)\n"
     "  --version        print the version\n"
@@ -280,7 +282,8 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<Session> session;
   try {
-    session = std::make_unique<Session>(connect_or_start(opt.launch), [&opt] { return connect_or_start(opt.launch); });
+    session = std::make_unique<Session>(connect_or_start(opt.launch), [&opt] { return connect_or_start(opt.launch); },
+                                        token_for(opt.launch.socket_path));
     for (const auto& w : session->warnings()) std::cerr << "prism: warning: " << w << "\n";
   } catch (const std::exception& e) {
     std::cerr << "prism: " << e.what() << "\n";

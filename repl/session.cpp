@@ -53,8 +53,8 @@ std::string absolute_path(const std::string& path) {
   return ec ? path : abs.lexically_normal().string();
 }
 
-Session::Session(std::unique_ptr<Client> client, std::function<std::unique_ptr<Client>()> reconnect)
-    : client_(std::move(client)), reconnect_(std::move(reconnect)) {
+Session::Session(std::unique_ptr<Client> client, std::function<std::unique_ptr<Client>()> reconnect, std::string token)
+    : client_(std::move(client)), reconnect_(std::move(reconnect)), token_(std::move(token)) {
   handshake();
 }
 
@@ -65,6 +65,7 @@ void Session::handshake() {
   json params = {{"processId", static_cast<int64_t>(::getpid())},
                  {"clientInfo", {{"name", "prism"}, {"version", PRISM_VERSION}}},
                  {"capabilities", {{"general", {{"positionEncodings", {"utf-8", "utf-16"}}}}}}};
+  if (!token_.empty()) params["initializationOptions"] = {{"token", token_}};
   json init = client_->request("initialize", params, std::chrono::seconds(30));
   std::string daemon_version = init.value("serverInfo", json::object()).value("version", "");
   if (daemon_version != PRISM_VERSION) {

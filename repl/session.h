@@ -56,7 +56,9 @@ class Session {
 
   // `reconnect` (optional) connects to the user's daemon again, starting one where none answers:
   // poll() calls it when the daemon went away between commands.
-  explicit Session(std::unique_ptr<Client> client, std::function<std::unique_ptr<Client>()> reconnect = {});
+  // `token`: the daemon's secret for a TCP connection (daemon_launcher.h token_for), sent in
+  // initialize; empty over a Unix socket.
+  explicit Session(std::unique_ptr<Client> client, std::function<std::unique_ptr<Client>()> reconnect = {}, std::string token = "");
 
   // Between commands: takes the notifications that arrived (another client replaced a program,
   // a file was reloaded) and, when the daemon went away, reconnects and says so. Throws
@@ -111,6 +113,7 @@ class Session {
 
   std::unique_ptr<Client> client_;
   std::function<std::unique_ptr<Client>()> reconnect_;
+  std::string token_;
   int64_t daemon_pid_ = 0;
   std::vector<std::string> notes_;
   bool names_stale_ = false;  // a notification changed the programs: refresh before the next command

@@ -200,3 +200,29 @@ TEST_CASE("a second local user can neither connect, nor read the token, nor stop
   client->request("initialize", {{"capabilities", json::object()}}, kTimeout);
   CHECK(client->request("daemon/status", json::object(), kTimeout)["clients"] == 1);
 }
+
+TEST_CASE("the REPL reaches a daemon's TCP listener with the token it wrote", "[protocol][daemon][security][repl]") {
+  TempDir dir;
+  Prismd daemon({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0"});
+  auto ready = daemon.wait_ready();
+  REQUIRE(ready);
+  const int port = tcp_port(*ready);
+  const std::string tcp = "tcp:127.0.0.1:" + std::to_string(port);
+  auto prism_with = [&](const std::string& token_file) {
+    return prism::run_process({bin("prism"), "--socket", tcp, "-c", "programs"}, "", {{"PRISM_TOKEN_FILE", token_file}});
+  };
+  auto ok = prism_with(dir / ("tcp-" + std::to_string(port) + ".token"));
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK_THAT(ok.out, Catch::Contains("no programs are open"));
+  auto missing = prism_with(dir / "nope.token");
+  CHECK(missing.exit_code != 0);
+  CHECK_THAT(missing.err, Catch::Contains("cannot read the daemon's TCP token from " + dir / "nope.token"));
+  {
+    std::ofstream wrong(dir / "wrong.token");
+    wrong << std::string(64, '0') << "\n";
+  }
+  auto refused = prism_with(dir / "wrong.token");
+  CHECK(refused.exit_code != 0);
+  CHECK_THAT(refused.err, Catch::Contains("wrong token"));
+}
