@@ -30,6 +30,13 @@ int tcp_port(const std::string& ready_line) {
   return std::stoi(ready_line.substr(at + 14));
 }
 
+// The TCP port of a daemon started with --listen tcp:127.0.0.1:0, once it is ready.
+int ready_tcp_port(Prismd& daemon) {
+  auto ready = daemon.wait_ready();
+  REQUIRE(ready);
+  return tcp_port(*ready);
+}
+
 // The error code of `initialize` with these options, and whether the daemon then closed the
 // connection.
 std::pair<int, bool> try_initialize(int port, const json& initialization_options) {
@@ -105,9 +112,7 @@ print("guess", r["error"]["code"] if r and "error" in r else "accepted", "closed
 TEST_CASE("a TCP client must present the daemon's token", "[protocol][daemon][security]") {
   TempDir dir;
   Prismd daemon({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0"});
-  auto ready = daemon.wait_ready();
-  REQUIRE(ready);
-  const int port = tcp_port(*ready);
+  const int port = ready_tcp_port(daemon);
   std::string token;
   std::ifstream(dir / ("tcp-" + std::to_string(port) + ".token")) >> token;
   REQUIRE(token.size() == 64);
@@ -163,9 +168,7 @@ TEST_CASE("a second local user can neither connect, nor read the token, nor stop
   }
   TempDir dir;
   Prismd daemon({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0"});
-  auto ready = daemon.wait_ready();
-  REQUIRE(ready);
-  const int port = tcp_port(*ready);
+  const int port = ready_tcp_port(daemon);
   const std::string token_file = dir / ("tcp-" + std::to_string(port) + ".token");
   const std::vector<std::string> as_nobody = {
       "/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", kOtherUser};
@@ -204,9 +207,7 @@ TEST_CASE("a second local user can neither connect, nor read the token, nor stop
 TEST_CASE("the REPL reaches a daemon's TCP listener with the token it wrote", "[protocol][daemon][security][repl]") {
   TempDir dir;
   Prismd daemon({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0"});
-  auto ready = daemon.wait_ready();
-  REQUIRE(ready);
-  const int port = tcp_port(*ready);
+  const int port = ready_tcp_port(daemon);
   const std::string tcp = "tcp:127.0.0.1:" + std::to_string(port);
   auto prism_with = [&](const std::string& token_file) {
     return prism::run_process({bin("prism"), "--socket", tcp, "-c", "programs"}, "", {{"PRISM_TOKEN_FILE", token_file}});
