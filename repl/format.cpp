@@ -12,22 +12,18 @@ namespace prism::repl {
 
 using json = nlohmann::json;
 
-namespace {
-
-// Columns a cell takes on a terminal: UTF-8 code points ("±" is two bytes, one column).
 size_t display_width(const std::string& text) {
   return size_t(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
-// The first `columns` columns of `text`.
-std::string cut_to(const std::string& text, size_t columns) {
+std::string fit_columns(const std::string& text, size_t columns) {
+  if (display_width(text) <= columns) return text;
+  const size_t keep = columns > 3 ? columns - 3 : 0;
   size_t used = 0;
   for (size_t i = 0; i < text.size(); ++i)
-    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && used++ == columns) return text.substr(0, i);
+    if ((static_cast<unsigned char>(text[i]) & 0xC0) != 0x80 && used++ == keep) return text.substr(0, i) + "...";
   return text;
 }
-
-}  // namespace
 
 int Table::terminal_columns() {
   if (!::isatty(1)) return 0;
@@ -49,7 +45,7 @@ std::string Table::render(const std::string& indent, int columns) const {
       std::string cell = i < row.size() ? row[i] : "";
       if (i + 1 == width.size() && columns > 0) {
         const size_t room = size_t(std::max(columns - 1 - int(display_width(line)), 12));
-        if (display_width(cell) > room) cell = cut_to(cell, room - 3) + "...";
+        cell = fit_columns(cell, room);
       }
       line += cell;
       if (i + 1 < width.size()) line += std::string(width[i] - display_width(cell) + 2, ' ');

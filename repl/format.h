@@ -23,6 +23,11 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// Columns `text` takes on a terminal: its UTF-8 code points ("±" is two bytes, one column).
+size_t display_width(const std::string& text);
+// At most `columns` columns of `text`: itself when it fits, else its start and "...".
+std::string fit_columns(const std::string& text, size_t columns);
+
 // "f16[n, d]" from {dtype, shape: ["n", "d"]}; works for symbolic (strings) and concrete (ints).
 std::string tensor_type(const nlohmann::json& tensor);
 // "NAME: f16[n, d]"

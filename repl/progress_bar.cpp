@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "repl/format.h"
+
 namespace prism::repl {
 
 int ProgressBar::width() const {
@@ -15,23 +17,6 @@ int ProgressBar::width() const {
   if (const char* c = std::getenv("COLUMNS"); c && std::atoi(c) > 0) return std::atoi(c);
   return 80;
 }
-
-namespace {
-
-// At most `columns` - 1 terminal columns of `line` (UTF-8: continuation bytes take none), cut
-// with "..." where it was longer; the last column stays free so the cursor never wraps.
-std::string fit(const std::string& line, int columns) {
-  const size_t limit = size_t(std::max(columns - 1, 8));
-  size_t used = 0, cut = line.size();
-  for (size_t i = 0; i < line.size(); ++i) {
-    if ((static_cast<unsigned char>(line[i]) & 0xC0) == 0x80) continue;
-    if (used == limit - 3 && cut == line.size()) cut = i;
-    if (++used > limit) return line.substr(0, cut) + "...";
-  }
-  return line;
-}
-
-}  // namespace
 
 void ProgressBar::update(const nlohmann::json& value) {
   std::string kind = value.value("kind", "");
@@ -57,7 +42,9 @@ void ProgressBar::update(const nlohmann::json& value) {
   char elapsed[32];
   std::snprintf(elapsed, sizeof elapsed, "  %.1f s", seconds);
   const std::string message = value.value("message", "");
-  std::string line = fit(title_ + " " + bar + message, width() - int(std::string(elapsed).size())) + elapsed;
+  // The last column stays free, so the cursor never wraps (a wrapped line cannot be redrawn).
+  const int room = std::max(width() - 1 - int(std::string(elapsed).size()), 8);
+  std::string line = fit_columns(title_ + " " + bar + message, size_t(room)) + elapsed;
   std::fprintf(out_, "\r\033[K%s", line.c_str());
   std::fflush(out_);
   shown_ = true;
