@@ -108,7 +108,7 @@ class Server {
   // Sends the diagnostics to every session that opened or changed `uri` (each in its dialect,
   // send_diagnostics). Caller holds docs_mutex_.
   void publish(const std::string& uri, const DocumentState& state, const std::string& text);
-  void send_diagnostics(Session& session, const DocumentState& state, const std::string& text);
+  void send_diagnostics(Session& session, const DocumentState& state, const json& diagnostics);
   void subscribe(const std::string& uri, Session& session);
   // Sends `method` with `params` to the sessions subscribed to `uri` but `except` (0: none).
   // Caller holds docs_mutex_.

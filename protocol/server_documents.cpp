@@ -81,18 +81,20 @@ void Server::mark_modified(const std::string& uri) {
   }
 }
 
-void Server::send_diagnostics(Session& session, const DocumentState& state, const std::string& text) {
+void Server::send_diagnostics(Session& session, const DocumentState& state, const json& diagnostics) {
   // An LSP client hears textDocument/publishDiagnostics, the REPL program/diagnostics: one payload.
   const char* method = session.lsp ? "textDocument/publishDiagnostics" : "program/diagnostics";
-  session.send(make_notification(method, json{{"uri", state.uri},
-                                              {"version", state.version},
-                                              {"diagnostics", diagnostics_json(state.diagnostics, text, session.encoding)}}));
+  session.send(make_notification(method, json{{"uri", state.uri}, {"version", state.version}, {"diagnostics", diagnostics}}));
 }
 
 void Server::publish(const std::string& uri, const DocumentState& state, const std::string& text) {
+  json per_encoding[2];  // converted once per position encoding, however many sessions listen
   for (auto& [id, weak] : subscribers_[uri]) {
     auto session = weak.lock();
-    if (session && !session->detached()) send_diagnostics(*session, state, text);
+    if (!session || session->detached()) continue;
+    json& diagnostics = per_encoding[session->encoding == PositionEncoding::Utf8 ? 1 : 0];
+    if (diagnostics.is_null()) diagnostics = diagnostics_json(state.diagnostics, text, session->encoding);
+    send_diagnostics(*session, state, diagnostics);
   }
 }
 
@@ -103,7 +105,7 @@ Server::Edited Server::open_document(Session& session, const std::string& uri, c
   if (auto current = workspace_.text(uri); current && *current == text) {
     if (auto state = workspace_.document(uri)) {
       subscribe(uri, session);
-      send_diagnostics(session, *state, text);
+      send_diagnostics(session, *state, diagnostics_json(state->diagnostics, text, session.encoding));
       return {*state, text, /*unchanged=*/true};
     }
   }
