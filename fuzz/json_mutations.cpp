@@ -118,6 +118,11 @@ const std::vector<std::string> kMethods = {"initialize",
                                            "program/list ",
                                            "rpc.discover",
                                            "textDocument/didOpen",
+                                           "textDocument/signatureHelp",
+                                           "textDocument/codeLens",
+                                           "textDocument/formatting",
+                                           "workspace/executeCommand",
+                                           "window/workDoneProgress/cancel",
                                            "daemon/status\\u0000"};
 
 // Every value inside `j` (not `j` itself) by its JSON pointer.

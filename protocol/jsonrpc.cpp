@@ -72,7 +72,7 @@ ParseResult parse_message(std::string_view body) {
     return make_error(id, kInvalidRequest, "jsonrpc must be \"2.0\"");
   auto method = msg.find("method");
   if (method == msg.end()) {
-    if (has_id && (msg.contains("result") || msg.contains("error"))) return ClientResponse{id};
+    if (has_id && (msg.contains("result") || msg.contains("error"))) return ClientResponse{id, msg.value("result", json()), msg.value("error", json())};
     return make_error(id, kInvalidRequest, "a request needs a method");
   }
   if (!method->is_string()) return make_error(id, kInvalidRequest, "method must be a string");

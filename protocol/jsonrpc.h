@@ -50,9 +50,11 @@ struct Incoming {
   bool is_notification() const { return !id.has_value(); }
 };
 
-// A response the client sent us (we never send requests, so these are only logged).
+// A response the client sent to one of our requests (Session::request): `error` is null on success.
 struct ClientResponse {
   json id;
+  json result;
+  json error;
 };
 
 // Arrays and objects nested deeper than this are refused before parsing (a ParseError for that

@@ -84,8 +84,10 @@ void Server::receive_guarded(const SessionPtr& session, std::string_view body, j
     return;
   }
   if (auto* response = std::get_if<ClientResponse>(&parsed)) {
-    log("client " + std::to_string(session->id()) + ": ignored a response (id " + response->id.dump() +
-        "); prismd sends no requests");
+    if (!session->take_reply(response->id, response->result, response->error))
+      log("client " + std::to_string(session->id()) + ": ignored a response to no request of ours (id " + clipped(response->id.dump(), 200) + ")");
+    else if (!response->error.is_null())
+      log("client " + std::to_string(session->id()) + ": our request " + clipped(response->id.dump(), 200) + " failed: " + clipped(response->error.dump(), 400));
     return;
   }
   const Incoming& message = std::get<Incoming>(parsed);
@@ -215,6 +217,15 @@ void Server::register_builtins() {
   method("textDocument/references", &Server::references);
   method("textDocument/inlayHint", &Server::inlay_hint);
   method("textDocument/completion", &Server::completion);
+  method("textDocument/signatureHelp", &Server::signature_help);
+  method("textDocument/codeLens", &Server::code_lens);
+  method("textDocument/formatting", &Server::formatting);
+  methods_["workspace/executeCommand"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { execute_command(s, m); }};
+  methods_["window/workDoneProgress/cancel"] = Entry{{}, [](Session& s, const json& p) {
+                                                       if (const json* token = p.is_object() ? find_field(p, "token") : nullptr)
+                                                         s.cancel_progress(*token);
+                                                     },
+                                                     {}};
   methods_["exit"] = Entry{{}, [](Session& s, const json&) { s.close(s.shut_down ? 0 : 1); }, {}};
   methods_["$/cancelRequest"] = Entry{{}, [this](Session& s, const json& p) { cancel_request(s, p); }, {}};
 }
@@ -257,6 +268,16 @@ json Server::initialize(Session& session, const json& raw) {
       }
     }
   }
+  // What the client lets the server ask of it (server-made progress tokens, lens refreshes).
+  if (const json* caps = optional_object(params, "capabilities")) {
+    const json* window = find_field(*caps, "window");
+    const json* progress = window && window->is_object() ? find_field(*window, "workDoneProgress") : nullptr;
+    session.work_done_progress = progress && progress->is_boolean() && progress->get<bool>();
+    const json* ws = find_field(*caps, "workspace");
+    const json* lens = ws && ws->is_object() ? find_field(*ws, "codeLens") : nullptr;
+    const json* refresh = lens && lens->is_object() ? find_field(*lens, "refreshSupport") : nullptr;
+    session.code_lens_refresh = refresh && refresh->is_boolean() && refresh->get<bool>();
+  }
   session.initialized = true;
   session.encoding = encoding;
   // LSP's ServerCapabilities; prism's own methods (the REPL's) are listed under `experimental`.
@@ -270,6 +291,10 @@ json Server::initialize(Session& session, const json& raw) {
                        {"referencesProvider", true},
                        {"inlayHintProvider", true},
                        {"completionProvider", {{"triggerCharacters", json::array()}}},
+                       {"signatureHelpProvider", {{"triggerCharacters", {"(", ","}}, {"retriggerCharacters", {"="}}}},
+                       {"codeLensProvider", {{"resolveProvider", false}}},
+                       {"documentFormattingProvider", true},
+                       {"executeCommandProvider", {{"commands", lens_commands()}}},
                        {"experimental", {{"methods", methods}}}};
   return json{{"capabilities", capabilities}, {"serverInfo", {{"name", "prismd"}, {"version", PRISM_VERSION}}}};
 }

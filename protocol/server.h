@@ -127,12 +127,26 @@ class Server {
   json references(Session& session, const json& params);
   json inlay_hint(Session& session, const json& params);
   json completion(Session& session, const json& params);
+  json signature_help(Session& session, const json& params);
+  json formatting(Session& session, const json& params);
+  // Code lenses (server_lens.cpp): "search" and "tune DIMS" on each program, run through
+  // workspace/executeCommand as search/run and tune/run are, and refreshed in every editor
+  // when any client's search or tune finishes.
+  static json lens_commands();
+  json code_lens(Session& session, const json& params);
+  void execute_command(const SessionPtr& session, const Incoming& message);
+  // Asks each editor that allows it to fetch its lenses again (workspace/codeLens/refresh).
+  void refresh_lenses();
   // Queries.
   json list();
   json show(const json& params);
   void run(const SessionPtr& session, const Incoming& message);
   void equivalent(const SessionPtr& session, const Incoming& message);
   void search(const SessionPtr& session, const Incoming& message);
+  // search/run's and tune/run's work for `params` (theirs, or a lens command's argument),
+  // reporting to `token` when not null.
+  void start_search(const SessionPtr& session, const Incoming& message, const json& params, json token);
+  void start_tune(const SessionPtr& session, const Incoming& message, const json& params, json token);
   json candidates(const json& params);
   void tune(const SessionPtr& session, const Incoming& message);
   json tune_results(const json& params);

@@ -6,7 +6,10 @@
 #include <cctype>
 
 #include "engine/ir/ops.h"
+#include "engine/lang/format.h"
+#include "engine/lang/op_signature.h"
 #include "protocol/convert.h"
+#include "protocol/lsp_text.h"
 #include "protocol/params.h"
 #include "protocol/server.h"
 #include "protocol/text_edits.h"
@@ -14,12 +17,6 @@
 namespace prism::protocol {
 
 namespace {
-
-const json& text_document(const json& params) {
-  const json* doc = optional_object(params, "textDocument");
-  if (!doc) throw invalid_params("textDocument", "missing 'textDocument'");
-  return *doc;
-}
 
 bool is_word(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
@@ -36,12 +33,6 @@ Word word_at(const std::string& text, size_t offset) {
   return {text.substr(b, e - b), b, e};
 }
 
-std::string shape_text(const TensorView& v) {
-  std::string s = v.dtype + "[";
-  for (size_t i = 0; i < v.shape.size(); ++i) s += (i ? ", " : "") + v.shape[i];
-  return s + "]";
-}
-
 // A value of the program by name: its computed values, then its inputs.
 const TensorView* find_value(const ProgramDetail& p, const std::string& name) {
   for (const auto& v : p.values)
@@ -51,22 +42,64 @@ const TensorView* find_value(const ProgramDetail& p, const std::string& name) {
   return nullptr;
 }
 
-const char* class_text(OpClass cls) {
-  switch (cls) {
-    case OpClass::Unary: return "elementwise, one operand";
-    case OpClass::Binary: return "elementwise, two operands broadcast NumPy-style";
-    case OpClass::Reduce: return "a reduction along `axis`";
-    case OpClass::Matmul: return "a matrix product (batched over leading dims)";
-    case OpClass::Composite: return "a composite, lowered to primitives before the search";
-    default: return "data movement";
+// An op's help as hover and completion show it: its signature, then what it computes.
+std::string op_markdown(Op op) { return "```prism\n" + op_signature(op) + "\n```\n" + op_summary(op); }
+
+// The innermost op call whose argument list holds `offset`: scanned forward from `begin` (a
+// line start outside any call), so comments and nested brackets are skipped as the parser does.
+struct EnclosingCall {
+  Op op;
+  int commas = 0;       // top-level commas before the offset: the positional argument's index
+  std::string keyword;  // the `name=` the current argument started with, if any
+};
+std::optional<EnclosingCall> enclosing_call(const std::string& text, size_t begin, size_t offset) {
+  struct Open {
+    std::string callee;  // empty: a list or a parenthesized expression
+    int commas = 0;
+    std::string keyword;
+  };
+  std::vector<Open> stack;
+  std::string last_word;  // the identifier just before the current character, if nothing came between
+  for (size_t i = begin; i < offset && i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '#') {
+      while (i < offset && text[i] != '\n') ++i;
+      last_word.clear();
+      continue;
+    }
+    if (is_word(c)) {
+      size_t j = i;
+      while (j < offset && is_word(text[j])) ++j;
+      last_word = text.substr(i, j - i);
+      i = j - 1;
+      continue;
+    }
+    if (c == ' ' || c == '\t') continue;
+    if (c == '(' || c == '[') stack.push_back({c == '(' ? last_word : std::string(), 0, {}});
+    else if ((c == ')' || c == ']') && !stack.empty()) stack.pop_back();
+    else if (c == '{' || c == '}') stack.clear();
+    else if (c == ',' && !stack.empty()) stack.back().commas++, stack.back().keyword.clear();
+    else if (c == '=' && !stack.empty() && !last_word.empty()) stack.back().keyword = last_word;
+    last_word.clear();
   }
+  // Inside a list (perm=[…]) or parentheses, the call around them.
+  for (size_t k = stack.size(); k-- > 0;) {
+    if (stack[k].callee.empty()) continue;
+    std::optional<Op> op = op_from_name(stack[k].callee);
+    if (!op) return std::nullopt;
+    return EnclosingCall{*op, stack[k].commas, stack[k].keyword};
+  }
+  return std::nullopt;
 }
 
-// The 0-based lines [first, last) of program `i`: from its name's line to the next program's.
-std::pair<int64_t, int64_t> program_lines(const std::vector<ProgramDetail>& programs, size_t i, const LineIndex& index) {
-  const int64_t first = programs[i].summary.pos.begin.line - 1;
-  const int64_t last = i + 1 < programs.size() ? programs[i + 1].summary.pos.begin.line - 1 : int64_t(index.line_count());
-  return {first, last};
+// Which parameter of op_signature_params the argument being written is.
+int active_parameter(const EnclosingCall& call) {
+  const std::vector<ParamSpec> params = op_params(call.op);
+  const int shift = call.op == Op::Concat ? 2 : 0;  // concat's signature starts "x, ..."
+  for (size_t i = 0; i < params.size(); ++i)
+    if (call.keyword == params[i].name) return int(i) + shift;
+  if (call.op == Op::Concat) return std::min(call.commas, 1);
+  return call.commas;
 }
 
 // The byte ranges of the identifier `name` in text[begin, end), outside comments.
@@ -85,13 +118,6 @@ std::vector<std::pair<size_t, size_t>> occurrences(const std::string& text, size
     }
   }
   return out;
-}
-
-// A range of the source from a 1-based position over `length` bytes.
-json source_range(const LineIndex& index, SourcePos pos, size_t length, PositionEncoding encoding) {
-  Position start = index.from_source(pos, encoding);
-  Position end = index.from_source({pos.line, pos.col + int(length)}, encoding);
-  return range_json({start, end});
 }
 
 // The word at a request's position, the document's text, its programs and the one enclosing it.
@@ -166,7 +192,7 @@ json Server::hover(Session& session, const json& raw) {
   } else if (program && std::find(program->summary.dims.begin(), program->summary.dims.end(), word) != program->summary.dims.end()) {
     markdown = "dim `" + word + "` of `" + program->summary.name + "` (symbolic: bound at `run`/`tune`)";
   } else if (std::optional<Op> op = op_from_name(word)) {
-    markdown = "`" + word + "`: " + class_text(op_class(*op));
+    markdown = op_markdown(*op);
   } else {
     return nullptr;
   }
@@ -254,7 +280,13 @@ json Server::completion(Session& session, const json& raw) {
   AtPosition at = at_position(workspace_, session, params_object(raw));
   json items = json::array();
   for (const std::string& name : op_names())
-    if (std::optional<Op> op = op_from_name(name)) items.push_back({{"label", name}, {"kind", 3}, {"detail", class_text(op_class(*op))}});
+    if (std::optional<Op> op = op_from_name(name))
+      items.push_back({{"label", name}, {"kind", 3}, {"detail", op_signature(*op)}, {"documentation", {{"kind", "markdown"}, {"value", op_summary(*op)}}}});
+  // Inside a call: the op's keyword arguments.
+  const size_t line_start = at.program >= 0 ? *at.index->offset({program_lines(at.programs, size_t(at.program), *at.index).first, 0}, PositionEncoding::Utf8) : 0;
+  if (std::optional<EnclosingCall> call = enclosing_call(at.text, line_start, at.word.begin))
+    for (const ParamSpec& p : op_params(call->op))
+      if (!p.required) items.push_back({{"label", std::string(p.name) + "="}, {"kind", 5}, {"detail", std::string("default: ") + p.fallback}});
   if (at.program >= 0) {
     const ProgramDetail& p = at.programs[size_t(at.program)];
     for (const auto& v : p.summary.inputs) items.push_back({{"label", v.name}, {"kind", 6}, {"detail", shape_text(v)}});
@@ -263,6 +295,33 @@ json Server::completion(Session& session, const json& raw) {
   }
   for (const char* keyword : {"program", "return", "f32", "f16", "bf16"}) items.push_back({{"label", keyword}, {"kind", 14}});
   return {{"isIncomplete", false}, {"items", std::move(items)}};
+}
+
+json Server::signature_help(Session& session, const json& raw) {
+  const AtPosition at = at_position(workspace_, session, params_object(raw));
+  const std::optional<size_t> offset = at.index->offset(parse_position(params_object(raw), "position"), session.encoding);
+  const size_t line_start = at.program >= 0 ? *at.index->offset({program_lines(at.programs, size_t(at.program), *at.index).first, 0}, PositionEncoding::Utf8) : 0;
+  const std::optional<EnclosingCall> call = enclosing_call(at.text, line_start, *offset);
+  if (!call) return nullptr;
+  json parameters = json::array();
+  for (const auto& [b, e] : op_signature_params(call->op)) parameters.push_back({{"label", {b, e}}});
+  return {{"signatures", json::array({{{"label", op_signature(call->op)},
+                                       {"documentation", {{"kind", "markdown"}, {"value", op_summary(call->op)}}},
+                                       {"parameters", std::move(parameters)}}})},
+          {"activeSignature", 0},
+          {"activeParameter", active_parameter(*call)}};
+}
+
+json Server::formatting(Session& session, const json& raw) {
+  // One edit that replaces the whole text, or none: unchanged, or text that does not parse
+  // (format-on-save must not fight the user mid-edit). The layout is prism's; `options` is ignored.
+  const std::string uri = require_string(text_document(params_object(raw)), "uri", "textDocument");
+  const std::optional<std::string> text = workspace_.text(uri);
+  if (!text) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
+  const std::optional<std::string> formatted = format_source(*text);
+  if (!formatted || *formatted == *text) return json::array();
+  const LineIndex index(*text);
+  return json::array({{{"range", range_json({{0, 0}, index.position(text->size(), session.encoding)})}, {"newText", *formatted}}});
 }
 
 }  // namespace prism::protocol

@@ -20,9 +20,13 @@ std::string counts(const SearchProgress& p) {
 
 void Server::search(const SessionPtr& session, const Incoming& message) {
   const json& params = params_object(message.params);
+  start_search(session, message, params, work_done_token(params));
+}
+
+void Server::start_search(const SessionPtr& session, const Incoming& message, const json& params, json token) {
   std::string program = require_string(params, "program");
   SearchLimits limits = parse_search_limits(params);
-  json token = work_done_token(params);
+  if (!token.is_null() && message.id) session->bind_progress(token, *message.id);
   long_request(session, message, {program}, [this, session, program, limits, token](const CancelToken& cancel) {
     WorkDoneProgress progress(session, token);
     progress.begin("search " + program, "generating");
@@ -35,6 +39,7 @@ void Server::search(const SessionPtr& session, const Incoming& message) {
     progress.end(std::to_string(result.candidates.size()) + " verified " +
                      (result.candidates.size() == 1 ? "family" : "families") + " (" + result.stats.stop_reason + ")",
                  {{"stats", summary["stats"]}});
+    refresh_lenses();
     return summary;
   });
 }

@@ -10,9 +10,13 @@ namespace prism::protocol {
 
 void Server::tune(const SessionPtr& session, const Incoming& message) {
   const json& params = params_object(message.params);
+  start_tune(session, message, params, work_done_token(params));
+}
+
+void Server::start_tune(const SessionPtr& session, const Incoming& message, const json& params, json token) {
   std::string program = require_string(params, "program");
   tune::TuneRequest request = parse_tune_request(params);
-  json token = work_done_token(params);
+  if (!token.is_null() && message.id) session->bind_progress(token, *message.id);
   long_request(session, message, {program}, [this, session, program, request, token](const CancelToken& cancel) {
     WorkDoneProgress progress(session, token);
     progress.begin("tune " + program, "preparing");
@@ -31,6 +35,7 @@ void Server::tune(const SessionPtr& session, const Incoming& message) {
     else std::snprintf(done, sizeof done, "no candidate passed");
     progress.end(done);
     session->remember_tune(program, {request.bindings, backend::target_name(request.target)});
+    refresh_lenses();
     return tune_result_json(result);
   });
 }

@@ -26,7 +26,49 @@ std::shared_ptr<CancelToken> Session::start_request(const json& id) {
 void Session::finish_request(const json& id, const CancelToken* token) {
   std::lock_guard lock(mutex_);
   auto it = running_.find(id.dump());
-  if (it != running_.end() && it->second.get() == token) running_.erase(it);
+  if (it == running_.end() || it->second.get() != token) return;
+  running_.erase(it);
+  std::erase_if(progress_requests_, [&](const auto& entry) { return entry.second == id.dump(); });
+}
+
+void Session::request(const std::string& method, json params, Reply on_reply) {
+  json id;
+  {
+    std::lock_guard lock(mutex_);
+    id = "prism/" + std::to_string(next_request_++);
+    pending_[id.dump()] = std::move(on_reply);
+  }
+  json message{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}};
+  if (!params.is_null()) message["params"] = std::move(params);
+  send(message);
+}
+
+bool Session::take_reply(const json& id, const json& result, const json& error) {
+  Reply reply;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = pending_.find(id.dump());
+    if (it == pending_.end()) return false;
+    reply = std::move(it->second);
+    pending_.erase(it);
+  }
+  if (reply) reply(result, error);
+  return true;
+}
+
+void Session::bind_progress(const json& token, const json& request_id) {
+  std::lock_guard lock(mutex_);
+  progress_requests_[token.dump()] = request_id.dump();
+}
+
+bool Session::cancel_progress(const json& token) {
+  std::lock_guard lock(mutex_);
+  auto it = progress_requests_.find(token.dump());
+  if (it == progress_requests_.end()) return false;
+  auto run = running_.find(it->second);
+  if (run == running_.end()) return false;
+  run->second->cancel();
+  return true;
 }
 
 bool Session::cancel_request(const json& id) {

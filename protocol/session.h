@@ -55,6 +55,23 @@ class Session : public std::enable_shared_from_this<Session> {
   void cancel_all();
   size_t requests_in_flight() const;
 
+  // Requests to the client (window/workDoneProgress/create, workspace/codeLens/refresh): sends
+  // one with a fresh id ("prism/N"); `on_reply` (may be empty) gets the response's result, or its
+  // error object, when it arrives. Any thread.
+  using Reply = std::function<void(const json& result, const json& error)>;
+  void request(const std::string& method, json params, Reply on_reply);
+  // A response came: runs its request's on_reply. False for an id we never sent (or answered twice).
+  bool take_reply(const json& id, const json& result, const json& error);
+
+  // What the client said it supports (initialize's capabilities).
+  bool work_done_progress = false;  // window.workDoneProgress: the server may create tokens
+  bool code_lens_refresh = false;   // workspace.codeLens.refreshSupport
+
+  // A work-done token stands for the request that reports with it, so that
+  // window/workDoneProgress/cancel cancels that request. Forgotten when the request finishes.
+  void bind_progress(const json& token, const json& request_id);
+  bool cancel_progress(const json& token);
+
   // This client's last tune of each program: kernel/source without bindings answers about it
   // (issue 14: results about one question name it).
   struct LastTune {
@@ -71,6 +88,9 @@ class Session : public std::enable_shared_from_this<Session> {
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<CancelToken>> running_;  // key: id.dump()
   std::map<std::string, LastTune> last_tunes_;                    // key: program
+  uint64_t next_request_ = 1;
+  std::map<std::string, Reply> pending_;                           // our requests; key: id.dump()
+  std::map<std::string, std::string> progress_requests_;           // token.dump() → request id.dump()
 };
 
 using SessionPtr = std::shared_ptr<Session>;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/ir/infer_shapes.h"
+#include "engine/lang/op_signature.h"
 #include "engine/lang/suggest.h"
 
 namespace prism {
@@ -13,34 +14,6 @@ namespace {
 
 constexpr int kPoison = -1;  // a value whose definition failed; uses of it report nothing more
 constexpr size_t kMaxDiagnostics = 100;  // per program; after that checking stops
-
-enum class ArgKind { Tensor, Int, Bool, Number, IntList, DimList };
-struct ParamSpec {
-  const char* name;
-  ArgKind kind;
-  bool required;
-};
-
-// The argument list of each callable op (concat is variadic and handled on its own).
-std::vector<ParamSpec> signature(Op op) {
-  switch (op_class(op)) {
-    case OpClass::Unary: return {{"x", ArgKind::Tensor, true}};
-    case OpClass::Binary:
-    case OpClass::Matmul: return {{"a", ArgKind::Tensor, true}, {"b", ArgKind::Tensor, true}};
-    case OpClass::Reduce:
-      return {{"x", ArgKind::Tensor, true}, {"axis", ArgKind::Int, false}, {"keepdims", ArgKind::Bool, false}};
-    case OpClass::Composite:
-      if (op == Op::Mean)
-        return {{"x", ArgKind::Tensor, true}, {"axis", ArgKind::Int, false}, {"keepdims", ArgKind::Bool, false}};
-      if (op == Op::RmsNorm) return {{"x", ArgKind::Tensor, true}, {"eps", ArgKind::Number, false}};
-      return {{"x", ArgKind::Tensor, true}, {"axis", ArgKind::Int, false}};
-    case OpClass::Transpose: return {{"x", ArgKind::Tensor, true}, {"perm", ArgKind::IntList, false}};
-    case OpClass::Reshape: return {{"x", ArgKind::Tensor, true}, {"shape", ArgKind::DimList, true}};
-    case OpClass::Split:
-      return {{"x", ArgKind::Tensor, true}, {"parts", ArgKind::Int, true}, {"axis", ArgKind::Int, false}};
-    default: return {};
-  }
-}
 
 struct Result {
   int id = kPoison;
@@ -437,7 +410,8 @@ class Builder {
       return {};
     }
     const std::string opn = op_name(*op);
-    std::vector<ParamSpec> specs = signature(*op);
+    // Concat binds its tensors itself (variadic) and only `axis` by keyword.
+    std::vector<ParamSpec> specs = *op == Op::Concat ? std::vector<ParamSpec>{} : op_params(*op);
     std::vector<const Expr*> bound(specs.size(), nullptr);
     std::vector<const Expr*> tensors;  // concat's variadic operands
     const Expr* concat_axis = nullptr;

@@ -22,7 +22,7 @@ local function run()
   results.started = client_id ~= nil
   vim.lsp.buf_attach_client(buf, client_id)
 
-  -- Diagnostics appear on open: the file has an unknown op on line 2.
+  -- Diagnostics appear on open: the file has an unknown op on line 3 (0-based 2).
   vim.wait(15000, function() return #vim.diagnostic.get(buf) > 0 end, 50)
   local diagnostics = vim.diagnostic.get(buf)
   results.diagnostics_on_open = #diagnostics
@@ -30,7 +30,7 @@ local function run()
   results.first_diagnostic_line = diagnostics[1] and diagnostics[1].lnum or -1
 
   -- Fixing the buffer clears them (an incremental didChange).
-  vim.api.nvim_buf_set_lines(buf, 1, 2, false, { '  Y = rms_norm(X)' })
+  vim.api.nvim_buf_set_lines(buf, 2, 3, false, { '  Y = rms_norm(X)' })
   vim.wait(15000, function() return #vim.diagnostic.get(buf) == 0 end, 50)
   results.diagnostics_after_fix = #vim.diagnostic.get(buf)
 
@@ -42,16 +42,16 @@ local function run()
     return answer.result
   end
 
-  -- Line 3 (0-based 2) is "  return matmul(Y, W)": Y at character 16, matmul at 9.
-  local hover = request('textDocument/hover', { position = { line = 2, character = 16 } })
+  -- Line 4 (0-based 3) is "  return matmul(Y, W)": Y at character 16, matmul at 9.
+  local hover = request('textDocument/hover', { position = { line = 3, character = 16 } })
   results.hover = hover and hover.contents and hover.contents.value or ''
 
-  local completion = request('textDocument/completion', { position = { line = 2, character = 9 } })
+  local completion = request('textDocument/completion', { position = { line = 3, character = 9 } })
   local labels = {}
   for _, item in ipairs((completion and completion.items) or completion or {}) do labels[#labels + 1] = item.label end
   results.completion = labels
 
-  local definition = request('textDocument/definition', { position = { line = 2, character = 16 } })
+  local definition = request('textDocument/definition', { position = { line = 3, character = 16 } })
   if definition and definition[1] then definition = definition[1] end
   results.definition_line = definition and definition.range and definition.range.start.line or -1
 
@@ -60,10 +60,37 @@ local function run()
   for _, s in ipairs(symbols or {}) do results.symbols[#results.symbols + 1] = s.name end
 
   local hints = request('textDocument/inlayHint', {
-    range = { start = { line = 0, character = 0 }, ['end'] = { line = 4, character = 0 } },
+    range = { start = { line = 0, character = 0 }, ['end'] = { line = 5, character = 0 } },
   })
   results.inlay_hints = {}
   for _, h in ipairs(hints or {}) do results.inlay_hints[#results.inlay_hints + 1] = h.label end
+
+  -- Signature help inside matmul(Y, W), at the W.
+  local signature = request('textDocument/signatureHelp', { position = { line = 3, character = 19 } })
+  results.signature = signature and signature.signatures and signature.signatures[1].label or ''
+  results.active_parameter = signature and signature.activeParameter or -1
+
+  -- Code lenses: "search" and "tune n=2 d=16" (the sizes written above the program); running
+  -- the search lens's command turns its title into the result.
+  local function lens_titles()
+    local titles = {}
+    for _, l in ipairs(request('textDocument/codeLens', {}) or {}) do titles[#titles + 1] = l.command.title end
+    return titles, request('textDocument/codeLens', {})
+  end
+  local titles, lenses = lens_titles()
+  results.lenses = titles
+  if lenses and lenses[1] then
+    local answers = vim.lsp.buf_request_sync(buf, 'workspace/executeCommand', lenses[1].command, 60000) or {}
+    local answer = answers[client_id] or {}
+    if answer.err then results['executeCommand error'] = answer.err.message end
+    results.search_candidates = answer.result and answer.result.candidates or -1
+  end
+  results.lenses_after_search = lens_titles()
+
+  -- Formatting: a messy line comes back in the canonical layout.
+  vim.api.nvim_buf_set_lines(buf, 3, 4, false, { '    return   matmul(Y,W)' })
+  vim.lsp.buf.formatting_sync(nil, 10000)
+  results.formatted_line = vim.api.nvim_buf_get_lines(buf, 3, 4, false)[1]
 
   vim.lsp.stop_client(client_id)
 end

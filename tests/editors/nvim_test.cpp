@@ -1,5 +1,7 @@
 // prismd driven by Neovim's own LSP client, headless (issue 15): diagnostics on open that clear
-// once the buffer is fixed, hover, completion, definition, document symbols and inlay hints,
+// once the buffer is fixed, hover, completion, definition, document symbols, inlay hints,
+// signature help, code lenses (a lens's command run through workspace/executeCommand) and
+// formatting,
 // with no prism-specific Lua beyond vim.lsp.start_client (tests/editors/nvim_lsp.lua).
 #include <catch2/catch.hpp>
 
@@ -20,7 +22,7 @@ std::string read_file(const std::string& path) { return prism::read_regular_file
 
 }  // namespace
 
-TEST_CASE("Neovim's built-in LSP client gets diagnostics, hover, completion, definition, symbols and hints", "[editors][lsp][nvim]") {
+TEST_CASE("Neovim's built-in LSP client gets diagnostics, hover, completion, definition, symbols, hints, signatures, lenses and formatting", "[editors][lsp][nvim]") {
   // scripts/setup.sh installs Debian's neovim (0.7): CI always has it.
   {
     INFO("nvim is not installed: run scripts/setup.sh");
@@ -30,7 +32,7 @@ TEST_CASE("Neovim's built-in LSP client gets diagnostics, hover, completion, def
   std::filesystem::create_directories(dir / "state");
   {
     std::ofstream file(dir / "rms.prism");
-    file << "program rms_linear(X: f16[n, d], W: f16[d, d]) {\n  Y = rms_nrm(X)\n  return matmul(Y, W)\n}\n";
+    file << "# tune: n=2 d=16\nprogram rms_linear(X: f16[n, d], W: f16[d, d]) {\n  Y = rms_nrm(X)\n  return matmul(Y, W)\n}\n";
   }
   const std::map<std::string, std::string> env = {
       {"PRISMD", prism::test::bin("prismd")}, {"PRISM_FILE", dir / "rms.prism"}, {"PRISM_STATE", dir / "state"},
@@ -46,16 +48,23 @@ TEST_CASE("Neovim's built-in LSP client gets diagnostics, hover, completion, def
   CHECK_FALSE(seen.contains("error"));
   CHECK(seen["started"] == true);
   CHECK(seen["diagnostics_on_open"] == 1);
-  CHECK(seen["first_diagnostic_line"] == 1);
+  CHECK(seen["first_diagnostic_line"] == 2);
   CHECK_THAT(seen["first_diagnostic"].get<std::string>(), Catch::Contains("unknown op 'rms_nrm'"));
   CHECK(seen["diagnostics_after_fix"] == 0);
   CHECK_THAT(seen["hover"].get<std::string>(), Catch::Contains("Y: f16[n, d]") && Catch::Contains("computed by `rms_norm`"));
   const std::vector<std::string> completion = seen["completion"];
   for (const char* label : {"matmul", "rms_norm", "softmax", "X", "W", "Y", "n"})
     CHECK(std::find(completion.begin(), completion.end(), label) != completion.end());
-  CHECK(seen["definition_line"] == 1);
+  CHECK(seen["definition_line"] == 2);
   CHECK(seen["symbols"] == json::array({"rms_linear"}));
   CHECK(seen["inlay_hints"] == json::array({": f16[n, d]"}));
+  CHECK(seen["signature"] == "matmul(a, b)");
+  CHECK(seen["active_parameter"] == 1);
+  CHECK(seen["lenses"] == json::array({"search", "tune n=2 d=16"}));
+  CHECK(seen["search_candidates"].get<int>() > 0);
+  CHECK(seen["formatted_line"] == "  return matmul(Y, W)");
+  REQUIRE(seen["lenses_after_search"].size() == 2);
+  CHECK_THAT(seen["lenses_after_search"][0].get<std::string>(), Catch::Contains("verified famil") && Catch::Contains("searched in"));
   // Normal start-up writes nothing to stderr, which Neovim would log as [ERROR].
   const std::string log = read_file(dir / "nvim/nvim/lsp.log");
   CHECK(log.find("[ERROR]") == std::string::npos);

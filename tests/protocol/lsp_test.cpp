@@ -44,6 +44,10 @@ TEST_CASE("initialize advertises LSP's capabilities, prism's methods under exper
   CHECK(caps["referencesProvider"] == true);
   CHECK(caps["inlayHintProvider"] == true);
   CHECK(caps["completionProvider"].is_object());
+  CHECK(caps["signatureHelpProvider"]["triggerCharacters"] == json::array({"(", ","}));
+  CHECK(caps["codeLensProvider"].is_object());
+  CHECK(caps["documentFormattingProvider"] == true);
+  CHECK(caps["executeCommandProvider"]["commands"] == json::array({"prism.search", "prism.tune"}));
   const json& methods = caps["experimental"]["methods"];
   CHECK(std::find(methods.begin(), methods.end(), "program/open") != methods.end());
   CHECK(std::find(methods.begin(), methods.end(), "tune/run") != methods.end());
@@ -102,7 +106,7 @@ TEST_CASE("hover shows a value's shape and op, a dim, an op; definition and docu
   json dim = server.result(*editor, "textDocument/hover", at(0, 26));  // the n of X: f16[n, d]
   CHECK_THAT(dim["contents"]["value"].get<std::string>(), Catch::Contains("dim `n`"));
   json op = server.result(*editor, "textDocument/hover", at(2, 11));  // matmul
-  CHECK_THAT(op["contents"]["value"].get<std::string>(), Catch::Contains("`matmul`: a matrix product"));
+  CHECK_THAT(op["contents"]["value"].get<std::string>(), Catch::Contains("matmul(a, b)") && Catch::Contains("matrix product"));
   json program = server.result(*editor, "textDocument/hover", at(0, 10));
   CHECK_THAT(program["contents"]["value"].get<std::string>(), Catch::Contains("program rms_linear("));
   CHECK(server.result(*editor, "textDocument/hover", at(3, 0)).is_null());  // "}"

@@ -1,0 +1,77 @@
+#include "engine/lang/op_signature.h"
+
+namespace prism {
+
+std::vector<ParamSpec> op_params(Op op) {
+  const ParamSpec x{"x", ArgKind::Tensor, true, nullptr};
+  const ParamSpec axis{"axis", ArgKind::Int, false, "-1"};
+  const ParamSpec keepdims{"keepdims", ArgKind::Bool, false, "true"};
+  switch (op_class(op)) {
+    case OpClass::Unary: return {x};
+    case OpClass::Binary:
+    case OpClass::Matmul: return {{"a", ArgKind::Tensor, true, nullptr}, {"b", ArgKind::Tensor, true, nullptr}};
+    case OpClass::Reduce: return {x, axis, keepdims};
+    case OpClass::Composite:
+      if (op == Op::Mean) return {x, axis, keepdims};
+      if (op == Op::RmsNorm) return {x, {"eps", ArgKind::Number, false, "0"}};
+      return {x, axis};
+    case OpClass::Transpose: return {x, {"perm", ArgKind::IntList, false, "swap the last two"}};
+    case OpClass::Reshape: return {x, {"shape", ArgKind::DimList, true, nullptr}};
+    case OpClass::Split: return {x, {"parts", ArgKind::Int, true, nullptr}, axis};
+    case OpClass::Concat: return {axis};
+    default: return {};
+  }
+}
+
+namespace {
+// The signature's text, each parameter's range recorded as it is written.
+std::string render(Op op, std::vector<std::pair<size_t, size_t>>* ranges) {
+  std::string out = std::string(op_name(op)) + "(";
+  auto param = [&](const std::string& text) {
+    if (out.back() != '(') out += ", ";
+    if (ranges) ranges->push_back({out.size(), out.size() + text.size()});
+    out += text;
+  };
+  if (op == Op::Concat) {
+    param("x");
+    param("...");
+  }
+  for (const ParamSpec& p : op_params(op)) {
+    std::string text = p.name;
+    // An optional argument whose absence is not a value ("swap the last two") shows as name=….
+    if (!p.required && p.fallback) text.append("=").append(p.kind == ArgKind::IntList ? "[...]" : p.fallback);
+    param(text);
+  }
+  return out + ")";
+}
+}  // namespace
+
+std::string op_signature(Op op) { return render(op, nullptr); }
+
+std::vector<std::pair<size_t, size_t>> op_signature_params(Op op) {
+  std::vector<std::pair<size_t, size_t>> ranges;
+  render(op, &ranges);
+  return ranges;
+}
+
+std::string op_summary(Op op) {
+  const OpInfo& info = op_info(op);
+  switch (info.cls) {
+    case OpClass::Unary: return "elementwise: " + std::string(info.c_expr) + " for each element x";
+    case OpClass::Binary:
+      return "elementwise: " + std::string(info.c_expr) + " for x in a, y in b, broadcast NumPy-style";
+    case OpClass::Matmul: return "matrix product over the last two dims of a and b; leading dims broadcast";
+    case OpClass::Reduce: return std::string("reduces one axis by ") + (op == Op::Sum ? "sum" : op == Op::Max ? "max" : "root mean square");
+    case OpClass::Composite:
+      if (op == Op::Mean) return "the mean along one axis (sum / its size)";
+      if (op == Op::RmsNorm) return "x / sqrt(mean(x*x, axis=-1) + eps): RMSNorm without its gain";
+      return "exp(x - max) / sum(exp(x - max)) along one axis";
+    case OpClass::Transpose: return "permutes the dims (perm); without perm, swaps the last two";
+    case OpClass::Reshape: return "the same elements under a new shape of symbolic dims";
+    case OpClass::Concat: return "joins the tensors along one axis";
+    case OpClass::Split: return "cuts x into `parts` equal pieces along one axis (one value per piece)";
+    default: return "";
+  }
+}
+
+}  // namespace prism
