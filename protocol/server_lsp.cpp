@@ -146,6 +146,16 @@ AtPosition at_position(const Workspace& workspace, const Session& session, const
   return at;
 }
 
+// The bytes [begin, end) of the program that encloses the position: from its name's line to the
+// next program's. The whole text outside every program.
+std::pair<size_t, size_t> program_bytes(const AtPosition& at) {
+  if (at.program < 0) return {0, at.text.size()};
+  const auto [first, last] = program_lines(at.programs, size_t(at.program), *at.index);
+  const size_t begin = *at.index->offset({first, 0}, PositionEncoding::Utf8);
+  const size_t end = last < int64_t(at.index->line_count()) ? *at.index->offset({last, 0}, PositionEncoding::Utf8) : at.text.size();
+  return {begin, end};
+}
+
 }  // namespace
 
 void Server::did_open(Session& session, const json& raw) {
@@ -201,10 +211,19 @@ json Server::hover(Session& session, const json& raw) {
 }
 
 json Server::definition(Session& session, const json& raw) {
+  // A value: its assignment (an input: its declaration). A dim: where the program's inputs first
+  // name it, which is what binds it.
   const AtPosition at = at_position(workspace_, session, params_object(raw));
-  const TensorView* v = at.program >= 0 && !at.word.text.empty() ? find_value(at.programs[size_t(at.program)], at.word.text) : nullptr;
-  if (!v) return nullptr;
-  return {{"uri", at.uri}, {"range", source_range(*at.index, v->pos, v->name.size(), session.encoding)}};
+  if (at.program < 0 || at.word.text.empty()) return nullptr;
+  const ProgramDetail& p = at.programs[size_t(at.program)];
+  if (const TensorView* v = find_value(p, at.word.text))
+    return {{"uri", at.uri}, {"range", source_range(*at.index, v->pos, v->name.size(), session.encoding)}};
+  if (std::find(p.summary.dims.begin(), p.summary.dims.end(), at.word.text) == p.summary.dims.end()) return nullptr;
+  const auto [begin, end] = program_bytes(at);
+  const auto uses = occurrences(at.text, begin, end, at.word.text);
+  if (uses.empty()) return nullptr;
+  return {{"uri", at.uri},
+          {"range", range_json({at.index->position(uses[0].first, session.encoding), at.index->position(uses[0].second, session.encoding)})}};
 }
 
 json Server::document_symbol(Session& session, const json& raw) {
@@ -246,9 +265,7 @@ json Server::references(Session& session, const json& raw) {
   const TensorView* v = find_value(p, at.word.text);
   const bool dim = std::find(p.summary.dims.begin(), p.summary.dims.end(), at.word.text) != p.summary.dims.end();
   if (!v && !dim && p.summary.name != at.word.text) return json::array();
-  const auto [first, last] = program_lines(at.programs, size_t(at.program), *at.index);
-  const size_t begin = *at.index->offset({first, 0}, PositionEncoding::Utf8);
-  const size_t end = last < int64_t(at.index->line_count()) ? *at.index->offset({last, 0}, PositionEncoding::Utf8) : at.text.size();
+  const auto [begin, end] = program_bytes(at);
   json out = json::array();
   for (const auto& [b, e] : occurrences(at.text, begin, end, at.word.text)) {
     const Position start = at.index->position(b, session.encoding);
@@ -283,8 +300,7 @@ json Server::completion(Session& session, const json& raw) {
     if (std::optional<Op> op = op_from_name(name))
       items.push_back({{"label", name}, {"kind", 3}, {"detail", op_signature(*op)}, {"documentation", {{"kind", "markdown"}, {"value", op_summary(*op)}}}});
   // Inside a call: the op's keyword arguments.
-  const size_t line_start = at.program >= 0 ? *at.index->offset({program_lines(at.programs, size_t(at.program), *at.index).first, 0}, PositionEncoding::Utf8) : 0;
-  if (std::optional<EnclosingCall> call = enclosing_call(at.text, line_start, at.word.begin))
+  if (std::optional<EnclosingCall> call = enclosing_call(at.text, program_bytes(at).first, at.word.begin))
     for (const ParamSpec& p : op_params(call->op))
       if (!p.required) items.push_back({{"label", std::string(p.name) + "="}, {"kind", 5}, {"detail", std::string("default: ") + p.fallback}});
   if (at.program >= 0) {
@@ -300,8 +316,7 @@ json Server::completion(Session& session, const json& raw) {
 json Server::signature_help(Session& session, const json& raw) {
   const AtPosition at = at_position(workspace_, session, params_object(raw));
   const std::optional<size_t> offset = at.index->offset(parse_position(params_object(raw), "position"), session.encoding);
-  const size_t line_start = at.program >= 0 ? *at.index->offset({program_lines(at.programs, size_t(at.program), *at.index).first, 0}, PositionEncoding::Utf8) : 0;
-  const std::optional<EnclosingCall> call = enclosing_call(at.text, line_start, *offset);
+  const std::optional<EnclosingCall> call = enclosing_call(at.text, program_bytes(at).first, *offset);
   if (!call) return nullptr;
   json parameters = json::array();
   for (const auto& [b, e] : op_signature_params(call->op)) parameters.push_back({{"label", {b, e}}});

@@ -116,6 +116,11 @@ TEST_CASE("hover shows a value's shape and op, a dim, an op; definition and docu
   CHECK(definition["range"]["start"] == json({{"line", 1}, {"character", 2}}));
   CHECK(definition["range"]["end"] == json({{"line", 1}, {"character", 3}}));
 
+  // A dim: where the inputs first name it (the d of W: f16[d, d] goes to X's).
+  json dim_definition = server.result(*editor, "textDocument/definition", at(0, 40));
+  CHECK(dim_definition["range"]["start"] == json({{"line", 0}, {"character", 29}}));
+  CHECK(server.result(*editor, "textDocument/definition", at(2, 11)).is_null());  // an op
+
   json symbols = server.result(*editor, "textDocument/documentSymbol", {{"textDocument", {{"uri", kUri}}}});
   REQUIRE(symbols.size() == 1);
   CHECK(symbols[0]["name"] == "rms_linear");
