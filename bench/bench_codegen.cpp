@@ -132,7 +132,9 @@ int main(int argc, char** argv) {
         }
         LoadedLibrary lib(libs[i].path);
         auto entry = lib.function<EntryFn>(kEntrySymbol);
-        double fastest = 0, ms = median_ms([&] { entry(ins.data(), outs, threads); }, &fastest);
+        const std::vector<const void*> args(ins.begin(), ins.end());
+        void* results[] = {outs[0]};
+        double fastest = 0, ms = median_ms([&] { entry(args.data(), results, threads); }, &fastest);
         int64_t g1 = instances[i].bindings.at("g1"), f1 = instances[i].bindings.at("F1");
         std::printf("%-12s %3ld %5ld %5ld %5ld %9.3f %9.3f %9.1f %8.1f %12.3f\n", fam.name, long(n), long(d), long(g1), long(f1), ms, fastest,
                     flops / ms / 1e6, bytes / ms / 1e6, blas);

@@ -46,12 +46,17 @@ inline std::vector<Shape> shapes() {
   return out;
 }
 
-// Opens and searches `workload` the first time it is asked for (its example file, `limits`);
-// returns the search's seconds, 0 when it was already open.
-inline double open_and_search(Workspace& ws, std::set<std::string>& opened, const std::string& workload, const SearchLimits& limits) {
+// Opens and searches `workload` the first time it is asked for (its example file, `limits`),
+// with its declared f16 tensors stored at `dtype` when one is given; returns the search's
+// seconds, 0 when it was already open.
+inline double open_and_search(Workspace& ws, std::set<std::string>& opened, const std::string& workload, const SearchLimits& limits,
+                              const std::string& dtype = "") {
   if (!opened.insert(workload).second) return 0;
   std::string path = std::string(PRISM_SOURCE_DIR) + "/examples/" + workload + ".prism";
-  ws.open("file://" + path, read(path), 1);
+  std::string text = read(path);
+  if (!dtype.empty())
+    for (size_t at = 0; (at = text.find("f16[", at)) != std::string::npos; at += dtype.size()) text.replace(at, 3, dtype);
+  ws.open("file://" + path, text, 1);
   auto t0 = std::chrono::steady_clock::now();
   ws.search(workload, limits);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -91,6 +91,7 @@ json tune_result_json(const tune::TuneResult& r) {
            {"rooflineFraction", r.roofline_fraction},
            {"rooflineBound", r.roofline_bound},
            {"rankCorrelation", r.rank_correlation},
+           {"regret", tune::regret(r)},
            {"fromDb", r.from_db},
            {"noisy", r.measured.noisy},
            {"measured", measured_json(r.measured)},

@@ -43,6 +43,8 @@ struct RunSettings {
   // (at least 3 of them).
   bool round = false;
   double round_s = 0.03;
+  // The dtypes the build's inputs and outputs are stored at, in order (the stored program's).
+  std::vector<DType> input_dtypes, output_dtypes;
 };
 
 // A result is right when |got - want| <= rtol * |want| + atol * max|want| (tune/compare.h).

@@ -118,7 +118,10 @@ class CustomLowering {
       const BlockOp& user = k_.ops[u];
       const bool into_sum = op.op == Op::Matmul && user.kind == BlockOp::Kind::Accumulate && user.acc == sgraph::AccKind::Sum &&
                             phase_of(i) == Phase::Body && shape_[u] == shape_[i];
-      const bool into_save = user.kind == BlockOp::Kind::Save && phase_of(u) == phase_of(i);
+      // A matmul stores f32 vectors: it writes in place only into an f32 tensor (elementwise ops and
+      // reductions round as they store).
+      const bool into_save = user.kind == BlockOp::Kind::Save && phase_of(u) == phase_of(i) &&
+                             (op.op != Op::Matmul || user.dtype == DType::F32);
       if (into_sum || into_save) {
         folded_[u] = true;
         direct_[i] = int(u);
@@ -157,7 +160,8 @@ class CustomLowering {
   void layout_tiles() {
     auto add = [&](size_t i) {
       const BlockOp& op = k_.ops[i];
-      add_tile(int(i), op.name, op.kind == BlockOp::Kind::Load ? program_.tensor(op.tensor).dtype : DType::F32, shape_[i]);
+      add_tile(int(i), op.name,
+               op.kind == BlockOp::Kind::Load && !options_.wide_staged_tiles ? program_.tensor(op.tensor).dtype : DType::F32, shape_[i]);
     };
     const bool first = options_.accumulators_first;
     for (size_t i = 0; i < n_; ++i)

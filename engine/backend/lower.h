@@ -23,9 +23,16 @@ struct LowerOptions {
   // read as their B is read in place (the printer has a kernel for a transposed B); else a view
   // that does not keep the tensor's last dim last is copied into a tile.
   bool transposed_b_in_place = true;
+  // A staged load's tile holds f32 (widened as it is copied), else its tensor's dtype (16-bit
+  // tiles feed a GPU's tensor cores; a CPU reads f32 tiles faster than it converts on every read).
+  bool wide_staged_tiles = false;
 };
 
-inline LowerOptions cpu_lowering() { return {}; }
+inline LowerOptions cpu_lowering() {
+  LowerOptions options;
+  options.wide_staged_tiles = true;
+  return options;
+}
 inline LowerOptions cuda_lowering() { return {true, false, false, 32, "cuda codegen", false}; }
 
 // Throws Error{InvalidArgument} naming what it cannot lower (an open map, an invalid graph, an op

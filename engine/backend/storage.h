@@ -1,5 +1,5 @@
-// Retyping for a backend's storage type: the CPU backend stores every tensor as f32, so the
-// program it is checked against and the families it compiles are retyped the same way.
+// Retyping a program or a family to one storage dtype: what a test or a tool uses to look at a
+// layer as if every tensor were declared f32 (backends store tensors at their declared dtypes).
 #pragma once
 #include "engine/ir/program.h"
 #include "engine/sgraph/sgraph.h"

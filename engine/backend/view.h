@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/ir/dtype.h"
 #include "engine/ir/shape.h"
 
 namespace prism::backend {
@@ -15,6 +16,7 @@ namespace prism::backend {
 struct View {
   std::string ptr;  // expression of the first element
   std::vector<int64_t> shape, strides;
+  DType dtype = DType::F32;  // what its elements are stored as
 };
 
 View dense_view(const std::string& ptr, const std::vector<int64_t>& shape);

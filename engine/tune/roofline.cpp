@@ -4,7 +4,6 @@
 #include <set>
 
 #include "engine/ir/shape.h"
-#include "engine/sgraph/validate.h"
 
 namespace prism::tune {
 
@@ -13,13 +12,16 @@ double value_flops(const Program& lowered, const Value& v, const DimBindings& bi
   return op_flops(v.op, concrete_shape(v.type.shape, bindings), concrete_shape(lowered.value(v.operands[0]).type.shape, bindings));
 }
 
-Roofline program_roofline(const Program& lowered, const DimBindings& bindings, const backend::TargetDescription& target, DType storage) {
+Roofline program_roofline(const Program& lowered, const DimBindings& bindings, const backend::TargetDescription& target) {
   Roofline r;
-  const double bytes = double(sgraph::element_bytes(storage));
+  auto bytes = [&](int id) {
+    const Value& v = lowered.value(id);
+    return double(element_count(concrete_shape(v.type.shape, bindings))) * double(dtype_bytes(v.type.dtype));
+  };
   std::set<int> seen;  // a value returned twice is written twice; an input read once
   for (int id : lowered.inputs)
-    if (seen.insert(id).second) r.compulsory_bytes += double(element_count(concrete_shape(lowered.value(id).type.shape, bindings))) * bytes;
-  for (int id : lowered.outputs) r.compulsory_bytes += double(element_count(concrete_shape(lowered.value(id).type.shape, bindings))) * bytes;
+    if (seen.insert(id).second) r.compulsory_bytes += bytes(id);
+  for (int id : lowered.outputs) r.compulsory_bytes += bytes(id);
   for (const Value& v : lowered.values) r.flops += value_flops(lowered, v, bindings);
   r.bandwidth_gbs = target.bandwidth_for(r.compulsory_bytes);
   r.level = target.cache_hit_fraction(r.compulsory_bytes) >= 0.5 ? "cache" : "memory";

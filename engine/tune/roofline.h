@@ -26,8 +26,9 @@ struct Roofline {
 // and constants none. Shared with the cost model.
 double value_flops(const Program& lowered, const Value& v, const DimBindings& bindings);
 
-// `lowered`: primitives only (lower_composites). storage: the dtype every tensor is stored as (f32
-// on the CPU). Throws Error{InvalidArgument} for a dim the bindings do not make a positive integer.
-Roofline program_roofline(const Program& lowered, const DimBindings& bindings, const backend::TargetDescription& target, DType storage);
+// `lowered`: primitives only (lower_composites), as a backend stores it: each input and output is
+// counted at its own dtype's bytes (a bf16 weight at 2). Throws Error{InvalidArgument} for a dim
+// the bindings do not make a positive integer.
+Roofline program_roofline(const Program& lowered, const DimBindings& bindings, const backend::TargetDescription& target);
 
 }  // namespace prism::tune

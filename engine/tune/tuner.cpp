@@ -321,6 +321,13 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : 0;
 }
 
+double regret(const TuneResult& result) {
+  const TuneRow* first = nullptr;
+  for (const TuneRow& row : result.rows)
+    if (row.ok && (!first || row.cost_rank < first->cost_rank)) first = &row;
+  return first && result.best_ms > 0 ? first->measured_ms / result.best_ms : 0;
+}
+
 std::string sizes_text(const std::map<std::string, int64_t>& sizes) {
   std::string s;
   for (const auto& [name, value] : sizes) s += (s.empty() ? "" : " ") + name + "=" + std::to_string(value);
@@ -358,7 +365,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   const DType storage = program.inputs.empty() ? DType::F32 : program.value(program.inputs.front()).type.dtype;
   backend::TargetDescription roof_target = target;
   if (storage != DType::F32 && target.tensor_peak_gflops > 0) roof_target.peak_gflops = target.tensor_peak_gflops;
-  Roofline roof = program_roofline(program, dims, roof_target, storage);
+  Roofline roof = program_roofline(program, dims, roof_target);
   result.roofline_ms = roof.seconds * 1e3;
   // "cache": memory-bound, but the working set fits in the last-level cache and is read from there.
   result.roofline_bound = roof.bound == "memory" && roof.level == "cache" ? "cache" : roof.bound;
@@ -396,6 +403,8 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   runner.set_inputs(inputs);
   backend::RunSettings run;
   for (const auto& t : reference) run.output_shapes.push_back(t.shape);
+  for (int id : program.inputs) run.input_dtypes.push_back(program.value(id).type.dtype);
+  run.output_dtypes = out_dtypes;
   run.threads = result.threads;
   run.timeout_s = kernel_timeout_s(0);
   auto check = [&](const std::vector<Tensor>& got) { return check_outputs(backend, got, reference, out_dtypes); };

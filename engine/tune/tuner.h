@@ -161,6 +161,11 @@ struct TargetStatus {
 // values, or a constant list.
 double spearman(const std::vector<double>& a, const std::vector<double>& b);
 
+// The tuner's regret (issue 18): the measured time of the cost model's first choice (the timed,
+// correct row of lowest cost rank) over the best measured time. 1: the cost model alone would
+// have picked the best; 0 when nothing passed.
+double regret(const TuneResult& result);
+
 // The sizes of an instantiation as "g1=64 F1=16".
 std::string sizes_text(const std::map<std::string, int64_t>& sizes);
 

@@ -70,7 +70,7 @@ TEST_CASE("tune/run: a crashing and a hanging kernel fail their candidates while
   CHECK(source["candidate"] == r["best"]["candidate"]);
   CHECK(source["tuned"] == true);
   CHECK_THAT(source["source"].get<std::string>(), Catch::Contains("prism_entry"));
-  CHECK_THAT(source["header"].get<std::string>(), Catch::Contains("int prism_entry(const float* const* inputs"));
+  CHECK_THAT(source["header"].get<std::string>(), Catch::Contains("int prism_entry(const void* const* inputs"));
   json status = other->request("daemon/status", json::object(), kTimeout);
   REQUIRE(status["targets"].size() == 2);
   CHECK(status["targets"][0]["name"] == "cpu");

@@ -1,9 +1,11 @@
 // The C ABI of every generated CPU kernel library: custom-kernel graphs (codegen.h) and eager
 // baselines (eager.h) alike, so the runner loads and times both the same way.
 //
-//   extern "C" int prism_entry(const float* const* inputs, float* const* outputs, int threads);
-//     inputs:  the graph's (program's) inputs in parameter order, dense row-major f32;
-//     outputs: caller-allocated, dense row-major f32, in return order;
+//   extern "C" int prism_entry(const void* const* inputs, void* const* outputs, int threads);
+//     inputs:  the graph's (program's) inputs in parameter order, dense row-major at their
+//              declared dtypes: f32 as float, f16 and bf16 as their 16 bits (uint16_t: IEEE
+//              binary16, and the top half of an f32);
+//     outputs: caller-allocated, dense row-major at their declared dtypes, in return order;
 //     threads: how many threads the kernel may use (the grid is a parallel loop over blocks).
 //     Returns 0, or nonzero when it failed (then prism_error() says why).
 //   extern "C" const char* prism_error(void);
@@ -16,7 +18,7 @@ namespace prism::backend::cpu {
 
 inline constexpr const char* kEntrySymbol = "prism_entry";
 inline constexpr const char* kErrorSymbol = "prism_error";
-using EntryFn = int (*)(const float* const* inputs, float* const* outputs, int threads);
+using EntryFn = int (*)(const void* const* inputs, void* const* outputs, int threads);
 using ErrorFn = const char* (*)();
 
 }  // namespace prism::backend::cpu

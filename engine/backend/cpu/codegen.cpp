@@ -1,9 +1,11 @@
 #include "engine/backend/cpu/codegen.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "engine/backend/cpu/emit_ops.h"
+#include "engine/backend/cpu/storage_types.h"
 #include "engine/backend/c_expr.h"
 #include "engine/backend/lower.h"
 #include "engine/error.h"
@@ -28,11 +30,15 @@ class Printer {
   View view(const kir::Place& place, const std::string& f) const {
     switch (place.kind) {
       case kir::Place::Kind::Tile:
-      case kir::Place::Kind::Bound: return shifted(View{"v" + std::to_string(place.value), place.shape, place.strides}, place.start);
+      case kir::Place::Kind::Bound: {
+        auto dtype = value_dtypes_.find(place.value);
+        return shifted(View{"v" + std::to_string(place.value), place.shape, place.strides, dtype == value_dtypes_.end() ? DType::F32 : dtype->second},
+                       place.start);
+      }
       case kir::Place::Kind::Tensor: break;
     }
     const std::string t = var(p_.index(place.tensor)), off = offset_text(place.offset, f, "L");
-    return shifted(View{off == "0" ? t : "(" + t + " + " + off + ")", place.shape, place.strides}, place.start);
+    return shifted(View{off == "0" ? t : "(" + t + " + " + off + ")", place.shape, place.strides, p_.tensor(place.tensor).dtype}, place.start);
   }
 
   std::string statement(const kir::Stmt& s, const EmitContext& ctx, const std::string& f) const {
@@ -93,7 +99,8 @@ class Printer {
     for (const kir::Stmt& st : stmts) {
       ctx.prefetch_after = st.next_b ? view(*st.next_b, st.next_iteration ? next_f : f).ptr : "";
       if (st.kind == kir::Stmt::Kind::Bind) {  // a declaration, visible to the later phases
-        s += ind + "const float* const v" + std::to_string(st.value) + " = " + view(st.out, f).ptr + ";  // " + st.label + "\n";
+        s += ind + "const " + type(p_.tensor(st.out.tensor).dtype) + "* const v" + std::to_string(st.value) + " = " + view(st.out, f).ptr +
+             ";  // " + st.label + "\n";
         continue;
       }
       s += ind + "{  // " + st.name + "\n" + statement(st, ctx, f) + ind + "}\n";
@@ -107,12 +114,21 @@ class Printer {
     for (const auto* list : {&k.reads, &k.writes})
       for (const std::string& name : *list) used.insert(p_.index(name));
     std::string s;
-    for (size_t t : used) s += "  float* __restrict " + var(t) + " = T[" + std::to_string(t) + "];\n";
+    for (size_t t : used) {
+      const std::string ty = type(p_.tensors[t].dtype);
+      s += "  " + ty + "* __restrict " + var(t) + " = static_cast<" + ty + "*>(T[" + std::to_string(t) + "]);\n";
+    }
     return s;
   }
 
-  std::string custom(const std::string& fn, const kir::Kernel& kernel) const {
+  std::string custom(const std::string& fn, const kir::Kernel& kernel) {
     const kir::CustomKernel& k = kernel.block;
+    // The element type of every block value that lives in a tile or is read where it lies.
+    value_dtypes_.clear();
+    for (const kir::Tile& t : k.tiles) value_dtypes_[t.value] = t.storage;
+    for (const auto* phase : {&k.before, &k.body, &k.after})
+      for (const kir::Stmt& st : *phase)
+        if (st.kind == kir::Stmt::Kind::Bind) value_dtypes_[st.value] = p_.tensor(st.out.tensor).dtype;
     std::string s = "static void " + fn + "(int threads) {\n" + tensors(kernel);
     s += "#pragma omp parallel for num_threads(threads) schedule(static)\n";
     s += "  for (long blk = 0; blk < " + num(k.blocks()) + "; ++blk) {\n";
@@ -127,8 +143,11 @@ class Printer {
     }
     std::vector<kir::Tile> tiles = k.tiles;
     std::sort(tiles.begin(), tiles.end(), [](const kir::Tile& a, const kir::Tile& b) { return a.value < b.value; });
-    for (const kir::Tile& t : tiles)
-      s += "    float* const v" + std::to_string(t.value) + " = S + " + std::to_string(t.offset_bytes / 4) + ";\n";
+    for (const kir::Tile& t : tiles) {
+      const std::string ty = type(t.storage), at = "S + " + std::to_string(t.offset_bytes / 4);
+      s += "    " + ty + "* const v" + std::to_string(t.value) + " = " + (t.storage == DType::F32 ? at : "reinterpret_cast<" + ty + "*>(" + at + ")") +
+           ";\n";
+    }
     for (const kir::Accumulator& a : k.accumulators) {
       std::string init = a.acc == sgraph::AccKind::Max ? "-__builtin_inff()" : "0.0f";
       s += "    for (long e = 0; e < " + num(a.elements) + "; ++e) v" + std::to_string(a.value) + "[e] = " + init + ";\n";
@@ -147,7 +166,8 @@ class Printer {
   }
 
   // A library kernel: parallel loop nests (or the micro-kernel) over whole tensors.
-  std::string library(const std::string& fn, const kir::Kernel& kernel) const {
+  std::string library(const std::string& fn, const kir::Kernel& kernel) {
+    value_dtypes_.clear();
     EmitContext ctx;
     ctx.parallel = true;
     ctx.simd_bytes = options_.simd_bytes;
@@ -159,7 +179,7 @@ class Printer {
 
   // The entry: inputs and outputs are the caller's; every other device tensor is a static buffer.
   std::string entry() const {
-    std::string s = "extern \"C\" int prism_entry(const float* const* inputs, float* const* outputs, int threads) {\n";
+    std::string s = "extern \"C\" int prism_entry(const void* const* inputs, void* const* outputs, int threads) {\n";
     s += "  if (threads < 1) threads = 1;\n  prism_failed = 0;\n";
     auto slot_of = [&](const std::string& name) {
       return size_t(std::find(p_.outputs.begin(), p_.outputs.end(), name) - p_.outputs.begin());
@@ -169,13 +189,12 @@ class Printer {
       std::string ti = "T[" + std::to_string(i) + "]", comment = "  // " + t.name + "\n";
       const size_t slot = slot_of(t.name);
       if (i < p_.inputs) {
-        s += "  " + ti + " = const_cast<float*>(inputs[" + std::to_string(i) + "]);" + comment;
+        s += "  " + ti + " = const_cast<void*>(inputs[" + std::to_string(i) + "]);" + comment;
       } else if (slot < p_.outputs.size()) {
         s += "  " + ti + " = outputs[" + std::to_string(slot) + "];" + comment;
       } else {
-        s += "  {\n    static float* buffer = nullptr;\n";
-        s += "    if (!buffer) buffer = static_cast<float*>(aligned_alloc(64, " +
-             std::to_string((element_count(t.shape) * 4 + 63) / 64 * 64) + "));\n";
+        s += "  {\n    static void* buffer = nullptr;\n";
+        s += "    if (!buffer) buffer = aligned_alloc(64, " + std::to_string((element_count(t.shape) * dtype_bytes(t.dtype) + 63) / 64 * 64) + ");\n";
         s += "    if (!buffer) { prism_message = \"out of memory for a device tensor\"; return 1; }\n";
         s += "    " + ti + " = buffer;" + comment + "  }\n";
       }
@@ -186,15 +205,18 @@ class Printer {
       const size_t i = p_.index(p_.outputs[o]);
       if (i < p_.inputs || slot_of(p_.outputs[o]) != o)
         s += "  memcpy(outputs[" + std::to_string(o) + "], T[" + std::to_string(i) + "], " +
-             std::to_string(element_count(p_.tensors[i].shape) * 4) + ");\n";
+             std::to_string(element_count(p_.tensors[i].shape) * dtype_bytes(p_.tensors[i].dtype)) + ");\n";
     }
     s += "  if (prism_failed) { prism_message = \"out of memory for a block's scratch\"; return 1; }\n";
     return s + "  return 0;\n}\n\nextern \"C\" const char* prism_error(void) { return prism_message; }\n";
   }
 
  private:
+  static std::string type(DType dtype) { return storage_type_name(dtype); }
+
   const kir::Program& p_;
   const CodegenOptions& options_;
+  std::map<int, DType> value_dtypes_;  // of the kernel being printed
 };
 
 }  // namespace
@@ -202,7 +224,7 @@ class Printer {
 std::string generate_cpu_source(const kir::Program& program, const CodegenOptions& options) {
   Printer printer(program, options);
   std::string s = prelude(options.simd_bytes);
-  s += "\nstatic float* T[" + std::to_string(std::max<size_t>(1, program.tensors.size())) + "];  // device tensors\n";
+  s += "\nstatic void* T[" + std::to_string(std::max<size_t>(1, program.tensors.size())) + "];  // device tensors, at their dtypes\n";
   s += "static int prism_failed = 0;\nstatic const char* prism_message = \"\";\n\n";
   for (size_t k = 0; k < program.kernels.size(); ++k) {
     const std::string fn = "kernel_" + std::to_string(k);

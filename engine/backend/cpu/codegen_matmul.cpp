@@ -5,6 +5,7 @@
 
 #include "engine/backend/c_expr.h"
 #include "engine/backend/cpu/emit_ops.h"
+#include "engine/backend/cpu/storage_types.h"
 #include "engine/backend/cpu/vector_math.h"
 #include "engine/error.h"
 
@@ -18,9 +19,9 @@ namespace {
 // loading NV vectors of a B row per step. The K chunk (KC) keeps a B panel in L1 while every row
 // block of C passes over it. Columns past the last full vector take a scalar path.
 const char* kMicroKernel = R"(
-template <int MR, int NV, bool ACC, bool PF = false>
-static inline __attribute__((always_inline)) void prism_mk(long K, const float* __restrict A, long lda, const float* __restrict B,
-                                                           long ldb, float* __restrict C, long ldc, const float* P = nullptr) {
+template <int MR, int NV, bool ACC, bool PF = false, typename TA, typename TB>
+static inline __attribute__((always_inline)) void prism_mk(long K, const TA* __restrict A, long lda, const TB* __restrict B,
+                                                           long ldb, float* __restrict C, long ldc, const TB* P = nullptr) {
   vf c[MR][NV];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
@@ -32,7 +33,7 @@ static inline __attribute__((always_inline)) void prism_mk(long K, const float* 
     for (int v = 0; v < NV; ++v) b[v] = vload(B + k * ldb + v * kW);
     if constexpr (PF) {
 #pragma GCC unroll 16
-      for (long l = 0; l < NV * kW; l += 16) __builtin_prefetch(P + k * ldb + l, 0, 2);
+      for (long l = 0; l < NV * kW; l += 64 / long(sizeof(TB))) __builtin_prefetch(P + k * ldb + l, 0, 2);
     }
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
@@ -48,8 +49,8 @@ static inline __attribute__((always_inline)) void prism_mk(long K, const float* 
 }
 
 // The last NT (< kW) columns, scalar.
-template <int MR, int NT, bool ACC>
-static inline void prism_mk_tail(long K, const float* __restrict A, long lda, const float* __restrict B, long ldb,
+template <int MR, int NT, bool ACC, typename TA, typename TB>
+static inline void prism_mk_tail(long K, const TA* __restrict A, long lda, const TB* __restrict B, long ldb,
                                  float* __restrict C, long ldc) {
   float c[MR][NT];
   for (int r = 0; r < MR; ++r)
@@ -57,7 +58,7 @@ static inline void prism_mk_tail(long K, const float* __restrict A, long lda, co
   for (long k = 0; k < K; ++k)
     for (int r = 0; r < MR; ++r) {
       const float a = A[r * lda + k];
-      for (int t = 0; t < NT; ++t) c[r][t] += a * B[k * ldb + t];
+      for (int t = 0; t < NT; ++t) c[r][t] += a * float(B[k * ldb + t]);
     }
   for (int r = 0; r < MR; ++r)
     for (int t = 0; t < NT; ++t) C[r * ldc + t] = c[r][t];
@@ -65,9 +66,9 @@ static inline void prism_mk_tail(long K, const float* __restrict A, long lda, co
 
 // Every column block, and within it every row block, of one K chunk; the last strip prefetches
 // `after` (the next chunk's first strip, or what the caller reads next).
-template <long M, long N, long LDA, long LDB, long LDC, bool ACC, int MR, int NV>
-static inline void prism_mm_panel(long kc, const float* __restrict A, const float* __restrict B, float* __restrict C,
-                                  const float* after) {
+template <long M, long N, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, typename TA, typename TB>
+static inline void prism_mm_panel(long kc, const TA* __restrict A, const TB* __restrict B, float* __restrict C,
+                                  const TB* after) {
   constexpr long NB = long(NV) * kW, NFULL = N / NB * NB, NVR = (N - NFULL) / kW, NT = (N - NFULL) % kW;
   constexpr long MFULL = M / MR * MR, MREM = M - MFULL;
   for (long j = 0; j < NFULL; j += NB) {
@@ -75,7 +76,7 @@ static inline void prism_mm_panel(long kc, const float* __restrict A, const floa
     // every row, where hardware prefetchers stop. Into L2, not L1 (prefetcht1): a 16 KiB strip
     // prefetched into L1 beside the strip in use and the A rows evicts them (measured on a
     // 16 x 4096 @ 4096 x 4096 kernel on Zen 4: 112 GFLOP/s with prefetcht0, 155 with prefetcht1).
-    const float* next = j + NB < NFULL ? B + j + NB : NVR > 0 ? B + NFULL : after;
+    const TB* next = j + NB < NFULL ? B + j + NB : NVR > 0 ? B + NFULL : after;
     if constexpr (MFULL > 0) {
       prism_mk<MR, NV, ACC, true>(kc, A, LDA, B + j, LDB, C + j, LDC, next);
       for (long i = MR; i < MFULL; i += MR) prism_mk<MR, NV, ACC>(kc, A + i * LDA, LDA, B + j, LDB, C + i * LDC + j, LDC);
@@ -102,12 +103,12 @@ static inline void prism_mm_panel(long kc, const float* __restrict A, const floa
 }
 
 // `after`: what the caller reads next (null: the rows right after B's K rows).
-template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC>
-static inline void prism_mm_views(const float* __restrict A, const float* __restrict B, float* __restrict C, const float* after) {
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, typename TA, typename TB>
+static inline void prism_mm_views(const TA* __restrict A, const TB* __restrict B, float* __restrict C, const TB* after) {
   if (!after) after = B + K * LDB;
   for (long k0 = 0; k0 < K; k0 += KC) {
     const long kc = K - k0 < KC ? K - k0 : KC;
-    const float* next = k0 + kc < K ? B + (k0 + kc) * LDB : after;
+    const TB* next = k0 + kc < K ? B + (k0 + kc) * LDB : after;
     if (k0 == 0) prism_mm_panel<M, N, LDA, LDB, LDC, ACC, MR, NV>(kc, A, B, C, next);
     else prism_mm_panel<M, N, LDA, LDB, LDC, true, MR, NV>(kc, A + k0, B + k0 * LDB, C, next);
   }
@@ -117,8 +118,8 @@ static inline void prism_mm_views(const float* __restrict A, const float* __rest
 // nn.Linear weight read as W^T where it lies. An MR x NR block of C is MR*NR vector accumulators
 // along K, where both operands are contiguous, summed across lanes at the end; the last K % kW
 // products are scalar. A block of NR rows of Bt stays in L1 while every row block of A passes.
-template <int MR, int NR, bool ACC>
-static inline __attribute__((always_inline)) void prism_mk_nt(long K, const float* __restrict A, long lda, const float* __restrict B,
+template <int MR, int NR, bool ACC, typename TA, typename TB>
+static inline __attribute__((always_inline)) void prism_mk_nt(long K, const TA* __restrict A, long lda, const TB* __restrict B,
                                                               long ldb, float* __restrict C, long ldc) {
   vf c[MR][NR];
 #pragma GCC unroll 16
@@ -140,13 +141,13 @@ static inline __attribute__((always_inline)) void prism_mk_nt(long K, const floa
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) {
       float s = prism_hsum(c[r][j]);
-      for (long t = k; t < K; ++t) s += A[r * lda + t] * B[j * ldb + t];
+      for (long t = k; t < K; ++t) s += float(A[r * lda + t]) * float(B[j * ldb + t]);
       C[r * ldc + j] = ACC ? C[r * ldc + j] + s : s;
     }
 }
 
-template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NR>
-static inline void prism_mm_nt(const float* __restrict A, const float* __restrict B, float* __restrict C) {
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NR, typename TA, typename TB>
+static inline void prism_mm_nt(const TA* __restrict A, const TB* __restrict B, float* __restrict C) {
   constexpr long MFULL = M / MR * MR, NFULL = N / NR * NR;
   for (long j = 0; j < NFULL; j += NR) {
     for (long i = 0; i < MFULL; i += MR) prism_mk_nt<MR, NR, ACC>(K, A + i * LDA, LDA, B + j * LDB, LDB, C + i * LDC + j, LDC);
@@ -161,12 +162,15 @@ static inline void prism_mm_nt(const float* __restrict A, const float* __restric
 // Rows of A a multiple of 4 KiB apart fall in one L1 set, which holds 8 lines: the broadcasts of
 // MR rows then evict each other and B's strip. A small A is copied first to rows K + 16 floats
 // apart (measured on a 16 x 4096 @ 4096 x 4096 kernel on Zen 4: from 150 to 175 GFLOP/s).
-template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC>
-static inline void prism_mm(const float* __restrict A, const float* __restrict B, float* __restrict C, const float* after = nullptr) {
+// A 16-bit A is widened into such a copy too when it fits (each element is broadcast N / NB times).
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, typename TA, typename TB>
+static inline void prism_mm(const TA* __restrict A, const TB* __restrict B, float* __restrict C, const TB* after = nullptr) {
   constexpr long LDP = K + 16;
-  if constexpr (M > 1 && (LDA * 4) % 4096 == 0 && M * LDP * 4 <= 65536) {
+  constexpr bool wide = sizeof(TA) == sizeof(float);
+  if constexpr ((M > 1 || !wide) && ((LDA * 4) % 4096 == 0 || !wide) && M * LDP * 4 <= 65536) {
     alignas(64) float packed[M * LDP];
-    for (long i = 0; i < M; ++i) __builtin_memcpy(packed + i * LDP, A + i * LDA, K * sizeof(float));
+    for (long i = 0; i < M; ++i)
+      for (long k = 0; k < K; ++k) packed[i * LDP + k] = A[i * LDA + k];
     prism_mm_views<M, N, K, LDP, LDB, LDC, ACC, MR, NV, KC>(packed, B, C, after);
   } else {
     prism_mm_views<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, after);
@@ -182,7 +186,7 @@ std::string prelude(int simd_bytes) {
     throw Error(Error::Kind::InvalidArgument, "codegen: simd_bytes must be 32 or 64, not " + std::to_string(simd_bytes));
   // Few and small headers (compile time is per candidate): math through GCC builtins, which are
   // the same functions as std::exp(float) and friends.
-  std::string s = R"(// Generated by prism (engine/backend/cpu/codegen): dense row-major f32, all sizes constant.
+  std::string s = R"(// Generated by prism (engine/backend/cpu/codegen): dense row-major tensors at their declared dtypes, all sizes constant.
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +198,7 @@ extern "C" void openblas_set_num_threads(int threads);
 
 )";
   s += kVectorMath;
+  s += kStorageTypes;
   s += R"(
 namespace {
 )";
@@ -203,7 +208,34 @@ namespace {
   std::string lanes;
   for (int i = 0; i < simd_bytes / 4; ++i) lanes += i ? ", x" : "x";
   s += "static inline vf vbroadcast(float x) { return vf{" + lanes + "}; }\n";
+  s += "typedef uint16_t vh __attribute__((vector_size(" + std::to_string(simd_bytes / 2) + ")));  // kW 16-bit elements\n";
+  s += "typedef uint32_t vu __attribute__((vector_size(" + std::to_string(simd_bytes) + ")));\n";
+  s += "typedef short prism_vhi __attribute__((vector_size(" + std::to_string(simd_bytes / 2) + ")));\n";
+  // The instruction that widens a vector of f16 where the compiler's target has it, else none.
+  if (simd_bytes == 64)
+    s += "#ifdef __AVX512F__\n#define PRISM_F16_VCVT(h) __builtin_ia32_vcvtph2ps512_mask(h, vf{}, (unsigned short)0xffff, 4)\n#endif\n";
+  else s += "#ifdef __F16C__\n#define PRISM_F16_VCVT(h) __builtin_ia32_vcvtph2ps256(h)\n#endif\n";
   s += R"(static inline vf vload(const float* p) { vf v; __builtin_memcpy(&v, p, sizeof v); return v; }
+// 16-bit storage widened as it is loaded: bf16 is the top half of an f32; f16 through its
+// branch-free conversion, lane by lane (GCC vectorizes the lanes).
+static inline vf vload(const prism_bf16* p) {
+  vh h;
+  __builtin_memcpy(&h, p, sizeof h);
+  return (vf)(__builtin_convertvector(h, vu) << 16);
+}
+static inline vf vload(const prism_f16* p) {
+#ifdef PRISM_F16_VCVT
+  // F16C / AVX-512F's vcvtph2ps (through GCC's builtin: <immintrin.h> would add 0.3 s to every compile).
+  prism_vhi h;
+  __builtin_memcpy(&h, p, sizeof h);
+  return PRISM_F16_VCVT(h);
+#else
+  vf v;
+#pragma GCC unroll 16
+  for (int i = 0; i < int(kW); ++i) v[i] = p[i];
+  return v;
+#endif
+}
 static inline void vstore(float* p, vf v) { __builtin_memcpy(p, &v, sizeof v); }
 // GCC contracts a * b + c into one FMA in C++ (-ffp-contract=fast is its default outside ISO C).
 static inline vf vfma(vf a, vf b, vf c) { return a * b + c; }
@@ -324,6 +356,15 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
   int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
   if (b.shape[rb - 2] != k || out.shape[ro - 2] != m || out.shape[ro - 1] != n)
     throw Error(Error::Kind::InvalidArgument, "codegen: matmul sizes do not agree");
+  if (out.dtype != DType::F32) {
+    // The micro-kernel keeps f32 sums: a library matmul into a 16-bit tensor goes through an f32
+    // buffer of the library's, then is rounded into place (a block's matmul always writes f32).
+    if (!ctx.parallel || accumulate) throw Error(Error::Kind::InvalidArgument, "codegen: a block's matmul must write f32");
+    const int64_t bytes = (element_count(out.shape) * 4 + 63) / 64 * 64;
+    const View wide = dense_view("wide", out.shape);
+    return ctx.indent + "static float* const wide = static_cast<float*>(aligned_alloc(64, " + std::to_string(bytes) + "));\n" + ctx.indent +
+           "if (!wide) { prism_failed = 1; return; }\n" + emit_matmul(a, b, wide, false, ctx) + emit_copy(wide, out, ctx);
+  }
   int64_t lda = a.strides[ra - 2], ldb = nt ? b.strides[rb - 1] : b.strides[rb - 2], ldc = out.strides[ro - 2];
   std::vector<int64_t> batch(out.shape.begin(), out.shape.end() - 2);
   int64_t nb = element_count(batch);
@@ -356,8 +397,8 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
   std::string i2 = ind + "  ";
   s += i2 + "const long bi = t / " + std::to_string(rchunks * cchunks) + "L, r = t / " + std::to_string(cchunks) + "L % " +
        std::to_string(rchunks) + "L, c = t % " + std::to_string(cchunks) + "L;\n";
-  s += i2 + "const float* pa = " + a.ptr + " + " + batch_offset(batch, sa, "bi") + " + r * " + std::to_string(rc * lda) + "L;\n";
-  s += i2 + "const float* pb = " + b.ptr + " + " + batch_offset(batch, sb, "bi") + " + c * " + std::to_string(cc) + "L;\n";
+  s += i2 + "const auto* pa = " + a.ptr + " + " + batch_offset(batch, sa, "bi") + " + r * " + std::to_string(rc * lda) + "L;\n";
+  s += i2 + "const auto* pb = " + b.ptr + " + " + batch_offset(batch, sb, "bi") + " + c * " + std::to_string(cc) + "L;\n";
   s += i2 + "float* pc = " + out.ptr + " + " + batch_offset(batch, so, "bi") + " + r * " + std::to_string(rc * ldc) + "L + c * " +
        std::to_string(cc) + "L;\n";
   for (int rt = 0; rt < 2; ++rt)

@@ -4,7 +4,6 @@
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/describe.h"
 #include "engine/backend/cpu/eager.h"
-#include "engine/backend/storage.h"
 
 namespace prism::backend::cpu {
 
@@ -14,9 +13,10 @@ TargetDescription CpuBackend::describe(const std::string& cache_dir) const { ret
 
 int CpuBackend::threads(int requested, const TargetDescription& target) const { return requested > 0 ? requested : target.cores; }
 
-Program CpuBackend::stored(const Program& lowered) const { return with_storage(lowered, DType::F32); }
+// Tensors keep their declared dtypes (issue 18): 16-bit storage is widened as it is loaded.
+Program CpuBackend::stored(const Program& lowered) const { return lowered; }
 
-sgraph::SGraph CpuBackend::stored(const sgraph::SGraph& family) const { return with_storage(family, DType::F32); }
+sgraph::SGraph CpuBackend::stored(const sgraph::SGraph& family) const { return family; }
 
 Build CpuBackend::generate(const sgraph::Instance& instance, const TargetDescription& target) const {
   CodegenOptions options;
@@ -36,7 +36,7 @@ Build CpuBackend::fault(const std::string& kind) const {
   Build b;
   b.source = std::string(
                  "// planted by PRISM_FAULT_INJECT\nextern \"C\" const char* prism_error() { return \"\"; }\n"
-                 "extern \"C\" int prism_entry(const float* const*, float* const*, int) {\n") +
+                 "extern \"C\" int prism_entry(const void* const*, void* const*, int) {\n") +
              body + "  return 0;\n}\n";
   return b;
 }
@@ -69,6 +69,8 @@ RunOutcome CpuBackend::run(KernelRunner& runner, const Build& build, const RunSe
   request.library = build.runnable;
   request.output_shapes = settings.output_shapes;
   request.threads = settings.threads;
+  request.input_dtypes = settings.input_dtypes;
+  request.output_dtypes = settings.output_dtypes;
   if (settings.timeout_s > 0) request.timeout_s = settings.timeout_s;
   if (settings.round) {
     request.outputs = false;
@@ -84,14 +86,24 @@ RunOutcome CpuBackend::run(KernelRunner& runner, const Build& build, const RunSe
   return runner.run(request, cancel);
 }
 
-Tolerance CpuBackend::tolerance(DType) const { return {1e-3, 1e-4}; }
+// 16-bit results: the reference rounds every intermediate to the storage dtype, a fused kernel
+// keeps its intermediates in f32; the bound covers the difference (the GPU's, cuda_backend.cpp).
+Tolerance CpuBackend::tolerance(DType dtype) const {
+  switch (dtype) {
+    case DType::F16: return {1e-2, 1e-2};
+    case DType::BF16: return {5e-2, 5e-2};
+    case DType::F32: break;
+  }
+  return {1e-3, 1e-4};
+}
 
 std::string CpuBackend::header_declarations(const std::string& guard) const {
-  return "// Every tensor is dense row-major f32. Compile the source with -O3 -march=native -fopenmp\n"
-         "// (and -lopenblas if it calls cblas). Returns 0, or nonzero with prism_error() saying why.\n#ifndef " +
+  return "// Every tensor is dense row-major at its declared dtype: f32 as float, f16 and bf16 as their 16\n"
+         "// bits (uint16_t; bf16 is the top half of an f32). Compile the source with -O3 -march=native\n"
+         "// -fopenmp (and -lopenblas if it calls cblas). Returns 0, or nonzero with prism_error() saying why.\n#ifndef " +
          guard + "\n#define " + guard +
          "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
-         "int prism_entry(const float* const* inputs, float* const* outputs, int threads);\n"
+         "int prism_entry(const void* const* inputs, void* const* outputs, int threads);\n"
          "const char* prism_error(void);\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
 }
 

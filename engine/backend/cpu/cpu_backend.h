@@ -1,5 +1,5 @@
-// The CPU as a backend (backend.h): this machine's cores, measured once; every tensor stored as
-// f32; candidates printed by codegen.h and the eager baseline by eager.h, compiled by the host
+// The CPU as a backend (backend.h): this machine's cores, measured once; tensors stored at their
+// declared dtypes (16-bit ones widened to f32 as kernels load them); candidates printed by codegen.h and the eager baseline by eager.h, compiled by the host
 // compiler into shared objects (compiler.h) and run by the kernel runner's worker on `threads`
 // OpenMP threads.
 #pragma once

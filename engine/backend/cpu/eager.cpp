@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "engine/backend/c_expr.h"
+#include "engine/backend/cpu/storage_types.h"
 #include "engine/backend/cpu/vector_math.h"
 #include "engine/backend/eager_plan.h"
 #include "engine/backend/view.h"
@@ -62,15 +63,15 @@ class Printer {
       else reduce(s);
     }
     std::ostringstream out;
-    out << kPrologue << kVectorMath << elementwise_functions(kHostC) << "\n";
-    out << "extern \"C\" int prism_entry(const float* const* inputs, float* const* outputs, int threads) {\n";
+    out << kPrologue << kVectorMath << kStorageTypes << elementwise_functions(kHostC) << "\n";
+    out << "extern \"C\" int prism_entry(const void* const* inputs, void* const* outputs, int threads) {\n";
     out << "  try {\n";
     out << "    const int nt = threads < 1 ? 1 : threads;\n";
     out << "    static std::vector<std::vector<float>> buf;  // intermediates, allocated on the first call\n";
     out << "    if (buf.empty()) {\n";
-    std::vector<int64_t> scratch;
+    std::vector<int64_t> scratch;  // in floats: a 16-bit intermediate takes half as many
     for (const eager::Buffer& b : plan_.buffers)
-      if (b.role == eager::Buffer::Role::Scratch) scratch.push_back(b.elements);
+      if (b.role == eager::Buffer::Role::Scratch) scratch.push_back((b.elements * dtype_bytes(b.dtype) + 3) / 4);
     out << "      buf.resize(" << scratch.size() << ");\n";
     for (size_t i = 0; i < scratch.size(); ++i) out << "      buf[" << i << "].resize(" << scratch[i] << ");\n";
     out << "    }\n";
@@ -78,9 +79,12 @@ class Printer {
     for (size_t i = 0; i < plan_.buffers.size(); ++i) {
       const eager::Buffer& b = plan_.buffers[i];
       const std::string slot = std::to_string(b.slot), comment = ";  // " + b.name + "\n";
-      if (b.role == eager::Buffer::Role::Input) out << "    const float* " << buffer(int(i)) << " = inputs[" << slot << "]" << comment;
-      else if (b.role == eager::Buffer::Role::Output) out << "    float* " << buffer(int(i)) << " = outputs[" << slot << "]" << comment;
-      else out << "    float* " << buffer(int(i)) << " = buf[" << slot << "].data()" << comment;
+      const std::string type = storage_type_name(b.dtype);
+      if (b.role == eager::Buffer::Role::Input)
+        out << "    const " << type << "* " << buffer(int(i)) << " = static_cast<const " << type << "*>(inputs[" << slot << "])" << comment;
+      else if (b.role == eager::Buffer::Role::Output)
+        out << "    " << type << "* " << buffer(int(i)) << " = static_cast<" << type << "*>(outputs[" << slot << "])" << comment;
+      else out << "    " << type << "* " << buffer(int(i)) << " = reinterpret_cast<" << type << "*>(buf[" << slot << "].data())" << comment;
     }
     out << body_.str();
     out << "    return 0;\n";
@@ -123,14 +127,41 @@ class Printer {
   }
 
   // One cblas_sgemm per element of the broadcast batch, in order (OpenBLAS threads each call).
+  // 16-bit operands are widened to f32 copies first and a 16-bit result rounded from an f32 one
+  // (Debian's OpenBLAS has no bf16 GEMM): what an eager framework does without one.
   void matmul(const eager::Step& s) {
-    std::string indent;
+    line("{");
+    std::vector<std::string> names;  // what sgemm reads and writes: the buffers, or their f32 copies
+    for (const eager::Access* a : {&s.in.at(0), &s.in.at(1), &s.out}) {
+      const eager::Buffer& b = plan_.buffers.at(size_t(a->buffer));
+      names.push_back(buffer(a->buffer));
+      if (b.dtype == DType::F32) continue;
+      const std::string wide = "w" + std::to_string(names.size() - 1), n = lit(b.elements);
+      line("  static std::vector<float> " + wide + "(" + n + ");  // " + b.name + " in f32");
+      if (a != &s.out) line("  #pragma omp parallel for simd num_threads(nt) schedule(static)\n    for (i64 e = 0; e < " + n + "; ++e) " + wide +
+                            "[e] = " + names.back() + "[e];");
+      names.back() = wide + ".data()";
+    }
+    matmul_calls(s, names);
+    if (plan_.buffers.at(size_t(s.out.buffer)).dtype != DType::F32) {
+      const std::string n = lit(plan_.buffers.at(size_t(s.out.buffer)).elements);
+      line("  #pragma omp parallel for simd num_threads(nt) schedule(static)\n    for (i64 e = 0; e < " + n + "; ++e) " + buffer(s.out.buffer) +
+           "[e] = w2[e];");
+    }
+    line("}");
+  }
+
+  void matmul_calls(const eager::Step& s, const std::vector<std::string>& names) {
+    std::string indent = "  ";
     for (size_t d = 0; d < s.shape.size(); ++d) {
       std::string i = std::string("i").append(std::to_string(d));
       line(indent + "for (i64 " + i + " = 0; " + i + " < " + lit(s.shape[d]) + "; ++" + i + ")");
       indent += "  ";
     }
-    auto at = [](const eager::Access& a) { return buffer(a.buffer) + " + (" + index_offset(a.strides, "LL") + ")"; };
+    auto at = [&](const eager::Access& a) {
+      const size_t k = &a == &s.in[0] ? 0 : &a == &s.in[1] ? 1 : 2;
+      return names[k] + " + (" + (a.offset ? lit(a.offset) + " + " : "") + index_offset(a.strides, "LL") + ")";
+    };
     // 112 = CblasTrans: an operand stored transposed has its leading dim swapped too.
     line(indent + "cblas_sgemm(101, " + (s.trans_a ? "112" : "111") + ", " + (s.trans_b ? "112" : "111") + ", " + std::to_string(s.m) + ", " +
          std::to_string(s.n) + ", " + std::to_string(s.k) + ", 1.0f, " + at(s.in[0]) + ", " + std::to_string(s.trans_a ? s.m : s.k) + ", " +

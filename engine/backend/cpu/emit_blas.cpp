@@ -26,6 +26,8 @@ std::string lit(int64_t v) { return std::to_string(v) + "L"; }
 }  // namespace
 
 std::string emit_vendor_matmul(const View& a, const View& b, const View& out, const EmitContext& ctx) {
+  // sgemm takes f32: 16-bit operands or results go to prism's micro-kernel, which widens as it loads.
+  if (a.dtype != DType::F32 || b.dtype != DType::F32 || out.dtype != DType::F32) return "";
   const size_t r = out.shape.size();
   if (r < 2 || a.shape.size() < 2 || b.shape.size() < 2) return "";
   const int64_t m = out.shape[r - 2], n = out.shape[r - 1], k = a.shape.back();

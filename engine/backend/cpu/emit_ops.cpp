@@ -100,8 +100,8 @@ std::string emit_square_sum_into(int axis, const View& x, const View& out, const
   std::string at = element(x, f.x_strides, f.shape), step = std::to_string(f.step);
   return loop_nest(f.shape, ctx, [&](const std::string& ind) {
     std::string o = element(out, f.out_strides, f.shape);
-    if (f.step == 1 && f.k >= 16) return ind + "const float* xr = &" + at + ";\n" + contiguous_fold(ind, f.k, true, o) + ind + o + " = acc;\n";
-    return ind + "const float* xr = &" + at + ";\n" + ind + "float acc = " + o + ";\n" + ind + "for (long j = 0; j < " + std::to_string(f.k) +
+    if (f.step == 1 && f.k >= 16) return ind + "const auto* xr = &" + at + ";\n" + contiguous_fold(ind, f.k, true, o) + ind + o + " = acc;\n";
+    return ind + "const auto* xr = &" + at + ";\n" + ind + "float acc = " + o + ";\n" + ind + "for (long j = 0; j < " + std::to_string(f.k) +
            "; ++j) { float v = xr[j * " + step + "L]; acc += v * v; }\n" + ind + o + " = acc;\n";
   });
 }
@@ -116,7 +116,7 @@ std::string emit_reduce(Op op, int axis, const View& x, const View& out, const E
   std::string at = element(x, f.x_strides, f.shape);
   std::string step = std::to_string(f.step);
   return loop_nest(f.shape, ctx, [&](const std::string& ind) {
-    std::string s = ind + "const float* xr = &" + at + ";\n";
+    std::string s = ind + "const auto* xr = &" + at + ";\n";
     if (op == Op::Max) {
       s += ind + "float acc = -__builtin_inff();\n";
       s += ind + "for (long j = 0; j < " + std::to_string(k) + "; ++j) {\n";

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -223,11 +224,26 @@ void KernelRunner::set_inputs(const std::vector<Tensor>& inputs) {
 
 int KernelRunner::worker_pid() const { return worker_ && worker_->pid > 0 ? int(worker_->pid) : 0; }
 
+namespace {
+// The run command's STORAGE: "-" when every tensor is f32, else "IN/OUT" dtype lists.
+std::string storage_text(const std::vector<DType>& in, const std::vector<DType>& out, size_t inputs, size_t outputs) {
+  auto all_f32 = [](const std::vector<DType>& v) { return std::all_of(v.begin(), v.end(), [](DType t) { return t == DType::F32; }); };
+  if (all_f32(in) && all_f32(out)) return "-";
+  auto list = [](const std::vector<DType>& v, size_t n) {
+    std::string s;
+    for (size_t i = 0; i < n; ++i) s.append(i ? "," : "").append(dtype_name(i < v.size() ? v[i] : DType::F32));
+    return s;
+  };
+  return list(in, inputs) + "/" + list(out, outputs);
+}
+}  // namespace
+
 RunOutcome KernelRunner::run(const RunRequest& request, const CancelToken* cancel) {
   const std::string out_path = request.outputs ? dir_ + "/outputs-" + std::to_string(runs_++) + ".bin" : "-";
   std::ostringstream cmd;
   cmd << "run " << request.threads << " " << request.warmup << " " << request.min_runs << " " << request.max_runs << " "
-      << request.min_time_s << " " << request.output_shapes.size();
+      << request.min_time_s << " " << storage_text(request.input_dtypes, request.output_dtypes, input_sizes_.size(), request.output_shapes.size())
+      << " " << request.output_shapes.size();
   for (const auto& shape : request.output_shapes) cmd << " " << checked_element_count(shape);
   cmd << " " << out_path << "\t" << request.library << "\n";
   return exchange(cmd.str(), out_path, request.output_shapes, request.timeout_s, cancel);

@@ -27,6 +27,9 @@ struct RunRequest {
   double min_time_s = 0.2;
   double timeout_s = 20;   // for the whole run (load, checked call, warm-up, timing)
   bool outputs = true;     // false: a timing round; the outputs are neither written nor read back
+  // The dtypes the library's inputs and outputs are stored at (empty: every one f32). Inputs are
+  // handed to it converted, outputs widened to f32 when read back.
+  std::vector<DType> input_dtypes, output_dtypes;
 };
 
 // A run on the GPU: a CUDA plan (cuda/plan.h) in its text form. The plan's inputs are this runner's

@@ -50,12 +50,12 @@ std::string as_f32(std::string s) {
 }
 
 std::vector<Tensor> run_library(const LoadedLibrary& lib, const sgraph::Instance& inst, const std::map<std::string, Tensor>& inputs, int threads) {
-  std::vector<const float*> ins;
+  std::vector<const void*> ins;
   for (const auto& in : inst.graph.inputs) ins.push_back(inputs.at(in.name).data.data());
   std::vector<Tensor> outs;
   for (const std::string& o : inst.graph.outputs)
     outs.push_back(Tensor::zeros(DType::F32, concrete_shape(inst.analysis.tensors.at(o).shape, inst.bindings)));
-  std::vector<float*> ptrs;
+  std::vector<void*> ptrs;
   for (Tensor& t : outs) ptrs.push_back(t.data.data());
   int rc = lib.function<EntryFn>(kEntrySymbol)(ins.data(), ptrs.data(), threads);
   INFO(lib.function<ErrorFn>(kErrorSymbol)());

@@ -35,8 +35,8 @@ TEST_CASE("compiler: a source compiles once, loads and runs; the second time com
 
   LoadedLibrary lib(first.path);
   float x[4] = {1, 2, 3, -4}, y[4] = {};
-  const float* ins[] = {x};
-  float* outs[] = {y};
+  const void* ins[] = {x};
+  void* outs[] = {y};
   REQUIRE(lib.function<EntryFn>(kEntrySymbol)(ins, outs, 1) == 0);
   CHECK(y[3] == -8);
   CHECK_THROWS_WITH(lib.symbol("nope"), Catch::Contains("'nope' is not defined"));

@@ -24,7 +24,7 @@ namespace {
 // largest |eager - reference| / (|reference| + 1) over all outputs.
 double eager_error(const std::string& so, const Program& p, const DimBindings& b, int threads) {
   std::map<std::string, Tensor> inputs;
-  std::vector<const float*> in_ptrs;
+  std::vector<const void*> in_ptrs;
   for (int id : p.inputs) {
     const Value& v = p.value(id);
     inputs[v.name] = random_tensor(DType::F32, concrete_shape(v.type.shape, b), 7, v.name);
@@ -32,7 +32,7 @@ double eager_error(const std::string& so, const Program& p, const DimBindings& b
   for (int id : p.inputs) in_ptrs.push_back(inputs.at(p.value(id).name).data.data());
   std::vector<Tensor> want = interpret(p, b, inputs);
   std::vector<std::vector<float>> got;
-  std::vector<float*> out_ptrs;
+  std::vector<void*> out_ptrs;
   for (const Tensor& t : want) got.emplace_back(t.data.size(), NAN);
   for (auto& g : got) out_ptrs.push_back(g.data());
   LoadedLibrary lib(so);

@@ -1,5 +1,6 @@
 // Helpers for the search tests: the example programs, lowered.
 #pragma once
+#include <stdexcept>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -92,5 +93,11 @@ inline const std::vector<ExampleLayer>& example_layers() {
 }
 
 inline std::string layer_text(const std::string& name) { return example_text("layers/" + name); }
+
+inline const ExampleLayer& example_layer(const std::string& name) {
+  for (const ExampleLayer& layer : example_layers())
+    if (layer.name == name) return layer;
+  throw std::invalid_argument("no example layer '" + name + "'");
+}
 
 }  // namespace prism::test
