@@ -104,6 +104,7 @@ json tune_result_json(const tune::TuneResult& r) {
              {"runSeconds", r.stats.run_s},
              {"totalSeconds", r.stats.total_s}}}};
   if (!r.baseline_error.empty()) out["baselineError"] = r.baseline_error;
+  if (!r.baseline_note.empty()) out["baselineNote"] = r.baseline_note;
   out["best"] = r.best >= 0 ? row_json(r.rows[size_t(r.best)]) : json(nullptr);
   return out;
 }

@@ -24,6 +24,7 @@ struct Build {
   std::string runnable;  // what compile() made for the runner (a shared object's path; the CUDA plan with PTX)
   std::string error;     // why it cannot run (set by generate or compile); such a build is not run
   bool cached = false;   // compile() found it in a cache
+  std::string note;      // how an eager baseline runs where a person would want to know (16-bit matmuls)
 };
 
 // A build made by `make`; an exception it throws becomes the build's error, after `what`.

@@ -80,7 +80,7 @@ std::string format_tune_result(const TuneResult& r) {
   out << "bindings\t" << sizes_field(r.bindings) << "\n";
   out << "top\t" << r.top << "\t" << r.threads << "\n";
   out << "machine\t" << number(r.bandwidth_gbs) << "\t" << number(r.peak_gflops) << "\n";
-  out << "baseline\t" << number(r.baseline_ms) << "\t" << clean(r.baseline_error) << "\n";
+  out << "baseline\t" << number(r.baseline_ms) << "\t" << clean(r.baseline_error) << "\t" << clean(r.baseline_note) << "\n";
   out << "roofline\t" << number(r.roofline_ms) << "\t" << clean(r.roofline_bound) << "\n";
   out << "best\t" << r.best << "\t" << number(r.best_ms) << "\t" << number(r.speedup) << "\t" << number(r.roofline_fraction) << "\n";
   out << "correlation\t" << number(r.rank_correlation) << "\n";
@@ -132,6 +132,7 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         need(3), r.bandwidth_gbs = std::stod(f[1]), r.peak_gflops = std::stod(f[2]);
       } else if (tag == "baseline") {
         need(3), r.baseline_ms = std::stod(f[1]), r.baseline_error = f[2];
+        if (f.size() > 3) r.baseline_note = f[3];  // entries from before issue 18 have none
       } else if (tag == "roofline") {
         need(3), r.roofline_ms = std::stod(f[1]), r.roofline_bound = f[2];
       } else if (tag == "best") {

@@ -381,6 +381,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
 
   // Builds: the eager baseline first, then the chosen instantiations; all compiled at once.
   std::vector<backend::Build> builds{backend.eager(program, dims)};
+  result.baseline_note = builds.front().note;
   const std::map<size_t, std::string> faults = planted_faults();
   for (size_t i = 0; i < chosen.size(); ++i) {
     if (cancel) cancel->check();

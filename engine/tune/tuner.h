@@ -78,6 +78,7 @@ struct TuneResult {
   double bandwidth_gbs = 0, peak_gflops = 0;  // what the roofline assumes (memory or cache bandwidth)
   double baseline_ms = 0;      // the eager baseline (one kernel per op, OpenBLAS matmul)
   std::string baseline_error;  // when the baseline itself failed
+  std::string baseline_note;   // how the baseline ran, where it matters ("16-bit matmul operands widened to f32 for sgemm")
   double best_ms = 0;          // 0 when no candidate passed
   double speedup = 0;          // the median of the per-round ratios baseline / best
   double roofline_ms = 0;      // max(compulsory bytes / bandwidth, flops / peak)

@@ -212,20 +212,33 @@ namespace {
   s += "typedef uint32_t vu __attribute__((vector_size(" + std::to_string(simd_bytes) + ")));\n";
   s += "typedef short prism_vhi __attribute__((vector_size(" + std::to_string(simd_bytes / 2) + ")));\n";
   // The instruction that widens a vector of f16 where the compiler's target has it, else none.
-  if (simd_bytes == 64)
-    s += "#ifdef __AVX512F__\n#define PRISM_F16_VCVT(h) __builtin_ia32_vcvtph2ps512_mask(h, vf{}, (unsigned short)0xffff, 4)\n#endif\n";
-  else s += "#ifdef __F16C__\n#define PRISM_F16_VCVT(h) __builtin_ia32_vcvtph2ps256(h)\n#endif\n";
+  // The instructions that widen a vector of 16-bit lanes where the compiler's target has them (by
+  // GCC's builtins: <immintrin.h> would add 0.3 s to every compile), else none.
+  if (simd_bytes == 64) {
+    s += "#ifdef __AVX512F__\n#define PRISM_F16_VCVT(h) __builtin_ia32_vcvtph2ps512_mask(h, vf{}, (unsigned short)0xffff, 4)\n";
+    s += "typedef int prism_vsi __attribute__((vector_size(64)));\n";
+    s += "#define PRISM_ZERO_EXTEND(h) __builtin_ia32_pmovzxwd512_mask(h, prism_vsi{}, (unsigned short)0xffff)\n#endif\n";
+  } else {
+    s += "#ifdef __F16C__\n#define PRISM_F16_VCVT(h) __builtin_ia32_vcvtph2ps256(h)\n#endif\n";
+    s += "#ifdef __AVX2__\n#define PRISM_ZERO_EXTEND(h) __builtin_ia32_pmovzxwd256(h)\n#endif\n";
+  }
   s += R"(static inline vf vload(const float* p) { vf v; __builtin_memcpy(&v, p, sizeof v); return v; }
 // 16-bit storage widened as it is loaded: bf16 is the top half of an f32; f16 through its
 // branch-free conversion, lane by lane (GCC vectorizes the lanes).
 static inline vf vload(const prism_bf16* p) {
+#ifdef PRISM_ZERO_EXTEND
+  // vpmovzxwd + vpslld (GCC splits __builtin_convertvector into 256-bit halves and shuffles).
+  prism_vhi h;
+  __builtin_memcpy(&h, p, sizeof h);
+  return (vf)((vu)PRISM_ZERO_EXTEND(h) << 16);
+#else
   vh h;
   __builtin_memcpy(&h, p, sizeof h);
   return (vf)(__builtin_convertvector(h, vu) << 16);
+#endif
 }
 static inline vf vload(const prism_f16* p) {
 #ifdef PRISM_F16_VCVT
-  // F16C / AVX-512F's vcvtph2ps (through GCC's builtin: <immintrin.h> would add 0.3 s to every compile).
   prism_vhi h;
   __builtin_memcpy(&h, p, sizeof h);
   return PRISM_F16_VCVT(h);

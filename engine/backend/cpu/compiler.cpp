@@ -53,7 +53,31 @@ std::string compiler_identity(const std::string& compiler) {
   return known[compiler] = id;
 }
 
+// The instruction-set extensions of this CPU (/proc/cpuinfo's flags), once: part of the cache
+// key, since -march=native compiles for them, so a cache shared with another machine never
+// hands back code for instructions this one lacks.
+const std::string& cpu_features() {
+  static const std::string features = [] {
+    std::ifstream in("/proc/cpuinfo");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("flags", 0) == 0) return line.substr(line.find(':') == std::string::npos ? 0 : line.find(':') + 1);
+    return std::string();
+  }();
+  return features;
+}
+
 }  // namespace
+
+std::vector<std::string> disabled_cpu_features() {
+  std::vector<std::string> out;
+  std::istringstream list(env_or("PRISM_CPU_DISABLE", ""));
+  for (std::string name; std::getline(list, name, ',');) {
+    const bool valid = !name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") == std::string::npos;
+    if (!valid) throw Error(Error::Kind::InvalidArgument, "PRISM_CPU_DISABLE: '" + name + "' is no instruction-set name (e.g. avx512bf16,f16c)");
+    out.push_back(name);
+  }
+  return out;
+}
 
 std::string default_kernel_cache_dir() {
   return prism_cache_dir("kernels");
@@ -61,7 +85,7 @@ std::string default_kernel_cache_dir() {
 
 CompiledLibrary compile_library(const std::string& source, const CompileOptions& options) {
   const std::string compiler = compiler_of(options);
-  std::string key_text = compiler_identity(compiler);
+  std::string key_text = compiler_identity(compiler) + "\x1c" + cpu_features();
   for (const auto& f : options.flags) key_text += "\x1f" + f;
   for (const auto& l : options.libs) key_text += "\x1e" + l;
   key_text += "\x1d" + source;

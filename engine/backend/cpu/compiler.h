@@ -1,7 +1,7 @@
 // Compiling generated C++ into shared objects with the host compiler, cached on disk by content:
-// the cache key is a hash of the compiler's identity, the flags and the source, so the same kernel
-// is never compiled twice (across daemon restarts too), and a changed compiler or flag set never
-// reuses a stale object. Objects are written to a temporary name and renamed into place, so
+// the cache key is a hash of the compiler's identity, this CPU's features, the flags and the
+// source, so the same kernel is never compiled twice (across daemon restarts too), and a changed
+// compiler, CPU or flag set never reuses a stale object. Objects are written to a temporary name and renamed into place, so
 // concurrent compiles of the same source (threads or processes) are safe.
 #pragma once
 #include <string>
@@ -26,6 +26,12 @@ struct CompiledLibrary {
 
 // $PRISM_CACHE_DIR/kernels, else $XDG_CACHE_HOME/prism/kernels, else ~/.cache/prism/kernels.
 std::string default_kernel_cache_dir();
+
+// Instruction-set extensions the generated code must not use although this CPU has them:
+// $PRISM_CPU_DISABLE, a comma list of GCC's names ("avx512bf16,f16c"), compiled as -mno-NAME (so a
+// test takes the fallback paths a CPU without them would). Throws Error{InvalidArgument} for a
+// name that is not one.
+std::vector<std::string> disabled_cpu_features();
 
 // Throws Error{Failed} with the compiler's diagnostics (the first lines) when it fails or times out.
 CompiledLibrary compile_library(const std::string& source, const CompileOptions& options = {});

@@ -25,7 +25,10 @@ Build CpuBackend::generate(const sgraph::Instance& instance, const TargetDescrip
 }
 
 Build CpuBackend::eager(const Program& stored, const DimBindings& dims) const {
-  return make_build("the eager baseline", [&](Build& b) { b.source = generate_eager_source(stored, dims); });
+  return make_build("the eager baseline", [&](Build& b) {
+    b.source = generate_eager_source(stored, dims);
+    b.note = eager_note(stored);
+  });
 }
 
 Build CpuBackend::fault(const std::string& kind) const {
@@ -47,6 +50,7 @@ void CpuBackend::compile(std::vector<Build>& builds, const TargetDescription&, c
   CompileOptions options;
   options.cache_dir = settings.cache_dir;
   options.libs = eager_libs();
+  for (const std::string& feature : disabled_cpu_features()) options.flags.push_back("-mno-" + feature);
   std::vector<std::string> sources;
   std::vector<size_t> which;
   for (size_t i = 0; i < builds.size(); ++i)

@@ -136,7 +136,10 @@ class Printer {
       const eager::Buffer& b = plan_.buffers.at(size_t(a->buffer));
       names.push_back(buffer(a->buffer));
       if (b.dtype == DType::F32) continue;
-      const std::string wide = "w" + std::to_string(names.size() - 1), n = lit(b.elements);
+      // Appended piece by piece: GCC 12 misreports `"w" + std::string` under -Wrestrict (PR 105329).
+      std::string wide = "w";
+      wide.append(std::to_string(names.size() - 1));
+      const std::string n = lit(b.elements);
       line("  static std::vector<float> " + wide + "(" + n + ");  // " + b.name + " in f32");
       if (a != &s.out) line("  #pragma omp parallel for simd num_threads(nt) schedule(static)\n    for (i64 e = 0; e < " + n + "; ++e) " + wide +
                             "[e] = " + names.back() + "[e];");
@@ -185,6 +188,16 @@ class Printer {
 
 std::string generate_eager_source(const Program& lowered, const DimBindings& bindings) {
   return Printer(eager::plan(lowered, bindings)).run();
+}
+
+std::string eager_note(const Program& lowered) {
+  for (const Value& v : lowered.values) {
+    if (v.op != Op::Matmul) continue;
+    bool narrow = v.type.dtype != DType::F32;
+    for (int operand : v.operands) narrow = narrow || lowered.value(operand).type.dtype != DType::F32;
+    if (narrow) return "16-bit matmul operands are widened to f32 copies for OpenBLAS sgemm (this OpenBLAS has no bf16 GEMM)";
+  }
+  return "";
 }
 
 const std::vector<std::string>& eager_libs() {

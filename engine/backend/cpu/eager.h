@@ -19,6 +19,10 @@ namespace prism::backend::cpu {
 // make a positive integer, Error{Failed} for an op that is not a primitive.
 std::string generate_eager_source(const Program& lowered, const DimBindings& bindings);
 
+// What the baseline's table line says of it: how its matmuls run when one reads or writes a
+// 16-bit tensor (f32 copies for sgemm); empty otherwise.
+std::string eager_note(const Program& lowered);
+
 // What an eager (or any BLAS-calling) library links with. OpenBLAS built on OpenMP when it is
 // installed (Debian's libopenblas0-openmp), so that BLAS and the per-op OpenMP loops share one
 // thread pool, as PyTorch arranges it: the pthread build's threads keep spinning for a while

@@ -156,6 +156,22 @@ TEST_CASE("tuner: every workload stored at bf16 is checked, timed, and matches t
   check_workloads("bf16");
 }
 
+TEST_CASE("tuner: with AVX-512 BF16, AVX-512F and F16C turned off, 16-bit storage takes the fallbacks and matches", "[tune][tuner][bf16]") {
+  // What a CPU without those instructions runs: f16 widened lane by lane in integer arithmetic,
+  // 64-byte vectors split by the compiler. The flags are part of the kernel cache's key.
+  test::ScopedEnv off("PRISM_CPU_DISABLE", "avx512bf16,avx512f,f16c");
+  for (const char* dtype : {"f16", "bf16"}) {
+    INFO("stored at " << dtype);
+    test::TempDir data;
+    Workspace ws;
+    ws.set_storage(data.path(), shared_cache());
+    ws.open("untitled:gated", retyped(test::read_example("gated_mlp"), "f16", dtype), 1);
+    check_tuned(ws, "gated_mlp", {{"n", 4}, {"d", 64}});
+  }
+  test::ScopedEnv bad("PRISM_CPU_DISABLE", "avx512f;rm -rf");
+  CHECK_THROWS_WITH(backend::cpu::disabled_cpu_features(), Catch::Contains("is no instruction-set name"));
+}
+
 TEST_CASE("tuner: PyTorch-style layers stored at bf16 and f16 match the reference", "[tune][tuner][bf16]") {
   // nn.Linear weights, gains, biases and scale constants at 16 bits (the examples declare f32).
   for (const char* name : {"llama_rmsnorm_proj", "swiglu_ffn", "gqa_decode", "layernorm_linear"})
