@@ -183,13 +183,14 @@ CommandOutput Session::tune(const std::vector<std::string>& args) {
   }
   out << timed.render();
   out << timing_text(r.value("measured", json::object()), program, r.value("bindings", json::object()));
-  char tail[320];
-  std::snprintf(tail, sizeof tail,
-                "%zu of %lld instantiations timed (%lld compiled, %lld cached), %.1f s; the cost model's first choice ran %.2fx the best's "
-                "time (rank correlation %.2f)\n",
-                rows.size(), static_cast<long long>(stats.value("instantiations", int64_t{0})),
-                static_cast<long long>(stats.value("compiled", int64_t{0})), static_cast<long long>(stats.value("cached", int64_t{0})),
-                stats.value("totalSeconds", 0.0), r.value("regret", 0.0), r.value("rankCorrelation", 0.0));
+  char tail[320], model[128] = "";
+  // The regret is undefined (0) when no row passed.
+  if (r.value("regret", 0.0) > 0)
+    std::snprintf(model, sizeof model, "; the cost model's first choice ran %.2fx the best's time (rank correlation %.2f)",
+                  r.value("regret", 0.0), r.value("rankCorrelation", 0.0));
+  std::snprintf(tail, sizeof tail, "%zu of %lld instantiations timed (%lld compiled, %lld cached), %.1f s%s\n", rows.size(),
+                static_cast<long long>(stats.value("instantiations", int64_t{0})), static_cast<long long>(stats.value("compiled", int64_t{0})),
+                static_cast<long long>(stats.value("cached", int64_t{0})), stats.value("totalSeconds", 0.0), model);
   out << tail << "`code " << program << "` prints the best kernel; `export " << program << " FILE` writes it.\n";
 
   // --json: the protocol's result whole (docs/protocol.md, tune/run).

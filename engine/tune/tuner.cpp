@@ -334,6 +334,30 @@ std::string sizes_text(const std::map<std::string, int64_t>& sizes) {
   return s.empty() ? "-" : s;
 }
 
+namespace {
+
+// A reference with infinities or NaNs from finite inputs in [-1, 1] means some intermediate left
+// its dtype's range (exp of an f16 logit above 11 is past 65504): no kernel can match it, and
+// "no candidate passed" would hide why. Says so, with what to change.
+void check_reference_finite(const Program& program, const std::vector<Tensor>& reference) {
+  for (size_t o = 0; o < reference.size(); ++o) {
+    size_t bad = 0;
+    for (float v : reference[o].data) bad += !std::isfinite(v);
+    if (bad == 0) continue;
+    const Value& out = program.value(program.outputs[o]);
+    std::string message = "the reference result is not finite: output '" + out.name + "' has " + std::to_string(bad) + " of " +
+                          std::to_string(reference[o].data.size()) + " values inf or NaN on random inputs in [-1, 1]";
+    bool narrow = false;
+    for (const Value& v : program.values) narrow = narrow || v.type.dtype == DType::F16;
+    message += narrow ? ", so some intermediate leaves f16's range (±65504): subtract the max before exp (softmax(x) does), "
+                        "or store the tensors at bf16 or f32"
+                      : ", so some intermediate overflows: subtract the max before exp (softmax(x) does)";
+    throw Error(Error::Kind::InvalidArgument, message);
+  }
+}
+
+}  // namespace
+
 TuneResult tune_families(const backend::Backend& backend, const Program& lowered, const std::vector<Candidate>& families,
                          const TuneRequest& request, const TuneEnvironment& env, const CancelToken* cancel,
                          const std::function<void(const TuneProgress&)>& progress) {
@@ -362,6 +386,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   std::vector<Tensor> reference = interpret(program, dims, named, cancel);
   std::vector<DType> out_dtypes;
   for (int id : program.outputs) out_dtypes.push_back(program.value(id).type.dtype);
+  check_reference_finite(program, reference);
   const DType storage = program.inputs.empty() ? DType::F32 : program.value(program.inputs.front()).type.dtype;
   backend::TargetDescription roof_target = target;
   if (storage != DType::F32 && target.tensor_peak_gflops > 0) roof_target.peak_gflops = target.tensor_peak_gflops;

@@ -109,7 +109,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 7;
+constexpr int kTunerRevision = 8;  // 8: the CPU stores tensors at their declared dtypes (issue 18)
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

@@ -156,6 +156,18 @@ TEST_CASE("tuner: every workload stored at bf16 is checked, timed, and matches t
   check_workloads("bf16");
 }
 
+TEST_CASE("tuner: a reference that overflows f16 is reported as such, not as kernels that all fail", "[tune][tuner]") {
+  // attention.prism has no max subtraction: with e = 128, exp of the logits passes 65504.
+  test::TempDir data;
+  Workspace ws;
+  ws.set_storage(data.path(), shared_cache());
+  ws.open("untitled:attention", test::read_example("attention"), 1);
+  tune::TuneRequest request;
+  request.bindings = {{"B", 2}, {"q", 1}, {"s", 1024}, {"e", 128}};
+  CHECK_THROWS_WITH(ws.tune("attention", request), Catch::Contains("not finite") && Catch::Contains("leaves f16's range") &&
+                                                       Catch::Contains("subtract the max before exp"));
+}
+
 TEST_CASE("tuner: with AVX-512 BF16, AVX-512F and F16C turned off, 16-bit storage takes the fallbacks and matches", "[tune][tuner][bf16]") {
   // What a CPU without those instructions runs: f16 widened lane by lane in integer arithmetic,
   // 64-byte vectors split by the compiler. The flags are part of the kernel cache's key.
