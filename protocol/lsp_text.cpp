@@ -11,6 +11,15 @@ const json& text_document(const json& params) {
   return *doc;
 }
 
+NamedDocument named_document(const Workspace& workspace, const json& params) {
+  NamedDocument doc;
+  doc.uri = require_string(text_document(params_object(params)), "uri", "textDocument");
+  std::optional<std::string> text = workspace.text(doc.uri);
+  if (!text) throw RpcFailure(kRequestFailed, "document '" + doc.uri + "' is not open");
+  doc.text = std::move(*text);
+  return doc;
+}
+
 std::string shape_text(const TensorView& v) {
   std::string s = v.dtype + "[";
   for (size_t i = 0; i < v.shape.size(); ++i) s += (i ? ", " : "") + v.shape[i];

@@ -14,6 +14,13 @@ namespace prism::protocol {
 // params.textDocument; InvalidParams when missing or not an object.
 const json& text_document(const json& params);
 
+// The document a request names (params.textDocument.uri) and its text; RequestFailed when it is
+// not open.
+struct NamedDocument {
+  std::string uri, text;
+};
+NamedDocument named_document(const Workspace& workspace, const json& params);
+
 // "f16[n, d]"
 std::string shape_text(const TensorView& v);
 

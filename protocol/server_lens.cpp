@@ -95,12 +95,10 @@ json lens(const json& range, const std::string& title, const char* command, json
 json Server::lens_commands() { return json::array({kSearchCommand, kTuneCommand}); }
 
 json Server::code_lens(Session& session, const json& raw) {
-  const std::string uri = require_string(text_document(params_object(raw)), "uri", "textDocument");
-  const std::optional<std::string> text = workspace_.text(uri);
-  if (!text) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
-  const LineIndex index(*text);
+  const NamedDocument doc = named_document(workspace_, raw);
+  const LineIndex index(doc.text);
   json out = json::array();
-  for (const ProgramDetail& p : workspace_.document_programs(uri)) {
+  for (const ProgramDetail& p : workspace_.document_programs(doc.uri)) {
     const std::string& name = p.summary.name;
     const std::vector<std::string>& dims = p.summary.dims;
     const json range = source_range(index, p.summary.pos.begin, name.size(), session.encoding);
@@ -130,7 +128,7 @@ json Server::code_lens(Session& session, const json& raw) {
         std::snprintf(buf, sizeof buf, "no candidate passed (%s, %s)", sizes_text(it->bindings, dims).c_str(), target.c_str());
       out.push_back(lens(range, buf, kTuneCommand, {{"program", name}, {"bindings", it->bindings}, {"target", target}}));
     }
-    const std::vector<Bindings> written = written_sizes(index, *text, p.summary.pos.begin.line - 1, dims);
+    const std::vector<Bindings> written = written_sizes(index, doc.text, p.summary.pos.begin.line - 1, dims);
     for (const Bindings& b : written) {
       const bool tuned = std::any_of(shown.begin(), shown.end(), [&](const auto& s) { return s.first == b; });
       if (!tuned) out.push_back(lens(range, "tune " + sizes_text(b, dims), kTuneCommand, {{"program", name}, {"bindings", b}}));

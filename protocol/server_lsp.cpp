@@ -131,10 +131,9 @@ struct AtPosition {
 
 AtPosition at_position(const Workspace& workspace, const Session& session, const json& params) {
   AtPosition at;
-  at.uri = require_string(text_document(params), "uri", "textDocument");
-  std::optional<std::string> text = workspace.text(at.uri);
-  if (!text) throw RpcFailure(kRequestFailed, "document '" + at.uri + "' is not open");
-  at.text = std::move(*text);
+  NamedDocument doc = named_document(workspace, params);
+  at.uri = std::move(doc.uri);
+  at.text = std::move(doc.text);
   at.index.emplace(at.text);
   const std::optional<size_t> offset = at.index->offset(parse_position(params, "position"), session.encoding);
   if (!offset) throw invalid_params("position", "'position' lies outside the document");
@@ -227,18 +226,16 @@ json Server::definition(Session& session, const json& raw) {
 }
 
 json Server::document_symbol(Session& session, const json& raw) {
-  const std::string uri = require_string(text_document(params_object(raw)), "uri", "textDocument");
-  const std::optional<std::string> text = workspace_.text(uri);
-  if (!text) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
-  const LineIndex index(*text);
-  const std::vector<ProgramDetail> programs = workspace_.document_programs(uri);
+  const NamedDocument doc = named_document(workspace_, raw);
+  const LineIndex index(doc.text);
+  const std::vector<ProgramDetail> programs = workspace_.document_programs(doc.uri);
   json out = json::array();
   for (size_t i = 0; i < programs.size(); ++i) {
     const ProgramDetail& p = programs[i];
     // A program reaches from its line to the line before the next program (or the end).
     const auto [first, last] = program_lines(programs, i, index);
     const Position start{first, 0};
-    const Position end = last < int64_t(index.line_count()) ? Position{last, 0} : index.position(text->size(), session.encoding);
+    const Position end = last < int64_t(index.line_count()) ? Position{last, 0} : index.position(doc.text.size(), session.encoding);
     json children = json::array();
     auto symbol = [&](const TensorView& v) {
       const json range = source_range(index, v.pos, v.name.size(), session.encoding);
@@ -277,12 +274,10 @@ json Server::references(Session& session, const json& raw) {
 
 json Server::inlay_hint(Session& session, const json& raw) {
   // Every named value of the document's programs: ": f16[n, d]" after its name.
-  const std::string uri = require_string(text_document(params_object(raw)), "uri", "textDocument");
-  const std::optional<std::string> text = workspace_.text(uri);
-  if (!text) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
-  const LineIndex index(*text);
+  const NamedDocument doc = named_document(workspace_, raw);
+  const LineIndex index(doc.text);
   json out = json::array();
-  for (const ProgramDetail& p : workspace_.document_programs(uri))
+  for (const ProgramDetail& p : workspace_.document_programs(doc.uri))
     for (const TensorView& v : p.values)
       out.push_back({{"position", position_json(index.from_source({v.pos.line, v.pos.col + int(v.name.size())}, session.encoding))},
                      {"label", ": " + shape_text(v)},
@@ -330,13 +325,11 @@ json Server::signature_help(Session& session, const json& raw) {
 json Server::formatting(Session& session, const json& raw) {
   // One edit that replaces the whole text, or none: unchanged, or text that does not parse
   // (format-on-save must not fight the user mid-edit). The layout is prism's; `options` is ignored.
-  const std::string uri = require_string(text_document(params_object(raw)), "uri", "textDocument");
-  const std::optional<std::string> text = workspace_.text(uri);
-  if (!text) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
-  const std::optional<std::string> formatted = format_source(*text);
-  if (!formatted || *formatted == *text) return json::array();
-  const LineIndex index(*text);
-  return json::array({{{"range", range_json({{0, 0}, index.position(text->size(), session.encoding)})}, {"newText", *formatted}}});
+  const NamedDocument doc = named_document(workspace_, raw);
+  const std::optional<std::string> formatted = format_source(doc.text);
+  if (!formatted || *formatted == doc.text) return json::array();
+  const LineIndex index(doc.text);
+  return json::array({{{"range", range_json({{0, 0}, index.position(doc.text.size(), session.encoding)})}, {"newText", *formatted}}});
 }
 
 }  // namespace prism::protocol
