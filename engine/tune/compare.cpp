@@ -57,4 +57,31 @@ Comparison compare_outputs(const std::vector<Tensor>& got, const std::vector<Ten
   return c;
 }
 
+Comparison compare_no_worse(const Tensor& got, const Tensor& want, const Tensor& exact, double unit_roundoff) {
+  Comparison c;
+  if (got.data.size() != want.data.size() || exact.data.size() != want.data.size()) {
+    c.failure = "output 0 has " + std::to_string(got.data.size()) + " elements, expected " + std::to_string(want.data.size());
+    return c;
+  }
+  double scale = 0;
+  for (float v : exact.data)
+    if (std::isfinite(v)) scale = std::max(scale, double(std::fabs(v)));
+  for (size_t i = 0; i < got.data.size(); ++i) {
+    const double g = got.data[i], w = want.data[i], e = exact.data[i];
+    if (g == w || (std::isnan(g) && std::isnan(w))) continue;
+    const double err = std::fabs(g - e);
+    const double bound = std::fabs(w - e) + (unit_roundoff + 1e-3) * std::fabs(e) + 1e-4 * scale;
+    if (!(err <= bound) || !std::isfinite(e)) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "output 0 differs at %s: %g vs %g, and the exact result is %g (%.3g from it, allowed %.3g)",
+                    index_text(want.shape, int64_t(i)).c_str(), g, w, e, err, bound);
+      c.failure = buf;
+      c.max_error = std::isnan(err) ? INFINITY : err;
+      return c;
+    }
+    c.max_error = std::max(c.max_error, std::fabs(g - w));
+  }
+  return c;
+}
+
 }  // namespace prism::tune

@@ -19,4 +19,12 @@ struct Comparison {
 Comparison compare_outputs(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double rtol = 1e-3,
                            double atol = 1e-4);
 
+// The second chance of a 16-bit result that misses `want`, the reference at its dtype (which
+// rounds every intermediate to 16 bits, as PyTorch eager does): a fused kernel keeps its
+// intermediates in f32 and may be closer to the exact result than that reference is. `got`
+// passes where it is at least as close to `exact` (the program computed at f32 on the same
+// inputs) as `want` is, plus its own final rounding (`unit_roundoff` * |exact|: 2^-8 for bf16,
+// 2^-11 for f16) and f32's tolerance (1e-3 relative, 1e-4 of max|exact|). One output each.
+Comparison compare_no_worse(const Tensor& got, const Tensor& want, const Tensor& exact, double unit_roundoff);
+
 }  // namespace prism::tune

@@ -37,9 +37,11 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top);
 // PRISM_KERNEL_TIMEOUT (seconds), else `fallback`.
 double kernel_timeout_s(double fallback);
-// Each output against the reference at the backend's tolerance for its dtype.
+// Each output against the reference at the backend's tolerance for its dtype; a 16-bit output
+// that misses it gets compare_no_worse against `exact()` (the program at f32 storage on the same
+// inputs, computed when first asked for).
 Comparison check_outputs(const backend::Backend& backend, const std::vector<Tensor>& got, const std::vector<Tensor>& want,
-                         const std::vector<DType>& dtypes);
+                         const std::vector<DType>& dtypes, const std::function<const std::vector<Tensor>&()>& exact);
 // Fills `row` from a worker's run: the run's error, or the numeric check's verdict on its outputs
 // ("wrong result: …") and the median time.
 void record_run(TuneRow& row, const backend::RunOutcome& outcome,

@@ -412,6 +412,23 @@ TEST_CASE("tuner: Spearman's rank correlation, with ties and constant lists", "[
   CHECK(tune::spearman({1, 2, 2, 3}, {1, 2, 3, 4}) == Approx(0.9486833).epsilon(1e-6));
 }
 
+TEST_CASE("tuner: a 16-bit result passes when it is no further from the exact result than the dtype's reference", "[tune]") {
+  auto tensor = [](std::vector<float> v) {
+    Tensor t = Tensor::zeros(DType::F32, {int64_t(v.size())});
+    t.data = std::move(v);
+    return t;
+  };
+  const Tensor exact = tensor({1.0f, 0.011f, -2.0f});
+  const Tensor want = tensor({1.0f, 0.0109f, -2.0f});  // the bf16 reference: every intermediate rounded
+  // Far from the reference, but closer to the exact result than it: right.
+  CHECK_FALSE(tune::compare_no_worse(tensor({1.0f, 0.0110f, -2.0f}), want, exact, 1.0 / 256).failure);
+  // Further from the exact result than the reference, beyond its own rounding: wrong.
+  const auto wrong = tune::compare_no_worse(tensor({1.0f, -0.04f, -2.0f}), want, exact, 1.0 / 256);
+  REQUIRE(wrong.failure);
+  CHECK_THAT(*wrong.failure, Catch::Contains("at (1)") && Catch::Contains("the exact result is 0.011"));
+  CHECK(tune::compare_no_worse(tensor({1.0f, NAN, -2.0f}), want, exact, 1.0 / 256).failure);
+}
+
 TEST_CASE("tuner: the regret is the cost model's first correct choice against the best", "[tune]") {
   tune::TuneResult r;
   auto row = [](int rank, double ms, bool ok) {
