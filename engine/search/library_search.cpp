@@ -68,7 +68,9 @@ std::vector<LibraryFamily> library_families(const Program& program, const Search
         const Candidate* e = epi ? &epi->candidates[b] : nullptr;
         LibraryFamily f;
         f.graph = compose_library_graph(program, cut, p ? p->graph.get() : nullptr, e ? e->graph.get() : nullptr);
-        f.summary = "library matmul " + cut.text + " (OpenBLAS on the CPU)";
+        // The backend decides at code generation: OpenBLAS sgemm or cuBLAS where the dtypes allow,
+        // else its own matmul kernel (16-bit operands on the CPU).
+        f.summary = "library matmul " + cut.text + " (vendor BLAS where its dtypes allow)";
         if (p) f.summary += " after " + p->summary;
         if (e) f.summary += "; then " + e->summary;
         f.proof = "The program is the epilogue with " + cut.product + " = matmul(" + cut.left + ", " + cut.right +
