@@ -184,19 +184,27 @@ TEST_CASE("tuner: with AVX-512 BF16, AVX-512F and F16C turned off, 16-bit storag
   CHECK_THROWS_WITH(backend::cpu::disabled_cpu_features(), Catch::Contains("is no instruction-set name"));
 }
 
-TEST_CASE("tuner: PyTorch-style layers stored at bf16 and f16 match the reference", "[tune][tuner][bf16]") {
-  // nn.Linear weights, gains, biases and scale constants at 16 bits (the examples declare f32).
-  for (const char* name : {"llama_rmsnorm_proj", "swiglu_ffn", "gqa_decode", "layernorm_linear"})
-    for (const char* dtype : {"bf16", "f16"}) {
-      const test::ExampleLayer& layer = test::example_layer(name);
-      INFO(name << " stored at " << dtype);
-      test::TempDir data;
-      Workspace ws;
-      ws.set_storage(data.path(), shared_cache());
-      ws.open(std::string("untitled:") + name, retyped(test::layer_text(name), "f32", dtype), 1);
-      check_tuned(ws, name, {layer.small.begin(), layer.small.end()});
-    }
+namespace {
+
+// nn.Linear weights, gains, biases and scale constants stored at `dtype` (the examples declare f32).
+void check_layers_at(const std::string& dtype) {
+  for (const char* name : {"llama_rmsnorm_proj", "swiglu_ffn", "gqa_decode", "layernorm_linear"}) {
+    const test::ExampleLayer& layer = test::example_layer(name);
+    INFO(name << " stored at " << dtype);
+    test::TempDir data;
+    Workspace ws;
+    ws.set_storage(data.path(), shared_cache());
+    ws.open(std::string("untitled:") + name, retyped(test::layer_text(name), "f32", dtype), 1);
+    check_tuned(ws, name, {layer.small.begin(), layer.small.end()});
+  }
 }
+
+}  // namespace
+
+// Two test cases, so that each stays well inside CTest's time limit on a busy 2-core machine.
+TEST_CASE("tuner: PyTorch-style layers stored at bf16 match the reference", "[tune][tuner][bf16]") { check_layers_at("bf16"); }
+
+TEST_CASE("tuner: PyTorch-style layers stored at f16 match the reference", "[tune][tuner][bf16]") { check_layers_at("f16"); }
 
 TEST_CASE("tuner: layers with sigmoid, tanh and abs are tuned, and their best candidate matches the reference", "[tune][tuner][ops]") {
   for (const test::Layer& layer : test::activation_layers()) {
