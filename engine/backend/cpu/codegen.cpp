@@ -99,7 +99,7 @@ class Printer {
     for (const kir::Stmt& st : stmts) {
       ctx.prefetch_after = st.next_b ? view(*st.next_b, st.next_iteration ? next_f : f).ptr : "";
       if (st.kind == kir::Stmt::Kind::Bind) {  // a declaration, visible to the later phases
-        s += ind + "const " + type(p_.tensor(st.out.tensor).dtype) + "* const v" + std::to_string(st.value) + " = " + view(st.out, f).ptr +
+        s += ind + "const " + storage_type_name(p_.tensor(st.out.tensor).dtype) + "* const v" + std::to_string(st.value) + " = " + view(st.out, f).ptr +
              ";  // " + st.label + "\n";
         continue;
       }
@@ -115,7 +115,7 @@ class Printer {
       for (const std::string& name : *list) used.insert(p_.index(name));
     std::string s;
     for (size_t t : used) {
-      const std::string ty = type(p_.tensors[t].dtype);
+      const std::string ty = storage_type_name(p_.tensors[t].dtype);
       s += "  " + ty + "* __restrict " + var(t) + " = static_cast<" + ty + "*>(T[" + std::to_string(t) + "]);\n";
     }
     return s;
@@ -144,7 +144,7 @@ class Printer {
     std::vector<kir::Tile> tiles = k.tiles;
     std::sort(tiles.begin(), tiles.end(), [](const kir::Tile& a, const kir::Tile& b) { return a.value < b.value; });
     for (const kir::Tile& t : tiles) {
-      const std::string ty = type(t.storage), at = "S + " + std::to_string(t.offset_bytes / 4);
+      const std::string ty = storage_type_name(t.storage), at = "S + " + std::to_string(t.offset_bytes / 4);
       s += "    " + ty + "* const v" + std::to_string(t.value) + " = " + (t.storage == DType::F32 ? at : "reinterpret_cast<" + ty + "*>(" + at + ")") +
            ";\n";
     }
@@ -212,8 +212,6 @@ class Printer {
   }
 
  private:
-  static std::string type(DType dtype) { return storage_type_name(dtype); }
-
   const kir::Program& p_;
   const CodegenOptions& options_;
   std::map<int, DType> value_dtypes_;  // of the kernel being printed

@@ -132,6 +132,10 @@ class Printer {
   void matmul(const eager::Step& s) {
     line("{");
     std::vector<std::string> names;  // what sgemm reads and writes: the buffers, or their f32 copies
+    auto copy = [&](const std::string& to, const std::string& from, int64_t elements) {
+      line("  #pragma omp parallel for simd num_threads(nt) schedule(static)\n    for (i64 e = 0; e < " + lit(elements) + "; ++e) " + to +
+           "[e] = " + from + "[e];");
+    };
     for (const eager::Access* a : {&s.in.at(0), &s.in.at(1), &s.out}) {
       const eager::Buffer& b = plan_.buffers.at(size_t(a->buffer));
       names.push_back(buffer(a->buffer));
@@ -139,18 +143,13 @@ class Printer {
       // Appended piece by piece: GCC 12 misreports `"w" + std::string` under -Wrestrict (PR 105329).
       std::string wide = "w";
       wide.append(std::to_string(names.size() - 1));
-      const std::string n = lit(b.elements);
-      line("  static std::vector<float> " + wide + "(" + n + ");  // " + b.name + " in f32");
-      if (a != &s.out) line("  #pragma omp parallel for simd num_threads(nt) schedule(static)\n    for (i64 e = 0; e < " + n + "; ++e) " + wide +
-                            "[e] = " + names.back() + "[e];");
+      line("  static std::vector<float> " + wide + "(" + lit(b.elements) + ");  // " + b.name + " in f32");
+      if (a != &s.out) copy(wide, names.back(), b.elements);
       names.back() = wide + ".data()";
     }
     matmul_calls(s, names);
-    if (plan_.buffers.at(size_t(s.out.buffer)).dtype != DType::F32) {
-      const std::string n = lit(plan_.buffers.at(size_t(s.out.buffer)).elements);
-      line("  #pragma omp parallel for simd num_threads(nt) schedule(static)\n    for (i64 e = 0; e < " + n + "; ++e) " + buffer(s.out.buffer) +
-           "[e] = w2[e];");
-    }
+    const eager::Buffer& out = plan_.buffers.at(size_t(s.out.buffer));
+    if (out.dtype != DType::F32) copy(buffer(s.out.buffer), "w2", out.elements);  // a 16-bit result, rounded from its f32 copy
     line("}");
   }
 
