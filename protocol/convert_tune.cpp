@@ -105,6 +105,8 @@ json tune_result_json(const tune::TuneResult& r) {
              {"totalSeconds", r.stats.total_s}}}};
   if (!r.baseline_error.empty()) out["baselineError"] = r.baseline_error;
   if (!r.baseline_note.empty()) out["baselineNote"] = r.baseline_note;
+  out["inputRange"] = r.input_range;
+  if (!r.input_note.empty()) out["inputNote"] = r.input_note;
   out["best"] = r.best >= 0 ? row_json(r.rows[size_t(r.best)]) : json(nullptr);
   return out;
 }

@@ -168,6 +168,7 @@ CommandOutput Session::tune(const std::vector<std::string>& args) {
   out << summary.render();
   if (r.contains("baselineError")) out << "the eager baseline failed: " << r.value("baselineError", "") << "\n";
   if (r.contains("baselineNote")) out << "eager baseline: " << r.value("baselineNote", "") << "\n";
+  if (r.contains("inputNote")) out << "note: " << r.value("inputNote", "") << "\n";
   std::string bound = r.value("rooflineBound", "");
   out << "roofline " << ms(r.value("rooflineMs", 0.0)) << " ("
       << (bound == "cache" ? "memory-bound; the working set stays in the caches" : bound + "-bound") << ")\n\n";

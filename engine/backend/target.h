@@ -39,6 +39,9 @@ struct TargetDescription {
   bool measured = false;               // bandwidth/peak measured here (false: data sheet values)
   double tensor_peak_gflops = 0;       // GPU: f16/bf16 dense peak on tensor cores, for the roofline at
                                        // 16-bit storage (0: none, peak_gflops serves)
+  double bf16_dot_peak_gflops = 0;     // CPU with AVX-512 BF16: vdpbf16ps's peak for bf16 x bf16 matmuls
+                                       // (twice peak_gflops: as many instructions, each two products a
+                                       // lane; 0: none)
   std::string arch;                    // GPU: the virtual architecture NVRTC compiles for ("compute_90")
   sgraph::TileBudget tile_budget() const { return {fast_memory_bytes}; }
   // Bytes the caches can hold between two calls of a kernel: the last level plus every core's

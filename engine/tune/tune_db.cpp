@@ -81,6 +81,7 @@ std::string format_tune_result(const TuneResult& r) {
   out << "top\t" << r.top << "\t" << r.threads << "\n";
   out << "machine\t" << number(r.bandwidth_gbs) << "\t" << number(r.peak_gflops) << "\n";
   out << "baseline\t" << number(r.baseline_ms) << "\t" << clean(r.baseline_error) << "\t" << clean(r.baseline_note) << "\n";
+  out << "inputs\t" << number(r.input_range) << "\t" << clean(r.input_note) << "\n";
   out << "roofline\t" << number(r.roofline_ms) << "\t" << clean(r.roofline_bound) << "\n";
   out << "best\t" << r.best << "\t" << number(r.best_ms) << "\t" << number(r.speedup) << "\t" << number(r.roofline_fraction) << "\n";
   out << "correlation\t" << number(r.rank_correlation) << "\n";
@@ -133,6 +134,8 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
       } else if (tag == "baseline") {
         need(3), r.baseline_ms = std::stod(f[1]), r.baseline_error = f[2];
         if (f.size() > 3) r.baseline_note = f[3];  // entries from before issue 18 have none
+      } else if (tag == "inputs") {
+        need(3), r.input_range = std::stod(f[1]), r.input_note = f[2];
       } else if (tag == "roofline") {
         need(3), r.roofline_ms = std::stod(f[1]), r.roofline_bound = f[2];
       } else if (tag == "best") {

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <numeric>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "engine/backend/runner/runner.h"
@@ -292,6 +293,63 @@ void finish(TuneResult& result) {
   }
 }
 
+namespace {
+
+// Where the reference overflows: the number of values of each output that are inf or NaN, as
+// "output 'out' has 1664 of 2048 values inf or NaN"; empty when all are finite.
+std::string non_finite(const Program& program, const std::vector<Tensor>& reference) {
+  for (size_t o = 0; o < reference.size(); ++o) {
+    size_t bad = 0;
+    for (float v : reference[o].data) bad += !std::isfinite(v);
+    if (bad > 0)
+      return "output '" + program.value(program.outputs[o]).name + "' has " + std::to_string(bad) + " of " +
+             std::to_string(reference[o].data.size()) + " values inf or NaN";
+  }
+  return "";
+}
+
+std::string range_text(double range) {
+  std::ostringstream s;
+  s << "[-" << range << ", " << range << "]";
+  return s.str();
+}
+
+}  // namespace
+
+// A reference with infinities or NaNs from finite inputs in [-1, 1] means some intermediate left
+// its dtype's range (exp of an f16 logit above 11 is past 65504). No kernel can match it, so the
+// checks narrow the inputs by 4x at a time (down to [-1/64, 1/64]: scaled by powers of two, they
+// stay exact at the dtype) and say why; a reference that overflows even there is an error that
+// says what to change.
+std::vector<Tensor> finite_reference(const Program& program, const DimBindings& dims, uint64_t seed, const CancelToken* cancel,
+                                     std::vector<Tensor>& inputs, std::map<std::string, Tensor>& named, TuneResult& result) {
+  bool narrow = false;
+  for (const Value& v : program.values) narrow = narrow || v.type.dtype == DType::F16;
+  const std::string why = narrow ? "some intermediate leaves f16's range (±65504): store the tensors at bf16 or f32, or keep "
+                                   "intermediates small (subtract the max before exp, as softmax(x) does)"
+                                 : "some intermediate overflows: keep intermediates small (subtract the max before exp, as softmax(x) does)";
+  std::string first;
+  for (double range = 1; range >= 1.0 / 64; range /= 4) {
+    inputs = random_inputs(program, dims, seed, &named);
+    if (range < 1) {
+      for (Tensor& t : inputs)
+        for (float& x : t.data) x *= float(range);
+      for (auto& [name, t] : named)
+        for (float& x : t.data) x *= float(range);
+    }
+    std::vector<Tensor> reference = interpret(program, dims, named, cancel);
+    const std::string bad = non_finite(program, reference);
+    if (bad.empty()) {
+      result.input_range = range;
+      if (range < 1) result.input_note = "checked on random inputs in " + range_text(range) + ": on [-1, 1] the reference's " + first + ", so " + why;
+      return reference;
+    }
+    if (first.empty()) first = bad;
+  }
+  throw Error(Error::Kind::InvalidArgument, "the reference result is not finite: " + first + " on random inputs in [-1, 1] (and in " +
+                                                range_text(1.0 / 64) + "), so " + why);
+}
+
 }  // namespace steps
 
 using namespace steps;
@@ -338,30 +396,6 @@ std::string sizes_text(const std::map<std::string, int64_t>& sizes) {
   return s.empty() ? "-" : s;
 }
 
-namespace {
-
-// A reference with infinities or NaNs from finite inputs in [-1, 1] means some intermediate left
-// its dtype's range (exp of an f16 logit above 11 is past 65504): no kernel can match it, and
-// "no candidate passed" would hide why. Says so, with what to change.
-void check_reference_finite(const Program& program, const std::vector<Tensor>& reference) {
-  for (size_t o = 0; o < reference.size(); ++o) {
-    size_t bad = 0;
-    for (float v : reference[o].data) bad += !std::isfinite(v);
-    if (bad == 0) continue;
-    const Value& out = program.value(program.outputs[o]);
-    std::string message = "the reference result is not finite: output '" + out.name + "' has " + std::to_string(bad) + " of " +
-                          std::to_string(reference[o].data.size()) + " values inf or NaN on random inputs in [-1, 1]";
-    bool narrow = false;
-    for (const Value& v : program.values) narrow = narrow || v.type.dtype == DType::F16;
-    message += narrow ? ", so some intermediate leaves f16's range (±65504): subtract the max before exp (softmax(x) does), "
-                        "or store the tensors at bf16 or f32"
-                      : ", so some intermediate overflows: subtract the max before exp (softmax(x) does)";
-    throw Error(Error::Kind::InvalidArgument, message);
-  }
-}
-
-}  // namespace
-
 TuneResult tune_families(const backend::Backend& backend, const Program& lowered, const std::vector<Candidate>& families,
                          const TuneRequest& request, const TuneEnvironment& env, const CancelToken* cancel,
                          const std::function<void(const TuneProgress&)>& progress) {
@@ -382,18 +416,19 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   result.threads = backend.threads(request.threads, target);
 
   // The reference: the program at the backend's storage dtypes, on seeded random inputs. The
-  // roofline's peak at 16-bit storage is the tensor cores' where the target has them.
+  // roofline's peak at 16-bit storage is the tensor cores' where the target has them, at bf16 on a
+  // CPU vdpbf16ps's where it has that.
   report("reference", 0, 1);
   const Program program = backend.stored(lowered);
   std::map<std::string, Tensor> named;
-  std::vector<Tensor> inputs = random_inputs(program, dims, request.seed, &named);
-  std::vector<Tensor> reference = interpret(program, dims, named, cancel);
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> reference = finite_reference(program, dims, request.seed, cancel, inputs, named, result);
   std::vector<DType> out_dtypes;
   for (int id : program.outputs) out_dtypes.push_back(program.value(id).type.dtype);
-  check_reference_finite(program, reference);
   const DType storage = program.inputs.empty() ? DType::F32 : program.value(program.inputs.front()).type.dtype;
   backend::TargetDescription roof_target = target;
   if (storage != DType::F32 && target.tensor_peak_gflops > 0) roof_target.peak_gflops = target.tensor_peak_gflops;
+  if (storage == DType::BF16 && target.bf16_dot_peak_gflops > 0) roof_target.peak_gflops = target.bf16_dot_peak_gflops;
   Roofline roof = program_roofline(program, dims, roof_target);
   result.roofline_ms = roof.seconds * 1e3;
   // "cache": memory-bound, but the working set fits in the last-level cache and is read from there.

@@ -79,6 +79,8 @@ struct TuneResult {
   double baseline_ms = 0;      // the eager baseline (one kernel per op, OpenBLAS matmul)
   std::string baseline_error;  // when the baseline itself failed
   std::string baseline_note;   // how the baseline ran, where it matters ("16-bit matmul operands widened to f32 for sgemm")
+  double input_range = 1;      // the checks' random inputs lie in [-input_range, input_range]
+  std::string input_note;      // why they are narrower than [-1, 1] (the reference overflowed there)
   double best_ms = 0;          // 0 when no candidate passed
   double speedup = 0;          // the median of the per-round ratios baseline / best
   double roofline_ms = 0;      // max(compulsory bytes / bandwidth, flops / peak)
@@ -109,7 +111,8 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 8;  // 8: the CPU stores tensors at their declared dtypes (issue 18)
+constexpr int kTunerRevision = 9;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
+                                   // widening and partial overlap, narrower inputs where [-1, 1] overflows
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

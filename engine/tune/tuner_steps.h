@@ -35,6 +35,12 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
 // The top K by cost (in rank order), at most half of them (rounded up) from one family and, while
 // other tile sizes are left, at most a quarter with the same tile sizes.
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top);
+// The program's result on seeded random inputs in [-1, 1], or where it overflows there (inf or
+// NaN) on the first of [-1/4, 1/4], [-1/16, 1/16], [-1/64, 1/64] where it does not: `inputs` and
+// `named` are those inputs, result.input_range and input_note say which and why. Throws
+// Error{InvalidArgument} saying what to change when it overflows on all of them.
+std::vector<Tensor> finite_reference(const Program& program, const DimBindings& dims, uint64_t seed, const CancelToken* cancel,
+                                     std::vector<Tensor>& inputs, std::map<std::string, Tensor>& named, TuneResult& result);
 // PRISM_KERNEL_TIMEOUT (seconds), else `fallback`.
 double kernel_timeout_s(double fallback);
 // Each output against the reference at the backend's tolerance for its dtype; a 16-bit output

@@ -22,7 +22,8 @@
 namespace prism::backend::cpu {
 
 struct CodegenOptions {
-  int threads_hint = 0;  // informational only; the entry gets `threads` at run time
+  int cores = 1;        // the machine's: library kernels split their work into at least this many
+                        // chunks (the entry gets `threads` at run time)
   int simd_bytes = 32;   // 32 (AVX2) or 64 (AVX-512): vector width to block for
 };
 

@@ -19,9 +19,71 @@ namespace {
 // loading NV vectors of a B row per step. The K chunk (KC) keeps a B panel in L1 while every row
 // block of C passes over it. Columns past the last full vector take a scalar path.
 const char* kMicroKernel = R"(
-template <int MR, int NV, bool ACC, bool PF = false, typename TA, typename TB>
-static inline __attribute__((always_inline)) void prism_mk(long K, const TA* __restrict A, long lda, const TB* __restrict B,
-                                                           long ldb, float* __restrict C, long ldc, const TB* P = nullptr) {
+// bf16 x bf16 with AVX-512 BF16: vdpbf16ps multiplies pairs of bf16 along K and adds both
+// (exact) products to an f32 lane, twice an f32 FMA's work per instruction, and nothing is widened.
+// A's pair (k, k + 1) of a row is one 32-bit broadcast; B's rows k and k + 1 are interleaved into
+// pairs as they are loaded; an odd K's last row pairs with zeros. PRISM_EMULATE_AVX512BF16 (set by
+// $PRISM_CPU_EMULATE, for tests on CPUs without the instruction) computes the same sums with two
+// FMAs. (vdpbf16ps flushes denormal inputs and results to zero: below 1e-38, inside tolerances.)
+template <typename TA, typename TB> struct prism_dot { static constexpr bool value = false; };
+#if (defined(__AVX512BF16__) || defined(PRISM_EMULATE_AVX512BF16)) && defined(__AVX512F__)
+template <> struct prism_dot<prism_bf16, prism_bf16> { static constexpr bool value = kW == 16; };
+#endif
+static inline vf prism_dpbf16(vf acc, vu a, vu b) {
+#if defined(__AVX512BF16__) && !defined(PRISM_EMULATE_AVX512BF16)
+  return (vf)_mm512_dpbf16_ps((__m512)acc, (__m512bh)a, (__m512bh)b);
+#else
+  return vfma((vf)(a & 0xffff0000u), (vf)(b & 0xffff0000u), vfma((vf)(a << 16), (vf)(b << 16), acc));
+#endif
+}
+// Lanes j of rows k and k + 1 (from r0 and r1) as pair j.
+static inline vu prism_pairs(prism_vhi r0, prism_vhi r1) {
+  return (vu)__builtin_shufflevector(r0, r1, PRISM_PAIR_LANES);
+}
+
+template <int MR, int NV, bool ACC, bool PF>
+static inline __attribute__((always_inline)) void prism_mk_dot(long K, const prism_bf16* __restrict A, long lda, const prism_bf16* __restrict B,
+                                                               long ldb, float* __restrict C, long ldc, const prism_bf16* P) {
+  vf c[MR][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) c[r][v] = ACC ? vload(C + r * ldc + v * kW) : vf{};
+  for (long k = 0; k < K; k += 2) {
+    const bool odd = k + 1 == K;
+    vu b[NV];
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) {
+      prism_vhi r0, r1{};
+      __builtin_memcpy(&r0, B + k * ldb + v * kW, sizeof r0);
+      if (!odd) __builtin_memcpy(&r1, B + (k + 1) * ldb + v * kW, sizeof r1);
+      b[v] = prism_pairs(r0, r1);
+    }
+    if constexpr (PF) {
+#pragma GCC unroll 16
+      for (long l = 0; l < NV * kW; l += 32) {
+        __builtin_prefetch(P + k * ldb + l, 0, 2);
+        if (!odd) __builtin_prefetch(P + (k + 1) * ldb + l, 0, 2);
+      }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      uint32_t pair = A[r * lda + k].bits;
+      if (!odd) pair |= uint32_t(A[r * lda + k + 1].bits) << 16;
+      const vu a = prism_vbroadcast_u32(pair);
+#pragma GCC unroll 16
+      for (int v = 0; v < NV; ++v) c[r][v] = prism_dpbf16(c[r][v], a, b[v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) vstore(C + r * ldc + v * kW, c[r][v]);
+}
+
+template <int MR, int NV, bool ACC, bool PF, typename TA, typename TB>
+static inline __attribute__((always_inline)) void prism_mk_vectors(long K, const TA* __restrict A, long lda, const TB* __restrict B,
+                                                                   long ldb, float* __restrict C, long ldc, const TB* P) {
   vf c[MR][NV];
 #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
@@ -46,6 +108,13 @@ static inline __attribute__((always_inline)) void prism_mk(long K, const TA* __r
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) vstore(C + r * ldc + v * kW, c[r][v]);
+}
+
+template <int MR, int NV, bool ACC, bool PF = false, typename TA, typename TB>
+static inline __attribute__((always_inline)) void prism_mk(long K, const TA* __restrict A, long lda, const TB* __restrict B,
+                                                           long ldb, float* __restrict C, long ldc, const TB* P = nullptr) {
+  if constexpr (prism_dot<TA, TB>::value) prism_mk_dot<MR, NV, ACC, PF>(K, A, lda, B, ldb, C, ldc, P);
+  else prism_mk_vectors<MR, NV, ACC, PF>(K, A, lda, B, ldb, C, ldc, P);
 }
 
 // The last NT (< kW) columns, scalar.
@@ -162,18 +231,40 @@ static inline void prism_mm_nt(const TA* __restrict A, const TB* __restrict B, f
 // Rows of A a multiple of 4 KiB apart fall in one L1 set, which holds 8 lines: the broadcasts of
 // MR rows then evict each other and B's strip. A small A is copied first to rows K + 16 floats
 // apart (measured on a 16 x 4096 @ 4096 x 4096 kernel on Zen 4: from 150 to 175 GFLOP/s).
-// A 16-bit A is widened into such a copy too when it fits (each element is broadcast N / NB times).
+// A 16-bit A is widened (each element is broadcast N / NB times, and a broadcast of a 16-bit
+// element is three operations on the FMA ports): whole when it fits, else a slice of K chunks at
+// a time (measured on 8 x 4096 @ 4096 x 4096 at bf16, 2-core Xeon: 1.85 ms unwidened); not where
+// vdpbf16ps takes its bf16 pairs.
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, typename TA, typename TB>
+static inline void prism_mm_widened(const TA* __restrict A, const TB* __restrict B, float* __restrict C, const TB* after) {
+  constexpr long LDP = K + 16;
+  alignas(64) float packed[M * LDP];
+  for (long i = 0; i < M; ++i)
+    for (long k = 0; k < K; ++k) packed[i * LDP + k] = A[i * LDA + k];
+  prism_mm_views<M, N, K, LDP, LDB, LDC, ACC, MR, NV, KC>(packed, B, C, after);
+}
+
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, typename TA, typename TB>
 static inline void prism_mm(const TA* __restrict A, const TB* __restrict B, float* __restrict C, const TB* after = nullptr) {
-  constexpr long LDP = K + 16;
-  constexpr bool wide = sizeof(TA) == sizeof(float);
-  if constexpr ((M > 1 || !wide) && ((LDA * 4) % 4096 == 0 || !wide) && M * LDP * 4 <= 65536) {
-    alignas(64) float packed[M * LDP];
-    for (long i = 0; i < M; ++i)
-      for (long k = 0; k < K; ++k) packed[i * LDP + k] = A[i * LDA + k];
-    prism_mm_views<M, N, K, LDP, LDB, LDC, ACC, MR, NV, KC>(packed, B, C, after);
-  } else {
+  constexpr bool wide = sizeof(TA) == sizeof(float), fits = M * (K + 16) * 4 <= 65536;
+  // K chunks a slice holds (at least one), and the slices: KS full ones, then KT rows.
+  constexpr long SLICE = (65536 / (M * 4) - 16) / KC > 0 ? (65536 / (M * 4) - 16) / KC * KC : KC;
+  constexpr long KS = K / SLICE, KT = K % SLICE;
+  if constexpr (prism_dot<TA, TB>::value) {  // vdpbf16ps takes A's bf16 pairs as they are
     prism_mm_views<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, after);
+  } else if constexpr (wide ? M > 1 && (LDA * 4) % 4096 == 0 && fits : fits) {
+    prism_mm_widened<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, after);
+  } else if constexpr (wide) {
+    prism_mm_views<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, after);
+  } else {
+    if (!after) after = B + K * LDB;
+    for (long s = 0; s < KS; ++s) {
+      const TB* next = s + 1 < KS || KT > 0 ? B + (s + 1) * SLICE * LDB : after;
+      if (s == 0) prism_mm_widened<M, N, SLICE, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, next);
+      else prism_mm_widened<M, N, SLICE, LDA, LDB, LDC, true, MR, NV, KC>(A + s * SLICE, B + s * SLICE * LDB, C, next);
+    }
+    if constexpr (KT > 0)
+      prism_mm_widened<M, N, KT, LDA, LDB, LDC, (KS > 0 || ACC), MR, NV, KC>(A + KS * SLICE, B + KS * SLICE * LDB, C, after);
   }
 }
 )";
@@ -190,6 +281,9 @@ std::string prelude(int simd_bytes) {
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__AVX512BF16__) && !defined(PRISM_EMULATE_AVX512BF16)
+#include <immintrin.h>  // vdpbf16ps (0.3 s more per compile, only on CPUs that have it)
+#endif
 
 // OpenBLAS (every library links it, cpu_backend.cpp): the vendor matmul of library kernels.
 extern "C" void cblas_sgemm(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a, int lda,
@@ -211,6 +305,10 @@ namespace {
   s += "typedef uint16_t vh __attribute__((vector_size(" + std::to_string(simd_bytes / 2) + ")));  // kW 16-bit elements\n";
   s += "typedef uint32_t vu __attribute__((vector_size(" + std::to_string(simd_bytes) + ")));\n";
   s += "typedef short prism_vhi __attribute__((vector_size(" + std::to_string(simd_bytes / 2) + ")));\n";
+  s += "static inline vu prism_vbroadcast_u32(uint32_t x) { return vu{" + lanes + "}; }\n";
+  std::string pair_lanes;  // 0, kW, 1, kW + 1, …: lane j of two vectors of 16-bit lanes side by side
+  for (int i = 0; i < simd_bytes / 4; ++i) pair_lanes += (i ? ", " : "") + std::to_string(i) + ", " + std::to_string(i + simd_bytes / 4);
+  s += "#define PRISM_PAIR_LANES " + pair_lanes + "\n";
   // The instruction that widens a vector of f16 where the compiler's target has it, else none.
   // The instructions that widen a vector of 16-bit lanes where the compiler's target has them (by
   // GCC's builtins: <immintrin.h> would add 0.3 s to every compile), else none.
@@ -288,8 +386,12 @@ static float* prism_scratch(size_t floats) {
 
 // Picks the MR x NV block with the fewest estimated cycles for an M x N result: a K step of an
 // mr x nv block issues mr*nv FMAs and nv vector loads plus mr broadcasts, and must keep
-// mr*nv + nv + 1 vector registers live (32 with AVX-512, 16 with AVX2).
-Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes) {
+// mr*nv + nv + 1 vector registers live (32 with AVX-512, 16 with AVX2). Widening a 16-bit B
+// vector takes two operations on the FMA ports too (vcvtph2ps; vpmovzxwd + vpslld), so 16-bit
+// B favours tall blocks, which widen each vector once for more rows.
+constexpr int64_t kWidenOps = 2;
+
+Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype) {
   const int64_t w = simd_bytes / 4, regs = simd_bytes == 64 ? 32 : 16;
   const int64_t vectors = std::max<int64_t>(1, n / w);
   Blocking best;
@@ -297,7 +399,8 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes) {
   for (int mr = 1; mr <= std::min<int64_t>(m, 16); ++mr)
     for (int nv = 1; nv <= std::min<int64_t>(vectors, 8); ++nv) {
       if (mr * nv + nv + 1 > regs) continue;
-      auto step = [](int64_t r, int64_t v) { return double(std::max(r * v, v + (r + 1) / 2)) + 2.0; };
+      const int64_t widen = b_dtype == DType::F32 ? 0 : kWidenOps;
+      auto step = [&](int64_t r, int64_t v) { return double(std::max(r * v + widen * v, v + (r + 1) / 2)) + 2.0; };
       int64_t mfull = m / mr, mrem = m % mr, nfull = (n / w) / nv, nvr = (n / w) % nv;
       double cost = 0;
       cost += double(mfull * nfull) * step(mr, nv) + double(mrem ? nfull : 0) * step(mrem, nv);
@@ -308,16 +411,33 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes) {
         best.nv = nv;
       }
     }
-  // A strip of B of kc rows (16 KiB) stays in L1 while the row blocks pass over it, and is what
-  // the micro-kernel prefetches ahead. Every K chunk loads and stores all of C once, so chunks
-  // are as few as that allows and even; with one row block nothing re-reads a strip, and K is
-  // one chunk (C is then touched once however large it is).
-  int64_t panel_row = int64_t(best.nv) * w * 4;
-  int64_t kc = std::max<int64_t>(8, 16384 / panel_row);
-  if (m <= best.mr) kc = k;
+  // A strip of B of kc rows stays in L1 while the row blocks pass over it, and is what the
+  // micro-kernel prefetches ahead. Each strip row is a line or two, its rows a row of B apart:
+  // short strips (3 KiB) let the strips of a chunk walk each of its rows in order, so B streams
+  // (an 8 or 16 x 4096 @ 4096 x 4096 kernel on a 2-core Xeon, 3 KiB against 6 and 12: 1.27 ms
+  // against 1.36 and 1.87 at bf16, 2.53 ms against 2.70 and 3.09 at f32; K whole was slower
+  // still). Every K chunk loads and stores C's block once; chunks are even.
+  const int64_t strip_row_bytes = int64_t(best.nv) * w * int64_t(dtype_bytes(b_dtype));
+  int64_t kc = std::max<int64_t>(8, 3072 / strip_row_bytes);
   const int64_t chunks = (std::max<int64_t>(k, 1) + kc - 1) / kc;
   best.kc = std::max<int64_t>(1, (k + chunks - 1) / chunks);
   return best;
+}
+
+double widening_factor(const Blocking& blocking, DType b_dtype) {
+  return b_dtype == DType::F32 ? 1.0 : 1.0 + double(kWidenOps) / double(std::max(1, blocking.mr));
+}
+
+// 64 rows by columns of B's rows 4 KiB long (whole dims when smaller), narrowed while there are
+// fewer chunks than cores. Long row pieces let B stream: each row of a chunk is one hardware
+// prefetch stream (8 x 4096 @ 4096 x 4096 at bf16, 2-core Xeon: 1.65 ms with 256 columns, 1.44
+// with 512, 1.29 with 1024, 1.18 with 2048).
+MatmulChunks library_matmul_chunks(int64_t batch, int64_t m, int64_t n, DType b_dtype, int cores) {
+  MatmulChunks c;
+  c.rows = std::min<int64_t>(m, 64);
+  c.columns = std::min<int64_t>(n, std::max<int64_t>(256, 4096 / dtype_bytes(b_dtype)));
+  while (c.columns > 256 && batch * ((m + c.rows - 1) / c.rows) * ((n + c.columns - 1) / c.columns) < cores) c.columns /= 2;
+  return c;
 }
 
 namespace {
@@ -384,7 +504,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
   auto sa = batch_strides(a, batch), sb = batch_strides(b, batch), so = batch_strides(out, batch);
   std::string ind = ctx.indent, s;
   if (!ctx.parallel) {
-    Blocking bl = choose_blocking(m, n, k, ctx.simd_bytes);
+    Blocking bl = choose_blocking(m, n, k, ctx.simd_bytes, b.dtype);
     std::string i2 = ind;
     if (nb > 1) {
       s += ind + "for (long bi = 0; bi < " + std::to_string(nb) + "; ++bi)\n";
@@ -401,8 +521,8 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
     }
     return s + i2 + mm_call(m, n, k, lda, ldb, ldc, accumulate, bl, at(a, sa), at(b, sb), at(out, so), nb > 1 ? "" : ctx.prefetch_after);
   }
-  // Chunks: 64 rows by 256 columns (whole dims when smaller).
-  const int64_t rc = std::min<int64_t>(m, 64), cc = std::min<int64_t>(n, 256);
+  const MatmulChunks chunks = library_matmul_chunks(nb, m, n, b.dtype, ctx.cores);
+  const int64_t rc = chunks.rows, cc = chunks.columns;
   const int64_t rchunks = (m + rc - 1) / rc, cchunks = (n + cc - 1) / cc;
   const int64_t rtail = m - (rchunks - 1) * rc, ctail = n - (cchunks - 1) * cc;
   s += ind + "#pragma omp parallel for num_threads(threads) schedule(static)\n";
@@ -420,7 +540,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
       if ((rt && rtail == rc) || (ct && ctail == cc)) continue;  // no distinct tail chunk
       std::string cond = std::string(rt ? "r == " + std::to_string(rchunks - 1) + "L" : (rtail == rc ? "true" : "r != " + std::to_string(rchunks - 1) + "L")) +
                          " && " + (ct ? "c == " + std::to_string(cchunks - 1) + "L" : (ctail == cc ? "true" : "c != " + std::to_string(cchunks - 1) + "L"));
-      s += i2 + "if (" + cond + ") " + mm_call(mm, nn, k, lda, ldb, ldc, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes), "pa", "pb", "pc");
+      s += i2 + "if (" + cond + ") " + mm_call(mm, nn, k, lda, ldb, ldc, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes, b.dtype), "pa", "pb", "pc");
     }
   return s + ind + "}\n";
 }

@@ -79,6 +79,16 @@ std::vector<std::string> disabled_cpu_features() {
   return out;
 }
 
+std::vector<std::string> emulated_cpu_feature_flags() {
+  std::vector<std::string> out;
+  std::istringstream list(env_or("PRISM_CPU_EMULATE", ""));
+  for (std::string name; std::getline(list, name, ',');) {
+    if (name != "avx512bf16") throw Error(Error::Kind::InvalidArgument, "PRISM_CPU_EMULATE: '" + name + "' cannot be emulated (only avx512bf16)");
+    out.push_back("-DPRISM_EMULATE_AVX512BF16");
+  }
+  return out;
+}
+
 std::string default_kernel_cache_dir() {
   return prism_cache_dir("kernels");
 }

@@ -32,6 +32,11 @@ std::string default_kernel_cache_dir();
 // test takes the fallback paths a CPU without them would). Throws Error{InvalidArgument} for a
 // name that is not one.
 std::vector<std::string> disabled_cpu_features();
+// Instructions the generated code should use although this CPU lacks them, each emulated by the
+// instructions it replaces (so a test runs the code paths a CPU with them takes):
+// $PRISM_CPU_EMULATE, a comma list; "avx512bf16" (vdpbf16ps as two FMAs) is the one known, compiled
+// as -DPRISM_EMULATE_AVX512BF16. Throws Error{InvalidArgument} for any other name.
+std::vector<std::string> emulated_cpu_feature_flags();
 
 // Throws Error{Failed} with the compiler's diagnostics (the first lines) when it fails or times out.
 CompiledLibrary compile_library(const std::string& source, const CompileOptions& options = {});

@@ -21,6 +21,7 @@ sgraph::SGraph CpuBackend::stored(const sgraph::SGraph& family) const { return f
 Build CpuBackend::generate(const sgraph::Instance& instance, const TargetDescription& target) const {
   CodegenOptions options;
   options.simd_bytes = target.simd_bytes;
+  options.cores = target.cores;
   return make_build("cannot generate code", [&](Build& b) { b.source = generate_cpu_source(instance, options); });
 }
 
@@ -51,6 +52,7 @@ void CpuBackend::compile(std::vector<Build>& builds, const TargetDescription&, c
   options.cache_dir = settings.cache_dir;
   options.libs = eager_libs();
   for (const std::string& feature : disabled_cpu_features()) options.flags.push_back("-mno-" + feature);
+  for (const std::string& flag : emulated_cpu_feature_flags()) options.flags.push_back(flag);
   std::vector<std::string> sources;
   std::vector<size_t> which;
   for (size_t i = 0; i < builds.size(); ++i)

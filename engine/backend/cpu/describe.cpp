@@ -76,6 +76,14 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
+// vdpbf16ps, unless PRISM_CPU_DISABLE turns it off (the code generator then does not use it).
+bool has_bf16_dot() {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx512bf16")) return false;
+  const std::vector<std::string> off = disabled_cpu_features();
+  return std::find(off.begin(), off.end(), "avx512bf16") == off.end() && std::find(off.begin(), off.end(), "avx512f") == off.end();
+}
+
 int simd_bytes() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) return 64;
@@ -162,7 +170,10 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   fs::path dir = cache_dir.empty() ? fs::path(default_kernel_cache_dir()).parent_path() : fs::path(cache_dir);
   fs::path file = dir / "cpu-target.txt";
   const std::string key = cache_key(t);
-  if (read_cache(file, key, t)) return t;
+  if (read_cache(file, key, t)) {
+    t.bf16_dot_peak_gflops = has_bf16_dot() ? 2 * t.peak_gflops : 0;
+    return t;
+  }
   MeasureOptions options;
   options.threads = t.cores;
   options.kernel_cache_dir = (dir / "kernels").string();
@@ -183,6 +194,7 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   if (!t.read_curve.empty() && t.read_curve.back().first >= 2 * t.cache_capacity() - 64)
     t.bandwidth_gbs = std::max(t.bandwidth_gbs, t.read_curve.back().second);
   write_cache(file, key, t);
+  t.bf16_dot_peak_gflops = has_bf16_dot() ? 2 * t.peak_gflops : 0;
   return t;
 }
 

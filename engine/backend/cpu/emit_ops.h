@@ -27,6 +27,7 @@ struct EmitContext {
   std::string indent = "  ";
   bool parallel = false;
   int simd_bytes = 32;
+  int cores = 1;  // what a library kernel's parallel loop should keep busy
   // A matmul's: what its last strip of B prefetches, the B the next matmul in the loop body reads
   // (empty: the rows right after its own B, which the loop reads next when only one matmul walks).
   std::string prefetch_after;
@@ -65,9 +66,18 @@ std::string prelude(int simd_bytes);
 // Register blocking of the micro-kernel for an M x N result: MR rows by NV vectors.
 struct Blocking {
   int mr = 1, nv = 1;
-  int64_t kc = 0;  // contraction chunk that keeps a B panel in L1 while all row blocks use it (all of K
-                   // when one row block covers M); chunks are even
+  int64_t kc = 0;  // contraction chunk: a B panel (a strip of kc rows, about 3 KiB) that all row blocks
+                   // use from L1; chunks are even
 };
-Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes);
+Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype = DType::F32);
+// Operations on the FMA ports per FMA of a block: 1 for f32 B, more where each B vector is widened.
+double widening_factor(const Blocking& blocking, DType b_dtype);
+
+// How a library matmul that runs the micro-kernel (16-bit operands; f32 goes to OpenBLAS) splits
+// C among the cores: chunks of `rows` x `columns`, B read as row pieces `columns` long.
+struct MatmulChunks {
+  int64_t rows = 1, columns = 1;
+};
+MatmulChunks library_matmul_chunks(int64_t batch, int64_t m, int64_t n, DType b_dtype, int cores);
 
 }  // namespace prism::backend::cpu::detail

@@ -19,6 +19,7 @@
 #include "engine/backend/lower.h"
 #include "engine/error.h"
 #include "engine/sgraph/print.h"
+#include "support/entry_call.h"
 #include "support/subprocess.h"
 
 using namespace prism;
@@ -49,15 +50,21 @@ std::string as_f32(std::string s) {
   return s;
 }
 
+// Tensors at their declared dtypes (outputs come back widened to f32).
 std::vector<Tensor> run_library(const LoadedLibrary& lib, const sgraph::Instance& inst, const std::map<std::string, Tensor>& inputs, int threads) {
-  std::vector<const void*> ins;
-  for (const auto& in : inst.graph.inputs) ins.push_back(inputs.at(in.name).data.data());
+  std::vector<const Tensor*> ins;
+  std::vector<DType> in_dtypes, out_dtypes;
+  for (const auto& in : inst.graph.inputs) {
+    ins.push_back(&inputs.at(in.name));
+    in_dtypes.push_back(in.type.dtype);
+  }
   std::vector<Tensor> outs;
-  for (const std::string& o : inst.graph.outputs)
-    outs.push_back(Tensor::zeros(DType::F32, concrete_shape(inst.analysis.tensors.at(o).shape, inst.bindings)));
-  std::vector<void*> ptrs;
-  for (Tensor& t : outs) ptrs.push_back(t.data.data());
-  int rc = lib.function<EntryFn>(kEntrySymbol)(ins.data(), ptrs.data(), threads);
+  for (const std::string& o : inst.graph.outputs) {
+    const Type& type = inst.analysis.tensors.at(o);
+    outs.push_back(Tensor::zeros(DType::F32, concrete_shape(type.shape, inst.bindings)));
+    out_dtypes.push_back(type.dtype);
+  }
+  int rc = test::call_entry(lib, ins, in_dtypes, outs, out_dtypes, threads);
   INFO(lib.function<ErrorFn>(kErrorSymbol)());
   REQUIRE(rc == 0);
   return outs;
@@ -78,13 +85,18 @@ double codegen_error(const sgraph::Instance& inst, const CompiledLibrary& compil
   return worst;
 }
 
-double family_codegen_error(const std::string& family, const DimBindings& dims, const DimBindings& sizes, int simd_bytes = native_simd_bytes()) {
-  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(as_f32(family)), dims, sizes, sgraph::TileBudget{1 << 20});
+// `keep_dtypes`: the family's declared dtypes, else all f32.
+// `flags`: more compiler flags.
+double family_codegen_error(const std::string& family, const DimBindings& dims, const DimBindings& sizes, int simd_bytes = native_simd_bytes(),
+                            bool keep_dtypes = false, const std::vector<std::string>& flags = {}) {
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(keep_dtypes ? family : as_f32(family)), dims, sizes, sgraph::TileBudget{1 << 20});
   CodegenOptions options;
   options.simd_bytes = simd_bytes;
   std::string source = generate_cpu_source(inst, options);
   if (const char* dump = std::getenv("PRISM_CODEGEN_DUMP")) std::ofstream(dump) << source;  // for debugging by hand
-  return codegen_error(inst, compile_library(source, compile_options()));
+  CompileOptions compile = compile_options();
+  compile.flags.insert(compile.flags.end(), flags.begin(), flags.end());
+  return codegen_error(inst, compile_library(source, compile));
 }
 
 constexpr double kTol = 1e-4;
@@ -326,18 +338,25 @@ TEST_CASE("codegen: every family the search finds for the examples compiles", "[
   check_search_families({"rms_linear", "gated_mlp", "lora", "rmsnorm_mlp", "attention", "gqa", "qk_norm_attention"}, 1, 4);
 }
 
-TEST_CASE("codegen: the matmul blocking takes K whole for one row block and in even chunks otherwise", "[codegen]") {
-  // 8 rows: one 8-row block, nothing re-reads a strip of B.
+TEST_CASE("codegen: the matmul blocking takes K in even chunks of short strips", "[codegen]") {
+  // 8 rows: one 8-row block; strips of 3 x 16 floats, 16 rows (3 KiB) a chunk.
   detail::Blocking one = detail::choose_blocking(8, 2048, 4096, 64);
   CHECK(one.mr == 8);
-  CHECK(one.kc == 4096);
-  // 16 rows: two row blocks share each strip; 128 = 2 chunks of 64 (not 85 + 43).
-  detail::Blocking two = detail::choose_blocking(16, 512, 128, 64);
+  CHECK(one.nv == 3);
+  CHECK(one.kc == 16);
+  // 16 rows: two row blocks share each strip; 40 rows = 3 chunks of 14 (not 16 + 16 + 8).
+  detail::Blocking two = detail::choose_blocking(16, 512, 40, 64);
   CHECK(two.mr * two.nv + two.nv + 1 <= 32);
   CHECK(16 > two.mr);
-  const int64_t chunks = (128 + two.kc - 1) / two.kc;
-  CHECK(chunks * two.kc - 128 < chunks);
-  CHECK(two.kc * two.nv * 64 <= 16384 + 64 * two.nv * 64);
+  CHECK(two.nv == 3);
+  CHECK(two.kc == 14);
+  // 16-bit B: widening a vector takes FMA-port slots, so the block covers all 8 rows (each B
+  // vector is widened once), and a strip of half the bytes takes twice the rows.
+  for (DType dt : {DType::F16, DType::BF16}) {
+    detail::Blocking wide = detail::choose_blocking(8, 1024, 256, 64, dt);
+    CHECK(wide.mr == 8);
+    CHECK(wide.kc == 3072 / (wide.nv * 16 * 2));
+  }
   // AVX2: 16 registers bound the block.
   detail::Blocking avx2 = detail::choose_blocking(16, 512, 128, 32);
   CHECK(avx2.mr * avx2.nv + avx2.nv + 1 <= 16);
@@ -357,6 +376,58 @@ TEST_CASE("codegen: each matmul of a loop body prefetches the next one's B, the 
   sgraph::Instance one =
       sgraph::instantiate(sgraph::parse(as_f32(fam::kRmsLinear)), {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, sgraph::TileBudget{1 << 20});
   CHECK(generate_cpu_source(one, CodegenOptions{}).find("f + 1 <") == std::string::npos);
+}
+
+TEST_CASE("codegen: a 16-bit library matmul splits B into row pieces 4 KiB long, narrower only to keep every core busy", "[codegen][library]") {
+  const char* family = R"(input X: bf16[n, d]
+input W: bf16[d, m]
+kernel 0: P: bf16 = matmul(X, W)
+output P
+)";
+  const DimBindings dims = {{"n", 8}, {"d", 64}, {"m", 4096}};
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, {}, sgraph::TileBudget{1 << 20});
+  CodegenOptions options;
+  options.simd_bytes = 64;
+  options.cores = 2;
+  CHECK_THAT(generate_cpu_source(inst, options), Catch::Contains("prism_mm<8, 2048, 64,"));
+  options.cores = 16;
+  CHECK_THAT(generate_cpu_source(inst, options), Catch::Contains("prism_mm<8, 256, 64,"));
+  // Rounded to bf16 like the evaluator, up to a unit in the last place where sums differ in order.
+  CHECK(family_codegen_error(family, {{"n", 5}, {"d", 300}, {"m", 600}}, {}, native_simd_bytes(), true) < 1e-2);
+}
+
+TEST_CASE("codegen: bf16 x bf16 matmuls take vdpbf16ps where the CPU has it (emulated here) and match", "[codegen][bf16]") {
+  if (native_simd_bytes() != 64) return;  // the dot kernel is AVX-512's
+  // The prelude selects the dot kernel for bf16 x bf16 only with the instruction (or its emulation).
+  auto selects = [&](const std::vector<std::string>& flags) {
+    const std::string source = detail::prelude(64) + "static_assert(prism_dot<prism_bf16, prism_bf16>::value, \"\");\n"
+                               "static_assert(!prism_dot<float, prism_bf16>::value && !prism_dot<prism_f16, prism_f16>::value, \"\");\n"
+                               "void prism_use(const prism_bf16* a, const prism_bf16* b, float* c) {\n"
+                               "  prism_mm<8, 64, 33, 33, 64, 64, false, 8, 2, 16>(a, b, c);\n}\n";
+    CompileOptions options = compile_options();
+    options.flags.insert(options.flags.end(), flags.begin(), flags.end());
+    try {
+      compile_library(source, options);
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  const std::vector<std::string> emulate = {"-DPRISM_EMULATE_AVX512BF16"};
+  CHECK(selects(emulate));
+  CHECK_FALSE(selects({"-mno-avx512bf16"}));
+  CHECK(selects({"-mavx512bf16"}));  // the instruction itself (compiled, not run: this CPU may lack it)
+  // A library matmul (one row block; odd K: the last row pairs with zeros; column tails), and a
+  // custom kernel whose K loop accumulates tile products (two row blocks, K chunks).
+  const char* library = R"(input X: bf16[n, d]
+input W: bf16[d, m]
+kernel 0: P: bf16 = matmul(X, W)
+output P
+)";
+  CHECK(family_codegen_error(library, {{"n", 5}, {"d", 301}, {"m", 600}}, {}, 64, true, emulate) < 1e-2);
+  std::string custom = fam::kRmsLinear;
+  for (size_t at = 0; (at = custom.find(": f16", at)) != std::string::npos; at += 5) custom.replace(at, 5, ": bf16");
+  CHECK(family_codegen_error(custom, {{"n", 11}, {"d", 192}}, {{"g1", 2}, {"F1", 3}}, 64, true, emulate) < 1e-2);
 }
 
 TEST_CASE("codegen: library matmuls call OpenBLAS, transposed operands read in place", "[codegen][library]") {

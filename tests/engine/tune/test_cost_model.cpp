@@ -219,3 +219,70 @@ TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles with a tensor-c
   // The flops counted are the same; only the rate differs.
   CHECK(compute_bound(16, gpu).flops == compute_bound(16, no_tensor_cores).flops);
 }
+
+TEST_CASE("cost model (CPU): a matmul of a 16-bit B tile pays for widening it on the FMA ports, less with more rows", "[tune][cost]") {
+  // Bandwidth scaled up 1000x, so that compute decides the estimate.
+  TargetDescription t = two_zen4_cores();
+  t.bandwidth_gbs *= 1000;
+  t.cache_bandwidth_gbs *= 1000;
+  const sgraph::SGraph wide = cpu_family(fam::kRmsLinear), narrow = sgraph::parse(fam::kRmsLinear);  // f32 / f16 X and W
+  auto cost = [&](const sgraph::SGraph& g, int64_t n) {
+    return estimate_cost(sgraph::instantiate(g, {{"n", n}, {"d", 4096}}, {{"g1", 2}, {"F1", 16}}, t.tile_budget()), t);
+  };
+  for (int64_t n : {8, 2}) {
+    const double f32 = cost(wide, n).seconds, f16 = cost(narrow, n).seconds;
+    CHECK(cost(wide, n).flops == cost(narrow, n).flops);
+    // The register block covers all n rows: each B vector is widened (two operations) once per n FMAs.
+    CHECK(f16 / f32 == Approx(1.0 + 2.0 / double(n)).epsilon(0.05));
+  }
+  // With vdpbf16ps, bf16 x bf16 tiles run at its peak (twice the FMAs'); f16 still widens.
+  std::string text = fam::kRmsLinear;
+  for (size_t at = 0; (at = text.find(": f16", at)) != std::string::npos; at += 5) text.replace(at, 5, ": bf16");
+  const sgraph::SGraph bf16 = sgraph::parse(text);
+  const double widened = cost(bf16, 8).seconds;
+  t.bf16_dot_peak_gflops = 2 * t.peak_gflops;
+  CHECK(cost(bf16, 8).seconds == Approx(0.5 * cost(wide, 8).seconds).epsilon(0.05));
+  CHECK(cost(bf16, 8).seconds < widened);
+  CHECK(cost(narrow, 8).seconds / cost(wide, 8).seconds == Approx(1.25).epsilon(0.05));
+}
+
+TEST_CASE("cost model (CPU): streaming and compute overlap in part", "[tune][cost]") {
+  TargetDescription t = two_zen4_cores();
+  const sgraph::SGraph g = cpu_family(fam::kRmsLinear);
+  auto seconds = [&](const TargetDescription& target) {
+    sgraph::Instance inst = sgraph::instantiate(g, {{"n", 8}, {"d", 4096}}, {{"g1", 2}, {"F1", 16}}, target.tile_budget());
+    return estimate_cost(inst, target).seconds;
+  };
+  TargetDescription no_movement = t, no_compute = t;
+  no_movement.bandwidth_gbs *= 1e6;
+  no_movement.cache_bandwidth_gbs *= 1e6;
+  no_compute.peak_gflops *= 1e6;
+  // Overheads (1 us per wave, 5 us per kernel) come on top of each, once.
+  const double overhead = 16 * 1e-6 + 5e-6, compute = seconds(no_movement) - overhead, movement = seconds(no_compute) - overhead;
+  REQUIRE(compute > 0);
+  REQUIRE(movement > 0);
+  // (Most of the movement is streaming, which is what overlaps in part; the rest, accumulator
+  // tiles moving through L2, is 6% of it.)
+  const CostEstimate parts = estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", 4096}}, {{"g1", 2}, {"F1", 16}}, t.tile_budget()), t);
+  REQUIRE(parts.cache_bytes < 0.1 * parts.memory_bytes);
+  CHECK(seconds(t) - overhead == Approx(std::max(compute, movement) + 0.5 * std::min(compute, movement)).epsilon(0.01));
+}
+
+TEST_CASE("cost model (CPU): a 16-bit library matmul streams B in row pieces of its chunks and widens it", "[tune][cost]") {
+  TargetDescription t = two_zen4_cores();
+  const char* text = R"(input X: bf16[n, d]
+input W: bf16[d, m]
+kernel 0: P: bf16 = matmul(X, W)
+output P
+)";
+  auto cost = [&](const std::string& family, int cores) {
+    t.cores = cores;
+    return estimate_cost(sgraph::instantiate(sgraph::parse(family), {{"n", 8}, {"d", 4096}, {"m", 4096}}, {}, t.tile_budget()), t);
+  };
+  // 16 cores: pieces of 256 columns (512 bytes) cost more streaming than 2 cores' 2048 (4 KiB).
+  CHECK(cost(text, 16).memory_bytes > cost(text, 2).memory_bytes);
+  // f32 goes to OpenBLAS: no surcharge either way.
+  std::string f32 = text;
+  for (size_t at; (at = f32.find("bf16")) != std::string::npos;) f32.replace(at, 4, "f32");
+  CHECK(cost(f32, 16).memory_bytes == cost(f32, 2).memory_bytes);
+}

@@ -156,16 +156,38 @@ TEST_CASE("tuner: every workload stored at bf16 is checked, timed, and matches t
   check_workloads("bf16");
 }
 
-TEST_CASE("tuner: a reference that overflows f16 is reported as such, not as kernels that all fail", "[tune][tuner]") {
-  // attention.prism has no max subtraction: with e = 128, exp of the logits passes 65504.
+TEST_CASE("tuner: a reference that overflows f16 on [-1, 1] is checked on narrower inputs, and says so", "[tune][tuner]") {
+  // attention.prism has no max subtraction: with e = 128, exp of the logits passes 65504 for
+  // inputs in [-1, 1]; in [-1/4, 1/4] the logits stay small.
   test::TempDir data;
   Workspace ws;
   ws.set_storage(data.path(), shared_cache());
   ws.open("untitled:attention", test::read_example("attention"), 1);
   tune::TuneRequest request;
   request.bindings = {{"B", 2}, {"q", 1}, {"s", 1024}, {"e", 128}};
-  CHECK_THROWS_WITH(ws.tune("attention", request), Catch::Contains("not finite") && Catch::Contains("leaves f16's range") &&
-                                                       Catch::Contains("subtract the max before exp"));
+  request.top = 2;
+  const tune::TuneResult r = ws.tune("attention", request);
+  CHECK(r.input_range < 1);
+  CHECK(r.input_range >= 1.0 / 64);
+  CHECK_THAT(r.input_note, Catch::Contains("checked on random inputs in [-0.25, 0.25]") && Catch::Contains("values inf or NaN") &&
+                               Catch::Contains("leaves f16's range") && Catch::Contains("subtract the max before exp"));
+  REQUIRE(r.best >= 0);
+  CHECK(r.rows[size_t(r.best)].ok);
+}
+
+TEST_CASE("tuner: a reference that overflows on any inputs is an error that says why, not kernels that all fail", "[tune][tuner]") {
+  // 1e8 is past f16's range itself: no input range helps. (The search's own checks reject such a
+  // program, so the tuner's step is called directly.)
+  test::TempDir data;
+  Workspace ws;
+  ws.set_storage(data.path(), shared_cache());
+  ws.open("untitled:growth", "program growth(X: f16[n, d], W: f16[d, d]) {\n  return matmul(X, W) * 100000000\n}\n", 1);
+  std::vector<Tensor> inputs;
+  std::map<std::string, Tensor> named;
+  tune::TuneResult result;
+  CHECK_THROWS_WITH(tune::steps::finite_reference(ws.lowered_program("growth").first, {{"n", 4}, {"d", 64}}, 1, nullptr, inputs, named, result),
+                    Catch::Contains("not finite") && Catch::Contains("on random inputs in [-1, 1] (and in [-0.015625, 0.015625])") &&
+                        Catch::Contains("leaves f16's range"));
 }
 
 TEST_CASE("tuner: with AVX-512 BF16, AVX-512F and F16C turned off, 16-bit storage takes the fallbacks and matches", "[tune][tuner][bf16]") {
@@ -182,6 +204,24 @@ TEST_CASE("tuner: with AVX-512 BF16, AVX-512F and F16C turned off, 16-bit storag
   }
   test::ScopedEnv bad("PRISM_CPU_DISABLE", "avx512f;rm -rf");
   CHECK_THROWS_WITH(backend::cpu::disabled_cpu_features(), Catch::Contains("is no instruction-set name"));
+}
+
+TEST_CASE("tuner: with vdpbf16ps (emulated where the CPU lacks it), bf16 storage takes the dot kernel and matches", "[tune][tuner][bf16]") {
+  // The kernels a CPU with AVX-512 BF16 runs: bf16 x bf16 matmuls of loaded tiles (X @ W, Q @ Kt)
+  // on vdpbf16ps, each instruction here two FMAs (codegen_matmul.cpp).
+  test::ScopedEnv emulate("PRISM_CPU_EMULATE", "avx512bf16");
+  for (const char* name : {"rms_linear", "attention"}) {
+    INFO(name);
+    test::TempDir data;
+    Workspace ws;
+    ws.set_storage(data.path(), shared_cache());
+    ws.open(std::string("untitled:") + name, retyped(test::read_example(name), "f16", "bf16"), 1);
+    const bool attention = std::string(name) == "attention";
+    check_tuned(ws, name, attention ? std::map<std::string, int64_t>{{"B", 2}, {"q", 3}, {"s", 64}, {"e", 32}}
+                                    : std::map<std::string, int64_t>{{"n", 5}, {"d", 96}});
+  }
+  test::ScopedEnv bad("PRISM_CPU_EMULATE", "amx");
+  CHECK_THROWS_WITH(backend::cpu::emulated_cpu_feature_flags(), Catch::Contains("cannot be emulated"));
 }
 
 namespace {
