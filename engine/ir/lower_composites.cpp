@@ -3,6 +3,7 @@
 #include <set>
 
 #include "engine/error.h"
+#include "engine/ir/decimal.h"
 #include "engine/ir/infer_shapes.h"
 #include "engine/ir/visitor.h"
 
@@ -50,7 +51,7 @@ class Lowering : public Visitor {
           result = emit(Op::Div, {x, reduce(Op::Rms, x, -1, true, v.pos)}, {}, v.pos);
         } else {
           int squares = emit(Op::Mul, {x, x}, {}, v.pos);
-          int shifted = emit(Op::Add, {mean(squares, -1, true, v.pos), constant({std::nullopt, *v.attrs.eps}, v.pos)}, {}, v.pos);
+          int shifted = emit(Op::Add, {mean(squares, -1, true, v.pos), constant(decimal_constant(*v.attrs.eps), v.pos)}, {}, v.pos);
           result = emit(Op::Div, {x, emit(Op::Sqrt, {shifted}, {}, v.pos)}, {}, v.pos);
         }
         break;

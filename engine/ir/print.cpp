@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "engine/ir/decimal.h"
 #include "engine/ir/parenthesized.h"
 #include "engine/ir/visitor.h"
 
@@ -14,6 +15,9 @@ std::string constant_str(const Constant& c) {
   if (c.exact) {
     if (auto i = c.exact->as_integer(); i && *i >= 0) return std::to_string(*i);
     if (auto s = c.exact->as_symbol()) return *s;
+    // A decimal literal's value reads as the literal ("0.1", "1e-06"), which reads back exactly.
+    if (auto v = c.exact->constant_value(); v && !v->is_integer())
+      if (auto text = decimal_text(*v)) return *v < Rational(0) ? parenthesized(*text) : *text;
     return parenthesized(c.exact->str());
   }
   char buf[64];

@@ -4,10 +4,12 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/diagnostic.h"
+#include "engine/ir/rational.h"
 
 namespace prism {
 
@@ -23,6 +25,7 @@ struct Expr {
   double number = 0;         // Number
   bool is_integer = false;   // Number written without '.' or exponent
   int64_t integer = 0;       // Number when is_integer
+  std::optional<Rational> decimal;  // Number with a fraction or exponent, when exact (engine/ir/decimal.h)
   bool boolean = false;      // Bool
   char op = 0;               // Binary: '+' '-' '*' '/' '@'
   std::vector<ExprPtr> args; // Neg: 1; Binary: 2; Call: arguments; List: items

@@ -294,6 +294,7 @@ class Builder {
       }
       case Expr::Kind::Number:
         if (e.is_integer) return {make_const(Constant{Dim(e.integer), 0}, e.range), 1};
+        if (e.decimal) return {make_const(Constant{Dim::constant(*e.decimal), e.number}, e.range), 1};
         return {make_const(Constant{std::nullopt, e.number}, e.range), 1};
       case Expr::Kind::Bool:
         error(e.range, std::string("expected a tensor but found '") + (e.boolean ? "true" : "false") + "'");
@@ -329,7 +330,8 @@ class Builder {
   }
 
   // Folds arithmetic on two constants: exactly when both are exact (so `d/2` stays a dim), in
-  // floating point when both are plain numbers. Anything else is left to the program.
+  // floating point when both are plain numbers (or exact ones whose product or sum would not fit
+  // 64 bits: long chains of decimals). Anything else is left to the program.
   std::optional<Result> fold(Op op, int a, int b, const SourceRange& range) {
     const Value* ca = const_of(a);
     const Value* cb = const_of(b);
@@ -343,8 +345,11 @@ class Builder {
         return Result{make_const(Constant{r, 0}, range), 1};
       }
     } catch (const DimError& err) {
-      error(range, std::string("constant expression: ") + err.what());
-      return Result{};
+      const bool numbers = x.exact->constant_value() && y.exact->constant_value() && !(op == Op::Div && y.exact->constant_value()->is_zero());
+      if (!numbers) {
+        error(range, std::string("constant expression: ") + err.what());
+        return Result{};
+      }
     }
     auto numeric = [](const Constant& c) -> std::optional<double> {
       if (!c.exact) return c.number;

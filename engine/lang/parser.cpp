@@ -1,5 +1,6 @@
 #include "engine/lang/parser.h"
 
+#include "engine/ir/decimal.h"
 #include "engine/lang/lexer.h"
 
 namespace prism {
@@ -195,6 +196,7 @@ class Parser {
         e->number = t.number;
         e->is_integer = t.kind == Tok::Integer;
         e->integer = t.integer;
+        if (t.kind == Tok::Float) e->decimal = exact_decimal(t.text);
         advance();
         return e;
       case Tok::KwTrue:

@@ -8,7 +8,8 @@
 // The ring: Z_p x Z_q (each element a pair), with q = 1073741789 and p = 2q + 1 = 2147483579 both
 // prime (p a safe prime), so products fit in 64 bits.
 //   - add, sub, neg, mul, square, sum, matmul: componentwise ring operations (exact, order-free);
-//     rational and dim constants are a/b; a float constant is the dyadic rational it stores.
+//     rational and dim constants, and decimal literals (0.1 is 1/10: engine/ir/decimal.h), are
+//     a/b; any other float constant is the dyadic rational it stores.
 //   - div: multiply by the inverse in both components. A zero denominator in either component
 //     means "cannot fingerprint" (fall back to the numeric check); it never rejects.
 //   - exp(x_p, x_q) = (g^x_q mod p, 1) with g = 4, of order q in Z_p^* (the squares). Then

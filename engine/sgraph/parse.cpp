@@ -6,6 +6,7 @@
 #include <map>
 
 #include "engine/error.h"
+#include "engine/ir/decimal.h"
 
 namespace prism::sgraph {
 
@@ -410,8 +411,13 @@ class Parser {
     const bool neg = is("(") && peek(1).kind == Token::Punct && peek(1).text == "-";
     if (neg) next(), next();
     Constant c;
-    if (peek().kind == Token::Number) c.number = std::strtod(next().text.c_str(), nullptr);
-    else c.exact = dim();
+    if (peek().kind == Token::Number) {
+      const std::string text = next().text;
+      c.number = std::strtod(text.c_str(), nullptr);
+      if (auto r = exact_decimal(text)) c.exact = Dim::constant(*r);  // as a program's literal reads
+    } else {
+      c.exact = dim();
+    }
     if (!neg) return c;
     expect(")");
     if (c.exact) c.exact = Dim(0) - *c.exact;

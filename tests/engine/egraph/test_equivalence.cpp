@@ -37,6 +37,12 @@ program eighth(X: f32[n, d]) {
 program scaled_twice(X: f32[n, d]) {
   return (X * 2) * 3
 }
+program tenth(X: f32[n, d]) {
+  return X / 10
+}
+program hundredth(X: f32[n, d]) {
+  return X * 0.1 * 0.1
+}
 program scaled(X: f32[n, d], R: f32[1, d], W: f32[d, d]) {
   return matmul(X / R, W)
 }
@@ -72,6 +78,10 @@ TEST_CASE("equivalence: the must-prove identities are proved with an explanation
       {"plus_zero", "X * 1"},
       {"eighth", "X * 0.125"},
       {"scaled_twice", "X * 6"},
+      // decimals are exact rationals: 0.1 is 1/10, and 0.1 * 0.1 folds to 0.01
+      {"tenth", "X * 0.1"},
+      {"hundredth", "X * 0.01"},
+      {"hundredth", "X / 100"},
   };
   for (const auto& c : cases) {
     EquivResult r = ws.equivalent(c.a, c.b, limits);
@@ -104,6 +114,8 @@ TEST_CASE("equivalence: tempting non-identities are refuted and never proved", "
       {"eighth", "X * 0.12"},
       {"scaled_twice", "X * 5"},
       {"plus_zero", "X * 0"},
+      {"tenth", "X * 0.11"},
+      {"hundredth", "X * 0.1"},
   };
   for (const auto& c : cases) {
     EquivResult r = ws.equivalent(c.a, c.b, EquivLimits{});
