@@ -211,7 +211,7 @@ SearchLimits parse_search_limits(const json& params) {
   positive("maxAccumulators", limits.max_accumulators);
   positive("threads", limits.threads);
   if (auto v = optional_int(*given, "libraryKernels", "limits")) {
-    if (*v < 0 || *v > 1) throw invalid_params("limits.libraryKernels", "'limits.libraryKernels' must be 0 or 1");
+    if (*v < 0 || *v > 3) throw invalid_params("limits.libraryKernels", "'limits.libraryKernels' must be 0 to 3");
     limits.library_kernels = static_cast<int>(*v);
   }
   if (auto s = optional_number(*given, "budgetSeconds", "limits")) {

@@ -523,7 +523,7 @@ CommandOutput Session::search(const std::vector<std::string>& args) {
       limits[flag->second] = s;
     } else {
       if (a == "--library-kernels") {
-        if (!parse_int(v, n) || n < 0 || n > 1) throw CommandError(usage_error("search", "--library-kernels wants 0 or 1, not '" + v + "'"));
+        if (!parse_int(v, n) || n < 0 || n > 3) throw CommandError(usage_error("search", "--library-kernels wants 0 to 3, not '" + v + "'"));
       } else if (!parse_int(v, n) || n < 1) {
         throw CommandError(usage_error("search", a + " wants a positive integer, not '" + v + "'"));
       }

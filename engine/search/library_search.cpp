@@ -16,8 +16,10 @@ std::optional<SearchResult> search_part(const Program& part, const SearchLimits&
   // A part is searched as written (its seeds), with no expression pruning: its families differ
   // by their grids and loops, which the plans enumerate; the saturation and the enumeration would
   // cost as much as the whole program's search again for op orders the tuner cannot tell apart.
+  // A part may cut another of its matmuls (SwiGLU's up projection, in the epilogue of a cut at its
+  // gate projection), while the family's count of library kernels allows.
   SearchLimits sub = limits;
-  sub.library_kernels = 0;
+  sub.library_kernels = limits.library_kernels - 1;
   sub.max_block_ops = 0;
   sub.prune = false;
   sub.budget_s = std::max(0.1, budget_s);
@@ -33,7 +35,19 @@ std::optional<SearchResult> search_part(const Program& part, const SearchLimits&
   std::stable_sort(r.candidates.begin(), r.candidates.end(), [&](const Candidate& a, const Candidate& b) {
     return a.kernels != b.kernels ? a.kernels < b.kernels : grid_dims(a) > grid_dims(b);
   });
-  if (r.candidates.size() > kLibraryPartFamilies) r.candidates.resize(kLibraryPartFamilies);
+  // And the first with a vendor matmul of its own, when none of those has one (it has more kernels).
+  auto library = [](const Candidate& c) {
+    return std::any_of(c.graph->kernels.begin(), c.graph->kernels.end(), [](const sgraph::Kernel& k) { return !k.custom && k.library.op == Op::Matmul; });
+  };
+  const size_t keep = std::min(kLibraryPartFamilies, r.candidates.size());
+  auto nested = std::find_if(r.candidates.begin(), r.candidates.end(), library);
+  if (nested - r.candidates.begin() >= std::ptrdiff_t(keep) && nested != r.candidates.end()) {
+    Candidate extra = std::move(*nested);
+    r.candidates.resize(keep);
+    r.candidates.push_back(std::move(extra));
+  } else {
+    r.candidates.resize(keep);
+  }
   return r;
 }
 

@@ -1,7 +1,8 @@
 // Families with a library kernel (docs/search.md, "Library kernels"): every cut of the program at
-// a matmul by a weight (library_cut.h) has its prologue and epilogue searched on their own, with no
-// library kernels of their own and as written (its seeds only); their first families, put around the vendor matmul
-// (compose.h), are this search's families. Each part's proof is its own search's; substituting
+// a matmul by a weight (library_cut.h) has its prologue and epilogue searched on their own, as
+// written (its seeds only) and with one library kernel fewer than the family may have (SwiGLU's
+// up projection cut again in the epilogue of a cut at its gate projection); their first families,
+// put around the vendor matmul (compose.h), are this search's families. Each part's proof is its own search's; substituting
 // the parts back gives the program as written.
 #pragma once
 #include <string>

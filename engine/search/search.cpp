@@ -266,9 +266,12 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
   if (!several && !over_budget)
     for (const LibraryFamily& f : library_families(program, limits, limits.budget_s - seconds_since(t0), cancel)) {
       c.families++;
-      if (int(f.graph.kernels.size()) > limits.max_kernels) {
+      // A family's vendor matmuls count as one kernel against --max-kernels (--library-kernels
+      // bounds how many there are): SwiGLU's two projections beside one fused kernel is two.
+      const int fused = int(std::count_if(f.graph.kernels.begin(), f.graph.kernels.end(), [](const sgraph::Kernel& k) { return k.custom; }));
+      if (fused + 1 > limits.max_kernels) {
         c.pruned_structure++;
-        c.why("structure", "a vendor matmul beside fused kernels takes " + std::to_string(f.graph.kernels.size()) +
+        c.why("structure", "a vendor matmul beside fused kernels takes " + std::to_string(fused + 1) +
                                " kernels, more than --max-kernels " + std::to_string(limits.max_kernels));
         continue;
       }

@@ -22,7 +22,7 @@ struct SearchLimits {
                                 // (the program as written, and with row scales deferred)
   int max_kernels = 2;
   int max_accumulators = 3;     // accumulators per custom kernel
-  int library_kernels = 1;      // vendor matmuls (library kernels) per family beside fused kernels: 0 or 1
+  int library_kernels = 1;      // vendor matmuls (library kernels) per family beside fused kernels: 0 to 3
                                 // (library_search.h)
   int threads = 0;              // 0: all hardware threads
   double budget_s = 10.0;       // wall-clock budget; the stop reason says when it was hit

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -100,9 +101,9 @@ std::string tiling_key(const sgraph::Instance& instance) {
 // The top K by cost, at most half of them (rounded up) from one family, so one family's many
 // tile sizes cannot crowd out the others; and, while other tilings are left, at most a quarter
 // with the same tiling, so families that differ only in how they order elementwise ops (the cost
-// model ties them) cannot crowd out other tile sizes. The cheapest option with a library kernel
-// (a vendor matmul) and the cheapest without are always timed, and while others are left at most
-// a quarter have one: the model cannot tell a vendor kernel's speed from a fused one's.
+// model ties them) cannot crowd out other tile sizes. The cheapest option with each number of
+// vendor matmuls (library kernels: none, one, two, …) is always timed, and while others are left
+// at most a quarter have one: the model cannot tell a vendor kernel's speed from a fused one's.
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
   std::vector<size_t> chosen;
   std::vector<bool> taken(ranked.size(), false);
@@ -110,17 +111,21 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
   std::map<std::string, int> per_sizes;
   const int family_cap = std::max(1, (top + 1) / 2), sizes_cap = std::max(1, (top + 3) / 4);
   int vendors = 0;
-  auto vendor = [&](size_t i) {
+  // (A library kernel that sums partials is no vendor matmul.)
+  auto matmuls = [&](size_t i) {
     const auto& ks = ranked[i].instance.graph.kernels;
-    return std::any_of(ks.begin(), ks.end(), [](const sgraph::Kernel& k) { return !k.custom; });
+    return int(std::count_if(ks.begin(), ks.end(), [](const sgraph::Kernel& k) { return !k.custom && k.library.op == Op::Matmul; }));
   };
-  for (bool kind : {false, true})
+  auto vendor = [&](size_t i) { return matmuls(i) > 0; };
+  std::set<int> counts;
+  for (size_t i = 0; i < ranked.size(); ++i) counts.insert(matmuls(i));
+  for (int count : counts)
     for (size_t i = 0; i < ranked.size() && int(chosen.size()) < top; ++i)
-      if (vendor(i) == kind) {
+      if (matmuls(i) == count) {
         taken[i] = true;
         ++per_family[ranked[i].family];
         ++per_sizes[tiling_key(ranked[i].instance)];
-        vendors += kind;
+        vendors += count > 0;
         chosen.push_back(i);
         break;
       }

@@ -19,6 +19,22 @@ namespace {
 // loading NV vectors of a B row per step. The K chunk (KC) keeps a B panel in L1 while every row
 // block of C passes over it. Columns past the last full vector take a scalar path.
 const char* kMicroKernel = R"(
+// An MR x NV-vector block of C in registers: loaded (ACC) or zero, and stored back.
+template <int MR, int NV, bool ACC>
+static inline __attribute__((always_inline)) void prism_block_load(vf (&c)[MR][NV], const float* __restrict C, long ldc) {
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) c[r][v] = ACC ? vload(C + r * ldc + v * kW) : vf{};
+}
+template <int MR, int NV>
+static inline __attribute__((always_inline)) void prism_block_store(const vf (&c)[MR][NV], float* __restrict C, long ldc) {
+#pragma GCC unroll 16
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 16
+    for (int v = 0; v < NV; ++v) vstore(C + r * ldc + v * kW, c[r][v]);
+}
+
 // bf16 x bf16 with AVX-512 BF16: vdpbf16ps multiplies pairs of bf16 along K and adds both
 // (exact) products to an f32 lane, twice an f32 FMA's work per instruction, and nothing is widened.
 // A's pair (k, k + 1) of a row is one 32-bit broadcast; B's rows k and k + 1 are interleaved into
@@ -45,10 +61,7 @@ template <int MR, int NV, bool ACC, bool PF>
 static inline __attribute__((always_inline)) void prism_mk_dot(long K, const prism_bf16* __restrict A, long lda, const prism_bf16* __restrict B,
                                                                long ldb, float* __restrict C, long ldc, const prism_bf16* P) {
   vf c[MR][NV];
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) c[r][v] = ACC ? vload(C + r * ldc + v * kW) : vf{};
+  prism_block_load<MR, NV, ACC>(c, C, ldc);
   for (long k = 0; k < K; k += 2) {
     const bool odd = k + 1 == K;
     vu b[NV];
@@ -75,20 +88,14 @@ static inline __attribute__((always_inline)) void prism_mk_dot(long K, const pri
       for (int v = 0; v < NV; ++v) c[r][v] = prism_dpbf16(c[r][v], a, b[v]);
     }
   }
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) vstore(C + r * ldc + v * kW, c[r][v]);
+  prism_block_store<MR, NV>(c, C, ldc);
 }
 
 template <int MR, int NV, bool ACC, bool PF, typename TA, typename TB>
 static inline __attribute__((always_inline)) void prism_mk_vectors(long K, const TA* __restrict A, long lda, const TB* __restrict B,
                                                                    long ldb, float* __restrict C, long ldc, const TB* P) {
   vf c[MR][NV];
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) c[r][v] = ACC ? vload(C + r * ldc + v * kW) : vf{};
+  prism_block_load<MR, NV, ACC>(c, C, ldc);
   for (long k = 0; k < K; ++k) {
     vf b[NV];
 #pragma GCC unroll 16
@@ -104,10 +111,7 @@ static inline __attribute__((always_inline)) void prism_mk_vectors(long K, const
       for (int v = 0; v < NV; ++v) c[r][v] = vfma(a, b[v], c[r][v]);
     }
   }
-#pragma GCC unroll 16
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) vstore(C + r * ldc + v * kW, c[r][v]);
+  prism_block_store<MR, NV>(c, C, ldc);
 }
 
 template <int MR, int NV, bool ACC, bool PF = false, typename TA, typename TB>

@@ -84,6 +84,19 @@ bool has_bf16_dot() {
   return std::find(off.begin(), off.end(), "avx512bf16") == off.end() && std::find(off.begin(), off.end(), "avx512f") == off.end();
 }
 
+}  // namespace
+
+const char* openblas_core_type() {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+  return nullptr;
+}
+
+namespace {
+
 int simd_bytes() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) return 64;

@@ -15,4 +15,11 @@ namespace prism::backend::cpu {
 // Error{Failed} when the measuring kernels fail.
 TargetDescription describe_cpu(const std::string& cache_dir = "");
 
+// The OpenBLAS kernel set for this CPU's instructions: "SkylakeX" with AVX-512 (F, BW, DQ, VL),
+// "Haswell" with AVX2 and FMA, else null. Debian's OpenBLAS (DYNAMIC_ARCH) picks its kernels by
+// the CPU's model and falls back to SSE3's ("Prescott") on one it does not know, as a VM's
+// "Intel Xeon Processor": a 256 x 1024 x 2816 sgemm on 2 cores ran at 66 GFLOP/s there, 304 with
+// SkylakeX's. The kernel runner sets OPENBLAS_CORETYPE to it unless the user set one.
+const char* openblas_core_type();
+
 }  // namespace prism::backend::cpu

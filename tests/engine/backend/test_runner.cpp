@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "engine/backend/cpu/compiler.h"
+#include "engine/backend/cpu/describe.h"
 #include "engine/backend/runner/runner.h"
 #include "engine/error.h"
 #include "support/subprocess.h"
@@ -17,6 +18,7 @@ namespace {
 // Kernels with y = 2x over 4 floats, and planted failures.
 std::string kernel(const std::string& body) {
   return R"(#include <csignal>
+extern "C" char* openblas_get_corename(void);  // declared only: a kernel that asks links OpenBLAS
 extern "C" const char* prism_error() { return "planted failure"; }
 extern "C" int prism_entry(const float* const* in, float* const* out, int threads) {
   (void)threads;
@@ -112,4 +114,19 @@ TEST_CASE("runner: a missing library or runner binary is a clear error", "[backe
   CHECK_THAT(r.error, Catch::Contains("cannot load"));
   KernelRunner nowhere(f.dir / "no-runner");
   CHECK_THROWS_WITH(nowhere.run(request), Catch::Contains("cannot start the kernel runner"));
+}
+
+TEST_CASE("runner: OpenBLAS in the worker runs the kernels of this CPU's instructions, not its SSE3 fallback", "[backend][runner]") {
+  // Debian's OpenBLAS takes its SSE3 kernels ("Prescott") on a CPU model it does not know; the
+  // worker names the kernel set by the CPU's instructions (describe.h) unless the user did.
+  const char* expected = openblas_core_type();
+  if (!expected) return;  // an x86-64 with neither AVX2 nor AVX-512: nothing to choose
+  RunnerFixture f;
+  f.options.libs = {"-lopenblas"};
+  const std::string want = std::string("\"") + expected + "\"";
+  RunOutcome r = f.run("  const char* core = openblas_get_corename();\n"
+                       "  for (int i = 0; core[i] || " + want + "[i]; ++i)\n"
+                       "    if ((core[i] | 32) != (" + want + "[i] | 32)) return 1;\n");
+  INFO(r.error);
+  CHECK(r.ok);
 }

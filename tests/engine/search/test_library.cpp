@@ -104,3 +104,33 @@ TEST_CASE("library families: found, proved by their parts, equal to the program"
     limits.library_kernels = 1;
   }
 }
+
+TEST_CASE("library families: with two allowed, SwiGLU's gate and up projections are both vendor matmuls beside one fused kernel", "[search][library]") {
+  const char* swiglu =
+      "program swiglu(X: f32[n, d], Wg: f32[h, d], Wu: f32[h, d], Wd: f32[d, h]) {\n"
+      "  H = silu(matmul(X, transpose(Wg))) * matmul(X, transpose(Wu))\n  return matmul(H, transpose(Wd))\n}\n";
+  const Program program = test::lowered_text(swiglu, "swiglu");
+  SearchLimits limits;
+  limits.threads = 2;
+  limits.budget_s = 120;
+  auto vendor_matmuls = [](const sgraph::SGraph& g) {
+    return std::count_if(g.kernels.begin(), g.kernels.end(), [](const sgraph::Kernel& k) { return !k.custom && k.library.op == Op::Matmul; });
+  };
+  // One allowed (the default): never two.
+  SearchResult one = search::search_program(program, limits);
+  CHECK(std::none_of(one.candidates.begin(), one.candidates.end(), [&](const Candidate& c) { return vendor_matmuls(*c.graph) > 1; }));
+  limits.library_kernels = 2;
+  SearchResult two = search::search_program(program, limits);
+  int found = 0;
+  for (const Candidate& c : two.candidates) {
+    if (vendor_matmuls(*c.graph) < 2) continue;
+    ++found;
+    INFO(c.text());
+    CHECK(std::count_if(c.graph->kernels.begin(), c.graph->kernels.end(), [](const sgraph::Kernel& k) { return k.custom; }) <= 1);
+    CHECK_THAT(c.proof, Catch::Contains("Epilogue") && Catch::Contains("proved"));
+    for (int64_t size : {1, 2}) CHECK(composite_error(program, *c.graph, {{"n", 4}, {"d", 16}, {"h", 24}}, size) < 1e-4);
+  }
+  CHECK(found >= 1);
+  // Every family of one is still among two's (the nested ones come on top).
+  CHECK(two.candidates.size() > one.candidates.size());
+}

@@ -553,6 +553,18 @@ TEST_CASE("tuner: the timed top K mixes families and tile sizes", "[tune]") {
   std::vector<tune::steps::Option> vendors = {option(7, vendor, {}, 0.5), option(8, vendor, {}, 0.6), option(9, vendor, {}, 0.7), ranked[0],
                                               ranked[5]};
   CHECK(tune::steps::choose(vendors, 4) == std::vector<size_t>{0, 1, 3, 4});
+  // The cheapest with two vendor matmuls is timed too, however the model ranks it; a library
+  // kernel that sums partials is no vendor matmul.
+  const char* two = "input X: f32[n, d]\ninput W: f32[d, d]\nkernel 0: P: f32 = matmul(X, W)\nkernel 1: O: f32 = matmul(P, W)\noutput O\n";
+  std::vector<tune::steps::Option> nested = mixed;
+  nested.push_back(option(8, two, {}, 10.0));
+  CHECK(tune::steps::choose(nested, 4) == std::vector<size_t>{0, 5, 10, 11});
+  const char* sums = "input X: f32[n, d]\nkernel 0: O: f32 = sum(X, axis=1, keepdims=true)\noutput O\n";
+  std::vector<tune::steps::Option> reductions = ranked;
+  reductions.push_back(option(7, sums, {}, 9.0));
+  CHECK(tune::steps::choose(reductions, 2) == std::vector<size_t>{0, 8});  // as without it
+  CHECK(tune::steps::choose(ranked, 2) == std::vector<size_t>{0, 8});
+  CHECK(tune::steps::choose(mixed, 2) == std::vector<size_t>{0, 10});
 }
 
 TEST_CASE("tuner: the numeric check passes a NaN or an infinity only where the reference has it", "[tune]") {
