@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <utility>
 
 namespace prism {
 
@@ -56,26 +57,32 @@ std::optional<Rational> exact_decimal(std::string_view text) {
   return Rational(num, den);
 }
 
-Constant decimal_constant(double x) {
+namespace {
+
+// The shortest text that reads back as x ("0.1", "-1e-06"), and the exact rational it reads as
+// (signed), when exact_decimal takes it.
+std::pair<std::string, std::optional<Rational>> shortest(double x) {
   char buf[64];
   const auto res = std::to_chars(buf, buf + sizeof buf, x);
-  const std::string_view s(buf, size_t(res.ptr - buf));
+  std::string s(buf, res.ptr);
   const bool negative = !s.empty() && s[0] == '-';
-  if (std::optional<Rational> r = exact_decimal(negative ? s.substr(1) : s)) {
-    const Rational value = negative ? -*r : *r;
-    if (value.to_double() == x) return Constant{Dim::constant(value), x};
-  }
+  std::optional<Rational> r = exact_decimal(negative ? std::string_view(s).substr(1) : std::string_view(s));
+  if (r && negative) r = -*r;
+  return {std::move(s), r};
+}
+
+}  // namespace
+
+Constant decimal_constant(double x) {
+  const auto [text, r] = shortest(x);
+  if (r && r->to_double() == x) return Constant{Dim::constant(*r), x};
   return Constant{std::nullopt, x};
 }
 
 std::optional<std::string> decimal_text(const Rational& r) {
-  char buf[64];
-  const auto res = std::to_chars(buf, buf + sizeof buf, r.to_double());  // shortest text that reads back exactly
-  std::string s(buf, res.ptr);
-  const bool negative = !s.empty() && s[0] == '-';
-  const std::optional<Rational> back = exact_decimal(negative ? std::string_view(s).substr(1) : std::string_view(s));
-  if (!back || (negative ? -*back : *back) != r) return std::nullopt;
-  return s;
+  auto [text, back] = shortest(r.to_double());
+  if (!back || *back != r) return std::nullopt;
+  return text;
 }
 
 }  // namespace prism
