@@ -111,9 +111,10 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 10;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
+constexpr int kTunerRevision = 11;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
                                     // widening and partial overlap, narrower inputs where [-1, 1] overflows;
-                                    // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline)
+                                    // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
+                                    // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums)
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

@@ -211,12 +211,17 @@ static inline __attribute__((always_inline)) void prism_mk_nt(long K, const TA* 
       for (int j = 0; j < NR; ++j) c[r][j] = vfma(a, b[j], c[r][j]);
     }
   }
-  for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < NR; ++j) {
-      float s = prism_hsum(c[r][j]);
+  for (int r = 0; r < MR; ++r) {
+    float sums[NR];
+    int j = 0;
+    for (; j + 4 <= NR; j += 4) prism_hsum4(c[r][j], c[r][j + 1], c[r][j + 2], c[r][j + 3], sums + j);
+    for (; j < NR; ++j) sums[j] = prism_hsum(c[r][j]);
+    for (j = 0; j < NR; ++j) {
+      float s = sums[j];
       for (long t = k; t < K; ++t) s += float(A[r * lda + t]) * float(B[j * ldb + t]);
       C[r * ldc + j] = ACC ? C[r * ldc + j] + s : s;
     }
+  }
 }
 
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NR, typename TA, typename TB>
@@ -273,6 +278,35 @@ static inline void prism_mm(const TA* __restrict A, const TB* __restrict B, floa
 }
 )";
 
+
+// Sums across lanes as a tree of shuffles and adds: log2(w) steps where a lane-by-lane sum is w
+// dependent adds (GCC keeps their order: no -ffast-math). prism_hsum4 sums four vectors at once
+// (the NT micro-kernel's accumulators), sharing the first two steps.
+std::string lane_sums(int w) {
+  auto list = [](int n, auto index) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += ", " + std::to_string(index(i));
+    return s;
+  };
+  const int h = w / 2, q = w / 4;
+  std::string s = "static inline float prism_hsum(vf v) {\n";
+  for (int step = h; step >= 1; step /= 2)
+    s += "  v = v + __builtin_shufflevector(v, v" + list(w, [&](int i) { return i ^ step; }) + ");\n";
+  s += "  return v[0];\n}\n";
+  s += "static inline void prism_hsum4(vf a, vf b, vf c, vf d, float* out) {\n";
+  const std::string lo = list(w, [&](int i) { return i < h ? i : w + i - h; }), hi = list(w, [&](int i) { return i < h ? i + h : w + i; });
+  s += "  const vf x = __builtin_shufflevector(a, b" + lo + ") + __builtin_shufflevector(a, b" + hi + ");\n";
+  s += "  const vf y = __builtin_shufflevector(c, d" + lo + ") + __builtin_shufflevector(c, d" + hi + ");\n";
+  // Quarters: a's, b's (from x), c's, d's (from y), each q partial sums.
+  auto quarter = [&](int i, int offset) { const int g = i / q, r = i % q; return (g / 2) * w + (g % 2) * h + r + offset; };
+  s += "  vf z = __builtin_shufflevector(x, y" + list(w, [&](int i) { return quarter(i, 0); }) + ") + __builtin_shufflevector(x, y" +
+       list(w, [&](int i) { return quarter(i, q); }) + ");\n";
+  for (int step = q / 2; step >= 1; step /= 2)
+    s += "  z = z + __builtin_shufflevector(z, z" + list(w, [&](int i) { return i ^ step; }) + ");\n";
+  s += "  out[0] = z[0];\n  out[1] = z[" + std::to_string(q) + "];\n  out[2] = z[" + std::to_string(2 * q) + "];\n  out[3] = z[" +
+       std::to_string(3 * q) + "];\n}\n";
+  return s;
+}
 
 }  // namespace
 
@@ -354,12 +388,9 @@ static inline vf vload(const prism_f16* p) {
 static inline void vstore(float* p, vf v) { __builtin_memcpy(p, &v, sizeof v); }
 // GCC contracts a * b + c into one FMA in C++ (-ffp-contract=fast is its default outside ISO C).
 static inline vf vfma(vf a, vf b, vf c) { return a * b + c; }
-static inline float prism_hsum(vf v) {
-  float s = 0.0f;
-  for (int i = 0; i < int(kW); ++i) s += v[i];
-  return s;
-}
-// max_accumulate: a NaN seen once stays.
+)";
+  s += lane_sums(simd_bytes / 4);
+  s += R"(// max_accumulate: a NaN seen once stays.
 static inline float prism_max_into(float acc, float x) { return (x > acc || x != x) ? (acc != acc ? acc : x) : acc; }
 // The factor that moves a sum relative to max a onto max(a, b) (online softmax); none from -inf.
 static inline float prism_rescale(float a, float b) { return a == -__builtin_inff() ? 0.0f : __builtin_expf(a - prism_max_into(a, b)); }

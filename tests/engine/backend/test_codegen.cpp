@@ -396,6 +396,27 @@ output P
   CHECK(family_codegen_error(family, {{"n", 5}, {"d", 300}, {"m", 600}}, {}, native_simd_bytes(), true) < 1e-2);
 }
 
+TEST_CASE("codegen: sums across lanes (one vector, four at once) are the sums, at both vector widths", "[codegen]") {
+  for (int simd : {32, 64}) {
+    INFO(simd << "-byte vectors");
+    const int w = simd / 4;
+    const std::string source = detail::prelude(simd) +
+                               "extern \"C\" void prism_sums(float* out) {\n"
+                               "  vf v[4];\n"
+                               "  for (int k = 0; k < 4; ++k)\n"
+                               "    for (int i = 0; i < int(kW); ++i) v[k][i] = float((k + 1) * 100 + i);\n"
+                               "  prism_hsum4(v[0], v[1], v[2], v[3], out);\n"
+                               "  out[4] = prism_hsum(v[2]);\n}\n";
+    CompileOptions options = compile_options();
+    if (simd == 64 && native_simd_bytes() != 64) options.flags.push_back("-mno-avx512f");  // vector extensions split it
+    LoadedLibrary lib(compile_library(source, options).path);
+    float out[5] = {};
+    lib.function<void (*)(float*)>("prism_sums")(out);
+    for (int k = 0; k < 4; ++k) CHECK(out[k] == float((k + 1) * 100 * w + w * (w - 1) / 2));
+    CHECK(out[4] == float(300 * w + w * (w - 1) / 2));
+  }
+}
+
 TEST_CASE("codegen: bf16 x bf16 matmuls take vdpbf16ps where the CPU has it (emulated here) and match", "[codegen][bf16]") {
   if (native_simd_bytes() != 64) return;  // the dot kernel is AVX-512's
   // The prelude selects the dot kernel for bf16 x bf16 only with the instruction (or its emulation).
