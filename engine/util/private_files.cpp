@@ -10,6 +10,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 
 namespace prism {
 
@@ -137,6 +140,40 @@ FileContents read_regular_file(const std::string& path, size_t max_bytes) {
   return out;
 }
 
+namespace {
+
+// When process `pid` started, in seconds since the epoch; 0 when unknown.
+double process_start_s(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos) return 0;
+  std::istringstream fields(text.substr(paren + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i)
+    if (i == 22) {
+      std::ifstream global("/proc/stat");
+      for (std::string key; global >> key;)
+        if (key == "btime") {
+          double boot = 0;
+          global >> boot;
+          return boot + std::stod(field) / double(::sysconf(_SC_CLK_TCK));
+        }
+    }
+  return 0;
+}
+
+// Whether the process that wrote `name` (pid from its name, at `written`) still runs. Pids wrap
+// (at 32768 on many systems): a live pid that started after the file was written is another
+// process, and the writer is gone.
+bool writer_runs(pid_t pid, double written_s) {
+  if (::kill(pid, 0) != 0 && errno != EPERM) return false;
+  const double start = process_start_s(pid);
+  return start <= 0 || start <= written_s + 1;
+}
+
+}  // namespace
+
 size_t remove_stale_temp_files(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return 0;
@@ -155,7 +192,9 @@ size_t remove_stale_temp_files(const std::string& dir) {
     } catch (const std::exception&) {
       continue;
     }
-    if (pid <= 0 || (::kill(pid, 0) == 0 || errno == EPERM)) continue;  // its writer still runs
+    struct stat st {};
+    if (pid <= 0 || ::fstatat(::dirfd(d), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (writer_runs(pid, double(st.st_mtim.tv_sec) + double(st.st_mtim.tv_nsec) * 1e-9)) continue;
     if (::unlinkat(::dirfd(d), name.c_str(), 0) == 0) ++removed;
   }
   ::closedir(d);

@@ -34,7 +34,8 @@ struct FileContents {
 // a directory or a larger file is an error, found without reading it or blocking.
 FileContents read_regular_file(const std::string& path, size_t max_bytes);
 
-// Removes "<name>.tmp.<pid>.<n>" files in `dir` whose writer process is gone (a kill -9 mid-write).
+// Removes "<name>.tmp.<pid>.<n>" files in `dir` whose writer process is gone (a kill -9 mid-write),
+// also where its pid now names a process that started after the file was written (pids wrap).
 // Returns how many were removed.
 size_t remove_stale_temp_files(const std::string& dir);
 

@@ -147,6 +147,15 @@ TEST_CASE("remove_stale_temp_files removes what dead writers left and keeps live
   CHECK_FALSE(fs::exists(dead));
   CHECK(fs::exists(live));
   CHECK(fs::exists(root / "kernel.so"));
+  // A pid reused since (pids wrap at 32768 on many systems): a live process that started after
+  // the file was written is not its writer. This process's pid, on a file from a day ago.
+  std::string reused = root / ("kernel.tmp." + std::to_string(::getpid()) + ".5.so");
+  write_text(reused, "old");
+  const auto day_ago = fs::file_time_type::clock::now() - std::chrono::hours(24);
+  fs::last_write_time(reused, day_ago);
+  CHECK(remove_stale_temp_files(root.path()) == 1);
+  CHECK_FALSE(fs::exists(reused));
+  CHECK(fs::exists(live));
 }
 
 TEST_CASE("a sealed file is read only while it matches its checksum", "[util][sealed]") {
