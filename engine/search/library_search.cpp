@@ -36,18 +36,12 @@ std::optional<SearchResult> search_part(const Program& part, const SearchLimits&
     return a.kernels != b.kernels ? a.kernels < b.kernels : grid_dims(a) > grid_dims(b);
   });
   // And the first with a vendor matmul of its own, when none of those has one (it has more kernels).
-  auto library = [](const Candidate& c) {
-    return std::any_of(c.graph->kernels.begin(), c.graph->kernels.end(), [](const sgraph::Kernel& k) { return !k.custom && k.library.op == Op::Matmul; });
-  };
-  const size_t keep = std::min(kLibraryPartFamilies, r.candidates.size());
-  auto nested = std::find_if(r.candidates.begin(), r.candidates.end(), library);
-  if (nested - r.candidates.begin() >= std::ptrdiff_t(keep) && nested != r.candidates.end()) {
-    Candidate extra = std::move(*nested);
-    r.candidates.resize(keep);
-    r.candidates.push_back(std::move(extra));
-  } else {
-    r.candidates.resize(keep);
-  }
+  size_t keep = std::min(kLibraryPartFamilies, r.candidates.size());
+  auto nested = std::find_if(r.candidates.begin(), r.candidates.end(), [](const Candidate& c) {
+    return std::any_of(c.graph->kernels.begin(), c.graph->kernels.end(), [](const sgraph::Kernel& k) { return k.vendor_matmul(); });
+  });
+  if (nested != r.candidates.end() && size_t(nested - r.candidates.begin()) >= keep) std::iter_swap(r.candidates.begin() + keep++, nested);
+  r.candidates.resize(keep);
   return r;
 }
 

@@ -118,6 +118,9 @@ struct Kernel {
   bool custom = false;
   LibraryKernel library;  // when !custom
   CustomKernel block;     // when custom
+
+  // A library matmul (OpenBLAS, cuBLAS); a library kernel that sums partials is none.
+  bool vendor_matmul() const { return !custom && library.op == Op::Matmul; }
 };
 
 struct TensorDecl {

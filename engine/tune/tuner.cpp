@@ -111,10 +111,9 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
   std::map<std::string, int> per_sizes;
   const int family_cap = std::max(1, (top + 1) / 2), sizes_cap = std::max(1, (top + 3) / 4);
   int vendors = 0;
-  // (A library kernel that sums partials is no vendor matmul.)
   auto matmuls = [&](size_t i) {
     const auto& ks = ranked[i].instance.graph.kernels;
-    return int(std::count_if(ks.begin(), ks.end(), [](const sgraph::Kernel& k) { return !k.custom && k.library.op == Op::Matmul; }));
+    return int(std::count_if(ks.begin(), ks.end(), [](const sgraph::Kernel& k) { return k.vendor_matmul(); }));
   };
   auto vendor = [&](size_t i) { return matmuls(i) > 0; };
   std::set<int> counts;

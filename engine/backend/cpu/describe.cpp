@@ -166,27 +166,8 @@ void write_cache(const fs::path& file, const std::string& key, const TargetDescr
   write_file_atomically(file.string(), out.str());
 }
 
-}  // namespace
-
-TargetDescription describe_cpu(const std::string& cache_dir) {
-  TargetDescription t;
-  t.target = Target::Cpu;
-  t.cores = cpu_cores();
-  read_caches(t);
-  t.simd_bytes = simd_bytes();
-  t.model = cpu_model_name() + ", " + std::to_string(t.cores) + (t.cores == 1 ? " core, " : " cores, ") + isa_name(t.simd_bytes);
-  // The tile budget of one block: half of L2, leaving the rest for the compiler's temporaries,
-  // the next block's prefetched tiles and the other operands streaming through (an assumption).
-  t.fast_memory_bytes = t.l2_bytes > 0 ? t.l2_bytes / 2 : 256 * 1024;
-  t.measured = true;
-
-  fs::path dir = cache_dir.empty() ? fs::path(default_kernel_cache_dir()).parent_path() : fs::path(cache_dir);
-  fs::path file = dir / "cpu-target.txt";
-  const std::string key = cache_key(t);
-  if (read_cache(file, key, t)) {
-    t.bf16_dot_peak_gflops = has_bf16_dot() ? 2 * t.peak_gflops : 0;
-    return t;
-  }
+// Bandwidths, the read curve and the f32 peak, measured here.
+void measure(TargetDescription& t, const fs::path& dir) {
   MeasureOptions options;
   options.threads = t.cores;
   options.kernel_cache_dir = (dir / "kernels").string();
@@ -206,7 +187,29 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   // last point at twice their capacity); on this VM one or the other is often disturbed.
   if (!t.read_curve.empty() && t.read_curve.back().first >= 2 * t.cache_capacity() - 64)
     t.bandwidth_gbs = std::max(t.bandwidth_gbs, t.read_curve.back().second);
-  write_cache(file, key, t);
+}
+
+}  // namespace
+
+TargetDescription describe_cpu(const std::string& cache_dir) {
+  TargetDescription t;
+  t.target = Target::Cpu;
+  t.cores = cpu_cores();
+  read_caches(t);
+  t.simd_bytes = simd_bytes();
+  t.model = cpu_model_name() + ", " + std::to_string(t.cores) + (t.cores == 1 ? " core, " : " cores, ") + isa_name(t.simd_bytes);
+  // The tile budget of one block: half of L2, leaving the rest for the compiler's temporaries,
+  // the next block's prefetched tiles and the other operands streaming through (an assumption).
+  t.fast_memory_bytes = t.l2_bytes > 0 ? t.l2_bytes / 2 : 256 * 1024;
+  t.measured = true;
+
+  fs::path dir = cache_dir.empty() ? fs::path(default_kernel_cache_dir()).parent_path() : fs::path(cache_dir);
+  fs::path file = dir / "cpu-target.txt";
+  const std::string key = cache_key(t);
+  if (!read_cache(file, key, t)) {
+    measure(t, dir);
+    write_cache(file, key, t);
+  }
   t.bf16_dot_peak_gflops = has_bf16_dot() ? 2 * t.peak_gflops : 0;
   return t;
 }

@@ -114,7 +114,7 @@ TEST_CASE("library families: with two allowed, SwiGLU's gate and up projections 
   limits.threads = 2;
   limits.budget_s = 120;
   auto vendor_matmuls = [](const sgraph::SGraph& g) {
-    return std::count_if(g.kernels.begin(), g.kernels.end(), [](const sgraph::Kernel& k) { return !k.custom && k.library.op == Op::Matmul; });
+    return std::count_if(g.kernels.begin(), g.kernels.end(), [](const sgraph::Kernel& k) { return k.vendor_matmul(); });
   };
   // One allowed (the default): never two.
   SearchResult one = search::search_program(program, limits);
