@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   std::set<std::string> opened;
   std::printf("| workload | shape | eager (cuBLAS) ms | prism ms | speedup | roofline ms | %% roofline | bound | candidate | sizes | search s | tune s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (const Shape& s : shapes()) {
+  for (const Shape& s : gpu_shapes()) {
     if (!only.empty() && !only.count(s.workload)) continue;
     SearchLimits limits;
     limits.fast_memory_bytes = kGpuOptInSharedBytes;

@@ -19,10 +19,17 @@
 //     divided by a vectorization factor min(1, width / lanes) where width is the tile's last
 //     (contiguous) dim and lanes = simd_bytes / 4: a tile narrower than a vector register wastes
 //     lanes. On a target with a tensor-core peak (a GPU), a block matmul of two loaded 16-bit
-//     tiles whose sizes fit a tensor-core shape runs at that peak instead.
+//     tiles whose sizes fit a tensor-core shape runs at that peak instead (WMMA). Any other the
+//     code generator sends through mma.sync (two loaded 16-bit tiles of one type, or one and an
+//     operand computed in a program stored all at 16 bits) runs at that peak times the part of
+//     each 16 x 8 fragment it fills, over kMmaGather (each lane gathers its elements one by one),
+//     and never slower than the f32 FMA peak.
 //  4. Overlap. Within a kernel, data movement (memory plus cache traffic, one after the other)
-//     and compute overlap perfectly: the kernel takes the larger, divided by its parallel efficiency blocks / (ceil(blocks/cores) *
-//     cores) (the last wave of blocks leaves cores idle; one block uses one core).
+//     and compute overlap perfectly: the kernel takes the larger, divided by its parallel
+//     efficiency blocks / (ceil(blocks/cores) * cores) (the last wave of blocks leaves cores idle;
+//     one block uses one core). On a GPU only where the code generator double-buffers the loop's
+//     loads (double_buffer.h: a loop of more than one iteration whose body tiles fit twice in
+//     shared memory); else the kernel takes their sum.
 //  5. Overheads. kBlockOverhead (1 us) per block on each core (ceil(blocks/cores) waves: tile
 //     setup, loop control, poor locality of tiny blocks) and kKernelOverhead (5 us) per kernel (an
 //     OpenMP parallel region or a library call). Kernels run one after another.
@@ -69,6 +76,7 @@ constexpr double kBlockOverhead = 1e-6;
 constexpr double kKernelOverhead = 5e-6;
 constexpr double kRunOverhead = 256;
 constexpr double kOverlapLoss = 0.5;
+constexpr double kMmaGather = 8;
 
 using sgraph::BlockOp;
 using sgraph::LoopRole;
@@ -95,6 +103,7 @@ class CostModel {
     double memory_bytes = 0, cache_bytes = 0, flops = 0, scaled_flops = 0;  // scaled: divided by the vectorization factor
     int64_t blocks = 0;
     bool custom = false;
+    bool overlaps = true;  // its data movement overlaps its compute (assumption 4)
   };
 
   // Tensors at the dtypes the instance stores them (a backend's, Backend::stored).
@@ -112,19 +121,33 @@ class CostModel {
     return std::min(1.0, width / lanes);
   }
 
-  // peak / tensor-core peak for a matmul of two loaded 16-bit tiles with a tensor-core shape on a
-  // GPU (assumption 3); 1 otherwise.
+  // The 16-bit storage of a block op's tile: a load's tensor's, else F32 (computed).
+  DType operand_storage(const BlockOp& op) const {
+    return op.kind == BlockOp::Kind::Load ? in_.analysis.tensors.at(op.tensor).dtype : DType::F32;
+  }
+
+  bool all_16bit() const {
+    for (const auto& in : in_.graph.inputs)
+      if (in_.analysis.tensors.at(in.name).dtype == DType::F32) return false;
+    for (const std::string& out : in_.graph.outputs)
+      if (in_.analysis.tensors.at(out).dtype == DType::F32) return false;
+    return true;
+  }
+
+  // peak / tensor-core rate for a block matmul on a GPU (assumption 3); 1 otherwise.
   double tensor_core_factor(size_t k, const BlockOp& op) const {
     if (target_.tensor_peak_gflops <= 0 || op.operands.size() != 2) return 1;
     const sgraph::CustomKernel& kernel = in_.graph.kernels[k].block;
-    const BlockOp &left = kernel.ops[size_t(op.operands[0])], &right = kernel.ops[size_t(op.operands[1])];
-    if (left.kind != BlockOp::Kind::Load || right.kind != BlockOp::Kind::Load) return 1;
-    const DType dtype = in_.analysis.tensors.at(left.tensor).dtype;
-    if (dtype == DType::F32 || in_.analysis.tensors.at(right.tensor).dtype != dtype) return 1;
+    const DType a_type = operand_storage(kernel.ops[size_t(op.operands[0])]), b_type = operand_storage(kernel.ops[size_t(op.operands[1])]);
+    const bool both = a_type != DType::F32 && a_type == b_type;
+    const bool one = (a_type == DType::F32) != (b_type == DType::F32) && all_16bit();
+    if (!both && !one) return 1;
     const std::vector<int64_t> a = tile(k, size_t(op.operands[0])), b = tile(k, size_t(op.operands[1]));
     if (a.size() < 2 || b.size() < 2) return 1;
     const int64_t m = a[a.size() - 2], kk = a.back(), n = b.back();
-    return backend::cuda::tensor_core_shape(m, n, kk) ? target_.peak_gflops / target_.tensor_peak_gflops : 1;
+    if (both && backend::cuda::tensor_core_shape(m, n, kk)) return target_.peak_gflops / target_.tensor_peak_gflops;
+    const double fill = double(m) / double(16 * ((m + 15) / 16)) * double(n) / double(8 * ((n + 7) / 8)) * double(kk) / double(16 * ((kk + 15) / 16));
+    return std::min(1.0, target_.peak_gflops * kMmaGather / (target_.tensor_peak_gflops * fill));
   }
 
   // A CPU matmul's cost of widening a 16-bit B tile, or peak / bf16 dot peak for two loaded bf16
@@ -180,6 +203,7 @@ class CostModel {
     for (const Dim& g : kernel.grid) c.blocks *= g.evaluate_size(in_.bindings);
     const double loop = double(kernel.loop_range().evaluate_size(in_.bindings)), blocks = double(c.blocks);
     std::map<std::string, double> loaded;        // bytes moved per tensor over all blocks
+    double body_tiles = 0;                       // bytes a block loads in each loop iteration
     std::map<std::string, double> run_overhead;  // their access-pattern surcharge (assumption 7)
     for (size_t i = 0; i < kernel.ops.size(); ++i) {
       const BlockOp& op = kernel.ops[i];
@@ -192,6 +216,7 @@ class CostModel {
           const double element = double(sgraph::element_bytes(in_.analysis.tensors.at(op.tensor).dtype));
           const double run = contiguous_run(shape, concrete_shape(in_.analysis.tensors.at(op.tensor).shape, in_.bindings)) * element;
           loaded[op.tensor] += double(element_count(shape)) * element * runs;
+          if (in_body) body_tiles += double(element_count(shape)) * element;
           run_overhead[op.tensor] += double(element_count(shape)) * element * runs * kRunOverhead / std::max(run, 1.0);
           break;
         }
@@ -216,6 +241,11 @@ class CostModel {
           break;
         }
       }
+    }
+    if (target_.target == backend::Target::Cuda) {  // assumption 4: double buffering or none
+      const auto& footprint = in_.analysis.footprint.at(k);
+      const double bytes = footprint ? footprint->evaluate(in_.bindings).to_double() : 0;
+      c.overlaps = loop > 1 && body_tiles > 0 && bytes + body_tiles <= double(target_.fast_memory_bytes);
     }
     std::set<std::string> touched;
     for (const auto& [name, bytes] : loaded) touched.insert(name);
@@ -276,7 +306,8 @@ class CostModel {
     // Data movement overlaps compute (streaming in part on a CPU: assumption 10); the time is
     // credited to the larger's kind.
     const double movement = mem + cache;
-    const double loss = target_.target == backend::Target::Cpu ? kOverlapLoss * std::min(compute, mem) : 0.0;
+    double loss = target_.target == backend::Target::Cpu ? kOverlapLoss * std::min(compute, mem) : 0.0;
+    if (!c.overlaps) loss = std::min(compute, movement);  // one after the other
     if (compute >= movement) compute_s_ += compute + loss;
     else (cache > mem ? cache_s_ : memory_s_) += movement + loss;
     overhead_s_ += waves * kBlockOverhead + kKernelOverhead;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/backend/c_expr.h"
+#include "engine/backend/cuda/double_buffer.h"
 #include "engine/backend/cuda/emit_ops.h"
 #include "engine/backend/lower.h"
 #include "engine/error.h"
@@ -26,6 +27,9 @@ class KernelPrinter {
  public:
   KernelPrinter(const kir::Program& p, const kir::Kernel& k, const CudaCodegenOptions& o) : p_(p), k_(k), options_(o) {
     ctx_.threads = o.threads_per_block;
+    all_16bit_ = !p.tensors.empty();
+    for (size_t i = 0; i < p.inputs; ++i) all_16bit_ = all_16bit_ && p.tensors[i].dtype != DType::F32;
+    for (const std::string& name : p.outputs) all_16bit_ = all_16bit_ && p.tensor(name).dtype != DType::F32;
   }
 
   // Whether a matmul took the tensor-core path (the source needs <mma.h>).
@@ -39,7 +43,8 @@ class KernelPrinter {
     if (k.fast_memory_bytes > options_.shared_memory_bytes)
       fail(fn + ": its tiles need " + std::to_string(k.fast_memory_bytes) + " bytes of shared memory, more than the " +
            std::to_string(options_.shared_memory_bytes) + " a block may use");
-    info.shared_bytes = k.fast_memory_bytes;
+    const DoubleBuffer buffers = options_.double_buffer ? plan_double_buffer(k, options_.shared_memory_bytes) : DoubleBuffer{};
+    info.shared_bytes = buffers.tiles.empty() ? k.fast_memory_bytes : buffers.shared_bytes;
 
     const std::string t = std::to_string(options_.threads_per_block);
     std::string s = "extern \"C\" __global__ void __launch_bounds__(" + t + ") " + fn + "(" + params + ") {\n";
@@ -62,7 +67,8 @@ class KernelPrinter {
     }
     s += "  __syncthreads();\n";
     s += phase(k.before, "  ", "0");
-    s += "  for (int f = 0; f < " + std::to_string(k.loop) + "; ++f) {\n" + phase(k.body, "    ", "f") + "  }\n";
+    s += buffers.tiles.empty() ? "  for (int f = 0; f < " + std::to_string(k.loop) + "; ++f) {\n" + phase(k.body, "    ", "f") + "  }\n"
+                               : double_buffered_loop(buffers);
     for (const kir::Accumulator& a : k.accumulators) {
       if (a.acc != sgraph::AccKind::Rms) continue;
       std::string v = std::string("v").append(std::to_string(a.value));
@@ -72,6 +78,36 @@ class KernelPrinter {
     s += "  __syncthreads();\n";
     s += phase(k.after, "  ", "0");
     return s + "}\n";
+  }
+
+  // The loop with its loads one iteration ahead (double_buffer.h): the first iteration's loads
+  // before it; in iteration f, f + 1's into the other slots, then a wait for f's (cp.async groups:
+  // all but the newest complete) and the body's other statements on this iteration's slots.
+  std::string double_buffered_loop(const DoubleBuffer& buffers) {
+    const kir::CustomKernel& k = k_.block;
+    std::vector<kir::Stmt> loads, rest;
+    for (const kir::Stmt& st : k.body) (st.kind == kir::Stmt::Kind::Stage ? loads : rest).push_back(st);
+    EmitContext ctx = ctx_;
+    auto stage_all = [&](const std::string& ind, const std::string& f) {
+      std::string code;
+      ctx.indent = ind + "  ";
+      for (const kir::Stmt& st : loads) code += ind + "{  // " + st.label + (f == "0" ? "" : ", the next iteration's") + "\n" + statement(st, ctx, f) + ind + "}\n";
+      return code;
+    };
+    std::string s = "  // loads one iteration ahead, into a second slot per tile (double buffering)\n";
+    s += stage_all("  ", "0") + "  prism_copy_commit();\n";
+    s += "  for (int f = 0; f < " + std::to_string(k.loop) + "; ++f) {\n";
+    for (const BufferedTile& t : buffers.tiles) {
+      const std::string type = storage_type(t.storage), v = std::string("v").append(std::to_string(t.value)), a = std::to_string(t.first),
+                        b = std::to_string(t.second);
+      s += "    " + type + "* const " + v + " = reinterpret_cast<" + type + "*>(prism_smem + (f % 2 ? " + b + " : " + a + "));\n";
+      s += "    " + type + "* const " + v + "_next = reinterpret_cast<" + type + "*>(prism_smem + (f % 2 ? " + a + " : " + b + "));\n";
+      tile_names_[t.value] = std::string(v).append("_next");
+    }
+    s += "    if (f + 1 < " + std::to_string(k.loop) + ") {\n" + stage_all("      ", "(f + 1)") + "    }\n";
+    tile_names_.clear();
+    s += "    prism_copy_commit();\n    prism_copy_wait_prior1();\n    __syncthreads();\n";
+    return s + phase(rest, "    ", "f") + "  }\n";
   }
 
   // A library kernel: a grid-stride loop over the result's elements (or a reduction's results).
@@ -111,8 +147,11 @@ class KernelPrinter {
   }
 
   View view(const kir::Place& place, const std::string& f) const {
-    if (place.kind != kir::Place::Kind::Tensor)
-      return shifted(View{std::string("v").append(std::to_string(place.value)), place.shape, place.strides}, place.start);
+    if (place.kind != kir::Place::Kind::Tensor) {
+      auto named = tile_names_.find(place.value);
+      std::string name = named != tile_names_.end() ? named->second : std::string("v").append(std::to_string(place.value));
+      return shifted(View{name, place.shape, place.strides}, place.start);
+    }
     const std::string& p = param_.at(place.tensor);
     const std::string off = offset_text(place.offset, f, "LL");
     return shifted(View{off == "0" ? p : "(" + p + " + " + off + ")", place.shape, place.strides}, place.start);
@@ -127,17 +166,41 @@ class KernelPrinter {
     return "";
   }
 
+  // The storage of the tile a place reads (any part of it), else F32 with `tile` false.
+  DType tile_storage(const kir::Place& place, bool& tile) const {
+    tile = false;
+    if (place.kind != kir::Place::Kind::Tile) return DType::F32;
+    for (const kir::Tile& t : k_.block.tiles)
+      if (t.value == place.value) return tile = true, t.storage;
+    return DType::F32;
+  }
+
+  // The 16-bit type a matmul of these operands may run at on tensor cores through mma.sync, else
+  // "": both operands tiles, a 16-bit one, and the other of the same type or computed in f32 —
+  // rounding that one to 16 bits is what the reference does to every op of a program whose inputs
+  // and outputs are all stored at 16 bits, and only such a program gets it.
+  std::string mma_type(const kir::Stmt& s) const {
+    bool tile_a = false, tile_b = false;
+    const DType a = tile_storage(s.in[0], tile_a), b = tile_storage(s.in[1], tile_b);
+    if (!tile_a || !tile_b || (a == DType::F32 && b == DType::F32)) return "";
+    if (a != DType::F32 && b != DType::F32) return a == b ? storage_type(a) : "";
+    return all_16bit_ ? storage_type(a == DType::F32 ? b : a) : "";
+  }
+
   // Tensor cores when both operands are staged 16-bit tiles of one type and the sizes and
-  // alignment fit a WMMA shape; else a thread per output element.
+  // alignment fit a WMMA shape; else through mma.sync where mma_type allows; else the scalar path.
   std::string matmul(const kir::Stmt& s, const View& a, const View& b, const View& out, const EmitContext& ctx) {
+    if (!options_.tensor_cores) return emit_matmul(a, b, out, ctx);
     const std::string ta = staged_16bit(s.in[0]);
-    if (options_.tensor_cores && !ta.empty() && staged_16bit(s.in[1]) == ta) {
+    if (!ta.empty() && staged_16bit(s.in[1]) == ta) {
       std::string code = emit_wmma_matmul(a, b, out, ta.c_str(), ctx);
       if (!code.empty()) {
         uses_tensor_cores_ = true;
         return code;
       }
     }
+    if (const std::string type = mma_type(s); !type.empty())
+      if (std::string code = emit_mma_matmul(a, b, out, type.c_str(), ctx); !code.empty()) return code;
     return emit_matmul(a, b, out, ctx);
   }
 
@@ -198,12 +261,20 @@ class KernelPrinter {
            emit_zip_n({out, x, keep, take}, out, [](const std::vector<std::string>& a) { return a[0] + " * " + a[2] + " + " + a[1] + " * " + a[3]; }, ctx);
   }
 
+  // Each statement, then a barrier. Consecutive loads (stagings of distinct tiles from device
+  // memory) share one: their copies are in flight together, and end before the barrier.
   std::string phase(const std::vector<kir::Stmt>& stmts, const std::string& ind, const std::string& f) {
     std::string s;
     EmitContext ctx = ctx_;
     ctx.indent = ind + "  ";
-    for (const kir::Stmt& st : stmts)
-      s += ind + "{  // " + st.label + "\n" + statement(st, ctx, f) + ind + "}\n" + ind + "__syncthreads();\n";
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      const kir::Stmt& st = stmts[i];
+      const bool stage = st.kind == kir::Stmt::Kind::Stage;
+      s += ind + "{  // " + st.label + "\n" + statement(st, ctx, f) + ind + "}\n";
+      if (stage && i + 1 < stmts.size() && stmts[i + 1].kind == kir::Stmt::Kind::Stage) continue;
+      if (stage) s += ind + "prism_copy_wait();\n";
+      s += ind + "__syncthreads();\n";
+    }
     return s;
   }
 
@@ -211,8 +282,10 @@ class KernelPrinter {
   const kir::Kernel& k_;
   const CudaCodegenOptions& options_;
   std::map<std::string, std::string> param_;  // device tensor -> parameter name
+  std::map<int, std::string> tile_names_;     // a tile written under another name (the next iteration's slot)
   EmitContext ctx_;
   bool uses_tensor_cores_ = false;
+  bool all_16bit_ = false;  // every input and output of the program stored at 16 bits
 };
 
 }  // namespace

@@ -35,6 +35,7 @@ struct CudaCodegenOptions {
   int threads_per_block = 128;          // a multiple of 32, at most 1024
   int64_t shared_memory_bytes = 232448; // the most dynamic shared memory a block may use (H100: 227 KiB)
   bool tensor_cores = true;             // false: every matmul on the scalar path (no wmma)
+  bool double_buffer = true;            // false: a loop's loads wait for its math (double_buffer.h)
 };
 
 // Whether an m x n x k block matmul of 16-bit tiles has a tensor-core (WMMA) shape: m16n16k16,

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+
 #include "engine/error.h"
 
 namespace prism::backend::cuda {
@@ -19,6 +21,7 @@ constexpr int kAttrSmCount = 16;              // CU_DEVICE_ATTRIBUTE_MULTIPROCES
 constexpr int kAttrCcMajor = 75;              // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrCcMinor = 76;              // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
 constexpr int kAttrSharedPerBlockOptin = 97;  // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+constexpr int kAttrL2Bytes = 38;              // CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
 constexpr int kFuncMaxDynamicShared = 8;      // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 struct Driver {
@@ -42,6 +45,7 @@ struct Driver {
   CUresult (*mem_free)(CUdeviceptr) = nullptr;
   CUresult (*htod)(CUdeviceptr, const void*, size_t) = nullptr;
   CUresult (*dtoh)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*memset32)(CUdeviceptr, unsigned, size_t, Handle) = nullptr;
   CUresult (*event_create)(Handle*, unsigned) = nullptr;
   CUresult (*event_destroy)(Handle) = nullptr;
   CUresult (*event_record)(Handle, Handle) = nullptr;
@@ -93,6 +97,7 @@ Driver open_driver() {
   bind(h, {"cuMemFree_v2"}, d.mem_free, missing);
   bind(h, {"cuMemcpyHtoD_v2"}, d.htod, missing);
   bind(h, {"cuMemcpyDtoH_v2"}, d.dtoh, missing);
+  bind(h, {"cuMemsetD32Async"}, d.memset32, missing);
   bind(h, {"cuEventCreate"}, d.event_create, missing);
   bind(h, {"cuEventDestroy_v2", "cuEventDestroy"}, d.event_destroy, missing);
   bind(h, {"cuEventRecord"}, d.event_record, missing);
@@ -146,6 +151,8 @@ DeviceInfo query(const Driver& d, CUdevice dev) {
   info.shared_per_block = v;
   check(d.device_attribute(&v, kAttrSharedPerBlockOptin, dev), "cuDeviceGetAttribute");
   info.shared_per_block_optin = v;
+  check(d.device_attribute(&v, kAttrL2Bytes, dev), "cuDeviceGetAttribute");
+  info.l2_bytes = v;
   return info;
 }
 
@@ -178,6 +185,7 @@ CudaDevice::~CudaDevice() {
   const Driver& d = driver();
   if (!context_) return;
   d.ctx_set_current(context_);
+  if (flush_buffer_) d.mem_free(flush_buffer_);
   for (void* m : modules_) d.module_unload(m);
   d.primary_release(device_);
 }
@@ -227,6 +235,14 @@ void CudaDevice::launch(const std::string& name, int64_t grid_blocks, int thread
   for (CUdeviceptr& v : values) args.push_back(&v);
   check(d.launch(f, unsigned(grid_blocks), 1, 1, unsigned(threads), 1, 1, unsigned(shared_bytes), nullptr, args.data(), nullptr),
         "cuLaunchKernel(" + name + ")");
+}
+
+void CudaDevice::flush_l2() {
+  if (!flush_buffer_) {
+    flush_bytes_ = std::max<size_t>(size_t(2 * info_.l2_bytes), size_t(64) << 20);
+    flush_buffer_ = allocate(flush_bytes_);
+  }
+  check(driver().memset32(flush_buffer_, 0, flush_bytes_ / 4, nullptr), "cuMemsetD32Async (the L2 flush)");
 }
 
 void CudaDevice::synchronize() { check(driver().ctx_synchronize(), "cuCtxSynchronize"); }

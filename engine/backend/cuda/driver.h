@@ -26,6 +26,7 @@ struct DeviceInfo {
   int sm_count = 0;
   int64_t shared_per_block = 0;        // default limit
   int64_t shared_per_block_optin = 0;  // with the function attribute raised
+  int64_t l2_bytes = 0;
   std::string arch() const { return "compute_" + std::to_string(cc_major) + std::to_string(cc_minor); }  // for NVRTC
 };
 
@@ -54,6 +55,10 @@ class CudaDevice {
   // default), `params` its pointer parameters in order.
   void launch(const std::string& name, int64_t grid_blocks, int threads, int64_t shared_bytes, const std::vector<Ptr>& params);
   void synchronize();
+  // Overwrites a buffer twice the L2's size on the default stream, so that the next launch reads
+  // its inputs from device memory as a layer of a large model does (its weights never stay in L2
+  // between calls). Timings of tiny kernels on a warm L2 would beat the HBM roofline.
+  void flush_l2();
   // Milliseconds per run of `work` (launches) over `reps` runs, measured with events.
   double time_ms(const std::function<void()>& work, int reps = 10);
 
@@ -66,7 +71,9 @@ class CudaDevice {
   DeviceInfo info_;
   std::vector<void*> modules_;
   std::map<std::string, void*> functions_;
-  std::map<std::string, int64_t> raised_;  // function -> dynamic shared memory limit set
+  std::map<std::string, int64_t> raised_;
+  Ptr flush_buffer_ = 0;
+  size_t flush_bytes_ = 0;  // function -> dynamic shared memory limit set
 };
 
 }  // namespace prism::backend::cuda

@@ -21,9 +21,9 @@ std::string unary_expr(Op op, const std::string& a) { return elementwise_expr(op
 
 std::string binary_expr(Op op, const std::string& a, const std::string& b) { return elementwise_expr(op, {a, b}, kCudaC, "cuda codegen"); }
 
-namespace {
-
 const char* index_type(const EmitContext& ctx) { return ctx.spread == Spread::Block ? "int" : "long long"; }
+
+namespace {
 
 // A stride literal: 64-bit when the offsets it builds may not fit an int.
 std::string literal(int64_t v, bool wide) { return std::to_string(v) + (wide ? "LL" : ""); }
@@ -34,6 +34,8 @@ bool is_wide(const std::vector<int64_t>& strides, const std::vector<int64_t>& sh
   for (size_t d = 0; d < shape.size(); ++d) most += (shape[d] - 1) * (strides[d] < 0 ? -strides[d] : strides[d]);
   return most > INT_MAX / 2;
 }
+
+}  // namespace
 
 // "i0 * s0 + i1 * s1" over coordinates prefix0, prefix1 … (dims of size 1 and stride 0 skipped).
 std::string offset(const std::vector<int64_t>& strides, const std::vector<int64_t>& shape, const std::string& prefix, const EmitContext& ctx) {
@@ -49,7 +51,7 @@ std::string offset(const std::vector<int64_t>& strides, const std::vector<int64_
 }
 
 std::string element(const View& v, const std::vector<int64_t>& strides, const std::vector<int64_t>& shape, const EmitContext& ctx,
-                    const std::string& prefix = "i") {
+                    const std::string& prefix) {
   return v.ptr + "[" + offset(strides, shape, prefix, ctx) + "]";
 }
 
@@ -71,6 +73,8 @@ std::string coordinates(const std::vector<int64_t>& shape, const std::string& va
   for (const std::string& l : lines) s += l;
   return s;
 }
+
+namespace {
 
 // This thread's share of `count` items (index `var`) around body(indent).
 std::string spread_loop(int64_t count, const std::string& var, const EmitContext& ctx, const std::function<std::string(const std::string&)>& body) {
@@ -150,7 +154,10 @@ std::string emit_tile_load(const View& x, const View& out, int64_t element_bytes
     }
     s += ind + "const " + I + " c = " + column + ";\n";
     s += coordinates(rows, "r", "i", ind, ctx);
-    return s + ind + "prism_copy16(&" + out.ptr + "[r * " + literal(row, wide) + " + c], &" + x.ptr + "[" +
+    // Into shared memory the copies are asynchronous (all of a thread's in flight at once); the
+    // caller ends them with prism_copy_wait() before the barrier.
+    const char* copy = ctx.spread == Spread::Block ? "prism_copy16_async(&" : "prism_copy16(&";
+    return s + ind + copy + out.ptr + "[r * " + literal(row, wide) + " + c], &" + x.ptr + "[" +
            offset(row_strides, rows, "i", ctx) + " + c]);\n";
   });
 }
@@ -215,6 +222,41 @@ std::string emit_square_sum_into(int axis, const View& x, const View& out, const
   return fold(Op::Rms, axis, x, out, true, ctx);
 }
 
+namespace {
+
+// A block's matmul with `per` outputs per thread (e, e + T, … for thread e of T): one k loop
+// advances all of them, so a thread has `per` independent FMA chains in flight instead of one
+// after the other. Each output still sums its products in order along k.
+std::string blocked_matmul(const View& a, const View& b, const View& out, const std::vector<int64_t>& sa, const std::vector<int64_t>& sb,
+                           const std::vector<int64_t>& so, int64_t k, int64_t per, const EmitContext& ctx) {
+  const size_t ra = a.shape.size(), rb = b.shape.size();
+  const int64_t outputs = element_count(out.shape);
+  const std::string ind = ctx.indent, in2 = ind + "  ";
+  const std::string astep = literal(a.strides[ra - 1], false), bstep = literal(b.strides[rb - 2], false);
+  std::string s = ind + "// scalar matmul: " + std::to_string(per) + " outputs per thread in one pass over k\n" + ind + "{\n";
+  std::string fma, store;
+  for (int64_t u = 0; u < per; ++u) {
+    const std::string U = std::to_string(u), e = "e" + U, i = "i" + U + "_";
+    // The last thread's extra outputs repeat the last one (read, never stored).
+    const bool clamp = (u + 1) * ctx.threads > outputs;
+    s += in2 + "const int " + e + " = " +
+         (clamp ? "int(threadIdx.x) + " + std::to_string(u * ctx.threads) + " < " + std::to_string(outputs) + " ? int(threadIdx.x) + " +
+                     std::to_string(u * ctx.threads) + " : " + std::to_string(outputs - 1)
+                : "int(threadIdx.x) + " + std::to_string(u * ctx.threads)) + ";\n";
+    s += coordinates(out.shape, e, i, in2, ctx);
+    s += in2 + "const auto* ar" + U + " = &" + element(a, sa, out.shape, ctx, i) + ";\n";
+    s += in2 + "const auto* bc" + U + " = &" + element(b, sb, out.shape, ctx, i) + ";\n";
+    s += in2 + "float acc" + U + " = 0.0f;\n";
+    fma += in2 + "  acc" + U + " += prism_f32(ar" + U + "[k * " + astep + "]) * prism_f32(bc" + U + "[k * " + bstep + "]);\n";
+    const std::string put = "prism_put(&" + element(out, so, out.shape, ctx, i) + ", acc" + U + ");\n";
+    store += in2 + (clamp ? "if (int(threadIdx.x) + " + std::to_string(u * ctx.threads) + " < " + std::to_string(outputs) + ") " : "") + put;
+  }
+  s += in2 + "#pragma unroll 2\n" + in2 + "for (int k = 0; k < " + std::to_string(k) + "; ++k) {\n" + fma + in2 + "}\n";
+  return s + store + ind + "}\n";
+}
+
+}  // namespace
+
 std::string emit_matmul(const View& a, const View& b, const View& out, const EmitContext& ctx) {
   size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
   if (ra < 2 || rb < 2 || ro < 2) throw Error(Error::Kind::InvalidArgument, "cuda codegen: matmul needs operands of rank 2 or more");
@@ -234,6 +276,9 @@ std::string emit_matmul(const View& a, const View& b, const View& out, const Emi
   sa[ro - 2] = a.strides[ra - 2];  // row i of a
   sb[ro - 1] = b.strides[rb - 1];  // column j of b
   const bool wide = ctx.spread == Spread::Grid;
+  const int64_t outputs = element_count(out.shape), per_thread = (outputs + ctx.threads - 1) / ctx.threads;
+  if (ctx.spread == Spread::Block && per_thread >= 2 && per_thread <= kMatmulOutputsPerThread)
+    return blocked_matmul(a, b, out, sa, sb, so, k, per_thread, ctx);
   return ctx.indent + "// scalar matmul: a thread per output element\n" + element_loop(out.shape, ctx, [&](const std::string& ind) {
     std::string s = ind + "const auto* ar = &" + element(a, sa, out.shape, ctx) + ";\n";
     s += ind + "const auto* bc = &" + element(b, sb, out.shape, ctx) + ";\n";
@@ -368,7 +413,77 @@ __device__ __forceinline__ void prism_put(__half* p, float v) { *p = __float2hal
 __device__ __forceinline__ void prism_put(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 // A 16-byte copy; both pointers 16-byte aligned (a tile row staged with vector loads).
 __device__ __forceinline__ void prism_copy16(void* dst, const void* src) { *static_cast<uint4*>(dst) = *static_cast<const uint4*>(src); }
+// The same copy from global into shared memory, asynchronous from sm_80 on (cp.async, no register
+// on the way): a thread's copies of a tile are all in flight at once, as a memory-bound kernel
+// with one block per SM needs. prism_copy_wait() waits for this thread's copies; a barrier after
+// it publishes them to the block.
+__device__ __forceinline__ void prism_copy16_async(void* dst, const void* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))), "l"(src) : "memory");
+#else
+  prism_copy16(dst, src);
+#endif
+}
+__device__ __forceinline__ void prism_copy_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+}
+// Double buffering: the copies issued since the last commit form a group; wait_prior1 waits for
+// every group but the newest.
+__device__ __forceinline__ void prism_copy_commit() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void prism_copy_wait_prior1() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+#endif
+}
 __device__ __forceinline__ float prism_neg_inf() { return __int_as_float(0xff800000); }
+// Two values rounded to f16 (BF16: bf16) and packed as an mma operand register, the first in the
+// low half.
+template <bool BF16>
+__device__ __forceinline__ unsigned prism_pack16(float lo, float hi) {
+  if (BF16) return unsigned(__bfloat16_as_ushort(__float2bfloat16_rn(lo))) | unsigned(__bfloat16_as_ushort(__float2bfloat16_rn(hi))) << 16;
+  return unsigned(__half_as_ushort(__float2half_rn(lo))) | unsigned(__half_as_ushort(__float2half_rn(hi))) << 16;
+}
+template <bool BF16>
+__device__ __forceinline__ float prism_unpack16(unsigned v, int high) {
+  const unsigned short bits = static_cast<unsigned short>(high ? v >> 16 : v & 0xffffu);
+  if (BF16) return __bfloat162float(__ushort_as_bfloat16(bits));
+  return __half2float(__ushort_as_half(bits));
+}
+// d += A (16 x 16, row-major) * B (16 x 8, column-major) for the whole warp, f32 accumulators.
+// Lane l = 4 * g + q holds A's a0 = (g, 2q..2q+1), a1 = (g + 8, 2q..), a2 = (g, 2q + 8..),
+// a3 = (g + 8, 2q + 8..), B's b0 = (2q..2q+1, g), b1 = (2q + 8.., g), and d = (g, 2q), (g, 2q + 1),
+// (g + 8, 2q), (g + 8, 2q + 1): the PTX ISA's fragments. Before sm_80 (and in the host emulation)
+// the same product from the same fragments through warp shuffles.
+template <bool BF16>
+__device__ __forceinline__ void prism_mma16816(float* d, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if (BF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  for (int k = 0; k < 16; ++k) {
+    const int from = (k & 7) >> 1, high = k & 1;  // the q of the lanes holding column (row) k
+    const bool upper = k >= 8;
+    const unsigned x0 = __shfl_sync(0xffffffffu, upper ? a2 : a0, 4 * g + from);
+    const unsigned x1 = __shfl_sync(0xffffffffu, upper ? a3 : a1, 4 * g + from);
+    const unsigned y0 = __shfl_sync(0xffffffffu, upper ? b1 : b0, 4 * (2 * q) + from);
+    const unsigned y1 = __shfl_sync(0xffffffffu, upper ? b1 : b0, 4 * (2 * q + 1) + from);
+    const float ra = prism_unpack16<BF16>(x0, high), rb = prism_unpack16<BF16>(x1, high);
+    const float c0 = prism_unpack16<BF16>(y0, high), c1 = prism_unpack16<BF16>(y1, high);
+    d[0] += ra * c0, d[1] += ra * c1, d[2] += rb * c0, d[3] += rb * c1;
+  }
+#endif
+}
 // max: a NaN seen once stays.
 __device__ __forceinline__ float prism_max_into(float acc, float x) { return (x > acc || x != x) ? (acc != acc ? acc : x) : acc; }
 // The factor that moves a sum relative to max a onto max(a, b) (online softmax); none from -inf.

@@ -62,6 +62,8 @@ std::string emit_tile_load(const View& x, const View& out, int64_t element_bytes
 std::string emit_reduce(Op op, int axis, const View& x, const View& out, const EmitContext& ctx);
 // out += the sum of squares of x along `axis` (out: x's shape with the axis at 1).
 std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx);
+// Up to this many outputs per thread, a block's scalar matmul advances them all in one k loop.
+inline constexpr int64_t kMatmulOutputsPerThread = 8;
 // out = a @ b, batch dims broadcast, f32 accumulation in order along the contraction.
 std::string emit_matmul(const View& a, const View& b, const View& out, const EmitContext& ctx);
 
@@ -73,6 +75,25 @@ bool wmma_fits(int64_t m, int64_t n, int64_t k);
 // m32n8k16, as the sizes allow; "" when none fits or a pointer the code would form is not
 // provably 32-byte aligned (then emit_matmul).
 std::string emit_wmma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx);
+
+// out = a @ b on tensor cores with mma.sync m16n8k16 (f32 accumulators), spread over the block's
+// warps, a warp per 16 x 8 output tile: each lane reads its fragment elements from a and b where
+// they lie (any strides, any element type, rows, columns and k past the sizes read as 0) and
+// rounds them to `type` (__half or __nv_bfloat16) in registers. For matmuls WMMA cannot take: an
+// operand computed in f32, fewer than 8 rows, unaligned tiles.
+std::string emit_mma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx);
+
+// Index text shared by the emitters. "int" in a block, "long long" over the grid.
+const char* index_type(const EmitContext& ctx);
+// "i0 * s0 + i1 * s1" over coordinates prefix0, prefix1 … (dims of size 1 and stride 0 skipped).
+std::string offset(const std::vector<int64_t>& strides, const std::vector<int64_t>& shape, const std::string& prefix, const EmitContext& ctx);
+// v.ptr[offset(...)].
+std::string element(const View& v, const std::vector<int64_t>& strides, const std::vector<int64_t>& shape, const EmitContext& ctx,
+                    const std::string& prefix = "i");
+// Declarations of the coordinates prefix<d> of the flat index `var` over `shape` (row-major; no
+// coordinate for dims of size 1).
+std::string coordinates(const std::vector<int64_t>& shape, const std::string& var, const std::string& prefix, const std::string& ind,
+                        const EmitContext& ctx);
 
 // The top of every generated source: the fp16/bf16 headers and the device helpers.
 std::string prelude();

@@ -501,31 +501,123 @@ TEST_CASE("cuda: matmuls of staged 16-bit tiles take tensor cores where sizes an
     CHECK_FALSE(has(off, "wmma"));
     CHECK(has(off, "// scalar matmul"));
   }
-  // The attention's second matmul has an f32 operand (exp of the first): scalar.
-  CHECK(has(cuda_source(fam::kAttention, {{"B", 2}, {"q", 32}, {"s", 128}, {"e", 16}},
-                        {{"g1", 1}, {"g2", 2}, {"F1", 2}, {"g3", 2}, {"F2", 1}}),
-            "// scalar matmul"));
-  // Sizes that fit no shape, f32 operands, and m32n8k16 tiles 16 bytes apart (n = 24): scalar.
+  // The attention's second matmul has an f32 operand (exp of the first): not WMMA, mma.sync.
+  std::string attention =
+      cuda_source(fam::kAttention, {{"B", 2}, {"q", 32}, {"s", 128}, {"e", 16}}, {{"g1", 1}, {"g2", 2}, {"F1", 2}, {"g3", 2}, {"F2", 1}});
+  CHECK(has(attention, "// tensor cores: wmma"));  // Q Kt
+  CHECK(has(attention, "// tensor cores: mma.sync"));  // exp(Q Kt) V
+  // Sizes that fit no shape and m32n8k16 tiles 16 bytes apart (n = 24): no WMMA, mma.sync; f32
+  // operands: scalar.
   for (const std::string& src : {cuda_source(fam::kRmsLinear, {{"n", 3}, {"d", 80}}, {{"g1", 2}, {"F1", 1}}),
-                                 cuda_source(fam::kSplitContractionPartials, {{"n", 16}, {"d", 32}, {"m", 16}}, {{"g1", 2}}),
                                  cuda_source(fam::kRmsLinear, {{"n", 32}, {"d", 48}}, {{"g1", 2}, {"F1", 3}})}) {
     INFO(src);
     CHECK_FALSE(has(src, "wmma"));
     CHECK_FALSE(has(src, "<mma.h>"));
-    CHECK(has(src, "// scalar matmul"));
+    CHECK(has(src, "// tensor cores: mma.sync"));
   }
+  std::string f32 = cuda_source(fam::kSplitContractionPartials, {{"n", 16}, {"d", 32}, {"m", 16}}, {{"g1", 2}});
+  CHECK_FALSE(has(f32, "wmma"));
+  CHECK_FALSE(has(f32, "// tensor cores: mma.sync"));
+  CHECK(has(f32, "// scalar matmul"));
 }
 
 TEST_CASE("cuda: loads are staged with 16-byte vectors where every row allows", "[cuda]") {
-  std::string src = cuda_source(fam::kRmsLinear, {{"n", 16}, {"d", 64}}, {{"g1", 4}, {"F1", 2}});
-  CHECK(has(src, "prism_copy16(&v0["));  // x: rows of 32 halves
-  CHECK(has(src, "prism_copy16(&v1["));  // w: rows of 16 halves
+  CudaCodegenOptions single;  // loads not run ahead (double buffering has its own test)
+  single.double_buffer = false;
+  std::string src = cuda_source(fam::kRmsLinear, {{"n", 16}, {"d", 64}}, {{"g1", 4}, {"F1", 2}}, single);
+  INFO(src);
+  // Into shared memory with cp.async: both loads of the loop body in flight at once, then one
+  // wait and one barrier.
+  CHECK(has(src, "prism_copy16_async(&v0["));  // x: rows of 32 halves
+  CHECK(has(src, "prism_copy16_async(&v1["));  // w: rows of 16 halves
+  const size_t first = src.find("prism_copy16_async(&v0["), second = src.find("prism_copy16_async(&v1[");
+  const size_t wait = src.find("prism_copy_wait();", std::max(first, second));
+  REQUIRE(wait != std::string::npos);
+  CHECK(src.find("__syncthreads();", std::min(first, second)) > wait);
+  CHECK(src.find("__syncthreads();", wait) != std::string::npos);
   // Rows of 18 halves (36 bytes): element by element.
   std::string odd = cuda_source(fam::kRmsLinear, {{"n", 3}, {"d", 36}}, {{"g1", 2}, {"F1", 2}});
-  CHECK_FALSE(has(odd, "prism_copy16(&"));
+  CHECK_FALSE(has(odd, "prism_copy16_async(&"));
   CHECK(emulated_error(fam::kRmsLinear, {{"n", 3}, {"d", 36}}, {{"g1", 2}, {"F1", 2}}) < kHalfTol);
   // f32 rows of 8 floats.
-  CHECK(has(cuda_source(fam::kSplitContractionPartials, {{"n", 4}, {"d", 32}, {"m", 24}}, {{"g1", 4}}), "prism_copy16(&"));
+  CHECK(has(cuda_source(fam::kSplitContractionPartials, {{"n", 4}, {"d", 32}, {"m", 24}}, {{"g1", 4}}), "prism_copy16_async(&"));
+}
+
+TEST_CASE("cuda: a block's scalar matmul with several outputs per thread advances them in one pass over k, and matches", "[cuda]") {
+  CudaCodegenOptions options;
+  options.tensor_cores = false;
+  // 8 x 64 outputs on 64 threads: 8 each, every thread full.
+  options.threads_per_block = 64;
+  std::string full = cuda_source(fam::kRmsLinear, {{"n", 8}, {"d", 64}}, {{"g1", 1}, {"F1", 2}}, options);
+  INFO(full);
+  CHECK(has(full, "// scalar matmul: 8 outputs per thread in one pass over k"));
+  CHECK_FALSE(has(full, " ? int(threadIdx.x)"));
+  CHECK(emulated_error(fam::kRmsLinear, {{"n", 8}, {"d", 64}}, {{"g1", 1}, {"F1", 2}}, options) < kHalfTol);
+  // 2 x 40 outputs on 64 threads: the second output of the last 48 threads repeats the last one,
+  // never stored.
+  std::string ragged = cuda_source(fam::kRmsLinear, {{"n", 4}, {"d", 40}}, {{"g1", 2}, {"F1", 1}}, options);
+  CHECK(has(ragged, "// scalar matmul: 2 outputs per thread in one pass over k"));
+  CHECK(has(ragged, "if (int(threadIdx.x) + 64 < 80) "));
+  CHECK(emulated_error(fam::kRmsLinear, {{"n", 4}, {"d", 40}}, {{"g1", 2}, {"F1", 1}}, options) < kHalfTol);
+  // More than kMatmulOutputsPerThread each: a thread per output element, one after the other.
+  options.threads_per_block = 32;
+  CHECK(has(cuda_source(fam::kRmsLinear, {{"n", 8}, {"d", 64}}, {{"g1", 1}, {"F1", 2}}, options), "// scalar matmul: a thread per output element"));
+}
+
+TEST_CASE("cuda: matmuls WMMA cannot take (few rows, an f32 operand computed in the block) run through mma.sync and match", "[cuda]") {
+  const std::string mma = "// tensor cores: mma.sync m16n8k16";
+  // 2 rows a block (decode), 16-bit tiles: rows 2..15 of the fragment read as zeros.
+  std::string decode = cuda_source(fam::kRmsLinear, {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 2}});
+  CHECK(has(decode, mma + ", operands rounded to __half"));
+  CHECK(has(decode, "r1 < 4 ?"));
+  CHECK(emulated_error(fam::kRmsLinear, {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 2}}) < kHalfTol);
+  // Columns and k that are no multiple of the fragment's (20 of 8, 20 of 16).
+  std::string ragged = cuda_source(fam::kRmsLinear, {{"n", 3}, {"d", 20}}, {{"g1", 1}, {"F1", 1}});
+  CHECK(has(ragged, "c < 20 ?"));
+  CHECK(has(ragged, "if (oc + 1 < 20) "));
+  CHECK(emulated_error(fam::kRmsLinear, {{"n", 3}, {"d", 20}}, {{"g1", 1}, {"F1", 1}}) < kHalfTol);
+  CHECK(emulated_error(fam::kGatedMlp, {{"n", 4}, {"d", 40}}, {{"g1", 2}, {"F1", 1}}) < kHalfTol);
+  // Attention: exp(Q Kt) is computed in f32; the program stores everything at f16, so it is
+  // rounded to f16 for the matmul with V, as the reference rounds every op.
+  const DimBindings dims{{"B", 2}, {"q", 5}, {"s", 64}, {"e", 16}}, sizes{{"g1", 1}, {"g2", 2}, {"F1", 2}, {"g3", 2}, {"F2", 1}};
+  std::string attention = cuda_source(fam::kAttention, dims, sizes);
+  CHECK(has(attention, mma));
+  CHECK(emulated_error(fam::kAttention, dims, sizes) < kHalfTol);
+  // bf16 tiles take the bf16 instruction.
+  std::string bf16 = std::string(fam::kRmsLinear);
+  for (size_t at = 0; (at = bf16.find("f16[", at)) != std::string::npos; at += 5) bf16.replace(at, 4, "bf16[");
+  CHECK(has(cuda_source(bf16, {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 2}}), "prism_mma16816<true>"));
+  CHECK(emulated_error(bf16, {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 2}}) < 2e-2);
+  // An f32 program keeps f32 operands off the tensor cores.
+  std::string f32 = std::string(fam::kRmsLinear);
+  for (size_t at = 0; (at = f32.find("f16[", at)) != std::string::npos; at += 4) f32.replace(at, 4, "f32[");
+  std::string scalar = cuda_source(f32, {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 2}});
+  CHECK_FALSE(has(scalar, mma));
+  CHECK(has(scalar, "// scalar matmul"));
+}
+
+TEST_CASE("cuda: a loop's loads run one iteration ahead into second slots where they fit, and match", "[cuda]") {
+  // rms_linear over 4 iterations: W's and X's tiles staged in the body, twice.
+  const DimBindings dims{{"n", 8}, {"d", 64}}, sizes{{"g1", 2}, {"F1", 4}};
+  std::string src = cuda_source(fam::kRmsLinear, dims, sizes);
+  INFO(src);
+  CHECK(has(src, "// loads one iteration ahead"));
+  CHECK(has(src, "_next = reinterpret_cast<"));
+  CHECK(has(src, "(f + 1) * "));  // the next iteration's box
+  CHECK(has(src, "prism_copy_wait_prior1();"));
+  CHECK(emulated_error(fam::kRmsLinear, dims, sizes) < kHalfTol);
+  CHECK(emulated_error(fam::kGatedMlp, {{"n", 4}, {"d", 48}}, {{"g1", 2}, {"F1", 3}}) < kHalfTol);
+  CHECK(emulated_error(fam::kAttention, {{"B", 2}, {"q", 3}, {"s", 256}, {"e", 8}}, {{"g1", 1}, {"g2", 2}, {"F1", 4}, {"g3", 2}, {"F2", 1}}) <
+        kHalfTol);
+  // Turned off, or the second slots do not fit, or one iteration: loads wait for the math.
+  CudaCodegenOptions single;
+  single.double_buffer = false;
+  CHECK_FALSE(has(cuda_source(fam::kRmsLinear, dims, sizes, single), "_next"));
+  CudaCodegenOptions small;  // the kernel's own tiles fit, twice its loads do not
+  small.shared_memory_bytes =
+      generate_cuda_source(sgraph::instantiate(sgraph::parse(fam::kRmsLinear), dims, sizes, kGpu), single).kernels[0].shared_bytes + 64;
+  CHECK_FALSE(has(cuda_source(fam::kRmsLinear, dims, sizes, small), "_next"));
+  CHECK_FALSE(has(cuda_source(fam::kRmsLinear, dims, {{"g1", 2}, {"F1", 1}}), "_next"));
 }
 
 TEST_CASE("cuda: tensor-core matmuls and vector loads, run on the host, match the evaluator", "[cuda]") {

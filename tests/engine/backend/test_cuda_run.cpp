@@ -138,3 +138,16 @@ output P, Q, R, S
   INFO(check.failure.value_or(""));
   CHECK_FALSE(check.failure);
 }
+
+TEST_CASE("cuda run: each timed run starts with the L2 overwritten (twice its size), on a device", "[cuda][runner]") {
+  backend::cuda::CudaStatus device = backend::cuda::cuda_status();
+  if (!device.available) {
+    WARN("skipped: " << device.detail);
+    return;
+  }
+  backend::cuda::CudaDevice d;
+  CHECK(d.info().l2_bytes > 0);  // an H100's 50 MiB
+  d.flush_l2();
+  d.flush_l2();  // the buffer is allocated once
+  d.synchronize();
+}

@@ -199,7 +199,7 @@ TEST_CASE("cost model: a long loop of thin K steps into an accumulator larger th
   CHECK(small(256).cache_bytes - small(8).cache_bytes < 0.01 * (2 * (2 * 2 * 1024 * 4.0) * 2) * (256 - 8));
 }
 
-TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles with a tensor-core shape runs at the tensor-core peak", "[tune][cost]") {
+TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles runs at the tensor-core peak in a WMMA shape, at the part of each fragment it fills through mma.sync", "[tune][cost]") {
   // The H100 with its peaks scaled down 1000x, so that compute decides the estimate.
   TargetDescription gpu = cuda_h100_data();
   gpu.peak_gflops /= 1000;
@@ -214,10 +214,30 @@ TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles with a tensor-c
   // n=16: 16 x 128 @ 128 x 128 tiles fit m16n16k16.
   CHECK(compute_bound(16, gpu).bound == "compute");
   CHECK(compute_bound(16, gpu).seconds < 0.5 * compute_bound(16, no_tensor_cores).seconds);
-  // n=3: no tensor-core shape; the same estimate either way.
+  // n=12: no WMMA shape; mma.sync fills 12 of a fragment's 16 rows: faster than the f32 FMA
+  // peak, slower per row than a WMMA shape.
+  CHECK(compute_bound(12, gpu).seconds < 0.9 * compute_bound(12, no_tensor_cores).seconds);
+  CHECK(compute_bound(12, gpu).seconds / 12 > compute_bound(16, gpu).seconds / 16);
+  // n=3: 3 of 16 rows; never predicted slower than the FMA path.
   CHECK(compute_bound(3, gpu).seconds == compute_bound(3, no_tensor_cores).seconds);
   // The flops counted are the same; only the rate differs.
   CHECK(compute_bound(16, gpu).flops == compute_bound(16, no_tensor_cores).flops);
+}
+
+TEST_CASE("cost model: on a GPU, loads overlap the math only where the loop's tiles fit twice (double buffering)", "[tune][cost]") {
+  TargetDescription gpu = cuda_h100_data();
+  gpu.tensor_peak_gflops = 0;  // f32 FMA math: of the order of the loads here
+  sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);
+  const DimBindings dims{{"n", 16}, {"d", 1024}}, sizes{{"g1", 16}, {"F1", 4}};  // 40 KiB of tiles per iteration
+  const CostEstimate both = estimate_cost(sgraph::instantiate(g, dims, sizes, gpu.tile_budget()), gpu);
+  TargetDescription tight = gpu;
+  tight.fast_memory_bytes = 60 * 1024;  // they fit once, not twice
+  const CostEstimate serial = estimate_cost(sgraph::instantiate(g, dims, sizes, tight.tile_budget()), tight);
+  CHECK(serial.seconds > both.seconds);
+  CHECK(serial.flops == both.flops);
+  // One iteration: nothing to load ahead.
+  const CostEstimate once = estimate_cost(sgraph::instantiate(g, dims, {{"g1", 16}, {"F1", 1}}, gpu.tile_budget()), gpu);
+  CHECK(once.seconds > both.seconds);
 }
 
 TEST_CASE("cost model (CPU): a matmul of a 16-bit B tile pays for widening it on the FMA ports, less with more rows", "[tune][cost]") {

@@ -5,3 +5,14 @@ struct __half {
 };
 inline float __half2float(__half h) { return float(h.v); }
 inline __half __float2half_rn(float f) { return __half{_Float16(f)}; }
+#include <cstring>
+inline unsigned short __half_as_ushort(__half h) {
+  unsigned short u;
+  std::memcpy(&u, &h.v, 2);
+  return u;
+}
+inline __half __ushort_as_half(unsigned short u) {
+  __half h;
+  std::memcpy(&h.v, &u, 2);
+  return h;
+}

@@ -2,8 +2,8 @@
 // sgraph::evaluate on machines without a GPU. Compiled as C++20 with -include of this file and
 // -I of this directory (whose cuda_fp16.h / cuda_bf16.h stand in for the toolkit's). A launch
 // runs the blocks one after another, each with one std::thread per CUDA thread: __syncthreads is
-// a barrier of the block, __shfl_xor_sync an exchange through a barrier of the warp, shared
-// memory one buffer. Slow, and only for tiny sizes. Accesses that need alignment on a GPU (uint4
+// a barrier of the block, __shfl_xor_sync and __shfl_sync an exchange through a barrier of the
+// warp, shared memory one buffer. Slow, and only for tiny sizes. Accesses that need alignment on a GPU (uint4
 // vectors, wmma pointers in mma.h) check it here and abort with a message when it is missing.
 #pragma once
 #include <barrier>
@@ -70,6 +70,16 @@ inline float __shfl_xor_sync(unsigned, float v, int m) {
   prism_lanes[t] = v;
   prism_warp_barriers[w]->arrive_and_wait();
   float r = prism_lanes[(t & ~31u) | ((t & 31u) ^ unsigned(m))];
+  prism_warp_barriers[w]->arrive_and_wait();
+  return r;
+}
+inline unsigned prism_lane_words[1024];
+// The value `v` of lane `from` of the caller's warp.
+inline unsigned __shfl_sync(unsigned, unsigned v, int from) {
+  unsigned t = threadIdx.x, w = t >> 5;
+  prism_lane_words[t] = v;
+  prism_warp_barriers[w]->arrive_and_wait();
+  unsigned r = prism_lane_words[(t & ~31u) | (unsigned(from) & 31u)];
   prism_warp_barriers[w]->arrive_and_wait();
   return r;
 }

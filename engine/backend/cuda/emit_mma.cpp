@@ -1,0 +1,92 @@
+// Tensor cores through mma.sync m16n8k16 (emit_ops.h: emit_mma_matmul). Unlike the WMMA path,
+// which loads whole fragments from aligned 16-bit tiles, each lane gathers its own fragment
+// elements (the PTX ISA's layout, lane = 4 * group + q) from wherever they lie and rounds them to
+// 16 bits in registers, so any operand can feed the tensor cores: attention's exp(Q Kt) computed
+// in f32, a decode block's 4-row activation tile, a transposed or offset view.
+#include <optional>
+
+#include "engine/backend/cuda/emit_ops.h"
+
+namespace prism::backend::cuda::detail {
+
+namespace {
+
+// The strides of v's batch dims against the result's batch shape (0 where broadcast).
+std::vector<int64_t> batch_of(const View& v, const std::vector<int64_t>& batch) {
+  View bv{v.ptr, std::vector<int64_t>(v.shape.begin(), v.shape.end() - 2), std::vector<int64_t>(v.strides.begin(), v.strides.end() - 2)};
+  return aligned_strides(bv, batch);
+}
+
+// "(row < rows && col < cols ? prism_f32(p[row * rs + col * cs]) : 0.0f)", the bounds tests left
+// out where the tile sizes make them always true.
+std::string read(const std::string& p, const std::string& row, int64_t rs, bool row_test, int64_t rows, const std::string& col, int64_t cs,
+                 bool col_test, int64_t cols) {
+  auto term = [](const std::string& i, int64_t stride) {
+    const std::string index = i.find(' ') == std::string::npos ? i : "(" + i + ")";
+    return stride == 1 ? index : index + " * " + std::to_string(stride);
+  };
+  std::string value = "prism_f32(" + p + "[" + term(row, rs) + " + " + term(col, cs) + "])";
+  std::string test;
+  if (row_test) test = row + " < " + std::to_string(rows);
+  if (col_test) test += (test.empty() ? "" : " && ") + col + " < " + std::to_string(cols);
+  return test.empty() ? value : "(" + test + " ? " + value + " : 0.0f)";
+}
+
+}  // namespace
+
+std::string emit_mma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx) {
+  const size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
+  if (ra < 2 || rb < 2 || ro < 2 || ctx.spread != Spread::Block) return "";
+  const int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
+  if (b.shape[rb - 2] != k || out.shape[ro - 2] != m || out.shape[ro - 1] != n) return "";
+  const std::vector<int64_t> batch(out.shape.begin(), out.shape.end() - 2);
+  const std::vector<int64_t> sa = batch_of(a, batch), sb = batch_of(b, batch), so = batch_of(out, batch);
+  const int64_t tm = (m + 15) / 16, tn = (n + 7) / 8, tiles = element_count(batch) * tm * tn;
+  const bool row_test = m % 16 != 0, col_test = n % 8 != 0, k_test = k % 16 != 0;
+  const int64_t lda = a.strides[ra - 2], ka = a.strides[ra - 1], kb = b.strides[rb - 2], ldb = b.strides[rb - 1];
+  const int64_t ldo = out.strides[ro - 2], co = out.strides[ro - 1];
+  const std::string bf = std::string(type) == "__nv_bfloat16" ? "true" : "false";
+
+  const std::string ind = ctx.indent, in2 = ind + "  ", in3 = in2 + "  ", in4 = in3 + "  ";
+  std::string s = ind + "// tensor cores: mma.sync m16n8k16, operands rounded to " + type + " in registers\n" + ind + "{\n";
+  s += in2 + "const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;\n";
+  s += in2 + "for (int t = threadIdx.x >> 5; t < " + std::to_string(tiles) + "; t += " + std::to_string(ctx.threads / 32) + ") {\n";
+  if (element_count(batch) > 1) {
+    s += in3 + "const int bi = t / " + std::to_string(tm * tn) + ";\n";
+    s += coordinates(batch, "bi", "i", in3, ctx);
+  }
+  s += in3 + "const int r0 = t / " + std::to_string(tn) + " % " + std::to_string(tm) + " * 16 + g, r1 = r0 + 8;\n";
+  s += in3 + "const int c = t % " + std::to_string(tn) + " * 8 + g, oc = t % " + std::to_string(tn) + " * 8 + 2 * q;\n";
+  s += in3 + "const auto* ap = &" + a.ptr + "[" + offset(sa, batch, "i", ctx) + "];\n";
+  s += in3 + "const auto* bp = &" + b.ptr + "[" + offset(sb, batch, "i", ctx) + "];\n";
+  s += in3 + "float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n";
+  s += in3 + "for (int kk = 0; kk < " + std::to_string(k) + "; kk += 16) {\n";
+  s += in4 + "const int k0 = kk + 2 * q, k1 = k0 + 8;\n";
+  auto A = [&](const char* r, const std::string& kk) { return read("ap", r, lda, row_test, m, kk, ka, k_test, k); };
+  auto B = [&](const std::string& kk) { return read("bp", kk, kb, k_test, k, "c", ldb, col_test, n); };
+  auto pack = [&](const std::string& lo, const std::string& hi) { return "prism_pack16<" + bf + ">(" + lo + ", " + hi + ")"; };
+  s += in4 + "prism_mma16816<" + bf + ">(d,\n";
+  s += in4 + "    " + pack(A("r0", "k0"), A("r0", "k0 + 1")) + ",\n";
+  s += in4 + "    " + pack(A("r1", "k0"), A("r1", "k0 + 1")) + ",\n";
+  s += in4 + "    " + pack(A("r0", "k1"), A("r0", "k1 + 1")) + ",\n";
+  s += in4 + "    " + pack(A("r1", "k1"), A("r1", "k1 + 1")) + ",\n";
+  s += in4 + "    " + pack(B("k0"), B("k0 + 1")) + ",\n";
+  s += in4 + "    " + pack(B("k1"), B("k1 + 1")) + ");\n";
+  s += in3 + "}\n";
+  // d[0], d[1]: row r0, columns oc and oc + 1; d[2], d[3]: row r1.
+  const std::string base = out.ptr + "[" + offset(so, batch, "i", ctx) + " + ";
+  for (int half = 0; half < 2; ++half) {
+    const std::string r = half ? "r1" : "r0";
+    std::string body;
+    for (int j = 0; j < 2; ++j) {
+      const std::string col = j ? "oc + 1" : "oc";
+      const std::string put = "prism_put(&" + base + r + " * " + std::to_string(ldo) + " + (" + col + ") * " + std::to_string(co) + "], d[" +
+                              std::to_string(2 * half + j) + "]);";
+      body += in4 + (col_test ? "if (" + col + " < " + std::to_string(n) + ") " : "") + put + "\n";
+    }
+    s += row_test ? in3 + "if (" + r + " < " + std::to_string(m) + ") {\n" + body + in3 + "}\n" : body;
+  }
+  return s + in2 + "}\n" + ind + "}\n";
+}
+
+}  // namespace prism::backend::cuda::detail

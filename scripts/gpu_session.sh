@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# One lease on a device machine (issue 16), in one command: the [cuda] tests, the REPL's GPU tune,
+# PyTorch eager and torch.compile, and prism's GPU bench, each log written under $OUT (or ./gpu-out).
+#
+# The device machine has the CUDA toolkit, PyTorch and a compiler but no Boost, oneTBB, Catch2 or
+# libedit, and it reaches no registry. So the binaries are built here and carried: run
+#   scripts/gpu_session.sh pack        (here: strips build/bin's binaries and the libraries they
+#                                       need into .gpu/, which .git/info/exclude ignores)
+# then, on the device, with `.gpu` carried:
+#   scripts/gpu_session.sh run [stage ...]   stages: env tests repl torch bench sanitize ncu (default:
+#                                            env tests repl torch bench)
+# Environment: BENCH_ARGS (arguments for prism_bench_tune_gpu and bench_torch.py), STAGE_TIMEOUT
+# (seconds per stage, default 240).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=${OUT:-$root/gpu-out}
+mkdir -p "$out"
+
+binaries=(prism_tests prism-runner prism prismd prism_bench_tune_gpu)
+libraries=(libtbb.so.12 libtbbmalloc.so.2 libedit.so.2 libbsd.so.0 libmd.so.0)
+
+pack() {
+  rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib
+  for b in "${binaries[@]}"; do strip -o ".gpu/bin/$b" "build/bin/$b"; done
+  for l in "${libraries[@]}"; do cp -L "/lib/x86_64-linux-gnu/$l" .gpu/lib/; done
+  grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
+  du -sh .gpu
+}
+
+# The tests name files by the source directory they were built in (/work/main) and find
+# prism-runner beside themselves: recreate both.
+setup() {
+  if [ "$root" != /work/main ]; then mkdir -p /work && ln -sfn "$root" /work/main; fi
+  mkdir -p build/bin && cp .gpu/bin/* build/bin/
+}
+
+environment() {
+  local torch_libs
+  torch_libs=$(python3 -c 'import nvidia, os; b = list(nvidia.__path__)[0]; print(":".join(os.path.join(b, d, "lib") for d in sorted(os.listdir(b)) if os.path.isdir(os.path.join(b, d, "lib"))))' 2>/dev/null)
+  export LD_LIBRARY_PATH="$root/.gpu/lib:/usr/local/cuda/lib64:${torch_libs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PRISM_CACHE_DIR=/tmp/prism-cache XDG_CACHE_HOME=/tmp/prism-xdg
+}
+
+stage() {  # name, command... (a function of this script too, run by `gpu_session.sh call`)
+  local name=$1
+  shift
+  echo "=== $name ($(date +%T))"
+  timeout --kill-after=10 "${STAGE_TIMEOUT:-240}" "$root/scripts/gpu_session.sh" call "$@" >"$out/$name.log" 2>&1
+  echo "=== $name rc=$? ($(date +%T))"
+  tail -n 25 "$out/$name.log"
+}
+
+run_env() {
+  nvidia-smi
+  nvcc --version | tail -2
+  ls -la /usr/local/cuda/lib64/libnvrtc* /usr/local/cuda/lib64/libcublas.so* 2>&1 | head
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  for b in "${binaries[@]}"; do ldd "build/bin/$b" | grep 'not found' && echo "missing for $b"; done
+  python3 -c 'import torch; print(torch.__version__, torch.cuda.get_device_name())'
+}
+
+# Every [cuda] test, a process per test of test_cuda.cpp (host emulation, CPU-bound) on all cores
+# beside one process for the tests that use the device; a summary line per process.
+run_tests() {
+  local dir=/tmp/prism-tests
+  rm -rf "$dir" && mkdir -p "$dir"
+  build/bin/prism_tests "[cuda]~[#test_cuda]" -# --durations yes >"$dir/device.log" 2>&1 &
+  build/bin/prism_tests -# "[#test_cuda]" --list-test-names-only | grep -v "^$" | awk '{print NR "|" $0}' |
+    xargs -P "$(nproc)" -d '\n' -I{} bash -c 'i=${1%%|*}; name=${1#*|}; spec=$name; [[ $name == *,* ]] && spec="${name%%,*}*"; build/bin/prism_tests "$spec" --durations yes >'"$dir"'/host-$i.log 2>&1' _ {}
+  wait
+  for f in "$dir"/device.log "$dir"/host-*.log; do
+    echo "--- $(basename "$f"): $(grep -E '^(All tests passed|test cases:)' "$f" | tail -1)"
+    grep -qE '^All tests passed' "$f" || cat "$f"
+  done
+}
+
+# A daemon left by an earlier stage would run the tune outside the profiler: stop it first.
+run_ncu() {
+  build/bin/prism -c "daemon stop" >/dev/null 2>&1
+  run_stage ncu_
+}
+
+run_stage() {
+  case $1 in
+    env) stage env run_env ;;
+    tests) stage tests run_tests ;;
+    repl) stage repl build/bin/prism -c "open examples/rms_linear.prism; tune rms_linear n=8 d=4096 --target cuda --fresh" ;;
+    torch) stage torch python3 scripts/bench_torch.py ${BENCH_ARGS:-} ;;
+    bench) stage bench build/bin/prism_bench_tune_gpu ${BENCH_ARGS:-} ;;
+    # The generated kernels of every elementwise op and of the device tests, under memcheck and racecheck.
+    sanitize) PRISM_KERNEL_TIMEOUT=600 stage sanitize compute-sanitizer --tool memcheck --target-processes all build/bin/prism_tests -# "[#test_tuner_cuda]" ;;
+    racecheck) stage racecheck compute-sanitizer --tool racecheck --target-processes all build/bin/prism_tests -# "[#test_cuda_run]" ;;
+    # Nsight Compute on the best kernel of one decode shape (the cost model's first choice, --top 1).
+    ncu) stage ncu run_ncu ;;
+    ncu_) ncu --target-processes all -k regex:prism_kernel --launch-count 4 --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --section WarpStateStats \
+      bash -c 'build/bin/prism -c "open examples/rms_linear.prism; tune rms_linear n=8 d=4096 --target cuda --fresh --top 1"
+               build/bin/prism -c "daemon stop"' ;;  # under run_ncu; the report comes when the worker exits
+    *) echo "unknown stage $1" && return 2 ;;
+  esac
+}
+
+case ${1:-} in
+  pack) pack ;;
+  call)  # a stage's command under `timeout`, in the environment the stages share
+    shift
+    environment
+    "$@"
+    ;;
+  run)
+    shift
+    setup
+    environment
+    stages=("$@")
+    [ ${#stages[@]} -eq 0 ] && stages=(env tests repl torch bench)
+    for s in "${stages[@]}"; do run_stage "$s"; done
+    build/bin/prism -c "daemon stop" >/dev/null 2>&1 || true
+    ;;
+  *) echo "usage: $0 pack | run [stage ...]" >&2 && exit 2 ;;
+esac
