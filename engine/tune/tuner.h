@@ -116,7 +116,8 @@ constexpr int kTunerRevision = 12;  // 9: the CPU matmul's K chunks and library 
                                     // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
                                     // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums);
                                     // 12: GPU runs timed after an L2 flush, cp.async double-buffered loads,
-                                    // mma.sync matmuls, the GPU cost model's overlap
+                                    // mma.sync matmuls, the GPU cost model's overlap; CPU matmul strips of
+                                    // a B that stays in cache up to 16 KiB
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

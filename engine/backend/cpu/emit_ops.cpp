@@ -95,6 +95,22 @@ std::string contiguous_fold(const std::string& ind, int64_t k, bool square, cons
   return s;
 }
 
+// Code declaring `float acc` = the max of xr[0..k) for a contiguous xr, NaN when any element is:
+// lane-wise maxima and a lane-wise NaN mask (the interpreter's in-order fold has a branch per
+// element and does not vectorize: a row max of attention's scores cost as much as its exp).
+std::string contiguous_max(const std::string& ind, int64_t k) {
+  const std::string K = std::to_string(k);
+  std::string s = ind + "vf m0 = vbroadcast(-__builtin_inff()), m1 = m0;\n" + ind + "decltype(m0 != m0) bad = {};\n" + ind + "long j = 0;\n";
+  s += ind + "for (; j + 2 * kW <= " + K + "; j += 2 * kW) { const vf a = vload(xr + j), b = vload(xr + j + kW); m0 = a > m0 ? a : m0; " +
+       "m1 = b > m1 ? b : m1; bad |= (a != a) | (b != b); }\n";
+  s += ind + "for (; j + kW <= " + K + "; j += kW) { const vf a = vload(xr + j); m0 = a > m0 ? a : m0; bad |= a != a; }\n";
+  s += ind + "m0 = m1 > m0 ? m1 : m0;\n";
+  s += ind + "float acc = -__builtin_inff();\n" + ind + "bool nan = false;\n";
+  s += ind + "for (int l = 0; l < kW; ++l) { acc = m0[l] > acc ? m0[l] : acc; nan = nan || bad[l] != 0; }\n";
+  s += ind + "for (; j < " + K + "; ++j) { float v = xr[j]; if (v > acc || v != v) acc = acc != acc ? acc : v; }\n";
+  return s + ind + "if (nan) acc = __builtin_nanf(\"\");\n";
+}
+
 std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx) {
   const Fold f = fold_over(axis, x, out);
   std::string at = element(x, f.x_strides, f.shape), step = std::to_string(f.step);
@@ -117,7 +133,9 @@ std::string emit_reduce(Op op, int axis, const View& x, const View& out, const E
   std::string step = std::to_string(f.step);
   return loop_nest(f.shape, ctx, [&](const std::string& ind) {
     std::string s = ind + "const auto* xr = &" + at + ";\n";
-    if (op == Op::Max) {
+    if (op == Op::Max && f.step == 1 && k >= 16) {
+      s += contiguous_max(ind, k);
+    } else if (op == Op::Max) {
       s += ind + "float acc = -__builtin_inff();\n";
       s += ind + "for (long j = 0; j < " + std::to_string(k) + "; ++j) {\n";
       s += ind + "  float v = xr[j * " + step + "L];\n";

@@ -4,8 +4,10 @@
 // threads; and every family the search finds for the examples, compiled and checked.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
 
@@ -249,6 +251,37 @@ TEST_CASE("codegen: max and rms accumulators, a walked save, library kernels", "
   CHECK(family_codegen_error(kLibraryFamily, {{"b", 2}, {"m", 70}, {"k", 33}, {"n", 300}}, {}) < kTol);
 }
 
+TEST_CASE("codegen: a row max runs in vectors and is NaN wherever the row holds one", "[codegen]") {
+  const char* family = R"(input X: f32[n, d]
+kernel 0: custom grid=[g1]
+  x = load X map {grid: 0->g1, loop: -}
+  m = max(x, axis=1)
+  save O: f32 = m map {grid: 0->g1, loop: -}
+output O
+)";
+  // d = 40: two 16-lane vectors at once, then a tail (8 lanes: five vectors and no tail).
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), {{"n", 5}, {"d", 40}}, {{"g1", 5}}, sgraph::TileBudget{1 << 20});
+  CodegenOptions options;
+  options.simd_bytes = native_simd_bytes();
+  std::string source = generate_cpu_source(inst, options);
+  CHECK(source.find("decltype(m0 != m0) bad") != std::string::npos);
+  auto inputs = test::random_inputs(inst.graph, inst.bindings, 5);
+  std::vector<float>& x = inputs.begin()->second.data;
+  x[0 * 40 + 3] = std::nanf("");   // in the vectors
+  x[1 * 40 + 38] = std::nanf("");  // in the tail
+  x[2 * 40 + 17] = 1e30f;          // the largest, mid-row
+  for (int j = 0; j < 40; ++j) x[3 * 40 + j] = -std::numeric_limits<float>::infinity();
+  std::vector<Tensor> want = sgraph::evaluate(inst, inputs);
+  LoadedLibrary lib(compile_library(source, compile_options()).path);
+  std::vector<Tensor> got = run_library(lib, inst, inputs, 1);
+  REQUIRE(got[0].data.size() == 5);
+  CHECK(std::isnan(got[0].data[0]));
+  CHECK(std::isnan(got[0].data[1]));
+  CHECK(got[0].data[2] == 1e30f);
+  CHECK(got[0].data[3] == -std::numeric_limits<float>::infinity());
+  for (int r = 2; r < 5; ++r) CHECK(got[0].data[size_t(r)] == want[0].data[size_t(r)]);
+}
+
 TEST_CASE("codegen: every elementwise op of the table, in a custom and a library kernel, matches the evaluator", "[codegen][ops]") {
   // d = 40: a vector and a tail; the loop walks it in 5 steps of 8.
   CHECK(family_codegen_error(fam::every_elementwise_op_family(), {{"n", 3}, {"d", 40}}, {{"g1", 3}, {"F1", 5}}) < 1e-6);
@@ -345,11 +378,17 @@ TEST_CASE("codegen: the matmul blocking takes K in even chunks of short strips",
   CHECK(one.nv == 3);
   CHECK(one.kc == 16);
   // 16 rows: two row blocks share each strip; 40 rows = 3 chunks of 14 (not 16 + 16 + 8).
-  detail::Blocking two = detail::choose_blocking(16, 512, 40, 64);
+  detail::Blocking two = detail::choose_blocking(16, 2048, 40, 64);  // B of 320 KiB streams
   CHECK(two.mr * two.nv + two.nv + 1 <= 32);
   CHECK(16 > two.mr);
   CHECK(two.nv == 3);
   CHECK(two.kc == 14);
+  // A B that stays in the caches (80 KiB; attention's 64 KiB tiles) is not streamed: strips up to
+  // 16 KiB, here K whole.
+  CHECK(detail::choose_blocking(16, 512, 40, 64).kc == 40);
+  detail::Blocking tile = detail::choose_blocking(128, 128, 128, 64);
+  CHECK(tile.kc * tile.nv * 16 * 4 <= 16 * 1024);
+  CHECK(tile.kc >= 64);
   // 16-bit B: widening a vector takes FMA-port slots, so the block covers all 8 rows (each B
   // vector is widened once), and a strip of half the bytes takes twice the rows.
   for (DType dt : {DType::F16, DType::BF16}) {
