@@ -160,10 +160,9 @@ class KernelPrinter {
   // The storage type of a staged 16-bit tile read from its start, else "" (tensor cores need
   // their operands aligned as the tile is).
   std::string staged_16bit(const kir::Place& place) const {
-    if (place.kind != kir::Place::Kind::Tile || place.start != 0) return "";
-    for (const kir::Tile& t : k_.block.tiles)
-      if (t.value == place.value) return t.storage == DType::F32 ? "" : storage_type(t.storage);
-    return "";
+    bool tile = false;
+    const DType storage = tile_storage(place, tile);
+    return tile && place.start == 0 && storage != DType::F32 ? storage_type(storage) : "";
   }
 
   // The storage of the tile a place reads (any part of it), else F32 with `tile` false.

@@ -18,7 +18,7 @@ DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_
   DoubleBuffer none{{}, kernel.fast_memory_bytes};
   if (kernel.loop <= 1) return none;
   std::set<int> staged;
-  std::set<std::string> read, written;
+  std::set<std::string> read;
   for (const kir::Stmt& s : kernel.body)
     if (s.kind == kir::Stmt::Kind::Stage && s.out.kind == kir::Place::Kind::Tile) staged.insert(s.out.value), read.insert(s.in[0].tensor);
   if (staged.empty()) return none;

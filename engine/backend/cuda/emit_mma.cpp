@@ -3,19 +3,11 @@
 // elements (the PTX ISA's layout, lane = 4 * group + q) from wherever they lie and rounds them to
 // 16 bits in registers, so any operand can feed the tensor cores: attention's exp(Q Kt) computed
 // in f32, a decode block's 4-row activation tile, a transposed or offset view.
-#include <optional>
-
 #include "engine/backend/cuda/emit_ops.h"
 
 namespace prism::backend::cuda::detail {
 
 namespace {
-
-// The strides of v's batch dims against the result's batch shape (0 where broadcast).
-std::vector<int64_t> batch_of(const View& v, const std::vector<int64_t>& batch) {
-  View bv{v.ptr, std::vector<int64_t>(v.shape.begin(), v.shape.end() - 2), std::vector<int64_t>(v.strides.begin(), v.strides.end() - 2)};
-  return aligned_strides(bv, batch);
-}
 
 // "(row < rows && col < cols ? prism_f32(p[row * rs + col * cs]) : 0.0f)", the bounds tests left
 // out where the tile sizes make them always true.
@@ -40,7 +32,7 @@ std::string emit_mma_matmul(const View& a, const View& b, const View& out, const
   const int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
   if (b.shape[rb - 2] != k || out.shape[ro - 2] != m || out.shape[ro - 1] != n) return "";
   const std::vector<int64_t> batch(out.shape.begin(), out.shape.end() - 2);
-  const std::vector<int64_t> sa = batch_of(a, batch), sb = batch_of(b, batch), so = batch_of(out, batch);
+  const std::vector<int64_t> sa = batch_strides(a, batch), sb = batch_strides(b, batch), so = batch_strides(out, batch);
   const int64_t tm = (m + 15) / 16, tn = (n + 7) / 8, tiles = element_count(batch) * tm * tn;
   const bool row_test = m % 16 != 0, col_test = n % 8 != 0, k_test = k % 16 != 0;
   const int64_t lda = a.strides[ra - 2], ka = a.strides[ra - 1], kb = b.strides[rb - 2], ldb = b.strides[rb - 1];

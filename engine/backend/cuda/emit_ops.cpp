@@ -74,6 +74,11 @@ std::string coordinates(const std::vector<int64_t>& shape, const std::string& va
   return s;
 }
 
+std::vector<int64_t> batch_strides(const View& v, const std::vector<int64_t>& batch) {
+  View bv{v.ptr, std::vector<int64_t>(v.shape.begin(), v.shape.end() - 2), std::vector<int64_t>(v.strides.begin(), v.strides.end() - 2)};
+  return aligned_strides(bv, batch);
+}
+
 namespace {
 
 // This thread's share of `count` items (index `var`) around body(indent).
@@ -264,15 +269,14 @@ std::string emit_matmul(const View& a, const View& b, const View& out, const Emi
   if (b.shape[rb - 2] != k || out.shape[ro - 2] != m || out.shape[ro - 1] != n)
     throw Error(Error::Kind::InvalidArgument, "cuda codegen: matmul sizes do not agree");
   // Batch dims broadcast as elementwise ops do; the last two dims are walked explicitly.
-  auto batch_strides = [&](const View& v) {
-    View bv{v.ptr, std::vector<int64_t>(v.shape.begin(), v.shape.end() - 2), std::vector<int64_t>(v.strides.begin(), v.strides.end() - 2)};
-    std::vector<int64_t> batch(out.shape.begin(), out.shape.end() - 2);
-    auto s = aligned_strides(bv, batch);
+  const std::vector<int64_t> batch(out.shape.begin(), out.shape.end() - 2);
+  auto walked = [&](const View& v) {  // the batch strides, then the two dims set below
+    auto s = batch_strides(v, batch);
     s.push_back(0);
     s.push_back(0);
     return s;
   };
-  auto sa = batch_strides(a), sb = batch_strides(b), so = aligned_strides(out, out.shape);
+  auto sa = walked(a), sb = walked(b), so = aligned_strides(out, out.shape);
   sa[ro - 2] = a.strides[ra - 2];  // row i of a
   sb[ro - 1] = b.strides[rb - 1];  // column j of b
   const bool wide = ctx.spread == Spread::Grid;
@@ -310,11 +314,6 @@ bool row_major_rows(const View& v) {
   return r >= 2 && v.strides[r - 1] == 1 && v.strides[r - 2] >= v.shape[r - 1];
 }
 
-// The strides of v's batch dims against the result's batch shape (0 where broadcast).
-std::vector<int64_t> batch_strides(const View& v, const std::vector<int64_t>& batch) {
-  View bv{v.ptr, std::vector<int64_t>(v.shape.begin(), v.shape.end() - 2), std::vector<int64_t>(v.strides.begin(), v.strides.end() - 2)};
-  return aligned_strides(bv, batch);
-}
 
 // How a block's warps split a matmul into WMMA tiles: tm x tn output tiles per batch element.
 struct WmmaPlan {

@@ -94,6 +94,9 @@ std::string element(const View& v, const std::vector<int64_t>& strides, const st
 // coordinate for dims of size 1).
 std::string coordinates(const std::vector<int64_t>& shape, const std::string& var, const std::string& prefix, const std::string& ind,
                         const EmitContext& ctx);
+// The strides of a matmul operand's batch dims (all but its last two) against the result's batch
+// shape (0 where broadcast).
+std::vector<int64_t> batch_strides(const View& v, const std::vector<int64_t>& batch);
 
 // The top of every generated source: the fp16/bf16 headers and the device helpers.
 std::string prelude();
