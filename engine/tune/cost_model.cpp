@@ -20,10 +20,9 @@
 //     (contiguous) dim and lanes = simd_bytes / 4: a tile narrower than a vector register wastes
 //     lanes. On a target with a tensor-core peak (a GPU), a block matmul of two loaded 16-bit
 //     tiles whose sizes fit a tensor-core shape runs at that peak instead (WMMA). Any other the
-//     code generator sends through mma.sync (two loaded 16-bit tiles of one type, or one and an
-//     operand computed in a program stored all at 16 bits) runs at that peak times the part of
-//     each 16 x 8 fragment it fills, over kMmaGather (each lane gathers its elements one by one),
-//     and never slower than the f32 FMA peak.
+//     code generator sends through mma.sync (backend::cuda::tensor_core_storage) runs at that
+//     peak times the part of each 16 x 8 fragment it fills, over kMmaGather (each lane gathers
+//     its elements one by one), and never slower than the f32 FMA peak.
 //  4. Overlap. Within a kernel, data movement (memory plus cache traffic, one after the other)
 //     and compute overlap perfectly: the kernel takes the larger, divided by its parallel
 //     efficiency blocks / (ceil(blocks/cores) * cores) (the last wave of blocks leaves cores idle;
@@ -139,9 +138,8 @@ class CostModel {
     if (target_.tensor_peak_gflops <= 0 || op.operands.size() != 2) return 1;
     const sgraph::CustomKernel& kernel = in_.graph.kernels[k].block;
     const DType a_type = operand_storage(kernel.ops[size_t(op.operands[0])]), b_type = operand_storage(kernel.ops[size_t(op.operands[1])]);
-    const bool both = a_type != DType::F32 && a_type == b_type;
-    const bool one = (a_type == DType::F32) != (b_type == DType::F32) && all_16bit();
-    if (!both && !one) return 1;
+    if (backend::cuda::tensor_core_storage(a_type, b_type, all_16bit()) == DType::F32) return 1;
+    const bool both = a_type != DType::F32 && b_type != DType::F32;  // WMMA's case when the shape fits
     const std::vector<int64_t> a = tile(k, size_t(op.operands[0])), b = tile(k, size_t(op.operands[1]));
     if (a.size() < 2 || b.size() < 2) return 1;
     const int64_t m = a[a.size() - 2], kk = a.back(), n = b.back();

@@ -174,16 +174,13 @@ class KernelPrinter {
     return DType::F32;
   }
 
-  // The 16-bit type a matmul of these operands may run at on tensor cores through mma.sync, else
-  // "": both operands tiles, a 16-bit one, and the other of the same type or computed in f32 —
-  // rounding that one to 16 bits is what the reference does to every op of a program whose inputs
-  // and outputs are all stored at 16 bits, and only such a program gets it.
+  // The 16-bit type a matmul of these operands may run at on tensor cores through mma.sync
+  // (tensor_core_storage; both operands tiles), else "".
   std::string mma_type(const kir::Stmt& s) const {
     bool tile_a = false, tile_b = false;
     const DType a = tile_storage(s.in[0], tile_a), b = tile_storage(s.in[1], tile_b);
-    if (!tile_a || !tile_b || (a == DType::F32 && b == DType::F32)) return "";
-    if (a != DType::F32 && b != DType::F32) return a == b ? storage_type(a) : "";
-    return all_16bit_ ? storage_type(a == DType::F32 ? b : a) : "";
+    const DType type = tile_a && tile_b ? tensor_core_storage(a, b, all_16bit_) : DType::F32;
+    return type == DType::F32 ? "" : storage_type(type);
   }
 
   // Tensor cores when both operands are staged 16-bit tiles of one type and the sizes and
@@ -290,6 +287,12 @@ class KernelPrinter {
 }  // namespace
 
 bool tensor_core_shape(int64_t m, int64_t n, int64_t k) { return wmma_fits(m, n, k); }
+
+DType tensor_core_storage(DType a, DType b, bool all_16bit) {
+  if (a != DType::F32 && b != DType::F32) return a == b ? a : DType::F32;
+  if (a == DType::F32 && b == DType::F32) return DType::F32;
+  return all_16bit ? (a == DType::F32 ? b : a) : DType::F32;
+}
 
 CudaSource generate_cuda_source(const kir::Program& program, const CudaCodegenOptions& options) {
   if (options.threads_per_block < 32 || options.threads_per_block > 1024 || options.threads_per_block % 32 != 0)

@@ -42,6 +42,12 @@ struct CudaCodegenOptions {
 // m8n32k16 or m32n8k16. (The generated code also needs its pointers 32-byte aligned.)
 bool tensor_core_shape(int64_t m, int64_t n, int64_t k);
 
+// The 16-bit type a block matmul of tiles stored as `a` and `b` (F32: computed in f32) runs at on
+// tensor cores, else F32: both of one 16-bit type, or one 16-bit and the other computed in a
+// program whose inputs and outputs are all stored at 16 bits (`all_16bit`) — the reference rounds
+// every op's result to that dtype, so rounding that operand is the program's own rounding.
+DType tensor_core_storage(DType a, DType b, bool all_16bit);
+
 struct CudaKernelInfo {
   std::string name;           // the extern "C" symbol
   int64_t grid_blocks = 1;

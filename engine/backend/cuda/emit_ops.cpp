@@ -242,19 +242,17 @@ std::string blocked_matmul(const View& a, const View& b, const View& out, const 
   std::string fma, store;
   for (int64_t u = 0; u < per; ++u) {
     const std::string U = std::to_string(u), e = "e" + U, i = "i" + U + "_";
+    const std::string at = "int(threadIdx.x) + " + std::to_string(u * ctx.threads), inside = at + " < " + std::to_string(outputs);
     // The last thread's extra outputs repeat the last one (read, never stored).
     const bool clamp = (u + 1) * ctx.threads > outputs;
-    s += in2 + "const int " + e + " = " +
-         (clamp ? "int(threadIdx.x) + " + std::to_string(u * ctx.threads) + " < " + std::to_string(outputs) + " ? int(threadIdx.x) + " +
-                     std::to_string(u * ctx.threads) + " : " + std::to_string(outputs - 1)
-                : "int(threadIdx.x) + " + std::to_string(u * ctx.threads)) + ";\n";
+    s += in2 + "const int " + e + " = " + (clamp ? inside + " ? " + at + " : " + std::to_string(outputs - 1) : at) + ";\n";
     s += coordinates(out.shape, e, i, in2, ctx);
     s += in2 + "const auto* ar" + U + " = &" + element(a, sa, out.shape, ctx, i) + ";\n";
     s += in2 + "const auto* bc" + U + " = &" + element(b, sb, out.shape, ctx, i) + ";\n";
     s += in2 + "float acc" + U + " = 0.0f;\n";
     fma += in2 + "  acc" + U + " += prism_f32(ar" + U + "[k * " + astep + "]) * prism_f32(bc" + U + "[k * " + bstep + "]);\n";
     const std::string put = "prism_put(&" + element(out, so, out.shape, ctx, i) + ", acc" + U + ");\n";
-    store += in2 + (clamp ? "if (int(threadIdx.x) + " + std::to_string(u * ctx.threads) + " < " + std::to_string(outputs) + ") " : "") + put;
+    store += in2 + (clamp ? "if (" + inside + ") " : "") + put;
   }
   s += in2 + "#pragma unroll 2\n" + in2 + "for (int k = 0; k < " + std::to_string(k) + "; ++k) {\n" + fma + in2 + "}\n";
   return s + store + ind + "}\n";
@@ -313,7 +311,6 @@ bool row_major_rows(const View& v) {
   size_t r = v.shape.size();
   return r >= 2 && v.strides[r - 1] == 1 && v.strides[r - 2] >= v.shape[r - 1];
 }
-
 
 // How a block's warps split a matmul into WMMA tiles: tm x tn output tiles per batch element.
 struct WmmaPlan {
