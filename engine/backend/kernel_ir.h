@@ -73,6 +73,7 @@ struct Stmt {
   int axis = 0;                                // a reduction's, split's, concat's or rms accumulator's axis, normalized
   bool keepdims = true;                        // a reduction's
   bool into_accumulator = false;               // a matmul whose `out` is an accumulator's tile: out += a @ b
+  bool squares = false;                        // a sum of in[0]'s squares (set by the CPU's cpu/fuse_squares.h only)
   std::vector<Place> in;
   Place out;
   // A matmul of the loop body that reads a loaded B: the B the next such matmul reads (for the

@@ -255,6 +255,14 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
     }
     return true;
   });
+  // The one-pass variance (one_pass_variance.h): the sum of squared deviations from the mean m
+  // over axis i is sum(x^2) - k m^2, k the size of axis i, since sum(x) = k m. The mean is matched
+  // as it is lowered (sum / k), so the rule needs no algebra to find it.
+  t.rule("sum-centred-square", "(sum@i (mul (sub ?x (div (sum@i ?x) ?k)) (sub ?x (div (sum@i ?x) ?k))))",
+         "(sub (sum@i (mul ?x ?x)) (mul ?k (mul (div (sum@i ?x) ?k) (div (sum@i ?x) ?k))))", [=, &tg](const EGraph&, const Subst& m) {
+           const std::optional<Dim> k = exact(m.var[1]);
+           return rank(m.var[0]) > size_t(m.axis[0]) && rank(m.var[1]) == 0 && k && *k == tg.dim(tg.dim_at(m.var[0], m.axis[0]));
+         });
   t.computed("rms-def", "(rms@i ?x)", "(sqrt (div (sum@i (mul ?x ?x)) k)), k = the size of axis i", {},
              [&tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
                Id x = m.var[0];
@@ -419,5 +427,7 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
          [=](const EGraph&, const Subst& m) { return rank(m.var[0]) + 1 == rank(m.var[1]); });
   return std::move(t.rules);
 }
+
+bool proof_only(const Rewrite& rule) { return rule.name == "sum-centred-square"; }
 
 }  // namespace prism::eg

@@ -4,6 +4,7 @@
 
 #include "engine/error.h"
 #include "engine/ir/decimal.h"
+#include "engine/ir/edit_program.h"
 #include "engine/ir/infer_shapes.h"
 #include "engine/ir/visitor.h"
 
@@ -97,19 +98,10 @@ class Lowering : public Visitor {
   }
 
   int emit(Op op, std::vector<int> operands, Attrs attrs, const SourceRange& pos) {
-    std::vector<Type> types;
-    for (int id : operands) types.push_back(out_.value(id).type);
-    Inferred t = infer_type(op, attrs, types);
-    if (!t.type) throw Error(Error::Kind::Failed, "lower_composites: " + t.error);
-    Value v;
-    v.id = int(out_.values.size());
-    v.op = op;
-    v.operands = std::move(operands);
-    v.attrs = std::move(attrs);
-    v.type = *t.type;
-    v.pos = pos;
-    out_.values.push_back(std::move(v));
-    return out_.values.back().id;
+    std::string error;
+    const int id = append_value(out_, op, std::move(operands), std::move(attrs), pos, &error);
+    if (id < 0) throw Error(Error::Kind::Failed, "lower_composites: " + error);
+    return id;
   }
 
   std::string fresh() {

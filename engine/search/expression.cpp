@@ -11,6 +11,7 @@ ProgramExpressions::ProgramExpressions(const Program& program, const std::vector
                                        const CancelToken* cancel)
     : tg_(std::make_unique<eg::TensorGraph>()) {
   rules_ = eg::tensor_axioms(*tg_);
+  std::erase_if(rules_, eg::proof_only);
   eg::AddedTerms added = eg::add_program(*tg_, program);
   root_ = added.outputs.at(0);
   // The program's term already holds each leaf's term (from_program pads and transposes the same

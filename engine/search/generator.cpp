@@ -34,6 +34,9 @@ std::optional<std::vector<Dim>> shape_of(const DagValue& v, const std::vector<Da
       s[size_t(v.axis)] = one;
       return s;
     }
+    // An elementwise op of a scalar is a constant the kernel would compute (square(d)): the
+    // program's constants are leaves as they are, and the kernel needs no other.
+    if (a.empty()) return std::nullopt;
     return a;
   }
   const auto& b = values[size_t(v.operands[1])].type.shape;

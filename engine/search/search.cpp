@@ -19,6 +19,7 @@
 #include "engine/error.h"
 #include "engine/interp/footprint.h"
 #include "engine/ir/defer_row_scales.h"
+#include "engine/ir/one_pass_variance.h"
 #include "engine/ir/push_transposes.h"
 #include "engine/search/fingerprint.h"
 #include "engine/search/generator.h"
@@ -188,11 +189,21 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
     found.push_back(std::move(cand));
   };
 
+  // A program with a variance may be computed in one pass (one_pass_variance.h), which is exact
+  // only in real arithmetic: every computation of such a program is also checked on inputs whose
+  // mean is large against their spread, where that form cancels.
+  const std::optional<Program> one_pass = one_pass_variance(program);
   const std::function<void(const Dag&)> emit = [&](const Dag& dag) {
     // Without expression pruning nothing vouches for the computation yet: check it whole first
     // (no plan can fix a computation that differs from the program).
     if (!expr && !check.dag_matches(dag, cancel)) {
       c.rejected++;
+      return;
+    }
+    if (one_pass && !check.dag_matches_offset(dag, cancel)) {
+      c.rejected++;
+      c.why("rejected", "it loses precision on inputs whose mean is large against their spread (all moved by " +
+                            std::to_string(int(NumericCheck::kOffset)) + "), as a one-pass variance does");
       return;
     }
     const Indices ix = analyze_indices(dag);
@@ -241,18 +252,22 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
     const std::function<void(std::function<void()>)> spawn = [&](std::function<void()> f) { group.run(std::move(f)); };
     try {
       // The program as written first: its families do not depend on the enumeration's op limit.
-      if (const std::optional<Dag> seed = program_dag(program, leaves, &seed_why)) {
-        c.gen.generated++;
-        emit(*seed);
-      }
-      // And with row scales moved past matmuls (attention normalized after its matmul with V,
-      // the form online softmax accumulates): a seed too, since it is often longer than the
-      // enumeration's op limit.
-      if (const std::optional<Program> deferred = defer_row_scales(program))
-        if (const std::optional<Dag> seed = program_dag(*deferred, leaves)) {
+      // Then rewritten forms, seeds too since they are often longer than that limit: with a
+      // one-pass variance (both row sums in one loop), and each with row scales moved past
+      // matmuls (attention normalized after its matmul with V, the form online softmax accumulates).
+      std::vector<Program> forms = {program};
+      if (one_pass) forms.push_back(*one_pass);
+      for (size_t f = 0; f < forms.size(); ++f) {
+        if (const std::optional<Dag> seed = program_dag(forms[f], leaves, f == 0 ? &seed_why : nullptr)) {
           c.gen.generated++;
           emit(*seed);
         }
+        if (const std::optional<Program> deferred = defer_row_scales(forms[f]))
+          if (const std::optional<Dag> seed = program_dag(*deferred, leaves)) {
+            c.gen.generated++;
+            emit(*seed);
+          }
+      }
       if (!several && limits.max_block_ops > 0) gen.run(emit, stop, spawn, 2);
     } catch (...) {
       cancelled = true;  // unwind the other workers, then rethrow

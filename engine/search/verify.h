@@ -22,6 +22,7 @@
 //     (the sum over the partial axis is written with kernel 0's tiles, as the split sum above).
 // A family that passes 0 and 1 but not 2 is "unproved"; one that fails 0 or 1 is "rejected".
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,13 +53,29 @@ class NumericCheck {
   std::optional<std::string> mismatch(const sgraph::SGraph& family, const CancelToken* cancel) const;
   // The DAG alone (whole tensors, no parallelization) against the reference.
   bool dag_matches(const Dag& dag, const CancelToken* cancel) const;
+  // The same with every input moved by kOffset, both sides computed at f32 as kernels do: data
+  // whose mean is large against its spread, where a one-pass variance (sum(x^2) - k m^2)
+  // cancels and the two-pass form does not. A form that computes the program's value only on
+  // centred data is no equal kernel.
+  static constexpr float kOffset = 8.0f;
+  bool dag_matches_offset(const Dag& dag, const CancelToken* cancel) const;
   const DimBindings& dims() const { return dims_; }
 
  private:
+  // `form()` (a DAG as a program; an error building or running it is a mismatch) against
+  // `reference` on `inputs`.
+  bool matches(const std::function<Program()>& form, const std::map<std::string, Tensor>& inputs, const std::vector<Tensor>& reference,
+               double floor, const CancelToken* cancel) const;
+
   const Program& program_;
   DimBindings dims_;
   std::map<std::string, Tensor> inputs_;
   std::vector<Tensor> reference_;  // every output
+  // The program at f32, the offset inputs and its outputs on them, made on first use.
+  mutable std::once_flag offset_once_;
+  mutable Program offset_program_;
+  mutable std::map<std::string, Tensor> offset_inputs_;
+  mutable std::vector<Tensor> offset_reference_;
 };
 
 // Sizes for the numeric check: g1=2, g2=3, g3=2, g4=3, F1=4 (others 2).

@@ -55,6 +55,13 @@
 //     Xeon: 0.95 ms of widened FMAs, 0.61 ms of streaming from L3, 1.14 ms measured; at f32, 0.76
 //     ms and 1.17 ms, 1.90 ms measured). Re-reads from the caches (accumulator tiles in L2) hide
 //     behind compute, and a GPU hides both (assumption 4).
+// 11. Scratch (CPU). A block writes every tile it computes to its scratch buffer and the op that
+//     reads it reads it back. Where those tiles and the tiles it loads together exceed L1, the
+//     part of that traffic beyond L1 (1 - L1 / bytes) moves through L2 (scratch_bytes), at
+//     kL2Speedup times the cache bandwidth of assumption 2 (the 2-core Xeon's L2 sustains about
+//     three times what its last-level cache gives both cores together). A row variance whose loop
+//     squares 4 rows x 2048 columns a step (32 KiB loaded, 32 KiB squared) ran 0.48 ms against
+//     0.38 ms for 2 x 2048 on the 2-core Xeon, and the model had them the other way round.
 #include "engine/tune/cost_model.h"
 
 #include <algorithm>
@@ -76,6 +83,7 @@ constexpr double kKernelOverhead = 5e-6;
 constexpr double kRunOverhead = 256;
 constexpr double kOverlapLoss = 0.5;
 constexpr double kMmaGather = 8;
+constexpr double kL2Speedup = 3;
 
 using sgraph::BlockOp;
 using sgraph::LoopRole;
@@ -100,6 +108,7 @@ class CostModel {
  private:
   struct KernelCost {
     double memory_bytes = 0, cache_bytes = 0, flops = 0, scaled_flops = 0;  // scaled: divided by the vectorization factor
+    double scratch_bytes = 0;                                                 // through L2 (assumption 11)
     int64_t blocks = 0;
     bool custom = false;
     bool overlaps = true;  // its data movement overlaps its compute (assumption 4)
@@ -178,6 +187,20 @@ class CostModel {
     return run;
   }
 
+  // Op i is x * x and its one reader is a sum (which the CPU code generator fuses).
+  static bool summed_square(const sgraph::CustomKernel& kernel, size_t i) {
+    const BlockOp& op = kernel.ops[i];
+    if (op.kind != BlockOp::Kind::Compute || op.op != Op::Mul || op.operands.size() != 2 || op.operands[0] != op.operands[1]) return false;
+    int readers = 0;
+    bool sum = false;
+    for (const BlockOp& r : kernel.ops)
+      if (std::find(r.operands.begin(), r.operands.end(), int(i)) != r.operands.end()) {
+        ++readers;
+        sum = r.kind == BlockOp::Kind::Compute && r.op == Op::Sum;
+      }
+    return readers == 1 && sum;
+  }
+
   // Splits `bytes` read from `name` between DRAM and the caches: the tensor's first read comes
   // from DRAM, of every re-read the part the caches do not keep (`hit`: assumption 1).
   void read(KernelCost& c, const std::string& name, double bytes, double hit) {
@@ -203,6 +226,19 @@ class CostModel {
     std::map<std::string, double> loaded;        // bytes moved per tensor over all blocks
     double body_tiles = 0;                       // bytes a block loads in each loop iteration
     std::map<std::string, double> run_overhead;  // their access-pattern surcharge (assumption 7)
+    // Assumption 11: the part of the scratch traffic that L1 does not hold. A product x * x that
+    // only a sum reads is never written (the CPU code generator sums the squares: fuse_squares.h).
+    std::vector<bool> scratch(kernel.ops.size(), false);
+    double in_l1 = 0;
+    if (target_.target == backend::Target::Cpu && target_.l1_bytes > 0)
+      for (size_t i = 0; i < kernel.ops.size(); ++i) {
+        const BlockOp& op = kernel.ops[i];
+        scratch[i] = op.kind == BlockOp::Kind::Compute && !summed_square(kernel, i);
+        if (scratch[i]) in_l1 += double(element_count(tile(k, i))) * 4;
+        if (op.kind == BlockOp::Kind::Load)
+          in_l1 += double(element_count(tile(k, i))) * double(sgraph::element_bytes(in_.analysis.tensors.at(op.tensor).dtype));
+      }
+    const double spill = in_l1 > double(target_.l1_bytes) ? 1 - double(target_.l1_bytes) / in_l1 : 0;
     for (size_t i = 0; i < kernel.ops.size(); ++i) {
       const BlockOp& op = kernel.ops[i];
       const LoopRole role = in_.analysis.tiles[k][i].role;
@@ -229,6 +265,7 @@ class CostModel {
           // An accumulator folds like a sum.
           const double f = op.kind == BlockOp::Kind::Accumulate ? op_flops(Op::Sum, shape, x) : op_flops(op.op, shape, x);
           c.flops += f * runs;
+          if (scratch[i]) c.scratch_bytes += 2 * double(element_count(shape)) * 4 * runs * spill;
           c.scaled_flops += f * runs / vector_factor(reduces ? x : shape) * (matmul ? tensor_core_factor(k, op) * widening(k, op) : 1.0);
           if (op.kind == BlockOp::Kind::Accumulate && target_.target == backend::Target::Cpu && target_.l1_bytes > 0 && !op.operands.empty()) {
             const BlockOp& from = kernel.ops[size_t(op.operands[0])];
@@ -299,7 +336,8 @@ class CostModel {
     // Re-reads come from the caches at their measured bandwidth (kCacheSpeedup times memory's when
     // it was not measured), shared by all cores like memory's.
     const double cache_bw = target_.cache_bandwidth_gbs > 0 ? target_.cache_bandwidth_gbs * 1e9 : kCacheSpeedup * bw;
-    const double mem = c.memory_bytes / bw / efficiency, cache = c.cache_bytes / cache_bw / efficiency,
+    const double l2_bw = kL2Speedup * cache_bw;
+    const double mem = c.memory_bytes / bw / efficiency, cache = (c.cache_bytes / cache_bw + c.scratch_bytes / l2_bw) / efficiency,
                  compute = c.scaled_flops / peak / efficiency;
     // Data movement overlaps compute (streaming in part on a CPU: assumption 10); the time is
     // credited to the larger's kind.
@@ -311,6 +349,7 @@ class CostModel {
     overhead_s_ += waves * kBlockOverhead + kKernelOverhead;
     est_.memory_bytes += c.memory_bytes;
     est_.cache_bytes += c.cache_bytes;
+    est_.scratch_bytes += c.scratch_bytes;
     est_.flops += c.flops;
   }
 

@@ -12,6 +12,7 @@ struct CostEstimate {
   double seconds = 0;        // the estimate used for ranking
   double memory_bytes = 0;   // bytes from DRAM: each device tensor element read the first time, written once
   double cache_bytes = 0;    // bytes re-read by blocks that share a tile (served by L2/L3)
+  double scratch_bytes = 0;  // CPU: computed tiles' writes and reads that L1 does not hold (served by L2)
   double flops = 0;
   int kernels = 0;
   int64_t blocks = 0;        // total grid points over all custom kernels

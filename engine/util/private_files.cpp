@@ -142,7 +142,9 @@ FileContents read_regular_file(const std::string& path, size_t max_bytes) {
 
 namespace {
 
-// When process `pid` started, in seconds since the epoch; 0 when unknown.
+// When process `pid` started, in seconds since the epoch; 0 when unknown, -1 for a zombie (it
+// has exited: only its parent has not collected it yet, which for a child of a killed daemon
+// can take a while where init reaps slowly).
 double process_start_s(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
@@ -151,7 +153,8 @@ double process_start_s(pid_t pid) {
   std::istringstream fields(text.substr(paren + 1));
   std::string field;
   for (int i = 3; i <= 22 && fields >> field; ++i)
-    if (i == 22) {
+    if (i == 3 && (field == "Z" || field == "X")) return -1;
+    else if (i == 22) {
       std::ifstream global("/proc/stat");
       for (std::string key; global >> key;)
         if (key == "btime") {
@@ -169,7 +172,8 @@ double process_start_s(pid_t pid) {
 bool writer_runs(pid_t pid, double written_s) {
   if (::kill(pid, 0) != 0 && errno != EPERM) return false;
   const double start = process_start_s(pid);
-  return start <= 0 || start <= written_s + 1;
+  if (start < 0) return false;  // a zombie writes nothing more
+  return start == 0 || start <= written_s + 1;
 }
 
 }  // namespace

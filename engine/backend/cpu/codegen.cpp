@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/backend/cpu/emit_ops.h"
+#include "engine/backend/cpu/fuse_squares.h"
 #include "engine/backend/cpu/storage_types.h"
 #include "engine/backend/c_expr.h"
 #include "engine/backend/lower.h"
@@ -58,7 +59,9 @@ class Printer {
             for (const auto& [from, to] : concat_moves(s.axis, ins, out)) code += emit_copy(from, to, ctx);
             return code;
           }
-          default: return emit_reduce(s.op, s.axis, in(0), out, ctx);
+          default:
+            if (s.squares) return emit_square_sum_into(s.axis, in(0), out, ctx, false);
+            return emit_reduce(s.op, s.axis, in(0), out, ctx);
         }
       case kir::Stmt::Kind::Accumulate:
         switch (s.acc) {
@@ -235,7 +238,9 @@ std::string generate_cpu_source(const kir::Program& program, const CodegenOption
 std::string generate_cpu_source(const sgraph::Instance& instance, const CodegenOptions& options) {
   if (options.simd_bytes != 32 && options.simd_bytes != 64)
     throw Error(Error::Kind::InvalidArgument, "codegen: simd_bytes must be 32 or 64, not " + std::to_string(options.simd_bytes));
-  return generate_cpu_source(lower(instance, cpu_lowering()), options);
+  kir::Program program = lower(instance, cpu_lowering());
+  fuse_squares(program);
+  return generate_cpu_source(program, options);
 }
 
 }  // namespace prism::backend::cpu

@@ -111,13 +111,13 @@ std::string contiguous_max(const std::string& ind, int64_t k) {
   return s + ind + "if (nan) acc = __builtin_nanf(\"\");\n";
 }
 
-std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx) {
+std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx, bool into) {
   const Fold f = fold_over(axis, x, out);
   std::string at = element(x, f.x_strides, f.shape), step = std::to_string(f.step);
   return loop_nest(f.shape, ctx, [&](const std::string& ind) {
-    std::string o = element(out, f.out_strides, f.shape);
-    if (f.step == 1 && f.k >= 16) return ind + "const auto* xr = &" + at + ";\n" + contiguous_fold(ind, f.k, true, o) + ind + o + " = acc;\n";
-    return ind + "const auto* xr = &" + at + ";\n" + ind + "float acc = " + o + ";\n" + ind + "for (long j = 0; j < " + std::to_string(f.k) +
+    std::string o = element(out, f.out_strides, f.shape), start = into ? o : "0.0f";
+    if (f.step == 1 && f.k >= 16) return ind + "const auto* xr = &" + at + ";\n" + contiguous_fold(ind, f.k, true, start) + ind + o + " = acc;\n";
+    return ind + "const auto* xr = &" + at + ";\n" + ind + "float acc = " + start + ";\n" + ind + "for (long j = 0; j < " + std::to_string(f.k) +
            "; ++j) { float v = xr[j * " + step + "L]; acc += v * v; }\n" + ind + o + " = acc;\n";
   });
 }

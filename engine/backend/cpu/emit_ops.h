@@ -51,8 +51,9 @@ std::string emit_zip_n(const std::vector<View>& xs, const View& out, const std::
 std::string emit_copy(const View& x, const View& out, const EmitContext& ctx);
 // out = sum/max/rms of x along `axis` (normalized); out has x's shape with the axis removed or 1.
 std::string emit_reduce(Op op, int axis, const View& x, const View& out, const EmitContext& ctx);
-// out += the sum of squares of x along `axis` (out: x's shape with the axis at 1), folded in order.
-std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx);
+// out += the sum of squares of x along `axis` (out: x's shape with the axis at 1), folded in order;
+// `into` false: out = that sum (a sum of a square the code generator fused: fuse_squares.h).
+std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx, bool into = true);
 // out (+)= a @ b, batch dims broadcast; accumulate: out += a @ b (out already holds a value).
 std::string emit_matmul(const View& a, const View& b, const View& out, bool accumulate, const EmitContext& ctx);
 // out = a @ b through OpenBLAS's cblas_sgemm (a library matmul), one call per batch element, an

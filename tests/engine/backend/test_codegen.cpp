@@ -18,6 +18,7 @@
 #include "engine/backend/cpu/codegen.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/emit_ops.h"
+#include "engine/backend/cpu/fuse_squares.h"
 #include "engine/backend/lower.h"
 #include "engine/error.h"
 #include "engine/sgraph/print.h"
@@ -249,6 +250,56 @@ TEST_CASE("codegen: max and rms accumulators, a walked save, library kernels", "
   CHECK(family_codegen_error(kWalkedSaveFamily, {{"n", 6}, {"d", 40}}, {{"g1", 2}, {"F1", 5}}) < kTol);
   CHECK(family_codegen_error(kLibraryFamily, {{"b", 3}, {"m", 5}, {"k", 7}, {"n", 19}}, {}) < kTol);
   CHECK(family_codegen_error(kLibraryFamily, {{"b", 2}, {"m", 70}, {"k", 33}, {"n", 300}}, {}) < kTol);
+}
+
+TEST_CASE("codegen: a sum of x * x sums the squares as it reads x, unless the product is read again", "[codegen][squares]") {
+  // A row variance in one pass (sum and sum of squares over a loop), and layernorm's two-pass
+  // sum of (x - m)^2 after it; then the same with the product also saved.
+  const char* fused = R"(input X: f32[n, d]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: 0->g1, loop: 1}
+  q = mul(x, x)
+  s2 = sum(q, axis=1)
+  a2 = sum_accumulate(s2)
+  s1 = sum(x, axis=1)
+  a1 = sum_accumulate(s1)
+  y = sub(a2, a1)
+  save O: f32 = y map {grid: 0->g1, loop: -}
+output O
+)";
+  const char* two_pass = R"(input X: f32[n, d]
+kernel 0: custom grid=[g1]
+  x = load X map {grid: 0->g1, loop: -}
+  m = sum(x, axis=1)
+  c = sub(x, m)
+  q = mul(c, c)
+  v = sum(q, axis=1)
+  save O: f32 = v map {grid: 0->g1, loop: -}
+output O
+)";
+  const char* read_again = R"(input X: f32[n, d]
+kernel 0: custom grid=[g1]
+  x = load X map {grid: 0->g1, loop: -}
+  q = mul(x, x)
+  s = sum(q, axis=1)
+  y = add(q, s)
+  save O: f32 = y map {grid: 0->g1, loop: -}
+output O
+)";
+  auto fused_sums = [](const char* family, const DimBindings& dims, const DimBindings& sizes) {
+    sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, sizes, sgraph::TileBudget{1 << 20});
+    backend::kir::Program p = backend::lower(inst, backend::cpu_lowering());
+    return fuse_squares(p);
+  };
+  CHECK(fused_sums(fused, {{"n", 6}, {"d", 80}}, {{"g1", 3}, {"F1", 2}}) == 1);
+  CHECK(fused_sums(two_pass, {{"n", 6}, {"d", 80}}, {{"g1", 2}}) == 1);
+  CHECK(fused_sums(read_again, {{"n", 6}, {"d", 80}}, {{"g1", 2}}) == 0);
+  // Rows long enough for the vector fold, and a short one for its scalar tail.
+  for (const DimBindings& dims : {DimBindings{{"n", 6}, {"d", 80}}, DimBindings{{"n", 4}, {"d", 6}}}) {
+    CHECK(family_codegen_error(fused, dims, {{"g1", 2}, {"F1", 2}}) < kTol);
+    CHECK(family_codegen_error(two_pass, dims, {{"g1", 2}}) < kTol);
+    CHECK(family_codegen_error(read_again, dims, {{"g1", 2}}) < kTol);
+  }
 }
 
 TEST_CASE("codegen: a row max runs in vectors and is NaN wherever the row holds one", "[codegen]") {

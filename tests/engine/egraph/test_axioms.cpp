@@ -71,6 +71,10 @@ void seed_terms(TensorGraph& tg) {
   op(TOp::Sum, {op(TOp::Div, {X, r})}, 1);
   op(TOp::Mul, {r, op(TOp::Sum, {Y}, 1)});
   op(TOp::Sum, {op(TOp::Sum, {X}, 1)}, 0);
+  {  // sum-centred-square: layernorm's sum of squared deviations from the row mean
+    const Id c = op(TOp::Sub, {X, op(TOp::Div, {op(TOp::Sum, {X}, 1), dd})});
+    op(TOp::Sum, {op(TOp::Mul, {c, c})}, 1);
+  }
   tg.splitax(1, F, X);
   tg.splitax(1, F, op(TOp::Sum, {Y}, 0));
   op(TOp::Max, {op(TOp::Max, {tg.splitax(1, F, Y)}, 2)}, 1);  // max-merge

@@ -88,6 +88,7 @@ inline const std::vector<ExampleLayer>& example_layers() {
       {"residual_rmsnorm", {{"n", 4}, {"d", 64}}, {{"n", 8}, {"d", 128}}},
       {"qknorm_attention", {{"B", 2}, {"q", 4}, {"s", 64}, {"e", 16}}, {{"B", 2}, {"q", 1}, {"s", 128}, {"e", 32}}},
       {"rotary", {{"h", 2}, {"s", 8}, {"e", 16}}, {{"h", 4}, {"s", 16}, {"e", 64}}},
+      {"groupnorm_stats", {{"N", 2}, {"G", 2}, {"k", 64}}, {{"N", 1}, {"G", 4}, {"k", 256}}},
   };
   return layers;
 }
