@@ -279,6 +279,24 @@ static inline void prism_mm(const TA* __restrict A, const TB* __restrict B, floa
 )";
 
 
+// Transposes a w x w block held as w vectors (row i in r[i]) in place: log2(w) rounds of block
+// swaps, h = w/2 lanes first, then each h-block recursively (emit_copy's transposing copy).
+std::string lane_transpose(int w) {
+  std::string s = "static inline void prism_transpose(vf* r) {\n";
+  for (int h = w / 2; h >= 1; h /= 2) {
+    std::string lo, hi;
+    for (int j = 0; j < w; ++j) {
+      lo += ", " + std::to_string((j & h) == 0 ? j : w + j - h);
+      hi += ", " + std::to_string((j & h) == 0 ? j + h : w + j);
+    }
+    s += "  for (int i = 0; i < " + std::to_string(w) + "; ++i)\n    if ((i & " + std::to_string(h) + ") == 0) {\n";
+    s += "      const vf a = r[i], b = r[i + " + std::to_string(h) + "];\n";
+    s += "      r[i] = __builtin_shufflevector(a, b" + lo + ");\n";
+    s += "      r[i + " + std::to_string(h) + "] = __builtin_shufflevector(a, b" + hi + ");\n    }\n";
+  }
+  return s + "}\n";
+}
+
 // Sums across lanes as a tree of shuffles and adds: log2(w) steps where a lane-by-lane sum is w
 // dependent adds (GCC keeps their order: no -ffast-math). prism_hsum4 sums four vectors at once
 // (the NT micro-kernel's accumulators), sharing the first two steps.
@@ -390,6 +408,7 @@ static inline void vstore(float* p, vf v) { __builtin_memcpy(p, &v, sizeof v); }
 static inline vf vfma(vf a, vf b, vf c) { return a * b + c; }
 )";
   s += lane_sums(simd_bytes / 4);
+  s += lane_transpose(simd_bytes / 4);
   s += R"(// max_accumulate: a NaN seen once stays.
 static inline float prism_max_into(float acc, float x) { return (x > acc || x != x) ? (acc != acc ? acc : x) : acc; }
 // The factor that moves a sum relative to max a onto max(a, b) (online softmax); none from -inf.

@@ -77,7 +77,35 @@ std::string emit_binary(Op op, const View& a, const View& b, const View& out, co
   return emit_zip(a, b, out, [op](const std::string& x, const std::string& y) { return binary_expr(op, x, y); }, ctx);
 }
 
+// out = x where x is out transposed in f32 (a W^T tile staged for the matmul micro-kernel): blocks
+// of kW x kW, kW loads contiguous along out's columns, transposed in registers (prism_transpose),
+// kW stores along its rows; the edges element by element. Empty where that does not apply.
+std::string transposing_copy(const View& x, const View& out, const EmitContext& ctx) {
+  const size_t r = out.shape.size();
+  if (ctx.parallel || r < 2 || x.dtype != DType::F32 || out.dtype != DType::F32) return "";
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (out.shape[i] != 1) return "";
+  const auto sx = aligned_strides(x, out.shape), so = aligned_strides(out, out.shape);
+  const int64_t rows = out.shape[r - 2], cols = out.shape[r - 1], w = ctx.simd_bytes / 4;
+  if (sx[r - 2] != 1 || sx[r - 1] == 1 || so[r - 1] != 1 || rows < w || cols < w) return "";
+  const std::string sc = std::to_string(sx[r - 1]) + "L", ld = std::to_string(so[r - 2]) + "L", R = std::to_string(rows / w * w),
+                    C = std::to_string(cols / w * w), ind = ctx.indent;
+  // Columns outermost: each of kW source rows is read along its length (a run, not a line per pass).
+  std::string s = ind + "for (long j0 = 0; j0 < " + C + "; j0 += kW)\n" + ind + "  for (long i0 = 0; i0 < " + R + "; i0 += kW) {\n";
+  s += ind + "    vf r[kW];\n" + ind + "    for (long j = 0; j < kW; ++j) r[j] = vload(" + x.ptr + " + i0 + (j0 + j) * " + sc + ");\n";
+  s += ind + "    prism_transpose(r);\n" + ind + "    for (long i = 0; i < kW; ++i) vstore(" + out.ptr + " + (i0 + i) * " + ld + " + j0, r[i]);\n" + ind + "  }\n";
+  // The right edge (every row), then the bottom edge (the full columns).
+  auto edge = [&](const std::string& i_from, const std::string& i_to, const std::string& j_from, const std::string& j_to) {
+    return ind + "for (long i = " + i_from + "; i < " + i_to + "; ++i)\n" + ind + "  for (long j = " + j_from + "; j < " + j_to + "; ++j) " +
+           out.ptr + "[i * " + ld + " + j] = " + x.ptr + "[i + j * " + sc + "];\n";
+  };
+  if (cols % w) s += edge("0", std::to_string(rows), C, std::to_string(cols));
+  if (rows % w) s += edge(R, std::to_string(rows), "0", C);
+  return s;
+}
+
 std::string emit_copy(const View& x, const View& out, const EmitContext& ctx) {
+  if (std::string t = transposing_copy(x, out, ctx); !t.empty()) return t;
   auto sx = aligned_strides(x, out.shape), so = aligned_strides(out, out.shape);
   return loop_nest(out.shape, ctx, [&](const std::string& ind) { return ind + element(out, so, out.shape) + " = " + element(x, sx, out.shape) + ";\n"; });
 }

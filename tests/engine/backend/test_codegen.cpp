@@ -302,6 +302,31 @@ output O
   }
 }
 
+TEST_CASE("codegen: a transposed B with many rows is copied in register blocks, edges included", "[codegen][views]") {
+  // W[m, d] read as W^T by 32 rows of X: copied (8 * 32 > d), kW x kW blocks transposed in
+  // registers, the right and bottom edges element by element.
+  const char* family = R"(input X: f32[n, d]
+input W: f32[m, d]
+kernel 0: custom grid=[g1]
+  x = load X map {grid: 0->g1, loop: -}
+  w = load W view [1, 0] map {grid: -, loop: -}
+  y = matmul(x, w)
+  save O: f32 = y map {grid: 0->g1, loop: -}
+output O
+)";
+  for (int simd : {32, 64}) {
+    INFO("simd bytes " << simd);
+    sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), {{"n", 64}, {"d", 37}, {"m", 21}}, {{"g1", 2}}, sgraph::TileBudget{1 << 20});
+    CodegenOptions options;
+    options.simd_bytes = simd;
+    CHECK(generate_cpu_source(inst, options).find("prism_transpose(r);") != std::string::npos);
+    if (simd == 32 || native_simd_bytes() == 64) {
+      CHECK(family_codegen_error(family, {{"n", 64}, {"d", 37}, {"m", 21}}, {{"g1", 2}}, simd) < kTol);
+      CHECK(family_codegen_error(family, {{"n", 64}, {"d", 64}, {"m", 32}}, {{"g1", 2}}, simd) < kTol);
+    }
+  }
+}
+
 TEST_CASE("codegen: a row max runs in vectors and is NaN wherever the row holds one", "[codegen]") {
   const char* family = R"(input X: f32[n, d]
 kernel 0: custom grid=[g1]
