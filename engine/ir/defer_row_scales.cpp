@@ -4,9 +4,7 @@
 #include <string>
 #include <utility>
 
-#include "engine/error.h"
 #include "engine/ir/edit_program.h"
-#include "engine/ir/infer_shapes.h"
 
 namespace prism {
 
@@ -34,30 +32,17 @@ bool defer_one(Program& p) {
     const Value& left = p.value(m.operands[0]);
     const auto scaled = row_scaled(p, left);
     if (!scaled) continue;
-    const std::string fresh = fresh_name(p, m.name + "_unscaled");
     // The matmul of the unscaled value, then the scale: both appended, the old matmul's readers
     // moved to the scale (appended values keep operands before them; reordered below).
-    Value product = m;
-    product.id = int(p.values.size());
-    product.name = fresh;
-    product.named = false;
-    product.operands = {scaled->first, m.operands[1]};
-    Value scale;
-    scale.id = product.id + 1;
-    scale.op = left.op;
-    scale.operands = {product.id, scaled->second};
-    scale.name = m.name;
-    scale.named = m.named;
-    scale.pos = m.pos;
-    Attrs attrs;
-    std::vector<Type> types = {product.type, p.value(scaled->second).type};
-    Inferred t = infer_type(scale.op, attrs, types);
-    if (!t.type || !(*t.type == m.type)) return false;
-    scale.type = *t.type;
-    const int old = m.id;
-    p.values.push_back(product);
-    p.values.push_back(scale);
-    replace_uses(p, old, scale.id, scale.id);
+    Program q = p;  // p (and m) stay as they are unless the rewrite types
+    const int product = append_value(q, Op::Matmul, {scaled->first, m.operands[1]}, m.attrs, m.pos);
+    const int scale = product < 0 ? -1 : append_value(q, left.op, {product, scaled->second}, {}, m.pos);
+    if (scale < 0 || !(q.value(scale).type == m.type)) return false;
+    q.values[size_t(product)].name = fresh_name(q, m.name + "_unscaled");
+    q.values[size_t(scale)].name = m.name;
+    q.values[size_t(scale)].named = m.named;
+    replace_uses(q, m.id, scale, scale);
+    p = std::move(q);
     return true;
   }
   return false;
