@@ -39,9 +39,10 @@ struct TargetDescription {
   bool measured = false;               // bandwidth/peak measured here (false: data sheet values)
   double tensor_peak_gflops = 0;       // GPU: f16/bf16 dense peak on tensor cores, for the roofline at
                                        // 16-bit storage (0: none, peak_gflops serves)
-  double bf16_dot_peak_gflops = 0;     // CPU with AVX-512 BF16: vdpbf16ps's peak for bf16 x bf16 matmuls
-                                       // (twice peak_gflops: as many instructions, each two products a
-                                       // lane; 0: none)
+  double bf16_dot_gflops = 0;          // CPU with AVX-512 BF16: vdpbf16ps's measured peak (0: none)
+  double bf16_dot_peak_gflops = 0;     // the same where bf16 x bf16 matmuls use it: only when it is at
+                                       // least peak_gflops (else widening to f32 FMAs is faster, and
+                                       // the code generator widens); 0: they widen
   std::string arch;                    // GPU: the virtual architecture NVRTC compiles for ("compute_90")
   sgraph::TileBudget tile_budget() const { return {fast_memory_bytes}; }
   // Bytes the caches can hold between two calls of a kernel: the last level plus every core's

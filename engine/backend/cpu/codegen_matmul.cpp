@@ -40,9 +40,11 @@ static inline __attribute__((always_inline)) void prism_block_store(const vf (&c
 // A's pair (k, k + 1) of a row is one 32-bit broadcast; B's rows k and k + 1 are interleaved into
 // pairs as they are loaded; an odd K's last row pairs with zeros. PRISM_EMULATE_AVX512BF16 (set by
 // $PRISM_CPU_EMULATE, for tests on CPUs without the instruction) computes the same sums with two
-// FMAs. (vdpbf16ps flushes denormal inputs and results to zero: below 1e-38, inside tolerances.)
+// FMAs. PRISM_NO_BF16_DOT (the CPU backend's, where the measured instruction is slower than
+// widening: TargetDescription::bf16_dot_peak_gflops) keeps bf16 x bf16 on widened FMAs.
+// (vdpbf16ps flushes denormal inputs and results to zero: below 1e-38, inside tolerances.)
 template <typename TA, typename TB> struct prism_dot { static constexpr bool value = false; };
-#if (defined(__AVX512BF16__) || defined(PRISM_EMULATE_AVX512BF16)) && defined(__AVX512F__)
+#if ((defined(__AVX512BF16__) && !defined(PRISM_NO_BF16_DOT)) || defined(PRISM_EMULATE_AVX512BF16)) && defined(__AVX512F__)
 template <> struct prism_dot<prism_bf16, prism_bf16> { static constexpr bool value = kW == 16; };
 #endif
 static inline vf prism_dpbf16(vf acc, vu a, vu b) {

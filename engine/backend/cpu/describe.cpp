@@ -76,7 +76,7 @@ std::string cpu_model_name() {
   return "unknown CPU";
 }
 
-// vdpbf16ps, unless PRISM_CPU_DISABLE turns it off (the code generator then does not use it).
+// vdpbf16ps, unless PRISM_CPU_DISABLE turns it off.
 bool has_bf16_dot() {
   __builtin_cpu_init();
   if (!__builtin_cpu_supports("avx512bf16")) return false;
@@ -106,8 +106,9 @@ int simd_bytes() {
 
 const char* isa_name(int bytes) { return bytes == 64 ? "AVX-512" : bytes == 32 ? "AVX2" : "SSE"; }
 
-// "|4": the file format with the read curve, measured in huge pages; older files are measured again.
-std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|4"; }
+// "|5": the file format with the read curve (measured in huge pages) and vdpbf16ps's rate; older
+// files are measured again.
+std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|5"; }
 
 // "bytes:gbs,bytes:gbs,…"
 std::string curve_text(const std::vector<std::pair<double, double>>& curve) {
@@ -147,6 +148,7 @@ bool read_cache(const fs::path& file, const std::string& key, TargetDescription&
   try {
     t.bandwidth_gbs = std::stod(kv.at("bandwidth_gbs"));
     t.peak_gflops = std::stod(kv.at("peak_gflops"));
+    t.bf16_dot_gflops = std::stod(kv.at("bf16_dot_gflops"));
     t.cache_bandwidth_gbs = std::stod(kv.at("cache_bandwidth_gbs"));
     t.read_curve = parse_curve(kv["read_curve"]);
   } catch (const std::exception&) {
@@ -162,6 +164,7 @@ void write_cache(const fs::path& file, const std::string& key, const TargetDescr
   out.precision(17);
   out << "key=" << key << "\nmodel=" << t.model << "\ncores=" << t.cores << "\nbandwidth_gbs=" << t.bandwidth_gbs
       << "\ncache_bandwidth_gbs=" << t.cache_bandwidth_gbs << "\npeak_gflops=" << t.peak_gflops
+      << "\nbf16_dot_gflops=" << t.bf16_dot_gflops
       << "\nread_curve=" << curve_text(t.read_curve) << "\n";
   write_file_atomically(file.string(), out.str());
 }
@@ -179,6 +182,7 @@ void measure(TargetDescription& t, const fs::path& dir) {
   CpuMeasurement m = measure_cpu(options);
   t.bandwidth_gbs = m.bandwidth_gbs;
   t.peak_gflops = m.peak_gflops;
+  t.bf16_dot_gflops = m.bf16_dot_gflops;
   t.cache_bandwidth_gbs = m.cache_bandwidth_gbs;
   if (m.cache_bandwidth_gbs > 0) t.read_curve.emplace_back(double(options.cache_read_bytes), m.cache_bandwidth_gbs);
   for (const auto& point : m.read_curve) t.read_curve.push_back(point);
@@ -210,7 +214,9 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
     measure(t, dir);
     write_cache(file, key, t);
   }
-  t.bf16_dot_peak_gflops = has_bf16_dot() ? 2 * t.peak_gflops : 0;
+  // vdpbf16ps replaces an FMA pair and the widening of B; at less than the FMA's flop rate
+  // (Sapphire Rapids: half) widening is faster, and bf16 matmuls widen.
+  t.bf16_dot_peak_gflops = has_bf16_dot() && t.bf16_dot_gflops >= t.peak_gflops ? t.bf16_dot_gflops : 0;
   return t;
 }
 

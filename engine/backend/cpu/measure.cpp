@@ -21,6 +21,7 @@ namespace {
 // registers to spare. FMA units are per core: GFLOP/s = the sum of the threads' own rates
 // (2 * lanes * chains * iterations / the thread's time).
 constexpr const char* kSource = R"(
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -101,39 +102,59 @@ extern "C" double prism_measure_read_gbs(long long bytes, int threads, int repea
 #define CHAINS 10
 // Per-thread rates, summed: each thread times its own chains after a common barrier, so a thread
 // that the OS started late (another process on its core) does not make the others look slow.
-// FMA units are per core, so the per-core rates add up.
-static double fma_trial(long long iters, int threads) {
+// FMA units are per core, so the per-core rates add up. `step(c, a, b)` is one instruction on
+// chain c; `flops` what it does per lane.
+template <class Step>
+static double chains_trial(long long iters, int threads, double flops, float a0, float b0, Step step) {
   double rate = 0;
   float total = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : total, rate)
   {
-    volatile float va = 0.999999f, vb = 1e-7f;
+    volatile float va = a0, vb = b0;
     vec a = vset(va), b = vset(vb);
     vec c[CHAINS];
     for (int j = 0; j < CHAINS; ++j) c[j] = vset(float(j));
 #pragma omp barrier
     double t0 = now();
     for (long long i = 0; i < iters; ++i)
-      for (int j = 0; j < CHAINS; ++j) c[j] = vfma(c[j], a, b);
+      for (int j = 0; j < CHAINS; ++j) c[j] = step(c[j], a, b);
     vec s = c[0];
     for (int j = 1; j < CHAINS; ++j) s = vadd(s, c[j]);
     total += vsum(s);
-    rate += 2.0 * kLanes * CHAINS * double(iters) / (now() - t0) / 1e9;
+    rate += flops * kLanes * CHAINS * double(iters) / (now() - t0) / 1e9;
   }
   g_sink = total;
   return rate;
 }
 
-extern "C" double prism_measure_fma_gflops(int threads, double seconds, int trials) {
+template <class Step>
+static double chains_gflops(int threads, double seconds, int trials, double flops, float a, float b, Step step) {
   // Iterations for `seconds` per trial, from a short trial's rate.
-  double per_thread = fma_trial(1 << 16, threads) / threads;
-  long long iters = (long long)(per_thread * 1e9 * seconds / (2.0 * kLanes * CHAINS)) + 1;
+  double per_thread = chains_trial(1 << 16, threads, flops, a, b, step) / threads;
+  long long iters = (long long)(per_thread * 1e9 * seconds / (flops * kLanes * CHAINS)) + 1;
   double best = 0;
-  for (int r = 0; r < trials; ++r) {
-    double rate = fma_trial(iters, threads);
-    if (rate > best) best = rate;
-  }
+  for (int r = 0; r < trials; ++r) best = std::max(best, chains_trial(iters, threads, flops, a, b, step));
   return best;
+}
+
+extern "C" double prism_measure_fma_gflops(int threads, double seconds, int trials) {
+  return chains_gflops(threads, seconds, trials, 2, 0.999999f, 1e-7f, [](vec c, vec a, vec b) { return vfma(c, a, b); });
+}
+
+// vdpbf16ps: per f32 lane, two bf16 products added to the lane (4 flops). Its rate differs from
+// the FMA's by CPU (Zen 4: twice the f32 FMA's flops; Sapphire Rapids: half), so it is measured.
+// The operands are bf16 pairs of normal numbers (an f32 whose low half is a bf16 too). 0: no
+// instruction.
+extern "C" double prism_measure_bf16_dot_gflops(int threads, double seconds, int trials) {
+#if defined(__AVX512BF16__)
+  const float pair = 0.99609375f;  // 0x3F7F0000: its low 16 bits (0) are bf16 zero, a normal value
+  return chains_gflops(threads, seconds, trials, 4, pair, pair, [](vec c, vec a, vec b) {
+    return _mm512_dpbf16_ps(c, (__m512bh)a, (__m512bh)b);
+  });
+#else
+  (void)threads, (void)seconds, (void)trials;
+  return 0;
+#endif
 }
 )";
 
@@ -146,6 +167,7 @@ CpuMeasurement measure_cpu(const MeasureOptions& options) {
   LoadedLibrary lib(compile_library(kSource, compile).path);
   auto read = lib.function<double (*)(long long, int, int)>("prism_measure_read_gbs");
   auto fma = lib.function<double (*)(int, double, int)>("prism_measure_fma_gflops");
+  auto dot = lib.function<double (*)(int, double, int)>("prism_measure_bf16_dot_gflops");
   int threads = options.threads < 1 ? 1 : options.threads;
   CpuMeasurement m;
   m.bandwidth_gbs = read(static_cast<long long>(options.read_bytes), threads, options.read_repeats);
@@ -154,6 +176,7 @@ CpuMeasurement measure_cpu(const MeasureOptions& options) {
   for (int64_t bytes : options.curve_bytes)
     m.read_curve.emplace_back(double(bytes), read(static_cast<long long>(bytes), threads, options.cache_read_repeats));
   m.peak_gflops = fma(threads, options.fma_seconds, options.fma_trials);
+  m.bf16_dot_gflops = dot(threads, options.fma_seconds, options.fma_trials);
   return m;
 }
 

@@ -532,7 +532,7 @@ TEST_CASE("codegen: sums across lanes (one vector, four at once) are the sums, a
   }
 }
 
-TEST_CASE("codegen: bf16 x bf16 matmuls take vdpbf16ps where the CPU has it (emulated here) and match", "[codegen][bf16]") {
+TEST_CASE("codegen: bf16 x bf16 matmuls take vdpbf16ps where the CPU has it (or emulated) and match", "[codegen][bf16]") {
   if (native_simd_bytes() != 64) return;  // the dot kernel is AVX-512's
   // The prelude selects the dot kernel for bf16 x bf16 only with the instruction (or its emulation).
   auto selects = [&](const std::vector<std::string>& flags) {
@@ -553,6 +553,7 @@ TEST_CASE("codegen: bf16 x bf16 matmuls take vdpbf16ps where the CPU has it (emu
   CHECK(selects(emulate));
   CHECK_FALSE(selects({"-mno-avx512bf16"}));
   CHECK(selects({"-mavx512bf16"}));  // the instruction itself (compiled, not run: this CPU may lack it)
+  CHECK_FALSE(selects({"-mavx512bf16", "-DPRISM_NO_BF16_DOT"}));  // the backend's: slower than widening here
   // A library matmul (one row block; odd K: the last row pairs with zeros; column tails), and a
   // custom kernel whose K loop accumulates tile products (two row blocks, K chunks).
   const char* library = R"(input X: bf16[n, d]
@@ -564,6 +565,12 @@ output P
   std::string custom = fam::kRmsLinear;
   for (size_t at = 0; (at = custom.find(": f16", at)) != std::string::npos; at += 5) custom.replace(at, 5, ": bf16");
   CHECK(family_codegen_error(custom, {{"n", 11}, {"d", 192}}, {{"g1", 2}, {"F1", 3}}, 64, true, emulate) < 1e-2);
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512bf16")) {  // and the instruction itself, where this CPU has it
+    CHECK(selects({}));
+    CHECK(family_codegen_error(library, {{"n", 5}, {"d", 301}, {"m", 600}}, {}, 64, true, {}) < 1e-2);
+    CHECK(family_codegen_error(custom, {{"n", 11}, {"d", 192}}, {{"g1", 2}, {"F1", 3}}, 64, true, {}) < 1e-2);
+  }
 }
 
 TEST_CASE("codegen: library matmuls call OpenBLAS, transposed operands read in place", "[codegen][library]") {

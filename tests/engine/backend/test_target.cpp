@@ -9,6 +9,7 @@
 #include "engine/backend/cpu/describe.h"
 #include "engine/backend/cuda/describe.h"
 #include "engine/backend/target.h"
+#include "support/scoped_env.h"
 #include "support/subprocess.h"
 
 using namespace prism;
@@ -64,7 +65,19 @@ TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][t
     CHECK(first.bandwidth_for(1024) >= first.bandwidth_for(4 * first.cache_capacity()));
   }
 
+  // vdpbf16ps: measured where the CPU has it, and used for bf16 matmuls only where it reaches the
+  // f32 FMA's flop rate (Zen 4: twice it; Sapphire Rapids: half, so widening is faster there).
+  __builtin_cpu_init();
+  CHECK((first.bf16_dot_gflops > 0) == bool(__builtin_cpu_supports("avx512bf16")));
+  CHECK((first.bf16_dot_peak_gflops == 0 || first.bf16_dot_peak_gflops == first.bf16_dot_gflops));
+  CHECK((first.bf16_dot_peak_gflops > 0) == (first.bf16_dot_gflops >= first.peak_gflops));
+  {
+    test::ScopedEnv off("PRISM_CPU_DISABLE", "avx512bf16");
+    CHECK(describe_cpu(dir.path()).bf16_dot_peak_gflops == 0);
+  }
+
   TargetDescription again = describe_cpu(dir.path());
+  CHECK(again.bf16_dot_gflops == first.bf16_dot_gflops);
   CHECK(again.read_curve == first.read_curve);
   CHECK(again.bandwidth_gbs == first.bandwidth_gbs);
   CHECK(again.peak_gflops == first.peak_gflops);
