@@ -43,6 +43,8 @@ struct TargetDescription {
   double bf16_dot_peak_gflops = 0;     // the same where bf16 x bf16 matmuls use it: only when it is at
                                        // least peak_gflops (else widening to f32 FMAs is faster, and
                                        // the code generator widens); 0: they widen
+  double bf16_amx_gflops = 0;          // CPU with AMX-BF16 that Linux lets use: the tile unit's measured
+                                       // bf16 peak, which bf16 x bf16 matmuls use (0: none)
   std::string arch;                    // GPU: the virtual architecture NVRTC compiles for ("compute_90")
   sgraph::TileBudget tile_budget() const { return {fast_memory_bytes}; }
   // Bytes the caches can hold between two calls of a kernel: the last level plus every core's

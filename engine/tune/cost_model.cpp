@@ -45,8 +45,10 @@
 //     long loop of thin K steps into a wide accumulator apart from a short loop of thick ones.
 //  9. Widening (CPU). A matmul whose B is 16-bit widens each B vector it loads on the FMA ports:
 //     its flops cost backend::cpu::detail::widening_factor for the register block the code
-//     generator chooses for the tile (1 + 2 / its rows). Where the CPU has vdpbf16ps, a matmul of
-//     two loaded bf16 tiles widens nothing and runs at bf16_dot_peak_gflops instead. A library
+//     generator chooses for the tile (1 + 2 / its rows). Where the CPU has AMX tiles, a matmul of
+//     two loaded bf16 tiles widens nothing and runs at bf16_amx_gflops (its B repacked as it
+//     streams, which the bytes already count); else where vdpbf16ps beats the FMAs, at
+//     bf16_dot_peak_gflops. A library
 //     matmul at 16 bits runs the same micro-kernel on chunks (library_matmul_chunks) and reads B
 //     as row pieces of a chunk's width (assumption 7).
 // 10. Overlap (CPU). Streaming tensors in (memory_bytes, from DRAM or L3) overlaps compute only in
@@ -170,6 +172,7 @@ class CostModel {
   // The same for an A tile (its dtype as the micro-kernel reads it) times a B tile.
   double matmul_rate(const std::vector<int64_t>& a, const std::vector<int64_t>& b, DType a_dtype, DType b_dtype) const {
     if (b_dtype == DType::F32 || a.size() < 2 || b.size() < 2) return 1;
+    if (a_dtype == DType::BF16 && b_dtype == DType::BF16 && target_.bf16_amx_gflops > 0) return target_.peak_gflops / target_.bf16_amx_gflops;
     if (a_dtype == DType::BF16 && b_dtype == DType::BF16 && target_.bf16_dot_peak_gflops > 0 && target_.simd_bytes == 64)
       return target_.peak_gflops / target_.bf16_dot_peak_gflops;
     return backend::cpu::detail::widening_factor(

@@ -225,7 +225,7 @@ class Printer {
 
 std::string generate_cpu_source(const kir::Program& program, const CodegenOptions& options) {
   Printer printer(program, options);
-  std::string s = prelude(options.simd_bytes);
+  std::string s = prelude(options.simd_bytes, options.amx);
   s += "\nstatic void* T[" + std::to_string(std::max<size_t>(1, program.tensors.size())) + "];  // device tensors, at their dtypes\n";
   s += "static int prism_failed = 0;\nstatic const char* prism_message = \"\";\n\n";
   for (size_t k = 0; k < program.kernels.size(); ++k) {

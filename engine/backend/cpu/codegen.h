@@ -25,6 +25,7 @@ struct CodegenOptions {
   int cores = 1;        // the machine's: library kernels split their work into at least this many
                         // chunks (the entry gets `threads` at run time)
   int simd_bytes = 32;   // 32 (AVX2) or 64 (AVX-512): vector width to block for
+  bool amx = false;      // bf16 x bf16 matmuls on AMX tiles (amx_kernel.h; the target has them)
 };
 
 // C++17 source for a lowered program implementing the ABI of abi.h.

@@ -22,6 +22,7 @@ Build CpuBackend::generate(const sgraph::Instance& instance, const TargetDescrip
   CodegenOptions options;
   options.simd_bytes = target.simd_bytes;
   options.cores = target.cores;
+  options.amx = target.bf16_amx_gflops > 0;
   return make_build("cannot generate code", [&](Build& b) { b.source = generate_cpu_source(instance, options); });
 }
 

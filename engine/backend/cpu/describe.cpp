@@ -84,6 +84,15 @@ bool has_bf16_dot() {
   return std::find(off.begin(), off.end(), "avx512bf16") == off.end() && std::find(off.begin(), off.end(), "avx512f") == off.end();
 }
 
+// AMX-BF16 tiles, unless PRISM_CPU_DISABLE names amx-bf16 or amx-tile (its measurement says
+// whether Linux grants them).
+bool has_amx() {
+  const std::vector<std::string> off = disabled_cpu_features();
+  for (const char* name : {"amx-bf16", "amx-tile"})
+    if (std::find(off.begin(), off.end(), name) != off.end()) return false;
+  return true;
+}
+
 }  // namespace
 
 const char* openblas_core_type() {
@@ -106,9 +115,9 @@ int simd_bytes() {
 
 const char* isa_name(int bytes) { return bytes == 64 ? "AVX-512" : bytes == 32 ? "AVX2" : "SSE"; }
 
-// "|5": the file format with the read curve (measured in huge pages) and vdpbf16ps's rate; older
+// "|6": the file format with the read curve (measured in huge pages), vdpbf16ps's and AMX's rates; older
 // files are measured again.
-std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|5"; }
+std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|6"; }
 
 // "bytes:gbs,bytes:gbs,…"
 std::string curve_text(const std::vector<std::pair<double, double>>& curve) {
@@ -149,6 +158,7 @@ bool read_cache(const fs::path& file, const std::string& key, TargetDescription&
     t.bandwidth_gbs = std::stod(kv.at("bandwidth_gbs"));
     t.peak_gflops = std::stod(kv.at("peak_gflops"));
     t.bf16_dot_gflops = std::stod(kv.at("bf16_dot_gflops"));
+    t.bf16_amx_gflops = std::stod(kv.at("bf16_amx_gflops"));
     t.cache_bandwidth_gbs = std::stod(kv.at("cache_bandwidth_gbs"));
     t.read_curve = parse_curve(kv["read_curve"]);
   } catch (const std::exception&) {
@@ -164,7 +174,7 @@ void write_cache(const fs::path& file, const std::string& key, const TargetDescr
   out.precision(17);
   out << "key=" << key << "\nmodel=" << t.model << "\ncores=" << t.cores << "\nbandwidth_gbs=" << t.bandwidth_gbs
       << "\ncache_bandwidth_gbs=" << t.cache_bandwidth_gbs << "\npeak_gflops=" << t.peak_gflops
-      << "\nbf16_dot_gflops=" << t.bf16_dot_gflops
+      << "\nbf16_dot_gflops=" << t.bf16_dot_gflops << "\nbf16_amx_gflops=" << t.bf16_amx_gflops
       << "\nread_curve=" << curve_text(t.read_curve) << "\n";
   write_file_atomically(file.string(), out.str());
 }
@@ -183,6 +193,7 @@ void measure(TargetDescription& t, const fs::path& dir) {
   t.bandwidth_gbs = m.bandwidth_gbs;
   t.peak_gflops = m.peak_gflops;
   t.bf16_dot_gflops = m.bf16_dot_gflops;
+  t.bf16_amx_gflops = m.bf16_amx_gflops;
   t.cache_bandwidth_gbs = m.cache_bandwidth_gbs;
   if (m.cache_bandwidth_gbs > 0) t.read_curve.emplace_back(double(options.cache_read_bytes), m.cache_bandwidth_gbs);
   for (const auto& point : m.read_curve) t.read_curve.push_back(point);
@@ -217,6 +228,7 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   // vdpbf16ps replaces an FMA pair and the widening of B; at less than the FMA's flop rate
   // (Sapphire Rapids: half) widening is faster, and bf16 matmuls widen.
   t.bf16_dot_peak_gflops = has_bf16_dot() && t.bf16_dot_gflops >= t.peak_gflops ? t.bf16_dot_gflops : 0;
+  if (!has_amx()) t.bf16_amx_gflops = 0;
   return t;
 }
 

@@ -62,7 +62,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
 std::string emit_vendor_matmul(const View& a, const View& b, const View& out, const EmitContext& ctx);
 
 // The shared top of every generated source: includes, the vector type and the matmul micro-kernel.
-std::string prelude(int simd_bytes);
+std::string prelude(int simd_bytes, bool amx = false);  // amx: CodegenOptions::amx
 
 // Register blocking of the micro-kernel for an M x N result: MR rows by NV vectors.
 struct Blocking {

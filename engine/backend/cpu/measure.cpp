@@ -156,6 +156,55 @@ extern "C" double prism_measure_bf16_dot_gflops(int threads, double seconds, int
   return 0;
 #endif
 }
+
+// tdpbf16ps: C (16 x 16 f32) += A (16 x 32 bf16) B (32 x 16 bf16) a tile instruction, four
+// independent accumulators per thread (the unit's latency), after Linux grants the tile state
+// (arch_prctl ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA). 0: no AMX-BF16, or refused.
+#if defined(__AMX_BF16__) && defined(__AMX_TILE__)
+#include <sys/syscall.h>
+#include <unistd.h>
+struct amx_config {
+  unsigned char palette, start_row, reserved[14];
+  unsigned short colsb[16];
+  unsigned char rows[16];
+};
+static double amx_trial(long long iters, int threads) {
+  double rate = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : rate)
+  {
+    amx_config c{};
+    c.palette = 1;
+    for (int t = 0; t < 6; ++t) c.colsb[t] = 64, c.rows[t] = 16;
+    __asm__ volatile("ldtilecfg %0" ::"m"(c));
+    alignas(64) static const unsigned short ones[16 * 32] = {};
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm4" ::"r"(ones), "r"(64L) : "memory");
+    __asm__ volatile("tileloadd (%0,%1,1), %%tmm5" ::"r"(ones), "r"(64L) : "memory");
+    __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::);
+#pragma omp barrier
+    double t0 = now();
+    for (long long i = 0; i < iters; ++i)
+      __asm__ volatile("tdpbf16ps %%tmm5, %%tmm4, %%tmm0\n\ttdpbf16ps %%tmm5, %%tmm4, %%tmm1\n\t"
+                       "tdpbf16ps %%tmm5, %%tmm4, %%tmm2\n\ttdpbf16ps %%tmm5, %%tmm4, %%tmm3" ::);
+    rate += 4.0 * 2 * 16 * 16 * 32 * double(iters) / (now() - t0) / 1e9;
+    __asm__ volatile("tilerelease" ::);
+  }
+  return rate;
+}
+#endif
+
+extern "C" double prism_measure_amx_gflops(int threads, double seconds, int trials) {
+#if defined(__AMX_BF16__) && defined(__AMX_TILE__)
+  if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) return 0;
+  double per_thread = amx_trial(1 << 12, threads) / threads;
+  long long iters = (long long)(per_thread * 1e9 * seconds / (4.0 * 2 * 16 * 16 * 32)) + 1;
+  double best = 0;
+  for (int r = 0; r < trials; ++r) best = std::max(best, amx_trial(iters, threads));
+  return best;
+#else
+  (void)threads, (void)seconds, (void)trials;
+  return 0;
+#endif
+}
 )";
 
 }  // namespace
@@ -168,6 +217,7 @@ CpuMeasurement measure_cpu(const MeasureOptions& options) {
   auto read = lib.function<double (*)(long long, int, int)>("prism_measure_read_gbs");
   auto fma = lib.function<double (*)(int, double, int)>("prism_measure_fma_gflops");
   auto dot = lib.function<double (*)(int, double, int)>("prism_measure_bf16_dot_gflops");
+  auto amx = lib.function<double (*)(int, double, int)>("prism_measure_amx_gflops");
   int threads = options.threads < 1 ? 1 : options.threads;
   CpuMeasurement m;
   m.bandwidth_gbs = read(static_cast<long long>(options.read_bytes), threads, options.read_repeats);
@@ -177,6 +227,7 @@ CpuMeasurement measure_cpu(const MeasureOptions& options) {
     m.read_curve.emplace_back(double(bytes), read(static_cast<long long>(bytes), threads, options.cache_read_repeats));
   m.peak_gflops = fma(threads, options.fma_seconds, options.fma_trials);
   m.bf16_dot_gflops = dot(threads, options.fma_seconds, options.fma_trials);
+  m.bf16_amx_gflops = amx(threads, options.fma_seconds, options.fma_trials);
   return m;
 }
 

@@ -14,6 +14,7 @@ struct CpuMeasurement {
   double cache_bandwidth_gbs = 0;  // the same over an array that stays in the last-level cache
   double peak_gflops = 0;    // independent FMA chains on vector registers, all threads
   double bf16_dot_gflops = 0;  // the same with vdpbf16ps (4 flops a lane); 0 without AVX-512 BF16
+  double bf16_amx_gflops = 0;  // tdpbf16ps on four tiles, all threads; 0 without AMX-BF16 or the OS's leave
   std::vector<std::pair<double, double>> read_curve;  // (bytes, GB/s) at MeasureOptions::curve_bytes
 };
 

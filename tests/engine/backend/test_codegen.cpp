@@ -17,6 +17,7 @@
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/codegen.h"
 #include "engine/backend/cpu/compiler.h"
+#include "engine/backend/cpu/describe.h"
 #include "engine/backend/cpu/emit_ops.h"
 #include "engine/backend/cpu/fuse_squares.h"
 #include "engine/backend/lower.h"
@@ -90,11 +91,13 @@ double codegen_error(const sgraph::Instance& inst, const CompiledLibrary& compil
 
 // `keep_dtypes`: the family's declared dtypes, else all f32.
 // `flags`: more compiler flags.
+// `amx`: CodegenOptions::amx.
 double family_codegen_error(const std::string& family, const DimBindings& dims, const DimBindings& sizes, int simd_bytes = native_simd_bytes(),
-                            bool keep_dtypes = false, const std::vector<std::string>& flags = {}) {
+                            bool keep_dtypes = false, const std::vector<std::string>& flags = {}, bool amx = false) {
   sgraph::Instance inst = sgraph::instantiate(sgraph::parse(keep_dtypes ? family : as_f32(family)), dims, sizes, sgraph::TileBudget{1 << 20});
   CodegenOptions options;
   options.simd_bytes = simd_bytes;
+  options.amx = amx;
   std::string source = generate_cpu_source(inst, options);
   if (const char* dump = std::getenv("PRISM_CODEGEN_DUMP")) std::ofstream(dump) << source;  // for debugging by hand
   CompileOptions compile = compile_options();
@@ -571,6 +574,37 @@ output P
     CHECK(family_codegen_error(library, {{"n", 5}, {"d", 301}, {"m", 600}}, {}, 64, true, {}) < 1e-2);
     CHECK(family_codegen_error(custom, {{"n", 11}, {"d", 192}}, {{"g1", 2}, {"F1", 3}}, 64, true, {}) < 1e-2);
   }
+}
+
+TEST_CASE("codegen: bf16 x bf16 matmuls run on AMX tiles where the CPU has them and Linux grants them, and match", "[codegen][bf16]") {
+  // Where it has none, the source still compiles (the tiles are inline assembly) and its
+  // kernels take the vector path at run time.
+  const bool tiles = describe_cpu().bf16_amx_gflops > 0;
+  INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
+  const char* library = R"(input X: bf16[n, d]
+input W: bf16[d, m]
+kernel 0: P: bf16 = matmul(X, W)
+output P
+)";
+  // Rows: one partial block of 5, and 37 (two of 16 and 5); K: 301 (a last chunk of 13), 96, 64;
+  // columns: 600 (nine strips and 24), 130, 64.
+  for (const DimBindings& dims : std::vector<DimBindings>{{{"n", 5}, {"d", 301}, {"m", 600}}, {{"n", 37}, {"d", 96}, {"m", 130}},
+                                                         {{"n", 16}, {"d", 64}, {"m", 64}}}) {
+    INFO("n=" << dims.at("n") << " d=" << dims.at("d") << " m=" << dims.at("m"));
+    CHECK(family_codegen_error(library, dims, {}, 64, true, {}, true) < 1e-2);
+  }
+  // A custom kernel accumulating tile products over its loop (two row blocks, K chunks), and a
+  // batched library matmul whose B is broadcast.
+  std::string custom = fam::kRmsLinear;
+  for (size_t at = 0; (at = custom.find(": f16", at)) != std::string::npos; at += 5) custom.replace(at, 5, ": bf16");
+  CHECK(family_codegen_error(custom, {{"n", 11}, {"d", 192}}, {{"g1", 2}, {"F1", 3}}, 64, true, {}, true) < 1e-2);
+  CHECK(family_codegen_error(custom, {{"n", 20}, {"d", 256}}, {{"g1", 4}, {"F1", 2}}, 64, true, {}, true) < 1e-2);
+  const char* batched = R"(input X: bf16[b, n, d]
+input W: bf16[d, m]
+kernel 0: P: bf16 = matmul(X, W)
+output P
+)";
+  CHECK(family_codegen_error(batched, {{"b", 3}, {"n", 9}, {"d", 70}, {"m", 100}}, {}, 64, true, {}, true) < 1e-2);
 }
 
 TEST_CASE("codegen: library matmuls call OpenBLAS, transposed operands read in place", "[codegen][library]") {

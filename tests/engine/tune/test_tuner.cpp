@@ -190,10 +190,10 @@ TEST_CASE("tuner: a reference that overflows on any inputs is an error that says
                         Catch::Contains("leaves f16's range"));
 }
 
-TEST_CASE("tuner: with AVX-512 BF16, AVX-512F and F16C turned off, 16-bit storage takes the fallbacks and matches", "[tune][tuner][bf16]") {
+TEST_CASE("tuner: with AMX, AVX-512 BF16, AVX-512F and F16C turned off, 16-bit storage takes the fallbacks and matches", "[tune][tuner][bf16]") {
   // What a CPU without those instructions runs: f16 widened lane by lane in integer arithmetic,
   // 64-byte vectors split by the compiler. The flags are part of the kernel cache's key.
-  test::ScopedEnv off("PRISM_CPU_DISABLE", "avx512bf16,avx512f,f16c");
+  test::ScopedEnv off("PRISM_CPU_DISABLE", "amx-bf16,avx512bf16,avx512f,f16c");
   for (const char* dtype : {"f16", "bf16"}) {
     INFO("stored at " << dtype);
     test::TempDir data;
