@@ -265,7 +265,7 @@ static inline void prism_mm(const TA* __restrict A, const TB* __restrict B, floa
   constexpr long SLICE = (65536 / (M * 4) - 16) / KC > 0 ? (65536 / (M * 4) - 16) / KC * KC : KC;
   constexpr long KS = K / SLICE, KT = K % SLICE;
   if constexpr (prism_amx<TA, TB>::value) {  // the tile unit, where the OS granted it
-    if (prism_amx_ok && prism_mm_amx<M, N, K, LDA, LDB, LDC, ACC>(A, B, C)) return;
+    if (prism_amx_ok) return prism_mm_amx<M, N, K, LDA, LDB, LDC, ACC>(A, B, C);
   }
   if constexpr (prism_dot<TA, TB>::value) {  // vdpbf16ps takes A's bf16 pairs as they are
     prism_mm_views<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, after);
