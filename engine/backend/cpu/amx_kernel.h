@@ -1,5 +1,5 @@
 // The AMX matmul of generated sources (Sapphire Rapids and later): bf16 x bf16 -> f32 on the
-// tile unit, B repacked into pair order as it streams. Compiled in where the source defines
+// tile unit, B's tiles loaded where B lies (A's values paired with zeros). Compiled in where the source defines
 // PRISM_AMX (CodegenOptions::amx); at run time it runs where Linux grants the tile state, and
 // the vector micro-kernel runs otherwise.
 #pragma once
