@@ -46,8 +46,8 @@
 //  9. Widening (CPU). A matmul whose B is 16-bit widens each B vector it loads on the FMA ports:
 //     its flops cost backend::cpu::detail::widening_factor for the register block the code
 //     generator chooses for the tile (1 + 2 / its rows). Where the CPU has AMX tiles, a matmul of
-//     two loaded bf16 tiles widens nothing and runs at bf16_amx_gflops (its B repacked as it
-//     streams, which the bytes already count); else where vdpbf16ps beats the FMAs, at
+//     two loaded bf16 tiles widens nothing and runs at bf16_amx_gflops, reading B's rows in
+//     pieces of at most kAmxBlockColumns (assumption 7); else where vdpbf16ps beats the FMAs, at
 //     bf16_dot_peak_gflops. A library
 //     matmul at 16 bits runs the same micro-kernel on chunks (library_matmul_chunks) and reads B
 //     as row pieces of a chunk's width (assumption 7).
@@ -71,6 +71,7 @@
 #include <map>
 #include <set>
 
+#include "engine/backend/cpu/amx_kernel.h"
 #include "engine/backend/cpu/emit_ops.h"
 #include "engine/backend/cuda/codegen.h"
 #include "engine/ir/shape.h"
@@ -169,6 +170,18 @@ class CostModel {
     const bool left_bf16 = left.kind == BlockOp::Kind::Load && in_.analysis.tensors.at(left.tensor).dtype == DType::BF16;
     return matmul_rate(tile(k, size_t(op.operands[0])), tile(k, size_t(op.operands[1])), left_bf16 ? DType::BF16 : DType::F32, dtype);
   }
+  // Block op `i` of kernel k is the B of a matmul of two loaded bf16 tiles on AMX tiles, which
+  // reads B's rows in pieces of kAmxBlockColumns (assumption 9).
+  bool amx_b(size_t k, size_t i) const {
+    if (target_.target != backend::Target::Cpu || target_.bf16_amx_gflops <= 0) return false;
+    const auto& ops = in_.graph.kernels[k].block.ops;
+    auto bf16_load = [&](int j) { return ops[size_t(j)].kind == BlockOp::Kind::Load && in_.analysis.tensors.at(ops[size_t(j)].tensor).dtype == DType::BF16; };
+    for (const BlockOp& op : ops)
+      if (op.kind == BlockOp::Kind::Compute && op.op == Op::Matmul && op.operands.size() == 2 && op.operands[1] == int(i) && bf16_load(op.operands[0]) &&
+          bf16_load(op.operands[1]))
+        return true;
+    return false;
+  }
   // The same for an A tile (its dtype as the micro-kernel reads it) times a B tile.
   double matmul_rate(const std::vector<int64_t>& a, const std::vector<int64_t>& b, DType a_dtype, DType b_dtype) const {
     if (b_dtype == DType::F32 || a.size() < 2 || b.size() < 2) return 1;
@@ -251,7 +264,8 @@ class CostModel {
       switch (op.kind) {
         case BlockOp::Kind::Load: {
           const double element = double(sgraph::element_bytes(in_.analysis.tensors.at(op.tensor).dtype));
-          const double run = contiguous_run(shape, concrete_shape(in_.analysis.tensors.at(op.tensor).shape, in_.bindings)) * element;
+          double run = contiguous_run(shape, concrete_shape(in_.analysis.tensors.at(op.tensor).shape, in_.bindings)) * element;
+          if (amx_b(k, i)) run = std::min(run, double(backend::cpu::detail::kAmxBlockColumns) * element);
           loaded[op.tensor] += double(element_count(shape)) * element * runs;
           if (in_body) body_tiles += double(element_count(shape)) * element;
           run_overhead[op.tensor] += double(element_count(shape)) * element * runs * kRunOverhead / std::max(run, 1.0);
@@ -319,8 +333,10 @@ class CostModel {
       const auto chunks = backend::cpu::detail::library_matmul_chunks(batch, m, n, b_dtype, target_.cores);
       const DType a_dtype = in_.analysis.tensors.at(lib.inputs[0]).dtype;
       c.scaled_flops *= matmul_rate({chunks.rows, x.back()}, {x.back(), chunks.columns}, a_dtype, b_dtype);
-      if (chunks.columns < n)  // B's rows read in pieces (assumption 7)
-        c.memory_bytes += tensor_bytes(lib.inputs[1]) * kRunOverhead / double(chunks.columns * sgraph::element_bytes(b_dtype));
+      const bool amx = a_dtype == DType::BF16 && b_dtype == DType::BF16 && target_.bf16_amx_gflops > 0;
+      const int64_t piece = amx ? std::min<int64_t>(chunks.columns, backend::cpu::detail::kAmxBlockColumns) : chunks.columns;
+      if (piece < n)  // B's rows read in pieces (assumption 7)
+        c.memory_bytes += tensor_bytes(lib.inputs[1]) * kRunOverhead / double(piece * sgraph::element_bytes(b_dtype));
     }
     return c;
   }

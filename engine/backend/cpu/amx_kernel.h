@@ -8,4 +8,8 @@ namespace prism::backend::cpu::detail {
 
 extern const char* kAmxKernel;
 
+// prism_mm_amx reads B's rows in pieces of at most this many columns (its NB): the cost model's
+// access pattern (assumption 7) for a matmul on the tiles.
+constexpr long kAmxBlockColumns = 512;
+
 }  // namespace prism::backend::cpu::detail

@@ -15,6 +15,7 @@
 #include "../sgraph/families.h"
 #include "../sgraph/sgraph_helpers.h"
 #include "engine/backend/cpu/abi.h"
+#include "engine/backend/cpu/amx_kernel.h"
 #include "engine/backend/cpu/codegen.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/describe.h"
@@ -605,6 +606,8 @@ kernel 0: P: bf16 = matmul(X, W)
 output P
 )";
   CHECK(family_codegen_error(batched, {{"b", 3}, {"n", 9}, {"d", 70}, {"m", 100}}, {}, 64, true, {}, true) < 1e-2);
+  // The cost model's access pattern for the tiles is the kernel's block width.
+  CHECK_THAT(std::string(detail::kAmxKernel), Catch::Contains("NB = " + std::to_string(detail::kAmxBlockColumns) + ","));
 }
 
 TEST_CASE("codegen: library matmuls call OpenBLAS, transposed operands read in place", "[codegen][library]") {
