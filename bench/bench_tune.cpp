@@ -127,7 +127,10 @@ int main(int argc, char** argv) {
   std::printf("\nmachine: %s; streaming read %.1f GB/s from memory, %.1f GB/s from the last-level cache; f32 peak %.0f GFLOP/s; %d threads; "
               "medians of %d tune%s\n",
               cpu.model.c_str(), cpu.bandwidth_gbs, cpu.cache_bandwidth_gbs, cpu.peak_gflops, threads, repeat, repeat == 1 ? "" : "s");
-  if (cpu.bf16_dot_gflops > 0)
+  if (cpu.bf16_amx_gflops > 0)
+    std::printf("AMX tiles: %.0f GFLOP/s measured; bf16 x bf16 matmuls of loaded tiles run on them (the bf16 roofline's peak)\n",
+                cpu.bf16_amx_gflops);
+  else if (cpu.bf16_dot_gflops > 0)
     std::printf("vdpbf16ps: %.0f GFLOP/s measured; bf16 x bf16 matmuls %s\n", cpu.bf16_dot_gflops,
                 cpu.bf16_dot_peak_gflops > 0 ? "use it (bf16 roofline at its peak)" : "widen to f32 FMAs, which are faster here");
   std::printf("eager at 16-bit storage: each op reads and writes its dtype; a matmul widens 16-bit operands to f32 copies and calls "
