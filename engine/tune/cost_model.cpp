@@ -170,22 +170,25 @@ class CostModel {
     const bool left_bf16 = left.kind == BlockOp::Kind::Load && in_.analysis.tensors.at(left.tensor).dtype == DType::BF16;
     return matmul_rate(tile(k, size_t(op.operands[0])), tile(k, size_t(op.operands[1])), left_bf16 ? DType::BF16 : DType::F32, dtype);
   }
-  // Block op `i` of kernel k is the B of a matmul of two loaded bf16 tiles on AMX tiles, which
-  // reads B's rows in pieces of kAmxBlockColumns (assumption 9).
+  // A CPU matmul of an A tile (its dtype as the micro-kernel reads it) and a B tile runs on AMX
+  // tiles (assumption 9).
+  bool amx(DType a_dtype, DType b_dtype) const {
+    return target_.target == backend::Target::Cpu && a_dtype == DType::BF16 && b_dtype == DType::BF16 && target_.bf16_amx_gflops > 0;
+  }
+  // Block op `i` of kernel k is the B of a matmul on AMX tiles, which reads B's rows in pieces of
+  // kAmxBlockColumns.
   bool amx_b(size_t k, size_t i) const {
-    if (target_.target != backend::Target::Cpu || target_.bf16_amx_gflops <= 0) return false;
     const auto& ops = in_.graph.kernels[k].block.ops;
-    auto bf16_load = [&](int j) { return ops[size_t(j)].kind == BlockOp::Kind::Load && in_.analysis.tensors.at(ops[size_t(j)].tensor).dtype == DType::BF16; };
     for (const BlockOp& op : ops)
-      if (op.kind == BlockOp::Kind::Compute && op.op == Op::Matmul && op.operands.size() == 2 && op.operands[1] == int(i) && bf16_load(op.operands[0]) &&
-          bf16_load(op.operands[1]))
+      if (op.kind == BlockOp::Kind::Compute && op.op == Op::Matmul && op.operands.size() == 2 && op.operands[1] == int(i) &&
+          amx(operand_storage(ops[size_t(op.operands[0])]), operand_storage(ops[i])))
         return true;
     return false;
   }
   // The same for an A tile (its dtype as the micro-kernel reads it) times a B tile.
   double matmul_rate(const std::vector<int64_t>& a, const std::vector<int64_t>& b, DType a_dtype, DType b_dtype) const {
     if (b_dtype == DType::F32 || a.size() < 2 || b.size() < 2) return 1;
-    if (a_dtype == DType::BF16 && b_dtype == DType::BF16 && target_.bf16_amx_gflops > 0) return target_.peak_gflops / target_.bf16_amx_gflops;
+    if (amx(a_dtype, b_dtype)) return target_.peak_gflops / target_.bf16_amx_gflops;
     if (a_dtype == DType::BF16 && b_dtype == DType::BF16 && target_.bf16_dot_peak_gflops > 0 && target_.simd_bytes == 64)
       return target_.peak_gflops / target_.bf16_dot_peak_gflops;
     return backend::cpu::detail::widening_factor(
@@ -333,8 +336,7 @@ class CostModel {
       const auto chunks = backend::cpu::detail::library_matmul_chunks(batch, m, n, b_dtype, target_.cores);
       const DType a_dtype = in_.analysis.tensors.at(lib.inputs[0]).dtype;
       c.scaled_flops *= matmul_rate({chunks.rows, x.back()}, {x.back(), chunks.columns}, a_dtype, b_dtype);
-      const bool amx = a_dtype == DType::BF16 && b_dtype == DType::BF16 && target_.bf16_amx_gflops > 0;
-      const int64_t piece = amx ? std::min<int64_t>(chunks.columns, backend::cpu::detail::kAmxBlockColumns) : chunks.columns;
+      const int64_t piece = amx(a_dtype, b_dtype) ? std::min<int64_t>(chunks.columns, backend::cpu::detail::kAmxBlockColumns) : chunks.columns;
       if (piece < n)  // B's rows read in pieces (assumption 7)
         c.memory_bytes += tensor_bytes(lib.inputs[1]) * kRunOverhead / double(piece * sgraph::element_bytes(b_dtype));
     }

@@ -79,7 +79,7 @@ template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC>
 static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __restrict B, float* __restrict C) {
   constexpr long KB = K < 512 ? (K + 15) / 16 * 16 : 512;  // K values in one A panel
   constexpr long AS = 2 * KB + 32;                          // a panel row: 0, a0, 0, a1, ..., zeros
-  constexpr long NB = 512, KV = 32;  // NB: kAmxBlockColumns
+  constexpr long NB = PRISM_AMX_COLUMNS, KV = 32;
   alignas(64) prism_bf16 a[16 * AS];
   alignas(64) float c[NB / 64][4][256];
   alignas(64) prism_bf16 edge[16 * 64];

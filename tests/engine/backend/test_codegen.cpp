@@ -607,7 +607,8 @@ output P
 )";
   CHECK(family_codegen_error(batched, {{"b", 3}, {"n", 9}, {"d", 70}, {"m", 100}}, {}, 64, true, {}, true) < 1e-2);
   // The cost model's access pattern for the tiles is the kernel's block width.
-  CHECK_THAT(std::string(detail::kAmxKernel), Catch::Contains("NB = " + std::to_string(detail::kAmxBlockColumns) + ","));
+  CHECK_THAT(std::string(detail::kAmxKernel), Catch::Contains("NB = PRISM_AMX_COLUMNS,"));
+  CHECK_THAT(detail::prelude(64, true), Catch::Contains("#define PRISM_AMX_COLUMNS " + std::to_string(detail::kAmxBlockColumns) + " "));
 }
 
 TEST_CASE("codegen: library matmuls call OpenBLAS, transposed operands read in place", "[codegen][library]") {
