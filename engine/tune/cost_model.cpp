@@ -47,8 +47,11 @@
 //     its flops cost backend::cpu::detail::widening_factor for the register block the code
 //     generator chooses for the tile (1 + 2 / its rows). Where the CPU has AMX tiles, a matmul of
 //     two loaded bf16 tiles widens nothing and runs at bf16_amx_gflops, reading B's rows in
-//     pieces of at most kAmxBlockColumns (assumption 7); else where vdpbf16ps beats the FMAs, at
-//     bf16_dot_peak_gflops. A library
+//     pieces of at most kAmxBlockColumns (assumption 7). One of two loaded f16 tiles, A's of at
+//     least kAmxF16MinRows rows (fewer: the FMAs, as above), reads B the same way at half that
+//     rate (two tile products per B tile), plus kAmxF16StageFlops at the FMA peak per element of
+//     B (its split into bf16 words on the vector units, shared by the rows of A's tile). Else,
+//     where vdpbf16ps beats the FMAs, at bf16_dot_peak_gflops. A library
 //     matmul at 16 bits runs the same micro-kernel on chunks (library_matmul_chunks) and reads B
 //     as row pieces of a chunk's width (assumption 7).
 // 10. Overlap (CPU). Streaming tensors in (memory_bytes, from DRAM or L3) overlaps compute only in
@@ -87,6 +90,11 @@ constexpr double kRunOverhead = 256;
 constexpr double kOverlapLoss = 0.5;
 constexpr double kMmaGather = 8;
 constexpr double kL2Speedup = 3;
+// Splitting one f16 element of B into bf16 words for the tiles (amx_f16_kernel.cpp), in flops at
+// the f32 FMA peak: about 0.09 ns per element on a core of the 2-core Xeon (16 x 4096 @ 4096 x
+// 4096 with B's strips in L1, 0.7 ms for the 8M elements of each core), whose peak is 219 GFLOP/s
+// a core.
+constexpr double kAmxF16StageFlops = 20;
 
 using sgraph::BlockOp;
 using sgraph::LoopRole;
@@ -167,28 +175,34 @@ class CostModel {
     const BlockOp &left = in_.graph.kernels[k].block.ops[size_t(op.operands[0])], &right = in_.graph.kernels[k].block.ops[size_t(op.operands[1])];
     if (right.kind != BlockOp::Kind::Load) return 1;
     const DType dtype = in_.analysis.tensors.at(right.tensor).dtype;
-    const bool left_bf16 = left.kind == BlockOp::Kind::Load && in_.analysis.tensors.at(left.tensor).dtype == DType::BF16;
-    return matmul_rate(tile(k, size_t(op.operands[0])), tile(k, size_t(op.operands[1])), left_bf16 ? DType::BF16 : DType::F32, dtype);
+    return matmul_rate(tile(k, size_t(op.operands[0])), tile(k, size_t(op.operands[1])), operand_storage(left), dtype);
   }
-  // A CPU matmul of an A tile (its dtype as the micro-kernel reads it) and a B tile runs on AMX
-  // tiles (assumption 9).
-  bool amx(DType a_dtype, DType b_dtype) const {
-    return target_.target == backend::Target::Cpu && a_dtype == DType::BF16 && b_dtype == DType::BF16 && target_.bf16_amx_gflops > 0;
+  // A CPU matmul of an A tile of `rows` rows (its dtype as the micro-kernel reads it) and a B tile
+  // runs on AMX tiles (assumption 9): bf16 x bf16, and f16 x f16 from kAmxF16MinRows rows where
+  // AVX-512 converts the f16.
+  bool amx(DType a_dtype, DType b_dtype, int64_t rows) const {
+    if (target_.target != backend::Target::Cpu || target_.bf16_amx_gflops <= 0 || a_dtype != b_dtype) return false;
+    return a_dtype == DType::BF16 ||
+           (a_dtype == DType::F16 && target_.simd_bytes == 64 && rows >= backend::cpu::detail::kAmxF16MinRows);
   }
   // Block op `i` of kernel k is the B of a matmul on AMX tiles, which reads B's rows in pieces of
   // kAmxBlockColumns.
   bool amx_b(size_t k, size_t i) const {
     const auto& ops = in_.graph.kernels[k].block.ops;
     for (const BlockOp& op : ops)
-      if (op.kind == BlockOp::Kind::Compute && op.op == Op::Matmul && op.operands.size() == 2 && op.operands[1] == int(i) &&
-          amx(operand_storage(ops[size_t(op.operands[0])]), operand_storage(ops[i])))
-        return true;
+      if (op.kind == BlockOp::Kind::Compute && op.op == Op::Matmul && op.operands.size() == 2 && op.operands[1] == int(i)) {
+        const std::vector<int64_t> a = tile(k, size_t(op.operands[0]));
+        if (amx(operand_storage(ops[size_t(op.operands[0])]), operand_storage(ops[i]), a.size() < 2 ? 1 : a[a.size() - 2])) return true;
+      }
     return false;
   }
   // The same for an A tile (its dtype as the micro-kernel reads it) times a B tile.
   double matmul_rate(const std::vector<int64_t>& a, const std::vector<int64_t>& b, DType a_dtype, DType b_dtype) const {
     if (b_dtype == DType::F32 || a.size() < 2 || b.size() < 2) return 1;
-    if (amx(a_dtype, b_dtype)) return target_.peak_gflops / target_.bf16_amx_gflops;
+    const int64_t rows = a[a.size() - 2];
+    if (amx(a_dtype, b_dtype, rows) && a_dtype == DType::F16)  // two tile products, and B's split on the vector units (assumption 9)
+      return 2 * target_.peak_gflops / target_.bf16_amx_gflops + kAmxF16StageFlops / (2.0 * double(rows));
+    if (amx(a_dtype, b_dtype, rows)) return target_.peak_gflops / target_.bf16_amx_gflops;
     if (a_dtype == DType::BF16 && b_dtype == DType::BF16 && target_.bf16_dot_peak_gflops > 0 && target_.simd_bytes == 64)
       return target_.peak_gflops / target_.bf16_dot_peak_gflops;
     return backend::cpu::detail::widening_factor(
@@ -336,7 +350,7 @@ class CostModel {
       const auto chunks = backend::cpu::detail::library_matmul_chunks(batch, m, n, b_dtype, target_.cores);
       const DType a_dtype = in_.analysis.tensors.at(lib.inputs[0]).dtype;
       c.scaled_flops *= matmul_rate({chunks.rows, x.back()}, {x.back(), chunks.columns}, a_dtype, b_dtype);
-      const int64_t piece = amx(a_dtype, b_dtype) ? std::min<int64_t>(chunks.columns, backend::cpu::detail::kAmxBlockColumns) : chunks.columns;
+      const int64_t piece = amx(a_dtype, b_dtype, chunks.rows) ? std::min<int64_t>(chunks.columns, backend::cpu::detail::kAmxBlockColumns) : chunks.columns;
       if (piece < n)  // B's rows read in pieces (assumption 7)
         c.memory_bytes += tensor_bytes(lib.inputs[1]) * kRunOverhead / double(piece * sgraph::element_bytes(b_dtype));
     }

@@ -37,6 +37,26 @@ static inline void prism_amx_configure(int rows) {
   __asm__ volatile("ldtilecfg %0" ::"m"(c));
   current = rows;
 }
+// A strip's four C tiles (0-3): zeros or its L1 buffer's, and back to it.
+static inline __attribute__((always_inline)) void prism_amx_c_load(float (*c)[256], bool zero) {
+  if (zero) {
+    PRISM_TILE_ZERO(0);
+    PRISM_TILE_ZERO(1);
+    PRISM_TILE_ZERO(2);
+    PRISM_TILE_ZERO(3);
+  } else {
+    PRISM_TILE_LOAD(0, c[0], 64);
+    PRISM_TILE_LOAD(1, c[1], 64);
+    PRISM_TILE_LOAD(2, c[2], 64);
+    PRISM_TILE_LOAD(3, c[3], 64);
+  }
+}
+static inline __attribute__((always_inline)) void prism_amx_c_store(float (*c)[256]) {
+  PRISM_TILE_STORE(0, c[0], 64);
+  PRISM_TILE_STORE(1, c[1], 64);
+  PRISM_TILE_STORE(2, c[2], 64);
+  PRISM_TILE_STORE(3, c[3], 64);
+}
 typedef float prism_v16f __attribute__((vector_size(64)));
 typedef unsigned short prism_v16h __attribute__((vector_size(32)));
 typedef unsigned prism_v16u __attribute__((vector_size(64)));
@@ -105,17 +125,7 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
         for (long kv = 0; kv < kn; kv += KV)
           for (int s = 0; s < strips; ++s) {
             const long ns = n0 + 64 * s;
-            if (kb == 0 && kv == 0) {
-              PRISM_TILE_ZERO(0);
-              PRISM_TILE_ZERO(1);
-              PRISM_TILE_ZERO(2);
-              PRISM_TILE_ZERO(3);
-            } else {
-              PRISM_TILE_LOAD(0, c[s][0], 64);
-              PRISM_TILE_LOAD(1, c[s][1], 64);
-              PRISM_TILE_LOAD(2, c[s][2], 64);
-              PRISM_TILE_LOAD(3, c[s][3], 64);
-            }
+            prism_amx_c_load(c[s], kb == 0 && kv == 0);
             for (long k16 = kv; k16 < kv + KV && k16 < kn; k16 += 16) {
               const long k = kb + k16;
               const prism_bf16* b = B + k * LDB + ns;
@@ -135,10 +145,7 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
               PRISM_TILE_DP(2, 4, 7);
               PRISM_TILE_DP(3, 5, 7);
             }
-            PRISM_TILE_STORE(0, c[s][0], 64);
-            PRISM_TILE_STORE(1, c[s][1], 64);
-            PRISM_TILE_STORE(2, c[s][2], 64);
-            PRISM_TILE_STORE(3, c[s][3], 64);
+            prism_amx_c_store(c[s]);
           }
       }
       for (int s = 0; s < strips; ++s)
@@ -158,11 +165,12 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
     }
   }
 }
-template <typename TA, typename TB> struct prism_amx { static constexpr bool value = false; };
-template <> struct prism_amx<prism_bf16, prism_bf16> { static constexpr bool value = true; };
+// Whether A x B runs on the tiles, and from how many rows of A (fewer take the vector kernels).
+template <typename TA, typename TB> struct prism_amx { static constexpr bool value = false; static constexpr long min_rows = 1; };
+template <> struct prism_amx<prism_bf16, prism_bf16> { static constexpr bool value = true; static constexpr long min_rows = 1; };
 #else
 static constexpr bool prism_amx_ok = false;
-template <typename TA, typename TB> struct prism_amx { static constexpr bool value = false; };
+template <typename TA, typename TB> struct prism_amx { static constexpr bool value = false; static constexpr long min_rows = 1; };
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typename TA, typename TB>
 static void prism_mm_amx(const TA*, const TB*, float*) {}
 #endif

@@ -23,6 +23,7 @@
 #include "engine/backend/cpu/fuse_squares.h"
 #include "engine/backend/lower.h"
 #include "engine/error.h"
+#include "engine/interp/half.h"
 #include "engine/sgraph/print.h"
 #include "support/entry_call.h"
 #include "support/subprocess.h"
@@ -107,6 +108,20 @@ double family_codegen_error(const std::string& family, const DimBindings& dims, 
 }
 
 constexpr double kTol = 1e-4;
+
+// X @ W as one library kernel at `dtype` (`batched`: X has a leading batch dim b, W is broadcast).
+std::string library_matmul(const std::string& dtype, bool batched = false) {
+  return "input X: " + dtype + (batched ? "[b, n, d]" : "[n, d]") + "\ninput W: " + dtype + "[d, m]\nkernel 0: P: " + dtype +
+         " = matmul(X, W)\noutput P\n";
+}
+
+// The library matmul at `dtype` on AMX tiles (where the CPU grants them) within `tol` at each shape.
+void check_amx_library_matmuls(const std::string& dtype, const std::vector<DimBindings>& shapes, double tol) {
+  for (const DimBindings& dims : shapes) {
+    INFO(dtype << " n=" << dims.at("n") << " d=" << dims.at("d") << " m=" << dims.at("m"));
+    CHECK(family_codegen_error(library_matmul(dtype), dims, {}, 64, true, {}, true) < tol);
+  }
+}
 
 // Max and rms accumulators, a per-tile reduction folded by a sum accumulator, a broadcast binary.
 const char* kMaxRmsFamily = R"(input X: f32[n, d]
@@ -582,33 +597,64 @@ TEST_CASE("codegen: bf16 x bf16 matmuls run on AMX tiles where the CPU has them 
   // kernels take the vector path at run time.
   const bool tiles = describe_cpu().bf16_amx_gflops > 0;
   INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
-  const char* library = R"(input X: bf16[n, d]
-input W: bf16[d, m]
-kernel 0: P: bf16 = matmul(X, W)
-output P
-)";
   // Rows: one partial block of 5, and 37 (two of 16 and 5); K: 301 (a last chunk of 13), 96, 64;
   // columns: 600 (nine strips and 24), 130, 64.
-  for (const DimBindings& dims : std::vector<DimBindings>{{{"n", 5}, {"d", 301}, {"m", 600}}, {{"n", 37}, {"d", 96}, {"m", 130}},
-                                                         {{"n", 16}, {"d", 64}, {"m", 64}}}) {
-    INFO("n=" << dims.at("n") << " d=" << dims.at("d") << " m=" << dims.at("m"));
-    CHECK(family_codegen_error(library, dims, {}, 64, true, {}, true) < 1e-2);
-  }
+  check_amx_library_matmuls("bf16", {{{"n", 5}, {"d", 301}, {"m", 600}}, {{"n", 37}, {"d", 96}, {"m", 130}}, {{"n", 16}, {"d", 64}, {"m", 64}}},
+                            1e-2);
   // A custom kernel accumulating tile products over its loop (two row blocks, K chunks), and a
   // batched library matmul whose B is broadcast.
   std::string custom = fam::kRmsLinear;
   for (size_t at = 0; (at = custom.find(": f16", at)) != std::string::npos; at += 5) custom.replace(at, 5, ": bf16");
   CHECK(family_codegen_error(custom, {{"n", 11}, {"d", 192}}, {{"g1", 2}, {"F1", 3}}, 64, true, {}, true) < 1e-2);
   CHECK(family_codegen_error(custom, {{"n", 20}, {"d", 256}}, {{"g1", 4}, {"F1", 2}}, 64, true, {}, true) < 1e-2);
-  const char* batched = R"(input X: bf16[b, n, d]
-input W: bf16[d, m]
-kernel 0: P: bf16 = matmul(X, W)
-output P
-)";
-  CHECK(family_codegen_error(batched, {{"b", 3}, {"n", 9}, {"d", 70}, {"m", 100}}, {}, 64, true, {}, true) < 1e-2);
+  CHECK(family_codegen_error(library_matmul("bf16", true), {{"b", 3}, {"n", 9}, {"d", 70}, {"m", 100}}, {}, 64, true, {}, true) < 1e-2);
   // The cost model's access pattern for the tiles is the kernel's block width.
   CHECK_THAT(std::string(detail::kAmxKernel), Catch::Contains("NB = PRISM_AMX_COLUMNS,"));
   CHECK_THAT(detail::prelude(64, true), Catch::Contains("#define PRISM_AMX_COLUMNS " + std::to_string(detail::kAmxBlockColumns) + " "));
+}
+
+TEST_CASE("codegen: f16 x f16 matmuls run on AMX tiles split into bf16 pairs, exact products to the output's rounding", "[codegen][f16]") {
+  // Where the CPU has no tiles, the same sources take the FMA kernels at run time.
+  const bool tiles = describe_cpu().bf16_amx_gflops > 0 && native_simd_bytes() == 64;
+  INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
+  // Every product is exact and the sums are f32, so what differs from the evaluator is the order
+  // of the sums and the output's rounding to f16 (2^-11).
+  constexpr double kF16Tol = 1e-3;
+  // Rows 13 (one partial block) and 37 (16, 16 and 5); K 301 (a last 16 rows of 13), 96, 64;
+  // columns 600 (a last strip of 24), 130, 64. (From kAmxF16MinRows rows: fewer take the FMAs.)
+  check_amx_library_matmuls("f16",
+                            {{{"n", 13}, {"d", 301}, {"m", 600}}, {{"n", 37}, {"d", 96}, {"m", 130}}, {{"n", 16}, {"d", 64}, {"m", 64}}, {{"n", 5}, {"d", 40}, {"m", 70}}},
+                            kF16Tol);
+  // A custom kernel accumulating tile products over its loop (K in pieces of 64 and 128), and a
+  // batched library matmul whose B is broadcast.
+  CHECK(family_codegen_error(fam::kRmsLinear, {{"n", 14}, {"d", 192}}, {{"g1", 2}, {"F1", 3}}, 64, true, {}, true) < kF16Tol);
+  CHECK(family_codegen_error(fam::kRmsLinear, {{"n", 20}, {"d", 256}}, {{"g1", 4}, {"F1", 2}}, 64, true, {}, true) < kF16Tol);
+  CHECK(family_codegen_error(library_matmul("f16", true), {{"b", 3}, {"n", 12}, {"d", 70}, {"m", 100}}, {}, 64, true, {}, true) < kF16Tol);
+  CHECK_THAT(detail::prelude(64, true), Catch::Contains("#define PRISM_AMX_F16_ROWS " + std::to_string(detail::kAmxF16MinRows) + " "));
+
+  // The split at f16's ends: subnormal weights and activations (down to 2^-24), weights near
+  // f16's largest, 0 and -0. Each output within 2^-10 of the sum of its products' magnitudes.
+  const DimBindings dims = {{"n", 14}, {"d", 80}, {"m", 70}};
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(library_matmul("f16")), dims, {}, sgraph::TileBudget{1 << 20});
+  CodegenOptions options;
+  options.simd_bytes = 64;
+  options.amx = true;
+  LoadedLibrary lib(compile_library(generate_cpu_source(inst, options), compile_options()).path);
+  auto inputs = test::random_inputs(inst.graph, inst.bindings, 5);
+  std::vector<float>&x = inputs.at("X").data, &w = inputs.at("W").data;
+  const float ends[] = {5.96e-8f, -5.96e-8f, 3.0e-5f, 6.1e-5f, 0.0f, -0.0f, 30000.0f, -16384.0f, 1.0009766f};
+  for (size_t i = 0; i < w.size(); i += 7) w[i] = round_to(DType::F16, ends[i % 9]);
+  for (size_t i = 0; i < x.size(); i += 5) x[i] = round_to(DType::F16, i % 2 ? 1.2e-6f : -2.5e-3f);
+  std::vector<Tensor> want = sgraph::evaluate(inst, inputs);
+  std::vector<Tensor> got = run_library(lib, inst, inputs, 2);
+  double worst = 0;
+  for (long i = 0; i < 14; ++i)
+    for (long j = 0; j < 70; ++j) {
+      double magnitude = 0;
+      for (long k = 0; k < 80; ++k) magnitude += std::fabs(double(x[i * 80 + k]) * double(w[k * 70 + j]));
+      worst = std::max(worst, std::fabs(double(got[0].data[i * 70 + j]) - double(want[0].data[i * 70 + j])) / std::max(magnitude, 1e-30));
+    }
+  CHECK(worst < 1.0 / 1024);
 }
 
 TEST_CASE("codegen: library matmuls call OpenBLAS, transposed operands read in place", "[codegen][library]") {
