@@ -82,7 +82,9 @@ static void prism_mm_amx(const prism_f16* __restrict A, const prism_f16* __restr
             __builtin_memcpy(ah + r * AS + k, &h, 64);
             __builtin_memcpy(al + r * AS + k, &l, 64);
           }
-        for (long k16 = 0; k16 < kn; k16 += 16)
+        for (long k16 = 0; k16 < kn; k16 += 16) {
+          PRISM_TILE_LOAD(4, ah + k16, AS * 4);  // A's two tiles, for every strip
+          PRISM_TILE_LOAD(5, al + k16, AS * 4);
           for (int s = 0; s < strips; ++s) {
             const long ns = n0 + 64 * s, cols = N - ns < 64 ? N - ns : 64, kr = kn - k16 < 16 ? kn - k16 : 16;
             const prism_f16* b = B + (kb + k16) * LDB + ns;
@@ -99,14 +101,13 @@ static void prism_mm_amx(const prism_f16* __restrict A, const prism_f16* __restr
                 }
             }
             prism_amx_c_load(c[s], kb == 0 && k16 == 0);
-            PRISM_TILE_LOAD(4, ah + k16, AS * 4);
-            PRISM_TILE_LOAD(5, al + k16, AS * 4);
             PRISM_F16_PRODUCTS(0, 6, stage[0]);
             PRISM_F16_PRODUCTS(1, 7, stage[1]);
             PRISM_F16_PRODUCTS(2, 6, stage[2]);
             PRISM_F16_PRODUCTS(3, 7, stage[3]);
             prism_amx_c_store(c[s]);
           }
+        }
       }
       for (int s = 0; s < strips; ++s)
         for (int r = 0; r < rows; ++r) {
