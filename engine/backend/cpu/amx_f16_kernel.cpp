@@ -109,25 +109,7 @@ static void prism_mm_amx(const prism_f16* __restrict A, const prism_f16* __restr
           }
         }
       }
-      for (int s = 0; s < strips; ++s)
-        for (int r = 0; r < rows; ++r) {
-          const long ns = n0 + 64 * s;
-          float* out = C + (m0 + r) * LDC + ns;
-          if (ns + 64 <= N) {
-#pragma GCC unroll 4
-            for (int t = 0; t < 4; ++t) {
-              prism_v16f v, o;
-              __builtin_memcpy(&v, c[s][t] + 16 * r, 64);
-              if (ACC) {
-                __builtin_memcpy(&o, out + 16 * t, 64);
-                v += o;
-              }
-              __builtin_memcpy(out + 16 * t, &v, 64);
-            }
-            continue;
-          }
-          for (long n = 0; ns + n < N; ++n) out[n] = ACC ? out[n] + c[s][n / 16][r * 16 + n % 16] : c[s][n / 16][r * 16 + n % 16];
-        }
+      prism_amx_out(c, strips, rows, n0, N, C + m0 * LDC, LDC, ACC, false);
     }
   }
 }

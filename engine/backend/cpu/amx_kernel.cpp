@@ -80,6 +80,39 @@ static inline void prism_amx_row(const float (*c)[256], int r, float* out, bool 
     __builtin_memcpy(out + 32 * h + 16, &v1, 64);
   }
 }
+// A block's C tiles (`strips` strips of 64 columns from column n0 of C, `rows` rows from C) into C
+// (= or +=): `paired`, tile 2h holds the even columns of 32h .. 32h + 31 and 2h + 1 the odd ones
+// (the bf16 kernel's); else tile t holds columns 16t .. 16t + 15.
+static inline __attribute__((always_inline)) void prism_amx_out(const float (*c)[4][256], int strips, int rows, long n0, long N, float* C,
+                                                              long ldc, bool acc, bool paired) {
+  for (int s = 0; s < strips; ++s)
+    for (int r = 0; r < rows; ++r) {
+      const long ns = n0 + 64 * s;
+      float* out = C + r * ldc + ns;
+      if (ns + 64 <= N && paired) {
+        prism_amx_row(c[s], r, out, acc);
+        continue;
+      }
+      if (ns + 64 <= N) {
+#pragma GCC unroll 4
+        for (int t = 0; t < 4; ++t) {
+          prism_v16f v, o;
+          __builtin_memcpy(&v, c[s][t] + 16 * r, 64);
+          if (acc) {
+            __builtin_memcpy(&o, out + 16 * t, 64);
+            v += o;
+          }
+          __builtin_memcpy(out + 16 * t, &v, 64);
+        }
+        continue;
+      }
+      for (int t = 0; t < 4; ++t)
+        for (int q = 0; q < 16; ++q) {
+          const long n = paired ? 32 * (t / 2) + 2 * q + t % 2 : 16 * t + q;
+          if (ns + n < N) out[n] = acc ? out[n] + c[s][t][r * 16 + q] : c[s][t][r * 16 + q];
+        }
+    }
+}
 // C[M x N] (= or +=) A[M x K] @ B[K x N], all bf16 in, f32 out, on the tiles, B read where it
 // lies. A tile product pairs its A row's values (2j, 2j + 1) with the pair (2n, 2n + 1) of its
 // B row j; loaded straight from B, that pair is two columns of one row. So A goes into a panel
@@ -148,20 +181,7 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
             prism_amx_c_store(c[s]);
           }
       }
-      for (int s = 0; s < strips; ++s)
-        for (int r = 0; r < rows; ++r) {
-          const long ns = n0 + 64 * s;
-          float* out = C + (m0 + r) * LDC + ns;
-          if (ns + 64 <= N) {
-            prism_amx_row(c[s], r, out, ACC);
-            continue;
-          }
-          for (int t = 0; t < 4; ++t)
-            for (int q = 0; q < 16; ++q) {
-              const long n = 32 * (t / 2) + 2 * q + t % 2;
-              if (ns + n < N) out[n] = ACC ? out[n] + c[s][t][r * 16 + q] : c[s][t][r * 16 + q];
-            }
-        }
+      prism_amx_out(c, strips, rows, n0, N, C + m0 * LDC, LDC, ACC, true);
     }
   }
 }
