@@ -13,8 +13,8 @@ namespace prism::backend::cpu::detail {
 // The staging runs on the vector units (about 1 ns per 16 weights on a Sapphire Rapids core), so
 // this kernel is bound by it and by memory, not by the tiles, and it takes matmuls of at least
 // kAmxF16MinRows rows of A (PRISM_AMX_F16_ROWS): with fewer, the FMA kernel's widening and
-// products cost less than the split (2-core Xeon, f16 rms_linear d=4096: n=8 1.12 ms on FMAs,
-// 1.51 on the tiles; n=16 2.71 on FMAs, 1.64 on the tiles).
+// products cost less than the split (2-core Xeon, an f16 RMSNorm and 4096 x 4096 layer: 8 rows
+// 1.12 ms on FMAs, 1.51 on the tiles; 16 rows 2.71 on FMAs, 1.64 on the tiles).
 // Order: as the bf16 kernel, per 16 rows of C and 512 columns, K advancing 16 rows at a time over
 // every 64-column strip; each strip's 16 x 64 piece of B is converted into an L1 buffer and its
 // four C tiles (16 columns each, in order) come from and go back to L1. Staging a strip just
