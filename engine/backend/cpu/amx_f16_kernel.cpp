@@ -29,10 +29,15 @@ typedef short prism_v16s __attribute__((vector_size(32)));
   PRISM_TILE_LOAD(b, src, 64);        \
   PRISM_TILE_DP(c, 4, b);             \
   PRISM_TILE_DP(c, 5, b)
-// 16 f16 values as f32 split into hi and lo (both with zero low halves). `guard`: an infinity's
-// lo is 0, not inf - inf.
+// 16 f16 values from p (n of them, then zeros) as f32 split into hi and lo (both with zero low
+// halves). `guard`: an infinity's lo is 0, not inf - inf.
 template <bool guard>
-static inline void prism_f16_split(const prism_f16* p, prism_v16u& hi, prism_v16u& lo) {
+static inline void prism_f16_split(const prism_f16* p, long n, prism_v16u& hi, prism_v16u& lo) {
+  prism_f16 tmp[16];
+  if (n < 16) {
+    for (long i = 0; i < 16; ++i) tmp[i].bits = i < n ? p[i].bits : 0;
+    p = tmp;
+  }
   prism_v16s h;
   __builtin_memcpy(&h, p, 32);
   const prism_v16f x = __builtin_ia32_vcvtph2ps512_mask(h, prism_v16f{}, (unsigned short)0xffff, 4);
@@ -43,13 +48,8 @@ static inline void prism_f16_split(const prism_f16* p, prism_v16u& hi, prism_v16
 }
 // 16 values from p (n of them, then zeros) as B's words (hi, lo).
 static inline void prism_f16_words(const prism_f16* p, long n, unsigned* out) {
-  prism_f16 tmp[16];
-  if (n < 16) {
-    for (long i = 0; i < 16; ++i) tmp[i].bits = i < n ? p[i].bits : 0;
-    p = tmp;
-  }
   prism_v16u hi, lo;
-  prism_f16_split<false>(p, hi, lo);
+  prism_f16_split<false>(p, n, hi, lo);
   const prism_v16u w = (hi >> 16) | lo;
   __builtin_memcpy(out, &w, 64);
 }
@@ -61,57 +61,42 @@ static void prism_mm_amx(const prism_f16* __restrict A, const prism_f16* __restr
   alignas(64) unsigned ah[16 * AS], al[16 * AS];  // A's (a_hi, a_hi) and (a_lo, a_lo) words
   alignas(64) float c[NB / 64][4][256];
   alignas(64) unsigned stage[4][16][16];  // a strip's 16 rows of B: tile t has columns 16t .. 16t + 15
-  for (long m0 = 0; m0 < M; m0 += 16) {
-    const int rows = M - m0 < 16 ? int(M - m0) : 16;
-    prism_amx_configure(rows);
-    for (long n0 = 0; n0 < N; n0 += NB) {
-      const int strips = int(N - n0 < NB ? (N - n0 + 63) / 64 : NB / 64);
-      for (long kb = 0; kb < K; kb += KB) {
-        const long kn = K - kb < KB ? K - kb : KB;
-        for (int r = 0; r < rows; ++r)
-          for (long k = 0; k < kn; k += 16) {
-            const prism_f16* ar = A + (m0 + r) * LDA + kb + k;
-            prism_f16 tmp[16];
-            if (k + 16 > kn) {
-              for (long i = 0; i < 16; ++i) tmp[i].bits = k + i < kn ? ar[i].bits : 0;
-              ar = tmp;
-            }
-            prism_v16u hi, lo;
-            prism_f16_split<true>(ar, hi, lo);
-            const prism_v16u h = hi | (hi >> 16), l = lo | (lo >> 16);
-            __builtin_memcpy(ah + r * AS + k, &h, 64);
-            __builtin_memcpy(al + r * AS + k, &l, 64);
-          }
-        for (long k16 = 0; k16 < kn; k16 += 16) {
-          PRISM_TILE_LOAD(4, ah + k16, AS * 4);  // A's two tiles, for every strip
-          PRISM_TILE_LOAD(5, al + k16, AS * 4);
-          for (int s = 0; s < strips; ++s) {
-            const long ns = n0 + 64 * s, cols = N - ns < 64 ? N - ns : 64, kr = kn - k16 < 16 ? kn - k16 : 16;
-            const prism_f16* b = B + (kb + k16) * LDB + ns;
-            if (kr == 16 && cols == 64) {
-#pragma GCC unroll 16
-              for (int i = 0; i < 16; ++i)
-#pragma GCC unroll 4
-                for (int t = 0; t < 4; ++t) prism_f16_words(b + i * LDB + 16 * t, 16, stage[t][i]);
-            } else {
-              for (long i = 0; i < 16; ++i)
-                for (int t = 0; t < 4; ++t) {
-                  const long n = i < kr ? cols - 16 * t : 0;
-                  prism_f16_words(b + i * LDB + 16 * t, n < 0 ? 0 : n, stage[t][i]);
-                }
-            }
-            prism_amx_c_load(c[s], kb == 0 && k16 == 0);
-            PRISM_F16_PRODUCTS(0, 6, stage[0]);
-            PRISM_F16_PRODUCTS(1, 7, stage[1]);
-            PRISM_F16_PRODUCTS(2, 6, stage[2]);
-            PRISM_F16_PRODUCTS(3, 7, stage[3]);
-            prism_amx_c_store(c[s]);
-          }
-        }
+  prism_amx_blocks<M, N, K, KB, ACC, false>(c, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
+    for (int r = 0; r < rows; ++r)
+      for (long k = 0; k < kn; k += 16) {
+        prism_v16u hi, lo;
+        prism_f16_split<true>(A + (m0 + r) * LDA + kb + k, kn - k, hi, lo);
+        const prism_v16u h = hi | (hi >> 16), l = lo | (lo >> 16);
+        __builtin_memcpy(ah + r * AS + k, &h, 64);
+        __builtin_memcpy(al + r * AS + k, &l, 64);
       }
-      prism_amx_out(c, strips, rows, n0, N, C + m0 * LDC, LDC, ACC, false);
+    for (long k16 = 0; k16 < kn; k16 += 16) {
+      PRISM_TILE_LOAD(4, ah + k16, AS * 4);  // A's two tiles, for every strip
+      PRISM_TILE_LOAD(5, al + k16, AS * 4);
+      for (int s = 0; s < strips; ++s) {
+        const long ns = n0 + 64 * s, cols = N - ns < 64 ? N - ns : 64, kr = kn - k16 < 16 ? kn - k16 : 16;
+        const prism_f16* b = B + (kb + k16) * LDB + ns;
+        if (kr == 16 && cols == 64) {
+#pragma GCC unroll 16
+          for (int i = 0; i < 16; ++i)
+#pragma GCC unroll 4
+            for (int t = 0; t < 4; ++t) prism_f16_words(b + i * LDB + 16 * t, 16, stage[t][i]);
+        } else {
+          for (long i = 0; i < 16; ++i)
+            for (int t = 0; t < 4; ++t) {
+              const long n = i < kr ? cols - 16 * t : 0;
+              prism_f16_words(b + i * LDB + 16 * t, n < 0 ? 0 : n, stage[t][i]);
+            }
+        }
+        prism_amx_c_load(c[s], kb == 0 && k16 == 0);
+        PRISM_F16_PRODUCTS(0, 6, stage[0]);
+        PRISM_F16_PRODUCTS(1, 7, stage[1]);
+        PRISM_F16_PRODUCTS(2, 6, stage[2]);
+        PRISM_F16_PRODUCTS(3, 7, stage[3]);
+        prism_amx_c_store(c[s]);
+      }
     }
-  }
+  });
 }
 template <> struct prism_amx<prism_f16, prism_f16> { static constexpr bool value = true; static constexpr long min_rows = PRISM_AMX_F16_ROWS; };
 #endif

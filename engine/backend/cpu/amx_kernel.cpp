@@ -113,6 +113,23 @@ static inline __attribute__((always_inline)) void prism_amx_out(const float (*c)
         }
     }
 }
+// The blocks both kernels walk: 16 rows of C at a time (the tiles configured for them), its
+// columns NB at a time, and K in panels of KB, each multiplied by `panel(m0, rows, n0, strips,
+// kb, kn)` into the block's C tiles in c (`strips` strips of 64 columns, `kn` rows of K from kb);
+// then the block goes into C (prism_amx_out, `paired` as there).
+template <long M, long N, long K, long KB, bool ACC, bool PAIRED, typename Panel>
+static inline __attribute__((always_inline)) void prism_amx_blocks(float (*c)[4][256], float* C, long ldc, Panel&& panel) {
+  constexpr long NB = PRISM_AMX_COLUMNS;
+  for (long m0 = 0; m0 < M; m0 += 16) {
+    const int rows = M - m0 < 16 ? int(M - m0) : 16;
+    prism_amx_configure(rows);
+    for (long n0 = 0; n0 < N; n0 += NB) {
+      const int strips = int(N - n0 < NB ? (N - n0 + 63) / 64 : NB / 64);
+      for (long kb = 0; kb < K; kb += KB) panel(m0, rows, n0, strips, kb, K - kb < KB ? K - kb : KB);
+      prism_amx_out(c, strips, rows, n0, N, C + m0 * ldc, ldc, ACC, PAIRED);
+    }
+  }
+}
 // C[M x N] (= or +=) A[M x K] @ B[K x N], all bf16 in, f32 out, on the tiles, B read where it
 // lies. A tile product pairs its A row's values (2j, 2j + 1) with the pair (2n, 2n + 1) of its
 // B row j; loaded straight from B, that pair is two columns of one row. So A goes into a panel
@@ -136,54 +153,45 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
   alignas(64) prism_bf16 a[16 * AS];
   alignas(64) float c[NB / 64][4][256];
   alignas(64) prism_bf16 edge[16 * 64];
-  for (long m0 = 0; m0 < M; m0 += 16) {
-    const int rows = M - m0 < 16 ? int(M - m0) : 16;
-    prism_amx_configure(rows);
-    for (long n0 = 0; n0 < N; n0 += NB) {
-      const int strips = int(N - n0 < NB ? (N - n0 + 63) / 64 : NB / 64);
-      for (long kb = 0; kb < K; kb += KB) {
-        const long kn = K - kb < KB ? K - kb : KB;
-        for (int r = 0; r < rows; ++r) {  // the panel: A's values in the high halves of 32-bit words
-          const prism_bf16* ar = A + (m0 + r) * LDA + kb;
-          unsigned* pr = reinterpret_cast<unsigned*>(a + r * AS);
-          long k = 0;
-          for (; k + 16 <= kn; k += 16) {
-            prism_v16h h;
-            __builtin_memcpy(&h, ar + k, 32);
-            const prism_v16u w = __builtin_convertvector(h, prism_v16u) << 16;
-            __builtin_memcpy(pr + k, &w, 64);
-          }
-          for (; k < AS / 2; ++k) pr[k] = k < kn ? unsigned(ar[k].bits) << 16 : 0u;
-        }
-        for (long kv = 0; kv < kn; kv += KV)
-          for (int s = 0; s < strips; ++s) {
-            const long ns = n0 + 64 * s;
-            prism_amx_c_load(c[s], kb == 0 && kv == 0);
-            for (long k16 = kv; k16 < kv + KV && k16 < kn; k16 += 16) {
-              const long k = kb + k16;
-              const prism_bf16* b = B + k * LDB + ns;
-              long stride = LDB * 2;
-              if (k + 16 > K || ns + 64 > N) {
-                for (long i = 0; i < 16; ++i)
-                  for (long j = 0; j < 64; ++j) edge[i * 64 + j].bits = k + i < K && ns + j < N ? b[i * LDB + j].bits : 0;
-                b = edge;
-                stride = 128;
-              }
-              PRISM_TILE_LOAD(4, a + 2 * k16 + 1, AS * 2);  // (a, 0) pairs: even columns
-              PRISM_TILE_LOAD(5, a + 2 * k16, AS * 2);      // (0, a) pairs: odd columns
-              PRISM_TILE_LOAD(6, b, stride);
-              PRISM_TILE_DP(0, 4, 6);
-              PRISM_TILE_DP(1, 5, 6);
-              PRISM_TILE_LOAD(7, b + 32, stride);
-              PRISM_TILE_DP(2, 4, 7);
-              PRISM_TILE_DP(3, 5, 7);
-            }
-            prism_amx_c_store(c[s]);
-          }
+  prism_amx_blocks<M, N, K, KB, ACC, true>(c, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
+    for (int r = 0; r < rows; ++r) {  // the panel: A's values in the high halves of 32-bit words
+      const prism_bf16* ar = A + (m0 + r) * LDA + kb;
+      unsigned* pr = reinterpret_cast<unsigned*>(a + r * AS);
+      long k = 0;
+      for (; k + 16 <= kn; k += 16) {
+        prism_v16h h;
+        __builtin_memcpy(&h, ar + k, 32);
+        const prism_v16u w = __builtin_convertvector(h, prism_v16u) << 16;
+        __builtin_memcpy(pr + k, &w, 64);
       }
-      prism_amx_out(c, strips, rows, n0, N, C + m0 * LDC, LDC, ACC, true);
+      for (; k < AS / 2; ++k) pr[k] = k < kn ? unsigned(ar[k].bits) << 16 : 0u;
     }
-  }
+    for (long kv = 0; kv < kn; kv += KV)
+      for (int s = 0; s < strips; ++s) {
+        const long ns = n0 + 64 * s;
+        prism_amx_c_load(c[s], kb == 0 && kv == 0);
+        for (long k16 = kv; k16 < kv + KV && k16 < kn; k16 += 16) {
+          const long k = kb + k16;
+          const prism_bf16* b = B + k * LDB + ns;
+          long stride = LDB * 2;
+          if (k + 16 > K || ns + 64 > N) {
+            for (long i = 0; i < 16; ++i)
+              for (long j = 0; j < 64; ++j) edge[i * 64 + j].bits = k + i < K && ns + j < N ? b[i * LDB + j].bits : 0;
+            b = edge;
+            stride = 128;
+          }
+          PRISM_TILE_LOAD(4, a + 2 * k16 + 1, AS * 2);  // (a, 0) pairs: even columns
+          PRISM_TILE_LOAD(5, a + 2 * k16, AS * 2);      // (0, a) pairs: odd columns
+          PRISM_TILE_LOAD(6, b, stride);
+          PRISM_TILE_DP(0, 4, 6);
+          PRISM_TILE_DP(1, 5, 6);
+          PRISM_TILE_LOAD(7, b + 32, stride);
+          PRISM_TILE_DP(2, 4, 7);
+          PRISM_TILE_DP(3, 5, 7);
+        }
+        prism_amx_c_store(c[s]);
+      }
+  });
 }
 // Whether A x B runs on the tiles, and from how many rows of A (fewer take the vector kernels).
 template <typename TA, typename TB> struct prism_amx { static constexpr bool value = false; static constexpr long min_rows = 1; };
