@@ -47,10 +47,12 @@
 //     its flops cost backend::cpu::detail::widening_factor for the register block the code
 //     generator chooses for the tile (1 + 2 / its rows). Where the CPU has AMX tiles, a matmul of
 //     two loaded bf16 tiles widens nothing and runs at bf16_amx_gflops, reading B's rows in
-//     pieces of at most kAmxBlockColumns (assumption 7). One of two loaded f16 tiles, A's of at
-//     least kAmxF16MinRows rows (fewer: the FMAs, as above), reads B the same way at half that
-//     rate (two tile products per B tile), plus kAmxF16StageFlops at the FMA peak per element of
-//     B (its split into bf16 words on the vector units, shared by the rows of A's tile). Else,
+//     pieces of at most kAmxBlockColumns (assumption 7). One of a loaded f16 B and an f16 or f32
+//     A of at least kAmxF16MinRows rows (fewer: the FMAs, as above) reads B the same way at half
+//     that rate (two tile products per B tile), plus kAmxF16StageFlops at the FMA peak per
+//     element of B (its split into bf16 words on the vector units, shared by the rows of A's
+//     tile); one of a loaded bf16 B and an f32 A of at least kAmxWideMinRows rows the same, with
+//     kAmxPairStageFlops (B's rows paired; A split into hi and lo tiles). Else,
 //     where vdpbf16ps beats the FMAs, at bf16_dot_peak_gflops. A library
 //     matmul at 16 bits runs the same micro-kernel on chunks (library_matmul_chunks) and reads B
 //     as row pieces of a chunk's width (assumption 7).
@@ -90,11 +92,15 @@ constexpr double kRunOverhead = 256;
 constexpr double kOverlapLoss = 0.5;
 constexpr double kMmaGather = 8;
 constexpr double kL2Speedup = 3;
-// Splitting one f16 element of B into bf16 words for the tiles (amx_f16_kernel.cpp), in flops at
+// Splitting one f16 element of B into bf16 words for the tiles (amx_split_kernel.cpp), in flops at
 // the f32 FMA peak: about 0.09 ns per element on a core of the 2-core Xeon (16 x 4096 @ 4096 x
 // 4096 with B's strips in L1, 0.7 ms for the 8M elements of each core), whose peak is 219 GFLOP/s
 // a core.
 constexpr double kAmxF16StageFlops = 20;
+// Pairing one bf16 element of B with its neighbour row's for the tiles (amx_split_kernel.cpp):
+// two loads, two permutes and two stores per 64 elements, about a quarter of an f16's split by
+// instruction count (estimated, not calibrated).
+constexpr double kAmxPairStageFlops = 5;
 
 using sgraph::BlockOp;
 using sgraph::LoopRole;
@@ -178,12 +184,14 @@ class CostModel {
     return matmul_rate(tile(k, size_t(op.operands[0])), tile(k, size_t(op.operands[1])), operand_storage(left), dtype);
   }
   // A CPU matmul of an A tile of `rows` rows (its dtype as the micro-kernel reads it) and a B tile
-  // runs on AMX tiles (assumption 9): bf16 x bf16, and f16 x f16 from kAmxF16MinRows rows where
-  // AVX-512 converts the f16.
+  // runs on AMX tiles (assumption 9): bf16 x bf16; where AVX-512 splits the operands, f16 B
+  // against f16 or f32 A from kAmxF16MinRows rows, and bf16 B against f32 A from kAmxWideMinRows.
   bool amx(DType a_dtype, DType b_dtype, int64_t rows) const {
-    if (target_.target != backend::Target::Cpu || target_.bf16_amx_gflops <= 0 || a_dtype != b_dtype) return false;
-    return a_dtype == DType::BF16 ||
-           (a_dtype == DType::F16 && target_.simd_bytes == 64 && rows >= backend::cpu::detail::kAmxF16MinRows);
+    if (target_.target != backend::Target::Cpu || target_.bf16_amx_gflops <= 0) return false;
+    if (a_dtype == DType::BF16 && b_dtype == DType::BF16) return true;
+    if (target_.simd_bytes != 64) return false;
+    if (b_dtype == DType::F16 && (a_dtype == DType::F16 || a_dtype == DType::F32)) return rows >= backend::cpu::detail::kAmxF16MinRows;
+    return b_dtype == DType::BF16 && a_dtype == DType::F32 && rows >= backend::cpu::detail::kAmxWideMinRows;
   }
   // Block op `i` of kernel k is the B of a matmul on AMX tiles, which reads B's rows in pieces of
   // kAmxBlockColumns.
@@ -200,8 +208,10 @@ class CostModel {
   double matmul_rate(const std::vector<int64_t>& a, const std::vector<int64_t>& b, DType a_dtype, DType b_dtype) const {
     if (b_dtype == DType::F32 || a.size() < 2 || b.size() < 2) return 1;
     const int64_t rows = a[a.size() - 2];
-    if (amx(a_dtype, b_dtype, rows) && a_dtype == DType::F16)  // two tile products, and B's split on the vector units (assumption 9)
+    if (amx(a_dtype, b_dtype, rows) && b_dtype == DType::F16)  // two tile products, and B's split on the vector units (assumption 9)
       return 2 * target_.peak_gflops / target_.bf16_amx_gflops + kAmxF16StageFlops / (2.0 * double(rows));
+    if (amx(a_dtype, b_dtype, rows) && a_dtype == DType::F32)  // A's hi and lo tiles, B's rows paired on the vector units
+      return 2 * target_.peak_gflops / target_.bf16_amx_gflops + kAmxPairStageFlops / (2.0 * double(rows));
     if (amx(a_dtype, b_dtype, rows)) return target_.peak_gflops / target_.bf16_amx_gflops;
     if (a_dtype == DType::BF16 && b_dtype == DType::BF16 && target_.bf16_dot_peak_gflops > 0 && target_.simd_bytes == 64)
       return target_.peak_gflops / target_.bf16_dot_peak_gflops;

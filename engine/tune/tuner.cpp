@@ -422,7 +422,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   // The reference: the program at the backend's storage dtypes, on seeded random inputs. The
   // roofline's peak at 16-bit storage is the tensor cores' where the target has them, at bf16 on a
   // CPU the AMX tiles' or vdpbf16ps's where bf16 matmuls use them, at f16 half the AMX tiles'
-  // (amx_f16_kernel.cpp: two tile products per pair of f16 values).
+  // (amx_split_kernel.cpp: two tile products per pair of f16 values).
   report("reference", 0, 1);
   const Program program = backend.stored(lowered);
   std::map<std::string, Tensor> named;

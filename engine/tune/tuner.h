@@ -111,7 +111,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 15;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
+constexpr int kTunerRevision = 16;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
                                     // widening and partial overlap, narrower inputs where [-1, 1] overflows;
                                     // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
                                     // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums);
@@ -120,7 +120,9 @@ constexpr int kTunerRevision = 15;  // 9: the CPU matmul's K chunks and library 
                                     // a B that stays in cache up to 16 KiB; 13: bf16 matmuls on AMX tiles,
                                     // vdpbf16ps only where its measured rate beats the FMAs';
                                     // 14: AMX tiles loaded where B lies, K-chunk-major strips;
-                                    // 15: f16 x f16 matmuls on AMX tiles (each f16 split into two bf16)
+                                    // 15: f16 x f16 matmuls on AMX tiles (each f16 split into two bf16);
+                                    // 16: f32 x f16 and f32 x bf16 on AMX tiles, C kept in tiles over K
+                                    // where more than 16 rows pass over a B in L2
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

@@ -1,6 +1,6 @@
 // The AMX matmuls of generated sources (Sapphire Rapids and later): bf16 x bf16 -> f32 on the
-// tile unit, B's tiles loaded where B lies (A's values paired with zeros), and f16 x f16 -> f32,
-// each f16 split exactly into two bf16 (amx_f16_kernel.cpp). Compiled in where the
+// tile unit, B's tiles loaded where B lies (A's values paired with zeros), and f16 x f16, f32 x
+// f16 and f32 x bf16 -> f32, each value split into two bf16 (amx_split_kernel.cpp). Compiled in where the
 // source defines PRISM_AMX (CodegenOptions::amx); at run time it runs where Linux grants the tile
 // state, and the vector micro-kernel runs otherwise.
 #pragma once
@@ -8,14 +8,17 @@
 namespace prism::backend::cpu::detail {
 
 extern const char* kAmxKernel;     // the tiles' macros and configuration, and bf16 x bf16
-extern const char* kAmxF16Kernel;  // f16 x f16, after kAmxKernel
+extern const char* kAmxSplitKernel;  // f16 x f16, f32 x f16, f32 x bf16, after kAmxKernel
 
 // prism_mm_amx reads B's rows in pieces of at most this many columns (its NB, which the prelude
 // defines as PRISM_AMX_COLUMNS): the cost model's access pattern (assumption 7) on the tiles.
 constexpr long kAmxBlockColumns = 512;
 
-// f16 x f16 matmuls take the tiles from this many rows of A (PRISM_AMX_F16_ROWS in the prelude);
-// with fewer, the FMA kernel is faster than splitting B into bf16 pairs (amx_f16_kernel.cpp).
+// f16 x f16 and f32 x f16 matmuls take the tiles from this many rows of A (PRISM_AMX_F16_ROWS in
+// the prelude); with fewer, the FMA kernel is faster than splitting B into bf16 pairs
+// (amx_split_kernel.cpp).
 constexpr long kAmxF16MinRows = 12;
+// f32 x bf16 matmuls from this many rows of A (PRISM_AMX_WIDE_ROWS), for the same reason.
+constexpr long kAmxWideMinRows = 8;
 
 }  // namespace prism::backend::cpu::detail

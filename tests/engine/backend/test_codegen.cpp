@@ -657,6 +657,45 @@ TEST_CASE("codegen: f16 x f16 matmuls run on AMX tiles split into bf16 pairs, ex
   CHECK(worst < 1.0 / 1024);
 }
 
+// exp(X) @ W accumulated over the loop: A is a computed f32 tile, B a 16-bit weight at `dtype`;
+// the output stays f32, so what differs from the evaluator is only the order of the sums and
+// A's split (within 2^-16 of each value).
+std::string computed_a_matmul(const std::string& dtype) {
+  return "input X: " + dtype + "[n, d]\ninput W: " + dtype + R"([d, m]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: -, loop: 1}
+  w = load W map {grid: 1->g1, loop: 0}
+  e = exp(x)
+  p = matmul(e, w)
+  acc = sum_accumulate(p)
+  save O: f32 = acc map {grid: 1->g1, loop: -}
+output O
+)";
+}
+
+TEST_CASE("codegen: f32 x bf16 and f32 x f16 matmuls run on AMX tiles, A split into bf16 hi and lo", "[codegen][bf16][f16]") {
+  const bool tiles = describe_cpu().bf16_amx_gflops > 0 && native_simd_bytes() == 64;
+  INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
+  // A rounded to one bf16 instead errs by about 1e-3; hi + lo by 2^-16.
+  constexpr double kSplitTol = 1e-4;
+  for (const std::string dtype : {"bf16", "f16"}) {
+    // Rows 8 (bf16's least on the tiles), 13 (one partial block), 37 (16, 16, 5); K pieces of
+    // 303 / 3 = 101 (a tile row's tail), 96, 64 / 2; columns 600 / 2 (a last strip of 44), 130,
+    // 64 / 2.
+    const std::vector<std::pair<DimBindings, DimBindings>> shapes = {
+        {{{"n", 8}, {"d", 96}, {"m", 130}}, {{"g1", 1}, {"F1", 1}}},
+        {{{"n", 13}, {"d", 303}, {"m", 600}}, {{"g1", 2}, {"F1", 3}}},
+        {{{"n", 37}, {"d", 96}, {"m", 130}}, {{"g1", 1}, {"F1", 1}}},
+        {{{"n", 37}, {"d", 64}, {"m", 64}}, {{"g1", 2}, {"F1", 2}}},
+    };
+    for (const auto& [dims, sizes] : shapes) {
+      INFO(dtype << " n=" << dims.at("n") << " d=" << dims.at("d") << " m=" << dims.at("m"));
+      CHECK(family_codegen_error(computed_a_matmul(dtype), dims, sizes, 64, true, {}, true) < kSplitTol);
+    }
+  }
+  CHECK_THAT(detail::prelude(64, true), Catch::Contains("#define PRISM_AMX_WIDE_ROWS " + std::to_string(detail::kAmxWideMinRows) + " "));
+}
+
 TEST_CASE("codegen: library matmuls call OpenBLAS, transposed operands read in place", "[codegen][library]") {
   const DimBindings dims = {{"n", 6}, {"d", 20}, {"m", 14}, {"b", 3}};
   CHECK(family_codegen_error(kVendorFamily, dims, {{"g1", 2}}) < kTol);
