@@ -218,7 +218,12 @@ class CustomLowering {
       const BlockOp& user = k_.ops[u];
       if (user.kind != BlockOp::Kind::Compute || user.op != Op::Matmul || user.operands.at(0) == int(i)) return false;
       const std::vector<int64_t>& a = shape_[size_t(user.operands[0])];
-      if (a.size() < 2 || a[a.size() - 2] * 8 > k) return false;
+      if (a.size() < 2) return false;
+      const BlockOp& left = k_.ops[size_t(user.operands[0])];
+      const DType a_dtype = left.kind == BlockOp::Kind::Load ? program_.tensor(left.tensor).dtype : DType::F32;
+      if (options_.transposed_b_any_rows && options_.transposed_b_any_rows(a_dtype, program_.tensor(k_.ops[i].tensor).dtype, a[a.size() - 2]))
+        continue;
+      if (a[a.size() - 2] * 8 > k) return false;
     }
     return true;
   }

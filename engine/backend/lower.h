@@ -3,6 +3,8 @@
 // phases, the places of tiles and tensor boxes, accumulators, which op reads which value) is
 // decided here, so the CPU tests exercise the lowering the GPU uses too.
 #pragma once
+#include <functional>
+
 #include "engine/backend/kernel_ir.h"
 #include "engine/sgraph/instantiate.h"
 
@@ -23,6 +25,9 @@ struct LowerOptions {
   // read as their B is read in place (the printer has a kernel for a transposed B); else a view
   // that does not keep the tensor's last dim last is copied into a tile.
   bool transposed_b_in_place = true;
+  // Where set and true for a matmul (A's dtype as the kernel reads it, B's, A's rows), its B is
+  // read in place however many rows A has (the CPU's AMX tiles multiply it as it lies).
+  std::function<bool(DType, DType, int64_t)> transposed_b_any_rows;
   // A staged load's tile holds f32 (widened as it is copied), else its tensor's dtype (16-bit
   // tiles feed a GPU's tensor cores; a CPU reads f32 tiles faster than it converts on every read).
   bool wide_staged_tiles = false;

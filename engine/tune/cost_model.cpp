@@ -189,9 +189,7 @@ class CostModel {
   bool amx(DType a_dtype, DType b_dtype, int64_t rows) const {
     if (target_.target != backend::Target::Cpu || target_.bf16_amx_gflops <= 0) return false;
     if (a_dtype == DType::BF16 && b_dtype == DType::BF16) return true;
-    if (target_.simd_bytes != 64) return false;
-    if (b_dtype == DType::F16 && (a_dtype == DType::F16 || a_dtype == DType::F32)) return rows >= backend::cpu::detail::kAmxF16MinRows;
-    return b_dtype == DType::BF16 && a_dtype == DType::F32 && rows >= backend::cpu::detail::kAmxWideMinRows;
+    return target_.simd_bytes == 64 && backend::cpu::detail::amx_matmul(a_dtype, b_dtype, rows, false);
   }
   // Block op `i` of kernel k is the B of a matmul on AMX tiles, which reads B's rows in pieces of
   // kAmxBlockColumns.

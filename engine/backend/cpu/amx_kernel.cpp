@@ -31,18 +31,20 @@ struct prism_amx_config {
   unsigned short colsb[16];
   unsigned char rows[16];
 };
-// The tiles for blocks of R rows of C (1..16), loaded when a thread's last configuration differs.
-static inline void prism_amx_configure(int rows) {
-  static thread_local int current = 0;
-  if (current == rows) return;
-  prism_amx_config c{};
+// The tiles for blocks of R rows of C (1..16), loaded where the thread's configuration differs.
+// `swapped` (the NT kernel's C^T = B^T A^T): C's tiles (0-3) and A's (4-5) hold 16 rows of R
+// columns each, and B's (6-7) 16 full rows. The configuration is read back (sttilecfg), not
+// remembered: another library on this thread (a runner loads candidate after candidate) may have
+// changed it since.
+static inline void prism_amx_configure(int rows, bool swapped = false) {
+  prism_amx_config c{}, now;
   c.palette = 1;
   for (int t = 0; t < 8; ++t) {
-    c.colsb[t] = 64;
-    c.rows[t] = (unsigned char)(t < 6 ? rows : 16);
+    c.colsb[t] = (unsigned short)(swapped && t < 6 ? 4 * rows : 64);
+    c.rows[t] = (unsigned char)(swapped || t >= 6 ? 16 : rows);
   }
-  __asm__ volatile("ldtilecfg %0" ::"m"(c));
-  current = rows;
+  __asm__ volatile("sttilecfg %0" : "=m"(now));
+  if (__builtin_memcmp(&c, &now, sizeof c) != 0) __asm__ volatile("ldtilecfg %0" ::"m"(c));
 }
 // A strip's four C tiles (0-3): zeros or its L1 buffer's, and back to it.
 static inline __attribute__((always_inline)) void prism_amx_c_load(float (*c)[256], bool zero) {
@@ -87,16 +89,29 @@ static inline void prism_amx_row(const float (*c)[256], int r, float* out, bool 
     __builtin_memcpy(out + 32 * h + 16, &v1, 64);
   }
 }
+// How a block's C tiles hold its values: tile 2h the even columns of 32h .. 32h + 31 and 2h + 1
+// the odd ones (the bf16 kernel's), tile t columns 16t .. 16t + 15 (the split kernel's), or those
+// transposed: 16 columns of C as its rows, C's rows as its columns (the NT kernel's).
+enum prism_amx_layout { prism_amx_paired, prism_amx_ordered, prism_amx_transposed };
 // A block's C tiles (`strips` strips of 64 columns from column n0 of C, `rows` rows from C) into C
-// (= or +=): `paired`, tile 2h holds the even columns of 32h .. 32h + 31 and 2h + 1 the odd ones
-// (the bf16 kernel's); else tile t holds columns 16t .. 16t + 15.
+// (= or +=).
+template <prism_amx_layout L>
 static inline __attribute__((always_inline)) void prism_amx_out(const float (*c)[4][256], int strips, int rows, long n0, long N, float* C,
-                                                              long ldc, bool acc, bool paired) {
-  for (int s = 0; s < strips; ++s)
+                                                              long ldc, bool acc) {
+  for (int s = 0; s < strips; ++s) {
+    const long ns = n0 + 64 * s;
+    if (L == prism_amx_transposed) {
+      for (int t = 0; t < 4; ++t)
+        for (long j = 0; j < 16 && ns + 16 * t + j < N; ++j)
+          for (int r = 0; r < rows; ++r) {
+            float* out = C + r * ldc + ns + 16 * t + j;
+            *out = acc ? *out + c[s][t][16 * j + r] : c[s][t][16 * j + r];
+          }
+      continue;
+    }
     for (int r = 0; r < rows; ++r) {
-      const long ns = n0 + 64 * s;
       float* out = C + r * ldc + ns;
-      if (ns + 64 <= N && paired) {
+      if (ns + 64 <= N && L == prism_amx_paired) {
         prism_amx_row(c[s], r, out, acc);
         continue;
       }
@@ -115,25 +130,26 @@ static inline __attribute__((always_inline)) void prism_amx_out(const float (*c)
       }
       for (int t = 0; t < 4; ++t)
         for (int q = 0; q < 16; ++q) {
-          const long n = paired ? 32 * (t / 2) + 2 * q + t % 2 : 16 * t + q;
+          const long n = L == prism_amx_paired ? 32 * (t / 2) + 2 * q + t % 2 : 16 * t + q;
           if (ns + n < N) out[n] = acc ? out[n] + c[s][t][r * 16 + q] : c[s][t][r * 16 + q];
         }
     }
+  }
 }
-// The blocks both kernels walk: 16 rows of C at a time (the tiles configured for them), its
+// The blocks every kernel walks: 16 rows of C at a time (the tiles configured for them), its
 // columns NB at a time, and K in panels of KB, each multiplied by `panel(m0, rows, n0, strips,
 // kb, kn)` into the block's C tiles in c (`strips` strips of 64 columns, `kn` rows of K from kb);
-// then the block goes into C (prism_amx_out, `paired` as there).
-template <long M, long N, long K, long KB, bool ACC, bool PAIRED, typename Panel>
+// then the block goes into C (prism_amx_out, in layout L).
+template <long M, long N, long K, long KB, bool ACC, prism_amx_layout L, typename Panel>
 static inline __attribute__((always_inline)) void prism_amx_blocks(float (*c)[4][256], float* C, long ldc, Panel&& panel) {
   constexpr long NB = PRISM_AMX_COLUMNS;
   for (long m0 = 0; m0 < M; m0 += 16) {
     const int rows = M - m0 < 16 ? int(M - m0) : 16;
-    prism_amx_configure(rows);
+    prism_amx_configure(rows, L == prism_amx_transposed);
     for (long n0 = 0; n0 < N; n0 += NB) {
       const int strips = int(N - n0 < NB ? (N - n0 + 63) / 64 : NB / 64);
       for (long kb = 0; kb < K; kb += KB) panel(m0, rows, n0, strips, kb, K - kb < KB ? K - kb : KB);
-      prism_amx_out(c, strips, rows, n0, N, C + m0 * ldc, ldc, ACC, PAIRED);
+      prism_amx_out<L>(c, strips, rows, n0, N, C + m0 * ldc, ldc, ACC);
     }
   }
 }
@@ -160,7 +176,7 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
   alignas(64) prism_bf16 a[16 * AS];
   alignas(64) float c[NB / 64][4][256];
   alignas(64) prism_bf16 edge[16 * 64];
-  prism_amx_blocks<M, N, K, KB, ACC, true>(c, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
+  prism_amx_blocks<M, N, K, KB, ACC, prism_amx_paired>(c, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
     for (int r = 0; r < rows; ++r) {  // the panel: A's values in the high halves of 32-bit words
       const prism_bf16* ar = A + (m0 + r) * LDA + kb;
       unsigned* pr = reinterpret_cast<unsigned*>(a + r * AS);
@@ -200,14 +216,19 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
       }
   });
 }
-// Whether A x B runs on the tiles, and from how many rows of A (fewer take the vector kernels).
+// Whether A x B (prism_amx) and A x Bt^T (prism_amx_nt) run on the tiles, and from how many rows
+// of A (fewer take the vector kernels).
 template <typename TA, typename TB> struct prism_amx { static constexpr bool value = false; static constexpr long min_rows = 1; };
+template <typename TA, typename TB> struct prism_amx_nt { static constexpr bool value = false; static constexpr long min_rows = 1; };
 template <> struct prism_amx<prism_bf16, prism_bf16> { static constexpr bool value = true; static constexpr long min_rows = 1; };
 #else
 static constexpr bool prism_amx_ok = false;
 template <typename TA, typename TB> struct prism_amx { static constexpr bool value = false; static constexpr long min_rows = 1; };
+template <typename TA, typename TB> struct prism_amx_nt { static constexpr bool value = false; static constexpr long min_rows = 1; };
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typename TA, typename TB>
 static void prism_mm_amx(const TA*, const TB*, float*) {}
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typename TA, typename TB>
+static void prism_mm_amx_nt(const TA*, const TB*, float*) {}
 #endif
 )amx";
 

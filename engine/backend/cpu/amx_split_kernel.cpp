@@ -97,12 +97,13 @@ static inline void prism_split_a(const float* p, long n, const prism_bf16*, unsi
   }
 }
 static inline void prism_split_a(const prism_bf16* p, long n, const prism_bf16*, unsigned* ah, unsigned*) {
-  unsigned short* out = reinterpret_cast<unsigned short*>(ah);
   if (n >= 32) {
-    __builtin_memcpy(out, p, 64);
+    __builtin_memcpy(ah, p, 64);
     return;
   }
-  for (long i = 0; i < 32; ++i) out[i] = i < n ? p[i].bits : 0;
+  unsigned short values[32];  // (a memcpy: ah is read as words, so no 16-bit stores into it)
+  for (long i = 0; i < 32; ++i) values[i] = i < n ? p[i].bits : 0;
+  __builtin_memcpy(ah, values, 64);
 }
 // B's kt rows from b (kr of them, then zeros) by 64 columns (cols of them, then zeros) into the
 // four tiles of stage (tile t: columns 16t .. 16t + 15).
@@ -165,7 +166,7 @@ static void prism_mm_amx_split(const TA* __restrict A, const TB* __restrict B, f
   alignas(64) unsigned ah[16 * AS], al[two ? 16 * AS : 16];  // A's tiles' words
   alignas(64) float c[NB / 64][4][256];
   alignas(64) unsigned stage[4][16][16];  // a strip's KT rows of B: tile t has columns 16t .. 16t + 15
-  prism_amx_blocks<M, N, K, KB, ACC, false>(c, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
+  prism_amx_blocks<M, N, K, KB, ACC, prism_amx_ordered>(c, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
     for (int r = 0; r < rows; ++r)
       for (long k = 0; k < kn; k += KT)
         prism_split_a(A + (m0 + r) * LDA + kb + k, kn - k, B, ah + r * AS + k * 16 / KT, al + (two ? r * AS + k * 16 / KT : 0));

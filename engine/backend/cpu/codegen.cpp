@@ -1,9 +1,12 @@
 #include "engine/backend/cpu/codegen.h"
 
+#include "engine/backend/cpu/amx_kernel.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "engine/backend/cpu/amx_kernel.h"
 #include "engine/backend/cpu/emit_ops.h"
 #include "engine/backend/cpu/fuse_squares.h"
 #include "engine/backend/cpu/storage_types.h"
@@ -238,7 +241,10 @@ std::string generate_cpu_source(const kir::Program& program, const CodegenOption
 std::string generate_cpu_source(const sgraph::Instance& instance, const CodegenOptions& options) {
   if (options.simd_bytes != 32 && options.simd_bytes != 64)
     throw Error(Error::Kind::InvalidArgument, "codegen: simd_bytes must be 32 or 64, not " + std::to_string(options.simd_bytes));
-  kir::Program program = lower(instance, cpu_lowering());
+  LowerOptions lowering = cpu_lowering();
+  if (options.amx && options.simd_bytes == 64)  // the NT kernel on the tiles takes any rows of A
+    lowering.transposed_b_any_rows = [](DType a, DType b, int64_t rows) { return detail::amx_matmul(a, b, rows, true); };
+  kir::Program program = lower(instance, lowering);
   fuse_squares(program);
   return generate_cpu_source(program, options);
 }

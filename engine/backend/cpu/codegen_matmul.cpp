@@ -232,6 +232,9 @@ static inline __attribute__((always_inline)) void prism_mk_nt(long K, const TA* 
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NR, typename TA, typename TB>
 static inline void prism_mm_nt(const TA* __restrict A, const TB* __restrict B, float* __restrict C) {
   constexpr long MFULL = M / MR * MR, NFULL = N / NR * NR;
+  if constexpr (prism_amx_nt<TA, TB>::value && M >= prism_amx_nt<TA, TB>::min_rows) {  // the tile unit, where the OS granted it
+    if (prism_amx_ok) return prism_mm_amx_nt<M, N, K, LDA, LDB, LDC, ACC>(A, B, C);
+  }
   for (long j = 0; j < NFULL; j += NR) {
     for (long i = 0; i < MFULL; i += MR) prism_mk_nt<MR, NR, ACC>(K, A + i * LDA, LDA, B + j * LDB, LDB, C + i * LDC + j, LDC);
     if constexpr (M > MFULL) prism_mk_nt<int(M - MFULL), NR, ACC>(K, A + MFULL * LDA, LDA, B + j * LDB, LDB, C + MFULL * LDC + j, LDC);
@@ -347,7 +350,8 @@ std::string prelude(int simd_bytes, bool amx) {
     s += "#define PRISM_AMX 1  // matmuls of 16-bit B on AMX tiles where Linux grants them\n#define PRISM_AMX_COLUMNS " +
          std::to_string(kAmxBlockColumns) + "  // their block width (kAmxBlockColumns)\n#define PRISM_AMX_F16_ROWS " +
          std::to_string(kAmxF16MinRows) + "  // f16 B from this many rows of A (kAmxF16MinRows)\n#define PRISM_AMX_WIDE_ROWS " +
-         std::to_string(kAmxWideMinRows) + "  // f32 x bf16 from this many rows of A (kAmxWideMinRows)\n";
+         std::to_string(kAmxWideMinRows) + "  // f32 x bf16 from this many rows of A (kAmxWideMinRows)\n#define PRISM_AMX_NT_ROWS " +
+         std::to_string(kAmxNtMinRows) + "  // bf16 x bf16^T from this many rows of A (kAmxNtMinRows)\n";
   s += R"(
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -454,6 +458,7 @@ static float* prism_scratch(size_t floats) {
   s += elementwise_functions(kHostC);
   s += kAmxKernel;
   s += kAmxSplitKernel;
+  s += kAmxNtKernel;
   s += kMicroKernel;
   s += "}  // namespace\n";
   return s;
@@ -555,6 +560,16 @@ std::string mm_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, i
          ");\n";
 }
 
+// The NT kernel's call (B stored transposed): 4 x 4 blocks hold 16 accumulators + 4 B vectors + 1
+// A vector (32 registers with AVX-512); 2 x 4 with AVX2's 16.
+std::string mm_nt_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, bool acc, int simd_bytes,
+                       const std::string& pa, const std::string& pb, const std::string& pc) {
+  const int mr = simd_bytes == 64 ? 4 : 2;
+  return "prism_mm_nt<" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " + std::to_string(lda) + ", " +
+         std::to_string(ldb) + ", " + std::to_string(ldc) + ", " + (acc ? "true" : "false") + ", " + std::to_string(mr) + ", 4>(" + pa + ", " +
+         pb + ", " + pc + ");\n";
+}
+
 }  // namespace
 
 // Custom kernels: a loop over the batch, one prism_mm per batch element. Library kernels: one
@@ -562,10 +577,10 @@ std::string mm_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, i
 std::string emit_matmul(const View& a, const View& b, const View& out, bool accumulate, const EmitContext& ctx) {
   size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
   if (ra < 2 || rb < 2 || ro < 2) throw Error(Error::Kind::InvalidArgument, "codegen: matmul needs operands of rank 2 or more");
-  // B stored transposed (contiguous along its K dim): the NT kernel, in a custom kernel's block.
+  // B stored transposed (contiguous along its K dim): the NT kernel.
   const bool nt = b.strides[rb - 1] != 1 && b.strides[rb - 2] == 1 && b.shape[rb - 1] > 1;
-  if (a.strides[ra - 1] != 1 || (!nt && b.strides[rb - 1] != 1) || out.strides[ro - 1] != 1 || (nt && ctx.parallel))
-    throw Error(Error::Kind::InvalidArgument, "codegen: matmul operands must be contiguous along their last dim (or B along its first, in a block)");
+  if (a.strides[ra - 1] != 1 || (!nt && b.strides[rb - 1] != 1) || out.strides[ro - 1] != 1)
+    throw Error(Error::Kind::InvalidArgument, "codegen: matmul operands must be contiguous along their last dim (or B along its first)");
   int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
   if (b.shape[rb - 2] != k || out.shape[ro - 2] != m || out.shape[ro - 1] != n)
     throw Error(Error::Kind::InvalidArgument, "codegen: matmul sizes do not agree");
@@ -591,14 +606,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
       i2 += "  ";
     }
     auto at = [&](const View& v, const std::vector<int64_t>& st) { return nb > 1 ? v.ptr + " + " + batch_offset(batch, st, "bi") : v.ptr; };
-    if (nt) {
-      // 4 x 4 blocks hold 16 accumulators + 4 B vectors + 1 A vector (32 registers with AVX-512);
-      // 2 x 4 with AVX2's 16.
-      const int mr = ctx.simd_bytes == 64 ? 4 : 2;
-      return s + i2 + "prism_mm_nt<" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " + std::to_string(lda) +
-             ", " + std::to_string(ldb) + ", " + std::to_string(ldc) + ", " + (accumulate ? "true" : "false") + ", " + std::to_string(mr) +
-             ", 4>(" + at(a, sa) + ", " + at(b, sb) + ", " + at(out, so) + ");\n";
-    }
+    if (nt) return s + i2 + mm_nt_call(m, n, k, lda, ldb, ldc, accumulate, ctx.simd_bytes, at(a, sa), at(b, sb), at(out, so));
     return s + i2 + mm_call(m, n, k, lda, ldb, ldc, accumulate, bl, at(a, sa), at(b, sb), at(out, so), nb > 1 ? "" : ctx.prefetch_after);
   }
   const MatmulChunks chunks = library_matmul_chunks(nb, m, n, b.dtype, ctx.cores);
@@ -611,7 +619,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
   s += i2 + "const long bi = t / " + std::to_string(rchunks * cchunks) + "L, r = t / " + std::to_string(cchunks) + "L % " +
        std::to_string(rchunks) + "L, c = t % " + std::to_string(cchunks) + "L;\n";
   s += i2 + "const auto* pa = " + a.ptr + " + " + batch_offset(batch, sa, "bi") + " + r * " + std::to_string(rc * lda) + "L;\n";
-  s += i2 + "const auto* pb = " + b.ptr + " + " + batch_offset(batch, sb, "bi") + " + c * " + std::to_string(cc) + "L;\n";
+  s += i2 + "const auto* pb = " + b.ptr + " + " + batch_offset(batch, sb, "bi") + " + c * " + std::to_string(nt ? cc * ldb : cc) + "L;\n";
   s += i2 + "float* pc = " + out.ptr + " + " + batch_offset(batch, so, "bi") + " + r * " + std::to_string(rc * ldc) + "L + c * " +
        std::to_string(cc) + "L;\n";
   for (int rt = 0; rt < 2; ++rt)
@@ -620,7 +628,9 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
       if ((rt && rtail == rc) || (ct && ctail == cc)) continue;  // no distinct tail chunk
       std::string cond = std::string(rt ? "r == " + std::to_string(rchunks - 1) + "L" : (rtail == rc ? "true" : "r != " + std::to_string(rchunks - 1) + "L")) +
                          " && " + (ct ? "c == " + std::to_string(cchunks - 1) + "L" : (ctail == cc ? "true" : "c != " + std::to_string(cchunks - 1) + "L"));
-      s += i2 + "if (" + cond + ") " + mm_call(mm, nn, k, lda, ldb, ldc, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes, b.dtype), "pa", "pb", "pc");
+      s += i2 + "if (" + cond + ") " +
+           (nt ? mm_nt_call(mm, nn, k, lda, ldb, ldc, accumulate, ctx.simd_bytes, "pa", "pb", "pc")
+               : mm_call(mm, nn, k, lda, ldb, ldc, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes, b.dtype), "pa", "pb", "pc"));
     }
   return s + ind + "}\n";
 }

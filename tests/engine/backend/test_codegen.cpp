@@ -696,6 +696,66 @@ TEST_CASE("codegen: f32 x bf16 and f32 x f16 matmuls run on AMX tiles, A split i
   CHECK_THAT(detail::prelude(64, true), Catch::Contains("#define PRISM_AMX_WIDE_ROWS " + std::to_string(detail::kAmxWideMinRows) + " "));
 }
 
+// X @ W^T with W stored [m, d] as nn.Linear keeps it, read in place by the NT kernel, accumulated
+// over the loop; X at `dtype` as loaded, or exp(X) (`computed`: an f32 A). The output stays f32.
+std::string nt_matmul(const std::string& dtype, bool computed) {
+  return "input X: " + dtype + "[n, d]\ninput W: " + dtype + R"([m, d]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: -, loop: 1}
+  w = load W view [1, 0] map {grid: 1->g1, loop: 0}
+)" + (computed ? "  e = exp(x)\n  p = matmul(e, w)\n" : "  p = matmul(x, w)\n") + R"(  acc = sum_accumulate(p)
+  save O: f32 = acc map {grid: 1->g1, loop: -}
+output O
+)";
+}
+
+TEST_CASE("codegen: nn.Linear weights (W^T read in place) run on AMX tiles as C^T = W A^T, and match", "[codegen][bf16][f16]") {
+  const bool tiles = describe_cpu().bf16_amx_gflops > 0 && native_simd_bytes() == 64;
+  INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
+  // Rows 4 (bf16's least), 13 (one partial block), 37 (16, 16, 5), 16; K 200, 303 (a tile row's
+  // tail), 640 / 2, 1024 (two panels), 16 (less than a tile row); columns 22, 600 / 2 (a strip of
+  // 44: a tile of 12 rows of W), 130, 64. Without the tiles, the NT kernel reads W in place where
+  // 8 * n <= d / F1.
+  const std::vector<std::pair<DimBindings, DimBindings>> shapes = {
+      {{{"n", 4}, {"d", 200}, {"m", 22}}, {{"g1", 1}, {"F1", 1}}},
+      {{{"n", 13}, {"d", 303}, {"m", 600}}, {{"g1", 2}, {"F1", 1}}},
+      {{{"n", 37}, {"d", 640}, {"m", 130}}, {{"g1", 1}, {"F1", 2}}},
+      {{{"n", 16}, {"d", 1024}, {"m", 64}}, {{"g1", 1}, {"F1", 1}}},
+      {{{"n", 4}, {"d", 16}, {"m", 64}}, {{"g1", 1}, {"F1", 1}}},
+  };
+  for (const auto& [dtype, computed, tol] : {std::tuple{"bf16", false, 1e-5}, {"bf16", true, 1e-4}, {"f16", false, 1e-5}, {"f16", true, 1e-4}})
+    for (const auto& [dims, sizes] : shapes) {
+      INFO(dtype << (computed ? " f32 A" : "") << " n=" << dims.at("n") << " d=" << dims.at("d") << " m=" << dims.at("m"));
+      const std::string family = nt_matmul(dtype, computed);
+      sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, sizes, sgraph::TileBudget{1 << 20});
+      if (8 * dims.at("n") <= dims.at("d") / sizes.at("F1"))
+        CHECK_THAT(generate_cpu_source(inst, {}), Catch::Contains("prism_mm_nt<" + std::to_string(dims.at("n")) + ","));
+      CHECK(family_codegen_error(family, dims, sizes, 64, true, {}, true) < tol);
+    }
+  // With the tiles, W^T is read in place by any rows the NT kernel takes on them (4 rows of bf16
+  // at K = 16, where the FMA kernel's rule, 8 * rows <= K, copies it), not by fewer.
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(nt_matmul("bf16", false)), {{"n", 4}, {"d", 16}, {"m", 64}},
+                                              {{"g1", 1}, {"F1", 1}}, sgraph::TileBudget{1 << 20});
+  CodegenOptions amx;
+  amx.simd_bytes = 64;
+  amx.amx = true;
+  CHECK_THAT(generate_cpu_source(inst, amx), Catch::Contains("prism_mm_nt<4,"));
+  CHECK_THAT(generate_cpu_source(inst, {}), !Catch::Contains("prism_mm_nt<4,"));
+  inst = sgraph::instantiate(sgraph::parse(nt_matmul("bf16", true)), {{"n", 4}, {"d", 16}, {"m", 64}}, {{"g1", 1}, {"F1", 1}},
+                             sgraph::TileBudget{1 << 20});
+  CHECK_THAT(generate_cpu_source(inst, amx), !Catch::Contains("prism_mm_nt<4,"));
+  // A library kernel's matmul with W^T at 16 bits (no vendor BLAS): the NT kernel per chunk, on
+  // the tiles (37 rows) or the FMAs (3), rounded into the output's dtype.
+  for (const auto& [dtype, tol] : {std::pair{"bf16", 1e-2}, {"f16", 1e-3}})
+    for (int64_t n : {37, 3}) {
+      INFO("library " << dtype << " n=" << n);
+      const std::string library = std::string("input X: ") + dtype + "[n, d]\ninput W: " + dtype + "[m, d]\nkernel 0: P: " + dtype +
+                                  " = matmul(X, W view [1, 0])\noutput P\n";
+      CHECK(family_codegen_error(library, {{"n", n}, {"d", 303}, {"m", 130}}, {}, 64, true, {}, true) < tol);
+    }
+  CHECK_THAT(detail::prelude(64, true), Catch::Contains("#define PRISM_AMX_NT_ROWS " + std::to_string(detail::kAmxNtMinRows) + " "));
+}
+
 TEST_CASE("codegen: library matmuls call OpenBLAS, transposed operands read in place", "[codegen][library]") {
   const DimBindings dims = {{"n", 6}, {"d", 20}, {"m", 14}, {"b", 3}};
   CHECK(family_codegen_error(kVendorFamily, dims, {{"g1", 2}}) < kTol);
