@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
               cpu.model.c_str(), cpu.bandwidth_gbs, cpu.cache_bandwidth_gbs, cpu.peak_gflops, threads, repeat, repeat == 1 ? "" : "s");
   if (cpu.bf16_amx_gflops > 0)
     std::printf("AMX tiles: %.0f GFLOP/s measured; bf16 x bf16 matmuls of loaded tiles run on them (the bf16 roofline's peak), "
-                "f16 x f16 ones split into bf16 pairs at half that rate (the f16 roofline's peak)\n",
+                "f16 x f16 ones split into bf16 pairs at half that rate (the f16 roofline's peak), and so are computed f32 A "
+                "against 16-bit B and W^T of nn.Linear weights\n",
                 cpu.bf16_amx_gflops);
   else if (cpu.bf16_dot_gflops > 0)
     std::printf("vdpbf16ps: %.0f GFLOP/s measured; bf16 x bf16 matmuls %s\n", cpu.bf16_dot_gflops,
