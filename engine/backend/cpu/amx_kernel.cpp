@@ -46,6 +46,18 @@ static inline void prism_amx_configure(int rows, bool swapped = false) {
   __asm__ volatile("sttilecfg %0" : "=m"(now));
   if (__builtin_memcmp(&c, &now, sizeof c) != 0) __asm__ volatile("ldtilecfg %0" ::"m"(c));
 }
+// A thread's buffer for a staged B panel (amx_split_kernel.cpp), grown on demand and kept across
+// calls (not prism_scratch: the block that calls the matmul holds that one); null out of memory.
+static void* prism_amx_buffer(size_t bytes) {
+  static thread_local void* buffer = nullptr;
+  static thread_local size_t size = 0;
+  if (size < bytes) {
+    free(buffer);
+    buffer = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    size = buffer ? bytes : 0;
+  }
+  return buffer;
+}
 // A strip's four C tiles (0-3): zeros or its L1 buffer's, and back to it.
 static inline __attribute__((always_inline)) void prism_amx_c_load(float (*c)[256], bool zero) {
   if (zero) {
@@ -168,8 +180,17 @@ static inline __attribute__((always_inline)) void prism_amx_blocks(float (*c)[4]
 // slower too: 32 is the read pattern's best). Against the earlier kernel (B repacked by vector
 // interleaves, strips over all of K), a bf16 8 x 4096 @ 4096 x 4096 layer: 0.98 -> 0.69 ms.
 // Rows past K and columns past N go through a zero-padded copy (16 rows x 64 columns).
+#if defined(__AVX512F__)
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typename TA, typename TB>
+static void prism_mm_amx_split(const TA* __restrict A, const TB* __restrict B, float* __restrict C);
+#endif
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC>
 static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __restrict B, float* __restrict C) {
+#if defined(__AVX512F__)
+  // Where B stays in L2 for several blocks of rows, the tile products count (the zeros beside A's
+  // values double them) and B's rows are paired once for all of them (amx_split_kernel.cpp).
+  if constexpr (PRISM_AMX_CACHED_B(M, K, N)) return prism_mm_amx_split<M, N, K, LDA, LDB, LDC, ACC>(A, B, C);
+#endif
   constexpr long KB = K < 512 ? (K + 15) / 16 * 16 : 512;  // K values in one A panel
   constexpr long AS = 2 * KB + 32;                          // a panel row: 0, a0, 0, a1, ..., zeros
   constexpr long NB = PRISM_AMX_COLUMNS, KV = PRISM_AMX_CACHED_B(M, K, N) ? KB : 32;

@@ -4,7 +4,8 @@ namespace prism::backend::cpu::detail {
 
 // Matmuls whose operands the tile unit cannot take as they are, on the bf16 tiles (kAmxKernel's
 // macros and configuration: tiles 0-3 C, 4-5 A, 6-7 B): f16 x f16, and an f32 A (a computed
-// tile: softmax's probabilities, an activation) times f16 or bf16 B. Sapphire Rapids has no f16
+// tile: softmax's probabilities, an activation) times f16 or bf16 B; and bf16 x bf16 where B is
+// read from L2 by several blocks of rows (kAmxKernel hands those over). Sapphire Rapids has no f16
 // tile products, but a value splits into hi (its f32's top 16 bits, a bf16) plus lo (the rest as
 // a bf16): exactly for an f16 (11 significant bits, lo at most 3), within 2^-16 of it for an f32
 // (lo's low bits truncated). What each tile product pairs (prism_split_kind):
@@ -162,10 +163,19 @@ static void prism_mm_amx_split(const TA* __restrict A, const TB* __restrict B, f
   constexpr long KB = K < 512 ? (K + KT - 1) / KT * KT : 512;  // K values in one A panel
   constexpr long AS = KB * 16 / KT + 16;                       // words per panel row
   constexpr long NB = PRISM_AMX_COLUMNS;
-  constexpr long KV = PRISM_AMX_CACHED_B(M, K, N) ? KB : KT;  // K rows a strip's C tiles stay for
+  // Where B is read from L2 (PRISM_AMX_CACHED_B), a strip's C tiles stay over the whole panel, and
+  // the panel's B is staged once into `staged` for every 16 rows of A (not again per block);
+  // else K advances one tile row at a time over every strip, each piece staged as it is used.
+  // (Out of memory for `staged`, the uncached order.)
+  constexpr long STEPS = KB / KT;  // tile rows a panel
   alignas(64) unsigned ah[16 * AS], al[two ? 16 * AS : 16];  // A's tiles' words
   alignas(64) float c[NB / 64][4][256];
   alignas(64) unsigned stage[4][16][16];  // a strip's KT rows of B: tile t has columns 16t .. 16t + 15
+  unsigned(*staged)[4][16][16] = nullptr;  // cached: strip s, tile row j at staged[s * STEPS + j]
+  if (PRISM_AMX_CACHED_B(M, K, N)) staged = static_cast<unsigned(*)[4][16][16]>(prism_amx_buffer(sizeof(stage) * (NB / 64) * STEPS));
+  const bool cached = staged != nullptr;
+  const long KV = cached ? KB : KT;  // K rows a strip's C tiles stay for
+  long staged_n0 = -1, staged_kb = -1;
   prism_amx_blocks<M, N, K, KB, ACC, prism_amx_ordered>(c, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
     for (int r = 0; r < rows; ++r)
       for (long k = 0; k < kn; k += KT)
@@ -174,18 +184,32 @@ static void prism_mm_amx_split(const TA* __restrict A, const TB* __restrict B, f
       PRISM_TILE_LOAD(4, ah + k * 16 / KT, AS * 4);
       if (two) PRISM_TILE_LOAD(5, al + k * 16 / KT, AS * 4);
     };
+    auto piece = [&](int s, long k, unsigned(*into)[16][16]) {
+      const long ns = n0 + 64 * s;
+      prism_stage<LDB>(B + (kb + k) * LDB + ns, kn - k < KT ? kn - k : KT, N - ns < 64 ? N - ns : 64, into);
+    };
+    if (cached && (n0 != staged_n0 || kb != staged_kb)) {
+      for (int s = 0; s < strips; ++s)
+        for (long k = 0; k < kn; k += KT) piece(s, k, staged[s * STEPS + k / KT]);
+      staged_n0 = n0;
+      staged_kb = kb;
+    }
     for (long kv = 0; kv < kn; kv += KV) {
-      if (KV == KT) a_tiles(kv);  // once for every strip
+      if (!cached) a_tiles(kv);  // once for every strip
       for (int s = 0; s < strips; ++s) {
-        const long ns = n0 + 64 * s, cols = N - ns < 64 ? N - ns : 64;
         prism_amx_c_load(c[s], kb == 0 && kv == 0);
         for (long k = kv; k < kv + KV && k < kn; k += KT) {
-          if (KV > KT) a_tiles(k);
-          prism_stage<LDB>(B + (kb + k) * LDB + ns, kn - k < KT ? kn - k : KT, cols, stage);
-          PRISM_SPLIT_PRODUCTS(0, 6, stage[0]);
-          PRISM_SPLIT_PRODUCTS(1, 7, stage[1]);
-          PRISM_SPLIT_PRODUCTS(2, 6, stage[2]);
-          PRISM_SPLIT_PRODUCTS(3, 7, stage[3]);
+          unsigned(*src)[16][16] = stage;
+          if (cached) {
+            a_tiles(k);
+            src = staged[s * STEPS + k / KT];
+          } else {
+            piece(s, k, stage);
+          }
+          PRISM_SPLIT_PRODUCTS(0, 6, src[0]);
+          PRISM_SPLIT_PRODUCTS(1, 7, src[1]);
+          PRISM_SPLIT_PRODUCTS(2, 6, src[2]);
+          PRISM_SPLIT_PRODUCTS(3, 7, src[3]);
         }
         prism_amx_c_store(c[s]);
       }
