@@ -111,7 +111,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 18;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
+constexpr int kTunerRevision = 19;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
                                     // widening and partial overlap, narrower inputs where [-1, 1] overflows;
                                     // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
                                     // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums);
@@ -124,7 +124,8 @@ constexpr int kTunerRevision = 18;  // 9: the CPU matmul's K chunks and library 
                                     // 16: f32 x f16 and f32 x bf16 on AMX tiles, C kept in tiles over K
                                     // where more than 16 rows pass over a B in L2; 17: W^T (nn.Linear)
                                     // on AMX tiles as C^T = W A^T, read in place by any rows there;
-                                    // 18: a cached B staged once per panel, bf16 x bf16 there paired
+                                    // 18: a cached B staged once per panel, bf16 x bf16 there paired;
+                                    // 19: generated code compiled with -mprefer-vector-width=512
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

@@ -109,7 +109,7 @@ Tolerance CpuBackend::tolerance(DType dtype) const {
 std::string CpuBackend::header_declarations(const std::string& guard) const {
   return "// Every tensor is dense row-major at its declared dtype: f32 as float, f16 and bf16 as their 16\n"
          "// bits (uint16_t; bf16 is the top half of an f32). Compile the source with -O3 -march=native\n"
-         "// -fopenmp (and -lopenblas if it calls cblas). Returns 0, or nonzero with prism_error() saying why.\n#ifndef " +
+         "// -mprefer-vector-width=512 -fopenmp (and -lopenblas if it calls cblas). Returns 0, or nonzero with prism_error() saying why.\n#ifndef " +
          guard + "\n#define " + guard +
          "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
          "int prism_entry(const void* const* inputs, void* const* outputs, int threads);\n"
