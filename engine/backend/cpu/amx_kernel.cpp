@@ -180,10 +180,13 @@ static inline __attribute__((always_inline)) void prism_amx_blocks(float (*c)[4]
 // slower too: 32 is the read pattern's best). Against the earlier kernel (B repacked by vector
 // interleaves, strips over all of K), a bf16 8 x 4096 @ 4096 x 4096 layer: 0.98 -> 0.69 ms.
 // Rows past K and columns past N go through a zero-padded copy (16 rows x 64 columns).
-#if defined(__AVX512F__)
+// The split and NT kernels (amx_split_kernel.cpp, amx_nt_kernel.cpp) are defined only where
+// AVX-512 is compiled in; declared always, so that a caller's discarded branch names them in an
+// AVX2 build too (a CPU without AVX-512, or a source for 32-byte vectors).
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typename TA, typename TB>
 static void prism_mm_amx_split(const TA* __restrict A, const TB* __restrict B, float* __restrict C);
-#endif
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typename TA, typename TB>
+static void prism_mm_amx_nt(const TA* __restrict A, const TB* __restrict B, float* __restrict C);
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC>
 static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __restrict B, float* __restrict C) {
 #if defined(__AVX512F__)
