@@ -468,8 +468,13 @@ static float* prism_scratch(size_t floats) {
 // mr x nv block issues mr*nv FMAs and nv vector loads plus mr broadcasts, and must keep
 // mr*nv + nv + 1 vector registers live (32 with AVX-512, 16 with AVX2). Widening a 16-bit B
 // vector takes two operations on the FMA ports too (vcvtph2ps; vpmovzxwd + vpslld), so 16-bit
-// B favours tall blocks, which widen each vector once for more rows.
+// B favours tall blocks, which widen each vector once for more rows. A K step also takes at
+// least kChainSteps FMA slots, however few its FMAs: each accumulator is a chain of dependent
+// FMAs, and a block of 8 of them waits on their latency. That bounds AVX2's blocks, which 16
+// registers keep small (f16 B from L2 on a 2-core Zen 3, GFLOP/s a core: 8 x 1 and 4 x 2, 8
+// accumulators, 48-54; 3 x 3 56; 5 x 2, 6 x 2 and 4 x 3, 10-12 accumulators, 70-82).
 constexpr int64_t kWidenOps = 2;
+constexpr int64_t kChainSteps = 12;
 constexpr int64_t kCachedB = 256 * 1024, kCachedStrip = 16 * 1024;
 
 Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype) {
@@ -481,7 +486,7 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
     for (int nv = 1; nv <= std::min<int64_t>(vectors, 8); ++nv) {
       if (mr * nv + nv + 1 > regs) continue;
       const int64_t widen = b_dtype == DType::F32 ? 0 : kWidenOps;
-      auto step = [&](int64_t r, int64_t v) { return double(std::max(r * v + widen * v, v + (r + 1) / 2)) + 2.0; };
+      auto step = [&](int64_t r, int64_t v) { return double(std::max({r * v + widen * v, v + (r + 1) / 2, kChainSteps})) + 2.0; };
       int64_t mfull = m / mr, mrem = m % mr, nfull = (n / w) / nv, nvr = (n / w) % nv;
       double cost = 0;
       cost += double(mfull * nfull) * step(mr, nv) + double(mrem ? nfull : 0) * step(mrem, nv);
@@ -500,10 +505,13 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
   // still). Every K chunk loads and stores C's block once; chunks are even. A B that stays in the
   // caches (at most kCachedB) is not streamed: strips of up to 16 KiB load and store C's block
   // fewer times (a 128 x 128 x 128 f32 tile of attention on the Xeon: 124 GFLOP/s a core with
-  // 22-row strips, 155 with K whole).
+  // 22-row strips, 155 with K whole). AVX2's strips are narrower (4 x 3 blocks: 48 bytes of an f16
+  // row) and its streamed strips shorter: 768 bytes (an 8 x 4096 @ 4096 x 4096 f16 kernel taking
+  // 64 rows of K a loop step, on a 2-core Zen 3: kc 8 and 16 3.45 ms, 32 3.6-5.9, 64 3.7-6.7 in 3 runs).
+  const int64_t streamed_strip = simd_bytes == 64 ? 3072 : 768;
   const int64_t strip_row_bytes = int64_t(best.nv) * w * int64_t(dtype_bytes(b_dtype));
   const bool cached = k * n * int64_t(dtype_bytes(b_dtype)) <= kCachedB;
-  int64_t kc = std::max<int64_t>(8, (cached ? kCachedStrip : 3072) / strip_row_bytes);
+  int64_t kc = std::max<int64_t>(8, (cached ? kCachedStrip : streamed_strip) / strip_row_bytes);
   const int64_t chunks = (std::max<int64_t>(k, 1) + kc - 1) / kc;
   best.kc = std::max<int64_t>(1, (k + chunks - 1) / chunks);
   return best;

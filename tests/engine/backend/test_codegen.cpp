@@ -491,9 +491,20 @@ TEST_CASE("codegen: the matmul blocking takes K in even chunks of short strips",
     CHECK(wide.mr == 8);
     CHECK(wide.kc == 3072 / (wide.nv * 16 * 2));
   }
-  // AVX2: 16 registers bound the block.
+  // AVX2: 16 registers bound the block, and a block of 8 accumulators waits on their FMAs'
+  // latency: 8 rows of 16-bit B take two 4 x 3 blocks, not one 8 x 1; streamed strips are 768
+  // bytes (16 rows of 48).
   detail::Blocking avx2 = detail::choose_blocking(16, 512, 128, 32);
   CHECK(avx2.mr * avx2.nv + avx2.nv + 1 <= 16);
+  for (DType dt : {DType::F16, DType::BF16, DType::F32}) {
+    detail::Blocking rows8 = detail::choose_blocking(8, 1024, 4096, 32, dt);
+    CHECK(rows8.mr * rows8.nv + rows8.nv + 1 <= 16);
+    CHECK(rows8.mr * rows8.nv >= 10);
+  }
+  detail::Blocking decode = detail::choose_blocking(8, 1024, 4096, 32, DType::F16);
+  CHECK(decode.mr == 4);
+  CHECK(decode.nv == 3);
+  CHECK(decode.kc == 16);
 }
 
 TEST_CASE("codegen: each matmul of a loop body prefetches the next one's B, the last the first's next tile", "[codegen]") {
