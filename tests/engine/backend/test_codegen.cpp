@@ -767,6 +767,21 @@ TEST_CASE("codegen: nn.Linear weights (W^T read in place) run on AMX tiles as C^
   CHECK_THAT(detail::prelude(64, true), Catch::Contains("#define PRISM_AMX_NT_ROWS " + std::to_string(detail::kAmxNtMinRows) + " "));
 }
 
+TEST_CASE("codegen: a 16-bit library matmul rounds each chunk into its output, tail chunks included", "[codegen][library]") {
+  // 130 rows: chunks of 64, 64 and 2; 2100 columns: 2048 and 52 at bf16 (1024-column pieces at f16
+  // for 4 KiB rows: 1024, 1024 and 52). Only the output's rounding differs from the evaluator.
+  for (const char* dtype : {"f16", "bf16"}) {
+    INFO(dtype);
+    const double tol = std::string(dtype) == "f16" ? 2e-3 : 1e-2;
+    CHECK(family_codegen_error(library_matmul(dtype), {{"n", 130}, {"d", 40}, {"m", 2100}}, {}, native_simd_bytes(), true) < tol);
+    CHECK(family_codegen_error(library_matmul(dtype, true), {{"b", 3}, {"n", 9}, {"d", 33}, {"m", 70}}, {}, native_simd_bytes(), true) < tol);
+    sgraph::Instance inst = sgraph::instantiate(sgraph::parse(library_matmul(dtype)), {{"n", 130}, {"d", 40}, {"m", 2100}}, {}, sgraph::TileBudget{1 << 20});
+    const std::string source = generate_cpu_source(inst, {});
+    CHECK_THAT(source, Catch::Contains("prism_scratch("));
+    CHECK_THAT(source, !Catch::Contains("static float* const wide"));
+  }
+}
+
 TEST_CASE("codegen: library matmuls call OpenBLAS, transposed operands read in place", "[codegen][library]") {
   const DimBindings dims = {{"n", 6}, {"d", 20}, {"m", 14}, {"b", 3}};
   CHECK(family_codegen_error(kVendorFamily, dims, {{"g1", 2}}) < kTol);
