@@ -478,9 +478,12 @@ TEST_CASE("codegen: the matmul blocking takes K in even chunks of short strips",
   CHECK(16 > two.mr);
   CHECK(two.nv == 3);
   CHECK(two.kc == 14);
-  // A B that stays in the caches (80 KiB; attention's 64 KiB tiles) is not streamed: strips up to
-  // 16 KiB, here K whole.
-  CHECK(detail::choose_blocking(16, 512, 40, 64).kc == 40);
+  // A B that stays in the caches (80 KiB; attention's 64 KiB tiles) while more than two row blocks
+  // pass over it is not streamed: strips up to 16 KiB, here K whole. A decode layer's few rows
+  // read each strip of a loop step's slice of a weight once: streamed.
+  CHECK(detail::choose_blocking(64, 512, 40, 64).kc == 40);
+  CHECK(detail::choose_blocking(16, 512, 40, 64).kc == 14);
+  CHECK(detail::choose_blocking(8, 1024, 32, 32, DType::F16).kc == 16);
   detail::Blocking tile = detail::choose_blocking(128, 128, 128, 64);
   CHECK(tile.kc * tile.nv * 16 * 4 <= 16 * 1024);
   CHECK(tile.kc >= 64);
