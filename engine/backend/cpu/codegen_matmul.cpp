@@ -598,8 +598,8 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
     throw Error(Error::Kind::InvalidArgument, "codegen: matmul sizes do not agree");
   // The micro-kernel keeps f32 sums: a library matmul into a 16-bit tensor computes each chunk into
   // the thread's scratch and rounds it into place there, while it is in L1 (a block's matmul
-  // always writes f32). A pass over a whole f32 copy after the chunks cost rms_linear's bf16
-  // library candidate at 8 x 1024 @ 1024 x 1024 a sixth of its time on a 2-core Zen 3.
+  // always writes f32). A pass over a whole f32 copy after the chunks cost an RMSNorm then a bf16
+  // library matmul of 8 x 1024 @ 1024 x 1024 a sixth of its time on a 2-core Zen 3.
   const bool narrow = out.dtype != DType::F32;
   if (narrow && (!ctx.parallel || accumulate)) throw Error(Error::Kind::InvalidArgument, "codegen: a block's matmul must write f32");
   int64_t lda = a.strides[ra - 2], ldb = nt ? b.strides[rb - 1] : b.strides[rb - 2], ldc = out.strides[ro - 2];
