@@ -85,12 +85,14 @@ std::string emit_binary(Op op, const View& a, const View& b, const View& out, co
   return emit_zip(a, b, out, [op](const std::string& x, const std::string& y) { return binary_expr(op, x, y); }, ctx);
 }
 
-// out = x where x is out transposed in f32 (a W^T tile staged for the matmul micro-kernel): blocks
-// of kW x kW, kW loads contiguous along out's columns, transposed in registers (prism_transpose),
-// kW stores along its rows; the edges element by element. Empty where that does not apply.
+// out = x where x is out transposed (a W^T tile staged in f32 for the matmul micro-kernel, from
+// f32 or 16-bit storage): blocks of kW x kW, kW loads contiguous along out's columns (widened as
+// they load), transposed in registers (prism_transpose), kW stores along its rows; the edges
+// element by element. Empty where that does not apply. (Element by element, a bf16 nn.Linear
+// weight's 32 x 1024 tiles of 4096 x 4096 ran 12x slower than eager on a 2-core Zen 3.)
 std::string transposing_copy(const View& x, const View& out, const EmitContext& ctx) {
   const size_t r = out.shape.size();
-  if (ctx.parallel || r < 2 || x.dtype != DType::F32 || out.dtype != DType::F32) return "";
+  if (ctx.parallel || r < 2 || out.dtype != DType::F32) return "";
   for (size_t i = 0; i + 2 < r; ++i)
     if (out.shape[i] != 1) return "";
   const auto sx = aligned_strides(x, out.shape), so = aligned_strides(out, out.shape);

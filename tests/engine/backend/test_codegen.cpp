@@ -344,6 +344,18 @@ output O
       CHECK(family_codegen_error(family, {{"n", 64}, {"d", 64}, {"m", 32}}, {{"g1", 2}}, simd) < kTol);
     }
   }
+  // A 16-bit W (where no AMX tiles read it in place) too: its vectors widen as they load.
+  for (const std::string dtype : {"f16", "bf16"}) {
+    INFO(dtype);
+    std::string typed = family;
+    typed.replace(typed.find("W: f32"), 6, "W: " + dtype);
+    sgraph::Instance inst = sgraph::instantiate(sgraph::parse(typed), {{"n", 64}, {"d", 37}, {"m", 21}}, {{"g1", 2}}, sgraph::TileBudget{1 << 20});
+    CodegenOptions options;
+    options.simd_bytes = native_simd_bytes();
+    CHECK(generate_cpu_source(inst, options).find("prism_transpose(r);") != std::string::npos);
+    CHECK(family_codegen_error(typed, {{"n", 64}, {"d", 37}, {"m", 21}}, {{"g1", 2}}, native_simd_bytes(), true) < kTol);
+    CHECK(family_codegen_error(typed, {{"n", 64}, {"d", 64}, {"m", 32}}, {{"g1", 2}}, native_simd_bytes(), true) < kTol);
+  }
 }
 
 TEST_CASE("codegen: a row max runs in vectors and is NaN wherever the row holds one", "[codegen]") {
