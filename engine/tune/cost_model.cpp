@@ -35,7 +35,8 @@
 //  6. Library kernels. Whole-tensor ops at full parallel efficiency: their inputs' and output's
 //     bytes (as in 1) and their op's flops at peak.
 //  7. Access pattern. A tile is read as runs of contiguous bytes (its rows, when it does not span
-//     the tensor's last dim); every run costs kRunOverhead (256) bytes' worth of streaming on top
+//     the tensor's last dim, in the tensor's own dim order: an nn.Linear weight's W^T tile of
+//     K x N lies as N runs of K); every run costs kRunOverhead (256) bytes' worth of streaming on top
 //     of its own bytes (a new DRAM page and a prefetch stream restarting). This is what sets
 //     instantiations apart that move the same bytes: wide, contiguous tiles stream better than
 //     narrow ones.
@@ -217,6 +218,17 @@ class CostModel {
         backend::cpu::detail::choose_blocking(a[a.size() - 2], b.back(), a.back(), target_.simd_bytes, b_dtype), b_dtype);
   }
 
+  // A load's tile in its tensor's dim order: a view reads the tensor's dims permuted (with new
+  // unit axes), and what lies contiguously is decided in the tensor's order (an nn.Linear weight's
+  // W^T tile of K x N lies as N runs of K).
+  static std::vector<int64_t> in_tensor_order(const std::vector<int64_t>& tile, const std::vector<int>& view, size_t rank) {
+    if (view.empty()) return tile;
+    std::vector<int64_t> t(rank, 1);
+    for (size_t i = 0; i < view.size() && i < tile.size(); ++i)
+      if (view[i] != BlockOp::kNewAxis && size_t(view[i]) < rank) t[size_t(view[i])] = tile[i];
+    return t;
+  }
+
   // Elements of a tile that lie contiguously in its tensor: the trailing dims the tile spans
   // whole, times the first dim it cuts.
   static double contiguous_run(const std::vector<int64_t>& tile, const std::vector<int64_t>& tensor) {
@@ -289,7 +301,8 @@ class CostModel {
       switch (op.kind) {
         case BlockOp::Kind::Load: {
           const double element = double(sgraph::element_bytes(in_.analysis.tensors.at(op.tensor).dtype));
-          double run = contiguous_run(shape, concrete_shape(in_.analysis.tensors.at(op.tensor).shape, in_.bindings)) * element;
+          const std::vector<int64_t> whole = concrete_shape(in_.analysis.tensors.at(op.tensor).shape, in_.bindings);
+          double run = contiguous_run(in_tensor_order(shape, op.view, whole.size()), whole) * element;
           if (amx_b(k, i)) run = std::min(run, double(backend::cpu::detail::kAmxBlockColumns) * element);
           loaded[op.tensor] += double(element_count(shape)) * element * runs;
           if (in_body) body_tiles += double(element_count(shape)) * element;

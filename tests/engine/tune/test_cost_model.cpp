@@ -131,6 +131,17 @@ TEST_CASE("cost model: of two instantiations moving the same bytes, the one with
   CHECK(cost(4, 256).seconds < cost(64, 16).seconds);
 }
 
+TEST_CASE("cost model: an nn.Linear weight read as W^T streams runs along its own rows, as long as the loop's K step", "[tune][cost]") {
+  TargetDescription t = four_cores();
+  sgraph::SGraph g = cpu_family(fam::kLlama);
+  DimBindings dims{{"n", 8}, {"d", 4096}, {"m", 4096}};
+  auto cost = [&](int64_t f1) { return estimate_cost(sgraph::instantiate(g, dims, {{"g1", 4}, {"F1", f1}}, t.tile_budget()), t); };
+  // W's tile is [d/F1, m/g1] in the view's order, m/g1 rows of d/F1 floats where W lies: 16
+  // floats a run (a run's surcharge four times its bytes) against 128 (half its bytes).
+  CHECK(cost(256).memory_bytes > 2 * cost(32).memory_bytes);
+  CHECK(cost(256).seconds > cost(32).seconds);
+}
+
 namespace {
 
 // This machine's kind: 2 Zen 4 cores, 32 KiB L1 and 1 MiB L2 each, 32 MiB of L3.
