@@ -4,8 +4,6 @@
 
 namespace prism::backend {
 
-View dense_view(const std::string& ptr, const std::vector<int64_t>& shape) { return View{ptr, shape, dense_strides(shape)}; }
-
 std::vector<std::pair<View, View>> concat_moves(int axis, const std::vector<View>& ins, const View& out) {
   const size_t a = size_t(axis);
   std::vector<std::pair<View, View>> moves;

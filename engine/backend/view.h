@@ -19,7 +19,6 @@ struct View {
   DType dtype = DType::F32;  // what its elements are stored as
 };
 
-View dense_view(const std::string& ptr, const std::vector<int64_t>& shape);
 // v from `elements` elements on (the same shape and strides).
 View shifted(const View& v, int64_t elements);
 // The box of v that spans [start, start + size) along `axis` (a split part, or where one operand

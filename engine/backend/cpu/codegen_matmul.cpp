@@ -647,10 +647,12 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
                          " && " + (ct ? "c == " + std::to_string(cchunks - 1) + "L" : (ctail == cc ? "true" : "c != " + std::to_string(cchunks - 1) + "L"));
       std::string call = nt ? mm_nt_call(mm, nn, k, lda, ldb, ldp, accumulate, ctx.simd_bytes, "pa", "pb", "pc")
                             : mm_call(mm, nn, k, lda, ldb, ldp, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes, b.dtype), "pa", "pb", "pc");
-      if (narrow)  // rounded to the output's dtype row by row, contiguous (GCC vectorizes the rounding)
-        call = "{\n" + i2 + "  " + call + i2 + "  for (long i = 0; i < " + std::to_string(mm) + "; ++i)\n" + i2 + "    #pragma GCC ivdep\n" + i2 +
-               "    for (long j = 0; j < " + std::to_string(nn) + "; ++j) po[i * " + std::to_string(ldc) + "L + j] = pc[i * " + std::to_string(cc) +
-               "L + j];\n" + i2 + "}\n";
+      if (narrow) {  // rounded to the output's dtype by this thread, row by row (vectorized)
+        EmitContext chunk = ctx;
+        chunk.parallel = false;
+        chunk.indent = i2 + "  ";
+        call = "{\n" + chunk.indent + call + emit_copy(View{"pc", {mm, nn}, {cc, 1}}, View{"po", {mm, nn}, {ldc, 1}, out.dtype}, chunk) + i2 + "}\n";
+      }
       s += i2 + "if (" + cond + ") " + call;
     }
   return s + ind + "}\n";

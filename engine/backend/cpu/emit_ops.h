@@ -16,7 +16,6 @@
 namespace prism::backend::cpu::detail {
 
 using backend::View;
-using backend::dense_view;
 using backend::aligned_strides;
 
 

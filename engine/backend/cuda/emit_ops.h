@@ -21,7 +21,6 @@
 namespace prism::backend::cuda::detail {
 
 using backend::View;
-using backend::dense_view;
 using backend::aligned_strides;
 
 const char* storage_type(DType dtype);  // float, __half, __nv_bfloat16
