@@ -7,8 +7,12 @@
 #   scripts/gpu_session.sh pack        (here: strips build/bin's binaries and the libraries they
 #                                       need into .gpu/, which .git/info/exclude ignores)
 # then, on the device, with `.gpu` carried:
-#   scripts/gpu_session.sh run [stage ...]   stages: env tests repl torch bench sanitize ncu (default:
-#                                            env tests repl torch bench)
+#   scripts/gpu_session.sh run [stage ...]   stages: env tests repl torch bench sanitize ncu cpu
+#                                            (default: env tests repl torch bench)
+# `cpu` runs the CPU backend's 16-bit and codegen tests on the device machine's own processor (its
+# cores may have AVX-512 BF16 or AMX, which a development machine may lack): the generated kernels
+# link OpenBLAS, which the image lacks, so `pack` carries it compressed. `cpubench` runs
+# prism_bench_tune there (CPU_BENCH_ARGS).
 # Environment: BENCH_ARGS (arguments for prism_bench_tune_gpu and bench_torch.py), STAGE_TIMEOUT
 # (seconds per stage, default 240).
 set -uo pipefail
@@ -17,13 +21,19 @@ root=$PWD
 out=${OUT:-$root/gpu-out}
 mkdir -p "$out"
 
-binaries=(prism_tests prism-runner prism prismd prism_bench_tune_gpu)
+binaries=(prism_tests prism-runner prism prismd prism_bench_tune_gpu prism_bench_tune)
 libraries=(libtbb.so.12 libtbbmalloc.so.2 libedit.so.2 libbsd.so.0 libmd.so.0)
+openblas_dir=/usr/lib/x86_64-linux-gnu/openblas-openmp  # where the CPU backend links it (eager.cpp)
 
 pack() {
   rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib
   for b in "${binaries[@]}"; do strip -o ".gpu/bin/$b" "build/bin/$b"; done
   for l in "${libraries[@]}"; do cp -L "/lib/x86_64-linux-gnu/$l" .gpu/lib/; done
+  if [ -e "$openblas_dir/libopenblas.so.0" ]; then  # 36 MB: compressed to stay under the 64 MiB a call carries
+    mkdir -p .gpu/openblas
+    gzip -c "$openblas_dir/libopenblas.so.0" >.gpu/openblas/libopenblas.so.0.gz
+    cp -L /lib/x86_64-linux-gnu/libgfortran.so.5 /lib/x86_64-linux-gnu/libquadmath.so.0 .gpu/openblas/
+  fi
   grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
   du -sh .gpu
 }
@@ -81,6 +91,24 @@ run_ncu() {
   run_stage ncu_
 }
 
+# The CPU backend on the device's processor: OpenBLAS where the generated kernels link it, then the
+# tests of 16-bit storage and code generation (AVX-512 BF16 and AMX paths run where the CPU has them).
+install_openblas() {
+  [ -e "$openblas_dir/libopenblas.so.0" ] || [ ! -e .gpu/openblas/libopenblas.so.0.gz ] && return 0
+  mkdir -p "$openblas_dir"
+  gunzip -c .gpu/openblas/libopenblas.so.0.gz >"$openblas_dir/libopenblas.so.0"
+  cp -n .gpu/openblas/libgfortran.so.5 .gpu/openblas/libquadmath.so.0 /usr/lib/x86_64-linux-gnu/
+  ldconfig
+}
+
+run_cpu() {
+  lscpu | grep -E 'Model name|^CPU\(s\)'
+  grep -o -w -E 'avx512f|avx512_bf16|amx_bf16|amx_tile|f16c' /proc/cpuinfo | sort | uniq -c
+  install_openblas
+  local amx='codegen: bf16 x bf16*,codegen: f16 x f16*,codegen: f32 x bf16*,codegen: nn.Linear*'
+  build/bin/prism_tests "${CPU_TESTS:-$amx,tuner: every workload stored at bf16*,tuner: PyTorch-style*}" --durations yes
+}
+
 run_stage() {
   case $1 in
     env) stage env run_env ;;
@@ -93,6 +121,8 @@ run_stage() {
     racecheck) stage racecheck compute-sanitizer --tool racecheck --target-processes all build/bin/prism_tests -# "[#test_cuda_run]" ;;
     # Nsight Compute on the best kernel of one decode shape (the cost model's first choice, --top 1).
     ncu) stage ncu run_ncu ;;
+    cpu) stage cpu run_cpu ;;
+    cpubench) install_openblas && stage cpubench build/bin/prism_bench_tune ${CPU_BENCH_ARGS:-} ;;
     ncu_) ncu --target-processes all -k regex:prism_kernel --launch-count 4 --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --section WarpStateStats \
       bash -c 'build/bin/prism -c "open examples/rms_linear.prism; tune rms_linear n=8 d=4096 --target cuda --fresh --top 1"

@@ -111,7 +111,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 20;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
+constexpr int kTunerRevision = 21;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
                                     // widening and partial overlap, narrower inputs where [-1, 1] overflows;
                                     // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
                                     // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums);
@@ -129,7 +129,7 @@ constexpr int kTunerRevision = 20;  // 9: the CPU matmul's K chunks and library 
                                     // 20: AVX2 blocks of at least 10 accumulators and 768-byte strips,
                                     // 16-bit library matmuls rounded per chunk, vectorized library loops,
                                     // 16-bit W^T tiles staged in register blocks, views' runs in the
-                                    // cost model
+                                    // cost model; 21: the CPU's read curve from the second levels' sizes
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The
