@@ -124,9 +124,11 @@ int main(int argc, char** argv) {
                 other.size(), slower, n, good, n);
   }
   const backend::TargetDescription cpu = backend::cpu::describe_cpu();
-  std::printf("\nmachine: %s; streaming read %.1f GB/s from memory, %.1f GB/s from the last-level cache; f32 peak %.0f GFLOP/s; %d threads; "
-              "medians of %d tune%s\n",
-              cpu.model.c_str(), cpu.bandwidth_gbs, cpu.cache_bandwidth_gbs, cpu.peak_gflops, threads, repeat, repeat == 1 ? "" : "s");
+  std::printf("\nmachine: %s; streaming read %.1f GB/s from memory, %.1f GB/s from the last-level cache, %.1f GB/s from the "
+              "second levels; f32 peak %.0f GFLOP/s; %d threads; medians of %d tune%s\n",
+              cpu.model.c_str(), cpu.bandwidth_gbs, cpu.cache_bandwidth_gbs,
+              cpu.read_curve.empty() ? cpu.cache_bandwidth_gbs : cpu.read_curve.front().second, cpu.peak_gflops, threads, repeat,
+              repeat == 1 ? "" : "s");
   if (cpu.bf16_amx_gflops > 0)
     std::printf("AMX tiles: %.0f GFLOP/s measured; bf16 x bf16 matmuls of loaded tiles run on them (the bf16 roofline's peak), "
                 "f16 x f16 ones split into bf16 pairs at half that rate (the f16 roofline's peak), and so are computed f32 A "

@@ -194,7 +194,7 @@ void measure(TargetDescription& t, const fs::path& dir) {
   // points a 16-core Sapphire Rapids timed attention's 8 MiB of K and V at 182% of a roofline
   // drawn at the last level's 199 GB/s.
   const double l2_all = double(t.l2_bytes) * t.cores;
-  if (t.l2_bytes > 0 && double(options.cache_read_bytes) > l2_all)
+  if (t.l2_bytes > 0 && t.l3_bytes > 0)
     for (double f : {0.5, 1.0}) options.curve_bytes.push_back(int64_t(f * l2_all) / 64 * 64);
   CpuMeasurement m = measure_cpu(options);
   t.bandwidth_gbs = m.bandwidth_gbs;

@@ -65,7 +65,7 @@ TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][t
     CHECK(first.bandwidth_for(1024) >= first.bandwidth_for(4 * first.cache_capacity()));
     // It starts at sets the cores' second levels hold, not at the last level's.
     const double l2_all = double(first.l2_bytes) * first.cores;
-    if (first.l2_bytes > 0 && double(first.l3_bytes) / 4 > l2_all) CHECK(first.read_curve.front().first <= l2_all / 2);
+    if (first.l2_bytes > 0) CHECK(first.read_curve.front().first <= l2_all / 2);
   }
 
   // vdpbf16ps: measured where the CPU has it, and used for bf16 matmuls only where it reaches the
