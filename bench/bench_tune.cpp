@@ -137,6 +137,11 @@ int main(int argc, char** argv) {
   else if (cpu.bf16_dot_gflops > 0)
     std::printf("vdpbf16ps: %.0f GFLOP/s measured; bf16 x bf16 matmuls %s\n", cpu.bf16_dot_gflops,
                 cpu.bf16_dot_peak_gflops > 0 ? "use it (bf16 roofline at its peak)" : "widen to f32 FMAs, which are faster here");
+  const double f16_peak = tune::roofline_peak_gflops(cpu, DType::F16), bf16_peak = tune::roofline_peak_gflops(cpu, DType::BF16);
+  std::printf("16-bit rooflines' peak: f16 %.0f, bf16 %.0f GFLOP/s (FMAs fed by widened 16-bit vectors, measured: f16 %.0f, bf16 "
+              "%.0f; %.0f%% and %.0f%% of the f32 peak)\n",
+              f16_peak, bf16_peak, cpu.widen_f16_gflops, cpu.widen_bf16_gflops, 100 * cpu.widen_f16_gflops / cpu.peak_gflops,
+              100 * cpu.widen_bf16_gflops / cpu.peak_gflops);
   std::printf("eager at 16-bit storage: each op reads and writes its dtype; a matmul widens 16-bit operands to f32 copies and calls "
               "OpenBLAS sgemm (Debian's OpenBLAS has no bf16 GEMM)\n");
 }

@@ -45,6 +45,9 @@ struct TargetDescription {
                                        // the code generator widens); 0: they widen
   double bf16_amx_gflops = 0;          // CPU with AMX-BF16 that Linux lets use: the tile unit's measured
                                        // bf16 peak, which bf16 x bf16 matmuls use (0: none)
+  double widen_f16_gflops = 0;         // CPU: FMAs fed by f16 vectors widened as they load, at most
+                                       // peak_gflops (measure.cpp; 0: not measured, peak_gflops serves)
+  double widen_bf16_gflops = 0;        // the same for bf16
   std::string arch;                    // GPU: the virtual architecture NVRTC compiles for ("compute_90")
   sgraph::TileBudget tile_budget() const { return {fast_memory_bytes}; }
   // Bytes the caches can hold between two calls of a kernel: the last level plus every core's

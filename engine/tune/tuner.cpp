@@ -420,9 +420,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   result.threads = backend.threads(request.threads, target);
 
   // The reference: the program at the backend's storage dtypes, on seeded random inputs. The
-  // roofline's peak at 16-bit storage is the tensor cores' where the target has them, at bf16 on a
-  // CPU the AMX tiles' or vdpbf16ps's where bf16 matmuls use them, at f16 half the AMX tiles'
-  // (amx_split_kernel.cpp: two tile products per pair of f16 values).
+  // roofline's peak is that of the instructions its matmuls run on (roofline_peak_gflops).
   report("reference", 0, 1);
   const Program program = backend.stored(lowered);
   std::map<std::string, Tensor> named;
@@ -432,10 +430,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   for (int id : program.outputs) out_dtypes.push_back(program.value(id).type.dtype);
   const DType storage = program.inputs.empty() ? DType::F32 : program.value(program.inputs.front()).type.dtype;
   backend::TargetDescription roof_target = target;
-  if (storage != DType::F32 && target.tensor_peak_gflops > 0) roof_target.peak_gflops = target.tensor_peak_gflops;
-  if (storage == DType::BF16) roof_target.peak_gflops = std::max({target.peak_gflops, target.bf16_dot_peak_gflops, target.bf16_amx_gflops});
-  if (storage == DType::F16 && target.target == backend::Target::Cpu && target.simd_bytes == 64)  // two tile products per f16 pair
-    roof_target.peak_gflops = std::max(target.peak_gflops, target.bf16_amx_gflops / 2);
+  roof_target.peak_gflops = roofline_peak_gflops(target, storage);
   Roofline roof = program_roofline(program, dims, roof_target);
   result.roofline_ms = roof.seconds * 1e3;
   // "cache": memory-bound, but the working set fits in the last-level cache and is read from there.

@@ -115,9 +115,9 @@ int simd_bytes() {
 
 const char* isa_name(int bytes) { return bytes == 64 ? "AVX-512" : bytes == 32 ? "AVX2" : "SSE"; }
 
-// "|7": the file format with the read curve (measured in huge pages, from the second levels' sizes
-// on), vdpbf16ps's and AMX's rates; older files are measured again.
-std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|7"; }
+// "|8": the file format with the read curve (measured in huge pages, from the second levels' sizes
+// on), vdpbf16ps's, AMX's and the widened FMAs' rates; older files are measured again.
+std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|8"; }
 
 // "bytes:gbs,bytes:gbs,…"
 std::string curve_text(const std::vector<std::pair<double, double>>& curve) {
@@ -159,6 +159,8 @@ bool read_cache(const fs::path& file, const std::string& key, TargetDescription&
     t.peak_gflops = std::stod(kv.at("peak_gflops"));
     t.bf16_dot_gflops = std::stod(kv.at("bf16_dot_gflops"));
     t.bf16_amx_gflops = std::stod(kv.at("bf16_amx_gflops"));
+    t.widen_f16_gflops = std::stod(kv.at("widen_f16_gflops"));
+    t.widen_bf16_gflops = std::stod(kv.at("widen_bf16_gflops"));
     t.cache_bandwidth_gbs = std::stod(kv.at("cache_bandwidth_gbs"));
     t.read_curve = parse_curve(kv["read_curve"]);
   } catch (const std::exception&) {
@@ -175,6 +177,7 @@ void write_cache(const fs::path& file, const std::string& key, const TargetDescr
   out << "key=" << key << "\nmodel=" << t.model << "\ncores=" << t.cores << "\nbandwidth_gbs=" << t.bandwidth_gbs
       << "\ncache_bandwidth_gbs=" << t.cache_bandwidth_gbs << "\npeak_gflops=" << t.peak_gflops
       << "\nbf16_dot_gflops=" << t.bf16_dot_gflops << "\nbf16_amx_gflops=" << t.bf16_amx_gflops
+      << "\nwiden_f16_gflops=" << t.widen_f16_gflops << "\nwiden_bf16_gflops=" << t.widen_bf16_gflops
       << "\nread_curve=" << curve_text(t.read_curve) << "\n";
   write_file_atomically(file.string(), out.str());
 }
@@ -201,6 +204,10 @@ void measure(TargetDescription& t, const fs::path& dir) {
   t.peak_gflops = m.peak_gflops;
   t.bf16_dot_gflops = m.bf16_dot_gflops;
   t.bf16_amx_gflops = m.bf16_amx_gflops;
+  // Measured a moment apart, either can catch a slower spell of a shared machine: widening never
+  // makes FMAs faster.
+  t.widen_f16_gflops = std::min(m.widen_f16_gflops, m.peak_gflops);
+  t.widen_bf16_gflops = std::min(m.widen_bf16_gflops, m.peak_gflops);
   t.cache_bandwidth_gbs = m.cache_bandwidth_gbs;
   if (m.cache_bandwidth_gbs > 0) t.read_curve.emplace_back(double(options.cache_read_bytes), m.cache_bandwidth_gbs);
   for (const auto& point : m.read_curve) t.read_curve.push_back(point);

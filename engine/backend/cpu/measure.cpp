@@ -141,6 +141,93 @@ extern "C" double prism_measure_fma_gflops(int threads, double seconds, int tria
   return chains_gflops(threads, seconds, trials, 2, 0.999999f, 1e-7f, [](vec c, vec a, vec b) { return vfma(c, a, b); });
 }
 
+// FMAs fed by 16-bit B vectors widened as they load, as the code generator's micro-kernel does
+// where a CPU has no 16-bit matmul instruction: an MR x NV register block of accumulators, NV
+// vectors of B widened per k (f16 by vcvtph2ps, bf16 by vpmovzxwd and a shift) for MR * NV FMAs,
+// B (64 rows) and A in L1. The widening competes with the FMAs for the vector ports, so this is
+// the peak of the instructions a 16-bit matmul runs on there: the best over the blocks the
+// register file allows (Zen 3, f16: 4 x 3 ... 8 x 1).
+#if defined(__AVX512F__)
+static inline vec widen(const uint16_t* p, bool f16) {
+  const __m256i h = _mm256_loadu_si256((const __m256i*)p);
+  return f16 ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+#elif defined(__AVX2__) && defined(__F16C__)
+static inline vec widen(const uint16_t* p, bool f16) {
+  const __m128i h = _mm_loadu_si128((const __m128i*)p);
+  return f16 ? _mm256_cvtph_ps(h) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+#endif
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__F16C__))
+template <int MR, int NV, bool F16>
+static double widen_trial(long long iters, int threads) {
+  constexpr int kRows = 64;
+  double rate = 0;
+  float total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total, rate)
+  {
+    alignas(64) uint16_t b[kRows * NV * kLanes];
+    alignas(64) float a[MR * kRows];
+    for (int i = 0; i < kRows * NV * kLanes; ++i) b[i] = F16 ? 0x3c00 : 0x3f80;  // 1.0
+    for (int i = 0; i < MR * kRows; ++i) a[i] = 1e-7f;
+    vec c[MR][NV];
+    for (int r = 0; r < MR; ++r)
+      for (int v = 0; v < NV; ++v) c[r][v] = vset(float(r + v));
+#pragma omp barrier
+    double t0 = now();
+    for (long long i = 0; i < iters; ++i) {
+      __asm__ volatile("" ::: "memory");  // B is loaded and widened again every pass
+      for (int k = 0; k < kRows; ++k) {
+        vec w[NV];
+        for (int v = 0; v < NV; ++v) w[v] = widen(b + (k * NV + v) * kLanes, F16);
+        for (int r = 0; r < MR; ++r) {
+          const vec x = vset(a[r * kRows + k]);
+          for (int v = 0; v < NV; ++v) c[r][v] = vfma(x, w[v], c[r][v]);
+        }
+      }
+    }
+    double seconds = now() - t0;
+    vec s = vset(0);
+    for (int r = 0; r < MR; ++r)
+      for (int v = 0; v < NV; ++v) s = vadd(s, c[r][v]);
+    total += vsum(s);
+    rate += 2.0 * kLanes * MR * NV * kRows * double(iters) / seconds / 1e9;
+  }
+  g_sink = total;
+  return rate;
+}
+
+template <int MR, int NV, bool F16>
+static double widen_gflops(int threads, double seconds, int trials) {
+  const double per_thread = widen_trial<MR, NV, F16>(64, threads) / threads;
+  const long long iters = (long long)(per_thread * 1e9 * seconds / (2.0 * kLanes * MR * NV * 64)) + 1;
+  double best = 0;
+  for (int r = 0; r < trials; ++r) best = std::max(best, widen_trial<MR, NV, F16>(iters, threads));
+  return best;
+}
+
+template <bool F16>
+static double widen_best(int threads, double seconds, int trials) {
+#if defined(__AVX512F__)  // 32 registers
+  return std::max({widen_gflops<8, 3, F16>(threads, seconds, trials), widen_gflops<12, 2, F16>(threads, seconds, trials),
+                   widen_gflops<6, 4, F16>(threads, seconds, trials)});
+#else  // 16 registers
+  return std::max({widen_gflops<4, 3, F16>(threads, seconds, trials), widen_gflops<6, 2, F16>(threads, seconds, trials),
+                   widen_gflops<8, 1, F16>(threads, seconds, trials)});
+#endif
+}
+#endif
+
+// f16 != 0: f16 B, else bf16. 0 where the compiler's target has neither AVX-512F nor AVX2 with F16C.
+extern "C" double prism_measure_widen_gflops(int f16, int threads, double seconds, int trials) {
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__F16C__))
+  return f16 ? widen_best<true>(threads, seconds, trials) : widen_best<false>(threads, seconds, trials);
+#else
+  (void)f16, (void)threads, (void)seconds, (void)trials;
+  return 0;
+#endif
+}
+
 // vdpbf16ps: per f32 lane, two bf16 products added to the lane (4 flops). Its rate differs from
 // the FMA's by CPU (Zen 4: twice the f32 FMA's flops; Sapphire Rapids: half), so it is measured.
 // The operands are bf16 pairs of normal numbers (an f32 whose low half is a bf16 too). 0: no
@@ -228,6 +315,9 @@ CpuMeasurement measure_cpu(const MeasureOptions& options) {
   m.peak_gflops = fma(threads, options.fma_seconds, options.fma_trials);
   m.bf16_dot_gflops = dot(threads, options.fma_seconds, options.fma_trials);
   m.bf16_amx_gflops = amx(threads, options.fma_seconds, options.fma_trials);
+  auto widen = lib.function<double (*)(int, int, double, int)>("prism_measure_widen_gflops");
+  m.widen_f16_gflops = widen(1, threads, options.fma_seconds, options.fma_trials);
+  m.widen_bf16_gflops = widen(0, threads, options.fma_seconds, options.fma_trials);
   return m;
 }
 

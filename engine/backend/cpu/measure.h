@@ -15,6 +15,8 @@ struct CpuMeasurement {
   double peak_gflops = 0;    // independent FMA chains on vector registers, all threads
   double bf16_dot_gflops = 0;  // the same with vdpbf16ps (4 flops a lane); 0 without AVX-512 BF16
   double bf16_amx_gflops = 0;  // tdpbf16ps on four tiles, all threads; 0 without AMX-BF16 or the OS's leave
+  double widen_f16_gflops = 0;   // FMAs on f16 B vectors widened as they load (best register block); 0: not measured
+  double widen_bf16_gflops = 0;  // the same for bf16 B
   std::vector<std::pair<double, double>> read_curve;  // (bytes, GB/s) at MeasureOptions::curve_bytes
 };
 

@@ -79,7 +79,17 @@ TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][t
     CHECK(describe_cpu(dir.path()).bf16_dot_peak_gflops == 0);
   }
 
+  // FMAs fed by widened 16-bit vectors: measured where the compiler's target can widen in vectors,
+  // never above the FMA peak.
+  if (first.simd_bytes == 64 || (first.simd_bytes == 32 && __builtin_cpu_supports("f16c"))) {
+    CHECK(first.widen_f16_gflops > 0);
+    CHECK(first.widen_bf16_gflops > 0);
+  }
+  CHECK(first.widen_f16_gflops <= first.peak_gflops);
+  CHECK(first.widen_bf16_gflops <= first.peak_gflops);
+
   TargetDescription again = describe_cpu(dir.path());
+  CHECK(again.widen_f16_gflops == first.widen_f16_gflops);
   CHECK(again.bf16_dot_gflops == first.bf16_dot_gflops);
   CHECK(again.read_curve == first.read_curve);
   CHECK(again.bandwidth_gbs == first.bandwidth_gbs);
