@@ -38,7 +38,16 @@ inline LowerOptions cpu_lowering() {
   options.wide_staged_tiles = true;
   return options;
 }
-inline LowerOptions cuda_lowering() { return {true, false, false, 32, "cuda codegen", false}; }
+inline LowerOptions cuda_lowering() {
+  LowerOptions options;
+  options.stage_loads = true;
+  options.write_in_place = false;
+  options.accumulators_first = false;
+  options.tile_align_bytes = 32;
+  options.who = "cuda codegen";
+  options.transposed_b_in_place = false;
+  return options;
+}
 
 // Throws Error{InvalidArgument} naming what it cannot lower (an open map, an invalid graph, an op
 // that is not a block op, a tile whose rank differs from its tensor's).
