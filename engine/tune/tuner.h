@@ -130,7 +130,8 @@ constexpr int kTunerRevision = 21;  // 9: the CPU matmul's K chunks and library 
                                     // 16-bit library matmuls rounded per chunk, vectorized library loops,
                                     // 16-bit W^T tiles staged in register blocks, views' runs in the
                                     // cost model; 21: the CPU's read curve from the second levels' sizes,
-                                    // 16-bit rooflines at the widened FMAs' measured rate
+                                    // 16-bit rooflines at the widened FMAs' measured rate, f16 conversions
+                                    // that vectorize on AVX2
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The
