@@ -1,7 +1,7 @@
 // The roofline of a program at concrete dims on a target: the time no implementation can beat,
 // from the bytes it must move (every input read once, every output written once) and the flops it
 // must do, at the target's peak bandwidth and peak flops. The bandwidth is that of where the
-// compulsory bytes live between calls (TargetDescription::bandwidth_for): a kernel timed again and
+// compulsory bytes live between calls (bound_bandwidth_gbs): a kernel timed again and
 // again on a working set that fits in the caches reads it from there, one near their size partly.
 #pragma once
 #include <string>
@@ -15,7 +15,7 @@ struct Roofline {
   double compulsory_bytes = 0;  // every input read once + every output written once, at the storage dtype
   double flops = 0;             // matmul 2*m*n*k (batched), elementwise/reduction 1 per element visited (transcendentals count 1)
   double memory_s = 0, compute_s = 0;
-  double bandwidth_gbs = 0;     // the bandwidth memory_s assumes (TargetDescription::bandwidth_for)
+  double bandwidth_gbs = 0;     // the bandwidth memory_s assumes (bound_bandwidth_gbs)
   std::string level;            // where most of the working set lives between calls: "memory" or "cache"
   double seconds = 0;           // max(memory_s, compute_s)
   std::string bound;            // "memory" or "compute"
@@ -25,6 +25,11 @@ struct Roofline {
 // unary and binary ops one per output element, reductions one per input element, data movement
 // and constants none. Shared with the cost model.
 double value_flops(const Program& lowered, const Value& v, const DimBindings& bindings);
+
+// The read bandwidth no kernel beats on a working set of `bytes` read again and again: the
+// measured curve (TargetDescription::bandwidth_for), or where it is higher, the caches' rate for
+// the part of the set they can hold (all of it up to their capacity) and memory's for the rest.
+double bound_bandwidth_gbs(const backend::TargetDescription& target, double bytes);
 
 // The flop rate the roofline of a program stored at `storage` counts on `target`: that of the
 // instructions its matmuls run on there. f32: the FMA peak. At 16 bits: a GPU's tensor cores; on

@@ -96,3 +96,23 @@ TEST_CASE("the roofline's peak is that of the instructions a stored program's ma
   CHECK(roofline_peak_gflops(gpu, DType::BF16) == 989000);
   CHECK(roofline_peak_gflops(gpu, DType::F32) == 67000);
 }
+
+TEST_CASE("the roofline's bandwidth is a bound: the caches hold at most their capacity of a set", "[tune][roofline]") {
+  // A 2-core Zen 3: 33 MiB of caches, a sweep's curve near memory's rate just past them.
+  TargetDescription t = machine(25, 190);
+  t.l3_bytes = 32 << 20;
+  t.l2_bytes = 512 << 10;
+  t.cores = 2;
+  t.cache_bandwidth_gbs = 75;
+  const double mib = 1 << 20;
+  t.read_curve = {{8 * mib, 75}, {25 * mib, 38}, {34 * mib, 28}, {66 * mib, 25}};
+  CHECK(bound_bandwidth_gbs(t, 4 * mib) == Approx(t.bandwidth_for(4 * mib)));  // within the caches: the curve
+  const double set = 33.5 * mib, kept = 33 / 33.5;
+  CHECK(t.bandwidth_for(set) < 30);
+  CHECK(bound_bandwidth_gbs(t, set) == Approx(1 / (kept / 75 + (1 - kept) / 25)));
+  CHECK(bound_bandwidth_gbs(t, 330 * mib) == Approx(1 / (0.1 / 75 + 0.9 / 25)));
+  for (double bytes : {1 * mib, 16 * mib, 30 * mib, 40 * mib, 100 * mib, 1000 * mib}) CHECK(bound_bandwidth_gbs(t, bytes) >= t.bandwidth_for(bytes));
+  // Without a measured cache bandwidth (a GPU's data sheet): the curve alone.
+  t.cache_bandwidth_gbs = 0;
+  CHECK(bound_bandwidth_gbs(t, set) == t.bandwidth_for(set));
+}
