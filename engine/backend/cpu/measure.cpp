@@ -127,14 +127,21 @@ static double chains_trial(long long iters, int threads, double flops, float a0,
   return rate;
 }
 
+// The best GFLOP/s of `trials` runs of trial(iters, threads), each of about `seconds`: the
+// iterations come from a short probe of `probe` of them; `flops`: per iteration and thread.
+template <class Trial>
+static double best_rate(Trial trial, long long probe, double flops, int threads, double seconds, int trials) {
+  const double per_thread = trial(probe, threads) / threads;
+  const long long iters = (long long)(per_thread * 1e9 * seconds / flops) + 1;
+  double best = 0;
+  for (int r = 0; r < trials; ++r) best = std::max(best, trial(iters, threads));
+  return best;
+}
+
 template <class Step>
 static double chains_gflops(int threads, double seconds, int trials, double flops, float a, float b, Step step) {
-  // Iterations for `seconds` per trial, from a short trial's rate.
-  double per_thread = chains_trial(1 << 16, threads, flops, a, b, step) / threads;
-  long long iters = (long long)(per_thread * 1e9 * seconds / (flops * kLanes * CHAINS)) + 1;
-  double best = 0;
-  for (int r = 0; r < trials; ++r) best = std::max(best, chains_trial(iters, threads, flops, a, b, step));
-  return best;
+  auto trial = [&](long long iters, int n) { return chains_trial(iters, n, flops, a, b, step); };
+  return best_rate(trial, 1 << 16, flops * kLanes * CHAINS, threads, seconds, trials);
 }
 
 extern "C" double prism_measure_fma_gflops(int threads, double seconds, int trials) {
@@ -199,11 +206,7 @@ static double widen_trial(long long iters, int threads) {
 
 template <int MR, int NV, bool F16>
 static double widen_gflops(int threads, double seconds, int trials) {
-  const double per_thread = widen_trial<MR, NV, F16>(64, threads) / threads;
-  const long long iters = (long long)(per_thread * 1e9 * seconds / (2.0 * kLanes * MR * NV * 64)) + 1;
-  double best = 0;
-  for (int r = 0; r < trials; ++r) best = std::max(best, widen_trial<MR, NV, F16>(iters, threads));
-  return best;
+  return best_rate(widen_trial<MR, NV, F16>, 64, 2.0 * kLanes * MR * NV * 64, threads, seconds, trials);
 }
 
 template <bool F16>
@@ -282,11 +285,7 @@ static double amx_trial(long long iters, int threads) {
 extern "C" double prism_measure_amx_gflops(int threads, double seconds, int trials) {
 #if defined(__AMX_BF16__) && defined(__AMX_TILE__)
   if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) return 0;
-  double per_thread = amx_trial(1 << 12, threads) / threads;
-  long long iters = (long long)(per_thread * 1e9 * seconds / (4.0 * 2 * 16 * 16 * 32)) + 1;
-  double best = 0;
-  for (int r = 0; r < trials; ++r) best = std::max(best, amx_trial(iters, threads));
-  return best;
+  return best_rate(amx_trial, 1 << 12, 4.0 * 2 * 16 * 16 * 32, threads, seconds, trials);
 #else
   (void)threads, (void)seconds, (void)trials;
   return 0;
