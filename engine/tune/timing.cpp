@@ -12,8 +12,10 @@ namespace prism::tune {
 TimingPolicy timing_policy_from_env() {
   TimingPolicy policy;
   if (const char* v = std::getenv("PRISM_TUNE_NOISE_LIMIT"); v && *v) {
-    if (std::string(v) == "off") policy.noise_limit = 1e300;
-    else if (double limit = std::atof(v); limit > 0) policy.noise_limit = limit;
+    if (std::string(v) == "off") {
+      policy.noise_limit = 1e300;
+      policy.load_makes_noisy = false;
+    } else if (double limit = std::atof(v); limit > 0) policy.noise_limit = limit;
   }
   return policy;
 }
@@ -163,9 +165,9 @@ Measurement measure_interleaved(size_t items, bool has_baseline, const TimingPol
     m.rounds = rounds;
     m.load = load_since ? load_since() : Load{};
     summarize(m, has_baseline);
-    std::string why = disagreement(m, has_baseline, policy);
-    m.noisy = !why.empty();
-    m.contention = m.noisy ? why : machine_contention(m.load, policy);
+    const std::string why = disagreement(m, has_baseline, policy);
+    m.contention = !why.empty() ? why : machine_contention(m.load, policy);
+    m.noisy = !why.empty() || (!m.contention.empty() && policy.load_makes_noisy);
     if (m.contention.empty()) break;
   }
   return m;

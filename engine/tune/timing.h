@@ -7,8 +7,10 @@
 // An attempt is contended when the baseline's rounds disagree, the best's per-round ratios
 // disagree, other processes used more than `foreign_limit` cores or the hypervisor stole more than
 // `steal_limit` of the CPU time: it is then measured again (at most `attempts` in all). The last
-// attempt stands; where its rounds still disagree, the result is noisy: the table says so and the
-// tuning DB does not keep it.
+// attempt stands; where it is still contended (its rounds disagree, or the load is still there),
+// the result is noisy: the table says so and the tuning DB does not keep it. Rounds that agree
+// under steady load are not enough: load changes the ratio itself (a gated MLP's eager baseline
+// and its fused kernel slow down unlike each other when other processes hold the cores).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -23,9 +25,10 @@ struct TimingPolicy {
   double noise_limit = 0.2;   // relative spread above which rounds disagree
   double foreign_limit = 0.5; // other processes' CPU use, in cores
   double steal_limit = 0.05;  // the fraction of CPU time the hypervisor took
+  bool load_makes_noisy = true;  // a last attempt under load is noisy (false: only disagreeing rounds are)
 };
 
-// The policy with PRISM_TUNE_NOISE_LIMIT (a relative spread; "off": never noisy) applied.
+// The policy with PRISM_TUNE_NOISE_LIMIT (a relative spread; "off": never noisy, load or not) applied.
 TimingPolicy timing_policy_from_env();
 
 // The median of `v` (0 when empty) and its interquartile range over the median (0 with fewer
@@ -73,7 +76,7 @@ struct Measurement {
   double speedup = 0, ratio_spread = 0;  // the best's per-round ratios (baseline / best)
   std::string contention;           // why the last attempt counted as contended, "" when quiet
   std::string remeasured;           // why the attempt before it was measured again, "" after one attempt
-  bool noisy = false;               // the last attempt's rounds disagree (baseline, or the best's ratio)
+  bool noisy = false;               // the last attempt is contended: `contention` says why
 };
 
 // Starts watching the load and returns what reads the load since.

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -40,23 +41,32 @@ json tune(const ReplFixture& f, const Question& q, bool fresh = true) {
   return lines[0];
 }
 
-// `loaded` against `quiet`: within a factor 1.5, or noisy and not stored.
-void check_trustworthy(const ReplFixture& f, const Question& q, const json& quiet, const json& loaded) {
-  INFO(q.program << " quiet " << quiet["speedup"] << " (" << quiet["measured"]["contention"] << "), loaded " << loaded["speedup"]
-                 << " (" << loaded["measured"]["contention"] << ")");
+// `loaded` against the same tune on a quiet machine: within a factor 1.5, or noisy and not stored.
+// The quiet reference is a tune before the loaded one and a tune after it: on a 2-core VM two quiet
+// tunes minutes apart have differed by 1.6x (gated_mlp 5.2x and 8.1x, every round of each agreeing:
+// the eager baseline took 0.65 ms in some spells and 0.34-0.42 ms in others), so the loaded
+// speedup must lie within 1.5x of the range the quiet ones span.
+void check_trustworthy(const ReplFixture& f, const Question& q, const json& before, const json& loaded, const json& after) {
+  INFO(q.program << " quiet " << before["speedup"] << " (" << before["measured"]["contention"] << ") and " << after["speedup"] << " ("
+                 << after["measured"]["contention"] << "), loaded " << loaded["speedup"] << " (" << loaded["measured"]["contention"] << ")");
   if (loaded["noisy"].get<bool>()) {
-    // Not stored: the DB still answers with the quiet run's measurement, or with nothing.
+    // Not stored: the DB answers with a quiet run's measurement, or with nothing.
     json again = tune(f, q, false);
-    CHECK((!again["fromDb"].get<bool>() || again["measured"]["at"] == quiet["measured"]["at"]));
+    CHECK((!again["fromDb"].get<bool>() || again["measured"]["at"] == before["measured"]["at"] ||
+           again["measured"]["at"] == after["measured"]["at"]));
     return;
   }
-  if (quiet["noisy"].get<bool>()) {
-    WARN("the quiet run itself was noisy (" << quiet["measured"]["contention"] << "): no reference to compare with");
+  std::vector<double> quiet;
+  for (const json* r : {&before, &after})
+    if (!(*r)["noisy"].get<bool>()) quiet.push_back((*r)["speedup"].get<double>());
+  if (quiet.empty()) {
+    WARN("both quiet runs were noisy: no reference to compare with");
     return;
   }
-  const double ratio = loaded["speedup"].get<double>() / quiet["speedup"].get<double>();
-  CHECK(ratio < 1.5);
-  CHECK(ratio > 1 / 1.5);
+  const auto [lo, hi] = std::minmax_element(quiet.begin(), quiet.end());
+  const double speedup = loaded["speedup"].get<double>();
+  CHECK(speedup < *hi * 1.5);
+  CHECK(speedup > *lo / 1.5);
 }
 
 // Every core busy while `running` holds.
@@ -95,8 +105,9 @@ TEST_CASE("two tunes at once on one daemon: one waits for the other, and both ra
   const json loaded_rms = rms.get(), loaded_mlp = mlp.get();
   // One tune at a time on the machine: the second waited for the first.
   CHECK((loaded_rms["measured"]["queued"].get<bool>() || loaded_mlp["measured"]["queued"].get<bool>()));
-  check_trustworthy(f, kRms, quiet_rms, loaded_rms);
-  check_trustworthy(f, kMlp, quiet_mlp, loaded_mlp);
+  const json after_rms = tune(f, kRms), after_mlp = tune(f, kMlp);
+  check_trustworthy(f, kRms, quiet_rms, loaded_rms, after_rms);
+  check_trustworthy(f, kMlp, quiet_mlp, loaded_mlp, after_mlp);
 }
 
 TEST_CASE("a load that starts and stops during a tune: the ratio holds or the result says it is noisy", "[repl][e2e][tune][load]") {
@@ -115,7 +126,7 @@ TEST_CASE("a load that starts and stops during a tune: the ratio holds or the re
   load.stop();
   const json result = loaded.get();
   INFO("attempts " << result["measured"]["attempts"] << ", other processes " << result["measured"]["foreignCores"] << " cores");
-  check_trustworthy(f, kMlp, quiet, result);
+  check_trustworthy(f, kMlp, quiet, result, tune(f, kMlp));
 }
 
 namespace {

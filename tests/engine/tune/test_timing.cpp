@@ -9,6 +9,7 @@
 #include "engine/error.h"
 #include "engine/tune/machine_lock.h"
 #include "engine/tune/timing.h"
+#include "support/scoped_env.h"
 
 using namespace prism;
 using namespace prism::tune;
@@ -109,15 +110,41 @@ TEST_CASE("timing: an attempt spoiled by load is measured again, and the quiet o
   CHECK(m.speedup == Approx(4.0));
 }
 
-TEST_CASE("timing: a loaded machine triggers a re-measure; rounds that agree are trusted", "[tune][timing]") {
+TEST_CASE("timing: load that stays through the re-measure makes the result noisy, though its rounds agree", "[tune][timing]") {
+  // Rounds that agree under steady load are not a quiet machine's: a 2-core CI VM measured a gated
+  // MLP at 7.9x quiet and 4.3x with every core busy, every round agreeing.
   FakeClock clock{{4.0, 1.0}};
   LoadWatch busy = [] { return [] { return Load{1.5, 0.0}; }; };
   Measurement m = measure_interleaved(2, true, TimingPolicy{}, std::ref(clock), busy, {});
   CHECK(m.attempts == TimingPolicy{}.attempts);
-  CHECK_FALSE(m.noisy);
+  CHECK(m.noisy);
   CHECK_THAT(m.contention, Catch::Contains("other processes used 1.5 cores"));
   LoadWatch stolen = [] { return [] { return Load{0.0, 0.2}; }; };
-  CHECK_THAT(measure_interleaved(2, true, TimingPolicy{}, std::ref(clock), stolen, {}).contention, Catch::Contains("hypervisor took 20%"));
+  Measurement s = measure_interleaved(2, true, TimingPolicy{}, std::ref(clock), stolen, {});
+  CHECK(s.noisy);
+  CHECK_THAT(s.contention, Catch::Contains("hypervisor took 20%"));
+}
+
+TEST_CASE("timing: load that stops before the re-measure leaves a trusted result", "[tune][timing]") {
+  FakeClock clock{{4.0, 1.0}};
+  int watched = 0;
+  LoadWatch first_only = [&] { return [busy = ++watched == 1] { return Load{busy ? 1.5 : 0.1, 0.0}; }; };
+  Measurement m = measure_interleaved(2, true, TimingPolicy{}, std::ref(clock), first_only, {});
+  CHECK(m.attempts == 2);
+  CHECK_FALSE(m.noisy);
+  CHECK(m.contention.empty());
+  CHECK_THAT(m.remeasured, Catch::Contains("other processes used 1.5 cores"));
+}
+
+TEST_CASE("timing: PRISM_TUNE_NOISE_LIMIT=off trusts a loaded machine too", "[tune][timing]") {
+  test::ScopedEnv trusting("PRISM_TUNE_NOISE_LIMIT", "off");
+  const TimingPolicy policy = timing_policy_from_env();
+  CHECK_FALSE(policy.load_makes_noisy);
+  FakeClock clock{{4.0, 1.0}};
+  LoadWatch busy = [] { return [] { return Load{1.5, 0.0}; }; };
+  Measurement m = measure_interleaved(2, true, policy, std::ref(clock), busy, {});
+  CHECK_FALSE(m.noisy);
+  CHECK_THAT(m.contention, Catch::Contains("other processes used 1.5 cores"));  // still said
 }
 
 TEST_CASE("timing: an item that fails a round is not timed again and says why", "[tune][timing]") {
