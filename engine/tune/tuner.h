@@ -111,7 +111,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 21;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
+constexpr int kTunerRevision = 22;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
                                     // widening and partial overlap, narrower inputs where [-1, 1] overflows;
                                     // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
                                     // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums);
@@ -131,7 +131,8 @@ constexpr int kTunerRevision = 21;  // 9: the CPU matmul's K chunks and library 
                                     // 16-bit W^T tiles staged in register blocks, views' runs in the
                                     // cost model; 21: the CPU's read curve from the second levels' sizes,
                                     // 16-bit rooflines at the widened FMAs' measured rate, f16 conversions
-                                    // that vectorize on AVX2
+                                    // that vectorize on AVX2; 22: f16 conversions by F16C's vector
+                                    // instructions, a tune still under load after its re-measure noisy
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

@@ -123,7 +123,8 @@ std::string retyped(std::string text, const std::string& from, const std::string
 }
 
 // Tunes the seven workloads (declared f16) with their tensors stored at `dtype`.
-void check_workloads(const std::string& dtype) {
+// Workloads [begin, end) of the examples, retyped from f16 to `dtype`.
+void check_workloads(const std::string& dtype, size_t begin, size_t end) {
   const std::vector<Workload> workloads = {
       {"rms_linear", {{"n", 4}, {"d", 64}}, {{"n", 8}, {"d", 256}}},
       {"rmsnorm_mlp", {{"n", 4}, {"d", 64}}, {{"n", 16}, {"d", 128}}},
@@ -133,7 +134,8 @@ void check_workloads(const std::string& dtype) {
       {"gqa", {{"h", 2}, {"g", 8}, {"s", 64}, {"e", 16}}, {{"h", 2}, {"g", 16}, {"s", 256}, {"e", 32}}},
       {"lora", {{"n", 4}, {"d", 32}, {"o", 64}, {"r", 4}}, {{"n", 16}, {"d", 64}, {"o", 128}, {"r", 16}}},
   };
-  for (const auto& w : workloads) {
+  for (size_t i = begin; i < std::min(end, workloads.size()); ++i) {
+    const Workload& w = workloads[i];
     INFO("stored at " << dtype);
     test::TempDir data;
     Workspace ws;
@@ -147,13 +149,24 @@ void check_workloads(const std::string& dtype) {
 
 // The CPU keeps the declared dtypes (issue 18): 16-bit tensors stay 16-bit in memory, the
 // kernels widen them as they load and round what they store; the best matches the reference
-// (which rounds every value to its dtype) at the dtype's tolerance.
-TEST_CASE("tuner: every workload at f16, as declared, is checked, timed, and matches the reference at two bindings", "[tune][tuner]") {
-  check_workloads("f16");
+// (which rounds every value to its dtype) at the dtype's tolerance. Two test cases a dtype, so
+// that each stays well inside CTest's time limit on a busy 2-core machine.
+TEST_CASE("tuner: every MLP workload at f16, as declared, is checked, timed, and matches the reference at two bindings", "[tune][tuner]") {
+  check_workloads("f16", 0, 3);
 }
 
-TEST_CASE("tuner: every workload stored at bf16 is checked, timed, and matches the reference at two bindings", "[tune][tuner][bf16]") {
-  check_workloads("bf16");
+TEST_CASE("tuner: every attention and LoRA workload at f16, as declared, is checked, timed, and matches the reference at two bindings",
+          "[tune][tuner]") {
+  check_workloads("f16", 3, 7);
+}
+
+TEST_CASE("tuner: every MLP workload stored at bf16 is checked, timed, and matches the reference at two bindings", "[tune][tuner][bf16]") {
+  check_workloads("bf16", 0, 3);
+}
+
+TEST_CASE("tuner: every attention and LoRA workload stored at bf16 is checked, timed, and matches the reference at two bindings",
+          "[tune][tuner][bf16]") {
+  check_workloads("bf16", 3, 7);
 }
 
 TEST_CASE("tuner: a reference that overflows f16 on [-1, 1] is checked on narrower inputs, and says so", "[tune][tuner]") {
@@ -273,20 +286,33 @@ void check_layers(size_t begin, size_t end) {
 
 }  // namespace
 
-// Three test cases, so that each stays well inside CTest's time limit on a busy 2-core machine.
-TEST_CASE("tuner: the first third of examples/layers is tuned on the CPU and its best matches the reference at two bindings",
-          "[tune][tuner][layers]") {
-  check_layers(0, test::example_layers().size() / 3);
+// Five test cases, so that each stays well inside CTest's time limit on a busy 2-core machine
+// (three of about 90 s alone came within 1 s of it in a full ctest -j2).
+namespace {
+void check_layers_part(size_t part) {
+  const size_t n = test::example_layers().size();
+  check_layers(part * n / 5, (part + 1) * n / 5);
+}
+}  // namespace
+
+TEST_CASE("tuner: examples/layers, part 1 of 5, is tuned on the CPU and its best matches the reference at two bindings", "[tune][tuner][layers]") {
+  check_layers_part(0);
 }
 
-TEST_CASE("tuner: the second third of examples/layers is tuned on the CPU and its best matches the reference at two bindings",
-          "[tune][tuner][layers]") {
-  check_layers(test::example_layers().size() / 3, 2 * test::example_layers().size() / 3);
+TEST_CASE("tuner: examples/layers, part 2 of 5, is tuned on the CPU and its best matches the reference at two bindings", "[tune][tuner][layers]") {
+  check_layers_part(1);
 }
 
-TEST_CASE("tuner: the last third of examples/layers is tuned on the CPU and its best matches the reference at two bindings",
-          "[tune][tuner][layers]") {
-  check_layers(2 * test::example_layers().size() / 3, test::example_layers().size());
+TEST_CASE("tuner: examples/layers, part 3 of 5, is tuned on the CPU and its best matches the reference at two bindings", "[tune][tuner][layers]") {
+  check_layers_part(2);
+}
+
+TEST_CASE("tuner: examples/layers, part 4 of 5, is tuned on the CPU and its best matches the reference at two bindings", "[tune][tuner][layers]") {
+  check_layers_part(3);
+}
+
+TEST_CASE("tuner: examples/layers, part 5 of 5, is tuned on the CPU and its best matches the reference at two bindings", "[tune][tuner][layers]") {
+  check_layers_part(4);
 }
 
 TEST_CASE("tuner: a kernel's source without a tune is the family the cost model ranks first, on either target", "[tune][tuner]") {
