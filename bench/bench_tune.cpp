@@ -17,6 +17,7 @@
 
 #include "bench/shapes.h"
 #include "engine/backend/cpu/describe.h"
+#include "engine/backend/cpu/measure.h"
 #include "engine/tune/roofline.h"
 #include "engine/workspace/workspace.h"
 
@@ -42,6 +43,18 @@ struct Row {
 
 bool mlp_type(const std::string& w) { return w == "rms_linear" || w == "rmsnorm_mlp" || w == "gated_mlp"; }
 
+// Memory's streaming read (GB/s) and the f32 FMA peak (GFLOP/s) measured now. The rooflines use
+// describe_cpu's figures, measured once and cached; a VM's spells move both (a 2-core Zen 3 read
+// 13-16 GB/s from memory for half an hour, against the 24.8 its curve holds), so the table says
+// what the machine gave around its tunes.
+std::pair<double, double> measured_now(int cores) {
+  backend::cpu::MeasureOptions options;
+  options.threads = cores;
+  options.read_repeats = 4;
+  const backend::cpu::CpuMeasurement m = backend::cpu::measure_cpu(options);
+  return {m.bandwidth_gbs, m.peak_gflops};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -57,6 +70,8 @@ int main(int argc, char** argv) {
   for (auto& a : rest) args.push_back(a.data());
   const auto [only, top] = parse_args(int(args.size()), args.data());
 
+  const backend::TargetDescription cpu = backend::cpu::describe_cpu();
+  const auto before = measured_now(cpu.cores);
   std::printf("| workload | shape | dtype | eager ms | best ms | speedup | %% roofline | bound | regret | candidate | sizes | search s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<Row> rows;
@@ -123,7 +138,7 @@ int main(int argc, char** argv) {
     std::printf("| %s | %.0f%% (%zu shapes) | %.0f%% (%zu shapes) | %d of %d | %d of %d |\n", dtype.c_str(), median(mlp), mlp.size(), median(other),
                 other.size(), slower, n, good, n);
   }
-  const backend::TargetDescription cpu = backend::cpu::describe_cpu();
+  const auto after = measured_now(cpu.cores);
   std::printf("\nmachine: %s; streaming read %.1f GB/s from memory, %.1f GB/s from the last-level cache, %.1f GB/s from the "
               "second levels; f32 peak %.0f GFLOP/s; %d threads; medians of %d tune%s\n",
               cpu.model.c_str(), cpu.bandwidth_gbs, cpu.cache_bandwidth_gbs,
@@ -142,6 +157,9 @@ int main(int argc, char** argv) {
               "%.0f; %.0f%% and %.0f%% of the f32 peak)\n",
               f16_peak, bf16_peak, cpu.widen_f16_gflops, cpu.widen_bf16_gflops, 100 * cpu.widen_f16_gflops / cpu.peak_gflops,
               100 * cpu.widen_bf16_gflops / cpu.peak_gflops);
+  std::printf("measured now, before and after the tunes: memory %.1f and %.1f GB/s, f32 FMAs %.0f and %.0f GFLOP/s (the rooflines "
+              "use the figures above: where these are lower, the %% roofline understates)\n",
+              before.first, after.first, before.second, after.second);
   std::printf("eager at 16-bit storage: each op reads and writes its dtype; a matmul widens 16-bit operands to f32 copies and calls "
               "OpenBLAS sgemm (Debian's OpenBLAS has no bf16 GEMM)\n");
 }
