@@ -132,7 +132,9 @@ constexpr int kTunerRevision = 22;  // 9: the CPU matmul's K chunks and library 
                                     // cost model; 21: the CPU's read curve from the second levels' sizes,
                                     // 16-bit rooflines at the widened FMAs' measured rate, f16 conversions
                                     // that vectorize on AVX2; 22: f16 conversions by F16C's vector
-                                    // instructions, a tune still under load after its re-measure noisy
+                                    // instructions, f16 rows staged through f32 chunks in elementwise
+                                    // loops (fused and eager), a tune still under load after its
+                                    // re-measure noisy
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

@@ -118,12 +118,64 @@ class Printer {
   }
 
   void gather(const eager::Step& s) {
+    if (staged_gather(s)) return;
     if (!s.elementwise) return loop_nest(s.shape, element(s.out) + " = " + element(s.in.at(0)) + ";");
     const bool binary = s.in.size() == 2;
-    const std::string expr =
-        elementwise_expr(s.op, binary ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a"}, kHostC, "eager");
-    std::string stmt = "const float a = " + element(s.in[0]) + (binary ? ", b = " + element(s.in[1]) : "") + "; ";
-    loop_nest(s.shape, stmt + element(s.out) + " = " + expr + ";");
+    loop_nest(s.shape, operands(s, {element(s.in[0]), binary ? element(s.in[1]) : ""}) + element(s.out) + " = " + expression(s) + ";");
+  }
+
+  std::string expression(const eager::Step& s) const {
+    if (!s.elementwise) return "a";
+    return elementwise_expr(s.op, s.in.size() == 2 ? std::vector<std::string>{"a", "b"} : std::vector<std::string>{"a"}, kHostC, "eager");
+  }
+  static std::string operands(const eager::Step& s, const std::vector<std::string>& at) {
+    return "const float a = " + at[0] + (s.in.size() == 2 ? ", b = " + at[1] : "") + "; ";
+  }
+
+  bool contiguous_f16(const eager::Access& a) const {
+    return a.buffer >= 0 && plan_.buffers.at(size_t(a.buffer)).dtype == DType::F16 && !a.strides.empty() && a.strides.back() == 1;
+  }
+
+  // The innermost loop of a gather through f32 chunks where an operand is a contiguous f16 row:
+  // widened and rounded 8 lanes an instruction (prism_widen_f16, prism_narrow_f16), as an eager
+  // framework's kernels convert f16 (element by element, a residual add of 64 x 4096 f16 rows cost
+  // 4x its f32 form). The outer loops stay one collapsed parallel loop. False where it does not
+  // apply: one loop, an innermost loop shorter than 16, no such operand.
+  bool staged_gather(const eager::Step& s) {
+    const size_t r = s.shape.size();
+    if (r < 2 || s.shape.back() < 16) return false;
+    bool any = contiguous_f16(s.out);
+    for (const eager::Access& a : s.in) any = any || contiguous_f16(a);
+    if (!any) return false;
+    const std::string i = "i" + std::to_string(r - 1), N = lit(s.shape.back()), K = "128";
+    auto start = [&](const eager::Access& a) { return "({ const i64 " + i + " = c; &" + element(a) + "; })"; };
+    std::string body = "for (i64 c = 0; c < " + N + "; c += " + K + ") { const i64 n = " + N + " - c < " + K + " ? " + N + " - c : " + K + "; ";
+    std::vector<std::string> at;
+    for (size_t k = 0; k < s.in.size(); ++k) {
+      if (!contiguous_f16(s.in[k])) {
+        at.push_back(element(s.in[k]));
+        continue;
+      }
+      const std::string w = "w" + std::to_string(k);
+      body += "float " + w + "[" + K + "]; prism_widen_f16(" + start(s.in[k]) + ", " + w + ", n); ";
+      at.push_back(w + "[" + i + " - c]");
+    }
+    at.resize(2);
+    const bool narrow = contiguous_f16(s.out);
+    if (narrow) body += "float wo[" + K + "]; ";
+    body += "\n#pragma GCC ivdep\n    for (i64 " + i + " = c; " + i + " < c + n; ++" + i + ") { " + operands(s, at) +
+            (narrow ? "wo[" + i + " - c]" : element(s.out)) + " = " + expression(s) + "; }\n    ";
+    if (narrow) body += "prism_narrow_f16(wo, " + start(s.out) + ", n); ";
+    // The outer loops: one parallel loop (collapsed), as loop_nest's.
+    line("#pragma omp parallel for collapse(" + std::to_string(r - 1) + ") num_threads(nt) schedule(static)");
+    std::string indent;
+    for (size_t d = 0; d + 1 < r; ++d) {
+      const std::string o = "i" + std::to_string(d);
+      line(indent + "for (i64 " + o + " = 0; " + o + " < " + lit(s.shape[d]) + "; ++" + o + ")");
+      indent += "  ";
+    }
+    line(indent + "{ " + body + "} }");
+    return true;
   }
 
   // One cblas_sgemm per element of the broadcast batch, in order (OpenBLAS threads each call).
@@ -132,9 +184,17 @@ class Printer {
   void matmul(const eager::Step& s) {
     line("{");
     std::vector<std::string> names;  // what sgemm reads and writes: the buffers, or their f32 copies
-    auto copy = [&](const std::string& to, const std::string& from, int64_t elements) {
-      line("  #pragma omp parallel for simd num_threads(nt) schedule(static)\n    for (i64 e = 0; e < " + lit(elements) + "; ++e) " + to +
-           "[e] = " + from + "[e];");
+    // `to` = `from` over `elements` (pointers): a 16-bit operand widened to its f32 copy, or a 16-bit
+    // result rounded from its f32 copy; f16 in rows of 4096 by prism_widen_f16 / prism_narrow_f16
+    // (8 lanes an instruction, as an eager framework converts), bf16 element by element (a shift).
+    auto copy = [&](const std::string& to, const std::string& from, int64_t elements, DType dtype, bool widen) {
+      const std::string E = lit(elements);
+      if (dtype == DType::F16) {
+        line("  #pragma omp parallel for num_threads(nt) schedule(static)\n    for (i64 c = 0; c < " + E + "; c += 4096) " +
+             (widen ? "prism_widen_f16(" : "prism_narrow_f16(") + from + " + c, " + to + " + c, " + E + " - c < 4096 ? " + E + " - c : 4096);");
+        return;
+      }
+      line("  #pragma omp parallel for simd num_threads(nt) schedule(static)\n    for (i64 e = 0; e < " + E + "; ++e) " + to + "[e] = " + from + "[e];");
     };
     for (const eager::Access* a : {&s.in.at(0), &s.in.at(1), &s.out}) {
       const eager::Buffer& b = plan_.buffers.at(size_t(a->buffer));
@@ -144,12 +204,12 @@ class Printer {
       std::string wide = "w";
       wide.append(std::to_string(names.size() - 1));
       line("  static std::vector<float> " + wide + "(" + lit(b.elements) + ");  // " + b.name + " in f32");
-      if (a != &s.out) copy(wide, names.back(), b.elements);
+      if (a != &s.out) copy(wide + ".data()", names.back(), b.elements, b.dtype, true);
       names.back() = wide + ".data()";
     }
     matmul_calls(s, names);
     const eager::Buffer& out = plan_.buffers.at(size_t(s.out.buffer));
-    if (out.dtype != DType::F32) copy(buffer(s.out.buffer), "w2", out.elements);  // a 16-bit result, rounded from its f32 copy
+    if (out.dtype != DType::F32) copy(buffer(s.out.buffer), "w2.data()", out.elements, out.dtype, false);  // a 16-bit result, rounded from its f32 copy
     line("}");
   }
 

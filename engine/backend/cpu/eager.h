@@ -14,8 +14,9 @@ namespace prism::backend::cpu {
 // pass), matmul (batched too, numpy broadcasting of the batch dims) through cblas_sgemm with
 // openblas_set_num_threads(threads), elementwise formulas and reduction orders as the reference
 // interpreter's, intermediates in library-owned buffers allocated on the first call. Implements
-// the ABI of abi.h; every tensor is dense row-major f32 (dtypes are ignored: nothing is rounded
-// to f16/bf16). Link with eager_libs(). Throws Error{InvalidArgument} for a dim the bindings do not
+// the ABI of abi.h; every tensor dense row-major at its declared dtype, each op reading and
+// writing it (storage_types.h's conversions; f16 rows widened and rounded 8 lanes an instruction,
+// as an eager framework's kernels convert them). Link with eager_libs(). Throws Error{InvalidArgument} for a dim the bindings do not
 // make a positive integer, Error{Failed} for an op that is not a primitive.
 std::string generate_eager_source(const Program& lowered, const DimBindings& bindings);
 

@@ -76,6 +76,28 @@ struct prism_f16 {
     return *this;
   }
 };
+// Rows of f16 widened to f32 and f32 rounded to f16, 8 lanes an instruction (emit_ops.cpp stages
+// elementwise loops through f32 chunks with them).
+static inline void prism_widen_f16(const prism_f16* src, float* dst, long n) {
+  long i = 0;
+  for (; i + 8 <= n; i += 8) {
+    prism_v8hi h;
+    __builtin_memcpy(&h, src + i, 16);
+    const prism_v8sf f = __builtin_ia32_vcvtph2ps256(h);
+    __builtin_memcpy(dst + i, &f, 32);
+  }
+  for (; i < n; ++i) dst[i] = src[i];
+}
+static inline void prism_narrow_f16(const float* src, prism_f16* dst, long n) {
+  long i = 0;
+  for (; i + 8 <= n; i += 8) {
+    prism_v8sf f;
+    __builtin_memcpy(&f, src + i, 32);
+    const prism_v8hi h = __builtin_ia32_vcvtps2ph256(f, 0);
+    __builtin_memcpy(dst + i, &h, 16);
+  }
+  for (; i < n; ++i) dst[i] = src[i];
+}
 #else
 struct prism_f16 {
   uint16_t bits;
@@ -101,6 +123,12 @@ struct prism_f16 {
     return *this;
   }
 };
+static inline void prism_widen_f16(const prism_f16* src, float* dst, long n) {
+  for (long i = 0; i < n; ++i) dst[i] = src[i];
+}
+static inline void prism_narrow_f16(const float* src, prism_f16* dst, long n) {
+  for (long i = 0; i < n; ++i) dst[i] = src[i];
+}
 #endif
 )";
 

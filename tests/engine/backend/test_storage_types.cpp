@@ -28,6 +28,8 @@ extern "C" void f16_to_f32(const prism_f16* __restrict in, float* __restrict out
 extern "C" void f32_to_f16(const float* __restrict in, prism_f16* __restrict out, long n) { for (long i = 0; i < n; ++i) out[i] = in[i]; }
 extern "C" void bf16_to_f32(const prism_bf16* __restrict in, float* __restrict out, long n) { for (long i = 0; i < n; ++i) out[i] = in[i]; }
 extern "C" void f32_to_bf16(const float* __restrict in, prism_bf16* __restrict out, long n) { for (long i = 0; i < n; ++i) out[i] = in[i]; }
+extern "C" void widen_rows(const prism_f16* in, float* out, long n) { prism_widen_f16(in, out, n); }
+extern "C" void narrow_rows(const float* in, prism_f16* out, long n) { prism_narrow_f16(in, out, n); }
 #ifdef PRISM_F16_BY_F16C
 extern "C" int by_f16c() { return 1; }
 #else
@@ -94,6 +96,19 @@ extern "C" int by_f16c() { return 0; }
   lib.function<void (*)(const float*, uint16_t*, long)>("f32_to_bf16")(x.data(), out.data(), long(x.size()));
   wrong = 0;
   for (size_t i = 0; i < x.size(); ++i) wrong += out[i] != f32_to_bf16_bits(x[i]);
+  CHECK(wrong == 0);
+  // The row helpers the emitters stage f16 through: the same conversions, 8 lanes at a time and
+  // then a tail (n is no multiple of 8 here).
+  lib.function<void (*)(const uint16_t*, float*, long)>("widen_rows")(h.data(), f.data(), long(h.size()) - 3);
+  wrong = 0;
+  for (size_t i = 0; i + 3 < h.size(); ++i) {
+    const float want = f16_bits_to_f32(h[i]);
+    wrong += want != want ? f[i] == f[i] : bits(f[i]) != bits(want);
+  }
+  CHECK(wrong == 0);
+  lib.function<void (*)(const float*, uint16_t*, long)>("narrow_rows")(x.data(), out.data(), long(x.size()) - 5);
+  wrong = 0;
+  for (size_t i = 0; i + 5 < x.size(); ++i) wrong += x[i] != x[i] ? !f16_nan(out[i]) : out[i] != f32_to_f16_bits(x[i]);
   CHECK(wrong == 0);
   return lib.function<int (*)()>("by_f16c")() != 0;
 }
