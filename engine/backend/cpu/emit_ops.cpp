@@ -84,10 +84,13 @@ std::string staged_nest(const std::vector<View>& xs, const View& out, const std:
   if (!any) return "";
   std::vector<int64_t> outer = out.shape;
   outer[d] = 1;
-  const std::string i = "i" + std::to_string(d), c = "c" + std::to_string(d), n = "n" + std::to_string(d), N = std::to_string(out.shape[d]),
-                    K = std::to_string(kF16Chunk);
+  // Built by append: GCC 12 misreports `"i" + std::string` under -Wrestrict (PR 105329).
+  const std::string D = std::to_string(d), i = std::string("i").append(D), c = std::string("c").append(D), n = std::string("n").append(D),
+                    N = std::to_string(out.shape[d]), K = std::to_string(kF16Chunk);
   // The address of v's element at the chunk's start: its element with the innermost index at c.
-  auto start = [&](const View& v, const std::vector<int64_t>& strides) { return "({ const long " + i + " = " + c + "; &" + element(v, strides, out.shape) + "; })"; };
+  auto start = [&](const View& v, const std::vector<int64_t>& strides) {
+    return std::string("({ const long ").append(i).append(" = ").append(c).append("; &").append(element(v, strides, out.shape)).append("; })");
+  };
   return loop_nest(outer, ctx, [&](const std::string& ind) {
     std::string s = ind + "for (long " + c + " = 0; " + c + " < " + N + "; " + c + " += " + K + ") {\n";
     const std::string in2 = ind + "  ";
@@ -98,7 +101,7 @@ std::string staged_nest(const std::vector<View>& xs, const View& out, const std:
         at.push_back(element(xs[k], sx[k], out.shape));
         continue;
       }
-      const std::string w = "w" + std::to_string(k);
+      const std::string w = std::string("w").append(std::to_string(k));
       s += in2 + "float " + w + "[" + K + "];\n" + in2 + "prism_widen_f16(" + start(xs[k], sx[k]) + ", " + w + ", " + n + ");\n";
       at.push_back(w + "[" + i + " - " + c + "]");
     }
