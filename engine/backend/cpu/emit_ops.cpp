@@ -117,11 +117,7 @@ std::string staged_nest(const std::vector<View>& xs, const View& out, const std:
 }  // namespace
 
 std::string emit_unary(Op op, const View& x, const View& out, const EmitContext& ctx) {
-  if (std::string s = staged_nest({x}, out, [op](const std::vector<std::string>& a) { return unary_expr(op, a[0]); }, ctx); !s.empty()) return s;
-  auto sx = aligned_strides(x, out.shape), so = aligned_strides(out, out.shape);
-  return loop_nest(out.shape, ctx, [&](const std::string& ind) {
-    return ind + element(out, so, out.shape) + " = " + unary_expr(op, element(x, sx, out.shape)) + ";\n";
-  });
+  return emit_zip_n({x}, out, [op](const std::vector<std::string>& a) { return unary_expr(op, a[0]); }, ctx);
 }
 
 std::string emit_zip_n(const std::vector<View>& xs, const View& out, const std::function<std::string(const std::vector<std::string>&)>& expr,
@@ -176,9 +172,7 @@ std::string transposing_copy(const View& x, const View& out, const EmitContext& 
 
 std::string emit_copy(const View& x, const View& out, const EmitContext& ctx) {
   if (std::string t = transposing_copy(x, out, ctx); !t.empty()) return t;
-  if (std::string s = staged_nest({x}, out, [](const std::vector<std::string>& a) { return a[0]; }, ctx); !s.empty()) return s;
-  auto sx = aligned_strides(x, out.shape), so = aligned_strides(out, out.shape);
-  return loop_nest(out.shape, ctx, [&](const std::string& ind) { return ind + element(out, so, out.shape) + " = " + element(x, sx, out.shape) + ";\n"; });
+  return emit_zip_n({x}, out, [](const std::vector<std::string>& a) { return a[0]; }, ctx);
 }
 
 // Code declaring `float acc` = the sum (of squares) of xr[0..k) for a contiguous xr: vector
