@@ -45,8 +45,8 @@ std::string without_prefix(const std::string& what) {
 
 ParseResult parse_message(std::string_view body) {
   if (nesting_depth(body, kMaxJsonDepth) > kMaxJsonDepth)
-    return make_error(nullptr, kParseError,
-                      "invalid JSON: arrays and objects nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    return make_error(nullptr, kParseError,  // by append: GCC 12 misreports the + chain (PR 105329)
+                      std::string("invalid JSON: arrays and objects nested deeper than ").append(std::to_string(kMaxJsonDepth)).append(" levels"));
   json msg;
   try {
     msg = json::parse(body.begin(), body.end());

@@ -119,7 +119,7 @@ class Pusher {
     w.type = v.type;
     w.pos = v.pos;
     if (v.op == Op::Const) return at_.at(id);
-    for (size_t k = p_.values.size() + out_.values.size(); w.name.empty() || names_.count(w.name); ++k) w.name = "t" + std::to_string(k);
+    for (size_t k = p_.values.size() + out_.values.size(); w.name.empty() || names_.count(w.name); ++k) w.name = std::string("t").append(std::to_string(k));  // append: GCC 12's -Wrestrict misfires on "t" + s
     names_.insert(w.name);
     if (v.op == Op::Input) {
       std::vector<Dim> shape = v.type.shape;

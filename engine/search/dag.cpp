@@ -63,7 +63,7 @@ Program Dag::to_program(const std::string& name, const std::vector<const Value*>
   p.name = name;
   auto add = [&p](Value v) {
     v.id = int(p.values.size());
-    if (v.name.empty()) v.name = "t" + std::to_string(v.id);
+    if (v.name.empty()) v.name = std::string("t").append(std::to_string(v.id));  // append: GCC 12's -Wrestrict misfires on "t" + s
     p.values.push_back(std::move(v));
     return p.values.back().id;
   };

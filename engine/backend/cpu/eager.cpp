@@ -147,7 +147,7 @@ class Printer {
     bool any = contiguous_f16(s.out);
     for (const eager::Access& a : s.in) any = any || contiguous_f16(a);
     if (!any) return false;
-    const std::string i = "i" + std::to_string(r - 1), N = lit(s.shape.back()), K = "128";
+    const std::string i = std::string("i").append(std::to_string(r - 1)), N = lit(s.shape.back()), K = "128";
     auto start = [&](const eager::Access& a) { return "({ const i64 " + i + " = c; &" + element(a) + "; })"; };
     std::string body = "for (i64 c = 0; c < " + N + "; c += " + K + ") { const i64 n = " + N + " - c < " + K + " ? " + N + " - c : " + K + "; ";
     std::vector<std::string> at;
@@ -156,7 +156,7 @@ class Printer {
         at.push_back(element(s.in[k]));
         continue;
       }
-      const std::string w = "w" + std::to_string(k);
+      const std::string w = std::string("w").append(std::to_string(k));  // append: GCC 12's -Wrestrict misfires on "w" + s
       body += "float " + w + "[" + K + "]; prism_widen_f16(" + start(s.in[k]) + ", " + w + ", n); ";
       at.push_back(w + "[" + i + " - c]");
     }
@@ -170,7 +170,7 @@ class Printer {
     line("#pragma omp parallel for collapse(" + std::to_string(r - 1) + ") num_threads(nt) schedule(static)");
     std::string indent;
     for (size_t d = 0; d + 1 < r; ++d) {
-      const std::string o = "i" + std::to_string(d);
+      const std::string o = std::string("i").append(std::to_string(d));
       line(indent + "for (i64 " + o + " = 0; " + o + " < " + lit(s.shape[d]) + "; ++" + o + ")");
       indent += "  ";
     }

@@ -14,7 +14,9 @@
 namespace prism::test {
 
 inline std::string example_text(const std::string& name) {
-  std::ifstream in(std::string(PRISM_SOURCE_DIR) + "/examples/" + name + ".prism");
+  std::string path = PRISM_SOURCE_DIR "/examples/";  // by append: GCC 12 misreports a + chain at -O1
+  path.append(name).append(".prism");
+  std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -47,12 +47,17 @@ void open_rms_linear(Workspace& ws, const test::TempDir& data) {
 }
 
 // Runs `source` in this process on seed-`seed` inputs, every tensor at its declared dtype, and
-// compares with the interpreter at the CPU backend's tolerance for each output's dtype.
+// compares with the interpreter at the CPU backend's tolerance for each output's dtype. Compiled
+// as the tuner compiles (the backend's flags, its kernel cache): the best's library is reused.
 void check_source(const Program& program, const std::string& source, const std::map<std::string, int64_t>& bindings, uint64_t seed) {
-  backend::cpu::CompileOptions options;
-  options.cache_dir = shared_cache() + "/kernels";
-  options.libs = {"-lopenblas"};
-  backend::cpu::LoadedLibrary lib(backend::cpu::compile_library(source, options).path);
+  const backend::cpu::CpuBackend cpu;
+  std::vector<backend::Build> builds(1);
+  builds[0].source = source;
+  backend::CompileSettings settings;
+  settings.cache_dir = shared_cache() + "/kernels";
+  cpu.compile(builds, cpu.describe(shared_cache()), settings);
+  REQUIRE(builds[0].error == "");
+  backend::cpu::LoadedLibrary lib(builds[0].runnable);
   const DimBindings dims(bindings.begin(), bindings.end());
   std::map<std::string, Tensor> named;
   std::vector<DType> in_types, out_types;
