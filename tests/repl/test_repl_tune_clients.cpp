@@ -45,7 +45,10 @@ json tune(const ReplFixture& f, const Question& q, bool fresh = true) {
 // The quiet reference is a tune before the loaded one and a tune after it: on a 2-core VM two quiet
 // tunes minutes apart have differed by 1.6x (gated_mlp 5.2x and 8.1x, every round of each agreeing:
 // the eager baseline took 0.65 ms in some spells and 0.34-0.42 ms in others), so the loaded
-// speedup must lie within 1.5x of the range the quiet ones span.
+// speedup must lie within 1.5x of the range the quiet ones span. Two samples can miss that range
+// (rms_linear quiet 5.1x and 3.9x, then 8.2x for a tune that only waited in the queue, so ran on a
+// quiet machine too): where the loaded speedup lies outside, up to two more quiet tunes widen the
+// sample before the check fails.
 void check_trustworthy(const ReplFixture& f, const Question& q, const json& before, const json& loaded, const json& after) {
   INFO(q.program << " quiet " << before["speedup"] << " (" << before["measured"]["contention"] << ") and " << after["speedup"] << " ("
                  << after["measured"]["contention"] << "), loaded " << loaded["speedup"] << " (" << loaded["measured"]["contention"] << ")");
@@ -59,14 +62,23 @@ void check_trustworthy(const ReplFixture& f, const Question& q, const json& befo
   std::vector<double> quiet;
   for (const json* r : {&before, &after})
     if (!(*r)["noisy"].get<bool>()) quiet.push_back((*r)["speedup"].get<double>());
+  const double speedup = loaded["speedup"].get<double>();
+  auto inside = [&] {
+    const auto [lo, hi] = std::minmax_element(quiet.begin(), quiet.end());
+    return !quiet.empty() && speedup < *hi * 1.5 && speedup > *lo / 1.5;
+  };
+  for (int more = 0; more < 2 && !inside(); ++more) {
+    const json r = tune(f, q);
+    if (!r["noisy"].get<bool>()) quiet.push_back(r["speedup"].get<double>());
+  }
   if (quiet.empty()) {
-    WARN("both quiet runs were noisy: no reference to compare with");
+    WARN("every quiet run was noisy: no reference to compare with");
     return;
   }
-  const auto [lo, hi] = std::minmax_element(quiet.begin(), quiet.end());
-  const double speedup = loaded["speedup"].get<double>();
-  CHECK(speedup < *hi * 1.5);
-  CHECK(speedup > *lo / 1.5);
+  std::string sample;
+  for (double v : quiet) sample += std::to_string(v) + " ";
+  INFO("quiet speedups " << sample);
+  CHECK(inside());
 }
 
 // Every core busy while `running` holds.
