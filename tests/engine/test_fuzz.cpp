@@ -1,11 +1,10 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
-#include <fstream>
 #include <random>
-#include <sstream>
 
 #include "engine/workspace/workspace.h"
+#include "support/subprocess.h"
 
 using namespace prism;
 
@@ -13,14 +12,8 @@ namespace {
 
 std::vector<std::string> example_texts() {
   std::vector<std::string> out;
-  for (const char* name : {"rms_linear", "rmsnorm_mlp", "gated_mlp", "attention", "qk_norm_attention", "lora", "gqa"}) {
-    std::string path = PRISM_SOURCE_DIR "/examples/";  // by append: GCC 12 misreports a + chain at -O1
-    path.append(name).append(".prism");
-    std::ifstream f(path);
-    std::stringstream s;
-    s << f.rdbuf();
-    out.push_back(s.str());
-  }
+  for (const char* name : {"rms_linear", "rmsnorm_mlp", "gated_mlp", "attention", "qk_norm_attention", "lora", "gqa"})
+    out.push_back(test::read_example(name));
   return out;
 }
 

@@ -64,8 +64,9 @@ void check_trustworthy(const ReplFixture& f, const Question& q, const json& befo
     if (!(*r)["noisy"].get<bool>()) quiet.push_back((*r)["speedup"].get<double>());
   const double speedup = loaded["speedup"].get<double>();
   auto inside = [&] {
+    if (quiet.empty()) return false;
     const auto [lo, hi] = std::minmax_element(quiet.begin(), quiet.end());
-    return !quiet.empty() && speedup < *hi * 1.5 && speedup > *lo / 1.5;
+    return speedup < *hi * 1.5 && speedup > *lo / 1.5;
   };
   for (int more = 0; more < 2 && !inside(); ++more) {
     const json r = tune(f, q);

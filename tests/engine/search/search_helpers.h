@@ -1,26 +1,18 @@
 // Helpers for the search tests: the example programs, lowered.
 #pragma once
 #include <stdexcept>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/ir/lower_composites.h"
 #include "engine/lang/compile.h"
 #include "engine/search/search.h"
+#include "support/subprocess.h"
 
 namespace prism::test {
 
-inline std::string example_text(const std::string& name) {
-  std::string path = PRISM_SOURCE_DIR "/examples/";  // by append: GCC 12 misreports a + chain at -O1
-  path.append(name).append(".prism");
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+inline std::string example_text(const std::string& name) { return read_example(name); }
 
 inline Program lowered_example(const std::string& name) {
   CompileResult r = compile_text(example_text(name), name + ".prism");
