@@ -14,6 +14,7 @@
 // Every device tensor is dense row-major f32 whatever the sGraph declares (f16 and bf16 are
 // computed and stored as f32); all sizes are compile-time constants of the source.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "engine/backend/kernel_ir.h"
@@ -26,6 +27,8 @@ struct CodegenOptions {
                         // chunks (the entry gets `threads` at run time)
   int simd_bytes = 32;   // 32 (AVX2) or 64 (AVX-512): vector width to block for
   bool amx = false;      // bf16 x bf16 matmuls on AMX tiles (amx_kernel.h; the target has them)
+  int64_t cache_bytes = 0;  // what the caches hold between calls (0: unknown): a library matmul
+                            // whose B fits in half of it blocks for a B in the caches
 };
 
 // C++17 source for a lowered program implementing the ABI of abi.h.

@@ -480,7 +480,7 @@ constexpr int64_t kWidenOps = 2;
 constexpr int64_t kChainSteps = 12;
 constexpr int64_t kCachedB = 256 * 1024, kCachedStrip = 16 * 1024;
 
-Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype) {
+Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype, bool b_resident) {
   const int64_t w = simd_bytes / 4, regs = simd_bytes == 64 ? 32 : 16;
   const int64_t vectors = std::max<int64_t>(1, n / w);
   Blocking best;
@@ -511,14 +511,20 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
   // 22-row strips, 155 with K whole). AVX2's strips are narrower (4 x 3 blocks: 48 bytes of an f16
   // row) and its streamed strips shorter: 768 bytes (an 8 x 4096 @ 4096 x 4096 f16 kernel taking
   // 64 rows of K a loop step, on a 2-core Zen 3: kc 8 and 16 3.45 ms, 32 3.6-5.9, 64 3.7-6.7 in 3 runs).
-  const int64_t streamed_strip = simd_bytes == 64 ? 3072 : 768;
+  // A B that stays in the last level between calls (a library matmul's, within half the caches)
+  // is read at the caches' latency, and AVX2's short strips only cost C's block more loads and
+  // stores: 3 KiB there (f16 chunks on a 2-core Zen 3, two threads, interleaved, medians of 25
+  // rounds in 2-3 runs: 16 x 1024 @ 1024 x 512 0.37-0.38 ms with 768-byte strips, 0.34-0.36 with 2
+  // and 3 KiB, 0.38-0.39 with 8, 0.50-0.52 with 32; 8 x 2048 @ 2048 x 1024 0.72-0.75 against
+  // 0.66-0.71; LoRA's 16 x 256 @ 256 x 2048 0.44-0.46 against 0.39-0.42).
+  const int64_t strip = simd_bytes == 64 || b_resident ? 3072 : 768;
   const int64_t strip_row_bytes = int64_t(best.nv) * w * int64_t(dtype_bytes(b_dtype));
   // Cached: more than two row blocks pass over each strip (attention's 128-row tiles). Where one or
   // two do (a decode layer's 4 to 16 rows), each strip is read once from wherever B is, and a
   // slice of a streamed weight that a loop step takes is streamed however small it is (8 rows, 32
   // of K, 1024 columns at f16 on a 2-core Zen 3: 16-row strips 1.49 ms, K whole 1.56-1.74).
   const bool cached = k * n * int64_t(dtype_bytes(b_dtype)) <= kCachedB && m > 2 * int64_t(best.mr);
-  int64_t kc = std::max<int64_t>(8, (cached ? kCachedStrip : streamed_strip) / strip_row_bytes);
+  int64_t kc = std::max<int64_t>(8, (cached ? kCachedStrip : strip) / strip_row_bytes);
   const int64_t chunks = (std::max<int64_t>(k, 1) + kc - 1) / kc;
   best.kc = std::max<int64_t>(1, (k + chunks - 1) / chunks);
   return best;
@@ -642,6 +648,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
     s += i2 + "float* const pc = " + po + ";\n";
   }
   const int64_t ldp = narrow ? cc : ldc;  // C's row stride: the scratch chunk's, or the output's
+  const bool b_resident = ctx.cache_bytes > 0 && 2 * element_count(b.shape) * int64_t(dtype_bytes(b.dtype)) <= ctx.cache_bytes;
   for (int rt = 0; rt < 2; ++rt)
     for (int ct = 0; ct < 2; ++ct) {
       int64_t mm = rt ? rtail : rc, nn = ct ? ctail : cc;
@@ -649,7 +656,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
       std::string cond = std::string(rt ? "r == " + std::to_string(rchunks - 1) + "L" : (rtail == rc ? "true" : "r != " + std::to_string(rchunks - 1) + "L")) +
                          " && " + (ct ? "c == " + std::to_string(cchunks - 1) + "L" : (ctail == cc ? "true" : "c != " + std::to_string(cchunks - 1) + "L"));
       std::string call = nt ? mm_nt_call(mm, nn, k, lda, ldb, ldp, accumulate, ctx.simd_bytes, "pa", "pb", "pc")
-                            : mm_call(mm, nn, k, lda, ldb, ldp, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes, b.dtype), "pa", "pb", "pc");
+                            : mm_call(mm, nn, k, lda, ldb, ldp, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes, b.dtype, b_resident), "pa", "pb", "pc");
       if (narrow) {  // rounded to the output's dtype by this thread, row by row (vectorized)
         EmitContext chunk = ctx;
         chunk.parallel = false;

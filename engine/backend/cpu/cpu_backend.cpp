@@ -23,6 +23,7 @@ Build CpuBackend::generate(const sgraph::Instance& instance, const TargetDescrip
   options.simd_bytes = target.simd_bytes;
   options.cores = target.cores;
   options.amx = target.bf16_amx_gflops > 0;
+  options.cache_bytes = int64_t(target.cache_capacity());
   return make_build("cannot generate code", [&](Build& b) { b.source = generate_cpu_source(instance, options); });
 }
 

@@ -556,6 +556,35 @@ output P
   CHECK(family_codegen_error(family, {{"n", 5}, {"d", 300}, {"m", 600}}, {}, native_simd_bytes(), true) < 1e-2);
 }
 
+TEST_CASE("codegen: an AVX2 library matmul whose B stays in the caches takes 3 KiB strips, one that streams 768-byte ones", "[codegen][library]") {
+  const char* family = R"(input X: f16[n, d]
+input W: f16[d, m]
+kernel 0: P: f16 = matmul(X, W)
+output P
+)";
+  const DimBindings dims = {{"n", 16}, {"d", 1024}, {"m", 1024}};  // W: 2 MiB
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, {}, sgraph::TileBudget{1 << 20});
+  // Two cores: chunks of 16 x 512, each a 1024 x 512 piece of W.
+  auto call = [](bool resident) {
+    detail::Blocking b = detail::choose_blocking(16, 512, 1024, 32, DType::F16, resident);
+    const int64_t strip = b.kc * b.nv * 8 * 2;  // bytes of a strip: kc rows of nv 8-float vectors of f16
+    CHECK(strip <= (resident ? 3072 : 768));
+    CHECK(strip > (resident ? 2048 : 512));
+    return "prism_mm<16, 512, 1024, 1024, 1024, 512, false, " + std::to_string(b.mr) + ", " + std::to_string(b.nv) + ", " +
+           std::to_string(b.kc) + ">";
+  };
+  CodegenOptions options;
+  options.simd_bytes = 32;
+  options.cores = 2;
+  CHECK_THAT(generate_cpu_source(inst, options), Catch::Contains(call(false)));  // caches unknown
+  options.cache_bytes = 3 << 20;  // W in more than half of them
+  CHECK_THAT(generate_cpu_source(inst, options), Catch::Contains(call(false)));
+  options.cache_bytes = 34 << 20;  // a Zen 3's last level and second levels
+  CHECK_THAT(generate_cpu_source(inst, options), Catch::Contains(call(true)));
+  // AVX-512's strips are 3 KiB either way.
+  CHECK(detail::choose_blocking(16, 512, 1024, 64, DType::F16, true).kc == detail::choose_blocking(16, 512, 1024, 64, DType::F16, false).kc);
+}
+
 TEST_CASE("codegen: sums across lanes (one vector, four at once) are the sums, at both vector widths", "[codegen]") {
   for (int simd : {32, 64}) {
     INFO(simd << "-byte vectors");
