@@ -539,13 +539,8 @@ TEST_CASE("codegen: each matmul of a loop body prefetches the next one's B, the 
 }
 
 TEST_CASE("codegen: a 16-bit library matmul splits B into row pieces 4 KiB long, narrower only to keep every core busy", "[codegen][library]") {
-  const char* family = R"(input X: bf16[n, d]
-input W: bf16[d, m]
-kernel 0: P: bf16 = matmul(X, W)
-output P
-)";
-  const DimBindings dims = {{"n", 8}, {"d", 64}, {"m", 4096}};
-  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, {}, sgraph::TileBudget{1 << 20});
+  const std::string family = library_matmul("bf16");
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), {{"n", 8}, {"d", 64}, {"m", 4096}}, {}, sgraph::TileBudget{1 << 20});
   CodegenOptions options;
   options.simd_bytes = 64;
   options.cores = 2;
@@ -557,13 +552,8 @@ output P
 }
 
 TEST_CASE("codegen: an AVX2 library matmul whose B stays in the caches takes 3 KiB strips, one that streams 768-byte ones", "[codegen][library]") {
-  const char* family = R"(input X: f16[n, d]
-input W: f16[d, m]
-kernel 0: P: f16 = matmul(X, W)
-output P
-)";
   const DimBindings dims = {{"n", 16}, {"d", 1024}, {"m", 1024}};  // W: 2 MiB
-  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, {}, sgraph::TileBudget{1 << 20});
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(library_matmul("f16")), dims, {}, sgraph::TileBudget{1 << 20});
   // Two cores: chunks of 16 x 512, each a 1024 x 512 piece of W.
   auto call = [](bool resident) {
     detail::Blocking b = detail::choose_blocking(16, 512, 1024, 32, DType::F16, resident);
