@@ -179,6 +179,7 @@ class Printer {
     ctx.simd_bytes = options_.simd_bytes;
     ctx.cores = std::max(1, options_.cores);
     ctx.cache_bytes = options_.cache_bytes;
+    for (const kir::Tensor& t : p_.tensors) ctx.working_set_bytes += element_count(t.shape) * int64_t(dtype_bytes(t.dtype));
     const kir::Stmt& s = kernel.library;
     std::string body = s.op == Op::Matmul ? emit_vendor_matmul(view(s.in.at(0), "0"), view(s.in.at(1), "0"), view(s.out, "0"), ctx) : "";
     if (body.empty()) body = statement(s, ctx, "0");

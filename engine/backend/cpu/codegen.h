@@ -27,8 +27,8 @@ struct CodegenOptions {
                         // chunks (the entry gets `threads` at run time)
   int simd_bytes = 32;   // 32 (AVX2) or 64 (AVX-512): vector width to block for
   bool amx = false;      // bf16 x bf16 matmuls on AMX tiles (amx_kernel.h; the target has them)
-  int64_t cache_bytes = 0;  // what the caches hold between calls (0: unknown): a library matmul
-                            // whose B fits in half of it blocks for a B in the caches
+  int64_t cache_bytes = 0;  // what the caches hold between calls (0: unknown): the library matmuls
+                            // of a program whose tensors fit in a quarter of it block for a B there
 };
 
 // C++17 source for a lowered program implementing the ABI of abi.h.

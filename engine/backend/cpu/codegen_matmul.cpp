@@ -511,8 +511,8 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
   // 22-row strips, 155 with K whole). AVX2's strips are narrower (4 x 3 blocks: 48 bytes of an f16
   // row) and its streamed strips shorter: 768 bytes (an 8 x 4096 @ 4096 x 4096 f16 kernel taking
   // 64 rows of K a loop step, on a 2-core Zen 3: kc 8 and 16 3.45 ms, 32 3.6-5.9, 64 3.7-6.7 in 3 runs).
-  // A B that stays in the last level between calls (a library matmul's, within half the caches)
-  // is read at the caches' latency, and AVX2's short strips only cost C's block more loads and
+  // A B that stays in the last level between calls (emit_matmul says when) is read at the
+  // caches' latency, and AVX2's short strips only cost C's block more loads and
   // stores: 3 KiB there (f16 chunks on a 2-core Zen 3, two threads, interleaved, medians of 25
   // rounds in 2-3 runs: 16 x 1024 @ 1024 x 512 0.37-0.38 ms with 768-byte strips, 0.34-0.36 with 2
   // and 3 KiB, 0.38-0.39 with 8, 0.50-0.52 with 32; 8 x 2048 @ 2048 x 1024 0.72-0.75 against
@@ -648,7 +648,12 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
     s += i2 + "float* const pc = " + po + ";\n";
   }
   const int64_t ldp = narrow ? cc : ldc;  // C's row stride: the scratch chunk's, or the output's
-  const bool b_resident = ctx.cache_bytes > 0 && 2 * element_count(b.shape) * int64_t(dtype_bytes(b.dtype)) <= ctx.cache_bytes;
+  // B stays in the caches where all the program's tensors take at most a quarter of them: a gated
+  // MLP's two 8 MiB weights (of 34 MiB of caches on a 2-core Zen 3, where one buffer reads at the
+  // last level's rate up to 17 MiB) streamed as from memory, its library matmul 25-30% slower
+  // with 3 KiB strips; an RMSNorm and one 8 MiB weight ran 4-9% faster with them.
+  const int64_t b_bytes = element_count(b.shape) * int64_t(dtype_bytes(b.dtype));
+  const bool b_resident = ctx.cache_bytes > 0 && 4 * std::max(ctx.working_set_bytes, b_bytes) <= ctx.cache_bytes;
   for (int rt = 0; rt < 2; ++rt)
     for (int ct = 0; ct < 2; ++ct) {
       int64_t mm = rt ? rtail : rc, nn = ct ? ctail : cc;

@@ -27,7 +27,8 @@ struct EmitContext {
   bool parallel = false;
   int simd_bytes = 32;
   int cores = 1;  // what a library kernel's parallel loop should keep busy
-  int64_t cache_bytes = 0;  // what the caches hold between calls (TargetDescription::cache_capacity; 0: unknown)
+  int64_t cache_bytes = 0;        // what the caches hold between calls (TargetDescription::cache_capacity; 0: unknown)
+  int64_t working_set_bytes = 0;  // every device tensor of the program together: what a call reads and writes
   // A matmul's: what its last strip of B prefetches, the B the next matmul in the loop body reads
   // (empty: the rows right after its own B, which the loop reads next when only one matmul walks).
   std::string prefetch_after;
@@ -70,8 +71,8 @@ struct Blocking {
   int64_t kc = 0;  // contraction chunk: a B panel (a strip of kc rows, about 3 KiB) that all row blocks
                    // use from L1; chunks are even
 };
-// `b_resident`: the whole B stays in the caches between calls (a library matmul's B within half
-// of what they hold), so its strips need not be short for streaming from memory.
+// `b_resident`: the whole B stays in the caches between calls (a library matmul in a program whose
+// tensors take at most a quarter of what they hold), so its strips need not be short for streaming.
 Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype = DType::F32, bool b_resident = false);
 // Operations on the FMA ports per FMA of a block: 1 for f32 B, more where each B vector is widened.
 double widening_factor(const Blocking& blocking, DType b_dtype);

@@ -567,7 +567,7 @@ TEST_CASE("codegen: an AVX2 library matmul whose B stays in the caches takes 3 K
   options.simd_bytes = 32;
   options.cores = 2;
   CHECK_THAT(generate_cpu_source(inst, options), Catch::Contains(call(false)));  // caches unknown
-  options.cache_bytes = 3 << 20;  // W in more than half of them
+  options.cache_bytes = 8 << 20;  // X, W and P (2.06 MiB) in more than a quarter of them
   CHECK_THAT(generate_cpu_source(inst, options), Catch::Contains(call(false)));
   options.cache_bytes = 34 << 20;  // a Zen 3's last level and second levels
   CHECK_THAT(generate_cpu_source(inst, options), Catch::Contains(call(true)));
