@@ -23,6 +23,7 @@
 
 #include "engine/ir/dtype.h"
 #include "engine/ir/ops.h"
+#include "engine/ir/shape.h"
 #include "engine/sgraph/sgraph.h"
 
 namespace prism::backend::kir {
@@ -119,6 +120,8 @@ struct Tensor {
   std::string name;
   std::vector<int64_t> shape;
   DType dtype = DType::F32;
+
+  int64_t bytes() const { return element_count(shape) * dtype_bytes(dtype); }  // stored at its dtype
 };
 
 struct Program {

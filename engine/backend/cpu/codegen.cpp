@@ -29,7 +29,9 @@ std::string var(size_t tensor) { return std::string("t").append(std::to_string(t
 // of a tensor box ("(t1 + b0 * 64L)") or of a load bound to a pointer ("v1").
 class Printer {
  public:
-  Printer(const kir::Program& p, const CodegenOptions& o) : p_(p), options_(o) {}
+  Printer(const kir::Program& p, const CodegenOptions& o) : p_(p), options_(o) {
+    for (const kir::Tensor& t : p_.tensors) working_set_bytes_ += t.bytes();
+  }
 
   View view(const kir::Place& place, const std::string& f) const {
     switch (place.kind) {
@@ -179,7 +181,7 @@ class Printer {
     ctx.simd_bytes = options_.simd_bytes;
     ctx.cores = std::max(1, options_.cores);
     ctx.cache_bytes = options_.cache_bytes;
-    for (const kir::Tensor& t : p_.tensors) ctx.working_set_bytes += element_count(t.shape) * int64_t(dtype_bytes(t.dtype));
+    ctx.working_set_bytes = working_set_bytes_;
     const kir::Stmt& s = kernel.library;
     std::string body = s.op == Op::Matmul ? emit_vendor_matmul(view(s.in.at(0), "0"), view(s.in.at(1), "0"), view(s.out, "0"), ctx) : "";
     if (body.empty()) body = statement(s, ctx, "0");
@@ -203,7 +205,7 @@ class Printer {
         s += "  " + ti + " = outputs[" + std::to_string(slot) + "];" + comment;
       } else {
         s += "  {\n    static void* buffer = nullptr;\n";
-        s += "    if (!buffer) buffer = aligned_alloc(64, " + std::to_string((element_count(t.shape) * dtype_bytes(t.dtype) + 63) / 64 * 64) + ");\n";
+        s += "    if (!buffer) buffer = aligned_alloc(64, " + std::to_string((t.bytes() + 63) / 64 * 64) + ");\n";
         s += "    if (!buffer) { prism_message = \"out of memory for a device tensor\"; return 1; }\n";
         s += "    " + ti + " = buffer;" + comment + "  }\n";
       }
@@ -214,7 +216,7 @@ class Printer {
       const size_t i = p_.index(p_.outputs[o]);
       if (i < p_.inputs || slot_of(p_.outputs[o]) != o)
         s += "  memcpy(outputs[" + std::to_string(o) + "], T[" + std::to_string(i) + "], " +
-             std::to_string(element_count(p_.tensors[i].shape) * dtype_bytes(p_.tensors[i].dtype)) + ");\n";
+             std::to_string(p_.tensors[i].bytes()) + ");\n";
     }
     s += "  if (prism_failed) { prism_message = \"out of memory for a block's scratch\"; return 1; }\n";
     return s + "  return 0;\n}\n\nextern \"C\" const char* prism_error(void) { return prism_message; }\n";
@@ -223,6 +225,7 @@ class Printer {
  private:
   const kir::Program& p_;
   const CodegenOptions& options_;
+  int64_t working_set_bytes_ = 0;      // every device tensor together (EmitContext::working_set_bytes)
   std::map<int, DType> value_dtypes_;  // of the kernel being printed
 };
 
