@@ -11,8 +11,9 @@
 //   - intermediate device tensors (a cross-block reduction's partials included) are static
 //     buffers of the library, allocated on the first call.
 //
-// Every device tensor is dense row-major f32 whatever the sGraph declares (f16 and bf16 are
-// computed and stored as f32); all sizes are compile-time constants of the source.
+// Every device tensor is dense row-major at the dtype the sGraph declares (f16 and bf16 stored as
+// uint16_t, widened to f32 as they are loaded, computed in f32 and rounded where they are stored);
+// all sizes are compile-time constants of the source.
 #pragma once
 #include <cstdint>
 #include <string>
