@@ -134,3 +134,35 @@ TEST_CASE("library families: with two allowed, SwiGLU's gate and up projections 
   // Every family of one is still among two's (the nested ones come on top).
   CHECK(two.candidates.size() > one.candidates.size());
 }
+
+TEST_CASE("library families: by default a prologue, a vendor matmul and a fused epilogue make one family (three kernels)", "[search][library]") {
+  // A Llama-style gated projection of RMSNorm'd rows, as PyTorch writes it: eps, a gain, nn.Linear's
+  // [out, in] weights. Cut at the up projection: the RMSNorm is the prologue (Y), the vendor
+  // matmul Y @ Wu^T, and the epilogue Y @ Wg^T * t one fused kernel.
+  const char* gated =
+      "program gated(X: f32[n, d], g: f32[d], Wu: f32[h, d], Wg: f32[h, d]) {\n"
+      "  Y = rms_norm(X, eps=1e-5) * g\n  return matmul(Y, transpose(Wu)) * matmul(Y, transpose(Wg))\n}\n";
+  const Program program = test::lowered_text(gated, "gated");
+  SearchLimits limits;
+  limits.threads = 2;
+  limits.budget_s = 120;
+  auto three = [](const sgraph::SGraph& g) {
+    const auto fused = std::count_if(g.kernels.begin(), g.kernels.end(), [](const sgraph::Kernel& k) { return k.custom; });
+    return has_library_kernel(g) && fused == 2;
+  };
+  SearchResult r = search::search_program(program, limits);
+  int found = 0;
+  for (const Candidate& c : r.candidates) {
+    if (!three(*c.graph)) continue;
+    ++found;
+    INFO(c.text());
+    CHECK_THAT(c.summary, Catch::StartsWith("library matmul") && Catch::Contains("after 1 custom kernel"));
+    CHECK_THAT(c.proof, Catch::Contains("Prologue") && Catch::Contains("Epilogue"));
+    for (int64_t size : {1, 2}) CHECK(composite_error(program, *c.graph, {{"n", 4}, {"d", 16}, {"h", 12}}, size) < 1e-4);
+  }
+  CHECK(found >= 1);
+  limits.max_kernels = 2;  // then the vendor matmul and the two fused kernels are one too many
+  SearchResult two = search::search_program(program, limits);
+  CHECK(std::none_of(two.candidates.begin(), two.candidates.end(), [&](const Candidate& c) { return three(*c.graph); }));
+  CHECK_THAT(two.stats.stop_reason, Catch::Equals("complete"));
+}
