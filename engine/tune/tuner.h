@@ -137,7 +137,8 @@ constexpr int kTunerRevision = 25;  // 9: the CPU matmul's K chunks and library 
                                     // re-measure noisy; 23: the matmul micro-kernel prefetches B
                                     // four strips ahead; 24: AVX2 library matmuls whose B stays in the
                                     // caches take 3 KiB strips; 25: searches admit 3 kernels (a prologue,
-                                    // a vendor matmul, a fused epilogue)
+                                    // a vendor matmul, a fused epilogue), a 16-bit CPU library matmul
+                                    // costed at its chunks' parallel efficiency
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

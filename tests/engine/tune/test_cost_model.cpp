@@ -317,3 +317,26 @@ output P
   for (size_t at; (at = f32.find("bf16")) != std::string::npos;) f32.replace(at, 4, "f32");
   CHECK(cost(f32, 16).memory_bytes == cost(f32, 2).memory_bytes);
 }
+
+TEST_CASE("cost model (CPU): a 16-bit library matmul with fewer chunks than cores leaves the rest idle", "[tune][cost]") {
+  TargetDescription t = two_zen4_cores();
+  const char* text = R"(input X: bf16[n, d]
+input W: bf16[d, m]
+kernel 0: P: bf16 = matmul(X, W)
+output P
+)";
+  auto cost = [&](int64_t m, int cores) {
+    t.cores = cores;  // the same peak and bandwidth, shared by more cores
+    return estimate_cost(sgraph::instantiate(sgraph::parse(text), {{"n", 8}, {"d", 1024}, {"m", m}}, {}, t.tile_budget()), t);
+  };
+  // 1024 columns: 4 chunks of 256 on 4 or 16 cores (library_matmul_chunks stops at 256).
+  CHECK(cost(1024, 4).parallel_efficiency == 1.0);
+  CHECK(cost(1024, 16).parallel_efficiency == Approx(0.25));
+  CHECK(cost(1024, 16).memory_bytes == cost(1024, 4).memory_bytes);
+  // A quarter of the cores at work: about four times as long (less the fixed per-kernel overhead).
+  CHECK(cost(1024, 16).seconds > 3.5 * cost(1024, 4).seconds);
+  CHECK(cost(1024, 16).seconds < 4.0 * cost(1024, 4).seconds);
+  // 4096 columns: 16 chunks, every core busy; 2 cores: never fewer chunks than cores here.
+  CHECK(cost(4096, 16).parallel_efficiency == 1.0);
+  CHECK(cost(1024, 2).parallel_efficiency == 1.0);
+}
