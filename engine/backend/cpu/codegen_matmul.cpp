@@ -475,7 +475,11 @@ static float* prism_scratch(size_t floats) {
 // least kChainSteps FMA slots, however few its FMAs: each accumulator is a chain of dependent
 // FMAs, and a block of 8 of them waits on their latency. That bounds AVX2's blocks, which 16
 // registers keep small (f16 B from L2 on a 2-core Zen 3, GFLOP/s a core: 8 x 1 and 4 x 2, 8
-// accumulators, 48-54; 3 x 3 56; 5 x 2, 6 x 2 and 4 x 3, 10-12 accumulators, 70-82).
+// accumulators, 48-54; 3 x 3 56; 5 x 2, 6 x 2 and 4 x 3, 10-12 accumulators, 70-82). AVX2's
+// broadcasts cost one and a half slots each: a block one vector wide, which broadcasts once per
+// FMA, runs short of the FMAs however tall (f16 and bf16 B in L1 on the Zen 3, GFLOP/s a core:
+// 8..13 x 1 55-62 and 40-43, 6 x 2 and 4 x 3 86-88 and 59-74; attention's 64 x 128 x 128 f16
+// tiles, B=16 q=128, 12.3 ms with 13 x 1 blocks, 10.8 with 6 x 2).
 constexpr int64_t kWidenOps = 2;
 constexpr int64_t kChainSteps = 12;
 constexpr int64_t kCachedB = 256 * 1024, kCachedStrip = 16 * 1024;
@@ -483,13 +487,16 @@ constexpr int64_t kCachedB = 256 * 1024, kCachedStrip = 16 * 1024;
 Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype, bool b_resident) {
   const int64_t w = simd_bytes / 4, regs = simd_bytes == 64 ? 32 : 16;
   const int64_t vectors = std::max<int64_t>(1, n / w);
+  const int64_t broadcast_halves = simd_bytes == 64 ? 1 : 3;  // slots a broadcast takes, in halves
   Blocking best;
   double best_cost = std::numeric_limits<double>::infinity();
   for (int mr = 1; mr <= std::min<int64_t>(m, 16); ++mr)
     for (int nv = 1; nv <= std::min<int64_t>(vectors, 8); ++nv) {
       if (mr * nv + nv + 1 > regs) continue;
       const int64_t widen = b_dtype == DType::F32 ? 0 : kWidenOps;
-      auto step = [&](int64_t r, int64_t v) { return double(std::max({r * v + widen * v, v + (r + 1) / 2, kChainSteps})) + 2.0; };
+      auto step = [&](int64_t r, int64_t v) {
+        return double(std::max({r * v + widen * v, v + (broadcast_halves * r + 1) / 2, kChainSteps})) + 2.0;
+      };
       int64_t mfull = m / mr, mrem = m % mr, nfull = (n / w) / nv, nvr = (n / w) % nv;
       double cost = 0;
       cost += double(mfull * nfull) * step(mr, nv) + double(mrem ? nfull : 0) * step(mrem, nv);

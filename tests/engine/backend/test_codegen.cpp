@@ -520,6 +520,16 @@ TEST_CASE("codegen: the matmul blocking takes K in even chunks of short strips",
   CHECK(decode.mr == 4);
   CHECK(decode.nv == 3);
   CHECK(decode.kc == 16);
+  // AVX2's broadcasts cost more than a slot: tall tiles (attention's 32 and 64 query rows) take
+  // blocks two vectors wide, not 13 x 1 with a broadcast per FMA; AVX-512 keeps its tall blocks.
+  for (int64_t rows : {16, 32, 64, 128})
+    for (DType dt : {DType::F16, DType::BF16, DType::F32}) {
+      INFO(rows << " rows, " << dtype_name(dt));
+      detail::Blocking tall = detail::choose_blocking(rows, 128, 128, 32, dt);
+      CHECK(tall.nv >= 2);
+      CHECK(tall.mr * tall.nv >= 10);
+    }
+  CHECK(detail::choose_blocking(64, 128, 128, 64, DType::F16).mr >= 8);
 }
 
 TEST_CASE("codegen: each matmul of a loop body prefetches the next one's B, the last the first's next tile", "[codegen]") {
