@@ -48,8 +48,11 @@
 //     half of L1 moves twice its bytes from L2 every iteration (cache_bytes). This is what sets a
 //     long loop of thin K steps into a wide accumulator apart from a short loop of thick ones.
 //  9. Widening (CPU). A matmul whose B is 16-bit widens each B vector it loads on the FMA ports:
-//     its flops cost backend::cpu::detail::widening_factor for the register block the code
-//     generator chooses for the tile (1 + 2 / its rows). Where the CPU has AMX tiles, a matmul of
+//     its flops cost backend::cpu::detail::widening_factor for the register blocks the code
+//     generator chooses for the tile: their estimated slots per FMA (widening, broadcasts, the
+//     accumulators' latency, edge blocks) over a wide f32 tile's. A tile one vector wide, whose
+//     block broadcasts for every FMA, costs more than a wider one of the same rows (AVX2: 1.49
+//     for 256 x 8 at 14 x 1, 1.29 for 6 x 2 blocks, 1.43 for a decode layer's 4 x 3). Where the CPU has AMX tiles, a matmul of
 //     two loaded bf16 tiles widens nothing and runs at bf16_amx_gflops, reading B's rows in
 //     pieces of at most kAmxBlockColumns (assumption 7). One of a loaded f16 B and an f16 or f32
 //     A of at least kAmxF16MinRows rows (fewer: the FMAs, as above) reads B the same way at half
@@ -219,7 +222,7 @@ class CostModel {
     if (a_dtype == DType::BF16 && b_dtype == DType::BF16 && target_.bf16_dot_peak_gflops > 0 && target_.simd_bytes == 64)
       return target_.peak_gflops / target_.bf16_dot_peak_gflops;
     return backend::cpu::detail::widening_factor(
-        backend::cpu::detail::choose_blocking(a[a.size() - 2], b.back(), a.back(), target_.simd_bytes, b_dtype), b_dtype);
+        backend::cpu::detail::choose_blocking(a[a.size() - 2], b.back(), a.back(), target_.simd_bytes, b_dtype), b_dtype, target_.simd_bytes);
   }
 
   // A load's tile in its tensor's dim order: a view reads the tensor's dims permuted (with new

@@ -507,6 +507,7 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
         best.nv = nv;
       }
     }
+  if (n / w > 0 && m > 0) best.slots_per_fma = best_cost / double(m * (n / w));
   // A strip of B of kc rows stays in L1 while the row blocks pass over it, and is what the
   // micro-kernel prefetches ahead. Each strip row is a line or two, its rows a row of B apart:
   // short strips (3 KiB) let the strips of a chunk walk each of its rows in order, so B streams
@@ -537,8 +538,12 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
   return best;
 }
 
-double widening_factor(const Blocking& blocking, DType b_dtype) {
-  return b_dtype == DType::F32 ? 1.0 : 1.0 + double(kWidenOps) / double(std::max(1, blocking.mr));
+double widening_factor(const Blocking& blocking, DType b_dtype, int simd_bytes) {
+  if (b_dtype == DType::F32) return 1.0;
+  if (blocking.slots_per_fma <= 0) return 1.0 + double(kWidenOps) / double(std::max(1, blocking.mr));
+  // A wide f32 tile's best blocking (AVX2: 6 x 2, 14 slots a 12-FMA step; AVX-512: 8 x 3).
+  const double wide = choose_blocking(240, 48 * (simd_bytes / 4), 256, simd_bytes, DType::F32).slots_per_fma;
+  return wide > 0 ? blocking.slots_per_fma / wide : 1.0;
 }
 
 // 64 rows by columns of B's rows 4 KiB long (whole dims when smaller), narrowed while there are

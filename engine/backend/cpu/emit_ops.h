@@ -70,12 +70,16 @@ struct Blocking {
   int mr = 1, nv = 1;
   int64_t kc = 0;  // contraction chunk: a B panel (a strip of kc rows, about 3 KiB) that all row blocks
                    // use from L1; chunks are even
+  double slots_per_fma = 0;  // the blocks' estimated FMA-port slots per FMA over the whole result (0: no
+                             // full vector of columns, the scalar tail only)
 };
 // `b_resident`: the whole B stays in the caches between calls (a library matmul in a program whose
 // tensors take at most a quarter of what they hold), so its strips need not be short for streaming.
 Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype = DType::F32, bool b_resident = false);
-// Operations on the FMA ports per FMA of a block: 1 for f32 B, more where each B vector is widened.
-double widening_factor(const Blocking& blocking, DType b_dtype);
+// What a matmul's FMAs cost at this blocking of a 16-bit B, relative to a wide f32 tile's best
+// blocking on the same registers (1: f32 B): the widening, the broadcasts, the accumulators' latency
+// and the edge blocks, as choose_blocking counts them.
+double widening_factor(const Blocking& blocking, DType b_dtype, int simd_bytes);
 
 // How a library matmul that runs the micro-kernel (16-bit operands; f32 goes to OpenBLAS) splits
 // C among the cores: chunks of `rows` x `columns`, B read as row pieces `columns` long.

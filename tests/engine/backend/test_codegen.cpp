@@ -530,6 +530,13 @@ TEST_CASE("codegen: the matmul blocking takes K in even chunks of short strips",
       CHECK(tall.mr * tall.nv >= 10);
     }
   CHECK(detail::choose_blocking(64, 128, 128, 64, DType::F16).mr >= 8);
+  // The cost model prices those FMAs the same way (widening_factor, relative to a wide f32 tile):
+  // 256 x 8 (one vector, a broadcast per FMA) above 256 x 32 (6 x 2 blocks) and a decode layer's
+  // 8 x 1024 (4 x 3).
+  auto factor = [](int64_t m, int64_t n) { return detail::widening_factor(detail::choose_blocking(m, n, 64, 32, DType::F16), DType::F16, 32); };
+  CHECK(factor(256, 8) > factor(256, 32));
+  CHECK(factor(256, 8) > factor(8, 1024));
+  CHECK(factor(256, 32) > 1.0);
 }
 
 TEST_CASE("codegen: each matmul of a loop body prefetches the next one's B, the last the first's next tile", "[codegen]") {

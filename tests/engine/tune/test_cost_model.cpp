@@ -299,13 +299,21 @@ TEST_CASE("cost model (CPU): streaming and compute overlap in part", "[tune][cos
   CHECK(seconds(t) - overhead == Approx(std::max(compute, movement) + 0.5 * std::min(compute, movement)).epsilon(0.01));
 }
 
-TEST_CASE("cost model (CPU): a 16-bit library matmul streams B in row pieces of its chunks and widens it", "[tune][cost]") {
-  TargetDescription t = two_zen4_cores();
-  const char* text = R"(input X: bf16[n, d]
+namespace {
+
+// One bf16 matmul of an input by a weight: the CPU backend's library kernel (prism's micro-kernel
+// over chunks, library_matmul_chunks).
+const char* kLibraryMatmul = R"(input X: bf16[n, d]
 input W: bf16[d, m]
 kernel 0: P: bf16 = matmul(X, W)
 output P
 )";
+
+}  // namespace
+
+TEST_CASE("cost model (CPU): a 16-bit library matmul streams B in row pieces of its chunks and widens it", "[tune][cost]") {
+  TargetDescription t = two_zen4_cores();
+  const std::string text = kLibraryMatmul;
   auto cost = [&](const std::string& family, int cores) {
     t.cores = cores;
     return estimate_cost(sgraph::instantiate(sgraph::parse(family), {{"n", 8}, {"d", 4096}, {"m", 4096}}, {}, t.tile_budget()), t);
@@ -320,14 +328,10 @@ output P
 
 TEST_CASE("cost model (CPU): a 16-bit library matmul with fewer chunks than cores leaves the rest idle", "[tune][cost]") {
   TargetDescription t = two_zen4_cores();
-  const char* text = R"(input X: bf16[n, d]
-input W: bf16[d, m]
-kernel 0: P: bf16 = matmul(X, W)
-output P
-)";
+  const sgraph::SGraph g = sgraph::parse(kLibraryMatmul);
   auto cost = [&](int64_t m, int cores) {
     t.cores = cores;  // the same peak and bandwidth, shared by more cores
-    return estimate_cost(sgraph::instantiate(sgraph::parse(text), {{"n", 8}, {"d", 1024}, {"m", m}}, {}, t.tile_budget()), t);
+    return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", 1024}, {"m", m}}, {}, t.tile_budget()), t);
   };
   // 1024 columns: 4 chunks of 256 on 4 or 16 cores (library_matmul_chunks stops at 256).
   CHECK(cost(1024, 4).parallel_efficiency == 1.0);
