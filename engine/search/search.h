@@ -23,8 +23,8 @@ struct SearchLimits {
   int max_kernels = 3;           // a family's vendor matmuls count as one. Fused plans make at most
                                 // two (a cross-block reduction's second kernel); 3 admits a
                                 // prologue, a vendor matmul and an epilogue: an RMSNorm's rows
-                                // before the library's Y @ Wu, then a fused Y @ Wg * t (rmsnorm_mlp,
-                                // 8 x 4096 at bf16 on a 2-core Zen 3, in one tune: 5.4 ms against
+                                // before the library's Y @ Wu, then a fused Y @ Wg * t (8 rows,
+                                // d = 4096 at bf16 on a 2-core Zen 3, in one tune: 5.4 ms against
                                 // the best single fused kernel's 7.0)
   int max_accumulators = 3;     // accumulators per custom kernel
   int library_kernels = 1;      // vendor matmuls (library kernels) per family beside fused kernels: 0 to 3

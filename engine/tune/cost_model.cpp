@@ -52,9 +52,9 @@
 //     generator chooses for the tile: their estimated slots per FMA (widening, broadcasts, the
 //     accumulators' latency, edge blocks) over a wide f32 tile's. A tile one vector wide, whose
 //     block broadcasts for every FMA, costs more than a wider one of the same rows (AVX2: 1.49
-//     for 256 x 8 at 14 x 1, 1.29 for 6 x 2 blocks, 1.43 for a decode layer's 4 x 3). Where the CPU has AMX tiles, a matmul of
-//     two loaded bf16 tiles widens nothing and runs at bf16_amx_gflops, reading B's rows in
-//     pieces of at most kAmxBlockColumns (assumption 7). One of a loaded f16 B and an f16 or f32
+//     for 256 x 8 at 14 x 1, 1.29 for 6 x 2 blocks, 1.43 for a decode layer's 4 x 3).
+//     Where the CPU has AMX tiles, a matmul of two loaded bf16 tiles widens nothing and runs at
+//     bf16_amx_gflops, reading B's rows in pieces of at most kAmxBlockColumns (assumption 7). One of a loaded f16 B and an f16 or f32
 //     A of at least kAmxF16MinRows rows (fewer: the FMAs, as above) reads B the same way at half
 //     that rate (two tile products per B tile), plus kAmxF16StageFlops at the FMA peak per
 //     element of B (its split into bf16 words on the vector units, shared by the rows of A's
