@@ -376,7 +376,7 @@ class CostModel {
       // The micro-kernel on chunks (assumption 9).
       const int64_t m = out[out.size() - 2], n = out.back(), batch = element_count(out) / std::max<int64_t>(1, m * n);
       const auto chunks = backend::cpu::detail::library_matmul_chunks(batch, m, n, b_dtype, target_.cores);
-      c.chunks = batch * ((m + chunks.rows - 1) / chunks.rows) * ((n + chunks.columns - 1) / chunks.columns);
+      c.chunks = chunks.count;
       const DType a_dtype = in_.analysis.tensors.at(lib.inputs[0]).dtype;
       c.scaled_flops *= matmul_rate({chunks.rows, x.back()}, {x.back(), chunks.columns}, a_dtype, b_dtype);
       const int64_t piece = amx(a_dtype, b_dtype, chunks.rows) ? std::min<int64_t>(chunks.columns, backend::cpu::detail::kAmxBlockColumns) : chunks.columns;

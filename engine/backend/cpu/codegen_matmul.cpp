@@ -557,7 +557,9 @@ MatmulChunks library_matmul_chunks(int64_t batch, int64_t m, int64_t n, DType b_
   MatmulChunks c;
   c.rows = std::min<int64_t>(m, 64);
   c.columns = std::min<int64_t>(n, std::max<int64_t>(256, 4096 / dtype_bytes(b_dtype)));
-  while (c.columns > 256 && batch * ((m + c.rows - 1) / c.rows) * ((n + c.columns - 1) / c.columns) < cores) c.columns /= 2;
+  auto count = [&] { return batch * ((m + c.rows - 1) / c.rows) * ((n + c.columns - 1) / c.columns); };
+  while (c.columns > 256 && count() < cores) c.columns /= 2;
+  c.count = count();
   return c;
 }
 
@@ -649,7 +651,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
   const int64_t rchunks = (m + rc - 1) / rc, cchunks = (n + cc - 1) / cc;
   const int64_t rtail = m - (rchunks - 1) * rc, ctail = n - (cchunks - 1) * cc;
   s += ind + "#pragma omp parallel for num_threads(threads) schedule(static)\n";
-  s += ind + "for (long t = 0; t < " + std::to_string(nb * rchunks * cchunks) + "L; ++t) {\n";
+  s += ind + "for (long t = 0; t < " + std::to_string(chunks.count) + "L; ++t) {\n";
   std::string i2 = ind + "  ";
   s += i2 + "const long bi = t / " + std::to_string(rchunks * cchunks) + "L, r = t / " + std::to_string(cchunks) + "L % " +
        std::to_string(rchunks) + "L, c = t % " + std::to_string(cchunks) + "L;\n";

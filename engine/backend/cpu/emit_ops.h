@@ -85,6 +85,7 @@ double widening_factor(const Blocking& blocking, DType b_dtype, int simd_bytes);
 // C among the cores: chunks of `rows` x `columns`, B read as row pieces `columns` long.
 struct MatmulChunks {
   int64_t rows = 1, columns = 1;
+  int64_t count = 1;  // chunks of the whole batch: the parallel loop's iterations
 };
 MatmulChunks library_matmul_chunks(int64_t batch, int64_t m, int64_t n, DType b_dtype, int cores);
 
