@@ -12,7 +12,7 @@
 # `cpu` runs the CPU backend's 16-bit and codegen tests on the device machine's own processor (its
 # cores may have AVX-512 BF16 or AMX, which a development machine may lack): the generated kernels
 # link OpenBLAS, which the image lacks, so `pack` carries it compressed. `cpubench` runs
-# prism_bench_tune there (CPU_BENCH_ARGS).
+# prism_bench_tune there (CPU_BENCH_ARGS), `cputune` REPL commands (CPU_TUNE).
 # Environment: BENCH_ARGS (arguments for prism_bench_tune_gpu and bench_torch.py), STAGE_TIMEOUT
 # (seconds per stage, default 240).
 set -uo pipefail
@@ -123,6 +123,9 @@ run_stage() {
     ncu) stage ncu run_ncu ;;
     cpu) stage cpu run_cpu ;;
     cpubench) install_openblas && stage cpubench build/bin/prism_bench_tune ${CPU_BENCH_ARGS:-} ;;
+    # REPL commands on the device's processor (CPU_TUNE, e.g. "open F; tune W n=8 d=2048 --fresh"): the
+    # tune tables show the cost model's ranks beside the measured times, where cpubench prints regret.
+    cputune) install_openblas && stage cputune build/bin/prism -c "${CPU_TUNE:?CPU_TUNE names the REPL commands}" ;;
     ncu_) ncu --target-processes all -k regex:prism_kernel --launch-count 4 --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --section WarpStateStats \
       bash -c 'build/bin/prism -c "open examples/rms_linear.prism; tune rms_linear n=8 d=4096 --target cuda --fresh --top 1"
