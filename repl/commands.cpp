@@ -65,7 +65,8 @@ const std::vector<CommandSpec>& command_table() {
        "candidates are timed in interleaved rounds (SPREAD: how much a row's rounds disagree); one\n"
        "tune runs at a time on the machine, another waits. A result whose rounds disagree is marked\n"
        "NOISY and not stored. A repeated question is answered from the tuning DB at once (`--fresh`\n"
-       "measures again). A progress bar shows the phases; Ctrl-C cancels.",
+       "measures again). Where the eager baseline beats every candidate timed, a note says so.\n"
+       "A progress bar shows the phases; Ctrl-C cancels.",
        CommandSpec::Arg::Program},
       {"code", "code NAME [K] [DIM=VALUE...] [--target cpu]", "print a kernel's generated source",
        "Without dims: those of your last `tune NAME` (else the latest tune by any client; the\n"

@@ -1,0 +1,57 @@
+// What `tune` prints for a tune/run result (repl/tune_report.h), from results shaped as the
+// daemon sends them (docs/protocol.md, TuneResult): no daemon, no timings of this machine.
+#include <catch2/catch.hpp>
+
+#include "repl/tune_report.h"
+
+using namespace prism::repl;
+using nlohmann::json;
+
+namespace {
+
+// A decode MLP on a GPU as the 2026-11-27 H200 recheck measured it: cuBLAS eager 0.0222 ms, the
+// best candidate 0.0385 ms.
+json mlp_result(double baseline_ms, double best_ms) {
+  json best = {{"candidate", 133}, {"sizes", {{"F1", 4}, {"g1", 8}}}, {"costRank", 1}, {"predictedMs", 0.03}, {"ok", true},
+               {"measuredMs", best_ms}, {"spread", 0.02}, {"summary", "library matmul t0 = matmul(Y, Wu) after 1 custom kernel"}};
+  json slower = best;
+  slower["candidate"] = 51;
+  slower["costRank"] = 2;
+  slower["measuredMs"] = best_ms * 1.3;
+  json failed = {{"candidate", 7}, {"sizes", {{"g1", 2}}}, {"costRank", 3}, {"predictedMs", 0.05}, {"ok", false},
+                 {"error", "wrong result: output 0 differs at (3, 17)"}};
+  return {{"program", "rmsnorm_mlp"}, {"target", "cuda"}, {"targetModel", "NVIDIA H200"}, {"bindings", {{"n", 8}, {"d", 2048}}},
+          {"threads", 256}, {"bandwidthGBs", 4382.0}, {"peakGflops", 67000.0}, {"baselineMs", baseline_ms}, {"bestMs", best_ms},
+          {"speedup", baseline_ms / best_ms}, {"rooflineMs", 0.0039}, {"rooflineFraction", 0.0039 / best_ms}, {"rooflineBound", "cache"},
+          {"rankCorrelation", 1.0}, {"regret", 1.0}, {"fromDb", false}, {"best", best}, {"rows", {best, slower, failed}},
+          {"measured", {{"rounds", 5}, {"attempts", 1}, {"foreignCores", 0.0}}},
+          {"stats", {{"instantiations", 10218}, {"compiled", 3}, {"cached", 0}, {"totalSeconds", 6.5}}}};
+}
+
+}  // namespace
+
+TEST_CASE("tune report: the summary row, every timed candidate with its rank, and a failed row's reason", "[repl][tune]") {
+  const std::string text = tune_report(mlp_result(0.0222, 0.0385), "rmsnorm_mlp");
+  CHECK(text.find("rmsnorm_mlp d=2048 n=8 on cuda (NVIDIA H200; 4382 GB/s, 67000 GFLOP/s), 256 threads per block") == 0);
+  INFO(text);
+  CHECK(text.find("0.022 ms  0.038 ms  0.58x") != std::string::npos);
+  CHECK(text.find("wrong result: output 0 differs at (3, 17)") != std::string::npos);
+  CHECK(text.find("3 of 10218 instantiations timed") != std::string::npos);
+  CHECK(text.find("roofline 0.004 ms (memory-bound; the working set stays in the caches)") != std::string::npos);
+}
+
+TEST_CASE("tune report: when eager beats every candidate, the report says so before anyone exports one", "[repl][tune]") {
+  const std::string slower = tune_report(mlp_result(0.0222, 0.0385), "rmsnorm_mlp");
+  CHECK(slower.find("note: the eager baseline is faster than every candidate timed (the best runs at 0.58x its speed)") != std::string::npos);
+  const std::string faster = tune_report(mlp_result(0.0385, 0.0222), "rmsnorm_mlp");
+  CHECK(faster.find("1.73x") != std::string::npos);
+  CHECK(faster.find("eager baseline is faster") == std::string::npos);
+  // No candidate passed: nothing was compared, and the summary says why instead.
+  json none = mlp_result(0.0222, 0.0385);
+  none["best"] = nullptr;
+  none["speedup"] = 0.0;
+  none["rows"] = json::array({none["rows"][2]});
+  const std::string failed = tune_report(none, "rmsnorm_mlp");
+  CHECK(failed.find("no candidate passed its check") != std::string::npos);
+  CHECK(failed.find("eager baseline is faster") == std::string::npos);
+}
