@@ -157,6 +157,11 @@ static inline void prism_mm_panel(long kc, const TA* __restrict A, const TB* __r
     // caches the same). Into L2, not L1 (prefetcht1): a 16 KiB strip prefetched into L1 beside the
     // strip in use and the A rows evicts them (measured on a 16 x 4096 @ 4096 x 4096 kernel on
     // Zen 4: 112 GFLOP/s with prefetcht0, 155 with prefetcht1).
+    // Packing each K chunk of B first (its rows copied whole into a thread's buffer, strips read
+    // from there) was slower on the 2-core Zen 3 wherever B lies (f16, interleaved: 8 x 4096 @
+    // 4096 x 2048 a core 3.5 ms as here, 5.2-6.6 ms packed into strips or rows, the copy alone
+    // 4.2; 8 x 2048 @ 2048 x 1024 from L3 0.70-0.79 against 0.86-0.89): the copy's reads do not
+    // overlap the FMAs the way these strips' do.
     const TB* next = j + 4 * NB < NFULL ? B + j + 4 * NB : NVR > 0 ? B + NFULL : after;
     if constexpr (MFULL > 0) {
       prism_mk<MR, NV, ACC, true>(kc, A, LDA, B + j, LDB, C + j, LDC, next);
