@@ -12,7 +12,9 @@
 # `cpu` runs the CPU backend's 16-bit and codegen tests on the device machine's own processor (its
 # cores may have AVX-512 BF16 or AMX, which a development machine may lack): the generated kernels
 # link OpenBLAS, which the image lacks, so `pack` carries it compressed. `cpubench` runs
-# prism_bench_tune there (CPU_BENCH_ARGS), `cputune` REPL commands (CPU_TUNE).
+# prism_bench_tune there (CPU_BENCH_ARGS), `cputune` REPL commands (CPU_TUNE), `kernels`
+# prism_bench_kernels once per ';'-separated argument list in CPU_KERNELS (a candidate's time
+# kernel by kernel, e.g. "rmsnorm_mlp 0 n=8 d=2048 --dtype bf16; rmsnorm_mlp 57 n=8 d=2048").
 # Environment: BENCH_ARGS (arguments for prism_bench_tune_gpu and bench_torch.py), STAGE_TIMEOUT
 # (seconds per stage, default 240).
 set -uo pipefail
@@ -21,7 +23,7 @@ root=$PWD
 out=${OUT:-$root/gpu-out}
 mkdir -p "$out"
 
-binaries=(prism_tests prism-runner prism prismd prism_bench_tune_gpu prism_bench_tune)
+binaries=(prism_tests prism-runner prism prismd prism_bench_tune_gpu prism_bench_tune prism_bench_kernels)
 libraries=(libtbb.so.12 libtbbmalloc.so.2 libedit.so.2 libbsd.so.0 libmd.so.0)
 openblas_dir=/usr/lib/x86_64-linux-gnu/openblas-openmp  # where the CPU backend links it (eager.cpp)
 
@@ -109,6 +111,15 @@ run_cpu() {
   build/bin/prism_tests "${CPU_TESTS:-$amx,tuner: every workload stored at bf16*,tuner: PyTorch-style*}" --durations yes
 }
 
+run_kernels() {
+  local args
+  IFS=';' read -ra lists <<<"${CPU_KERNELS:?CPU_KERNELS names the candidates}"
+  for args in "${lists[@]}"; do
+    # shellcheck disable=SC2086  # each list is words
+    build/bin/prism_bench_kernels $args
+  done
+}
+
 run_stage() {
   case $1 in
     env) stage env run_env ;;
@@ -126,6 +137,7 @@ run_stage() {
     # REPL commands on the device's processor (CPU_TUNE, e.g. "open F; tune W n=8 d=2048 --fresh"): the
     # tune tables show the cost model's ranks beside the measured times, where cpubench prints regret.
     cputune) install_openblas && stage cputune build/bin/prism -c "${CPU_TUNE:?CPU_TUNE names the REPL commands}" ;;
+    kernels) install_openblas && stage kernels run_kernels ;;
     ncu_) ncu --target-processes all -k regex:prism_kernel --launch-count 4 --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --section WarpStateStats \
       bash -c 'build/bin/prism -c "open examples/rms_linear.prism; tune rms_linear n=8 d=4096 --target cuda --fresh --top 1"

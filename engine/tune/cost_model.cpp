@@ -414,6 +414,7 @@ class CostModel {
     if (compute >= movement) compute_s_ += compute + loss;
     else (cache > mem ? cache_s_ : memory_s_) += movement + loss;
     overhead_s_ += waves * kBlockOverhead + kKernelOverhead;
+    est_.kernel_seconds.push_back(std::max(compute, movement) + loss + waves * kBlockOverhead + kKernelOverhead);
     est_.memory_bytes += c.memory_bytes;
     est_.cache_bytes += c.cache_bytes;
     est_.scratch_bytes += c.scratch_bytes;

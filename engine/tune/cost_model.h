@@ -2,6 +2,7 @@
 // The assumptions are listed at the top of cost_model.cpp.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "engine/sgraph/instantiate.h"
 #include "engine/backend/target.h"
@@ -18,6 +19,7 @@ struct CostEstimate {
   int64_t blocks = 0;        // total grid points over all custom kernels
   double parallel_efficiency = 1;  // blocks spread over cores: blocks / (ceil(blocks/cores) * cores), the worst kernel's
   std::string bound;         // "memory", "cache", "compute", "overhead": the largest part of `seconds`
+  std::vector<double> kernel_seconds;  // each kernel's part of `seconds`, in launch order (they sum to it)
 };
 
 // Tensors count at the dtypes the instance declares: a backend's stored family (the CPU's all f32).

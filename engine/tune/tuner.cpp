@@ -542,6 +542,7 @@ KernelChoice kernel_for(const backend::Backend& backend, const Program& lowered,
   KernelChoice choice;
   choice.sizes = instance_sizes(instance);
   choice.source = std::move(build.source);
+  choice.estimate = estimate_cost(instance, target);
   return choice;
 }
 

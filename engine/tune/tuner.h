@@ -14,6 +14,7 @@
 #include "engine/cancel.h"
 #include "engine/ir/program.h"
 #include "engine/search/search.h"
+#include "engine/tune/cost_model.h"
 #include "engine/sgraph/instantiate.h"
 #include "engine/tune/timing.h"
 
@@ -155,6 +156,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
 struct KernelChoice {
   std::map<std::string, int64_t> sizes;
   std::string source;       // the backend's source (the CPU's implements engine/backend/cpu/abi.h)
+  CostEstimate estimate;    // the cost model's, for this instance on the target
 };
 // `graph` (a family, retyped for the target's storage) at `bindings`: the cheapest instantiation
 // by the cost model, or the one with `sizes`. Throws Error{InvalidArgument} (bindings, sizes, or
@@ -180,6 +182,7 @@ struct KernelSource {
   bool tuned = false;   // sizes from a timed instantiation (else from the cost model)
   std::string source;   // the backend's source (the CPU's implements engine/backend/cpu/abi.h)
   std::string header;   // a C header declaring it, with the shapes in a comment (none on a GPU)
+  CostEstimate estimate;  // the cost model's for these sizes (per kernel: estimate.kernel_seconds)
 };
 
 // A target and whether it can be used here ("cuda": no CUDA device …).

@@ -243,6 +243,7 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
   k.sizes = choice.sizes;
   k.tuned = sizes != nullptr;
   k.source = choice.source;
+  k.estimate = choice.estimate;
   k.header = header_for(backend, backend.stored(lowered), k);
   return k;
 }

@@ -189,8 +189,15 @@ class Printer {
   }
 
   // The entry: inputs and outputs are the caller's; every other device tensor is a static buffer.
+  // prism_entry_kernels runs a range of the kernels (abi.h: what a per-kernel breakdown times);
+  // prism_entry runs them all.
   std::string entry() const {
-    std::string s = "extern \"C\" int prism_entry(const void* const* inputs, void* const* outputs, int threads) {\n";
+    const std::string n = std::to_string(p_.kernels.size());
+    std::string s = "extern \"C\" int prism_kernel_count(void) { return " + n + "; }\n\n";
+    s += "static void (*const prism_kernels[])(int) = {";
+    for (size_t k = 0; k < p_.kernels.size(); ++k) s += (k ? ", kernel_" : "kernel_") + std::to_string(k);
+    s += std::string(p_.kernels.empty() ? "nullptr" : "") + "};\n\n";
+    s += "extern \"C\" int prism_entry_kernels(const void* const* inputs, void* const* outputs, int threads, int first, int last) {\n";
     s += "  if (threads < 1) threads = 1;\n  prism_failed = 0;\n";
     auto slot_of = [&](const std::string& name) {
       return size_t(std::find(p_.outputs.begin(), p_.outputs.end(), name) - p_.outputs.begin());
@@ -210,16 +217,20 @@ class Printer {
         s += "    " + ti + " = buffer;" + comment + "  }\n";
       }
     }
-    for (size_t k = 0; k < p_.kernels.size(); ++k) s += "  kernel_" + std::to_string(k) + "(threads);\n";
-    // An output that is an input, or returned twice, is copied into its slot.
+    s += "  for (int k = first < 0 ? 0 : first; k < last && k < " + n + "; ++k) prism_kernels[k](threads);\n";
+    // An output that is an input, or returned twice, is copied into its slot, after the last kernel.
+    std::string copies;
     for (size_t o = 0; o < p_.outputs.size(); ++o) {
       const size_t i = p_.index(p_.outputs[o]);
       if (i < p_.inputs || slot_of(p_.outputs[o]) != o)
-        s += "  memcpy(outputs[" + std::to_string(o) + "], T[" + std::to_string(i) + "], " +
-             std::to_string(p_.tensors[i].bytes()) + ");\n";
+        copies += "    memcpy(outputs[" + std::to_string(o) + "], T[" + std::to_string(i) + "], " + std::to_string(p_.tensors[i].bytes()) + ");\n";
     }
+    if (!copies.empty()) s += "  if (last >= " + n + ") {\n" + copies + "  }\n";
     s += "  if (prism_failed) { prism_message = \"out of memory for a block's scratch\"; return 1; }\n";
-    return s + "  return 0;\n}\n\nextern \"C\" const char* prism_error(void) { return prism_message; }\n";
+    s += "  return 0;\n}\n\n";
+    s += "extern \"C\" int prism_entry(const void* const* inputs, void* const* outputs, int threads) {\n";
+    s += "  return prism_entry_kernels(inputs, outputs, threads, 0, " + n + ");\n}\n\n";
+    return s + "extern \"C\" const char* prism_error(void) { return prism_message; }\n";
   }
 
  private:

@@ -50,13 +50,18 @@ Build CpuBackend::fault(const std::string& kind) const {
 // One compiler run per source, in parallel; every library links OpenBLAS (the eager baseline's
 // matmul) the way eager_libs() says. bf16 x bf16 matmuls widen to f32 FMAs unless the target's
 // vdpbf16ps is faster (codegen_matmul.cpp).
-void CpuBackend::compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const {
+CompileOptions kernel_compile_options(const TargetDescription& target, const std::string& cache_dir) {
   CompileOptions options;
-  options.cache_dir = settings.cache_dir;
+  options.cache_dir = cache_dir;
   options.libs = eager_libs();
   for (const std::string& feature : disabled_cpu_features()) options.flags.push_back("-mno-" + feature);
   for (const std::string& flag : emulated_cpu_feature_flags()) options.flags.push_back(flag);
   if (target.bf16_dot_peak_gflops <= 0) options.flags.push_back("-DPRISM_NO_BF16_DOT");
+  return options;
+}
+
+void CpuBackend::compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const {
+  const CompileOptions options = kernel_compile_options(target, settings.cache_dir);
   std::vector<std::string> sources;
   std::vector<size_t> which;
   for (size_t i = 0; i < builds.size(); ++i)

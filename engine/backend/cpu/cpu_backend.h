@@ -4,8 +4,14 @@
 // OpenMP threads.
 #pragma once
 #include "engine/backend/backend.h"
+#include "engine/backend/cpu/compiler.h"
 
 namespace prism::backend::cpu {
+
+// How the backend compiles a generated library for `target` (what a tool that builds one itself
+// must use too, so it times the code the tuner times): OpenBLAS linked as eager_libs() says, the
+// disabled and emulated CPU features, and vdpbf16ps only where it beats widening.
+CompileOptions kernel_compile_options(const TargetDescription& target, const std::string& cache_dir = "");
 
 class CpuBackend final : public Backend {
  public:

@@ -264,6 +264,32 @@ TEST_CASE("codegen: split contraction combined by a library reduction", "[codege
   CHECK(family_codegen_error(combined, {{"n", 4}, {"d", 32}, {"m", 24}}, {{"g1", 4}}) < kTol);
 }
 
+TEST_CASE("codegen: a library runs its kernels a range at a time, as a per-kernel breakdown times them", "[codegen]") {
+  // Two kernels: the partial products, then the library reduction that sums them into O.
+  const std::string family = std::string(fam::kSplitContractionPartials) + "kernel 1: O: f32 = sum(P, axis=0, keepdims=false)\noutput O\n";
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), {{"n", 4}, {"d", 32}, {"m", 24}}, {{"g1", 4}}, sgraph::TileBudget{1 << 20});
+  CodegenOptions options;
+  options.simd_bytes = native_simd_bytes();
+  LoadedLibrary lib(compile_library(generate_cpu_source(inst, options), compile_options()).path);
+  REQUIRE(lib.function<KernelCountFn>(kKernelCountSymbol)() == 2);
+  auto run = lib.function<EntryKernelsFn>(kEntryKernelsSymbol);
+  auto inputs = test::random_inputs(inst.graph, inst.bindings, 5);
+  std::vector<Tensor> want = sgraph::evaluate(inst, inputs);
+  std::vector<const void*> ins;
+  for (const auto& in : inst.graph.inputs) ins.push_back(inputs.at(in.name).data.data());
+  Tensor out = Tensor::zeros(DType::F32, want[0].shape);
+  std::vector<void*> outs{out.data.data()};
+  // The first kernel alone leaves the output as it was; the second then completes it.
+  REQUIRE(run(ins.data(), outs.data(), 2, 0, 1) == 0);
+  CHECK(std::all_of(out.data.begin(), out.data.end(), [](float x) { return x == 0.0f; }));
+  REQUIRE(run(ins.data(), outs.data(), 2, 1, 2) == 0);
+  CHECK(test::relative_error(out, want[0]) < kTol);
+  // Ranges past either end are clipped, and prism_entry is the whole range.
+  std::fill(out.data.begin(), out.data.end(), 0.0f);
+  REQUIRE(run(ins.data(), outs.data(), 1, -3, 9) == 0);
+  CHECK(test::relative_error(out, want[0]) < kTol);
+}
+
 TEST_CASE("codegen: max and rms accumulators, a walked save, library kernels", "[codegen]") {
   CHECK(family_codegen_error(kMaxRmsFamily, {{"n", 6}, {"d", 40}}, {{"g1", 3}, {"F1", 4}}) < kTol);
   CHECK(family_codegen_error(kWalkedSaveFamily, {{"n", 6}, {"d", 40}}, {{"g1", 2}, {"F1", 5}}) < kTol);

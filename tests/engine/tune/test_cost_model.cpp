@@ -110,6 +110,11 @@ TEST_CASE("cost model: a two-kernel family with cross-block partials", "[tune][c
     CHECK(r.cost.kernels == 2);
     CHECK(r.cost.seconds > 0);
     CHECK(r.cost.flops > 0);
+    // Each kernel's part (what prism_bench_kernels sets beside its measured time): the partials'
+    // kernel and the combining one, summing to the whole.
+    REQUIRE(r.cost.kernel_seconds.size() == 2);
+    CHECK(r.cost.kernel_seconds[0] > r.cost.kernel_seconds[1]);
+    CHECK(r.cost.kernel_seconds[0] + r.cost.kernel_seconds[1] == Approx(r.cost.seconds));
   }
   // The partials Pn/Pd are written by kernel 0 and read once by kernel 1: more memory traffic
   // with more key splits (g2).

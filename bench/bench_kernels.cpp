@@ -1,0 +1,146 @@
+// Where a candidate's time goes, kernel by kernel, on the CPU: the candidate's library is
+// compiled as the tuner compiles it (kernel_compile_options), run once whole, and then each
+// kernel alone (prism_entry_kernels, abi.h) and the whole entry are timed in interleaved rounds,
+// beside the cost model's estimate of each (CostEstimate::kernel_seconds).
+// What it is for: a multi-kernel family (a prologue, a library matmul, a fused epilogue) that the
+// cost model mispredicts says which of its kernels it is wrong about. Run by hand (or by
+// scripts/gpu_session.sh's kernels stage on the device machine's processor), never by the tests.
+//
+//   prism_bench_kernels WORKLOAD CANDIDATE DIM=VALUE... [--dtype f16|bf16|f32] [--rounds R]
+//                       [--calls C] [--threads T]
+//
+// WORKLOAD names an example (examples/NAME.prism) or a bench program, stored at --dtype (its f16
+// tensors retyped). The sizes are the cost model's choice; CANDIDATE 0 is the family it ranks first.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "bench/shapes.h"
+#include "engine/backend/cpu/abi.h"
+#include "engine/backend/cpu/compiler.h"
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/describe.h"
+#include "engine/interp/half.h"
+#include "engine/workspace/workspace.h"
+
+using namespace prism;
+using namespace prism::bench;
+using namespace prism::backend::cpu;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// A tensor's bytes at the bindings: every dim a bound name or an integer.
+size_t tensor_bytes(const TensorView& t, const std::map<std::string, int64_t>& bindings) {
+  size_t elements = 1;
+  for (const std::string& d : t.shape) {
+    auto it = bindings.find(d);
+    if (it != bindings.end()) elements *= size_t(it->second);
+    else if (!d.empty() && d.find_first_not_of("0123456789") == std::string::npos) elements *= size_t(std::stoll(d));
+    else throw std::runtime_error("dim '" + d + "' of " + t.name + " is neither bound nor a number");
+  }
+  return elements * (t.dtype == "f32" ? 4 : 2);
+}
+
+// Values in [-0.25, 0.25] (an f16 attention without the max subtraction overflows on wider
+// inputs), at the tensor's dtype.
+std::vector<char> random_tensor(const TensorView& t, size_t bytes, std::mt19937& rng) {
+  std::vector<char> data(bytes);
+  std::uniform_real_distribution<float> value(-0.25f, 0.25f);
+  if (t.dtype == "f32") {
+    for (size_t i = 0; i < bytes / 4; ++i) reinterpret_cast<float*>(data.data())[i] = value(rng);
+  } else {
+    for (size_t i = 0; i < bytes / 2; ++i)
+      reinterpret_cast<uint16_t*>(data.data())[i] = t.dtype == "f16" ? f32_to_f16_bits(value(rng)) : f32_to_bf16_bits(value(rng));
+  }
+  return data;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: prism_bench_kernels WORKLOAD CANDIDATE DIM=VALUE... [--dtype f16|bf16|f32] [--rounds R] [--calls C] [--threads T]\n");
+    return 2;
+  }
+  const std::string workload = argv[1];
+  const int candidate = std::atoi(argv[2]);
+  std::map<std::string, int64_t> bindings;
+  std::string dtype;
+  int rounds = 15, calls = 5, threads = 0;
+  for (int i = 3; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--dtype" && i + 1 < argc) dtype = argv[++i];
+    else if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--calls" && i + 1 < argc) calls = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (size_t eq = a.find('='); eq != std::string::npos) bindings[a.substr(0, eq)] = std::atoll(a.c_str() + eq + 1);
+    else {
+      std::fprintf(stderr, "unexpected argument '%s'\n", a.c_str());
+      return 2;
+    }
+  }
+  try {
+    Workspace ws;
+    ws.set_storage("", "");  // no tuning DB: the cost model's sizes
+    std::set<std::string> opened;
+    open_and_search(ws, opened, workload, SearchLimits{}, dtype == "f16" ? "" : dtype);
+    const tune::KernelSource k = ws.kernel_source(workload, candidate, bindings, backend::Target::Cpu);
+    const backend::TargetDescription target = describe_cpu();
+    if (threads <= 0) threads = target.cores;
+    CompiledLibrary built = compile_library(k.source, kernel_compile_options(target));
+    LoadedLibrary library(built.path);
+    const int kernels = library.function<KernelCountFn>(kKernelCountSymbol)();
+    auto run = library.function<EntryKernelsFn>(kEntryKernelsSymbol);
+    auto error = library.function<ErrorFn>(kErrorSymbol);
+
+    const ProgramDetail detail = ws.show(workload);
+    std::mt19937 rng(1);
+    std::vector<std::vector<char>> ins, outs;
+    std::vector<const void*> in_ptrs;
+    std::vector<void*> out_ptrs;
+    for (const TensorView& t : detail.summary.inputs) ins.push_back(random_tensor(t, tensor_bytes(t, bindings), rng));
+    for (const TensorView& t : detail.summary.outputs) outs.emplace_back(tensor_bytes(t, bindings));
+    for (auto& v : ins) in_ptrs.push_back(v.data());
+    for (auto& v : outs) out_ptrs.push_back(v.data());
+    if (run(in_ptrs.data(), out_ptrs.data(), threads, 0, kernels) != 0) throw std::runtime_error(std::string("the candidate failed: ") + error());
+
+    // Part p < kernels: kernel p alone, on what the whole run left; part `kernels`: the entry.
+    std::vector<std::vector<double>> ms(size_t(kernels) + 1);
+    for (int r = 0; r < rounds; ++r)
+      for (int p = 0; p <= kernels; ++p) {
+        const int first = p < kernels ? p : 0, last = p < kernels ? p + 1 : kernels;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int c = 0; c < calls; ++c) run(in_ptrs.data(), out_ptrs.data(), threads, first, last);
+        ms[size_t(p)].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / calls);
+      }
+    std::printf("%s candidate %d at %s, sizes %s, %s, %d threads on %s\n%s\n", workload.c_str(), k.candidate,
+                tune::sizes_text(k.bindings).c_str(), tune::sizes_text(k.sizes).c_str(), dtype.empty() ? "f16" : dtype.c_str(), threads,
+                target.model.c_str(), k.summary.c_str());
+    std::printf("| part | median ms | min ms | share of the entry | predicted ms |\n|---|---|---|---|---|\n");
+    const double whole = median(ms.back());
+    const std::vector<double>& predicted = k.estimate.kernel_seconds;
+    double sum = 0;
+    for (int p = 0; p <= kernels; ++p) {
+      const double m = median(ms[size_t(p)]);
+      if (p < kernels) sum += m;
+      const double model = p < kernels ? (size_t(p) < predicted.size() ? predicted[size_t(p)] : 0) : k.estimate.seconds;
+      std::printf("| %s | %.4f | %.4f | %.0f%% | %.4f |\n", p < kernels ? ("kernel " + std::to_string(p)).c_str() : "entry (all)", m,
+                  *std::min_element(ms[size_t(p)].begin(), ms[size_t(p)].end()), 100 * m / whole, 1e3 * model);
+    }
+    std::printf("kernels alone sum to %.4f ms (%.0f%% of the entry); medians of %d interleaved rounds of %d calls\n", sum, 100 * sum / whole,
+                rounds, calls);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "prism_bench_kernels: %s\n", e.what());
+    return 1;
+  }
+}
