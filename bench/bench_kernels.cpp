@@ -9,12 +9,13 @@
 //   prism_bench_kernels WORKLOAD CANDIDATE DIM=VALUE... [--dtype f16|bf16|f32] [--rounds R]
 //                       [--calls C] [--threads T]
 //
-// WORKLOAD names an example (examples/NAME.prism) or a bench program, stored at --dtype (its f16
-// tensors retyped). The sizes are the cost model's choice; CANDIDATE 0 is the family it ranks first.
+// WORKLOAD names an example (examples/NAME.prism) or a bench program, or is a .prism file (its
+// first program: a layer as a user writes it), stored at --dtype (its f16 tensors retyped). The sizes are the cost model's choice; CANDIDATE 0 is the family it ranks first.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <set>
 #include <string>
@@ -92,9 +93,16 @@ int main(int argc, char** argv) {
   try {
     Workspace ws;
     ws.set_storage("", "");  // no tuning DB: the cost model's sizes
-    std::set<std::string> opened;
-    open_and_search(ws, opened, workload, SearchLimits{}, dtype == "f16" ? "" : dtype);
-    const tune::KernelSource k = ws.kernel_source(workload, candidate, bindings, backend::Target::Cpu);
+    // A .prism file (a layer of the user's): its first program; else a workload's example.
+    std::string program = workload;
+    if (workload.size() > 6 && workload.compare(workload.size() - 6, 6, ".prism") == 0) {
+      program = open_file(ws, std::filesystem::absolute(workload).string(), dtype == "f16" ? "" : dtype);
+      ws.search(program, SearchLimits{});
+    } else {
+      std::set<std::string> opened;
+      open_and_search(ws, opened, workload, SearchLimits{}, dtype == "f16" ? "" : dtype);
+    }
+    const tune::KernelSource k = ws.kernel_source(program, candidate, bindings, backend::Target::Cpu);
     const backend::TargetDescription target = describe_cpu();
     if (threads <= 0) threads = target.cores;
     CompiledLibrary built = compile_library(k.source, kernel_compile_options(target));
@@ -103,7 +111,7 @@ int main(int argc, char** argv) {
     auto run = library.function<EntryKernelsFn>(kEntryKernelsSymbol);
     auto error = library.function<ErrorFn>(kErrorSymbol);
 
-    const ProgramDetail detail = ws.show(workload);
+    const ProgramDetail detail = ws.show(program);
     std::mt19937 rng(1);
     std::vector<std::vector<char>> ins, outs;
     std::vector<const void*> in_ptrs;
@@ -123,7 +131,7 @@ int main(int argc, char** argv) {
         for (int c = 0; c < calls; ++c) run(in_ptrs.data(), out_ptrs.data(), threads, first, last);
         ms[size_t(p)].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / calls);
       }
-    std::printf("%s candidate %d at %s, sizes %s, %s, %d threads on %s\n%s\n", workload.c_str(), k.candidate,
+    std::printf("%s candidate %d at %s, sizes %s, %s, %d threads on %s\n%s\n", program.c_str(), k.candidate,
                 tune::sizes_text(k.bindings).c_str(), tune::sizes_text(k.sizes).c_str(), dtype.empty() ? "f16" : dtype.c_str(), threads,
                 target.model.c_str(), k.summary.c_str());
     std::printf("| part | median ms | min ms | share of the entry | predicted ms |\n|---|---|---|---|---|\n");

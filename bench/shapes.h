@@ -53,6 +53,17 @@ inline std::vector<Shape> gpu_shapes() {
   return out;
 }
 
+// Opens the program file at `path` (absolute) with its declared f16 tensors stored at `dtype`
+// when one is given, and opens it in `ws`; returns the name of the first program it defines.
+inline std::string open_file(Workspace& ws, const std::string& path, const std::string& dtype = "") {
+  std::string text = read(path);
+  if (!dtype.empty())
+    for (size_t at = 0; (at = text.find("f16[", at)) != std::string::npos; at += dtype.size()) text.replace(at, 3, dtype);
+  const DocumentState state = ws.open("file://" + path, text, 1);
+  if (state.programs.empty()) throw std::runtime_error(path + " defines no program that compiles");
+  return state.programs.front();
+}
+
 // Opens and searches `workload` the first time it is asked for (its example file, `limits`),
 // with its declared f16 tensors stored at `dtype` when one is given; returns the search's
 // seconds, 0 when it was already open.
@@ -62,10 +73,7 @@ inline double open_and_search(Workspace& ws, std::set<std::string>& opened, cons
   std::string path = std::string(PRISM_SOURCE_DIR) + "/examples/" + workload + ".prism";
   if (FILE* f = std::fopen(path.c_str(), "rb")) std::fclose(f);
   else path = std::string(PRISM_SOURCE_DIR) + "/bench/programs/" + workload + ".prism";  // the bench's own programs
-  std::string text = read(path);
-  if (!dtype.empty())
-    for (size_t at = 0; (at = text.find("f16[", at)) != std::string::npos; at += dtype.size()) text.replace(at, 3, dtype);
-  ws.open("file://" + path, text, 1);
+  open_file(ws, path, dtype);
   auto t0 = std::chrono::steady_clock::now();
   ws.search(workload, limits);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
