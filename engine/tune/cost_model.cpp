@@ -36,7 +36,15 @@
 //     bytes (as in 1) and their op's flops at peak. A CPU library matmul at 16 bits (prism's own,
 //     one parallel loop over library_matmul_chunks) has the efficiency of its chunks over the
 //     cores, as a custom kernel's blocks (4): 8 x 1024 @ 1024 x 1024 makes 4 chunks of 256
-//     columns, and on a 16-core Xeon it ran 0.067 ms on 4 threads and 0.075 on 16.
+//     columns, and on a 16-core Xeon it ran 0.067 ms on 4 threads and 0.075 on 16. One of f32
+//     tensors is OpenBLAS's sgemm (emit_blas.cpp), which packs B into panels on every call: B's
+//     bytes move kVendorPackPasses more times at the memory bandwidth whatever the working set
+//     (the panels and B outgrow the caches together), and its flops run at kVendorGemmEfficiency
+//     of the peak (prism_bench_kernels, 2-core Zen 3, 2 threads: 8 x 1024 @ 1024 x 1024, 8 x 2048
+//     @ 2048 x 2048 and 8 x 4096 @ 4096 x 4096 took 0.61, 2.6-3.1 and 11-12 ms, B streaming at
+//     6-7 GB/s on one thread as on two, where one pass at the peak was 0.12, 0.47 and 3.4; 16 rows
+//     0.59 and 2.08 ms; 64 x 2048 @ 2048 x 2048, 128 and 512 x 1024 @ 1024 x 1024 at 41-66% of
+//     the peak).
 //  7. Access pattern. A tile is read as runs of contiguous bytes (its rows, when it does not span
 //     the tensor's last dim, in the tensor's own dim order: an nn.Linear weight's W^T tile of
 //     K x N lies as N runs of K); every run costs kRunOverhead (256) bytes' worth of streaming on top
@@ -97,6 +105,8 @@ constexpr double kBlockOverhead = 1e-6;
 constexpr double kKernelOverhead = 5e-6;
 constexpr double kRunOverhead = 256;
 constexpr double kOverlapLoss = 0.5;
+constexpr double kVendorPackPasses = 3;
+constexpr double kVendorGemmEfficiency = 0.5;
 constexpr double kMmaGather = 8;
 constexpr double kL2Speedup = 3;
 // Splitting one f16 element of B into bf16 words for the tiles (amx_split_kernel.cpp), in flops at
@@ -133,6 +143,7 @@ class CostModel {
   struct KernelCost {
     double memory_bytes = 0, cache_bytes = 0, flops = 0, scaled_flops = 0;  // scaled: divided by the vectorization factor
     double scratch_bytes = 0;                                                 // through L2 (assumption 11)
+    double stream_bytes = 0;  // at the memory bandwidth whatever the working set (a vendor GEMM's packing, assumption 6)
     int64_t blocks = 0;
     int64_t chunks = 0;    // a library kernel's parallel chunks (0: a whole-tensor call, assumption 6)
     bool custom = false;
@@ -382,6 +393,11 @@ class CostModel {
       const int64_t piece = amx(a_dtype, b_dtype, chunks.rows) ? std::min<int64_t>(chunks.columns, backend::cpu::detail::kAmxBlockColumns) : chunks.columns;
       if (piece < n)  // B's rows read in pieces (assumption 7)
         c.memory_bytes += tensor_bytes(lib.inputs[1]) * kRunOverhead / double(piece * sgraph::element_bytes(b_dtype));
+    } else if (lib.op == Op::Matmul && target_.target == backend::Target::Cpu && lib.inputs.size() == 2 && b_dtype == DType::F32 &&
+               in_.analysis.tensors.at(lib.inputs[0]).dtype == DType::F32 && in_.analysis.tensors.at(lib.output).dtype == DType::F32) {
+      // sgemm, packing B every call (assumption 6).
+      c.stream_bytes = kVendorPackPasses * tensor_bytes(lib.inputs[1]);
+      c.scaled_flops /= kVendorGemmEfficiency;
     }
     return c;
   }
@@ -404,7 +420,9 @@ class CostModel {
     // it was not measured), shared by all cores like memory's.
     const double cache_bw = target_.cache_bandwidth_gbs > 0 ? target_.cache_bandwidth_gbs * 1e9 : kCacheSpeedup * bw;
     const double l2_bw = kL2Speedup * cache_bw;
-    const double mem = c.memory_bytes / bw / efficiency, cache = (c.cache_bytes / cache_bw + c.scratch_bytes / l2_bw) / efficiency,
+    const double memory_bw = std::max(target_.bandwidth_gbs, 1e-3) * 1e9;
+    const double mem = (c.memory_bytes / bw + c.stream_bytes / memory_bw) / efficiency,
+                 cache = (c.cache_bytes / cache_bw + c.scratch_bytes / l2_bw) / efficiency,
                  compute = c.scaled_flops / peak / efficiency;
     // Data movement overlaps compute (streaming in part on a CPU: assumption 10); the time is
     // credited to the larger's kind.

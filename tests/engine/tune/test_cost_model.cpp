@@ -331,6 +331,30 @@ TEST_CASE("cost model (CPU): a 16-bit library matmul streams B in row pieces of 
   CHECK(cost(f32, 16).memory_bytes == cost(f32, 2).memory_bytes);
 }
 
+TEST_CASE("cost model (CPU): an f32 library matmul (sgemm) pays for packing B at the memory bandwidth, at half the peak", "[tune][cost]") {
+  TargetDescription t = two_zen4_cores();
+  std::string f32 = kLibraryMatmul;
+  for (size_t at; (at = f32.find("bf16")) != std::string::npos;) f32.replace(at, 4, "f32");
+  auto cost = [&](int64_t n, int64_t d) {
+    return estimate_cost(sgraph::instantiate(sgraph::parse(f32), {{"n", n}, {"d", d}, {"m", d}}, {}, t.tile_budget()), t);
+  };
+  // A decode layer's 8 rows: three more passes over B at the memory bandwidth, however small B is
+  // (a 4 MiB weight fits the caches, whose rate the first pass gets).
+  for (int64_t d : {1024, 4096}) {
+    const double b_bytes = double(d * d * 4);
+    INFO("d = " << d);
+    CHECK(cost(8, d).seconds >= 3 * b_bytes / (t.bandwidth_gbs * 1e9));
+    CHECK(cost(8, d).bound == "memory");
+  }
+  // Many rows: the FMAs at half the peak bound it.
+  const CostEstimate wide = cost(512, 1024);
+  CHECK(wide.bound == "compute");
+  CHECK(wide.seconds >= 2 * wide.flops / (t.peak_gflops * 1e9));
+  // 16 bits: prism's micro-kernel, no packing (its chunks' streaming instead).
+  const CostEstimate bf16 = estimate_cost(sgraph::instantiate(sgraph::parse(kLibraryMatmul), {{"n", 8}, {"d", 4096}, {"m", 4096}}, {}, t.tile_budget()), t);
+  CHECK(bf16.seconds < 0.3 * cost(8, 4096).seconds);
+}
+
 TEST_CASE("cost model (CPU): a 16-bit library matmul with fewer chunks than cores leaves the rest idle", "[tune][cost]") {
   TargetDescription t = two_zen4_cores();
   const sgraph::SGraph g = sgraph::parse(kLibraryMatmul);
