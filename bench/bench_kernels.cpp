@@ -96,11 +96,11 @@ int main(int argc, char** argv) {
     // A .prism file (a layer of the user's): its first program; else a workload's example.
     std::string program = workload;
     if (workload.size() > 6 && workload.compare(workload.size() - 6, 6, ".prism") == 0) {
-      program = open_file(ws, std::filesystem::absolute(workload).string(), dtype == "f16" ? "" : dtype);
+      program = open_file(ws, std::filesystem::absolute(workload).string(), dtype);
       ws.search(program, SearchLimits{});
     } else {
       std::set<std::string> opened;
-      open_and_search(ws, opened, workload, SearchLimits{}, dtype == "f16" ? "" : dtype);
+      open_and_search(ws, opened, workload, SearchLimits{}, dtype);
     }
     const tune::KernelSource k = ws.kernel_source(program, candidate, bindings, backend::Target::Cpu);
     const backend::TargetDescription target = describe_cpu();
@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
         ms[size_t(p)].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / calls);
       }
     std::printf("%s candidate %d at %s, sizes %s, %s, %d threads on %s\n%s\n", program.c_str(), k.candidate,
-                tune::sizes_text(k.bindings).c_str(), tune::sizes_text(k.sizes).c_str(), dtype.empty() ? "f16" : dtype.c_str(), threads,
+                tune::sizes_text(k.bindings).c_str(), tune::sizes_text(k.sizes).c_str(), dtype.empty() ? "declared dtypes" : ("f16 tensors at " + dtype).c_str(), threads,
                 target.model.c_str(), k.summary.c_str());
     std::printf("| part | median ms | min ms | share of the entry | predicted ms |\n|---|---|---|---|---|\n");
     const double whole = median(ms.back());
