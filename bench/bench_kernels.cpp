@@ -10,13 +10,13 @@
 //                       [--calls C] [--threads T]
 //
 // WORKLOAD names an example (examples/NAME.prism) or a bench program, or is a .prism file (its
-// first program: a layer as a user writes it), stored at --dtype (its f16 tensors retyped). The sizes are the cost model's choice; CANDIDATE 0 is the family it ranks first.
+// first program: a layer as a user writes it), stored at --dtype (its f16 tensors retyped). The
+// sizes are the cost model's choice; CANDIDATE 0 is the family it ranks first.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +27,7 @@
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/describe.h"
 #include "engine/interp/half.h"
+#include "engine/interp/interpreter.h"
 #include "engine/workspace/workspace.h"
 
 using namespace prism;
@@ -35,33 +36,15 @@ using namespace prism::backend::cpu;
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-// A tensor's bytes at the bindings: every dim a bound name or an integer.
-size_t tensor_bytes(const TensorView& t, const std::map<std::string, int64_t>& bindings) {
-  size_t elements = 1;
-  for (const std::string& d : t.shape) {
-    auto it = bindings.find(d);
-    if (it != bindings.end()) elements *= size_t(it->second);
-    else if (!d.empty() && d.find_first_not_of("0123456789") == std::string::npos) elements *= size_t(std::stoll(d));
-    else throw std::runtime_error("dim '" + d + "' of " + t.name + " is neither bound nor a number");
-  }
-  return elements * (t.dtype == "f32" ? 4 : 2);
-}
-
-// Values in [-0.25, 0.25] (an f16 attention without the max subtraction overflows on wider
-// inputs), at the tensor's dtype.
-std::vector<char> random_tensor(const TensorView& t, size_t bytes, std::mt19937& rng) {
-  std::vector<char> data(bytes);
-  std::uniform_real_distribution<float> value(-0.25f, 0.25f);
-  if (t.dtype == "f32") {
-    for (size_t i = 0; i < bytes / 4; ++i) reinterpret_cast<float*>(data.data())[i] = value(rng);
-  } else {
-    for (size_t i = 0; i < bytes / 2; ++i)
-      reinterpret_cast<uint16_t*>(data.data())[i] = t.dtype == "f16" ? f32_to_f16_bits(value(rng)) : f32_to_bf16_bits(value(rng));
+// An input at its storage dtype, as the ABI takes it (abi.h): f32 as floats, f16 and bf16 as their
+// 16 bits. Values are the interpreter's seeded ones, scaled into [-0.25, 0.25] (an f16 attention
+// without the max subtraction overflows on wider inputs).
+std::vector<char> stored(const Tensor& t) {
+  std::vector<char> data(size_t(t.size()) * dtype_bytes(t.dtype));
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    const float x = 0.25f * t.data[i];
+    if (t.dtype == DType::F32) reinterpret_cast<float*>(data.data())[i] = x;
+    else reinterpret_cast<uint16_t*>(data.data())[i] = t.dtype == DType::F16 ? f32_to_f16_bits(x) : f32_to_bf16_bits(x);
   }
   return data;
 }
@@ -111,13 +94,16 @@ int main(int argc, char** argv) {
     auto run = library.function<EntryKernelsFn>(kEntryKernelsSymbol);
     auto error = library.function<ErrorFn>(kErrorSymbol);
 
-    const ProgramDetail detail = ws.show(program);
-    std::mt19937 rng(1);
+    const Program lowered = ws.lowered_program(program).first;
     std::vector<std::vector<char>> ins, outs;
     std::vector<const void*> in_ptrs;
     std::vector<void*> out_ptrs;
-    for (const TensorView& t : detail.summary.inputs) ins.push_back(random_tensor(t, tensor_bytes(t, bindings), rng));
-    for (const TensorView& t : detail.summary.outputs) outs.emplace_back(tensor_bytes(t, bindings));
+    std::map<std::string, Tensor> by_name;
+    for (const Tensor& t : random_inputs(lowered, bindings, 1, &by_name)) ins.push_back(stored(t));
+    for (int o : lowered.outputs) {
+      const Type& type = lowered.value(o).type;
+      outs.emplace_back(size_t(element_count(concrete_shape(type.shape, bindings))) * dtype_bytes(type.dtype));
+    }
     for (auto& v : ins) in_ptrs.push_back(v.data());
     for (auto& v : outs) out_ptrs.push_back(v.data());
     if (run(in_ptrs.data(), out_ptrs.data(), threads, 0, kernels) != 0) throw std::runtime_error(std::string("the candidate failed: ") + error());

@@ -26,12 +26,6 @@ using namespace prism::bench;
 
 namespace {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 // One shape's tunes at one dtype.
 struct Row {
   std::string workload, shape, dtype;

@@ -1,6 +1,7 @@
 // docs/design.md §8's workloads and shapes, shared by the tuning benchmarks (bench_tune.cpp on the
 // CPU, bench_tune_gpu.cpp on the GPU).
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -21,6 +22,13 @@ struct Shape {
   const char* workload;
   std::map<std::string, int64_t> bindings;
 };
+
+// The middle of `v` (the mean of the two middle values for an even count), 0 when empty.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
 
 inline std::string read(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "rb");
