@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,13 +54,13 @@ std::vector<char> stored(const Tensor& t) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: prism_bench_kernels WORKLOAD CANDIDATE DIM=VALUE... [--dtype f16|bf16|f32] [--rounds R] [--calls C] [--threads T]\n");
+    std::fprintf(stderr, "usage: prism_bench_kernels WORKLOAD CANDIDATE DIM=VALUE... [--dtype f16|bf16|f32] [--rounds R] [--calls C] [--threads T] [--source FILE]\n");
     return 2;
   }
   const std::string workload = argv[1];
   const int candidate = std::atoi(argv[2]);
   std::map<std::string, int64_t> bindings;
-  std::string dtype;
+  std::string dtype, source_path;
   int rounds = 15, calls = 5, threads = 0;
   for (int i = 3; i < argc; ++i) {
     const std::string a = argv[i];
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
     else if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (a == "--calls" && i + 1 < argc) calls = std::max(1, std::atoi(argv[++i]));
     else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (a == "--source" && i + 1 < argc) source_path = argv[++i];
     else if (size_t eq = a.find('='); eq != std::string::npos) bindings[a.substr(0, eq)] = std::atoll(a.c_str() + eq + 1);
     else {
       std::fprintf(stderr, "unexpected argument '%s'\n", a.c_str());
@@ -86,6 +88,7 @@ int main(int argc, char** argv) {
       open_and_search(ws, opened, workload, SearchLimits{}, dtype);
     }
     const tune::KernelSource k = ws.kernel_source(program, candidate, bindings, backend::Target::Cpu);
+    if (!source_path.empty()) std::ofstream(source_path) << k.source;  // the generated C++, to read
     const backend::TargetDescription target = describe_cpu();
     if (threads <= 0) threads = target.cores;
     CompiledLibrary built = compile_library(k.source, kernel_compile_options(target));

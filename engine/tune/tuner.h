@@ -112,7 +112,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 28;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
+constexpr int kTunerRevision = 29;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
                                     // widening and partial overlap, narrower inputs where [-1, 1] overflows;
                                     // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
                                     // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums);
@@ -143,7 +143,9 @@ constexpr int kTunerRevision = 28;  // 9: the CPU matmul's K chunks and library 
                                     // of tall tiles two vectors wide (broadcasts cost 1.5 slots); 27: the
                                     // cost model prices 16-bit FMAs by the blocks' estimated slots
                                     // per FMA; 28: an f32 library matmul (sgemm) moves B three more
-                                    // times (its packing) and runs at half the FMA peak
+                                    // times (its packing) and runs at half the FMA peak; 29: f32 blocks
+                                    // count B's folded loads, f32 strips fit L1's ways, an aliasing f32
+                                    // A too large for 64 KiB copied a slice at a time
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

@@ -2,6 +2,7 @@
 // vector extensions), its blocking choice, and the calls that lower a (batched) matmul onto it.
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include "engine/backend/c_expr.h"
 #include "engine/backend/cpu/amx_kernel.h"
@@ -254,8 +255,9 @@ static inline void prism_mm_nt(const TA* __restrict A, const TB* __restrict B, f
 }
 
 // Rows of A a multiple of 4 KiB apart fall in one L1 set, which holds 8 lines: the broadcasts of
-// MR rows then evict each other and B's strip. A small A is copied first to rows K + 16 floats
-// apart (measured on a 16 x 4096 @ 4096 x 4096 kernel on Zen 4: from 150 to 175 GFLOP/s).
+// MR rows then evict each other and B's strip. Such an A is copied first to rows K + 16 floats
+// apart (measured on a 16 x 4096 @ 4096 x 4096 kernel on Zen 4: from 150 to 175 GFLOP/s), whole
+// when it fits 64 KiB, else a slice of K chunks at a time as a 16-bit A is.
 // A 16-bit A is widened (each element is broadcast N / NB times, and a broadcast of a 16-bit
 // element is three operations on the FMA ports): whole when it fits, else a slice of K chunks at
 // a time (measured on 8 x 4096 @ 4096 x 4096 at bf16, 2-core Xeon: 1.85 ms unwidened); not where
@@ -280,10 +282,10 @@ static inline void prism_mm(const TA* __restrict A, const TB* __restrict B, floa
   }
   if constexpr (prism_dot<TA, TB>::value) {  // vdpbf16ps takes A's bf16 pairs as they are
     prism_mm_views<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, after);
-  } else if constexpr (wide ? M > 1 && (LDA * 4) % 4096 == 0 && fits : fits) {
-    prism_mm_widened<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, after);
-  } else if constexpr (wide) {
+  } else if constexpr (wide && !(M > 1 && (LDA * 4) % 4096 == 0)) {  // f32 rows that do not alias: read in place
     prism_mm_views<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, after);
+  } else if constexpr (fits) {
+    prism_mm_widened<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, after);
   } else {
     if (!after) after = B + K * LDB;
     for (long s = 0; s < KS; ++s) {
@@ -484,12 +486,18 @@ static float* prism_scratch(size_t floats) {
 // broadcasts cost one and a half slots each: a block one vector wide, which broadcasts once per
 // FMA, runs short of the FMAs however tall (f16 and bf16 B in L1 on the Zen 3, GFLOP/s a core:
 // 8..13 x 1 55-62 and 40-43, 6 x 2 and 4 x 3 86-88 and 59-74; attention's 64 x 128 x 128 f16
-// tiles, B=16 q=128, 12.3 ms with 13 x 1 blocks, 10.8 with 6 x 2).
+// tiles, B=16 q=128, 12.3 ms with 13 x 1 blocks, 10.8 with 6 x 2). An f32 block that takes every
+// register leaves B's vectors nowhere to live: GCC folds them into the FMAs as memory operands,
+// loading each once per row (a 4 x 3 block: 12 loads of B a step, not 3), so such a block counts
+// those loads (an RMSNorm + f32 16 x 2048 @ 2048 x 2048 kernel on a 2-core Zen 3, interleaved:
+// 4 x 3 3.35 ms, 6 x 2 2.21).
 constexpr int64_t kWidenOps = 2;
 constexpr int64_t kChainSteps = 12;
 constexpr int64_t kCachedB = 256 * 1024, kCachedStrip = 16 * 1024;
+// L1's sets lie 4 KiB apart and hold this many lines each (8 on Zen 3/4, 12 on Sapphire Rapids).
+constexpr int64_t kL1Ways = 8;
 
-Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype, bool b_resident) {
+Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype, bool b_resident, int64_t ldb_bytes) {
   const int64_t w = simd_bytes / 4, regs = simd_bytes == 64 ? 32 : 16;
   const int64_t vectors = std::max<int64_t>(1, n / w);
   const int64_t broadcast_halves = simd_bytes == 64 ? 1 : 3;  // slots a broadcast takes, in halves
@@ -499,8 +507,10 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
     for (int nv = 1; nv <= std::min<int64_t>(vectors, 8); ++nv) {
       if (mr * nv + nv + 1 > regs) continue;
       const int64_t widen = b_dtype == DType::F32 ? 0 : kWidenOps;
+      const bool folded = b_dtype == DType::F32 && mr * nv + nv + 1 == regs;  // B loaded once per row
       auto step = [&](int64_t r, int64_t v) {
-        return double(std::max({r * v + widen * v, v + (broadcast_halves * r + 1) / 2, kChainSteps})) + 2.0;
+        const int64_t loads = (folded ? r * v : v) + (broadcast_halves * r + 1) / 2;
+        return double(std::max({r * v + widen * v, loads, kChainSteps})) + 2.0;
       };
       int64_t mfull = m / mr, mrem = m % mr, nfull = (n / w) / nv, nvr = (n / w) % nv;
       double cost = 0;
@@ -538,6 +548,18 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
   // of K, 1024 columns at f16 on a 2-core Zen 3: 16-row strips 1.49 ms, K whole 1.56-1.74).
   const bool cached = k * n * int64_t(dtype_bytes(b_dtype)) <= kCachedB && m > 2 * int64_t(best.mr);
   int64_t kc = std::max<int64_t>(8, (cached ? kCachedStrip : strip) / strip_row_bytes);
+  // Rows of B a multiple of 4 KiB apart fall in the same L1 sets: where more than one row block
+  // passes over an f32 strip, its rows must fit those sets' ways or the next pass reads them from
+  // L2 (the f32 kernel above, 6 x 2 blocks: 64 rows a chunk 2.21 ms, 32 2.20, 16 2.13, 8 1.92).
+  // 16-bit strips ran as fast either way (f16 16 x 64 @ 64 x 512 chunks: 64 rows against 8, 16
+  // and 32 within 10%, 8 the slowest), so theirs stay.
+  if (b_dtype == DType::F32 && m > best.mr && ldb_bytes > 0) {
+    const int64_t apart = std::gcd(ldb_bytes, int64_t(4096));
+    if (apart >= 64) {
+      const int64_t lines_per_row = (strip_row_bytes + 63) / 64;
+      kc = std::max<int64_t>(8, std::min(kc, kL1Ways * (4096 / apart) / lines_per_row));
+    }
+  }
   const int64_t chunks = (std::max<int64_t>(k, 1) + kc - 1) / kc;
   best.kc = std::max<int64_t>(1, (k + chunks - 1) / chunks);
   return best;
@@ -641,7 +663,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
   auto sa = batch_strides(a, batch), sb = batch_strides(b, batch), so = batch_strides(out, batch);
   std::string ind = ctx.indent, s;
   if (!ctx.parallel) {
-    Blocking bl = choose_blocking(m, n, k, ctx.simd_bytes, b.dtype);
+    Blocking bl = choose_blocking(m, n, k, ctx.simd_bytes, b.dtype, false, ldb * int64_t(dtype_bytes(b.dtype)));
     std::string i2 = ind;
     if (nb > 1) {
       s += ind + "for (long bi = 0; bi < " + std::to_string(nb) + "; ++bi)\n";
@@ -683,7 +705,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
       std::string cond = std::string(rt ? "r == " + std::to_string(rchunks - 1) + "L" : (rtail == rc ? "true" : "r != " + std::to_string(rchunks - 1) + "L")) +
                          " && " + (ct ? "c == " + std::to_string(cchunks - 1) + "L" : (ctail == cc ? "true" : "c != " + std::to_string(cchunks - 1) + "L"));
       std::string call = nt ? mm_nt_call(mm, nn, k, lda, ldb, ldp, accumulate, ctx.simd_bytes, "pa", "pb", "pc")
-                            : mm_call(mm, nn, k, lda, ldb, ldp, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes, b.dtype, b_resident), "pa", "pb", "pc");
+                            : mm_call(mm, nn, k, lda, ldb, ldp, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes, b.dtype, b_resident, ldb * int64_t(dtype_bytes(b.dtype))), "pa", "pb", "pc");
       if (narrow) {  // rounded to the output's dtype by this thread, row by row (vectorized)
         EmitContext chunk = ctx;
         chunk.parallel = false;

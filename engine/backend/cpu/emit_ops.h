@@ -75,7 +75,9 @@ struct Blocking {
 };
 // `b_resident`: the whole B stays in the caches between calls (a library matmul in a program whose
 // tensors take at most a quarter of what they hold), so its strips need not be short for streaming.
-Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype = DType::F32, bool b_resident = false);
+// `ldb_bytes`: the distance between B's rows (0: unknown), whose L1 sets bound an f32 strip's rows.
+Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype = DType::F32, bool b_resident = false,
+                         int64_t ldb_bytes = 0);
 // What a matmul's FMAs cost at this blocking of a 16-bit B, relative to a wide f32 tile's best
 // blocking on the same registers (1: f32 B): the widening, the broadcasts, the accumulators' latency
 // and the edge blocks, as choose_blocking counts them.

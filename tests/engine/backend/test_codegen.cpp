@@ -565,6 +565,47 @@ TEST_CASE("codegen: the matmul blocking takes K in even chunks of short strips",
   CHECK(factor(256, 32) > 1.0);
 }
 
+TEST_CASE("codegen: AVX2 f32 blocks count B's loads folded into the FMAs; f32 strips of aliasing rows fit L1's ways", "[codegen]") {
+  // 16 rows of f32: 4 x 3 takes all 16 registers, so B is loaded once per row (12 loads a step, not
+  // 3); 6 x 2 keeps B in registers.
+  const detail::Blocking rows16 = detail::choose_blocking(16, 512, 64, 32, DType::F32);
+  CHECK(rows16.mr == 6);
+  CHECK(rows16.nv == 2);
+  // 16-bit B must be widened into registers: nothing folds, 6 x 2 either way.
+  CHECK(detail::choose_blocking(16, 512, 64, 32, DType::F16).mr * detail::choose_blocking(16, 512, 64, 32, DType::F16).nv >= 10);
+  // B rows 8 KiB apart share L1's sets: three row blocks over a strip of one-line rows keep 8 of them
+  // (L1's ways); rows 2 KiB apart fall in two sets, 16; rows 8 KiB + 64 bytes apart do not alias.
+  CHECK(rows16.kc == 64);  // the stride unknown: K whole (a 128 KiB B that stays in the caches)
+  CHECK(detail::choose_blocking(16, 512, 64, 32, DType::F32, false, 8192).kc == 8);
+  CHECK(detail::choose_blocking(16, 512, 64, 32, DType::F32, false, 2048).kc == 16);
+  CHECK(detail::choose_blocking(16, 512, 64, 32, DType::F32, false, 8192 + 64).kc == 64);
+  // One row block per strip (each line read once), and 16-bit strips: unchanged.
+  CHECK(detail::choose_blocking(2, 512, 64, 32, DType::F32, false, 8192).kc == detail::choose_blocking(2, 512, 64, 32, DType::F32).kc);
+  CHECK(detail::choose_blocking(16, 512, 64, 32, DType::F16, false, 8192).kc == detail::choose_blocking(16, 512, 64, 32, DType::F16).kc);
+}
+
+// X @ W at f32 with the whole of K in one tile: X read in place, its rows a multiple of 4 KiB apart.
+const char* kWholeKMatmul = R"(input X: f32[n, d]
+input W: f32[d, m]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: -, loop: 1}
+  w = load W map {grid: 1->g1, loop: 0}
+  p = matmul(x, w)
+  acc = sum_accumulate(p)
+  save O: f32 = acc map {grid: 1->g1, loop: -}
+output O
+)";
+
+TEST_CASE("codegen: an f32 A whose rows alias in L1 is copied away whole, or a slice of K at a time, and matches", "[codegen]") {
+  // 16 x 3072 f32 (192 KiB) does not fit the 64 KiB copy: slices of K (the last one shorter); 13
+  // rows (a partial block); 4 x 1024 (16 KiB) copied whole; rows 3072 + 8 floats apart read in place.
+  for (int simd : {32, native_simd_bytes()})
+    for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{16, 3072}, {13, 2048}, {4, 1024}, {16, 3080}}) {
+      INFO("n=" << n << " d=" << d << ", " << simd << "-byte vectors");
+      CHECK(family_codegen_error(kWholeKMatmul, {{"n", n}, {"d", d}, {"m", 40}}, {{"g1", 1}, {"F1", 1}}, simd, true) < kTol);
+    }
+}
+
 TEST_CASE("codegen: each matmul of a loop body prefetches the next one's B, the last the first's next tile", "[codegen]") {
   sgraph::Instance inst =
       sgraph::instantiate(sgraph::parse(as_f32(fam::kGatedMlp)), {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, sgraph::TileBudget{1 << 20});
