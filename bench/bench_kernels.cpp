@@ -6,12 +6,13 @@
 // cost model mispredicts says which of its kernels it is wrong about. Run by hand (or by
 // scripts/gpu_session.sh's kernels stage on the device machine's processor), never by the tests.
 //
-//   prism_bench_kernels WORKLOAD CANDIDATE DIM=VALUE... [--dtype f16|bf16|f32] [--rounds R]
-//                       [--calls C] [--threads T]
+//   prism_bench_kernels WORKLOAD CANDIDATE DIM=VALUE... [SIZE=VALUE...] [--dtype f16|bf16|f32]
+//                       [--rounds R] [--calls C] [--threads T] [--source FILE]
 //
 // WORKLOAD names an example (examples/NAME.prism) or a bench program, or is a .prism file (its
 // first program: a layer as a user writes it), stored at --dtype (its f16 tensors retyped). The
-// sizes are the cost model's choice; CANDIDATE 0 is the family it ranks first.
+// sizes (grid sizes and loop ranges, e.g. g1=1 F1=64) are the cost model's choice unless all are
+// given; CANDIDATE 0 is the family it ranks first. --source writes the generated C++.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -54,7 +55,7 @@ std::vector<char> stored(const Tensor& t) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: prism_bench_kernels WORKLOAD CANDIDATE DIM=VALUE... [--dtype f16|bf16|f32] [--rounds R] [--calls C] [--threads T] [--source FILE]\n");
+    std::fprintf(stderr, "usage: prism_bench_kernels WORKLOAD CANDIDATE DIM=VALUE... [SIZE=VALUE...] [--dtype f16|bf16|f32] [--rounds R] [--calls C] [--threads T] [--source FILE]\n");
     return 2;
   }
   const std::string workload = argv[1];
@@ -87,7 +88,13 @@ int main(int argc, char** argv) {
       std::set<std::string> opened;
       open_and_search(ws, opened, workload, SearchLimits{}, dtype);
     }
-    const tune::KernelSource k = ws.kernel_source(program, candidate, bindings, backend::Target::Cpu);
+    // NAME=VALUE: a dim of the program, else one of the family's sizes.
+    std::map<std::string, int64_t> sizes;
+    const std::vector<std::string>& dims = ws.lowered_program(program).first.dims;
+    for (auto it = bindings.begin(); it != bindings.end();)
+      if (std::find(dims.begin(), dims.end(), it->first) == dims.end()) sizes.insert(*it), it = bindings.erase(it);
+      else ++it;
+    const tune::KernelSource k = ws.kernel_source(program, candidate, bindings, backend::Target::Cpu, sizes.empty() ? nullptr : &sizes);
     if (!source_path.empty()) std::ofstream(source_path) << k.source;  // the generated C++, to read
     const backend::TargetDescription target = describe_cpu();
     if (threads <= 0) threads = target.cores;

@@ -175,9 +175,10 @@ class Workspace {
   // The tuning results of the program's current version asked in this workspace, latest last.
   std::vector<tune::TuneResult> tune_results(const std::string& program) const;
   // A kernel's source: family `candidate` (0: the best of the latest tune) at `bindings` (empty:
-  // the latest tune's), with the tuned sizes when that family was timed, else the cost model's.
+  // the latest tune's), with the tuned sizes when that family was timed, else the cost model's;
+  // `sizes` (grid sizes and loop ranges, e.g. g1=1) where given.
   tune::KernelSource kernel_source(const std::string& program, int candidate, const std::map<std::string, int64_t>& bindings,
-                                   backend::Target target);
+                                   backend::Target target, const std::map<std::string, int64_t>* sizes = nullptr);
 
  private:
   struct Impl;

@@ -189,7 +189,7 @@ std::vector<tune::TuneResult> Workspace::tune_results(const std::string& program
 }
 
 tune::KernelSource Workspace::kernel_source(const std::string& program, int candidate, const std::map<std::string, int64_t>& bindings,
-                                            backend::Target target) {
+                                            backend::Target target, const std::map<std::string, int64_t>* explicit_sizes) {
   auto [lowered, version] = lowered_program(program);
   std::vector<tune::TuneResult> tuned = tune_results(program);
   const tune::TuneResult* match = nullptr;
@@ -230,8 +230,8 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
     throw Error(Error::Kind::NotFound, "'" + program + "' has no candidate " + std::to_string(candidate) + " (it has " +
                                            std::to_string(found->candidates.size()) + ")");
   const Candidate& family = found->candidates[size_t(candidate - 1)];
-  const std::map<std::string, int64_t>* sizes = nullptr;
-  if (match)
+  const std::map<std::string, int64_t>* sizes = explicit_sizes;
+  if (match && !sizes)
     for (const auto& row : match->rows)  // ok rows come first, fastest first
       if (row.ok && row.candidate == candidate) {
         sizes = &row.sizes;
@@ -241,7 +241,7 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
   k.candidate = candidate;
   k.summary = family.summary;
   k.sizes = choice.sizes;
-  k.tuned = sizes != nullptr;
+  k.tuned = sizes != nullptr && sizes != explicit_sizes;
   k.source = choice.source;
   k.estimate = choice.estimate;
   k.header = header_for(backend, backend.stored(lowered), k);

@@ -584,28 +584,6 @@ TEST_CASE("codegen: AVX2 f32 blocks count B's loads folded into the FMAs; f32 st
   CHECK(detail::choose_blocking(16, 512, 64, 32, DType::F16, false, 8192).kc == detail::choose_blocking(16, 512, 64, 32, DType::F16).kc);
 }
 
-// X @ W at f32 with the whole of K in one tile: X read in place, its rows a multiple of 4 KiB apart.
-const char* kWholeKMatmul = R"(input X: f32[n, d]
-input W: f32[d, m]
-kernel 0: custom grid=[g1] loop=F1
-  x = load X map {grid: -, loop: 1}
-  w = load W map {grid: 1->g1, loop: 0}
-  p = matmul(x, w)
-  acc = sum_accumulate(p)
-  save O: f32 = acc map {grid: 1->g1, loop: -}
-output O
-)";
-
-TEST_CASE("codegen: an f32 A whose rows alias in L1 is copied away whole, or a slice of K at a time, and matches", "[codegen]") {
-  // 16 x 3072 f32 (192 KiB) does not fit the 64 KiB copy: slices of K (the last one shorter); 13
-  // rows (a partial block); 4 x 1024 (16 KiB) copied whole; rows 3072 + 8 floats apart read in place.
-  for (int simd : {32, native_simd_bytes()})
-    for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{16, 3072}, {13, 2048}, {4, 1024}, {16, 3080}}) {
-      INFO("n=" << n << " d=" << d << ", " << simd << "-byte vectors");
-      CHECK(family_codegen_error(kWholeKMatmul, {{"n", n}, {"d", d}, {"m", 40}}, {{"g1", 1}, {"F1", 1}}, simd, true) < kTol);
-    }
-}
-
 TEST_CASE("codegen: each matmul of a loop body prefetches the next one's B, the last the first's next tile", "[codegen]") {
   sgraph::Instance inst =
       sgraph::instantiate(sgraph::parse(as_f32(fam::kGatedMlp)), {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, sgraph::TileBudget{1 << 20});
@@ -786,20 +764,29 @@ TEST_CASE("codegen: f16 x f16 matmuls run on AMX tiles split into bf16 pairs, ex
   CHECK(worst < 1.0 / 1024);
 }
 
-// exp(X) @ W accumulated over the loop: A is a computed f32 tile, B a 16-bit weight at `dtype`;
-// the output stays f32, so what differs from the evaluator is only the order of the sums and
-// A's split (within 2^-16 of each value).
-std::string computed_a_matmul(const std::string& dtype) {
+// X @ W accumulated over the loop at `dtype`, or exp(X) @ W (`computed`: A is a computed f32 tile,
+// B a 16-bit weight at `dtype`); the output stays f32, so what differs from the evaluator is only
+// the order of the sums and A's split (within 2^-16 of each value).
+std::string accumulated_matmul(const std::string& dtype, bool computed = true) {
   return "input X: " + dtype + "[n, d]\ninput W: " + dtype + R"([d, m]
 kernel 0: custom grid=[g1] loop=F1
   x = load X map {grid: -, loop: 1}
   w = load W map {grid: 1->g1, loop: 0}
-  e = exp(x)
-  p = matmul(e, w)
-  acc = sum_accumulate(p)
+)" + (computed ? "  e = exp(x)\n  p = matmul(e, w)\n" : "  p = matmul(x, w)\n") + R"(  acc = sum_accumulate(p)
   save O: f32 = acc map {grid: 1->g1, loop: -}
 output O
 )";
+}
+
+TEST_CASE("codegen: an f32 A whose rows alias in L1 is copied away whole, or a slice of K at a time, and matches", "[codegen]") {
+  // X @ W at f32 with the whole of K in one tile (F1 = 1): X read in place. 16 x 3072 (192 KiB, rows
+  // 12 KiB apart) does not fit the 64 KiB copy: slices of K, the last one shorter; 13 x 2048 (a
+  // partial row block); 4 x 1024 (16 KiB) copied whole; rows 3080 floats apart read in place.
+  for (int simd : {32, native_simd_bytes()})
+    for (auto [n, d] : std::vector<std::pair<int64_t, int64_t>>{{16, 3072}, {13, 2048}, {4, 1024}, {16, 3080}}) {
+      INFO("n=" << n << " d=" << d << ", " << simd << "-byte vectors");
+      CHECK(family_codegen_error(accumulated_matmul("f32", false), {{"n", n}, {"d", d}, {"m", 40}}, {{"g1", 1}, {"F1", 1}}, simd, true) < kTol);
+    }
 }
 
 TEST_CASE("codegen: f32 x bf16 and f32 x f16 matmuls run on AMX tiles, A split into bf16 hi and lo", "[codegen][bf16][f16]") {
@@ -819,7 +806,7 @@ TEST_CASE("codegen: f32 x bf16 and f32 x f16 matmuls run on AMX tiles, A split i
     };
     for (const auto& [dims, sizes] : shapes) {
       INFO(dtype << " n=" << dims.at("n") << " d=" << dims.at("d") << " m=" << dims.at("m"));
-      CHECK(family_codegen_error(computed_a_matmul(dtype), dims, sizes, 64, true, {}, true) < kSplitTol);
+      CHECK(family_codegen_error(accumulated_matmul(dtype), dims, sizes, 64, true, {}, true) < kSplitTol);
     }
   }
   CHECK_THAT(detail::prelude(64, true), Catch::Contains("#define PRISM_AMX_WIDE_ROWS " + std::to_string(detail::kAmxWideMinRows) + " "));
