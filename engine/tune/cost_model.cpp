@@ -60,7 +60,11 @@
 //     generator chooses for the tile: their estimated slots per FMA (widening, broadcasts, the
 //     accumulators' latency, edge blocks) over a wide f32 tile's. A tile one vector wide, whose
 //     block broadcasts for every FMA, costs more than a wider one of the same rows (AVX2: 1.49
-//     for 256 x 8 at 14 x 1, 1.29 for 6 x 2 blocks, 1.43 for a decode layer's 4 x 3).
+//     for 256 x 8 at 14 x 1, 1.29 for 6 x 2 blocks, 1.43 for a decode layer's 4 x 3). An f32 B
+//     widens nothing but its blocks cost the same way (1 for a wide tile; more for few rows, whose
+//     blocks fold B's loads into the FMAs or pass over each strip more often): an f32 gated MLP at
+//     16 x 1024 on a 2-core Zen 3 took its 8-row blocks (the rows split in two) first, 1.02 ms,
+//     where 16-row blocks ran 0.78.
 //     Where the CPU has AMX tiles, a matmul of two loaded bf16 tiles widens nothing and runs at
 //     bf16_amx_gflops, reading B's rows in pieces of at most kAmxBlockColumns (assumption 7). One of a loaded f16 B and an f16 or f32
 //     A of at least kAmxF16MinRows rows (fewer: the FMAs, as above) reads B the same way at half
@@ -193,8 +197,8 @@ class CostModel {
     return std::min(1.0, target_.peak_gflops * kMmaGather / (target_.tensor_peak_gflops * fill));
   }
 
-  // A CPU matmul's cost of widening a 16-bit B tile, or peak / bf16 dot peak for two loaded bf16
-  // tiles where the CPU has the instruction (assumption 9); 1 otherwise.
+  // A CPU matmul's cost of its register blocks (widening a 16-bit B tile), or peak / bf16 dot peak
+  // for two loaded bf16 tiles where the CPU has the instruction (assumption 9); 1 otherwise.
   double widening(size_t k, const BlockOp& op) const {
     if (target_.target != backend::Target::Cpu || op.operands.size() != 2) return 1;
     const BlockOp &left = in_.graph.kernels[k].block.ops[size_t(op.operands[0])], &right = in_.graph.kernels[k].block.ops[size_t(op.operands[1])];
@@ -223,7 +227,7 @@ class CostModel {
   }
   // The same for an A tile (its dtype as the micro-kernel reads it) times a B tile.
   double matmul_rate(const std::vector<int64_t>& a, const std::vector<int64_t>& b, DType a_dtype, DType b_dtype) const {
-    if (b_dtype == DType::F32 || a.size() < 2 || b.size() < 2) return 1;
+    if (a.size() < 2 || b.size() < 2) return 1;
     const int64_t rows = a[a.size() - 2];
     if (amx(a_dtype, b_dtype, rows) && b_dtype == DType::F16)  // two tile products, and B's split on the vector units (assumption 9)
       return 2 * target_.peak_gflops / target_.bf16_amx_gflops + kAmxF16StageFlops / (2.0 * double(rows));

@@ -145,7 +145,8 @@ constexpr int kTunerRevision = 29;  // 9: the CPU matmul's K chunks and library 
                                     // per FMA; 28: an f32 library matmul (sgemm) moves B three more
                                     // times (its packing) and runs at half the FMA peak; 29: f32 blocks
                                     // count B's folded loads, f32 strips fit L1's ways, an aliasing f32
-                                    // A too large for 64 KiB copied a slice at a time
+                                    // A too large for 64 KiB copied a slice at a time, f32 blocks' slots
+                                    // per FMA in the cost model
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

@@ -566,8 +566,7 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
 }
 
 double widening_factor(const Blocking& blocking, DType b_dtype, int simd_bytes) {
-  if (b_dtype == DType::F32) return 1.0;
-  if (blocking.slots_per_fma <= 0) return 1.0 + double(kWidenOps) / double(std::max(1, blocking.mr));
+  if (blocking.slots_per_fma <= 0) return b_dtype == DType::F32 ? 1.0 : 1.0 + double(kWidenOps) / double(std::max(1, blocking.mr));
   // A wide f32 tile's best blocking (AVX2: 6 x 2, 14 slots a 12-FMA step; AVX-512: 8 x 3), once
   // per register file: the cost model asks for every matmul of every instance it ranks.
   auto wide = [](int bytes) { return choose_blocking(240, 48 * (bytes / 4), 256, bytes, DType::F32).slots_per_fma; };
