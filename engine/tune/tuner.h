@@ -184,7 +184,7 @@ struct KernelSource {
   std::string summary;
   std::map<std::string, int64_t> bindings, sizes;
   backend::Target target = backend::Target::Cpu;
-  bool tuned = false;   // sizes from a timed instantiation (else from the cost model)
+  bool tuned = false;   // sizes from a timed instantiation (else the caller's or the cost model's)
   std::string source;   // the backend's source (the CPU's implements engine/backend/cpu/abi.h)
   std::string header;   // a C header declaring it, with the shapes in a comment (none on a GPU)
   CostEstimate estimate;  // the cost model's for these sizes (per kernel: estimate.kernel_seconds)

@@ -346,6 +346,17 @@ TEST_CASE("tuner: a kernel's source without a tune is the family the cost model 
   tune::KernelSource tuned = ws.kernel_source("rms_linear", 0, dims, backend::Target::Cpu);
   CHECK(tuned.tuned);
   CHECK(tuned.candidate == r.rows[size_t(r.best)].candidate);
+  // Sizes the caller gives (prism_bench_kernels g1=1 ...) are taken as they are; ones that do not
+  // divide the dims are an error.
+  std::map<std::string, int64_t> sizes = cpu.sizes;
+  REQUIRE(sizes.count("g1"));
+  sizes["g1"] = 1;
+  tune::KernelSource given = ws.kernel_source("rms_linear", cpu.candidate, dims, backend::Target::Cpu, &sizes);
+  CHECK(given.sizes == sizes);
+  CHECK_FALSE(given.tuned);
+  check_source(ws.lowered_program("rms_linear").first, given.source, dims, 3);
+  sizes["g1"] = 3;
+  CHECK_THROWS(ws.kernel_source("rms_linear", cpu.candidate, dims, backend::Target::Cpu, &sizes));
 }
 
 TEST_CASE("tuner: a repeated question is answered by the tuning DB without compiling anything", "[tune][tuner][db]") {
