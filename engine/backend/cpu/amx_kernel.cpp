@@ -46,18 +46,9 @@ static inline void prism_amx_configure(int rows, bool swapped = false) {
   __asm__ volatile("sttilecfg %0" : "=m"(now));
   if (__builtin_memcmp(&c, &now, sizeof c) != 0) __asm__ volatile("ldtilecfg %0" ::"m"(c));
 }
-// A thread's buffer for a staged B panel (amx_split_kernel.cpp), grown on demand and kept across
-// calls (not prism_scratch: the block that calls the matmul holds that one); null out of memory.
-static void* prism_amx_buffer(size_t bytes) {
-  static thread_local void* buffer = nullptr;
-  static thread_local size_t size = 0;
-  if (size < bytes) {
-    free(buffer);
-    buffer = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    size = buffer ? bytes : 0;
-  }
-  return buffer;
-}
+// A thread's buffer for a staged B panel (amx_split_kernel.cpp; not prism_scratch: the block that
+// calls the matmul holds that one); null out of memory.
+static void* prism_amx_buffer(size_t bytes) { return prism_thread_buffer<1>(bytes); }
 // A strip's four C tiles (0-3): zeros or its L1 buffer's, and back to it.
 static inline __attribute__((always_inline)) void prism_amx_c_load(float (*c)[256], bool zero) {
   if (zero) {

@@ -238,11 +238,24 @@ static inline __attribute__((always_inline)) void prism_mk_nt(long K, const TA* 
   }
 }
 
-template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NR, typename TA, typename TB>
+// WA: a 16-bit A is widened first, whole (rows K + 16 floats apart, in the thread's buffer 2), so
+// that each step widens only B's vectors; the caller picks blocks for an f32 A then. K is not cut
+// into chunks: whole rows of an nn.Linear weight stream better than pieces kept in L1 (bf16 8 x
+// 4096 @ (4096 x 4096)^T on a 2-core Zen 3, interleaved: 4.2-6.7 ms unwidened at 2 x 5, A widened
+// whole 3.7-5.2 at 4 x 3 and 3.9-6.1 at 2 x 5; widened in K chunks of 256-1024, 5.1-5.9).
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NR, bool WA = false, typename TA, typename TB>
 static inline void prism_mm_nt(const TA* __restrict A, const TB* __restrict B, float* __restrict C) {
   constexpr long MFULL = M / MR * MR, NFULL = N / NR * NR;
   if constexpr (prism_amx_nt<TA, TB>::value && M >= prism_amx_nt<TA, TB>::min_rows) {  // the tile unit, where the OS granted it
     if (prism_amx_ok) return prism_mm_amx_nt<M, N, K, LDA, LDB, LDC, ACC>(A, B, C);
+  }
+  if constexpr (WA && sizeof(TA) == 2) {
+    constexpr long LDW = K + 16;
+    if (float* const w = static_cast<float*>(prism_thread_buffer<2>(sizeof(float) * M * LDW))) {
+      for (long i = 0; i < M; ++i)
+        for (long k = 0; k < K; ++k) w[i * LDW + k] = A[i * LDA + k];
+      return prism_mm_nt<M, N, K, LDW, LDB, LDC, ACC, MR, NR>(static_cast<const float*>(w), B, C);
+    }
   }
   for (long j = 0; j < NFULL; j += NR) {
     for (long i = 0; i < MFULL; i += MR) prism_mk_nt<MR, NR, ACC>(K, A + i * LDA, LDA, B + j * LDB, LDB, C + i * LDC + j, LDC);
@@ -453,17 +466,21 @@ __attribute__((constructor)) static void prism_pin_openmp() {
   const char* names[] = {"libgomp.so.1", "libomp.so", "libomp.so.5"};
   for (const char* name : names) dlopen(name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
-// Per-thread scratch for a block's computed tiles, grown on demand and kept across calls.
-static float* prism_scratch(size_t floats) {
-  static thread_local float* buffer = nullptr;
+// A thread's buffer number SLOT, grown on demand and kept across calls; null out of memory.
+// 0: a block's computed tiles (prism_scratch); 1: an AMX kernel's staged B panel; 2: the NT
+// kernel's widened A (the block that calls a matmul holds slot 0).
+template <int SLOT>
+static void* prism_thread_buffer(size_t bytes) {
+  static thread_local void* buffer = nullptr;
   static thread_local size_t size = 0;
-  if (size < floats) {
+  if (size < bytes) {
     free(buffer);
-    buffer = static_cast<float*>(aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64));
-    size = buffer ? floats : 0;
+    buffer = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    size = buffer ? bytes : 0;
   }
   return buffer;
 }
+static float* prism_scratch(size_t floats) { return static_cast<float*>(prism_thread_buffer<0>(floats * sizeof(float))); }
 )";
   s += elementwise_functions(kHostC);
   s += kAmxKernel;
@@ -627,13 +644,19 @@ std::string mm_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, i
 // The NT kernel's call (B stored transposed): 4 x 4 blocks hold 16 accumulators + 4 B vectors + 1
 // A vector (32 registers with AVX-512); 2 x 5 with AVX2's 16, 10 accumulators, since 8 wait on
 // their FMAs' latency (choose_blocking): a bf16 4096 x 4096 nn.Linear weight at 8 rows on a 2-core
-// Zen 3, 2 x 4 3.8 ms, 2 x 5 3.4, 3 x 3 3.5.
+// Zen 3, 2 x 4 3.8 ms, 2 x 5 3.4, 3 x 3 3.5. AVX2 with a 16-bit A and a bf16 B widens A first
+// (prism_mm_nt's WA) and takes 4 x 3: three B vectors widened a step (two operations each on the
+// FMA ports) for 12 FMAs, where 2 x 5 widens five and two of A for 10 (llama-style RMSNorm +
+// 4096 x 4096 nn.Linear at bf16 on a 2-core Zen 3, interleaved: 8 rows 3.7-3.9 -> 3.1-3.2 ms, 16
+// rows 6.9 -> 6.2). Not an f16 B, whose vcvtph2ps is one operation off those ports: there 2 x 5
+// stays faster (8 rows 2.83 against 3.19-3.25, 16 rows 5.2-5.4 against 6.1-6.2).
 std::string mm_nt_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, bool acc, int simd_bytes,
-                       const std::string& pa, const std::string& pb, const std::string& pc) {
-  const int mr = simd_bytes == 64 ? 4 : 2, nr = simd_bytes == 64 ? 4 : 5;
+                       DType a_dtype, DType b_dtype, const std::string& pa, const std::string& pb, const std::string& pc) {
+  const bool widen_a = simd_bytes == 32 && a_dtype != DType::F32 && b_dtype == DType::BF16;
+  const int mr = simd_bytes == 64 ? 4 : widen_a ? 4 : 2, nr = simd_bytes == 64 ? 4 : widen_a ? 3 : 5;
   return "prism_mm_nt<" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " + std::to_string(lda) + ", " +
          std::to_string(ldb) + ", " + std::to_string(ldc) + ", " + (acc ? "true" : "false") + ", " + std::to_string(mr) + ", " +
-         std::to_string(nr) + ">(" + pa + ", " + pb + ", " + pc + ");\n";
+         std::to_string(nr) + (widen_a ? ", true" : "") + ">(" + pa + ", " + pb + ", " + pc + ");\n";
 }
 
 }  // namespace
@@ -669,7 +692,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
       i2 += "  ";
     }
     auto at = [&](const View& v, const std::vector<int64_t>& st) { return nb > 1 ? v.ptr + " + " + batch_offset(batch, st, "bi") : v.ptr; };
-    if (nt) return s + i2 + mm_nt_call(m, n, k, lda, ldb, ldc, accumulate, ctx.simd_bytes, at(a, sa), at(b, sb), at(out, so));
+    if (nt) return s + i2 + mm_nt_call(m, n, k, lda, ldb, ldc, accumulate, ctx.simd_bytes, a.dtype, b.dtype, at(a, sa), at(b, sb), at(out, so));
     return s + i2 + mm_call(m, n, k, lda, ldb, ldc, accumulate, bl, at(a, sa), at(b, sb), at(out, so), nb > 1 ? "" : ctx.prefetch_after);
   }
   const MatmulChunks chunks = library_matmul_chunks(nb, m, n, b.dtype, ctx.cores);
@@ -703,7 +726,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
       if ((rt && rtail == rc) || (ct && ctail == cc)) continue;  // no distinct tail chunk
       std::string cond = std::string(rt ? "r == " + std::to_string(rchunks - 1) + "L" : (rtail == rc ? "true" : "r != " + std::to_string(rchunks - 1) + "L")) +
                          " && " + (ct ? "c == " + std::to_string(cchunks - 1) + "L" : (ctail == cc ? "true" : "c != " + std::to_string(cchunks - 1) + "L"));
-      std::string call = nt ? mm_nt_call(mm, nn, k, lda, ldb, ldp, accumulate, ctx.simd_bytes, "pa", "pb", "pc")
+      std::string call = nt ? mm_nt_call(mm, nn, k, lda, ldb, ldp, accumulate, ctx.simd_bytes, a.dtype, b.dtype, "pa", "pb", "pc")
                             : mm_call(mm, nn, k, lda, ldb, ldp, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes, b.dtype, b_resident, ldb * int64_t(dtype_bytes(b.dtype))), "pa", "pb", "pc");
       if (narrow) {  // rounded to the output's dtype by this thread, row by row (vectorized)
         EmitContext chunk = ctx;

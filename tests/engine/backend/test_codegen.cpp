@@ -872,6 +872,28 @@ TEST_CASE("codegen: nn.Linear weights (W^T read in place) run on AMX tiles as C^
   CHECK_THAT(detail::prelude(64, true), Catch::Contains("#define PRISM_AMX_NT_ROWS " + std::to_string(detail::kAmxNtMinRows) + " "));
 }
 
+
+TEST_CASE("codegen: AVX2's NT kernel widens a 16-bit A first for a bf16 B and takes 4 x 3 blocks, edges included, and matches", "[codegen][bf16][f16]") {
+  // Rows 4, 13 (4, 4, 4, 1), 16; K 200, 303 (a vector tail), 1024; columns 22 (7 blocks of 3 and
+  // one), 64. A computed f32 A (exp(X)) is not widened, nor one against an f16 B: 2 x 5 as before.
+  const std::vector<std::pair<DimBindings, DimBindings>> shapes = {
+      {{{"n", 4}, {"d", 200}, {"m", 22}}, {{"g1", 1}, {"F1", 1}}},
+      {{{"n", 13}, {"d", 303}, {"m", 64}}, {{"g1", 2}, {"F1", 1}}},
+      {{{"n", 16}, {"d", 1024}, {"m", 64}}, {{"g1", 1}, {"F1", 1}}},
+  };
+  CodegenOptions avx2;
+  avx2.simd_bytes = 32;
+  for (const auto& [dtype, computed, tol] : {std::tuple{"bf16", false, 1e-5}, {"bf16", true, 1e-4}, {"f16", false, 1e-5}, {"f16", true, 1e-4}})
+    for (const auto& [dims, sizes] : shapes) {
+      INFO(dtype << (computed ? " f32 A" : "") << " n=" << dims.at("n") << " d=" << dims.at("d") << " m=" << dims.at("m"));
+      const std::string family = nt_matmul(dtype, computed);
+      sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, sizes, sgraph::TileBudget{1 << 20});
+      const std::string source = generate_cpu_source(inst, avx2);
+      CHECK_THAT(source, Catch::Contains("prism_mm_nt<" + std::to_string(dims.at("n")) + ","));
+      CHECK_THAT(source, computed || dtype == std::string("f16") ? Catch::Contains(", 2, 5>(") : Catch::Contains(", 4, 3, true>("));
+      CHECK(family_codegen_error(family, dims, sizes, 32, true) < tol);
+    }
+}
 TEST_CASE("codegen: a 16-bit library matmul rounds each chunk into its output, tail chunks included", "[codegen][library]") {
   // 130 rows: chunks of 64, 64 and 2; 2100 columns: 2048 and 52 at bf16 (1024-column pieces at f16
   // for 4 KiB rows: 1024, 1024 and 52). Only the output's rounding differs from the evaluator.
