@@ -238,6 +238,13 @@ static inline __attribute__((always_inline)) void prism_mk_nt(long K, const TA* 
   }
 }
 
+// A's M x K block as f32 rows LDP floats apart (a copy away from 4 KiB aliasing, or A widened).
+template <long M, long K, long LDA, long LDP, typename TA>
+static inline void prism_copy_rows(const TA* __restrict A, float* __restrict P) {
+  for (long i = 0; i < M; ++i)
+    for (long k = 0; k < K; ++k) P[i * LDP + k] = A[i * LDA + k];
+}
+
 // WA: a 16-bit A is widened first, whole (rows K + 16 floats apart, in the thread's buffer 2), so
 // that each step widens only B's vectors; the caller picks blocks for an f32 A then. K is not cut
 // into chunks: whole rows of an nn.Linear weight stream better than pieces kept in L1 (bf16 8 x
@@ -252,8 +259,7 @@ static inline void prism_mm_nt(const TA* __restrict A, const TB* __restrict B, f
   if constexpr (WA && sizeof(TA) == 2) {
     constexpr long LDW = K + 16;
     if (float* const w = static_cast<float*>(prism_thread_buffer<2>(sizeof(float) * M * LDW))) {
-      for (long i = 0; i < M; ++i)
-        for (long k = 0; k < K; ++k) w[i * LDW + k] = A[i * LDA + k];
+      prism_copy_rows<M, K, LDA, LDW>(A, w);
       return prism_mm_nt<M, N, K, LDW, LDB, LDC, ACC, MR, NR>(static_cast<const float*>(w), B, C);
     }
   }
@@ -279,8 +285,7 @@ template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR
 static inline void prism_mm_widened(const TA* __restrict A, const TB* __restrict B, float* __restrict C, const TB* after) {
   constexpr long LDP = K + 16;
   alignas(64) float packed[M * LDP];
-  for (long i = 0; i < M; ++i)
-    for (long k = 0; k < K; ++k) packed[i * LDP + k] = A[i * LDA + k];
+  prism_copy_rows<M, K, LDA, LDP>(A, packed);
   prism_mm_views<M, N, K, LDP, LDB, LDC, ACC, MR, NV, KC>(packed, B, C, after);
 }
 
@@ -653,7 +658,7 @@ std::string mm_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, i
 std::string mm_nt_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, bool acc, int simd_bytes,
                        DType a_dtype, DType b_dtype, const std::string& pa, const std::string& pb, const std::string& pc) {
   const bool widen_a = simd_bytes == 32 && a_dtype != DType::F32 && b_dtype == DType::BF16;
-  const int mr = simd_bytes == 64 ? 4 : widen_a ? 4 : 2, nr = simd_bytes == 64 ? 4 : widen_a ? 3 : 5;
+  const int mr = simd_bytes == 64 || widen_a ? 4 : 2, nr = simd_bytes == 64 ? 4 : widen_a ? 3 : 5;
   return "prism_mm_nt<" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " + std::to_string(lda) + ", " +
          std::to_string(ldb) + ", " + std::to_string(ldc) + ", " + (acc ? "true" : "false") + ", " + std::to_string(mr) + ", " +
          std::to_string(nr) + (widen_a ? ", true" : "") + ">(" + pa + ", " + pb + ", " + pc + ");\n";
@@ -680,12 +685,13 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
   const bool narrow = out.dtype != DType::F32;
   if (narrow && (!ctx.parallel || accumulate)) throw Error(Error::Kind::InvalidArgument, "codegen: a block's matmul must write f32");
   int64_t lda = a.strides[ra - 2], ldb = nt ? b.strides[rb - 1] : b.strides[rb - 2], ldc = out.strides[ro - 2];
+  const int64_t ldb_bytes = ldb * int64_t(dtype_bytes(b.dtype));
   std::vector<int64_t> batch(out.shape.begin(), out.shape.end() - 2);
   int64_t nb = element_count(batch);
   auto sa = batch_strides(a, batch), sb = batch_strides(b, batch), so = batch_strides(out, batch);
   std::string ind = ctx.indent, s;
   if (!ctx.parallel) {
-    Blocking bl = choose_blocking(m, n, k, ctx.simd_bytes, b.dtype, false, ldb * int64_t(dtype_bytes(b.dtype)));
+    Blocking bl = choose_blocking(m, n, k, ctx.simd_bytes, b.dtype, false, ldb_bytes);
     std::string i2 = ind;
     if (nb > 1) {
       s += ind + "for (long bi = 0; bi < " + std::to_string(nb) + "; ++bi)\n";
@@ -727,7 +733,7 @@ std::string emit_matmul(const View& a, const View& b, const View& out, bool accu
       std::string cond = std::string(rt ? "r == " + std::to_string(rchunks - 1) + "L" : (rtail == rc ? "true" : "r != " + std::to_string(rchunks - 1) + "L")) +
                          " && " + (ct ? "c == " + std::to_string(cchunks - 1) + "L" : (ctail == cc ? "true" : "c != " + std::to_string(cchunks - 1) + "L"));
       std::string call = nt ? mm_nt_call(mm, nn, k, lda, ldb, ldp, accumulate, ctx.simd_bytes, a.dtype, b.dtype, "pa", "pb", "pc")
-                            : mm_call(mm, nn, k, lda, ldb, ldp, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes, b.dtype, b_resident, ldb * int64_t(dtype_bytes(b.dtype))), "pa", "pb", "pc");
+                            : mm_call(mm, nn, k, lda, ldb, ldp, accumulate, choose_blocking(mm, nn, k, ctx.simd_bytes, b.dtype, b_resident, ldb_bytes), "pa", "pb", "pc");
       if (narrow) {  // rounded to the output's dtype by this thread, row by row (vectorized)
         EmitContext chunk = ctx;
         chunk.parallel = false;

@@ -78,9 +78,9 @@ struct Blocking {
 // `ldb_bytes`: the distance between B's rows (0: unknown), whose L1 sets bound an f32 strip's rows.
 Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype = DType::F32, bool b_resident = false,
                          int64_t ldb_bytes = 0);
-// What a matmul's FMAs cost at this blocking of a 16-bit B, relative to a wide f32 tile's best
-// blocking on the same registers (1: f32 B): the widening, the broadcasts, the accumulators' latency
-// and the edge blocks, as choose_blocking counts them.
+// What a matmul's FMAs cost at this blocking, relative to a wide f32 tile's best blocking on the
+// same registers (1 for that tile): a 16-bit B's widening, the broadcasts, B's loads folded into
+// the FMAs, the accumulators' latency and the edge blocks, as choose_blocking counts them.
 double widening_factor(const Blocking& blocking, DType b_dtype, int simd_bytes);
 
 // How a library matmul that runs the micro-kernel (16-bit operands; f32 goes to OpenBLAS) splits
