@@ -189,10 +189,24 @@ static inline void prism_mm_panel(long kc, const TA* __restrict A, const TB* __r
   }
 }
 
-// `after`: what the caller reads next (null: the rows right after B's K rows).
-template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, typename TA, typename TB>
+// `after`: what the caller reads next (null: the rows right after B's K rows). PLD > 0: each K
+// chunk of B is copied first into the thread's buffer 3, rows PLD apart (choose_blocking says
+// when: B's rows share L1's sets and many row blocks pass over each strip).
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, long PLD = 0, typename TA, typename TB>
 static inline void prism_mm_views(const TA* __restrict A, const TB* __restrict B, float* __restrict C, const TB* after) {
   if (!after) after = B + K * LDB;
+  if constexpr (PLD > 0) {
+    if (TB* const p = static_cast<TB*>(prism_thread_buffer<3>(sizeof(TB) * (K < KC ? K : KC) * PLD))) {
+      for (long k0 = 0; k0 < K; k0 += KC) {
+        const long kc = K - k0 < KC ? K - k0 : KC;
+        const TB* next = k0 + kc < K ? B + (k0 + kc) * LDB : after;
+        for (long r = 0; r < kc; ++r) __builtin_memcpy(p + r * PLD, B + (k0 + r) * LDB, sizeof(TB) * N);
+        if (k0 == 0) prism_mm_panel<M, N, LDA, PLD, LDC, ACC, MR, NV>(kc, A, p, C, next);
+        else prism_mm_panel<M, N, LDA, PLD, LDC, true, MR, NV>(kc, A + k0, p, C, next);
+      }
+      return;
+    }
+  }
   for (long k0 = 0; k0 < K; k0 += KC) {
     const long kc = K - k0 < KC ? K - k0 : KC;
     const TB* next = k0 + kc < K ? B + (k0 + kc) * LDB : after;
@@ -281,15 +295,15 @@ static inline void prism_mm_nt(const TA* __restrict A, const TB* __restrict B, f
 // element is three operations on the FMA ports): whole when it fits, else a slice of K chunks at
 // a time (measured on 8 x 4096 @ 4096 x 4096 at bf16, 2-core Xeon: 1.85 ms unwidened); not where
 // vdpbf16ps takes its bf16 pairs.
-template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, typename TA, typename TB>
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, long PLD, typename TA, typename TB>
 static inline void prism_mm_widened(const TA* __restrict A, const TB* __restrict B, float* __restrict C, const TB* after) {
   constexpr long LDP = K + 16;
   alignas(64) float packed[M * LDP];
   prism_copy_rows<M, K, LDA, LDP>(A, packed);
-  prism_mm_views<M, N, K, LDP, LDB, LDC, ACC, MR, NV, KC>(packed, B, C, after);
+  prism_mm_views<M, N, K, LDP, LDB, LDC, ACC, MR, NV, KC, PLD>(packed, B, C, after);
 }
 
-template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, typename TA, typename TB>
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, long PLD = 0, typename TA, typename TB>
 static inline void prism_mm(const TA* __restrict A, const TB* __restrict B, float* __restrict C, const TB* after = nullptr) {
   constexpr bool wide = sizeof(TA) == sizeof(float), fits = M * (K + 16) * 4 <= 65536;
   // K chunks a slice holds (at least one), and the slices: KS full ones, then KT rows.
@@ -299,20 +313,20 @@ static inline void prism_mm(const TA* __restrict A, const TB* __restrict B, floa
     if (prism_amx_ok) return prism_mm_amx<M, N, K, LDA, LDB, LDC, ACC>(A, B, C);
   }
   if constexpr (prism_dot<TA, TB>::value) {  // vdpbf16ps takes A's bf16 pairs as they are
-    prism_mm_views<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, after);
+    prism_mm_views<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC, PLD>(A, B, C, after);
   } else if constexpr (wide && !(M > 1 && (LDA * 4) % 4096 == 0)) {  // f32 rows that do not alias: read in place
-    prism_mm_views<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, after);
+    prism_mm_views<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC, PLD>(A, B, C, after);
   } else if constexpr (fits) {
-    prism_mm_widened<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, after);
+    prism_mm_widened<M, N, K, LDA, LDB, LDC, ACC, MR, NV, KC, PLD>(A, B, C, after);
   } else {
     if (!after) after = B + K * LDB;
     for (long s = 0; s < KS; ++s) {
       const TB* next = s + 1 < KS || KT > 0 ? B + (s + 1) * SLICE * LDB : after;
-      if (s == 0) prism_mm_widened<M, N, SLICE, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B, C, next);
-      else prism_mm_widened<M, N, SLICE, LDA, LDB, LDC, true, MR, NV, KC>(A + s * SLICE, B + s * SLICE * LDB, C, next);
+      if (s == 0) prism_mm_widened<M, N, SLICE, LDA, LDB, LDC, ACC, MR, NV, KC, PLD>(A, B, C, next);
+      else prism_mm_widened<M, N, SLICE, LDA, LDB, LDC, true, MR, NV, KC, PLD>(A + s * SLICE, B + s * SLICE * LDB, C, next);
     }
     if constexpr (KT > 0)
-      prism_mm_widened<M, N, KT, LDA, LDB, LDC, (KS > 0 || ACC), MR, NV, KC>(A + KS * SLICE, B + KS * SLICE * LDB, C, after);
+      prism_mm_widened<M, N, KT, LDA, LDB, LDC, (KS > 0 || ACC), MR, NV, KC, PLD>(A + KS * SLICE, B + KS * SLICE * LDB, C, after);
   }
 }
 )";
@@ -473,7 +487,7 @@ __attribute__((constructor)) static void prism_pin_openmp() {
 }
 // A thread's buffer number SLOT, grown on demand and kept across calls; null out of memory.
 // 0: a block's computed tiles (prism_scratch); 1: an AMX kernel's staged B panel; 2: the NT
-// kernel's widened A (the block that calls a matmul holds slot 0).
+// kernel's widened A; 3: prism_mm's copied K chunk of B (the block that calls a matmul holds slot 0).
 template <int SLOT>
 static void* prism_thread_buffer(size_t bytes) {
   static thread_local void* buffer = nullptr;
@@ -575,7 +589,18 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
   // L2 (the f32 kernel above, 6 x 2 blocks: 64 rows a chunk 2.21 ms, 32 2.20, 16 2.13, 8 1.92).
   // 16-bit strips ran as fast either way (f16 16 x 64 @ 64 x 512 chunks: 64 rows against 8, 16
   // and 32 within 10%, 8 the slowest), so theirs stay.
-  if (b_dtype == DType::F32 && m > best.mr && ldb_bytes > 0) {
+  // Where more than three row blocks pass over each strip of such a B that stays in the caches,
+  // each K chunk is copied first into rows 64 bytes past a whole line apart (every row in other
+  // sets), and K is not cut for L1's ways: 2-core Zen 3, interleaved, GQA's 64 x 64 @ 64 x 128
+  // tiles of a K^T with rows 8 KiB apart 6.0 -> 5.6 ms at bf16, 6.5 -> 5.8 at f32 (there K whole,
+  // not 8 rows); f32 attention's 32 x 128 @ 128 x 128 tiles, rows 4 KiB apart, 10.8-11.6 -> 10.0.
+  // Not where fewer pass (LoRA's 16 rows against 8 KiB rows: 0.39 -> 0.42 ms copied), nor rows 2
+  // KiB apart (bf16 attention's 64-row tiles: 12.2 -> 12.4).
+  if (cached && m > 3 * int64_t(best.mr) && ldb_bytes > 0 && ldb_bytes % 4096 == 0) {
+    const int64_t bytes = int64_t(dtype_bytes(b_dtype));
+    best.pack_ld = ((n * bytes + 63) / 64 * 64 + 64) / bytes;
+  }
+  if (b_dtype == DType::F32 && m > best.mr && ldb_bytes > 0 && best.pack_ld == 0) {
     const int64_t apart = std::gcd(ldb_bytes, int64_t(4096));
     if (apart >= 64) {
       const int64_t lines_per_row = (strip_row_bytes + 63) / 64;
@@ -642,8 +667,8 @@ std::string mm_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, i
                     const std::string& pa, const std::string& pb, const std::string& pc, const std::string& after = "") {
   return "prism_mm<" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " + std::to_string(lda) + ", " +
          std::to_string(ldb) + ", " + std::to_string(ldc) + ", " + (acc ? "true" : "false") + ", " + std::to_string(b.mr) + ", " +
-         std::to_string(b.nv) + ", " + std::to_string(b.kc) + ">(" + pa + ", " + pb + ", " + pc + (after.empty() ? std::string() : std::string(", ").append(after)) +
-         ");\n";
+         std::to_string(b.nv) + ", " + std::to_string(b.kc) + (b.pack_ld ? ", " + std::to_string(b.pack_ld) : std::string()) + ">(" + pa +
+         ", " + pb + ", " + pc + (after.empty() ? std::string() : std::string(", ").append(after)) + ");\n";
 }
 
 // The NT kernel's call (B stored transposed): 4 x 4 blocks hold 16 accumulators + 4 B vectors + 1

@@ -72,10 +72,12 @@ struct Blocking {
                    // use from L1; chunks are even
   double slots_per_fma = 0;  // the blocks' estimated FMA-port slots per FMA over the whole result (0: no
                              // full vector of columns, the scalar tail only)
+  int64_t pack_ld = 0;  // B's K chunks copied first into rows this many elements apart (0: read in place)
 };
 // `b_resident`: the whole B stays in the caches between calls (a library matmul in a program whose
 // tensors take at most a quarter of what they hold), so its strips need not be short for streaming.
-// `ldb_bytes`: the distance between B's rows (0: unknown), whose L1 sets bound an f32 strip's rows.
+// `ldb_bytes`: the distance between B's rows (0: unknown), whose L1 sets bound an f32 strip's rows,
+// or, where many row blocks pass over a B that stays in the caches, make it copied first (pack_ld).
 Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype = DType::F32, bool b_resident = false,
                          int64_t ldb_bytes = 0);
 // What a matmul's FMAs cost at this blocking, relative to a wide f32 tile's best blocking on the

@@ -789,6 +789,45 @@ TEST_CASE("codegen: an f32 A whose rows alias in L1 is copied away whole, or a s
     }
 }
 
+TEST_CASE("codegen: a cached B whose rows share L1's sets is copied a K chunk at a time under many row blocks, and matches", "[codegen]") {
+  // GQA's 64 x 64 @ 64 x 128 tile of a K^T with rows 8 KiB apart (bf16): 11 row blocks of 6 pass over
+  // each strip; copied into rows 256 + 64 bytes apart. f32 rows 4 KiB apart under 32 rows: copied,
+  // and K whole instead of the 16 rows L1's ways allow in place.
+  const detail::Blocking gqa = detail::choose_blocking(64, 128, 64, 32, DType::BF16, false, 8192);
+  CHECK(gqa.pack_ld == 160);
+  const detail::Blocking wide = detail::choose_blocking(32, 128, 128, 32, DType::F32, false, 4096);
+  CHECK(wide.pack_ld == 144);
+  CHECK(wide.kc == 128);
+  // In place: 16 rows (LoRA's: 3 row blocks), rows 2 KiB apart (bf16 attention's K^T), rows that
+  // do not share sets, a B that streams (too large to stay in the caches), a stride unknown.
+  CHECK(detail::choose_blocking(16, 512, 32, 32, DType::BF16, false, 8192).pack_ld == 0);
+  CHECK(detail::choose_blocking(64, 128, 128, 32, DType::BF16, false, 2048).pack_ld == 0);
+  CHECK(detail::choose_blocking(64, 128, 64, 32, DType::BF16, false, 8192 + 64).pack_ld == 0);
+  CHECK(detail::choose_blocking(64, 2048, 4096, 32, DType::BF16, false, 8192).pack_ld == 0);
+  CHECK(detail::choose_blocking(64, 128, 64, 32, DType::BF16).pack_ld == 0);
+  CHECK(detail::choose_blocking(16, 512, 64, 32, DType::F32, false, 8192).kc == 8);  // 16 f32 rows: capped, in place
+  // X @ W with W's rows 12 KiB apart, tiles of 96 columns (12 vectors: AVX2's strips of 2, or a
+  // narrower last strip) and of 12 (one vector and a scalar tail), K in chunks of 64 and a K of
+  // 48; 40 rows (AVX2: 6 blocks of 6 and one of 4) and 53.
+  for (int simd : {32, native_simd_bytes()})
+    for (const std::string dtype : {"bf16", "f16", "f32"}) {
+      const int64_t m = dtype == "f32" ? 3072 : 6144;
+      for (auto [n, d, g1, f1] : std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>>{{40, 128, m / 96, 2}, {53, 48, m / 12, 1}}) {
+        INFO(dtype << " n=" << n << " d=" << d << " columns " << m / g1 << ", " << simd << "-byte vectors");
+        const DimBindings dims = {{"n", n}, {"d", d}, {"m", m}}, sizes = {{"g1", g1}, {"F1", f1}};
+        sgraph::Instance inst = sgraph::instantiate(sgraph::parse(accumulated_matmul(dtype, false)), dims, sizes, sgraph::TileBudget{1 << 20});
+        CodegenOptions options;
+        options.simd_bytes = simd;
+        const std::string source = generate_cpu_source(inst, options);
+        const detail::Blocking b =
+            detail::choose_blocking(n, m / g1, d / f1, simd, dtype == "f32" ? DType::F32 : dtype == "bf16" ? DType::BF16 : DType::F16, false, m * (dtype == "f32" ? 4 : 2));
+        if (simd == 32) CHECK(b.pack_ld > 0);  // AVX-512's taller blocks may pass fewer times
+        if (b.pack_ld > 0) CHECK_THAT(source, Catch::Contains(", " + std::to_string(b.pack_ld) + ">("));
+        CHECK(family_codegen_error(accumulated_matmul(dtype, false), dims, sizes, simd, true) < (dtype == "f32" ? kTol : 1e-2));
+      }
+    }
+}
+
 TEST_CASE("codegen: f32 x bf16 and f32 x f16 matmuls run on AMX tiles, A split into bf16 hi and lo", "[codegen][bf16][f16]") {
   const bool tiles = describe_cpu().bf16_amx_gflops > 0 && native_simd_bytes() == 64;
   INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
