@@ -826,6 +826,10 @@ TEST_CASE("codegen: a cached B whose rows share L1's sets is copied a K chunk at
         CHECK(family_codegen_error(accumulated_matmul(dtype, false), dims, sizes, simd, true) < (dtype == "f32" ? kTol : 1e-2));
       }
     }
+  // vdpbf16ps (emulated) reads the copied rows in pairs.
+  const DimBindings dims = {{"n", 53}, {"d", 128}, {"m", 6144}}, sizes = {{"g1", 64}, {"F1", 2}};
+  CHECK(detail::choose_blocking(53, 96, 64, 64, DType::BF16, false, 12288).pack_ld > 0);
+  CHECK(family_codegen_error(accumulated_matmul("bf16", false), dims, sizes, 64, true, {"-DPRISM_EMULATE_AVX512BF16"}) < 1e-2);
 }
 
 TEST_CASE("codegen: f32 x bf16 and f32 x f16 matmuls run on AMX tiles, A split into bf16 hi and lo", "[codegen][bf16][f16]") {
