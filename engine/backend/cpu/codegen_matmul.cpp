@@ -593,8 +593,9 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
   // each K chunk is copied first into rows 64 bytes past a whole line apart (every row in other
   // sets), and K is not cut for L1's ways: 2-core Zen 3, interleaved, GQA's 64 x 64 @ 64 x 128
   // tiles of a K^T with rows 8 KiB apart 5.4 -> 4.9-5.0 ms at bf16, 5.6 -> 5.3 at f16, 6.5 -> 5.8
-  // at f32 (there K whole, not 8 rows); f32 attention's 32 x 128 @ 128 x 128 tiles, rows 4 KiB apart, 10.8-11.6 -> 10.0;
-  // GPT-2's c_fc at 64 rows (f32 [in, out] weight, rows 12 KiB apart, 48-column tiles) 4.8 -> 4.3.
+  // at f32 (there K whole, not 8 rows); f32 attention's 32 x 128 @ 128 x 128 tiles, rows 4 KiB
+  // apart, 5-10% (12.7-12.8 -> 12.0-12.1 ms in one run, 10.1-11.6 -> 9.4-10.2 in others); GPT-2's
+  // c_fc at 64 rows (f32 [in, out] weight, rows 12 KiB apart, 48-column tiles) 4.8 -> 4.3.
   // Not where fewer pass (LoRA's 16 rows against 8 KiB rows: 0.39 -> 0.42 ms copied), nor rows 2
   // KiB apart (bf16 attention's 64-row tiles: 12.2 -> 12.4).
   if (cached && m > 3 * int64_t(best.mr) && ldb_bytes > 0 && ldb_bytes % 4096 == 0) {
