@@ -195,21 +195,19 @@ static inline void prism_mm_panel(long kc, const TA* __restrict A, const TB* __r
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, long PLD = 0, typename TA, typename TB>
 static inline void prism_mm_views(const TA* __restrict A, const TB* __restrict B, float* __restrict C, const TB* after) {
   if (!after) after = B + K * LDB;
-  if constexpr (PLD > 0) {
-    if (TB* const p = static_cast<TB*>(prism_thread_buffer<3>(sizeof(TB) * (K < KC ? K : KC) * PLD))) {
-      for (long k0 = 0; k0 < K; k0 += KC) {
-        const long kc = K - k0 < KC ? K - k0 : KC;
-        const TB* next = k0 + kc < K ? B + (k0 + kc) * LDB : after;
-        for (long r = 0; r < kc; ++r) __builtin_memcpy(p + r * PLD, B + (k0 + r) * LDB, sizeof(TB) * N);
-        if (k0 == 0) prism_mm_panel<M, N, LDA, PLD, LDC, ACC, MR, NV>(kc, A, p, C, next);
-        else prism_mm_panel<M, N, LDA, PLD, LDC, true, MR, NV>(kc, A + k0, p, C, next);
-      }
-      return;
-    }
-  }
+  [[maybe_unused]] TB* p = nullptr;  // the copy's buffer (null: read in place, also where it could not be had)
+  if constexpr (PLD > 0) p = static_cast<TB*>(prism_thread_buffer<3>(sizeof(TB) * (K < KC ? K : KC) * PLD));
   for (long k0 = 0; k0 < K; k0 += KC) {
     const long kc = K - k0 < KC ? K - k0 : KC;
     const TB* next = k0 + kc < K ? B + (k0 + kc) * LDB : after;
+    if constexpr (PLD > 0) {
+      if (p) {
+        for (long r = 0; r < kc; ++r) __builtin_memcpy(p + r * PLD, B + (k0 + r) * LDB, sizeof(TB) * N);
+        if (k0 == 0) prism_mm_panel<M, N, LDA, PLD, LDC, ACC, MR, NV>(kc, A, p, C, next);
+        else prism_mm_panel<M, N, LDA, PLD, LDC, true, MR, NV>(kc, A + k0, p, C, next);
+        continue;
+      }
+    }
     if (k0 == 0) prism_mm_panel<M, N, LDA, LDB, LDC, ACC, MR, NV>(kc, A, B, C, next);
     else prism_mm_panel<M, N, LDA, LDB, LDC, true, MR, NV>(kc, A + k0, B + k0 * LDB, C, next);
   }

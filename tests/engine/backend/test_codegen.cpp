@@ -819,8 +819,8 @@ TEST_CASE("codegen: a cached B whose rows share L1's sets is copied a K chunk at
         CodegenOptions options;
         options.simd_bytes = simd;
         const std::string source = generate_cpu_source(inst, options);
-        const detail::Blocking b =
-            detail::choose_blocking(n, m / g1, d / f1, simd, dtype == "f32" ? DType::F32 : dtype == "bf16" ? DType::BF16 : DType::F16, false, m * (dtype == "f32" ? 4 : 2));
+        const DType b_dtype = *parse_dtype(dtype);
+        const detail::Blocking b = detail::choose_blocking(n, m / g1, d / f1, simd, b_dtype, false, m * int64_t(dtype_bytes(b_dtype)));
         if (simd == 32) CHECK(b.pack_ld > 0);  // AVX-512's taller blocks may pass fewer times
         if (b.pack_ld > 0) CHECK_THAT(source, Catch::Contains(", " + std::to_string(b.pack_ld) + ">("));
         CHECK(family_codegen_error(accumulated_matmul(dtype, false), dims, sizes, simd, true) < (dtype == "f32" ? kTol : 1e-2));
