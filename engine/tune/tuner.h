@@ -112,7 +112,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 31;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
+constexpr int kTunerRevision = 32;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
                                     // widening and partial overlap, narrower inputs where [-1, 1] overflows;
                                     // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
                                     // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums);
@@ -148,7 +148,9 @@ constexpr int kTunerRevision = 31;  // 9: the CPU matmul's K chunks and library 
                                     // A too large for 64 KiB copied a slice at a time, f32 blocks' slots
                                     // per FMA in the cost model; 30: AVX2's NT kernel widens a 16-bit A
                                     // first against a bf16 B and takes 4 x 3 blocks; 31: a cached B whose
-                                    // rows share L1's sets copied a K chunk at a time under many row blocks
+                                    // rows share L1's sets copied a K chunk at a time under many row blocks;
+                                    // 32: the read curve measured at most 2x apart between the second
+                                    // levels and the last level
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

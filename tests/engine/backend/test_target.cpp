@@ -66,6 +66,11 @@ TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][t
     // It starts at sets the cores' second levels hold, not at the last level's.
     const double l2_all = double(first.l2_bytes) * first.cores;
     if (first.l2_bytes > 0) CHECK(first.read_curve.front().first <= l2_all / 2);
+    // From there to the last level's point, no two sizes more than twice apart: the curve is
+    // interpolated between them, and the second levels' rate falls steeply past their capacity.
+    for (size_t i = 1; first.l2_bytes > 0 && i < first.read_curve.size(); ++i)
+      if (first.read_curve[i - 1].first >= l2_all && first.read_curve[i].first <= first.l3_bytes / 4.0)
+        CHECK(first.read_curve[i].first <= 2 * first.read_curve[i - 1].first + 64);
   }
 
   // vdpbf16ps: measured where the CPU has it, and used for bf16 matmuls only where it reaches the
