@@ -705,8 +705,14 @@ TEST_CASE("codegen: bf16 x bf16 matmuls run on AMX tiles where the CPU has them 
   const bool tiles = describe_cpu().bf16_amx_gflops > 0;
   INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
   // Rows: one partial block of 5, and 37 (two of 16 and 5); K: 301 (a last chunk of 13), 96, 64;
-  // columns: 600 (nine strips and 24), 130, 64.
-  check_amx_library_matmuls("bf16", {{{"n", 5}, {"d", 301}, {"m", 600}}, {{"n", 37}, {"d", 96}, {"m", 130}}, {{"n", 16}, {"d", 64}, {"m", 64}}},
+  // columns: 600 (nine strips and 24), 130, 64. At most 8 rows (5; 8 with K 160, two visits of
+  // 64 rows and one of 32, and 1088 columns, two blocks of eight strips and one of one) take the
+  // kernel whose A tile holds each row twice.
+  check_amx_library_matmuls("bf16",
+                            {{{"n", 5}, {"d", 301}, {"m", 600}},
+                             {{"n", 37}, {"d", 96}, {"m", 130}},
+                             {{"n", 16}, {"d", 64}, {"m", 64}},
+                             {{"n", 8}, {"d", 160}, {"m", 1088}}},
                             1e-2);
   // A custom kernel accumulating tile products over its loop (two row blocks, K chunks), and a
   // batched library matmul whose B is broadcast.
@@ -714,6 +720,8 @@ TEST_CASE("codegen: bf16 x bf16 matmuls run on AMX tiles where the CPU has them 
   for (size_t at = 0; (at = custom.find(": f16", at)) != std::string::npos; at += 5) custom.replace(at, 5, ": bf16");
   CHECK(family_codegen_error(custom, {{"n", 11}, {"d", 192}}, {{"g1", 2}, {"F1", 3}}, 64, true, {}, true) < 1e-2);
   CHECK(family_codegen_error(custom, {{"n", 20}, {"d", 256}}, {{"g1", 4}, {"F1", 2}}, 64, true, {}, true) < 1e-2);
+  CHECK(family_codegen_error(custom, {{"n", 8}, {"d", 256}}, {{"g1", 2}, {"F1", 4}}, 64, true, {}, true) < 1e-2);  // A held twice
+  CHECK(family_codegen_error(custom, {{"n", 3}, {"d", 96}}, {{"g1", 1}, {"F1", 3}}, 64, true, {}, true) < 1e-2);
   CHECK(family_codegen_error(library_matmul("bf16", true), {{"b", 3}, {"n", 9}, {"d", 70}, {"m", 100}}, {}, 64, true, {}, true) < 1e-2);
   // The cost model's access pattern for the tiles is the kernel's block width.
   CHECK_THAT(std::string(detail::kAmxKernel), Catch::Contains("NB = PRISM_AMX_COLUMNS,"));
