@@ -72,25 +72,27 @@ static inline __attribute__((always_inline)) void prism_amx_c_store(float (*c)[2
 typedef float prism_v16f __attribute__((vector_size(64)));
 typedef unsigned short prism_v16h __attribute__((vector_size(32)));
 typedef unsigned prism_v16u __attribute__((vector_size(64)));
+// 32 columns of C (= or +=) from 16 even ones and 16 odd ones.
+static inline __attribute__((always_inline)) void prism_amx_interleave(const float* even_in, const float* odd_in, float* out, bool acc) {
+  prism_v16f even, odd, o0, o1;
+  __builtin_memcpy(&even, even_in, 64);
+  __builtin_memcpy(&odd, odd_in, 64);
+  prism_v16f v0 = __builtin_shufflevector(even, odd, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  prism_v16f v1 = __builtin_shufflevector(even, odd, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  if (acc) {
+    __builtin_memcpy(&o0, out, 64);
+    __builtin_memcpy(&o1, out + 16, 64);
+    v0 += o0;
+    v1 += o1;
+  }
+  __builtin_memcpy(out, &v0, 64);
+  __builtin_memcpy(out + 16, &v1, 64);
+}
 // Row r of a strip's four C tiles as its 64 columns (= or +=): tile 2h holds the even columns of
 // 32h .. 32h + 31, tile 2h + 1 the odd ones.
 static inline void prism_amx_row(const float (*c)[256], int r, float* out, bool acc) {
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-    prism_v16f even, odd, o0, o1;
-    __builtin_memcpy(&even, c[2 * h] + 16 * r, 64);
-    __builtin_memcpy(&odd, c[2 * h + 1] + 16 * r, 64);
-    prism_v16f v0 = __builtin_shufflevector(even, odd, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    prism_v16f v1 = __builtin_shufflevector(even, odd, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-    if (acc) {
-      __builtin_memcpy(&o0, out + 32 * h, 64);
-      __builtin_memcpy(&o1, out + 32 * h + 16, 64);
-      v0 += o0;
-      v1 += o1;
-    }
-    __builtin_memcpy(out + 32 * h, &v0, 64);
-    __builtin_memcpy(out + 32 * h + 16, &v1, 64);
-  }
+  prism_amx_interleave(c[0] + 16 * r, c[1] + 16 * r, out, acc);
+  prism_amx_interleave(c[2] + 16 * r, c[3] + 16 * r, out + 32, acc);
 }
 // How a block's C tiles hold its values: tile 2h the even columns of 32h .. 32h + 31 and 2h + 1
 // the odd ones (the bf16 kernel's), tile t columns 16t .. 16t + 15 (the split kernel's), or those
@@ -278,23 +280,9 @@ static void prism_mm_amx_stacked(const prism_bf16* __restrict A, const prism_bf1
       const long ns = n0 + 64 * s;
       for (long r = 0; r < M; ++r) {
         float* out = C + r * LDC + ns;
-        if (ns + 64 <= N) {
-#pragma GCC unroll 2
-          for (int h = 0; h < 2; ++h) {
-            prism_v16f even, odd, o0, o1;
-            __builtin_memcpy(&even, c[s][h] + 16 * r, 64);
-            __builtin_memcpy(&odd, c[s][h] + 16 * (M + r), 64);
-            prism_v16f v0 = __builtin_shufflevector(even, odd, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-            prism_v16f v1 = __builtin_shufflevector(even, odd, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-            if (ACC) {
-              __builtin_memcpy(&o0, out + 32 * h, 64);
-              __builtin_memcpy(&o1, out + 32 * h + 16, 64);
-              v0 += o0;
-              v1 += o1;
-            }
-            __builtin_memcpy(out + 32 * h, &v0, 64);
-            __builtin_memcpy(out + 32 * h + 16, &v1, 64);
-          }
+        if (ns + 64 <= N) {  // tile h: C's even columns of 32h .. 32h + 31 in row r, the odd ones in row M + r
+          prism_amx_interleave(c[s][0] + 16 * r, c[s][0] + 16 * (M + r), out, ACC);
+          prism_amx_interleave(c[s][1] + 16 * r, c[s][1] + 16 * (M + r), out + 32, ACC);
           continue;
         }
         for (long n = 0; ns + n < N; ++n) {
@@ -338,14 +326,8 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
         prism_amx_c_load(c[s], kb == 0 && kv == 0);
         for (long k16 = kv; k16 < kv + KV && k16 < kn; k16 += 16) {
           const long k = kb + k16;
-          const prism_bf16* b = B + k * LDB + ns;
-          long stride = LDB * 2;
-          if (k + 16 > K || ns + 64 > N) {
-            for (long i = 0; i < 16; ++i)
-              for (long j = 0; j < 64; ++j) edge[i * 64 + j].bits = k + i < K && ns + j < N ? b[i * LDB + j].bits : 0;
-            b = edge;
-            stride = 128;
-          }
+          long stride;
+          const prism_bf16* b = prism_amx_b_tile<N, K, LDB>(B, k, ns, edge, stride);
           PRISM_TILE_LOAD(4, a + 2 * k16 + 1, AS * 2);  // (a, 0) pairs: even columns
           PRISM_TILE_LOAD(5, a + 2 * k16, AS * 2);      // (0, a) pairs: odd columns
           PRISM_TILE_LOAD(6, b, stride);
