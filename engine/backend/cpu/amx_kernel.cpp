@@ -208,7 +208,7 @@ static void prism_mm_amx_stacked(const prism_bf16* __restrict A, const prism_bf1
   constexpr long AS = KB + 16;                              // words per panel row
   constexpr long NB = PRISM_AMX_COLUMNS, KV = 64;
   alignas(64) unsigned a[2 * M * AS];
-  alignas(64) float c[NB / 64][2][256];
+  alignas(64) float c[NB / 128][4][256];  // a visit's two strips: strip 2p in c[p][0-1], 2p + 1 in c[p][2-3]
   alignas(64) prism_bf16 edge[16 * 64];
   prism_amx_configure(int(2 * M));
   for (long n0 = 0; n0 < N; n0 += NB) {
@@ -235,17 +235,7 @@ static void prism_mm_amx_stacked(const prism_bf16* __restrict A, const prism_bf1
         for (int s = 0; s < strips; s += 2) {
           const bool two = s + 1 < strips;
           const long ns = n0 + 64 * s;
-          if (kb == 0 && kv == 0) {
-            PRISM_TILE_ZERO(0);
-            PRISM_TILE_ZERO(1);
-            PRISM_TILE_ZERO(2);
-            PRISM_TILE_ZERO(3);
-          } else {
-            PRISM_TILE_LOAD(0, c[s][0], 64);
-            PRISM_TILE_LOAD(1, c[s][1], 64);
-            if (two) PRISM_TILE_LOAD(2, c[s + 1][0], 64);
-            if (two) PRISM_TILE_LOAD(3, c[s + 1][1], 64);
-          }
+          prism_amx_c_load(c[s / 2], kb == 0 && kv == 0);  // without a second strip, tiles 2-3 are unused
           // 16 rows of K from k16 into the two strips' C tiles, A in tile `t`.
 #define PRISM_STACKED_STEP(t)                                                      \
   {                                                                                \
@@ -270,23 +260,21 @@ static void prism_mm_amx_stacked(const prism_bf16* __restrict A, const prism_bf1
             if (k16 < kn) PRISM_STACKED_STEP(5);
           }
 #undef PRISM_STACKED_STEP
-          PRISM_TILE_STORE(0, c[s][0], 64);
-          PRISM_TILE_STORE(1, c[s][1], 64);
-          if (two) PRISM_TILE_STORE(2, c[s + 1][0], 64);
-          if (two) PRISM_TILE_STORE(3, c[s + 1][1], 64);
+          prism_amx_c_store(c[s / 2]);
         }
     }
     for (int s = 0; s < strips; ++s) {
       const long ns = n0 + 64 * s;
+      const float(*t)[256] = c[s / 2] + 2 * (s % 2);  // the strip's two tiles
       for (long r = 0; r < M; ++r) {
         float* out = C + r * LDC + ns;
         if (ns + 64 <= N) {  // tile h: C's even columns of 32h .. 32h + 31 in row r, the odd ones in row M + r
-          prism_amx_interleave(c[s][0] + 16 * r, c[s][0] + 16 * (M + r), out, ACC);
-          prism_amx_interleave(c[s][1] + 16 * r, c[s][1] + 16 * (M + r), out + 32, ACC);
+          prism_amx_interleave(t[0] + 16 * r, t[0] + 16 * (M + r), out, ACC);
+          prism_amx_interleave(t[1] + 16 * r, t[1] + 16 * (M + r), out + 32, ACC);
           continue;
         }
         for (long n = 0; ns + n < N; ++n) {
-          const float v = c[s][n / 32][16 * (n % 2 ? M + r : r) + n % 32 / 2];
+          const float v = t[n / 32][16 * (n % 2 ? M + r : r) + n % 32 / 2];
           out[n] = ACC ? out[n] + v : v;
         }
       }
