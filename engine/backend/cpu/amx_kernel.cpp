@@ -180,6 +180,19 @@ template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typena
 static void prism_mm_amx_split(const TA* __restrict A, const TB* __restrict B, float* __restrict C);
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typename TA, typename TB>
 static void prism_mm_amx_nt(const TA* __restrict A, const TB* __restrict B, float* __restrict C);
+// A row's kn values as 32-bit words, each in the low (SHIFT 0) or the high half (SHIFT 16) beside a
+// zero, then zero words up to `words`: an A panel row for tiles loaded where B lies.
+template <int SHIFT>
+static inline void prism_amx_a_words(const prism_bf16* ar, long kn, unsigned* out, long words) {
+  long k = 0;
+  for (; k + 16 <= kn; k += 16) {
+    prism_v16h h;
+    __builtin_memcpy(&h, ar + k, 32);
+    const prism_v16u w = __builtin_convertvector(h, prism_v16u) << SHIFT;
+    __builtin_memcpy(out + k, &w, 64);
+  }
+  for (; k < words; ++k) out[k] = k < kn ? unsigned(ar[k].bits) << SHIFT : 0u;
+}
 // B's 16 x 64 tile at row k, column ns of B (rows past K and columns past N zeros, through `edge`):
 // where to load it from, and the row stride in bytes.
 template <long N, long K, long LDB>
@@ -216,20 +229,8 @@ static void prism_mm_amx_stacked(const prism_bf16* __restrict A, const prism_bf1
     for (long kb = 0; kb < K; kb += KB) {
       const long kn = K - kb < KB ? K - kb : KB;
       for (long r = 0; r < M; ++r) {  // the panel: row r (a, 0) words, row M + r (0, a)
-        const prism_bf16* ar = A + r * LDA + kb;
-        unsigned *even = a + r * AS, *odd = a + (M + r) * AS;
-        long k = 0;
-        for (; k + 16 <= kn; k += 16) {
-          prism_v16h h;
-          __builtin_memcpy(&h, ar + k, 32);
-          const prism_v16u w = __builtin_convertvector(h, prism_v16u), w16 = w << 16;
-          __builtin_memcpy(even + k, &w, 64);
-          __builtin_memcpy(odd + k, &w16, 64);
-        }
-        for (; k < AS; ++k) {
-          even[k] = k < kn ? unsigned(ar[k].bits) : 0u;
-          odd[k] = even[k] << 16;
-        }
+        prism_amx_a_words<0>(A + r * LDA + kb, kn, a + r * AS, AS);
+        prism_amx_a_words<16>(A + r * LDA + kb, kn, a + (M + r) * AS, AS);
       }
       for (long kv = 0; kv < kn; kv += KV)
         for (int s = 0; s < strips; s += 2) {
@@ -296,18 +297,8 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
   alignas(64) float c[NB / 64][4][256];
   alignas(64) prism_bf16 edge[16 * 64];
   prism_amx_blocks<M, N, K, KB, ACC, prism_amx_paired>(c, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
-    for (int r = 0; r < rows; ++r) {  // the panel: A's values in the high halves of 32-bit words
-      const prism_bf16* ar = A + (m0 + r) * LDA + kb;
-      unsigned* pr = reinterpret_cast<unsigned*>(a + r * AS);
-      long k = 0;
-      for (; k + 16 <= kn; k += 16) {
-        prism_v16h h;
-        __builtin_memcpy(&h, ar + k, 32);
-        const prism_v16u w = __builtin_convertvector(h, prism_v16u) << 16;
-        __builtin_memcpy(pr + k, &w, 64);
-      }
-      for (; k < AS / 2; ++k) pr[k] = k < kn ? unsigned(ar[k].bits) << 16 : 0u;
-    }
+    for (int r = 0; r < rows; ++r)  // the panel: A's values in the high halves of 32-bit words
+      prism_amx_a_words<16>(A + (m0 + r) * LDA + kb, kn, reinterpret_cast<unsigned*>(a + r * AS), AS / 2);
     for (long kv = 0; kv < kn; kv += KV)
       for (int s = 0; s < strips; ++s) {
         const long ns = n0 + 64 * s;

@@ -115,8 +115,9 @@ int simd_bytes() {
 
 const char* isa_name(int bytes) { return bytes == 64 ? "AVX-512" : bytes == 32 ? "AVX2" : "SSE"; }
 
-// "|8": the file format with the read curve (measured in huge pages, from the second levels' sizes
-// on), vdpbf16ps's, AMX's and the widened FMAs' rates; older files are measured again.
+// "|9": the file format with the read curve (measured in huge pages, from the second levels' sizes
+// on, at most twice apart up to the last level's point), vdpbf16ps's, AMX's and the widened FMAs'
+// rates; older files are measured again.
 std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|9"; }
 
 // "bytes:gbs,bytes:gbs,…"
@@ -204,7 +205,7 @@ void measure(TargetDescription& t, const fs::path& dir) {
   // level's is steep. On a 2-core Sapphire Rapids VM (4 MiB of L2, 480 MiB of L3) 4 MiB read at
   // 128 GB/s and 6-120 MiB at 57-66; the line from 4 to 120 MiB put 16 MiB at 122.
   if (t.l2_bytes > 0 && options.cache_read_bytes > 0)
-    for (double bytes = 1.5 * l2_all; bytes < 0.75 * double(options.cache_read_bytes); bytes *= bytes < 2 * l2_all ? 4.0 / 3 : 2)
+    for (double bytes = 1.5 * l2_all; bytes < 0.75 * double(options.cache_read_bytes); bytes = bytes < 2 * l2_all ? 2 * l2_all : 2 * bytes)
       options.curve_bytes.push_back(int64_t(bytes) / 64 * 64);
   CpuMeasurement m = measure_cpu(options);
   t.bandwidth_gbs = m.bandwidth_gbs;
