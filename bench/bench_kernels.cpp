@@ -7,7 +7,7 @@
 // scripts/gpu_session.sh's kernels stage on the device machine's processor), never by the tests.
 //
 //   prism_bench_kernels WORKLOAD CANDIDATE DIM=VALUE... [SIZE=VALUE...] [--dtype f16|bf16|f32]
-//                       [--rounds R] [--calls C] [--threads T] [--source FILE]
+//                       [--rounds R] [--calls C] [--threads T] [--library-kernels L] [--max-kernels K] [--source FILE]
 //
 // WORKLOAD names an example (examples/NAME.prism) or a bench program, or is a .prism file (its
 // first program: a layer as a user writes it), stored at --dtype (its f16 tensors retyped). The
@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/describe.h"
+#include "engine/backend/cpu/host_buffer.h"
 #include "engine/interp/half.h"
 #include "engine/interp/interpreter.h"
 #include "engine/workspace/workspace.h"
@@ -55,7 +57,7 @@ std::vector<char> stored(const Tensor& t) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: prism_bench_kernels WORKLOAD CANDIDATE DIM=VALUE... [SIZE=VALUE...] [--dtype f16|bf16|f32] [--rounds R] [--calls C] [--threads T] [--source FILE]\n");
+    std::fprintf(stderr, "usage: prism_bench_kernels WORKLOAD CANDIDATE DIM=VALUE... [SIZE=VALUE...] [--dtype f16|bf16|f32] [--rounds R] [--calls C] [--threads T] [--library-kernels L] [--max-kernels K] [--source FILE]\n");
     return 2;
   }
   const std::string workload = argv[1];
@@ -63,6 +65,7 @@ int main(int argc, char** argv) {
   std::map<std::string, int64_t> bindings;
   std::string dtype, source_path;
   int rounds = 15, calls = 5, threads = 0;
+  SearchLimits limits;
   for (int i = 3; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--dtype" && i + 1 < argc) dtype = argv[++i];
@@ -70,6 +73,8 @@ int main(int argc, char** argv) {
     else if (a == "--calls" && i + 1 < argc) calls = std::max(1, std::atoi(argv[++i]));
     else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (a == "--source" && i + 1 < argc) source_path = argv[++i];
+    else if (a == "--library-kernels" && i + 1 < argc) limits.library_kernels = std::atoi(argv[++i]);
+    else if (a == "--max-kernels" && i + 1 < argc) limits.max_kernels = std::atoi(argv[++i]);
     else if (size_t eq = a.find('='); eq != std::string::npos) bindings[a.substr(0, eq)] = std::atoll(a.c_str() + eq + 1);
     else {
       std::fprintf(stderr, "unexpected argument '%s'\n", a.c_str());
@@ -83,10 +88,10 @@ int main(int argc, char** argv) {
     std::string program = workload;
     if (workload.size() > 6 && workload.compare(workload.size() - 6, 6, ".prism") == 0) {
       program = open_file(ws, std::filesystem::absolute(workload).string(), dtype);
-      ws.search(program, SearchLimits{});
+      ws.search(program, limits);
     } else {
       std::set<std::string> opened;
-      open_and_search(ws, opened, workload, SearchLimits{}, dtype);
+      open_and_search(ws, opened, workload, limits, dtype);
     }
     // NAME=VALUE: a dim of the program, else one of the family's sizes.
     std::map<std::string, int64_t> sizes;
@@ -105,17 +110,23 @@ int main(int argc, char** argv) {
     auto error = library.function<ErrorFn>(kErrorSymbol);
 
     const Program lowered = ws.lowered_program(program).first;
-    std::vector<std::vector<char>> ins, outs;
+    // In the runner's buffers (huge pages for large ones): a weight in 4 KiB pages costs a kernel
+    // that steps down its rows page walks the tuner never sees.
+    std::vector<std::unique_ptr<HostBuffer>> ins, outs;
     std::vector<const void*> in_ptrs;
     std::vector<void*> out_ptrs;
     std::map<std::string, Tensor> by_name;
-    for (const Tensor& t : random_inputs(lowered, bindings, 1, &by_name)) ins.push_back(stored(t));
+    for (const Tensor& t : random_inputs(lowered, bindings, 1, &by_name)) {
+      const std::vector<char> data = stored(t);
+      ins.push_back(std::make_unique<HostBuffer>(data.size()));
+      std::memcpy(ins.back()->data(), data.data(), data.size());
+      in_ptrs.push_back(ins.back()->data());
+    }
     for (int o : lowered.outputs) {
       const Type& type = lowered.value(o).type;
-      outs.emplace_back(size_t(element_count(concrete_shape(type.shape, bindings))) * dtype_bytes(type.dtype));
+      outs.push_back(std::make_unique<HostBuffer>(size_t(element_count(concrete_shape(type.shape, bindings))) * dtype_bytes(type.dtype)));
+      out_ptrs.push_back(outs.back()->data());
     }
-    for (auto& v : ins) in_ptrs.push_back(v.data());
-    for (auto& v : outs) out_ptrs.push_back(v.data());
     if (run(in_ptrs.data(), out_ptrs.data(), threads, 0, kernels) != 0) throw std::runtime_error(std::string("the candidate failed: ") + error());
 
     // Part p < kernels: kernel p alone, on what the whole run left; part `kernels`: the entry.

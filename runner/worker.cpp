@@ -13,7 +13,6 @@
 //                                                                    → ok MEDIAN_MS MIN_MS RUNS
 // Any failure the worker survives answers "error MESSAGE"; a kernel that crashes takes the
 // worker with it, which is the point of running it here.
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +30,7 @@
 
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/compiler.h"
+#include "engine/backend/cpu/host_buffer.h"
 #include "engine/interp/half.h"
 #include "engine/ir/dtype.h"
 #include "runner/worker.h"
@@ -40,26 +40,21 @@ namespace prism::runner {
 
 namespace {
 
-// 64-byte aligned buffers, as a vectorized kernel likes them. Large ones are 2 MiB aligned
-// and asked to be backed by huge pages (where transparent huge pages are on "madvise"), so a
-// kernel streaming a large weight matrix is not limited by 4 KiB page walks; the eager baseline
-// reads the same buffers, so the comparison stays fair.
+// A tensor's buffer (engine/backend/cpu/host_buffer.h: 64-byte aligned, large ones in huge pages);
+// the eager baseline reads the same buffers, so the comparison stays fair.
 struct Buffer {
-  void* data = nullptr;
   int64_t size = 0;  // elements
   DType dtype = DType::F32;
+  std::unique_ptr<backend::cpu::HostBuffer> memory;
+  void* data = nullptr;
   Buffer(int64_t n, DType type) : size(n), dtype(type) {
-    constexpr size_t kHuge = size_t(2) << 20;
-    size_t bytes = static_cast<size_t>((n * dtype_bytes(type) + 63) / 64 * 64 + 64);
-    size_t align = bytes >= 2 * kHuge ? kHuge : 64;
-    bytes = (bytes + align - 1) / align * align;
-    data = std::aligned_alloc(align, bytes);
-    if (!data) throw std::runtime_error("out of memory for " + std::to_string(n) + " elements");
-    if (align == kHuge) ::madvise(data, bytes, MADV_HUGEPAGE);
+    try {
+      memory = std::make_unique<backend::cpu::HostBuffer>(static_cast<size_t>(n * dtype_bytes(type)));
+    } catch (const std::bad_alloc&) {
+      throw std::runtime_error("out of memory for " + std::to_string(n) + " elements");
+    }
+    data = memory->data();
   }
-  ~Buffer() { std::free(data); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
   float* f32() const { return static_cast<float*>(data); }
   uint16_t* bits() const { return static_cast<uint16_t*>(data); }
 };

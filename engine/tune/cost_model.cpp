@@ -66,7 +66,7 @@
 //     16 x 1024 on a 2-core Zen 3 took its 8-row blocks (the rows split in two) first, 1.02 ms,
 //     where 16-row blocks ran 0.78.
 //     Where the CPU has AMX tiles, a matmul of two loaded bf16 tiles widens nothing and runs at
-//     bf16_amx_gflops, reading B's rows in pieces of at most kAmxBlockColumns (assumption 7). One of a loaded f16 B and an f16 or f32
+//     bf16_amx_gflops, reading B's rows in pieces of at most amx_block_columns (assumption 7). One of a loaded f16 B and an f16 or f32
 //     A of at least kAmxF16MinRows rows (fewer: the FMAs, as above) reads B the same way at half
 //     that rate (two tile products per B tile), plus kAmxF16StageFlops at the FMA peak per
 //     element of B (its split into bf16 words on the vector units, shared by the rows of A's
@@ -214,16 +214,19 @@ class CostModel {
     if (a_dtype == DType::BF16 && b_dtype == DType::BF16) return true;
     return target_.simd_bytes == 64 && backend::cpu::detail::amx_matmul(a_dtype, b_dtype, rows, false);
   }
-  // Block op `i` of kernel k is the B of a matmul on AMX tiles, which reads B's rows in pieces of
-  // kAmxBlockColumns.
-  bool amx_b(size_t k, size_t i) const {
+  // Where block op `i` of kernel k is the B of a matmul on AMX tiles, the pieces it reads B's rows
+  // in (amx_block_columns); else 0.
+  long amx_b_columns(size_t k, size_t i) const {
     const auto& ops = in_.graph.kernels[k].block.ops;
     for (const BlockOp& op : ops)
       if (op.kind == BlockOp::Kind::Compute && op.op == Op::Matmul && op.operands.size() == 2 && op.operands[1] == int(i)) {
-        const std::vector<int64_t> a = tile(k, size_t(op.operands[0]));
-        if (amx(operand_storage(ops[size_t(op.operands[0])]), operand_storage(ops[i]), a.size() < 2 ? 1 : a[a.size() - 2])) return true;
+        const std::vector<int64_t> a = tile(k, size_t(op.operands[0])), b = tile(k, i);
+        const int64_t rows = a.size() < 2 ? 1 : a[a.size() - 2];
+        const DType a_dtype = operand_storage(ops[size_t(op.operands[0])]), b_dtype = operand_storage(ops[i]);
+        if (amx(a_dtype, b_dtype, rows) && b.size() >= 2)
+          return backend::cpu::detail::amx_block_columns(a_dtype, b_dtype, rows, b[b.size() - 2], b.back());
       }
-    return false;
+    return 0;
   }
   // The same for an A tile (its dtype as the micro-kernel reads it) times a B tile.
   double matmul_rate(const std::vector<int64_t>& a, const std::vector<int64_t>& b, DType a_dtype, DType b_dtype) const {
@@ -325,7 +328,7 @@ class CostModel {
           const double element = double(sgraph::element_bytes(in_.analysis.tensors.at(op.tensor).dtype));
           const std::vector<int64_t> whole = concrete_shape(in_.analysis.tensors.at(op.tensor).shape, in_.bindings);
           double run = contiguous_run(in_tensor_order(shape, op.view, whole.size()), whole) * element;
-          if (amx_b(k, i)) run = std::min(run, double(backend::cpu::detail::kAmxBlockColumns) * element);
+          if (const long columns = amx_b_columns(k, i)) run = std::min(run, double(columns) * element);
           loaded[op.tensor] += double(element_count(shape)) * element * runs;
           if (in_body) body_tiles += double(element_count(shape)) * element;
           run_overhead[op.tensor] += double(element_count(shape)) * element * runs * kRunOverhead / std::max(run, 1.0);
@@ -394,7 +397,9 @@ class CostModel {
       c.chunks = chunks.count;
       const DType a_dtype = in_.analysis.tensors.at(lib.inputs[0]).dtype;
       c.scaled_flops *= matmul_rate({chunks.rows, x.back()}, {x.back(), chunks.columns}, a_dtype, b_dtype);
-      const int64_t piece = amx(a_dtype, b_dtype, chunks.rows) ? std::min<int64_t>(chunks.columns, backend::cpu::detail::kAmxBlockColumns) : chunks.columns;
+      const int64_t piece = amx(a_dtype, b_dtype, chunks.rows)
+                                ? std::min<int64_t>(chunks.columns, backend::cpu::detail::amx_block_columns(a_dtype, b_dtype, chunks.rows, x.back(), chunks.columns))
+                                : chunks.columns;
       if (piece < n)  // B's rows read in pieces (assumption 7)
         c.memory_bytes += tensor_bytes(lib.inputs[1]) * kRunOverhead / double(piece * sgraph::element_bytes(b_dtype));
     } else if (lib.op == Op::Matmul && target_.target == backend::Target::Cpu && lib.inputs.size() == 2 && b_dtype == DType::F32 &&

@@ -112,7 +112,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 33;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
+constexpr int kTunerRevision = 34;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
                                     // widening and partial overlap, narrower inputs where [-1, 1] overflows;
                                     // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
                                     // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums);
@@ -151,7 +151,8 @@ constexpr int kTunerRevision = 33;  // 9: the CPU matmul's K chunks and library 
                                     // rows share L1's sets copied a K chunk at a time under many row blocks;
                                     // 32: the read curve measured at most 2x apart between the second
                                     // levels and the last level; 33: bf16 x bf16 of at most 8 rows on AMX
-                                    // with A's rows held twice in one tile
+                                    // with A's rows held twice in one tile; 34: streaming bf16 AMX
+                                    // matmuls in blocks of kAmxStreamColumns
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

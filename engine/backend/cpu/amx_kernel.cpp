@@ -49,6 +49,16 @@ static inline void prism_amx_configure(int rows, bool swapped = false) {
 // A thread's buffer for a staged B panel (amx_split_kernel.cpp; not prism_scratch: the block that
 // calls the matmul holds that one); null out of memory.
 static void* prism_amx_buffer(size_t bytes) { return prism_thread_buffer<1>(bytes); }
+// Where B streams from memory, a kernel takes PRISM_AMX_STREAM_COLUMNS columns a block, so that
+// each step down K reads B's rows that far in one run (what hardware prefetchers follow best); its C
+// tiles, `bytes` for each column, are then too many for every caller's stack and lie in a thread's
+// buffer. Out of memory, `narrow` (on the caller's stack) and PRISM_AMX_COLUMNS columns. Sets `nb`.
+static inline float (*prism_amx_wide_c(long bytes, float (*narrow)[4][256], long& nb))[4][256] {
+  nb = PRISM_AMX_STREAM_COLUMNS;
+  if (void* p = prism_thread_buffer<4>(size_t(bytes * nb))) return static_cast<float(*)[4][256]>(p);
+  nb = PRISM_AMX_COLUMNS;
+  return narrow;
+}
 // A strip's four C tiles (0-3): zeros or its L1 buffer's, and back to it.
 static inline __attribute__((always_inline)) void prism_amx_c_load(float (*c)[256], bool zero) {
   if (zero) {
@@ -142,12 +152,11 @@ static inline __attribute__((always_inline)) void prism_amx_out(const float (*c)
   }
 }
 // The blocks every kernel walks: 16 rows of C at a time (the tiles configured for them), its
-// columns NB at a time, and K in panels of KB, each multiplied by `panel(m0, rows, n0, strips,
-// kb, kn)` into the block's C tiles in c (`strips` strips of 64 columns, `kn` rows of K from kb);
-// then the block goes into C (prism_amx_out, in layout L).
+// columns NB at a time (c holds NB / 64 strips), and K in panels of KB, each multiplied by
+// `panel(m0, rows, n0, strips, kb, kn)` into the block's C tiles in c (`strips` strips of 64
+// columns, `kn` rows of K from kb); then the block goes into C (prism_amx_out, in layout L).
 template <long M, long N, long K, long KB, bool ACC, prism_amx_layout L, typename Panel>
-static inline __attribute__((always_inline)) void prism_amx_blocks(float (*c)[4][256], float* C, long ldc, Panel&& panel) {
-  constexpr long NB = PRISM_AMX_COLUMNS;
+static inline __attribute__((always_inline)) void prism_amx_blocks(float (*c)[4][256], long NB, float* C, long ldc, Panel&& panel) {
   for (long m0 = 0; m0 < M; m0 += 16) {
     const int rows = M - m0 < 16 ? int(M - m0) : 16;
     prism_amx_configure(rows, L == prism_amx_transposed);
@@ -164,14 +173,16 @@ static inline __attribute__((always_inline)) void prism_amx_blocks(float (*c)[4]
 // where each value sits beside a zero: the tile loaded from a value gives B's even columns, the
 // one loaded a place earlier the odd ones (half the unit's products are zeros; it has 14x the
 // FMAs' rate to spare). Nothing is repacked and the vector units are free.
-// Order: per 16 rows of C and 512 columns, K advances 32 rows at a time over every 64-column
-// strip of the 512 (each strip's four C tiles come from and go back to an L1 buffer), so B's
-// rows are read 1 KB after 1 KB, which hardware prefetchers follow. Reading a 4096 x 4096 bf16
-// matrix on 2 Sapphire Rapids cores: 32 rows x 64 columns strip after strip 61 GB/s, 64-column
-// strips over 512 rows (C's tiles kept over all of K) 39, whole rows 62. C's trip through L1 costs
-// about 45 ns per strip visit (tiles do not forward), hence 32 rows, not 16 (64 and 128 were
-// slower too: 32 is the read pattern's best). Against the earlier kernel (B repacked by vector
-// interleaves, strips over all of K), a bf16 8 x 4096 @ 4096 x 4096 layer: 0.98 -> 0.69 ms.
+// Order: per 16 rows of C and PRISM_AMX_STREAM_COLUMNS columns (prism_amx_wide_c), K advances 64
+// rows at a time over every 64-column strip of the block (each strip's four C tiles come from and
+// go back to a buffer), so B's rows are read 4 KB after 4 KB, which hardware prefetchers follow.
+// Reading a 4096 x 4096 bf16 matrix on 2 Sapphire Rapids cores: 32 rows x 64 columns strip after
+// strip 61 GB/s, 64-column strips over 512 rows (C's tiles kept over all of K) 39, whole rows 62.
+// C's trip through the buffer costs about 45 ns per strip visit (tiles do not forward), hence more
+// than 16 rows a visit. With 512 columns a block, 32 rows were best; with 2048, 64 rows (16 x 4096
+// @ 4096 x 2048 per core, B in huge pages: 512 columns and 32 rows 0.84 ms, 2048 and 32 0.79,
+// 2048 and 64 0.70, 2048 and 128 0.97, 1024 and 64 0.86). Against the earlier kernel (B repacked
+// by vector interleaves, strips over all of K), a bf16 8 x 4096 @ 4096 x 4096 layer: 0.98 -> 0.69 ms.
 // Rows past K and columns past N go through a zero-padded copy (16 rows x 64 columns).
 // The split and NT kernels (amx_split_kernel.cpp, amx_nt_kernel.cpp) are defined only where
 // AVX-512 is compiled in; declared always, so that a caller's discarded branch names them in an
@@ -209,19 +220,23 @@ static inline const prism_bf16* prism_amx_b_tile(const prism_bf16* B, long k, lo
 // pairs and row M + r as (0, a), so one product gives a C tile whose row r holds C's even columns
 // and row M + r its odd ones; a 64-column strip takes two C tiles, not four, and every product
 // fills the tile unit's 16 rows (with the four-tile layout an 8-row A leaves half of them idle).
-// A visit takes two strips (C tiles 0-1 and 2-3) for 64 rows of K, A's tiles alternating
-// between 4 and 5 so that the next one loads while the last products run. On a 2-core
-// Sapphire Rapids, bf16 8 x 4096 @ 4096 x 2048 per core (B streamed from L3) 1.09 -> 0.92-0.94 ms,
-// 8 x 512 @ 512 x 512 twice per core (B in L2) 0.044 -> 0.033 ms; 64 rows of K a visit against
-// 32 and 128: 0.92 against 0.97 and 0.98.
+// A visit takes two strips (C tiles 0-1 and 2-3) for 32 rows of K, A's tiles alternating
+// between 4 and 5 so that the next one loads while the last products run; K advances over the
+// strips of PRISM_AMX_STREAM_COLUMNS columns (prism_amx_wide_c). On a 2-core Sapphire Rapids, bf16
+// 8 x 4096 @ 4096 x 2048 per core (B streamed from L3, 4 KiB pages) 1.09 -> 0.92-0.94 ms, 8 x 512
+// @ 512 x 512 twice per core (B in L2) 0.044 -> 0.033 ms; then, B in huge pages, blocks of 512
+// columns and 64 rows a visit 0.77-0.79 ms, of 2048 and 64 0.65-0.70, of 2048 and 32 0.62-0.68
+// (2048 and 128: 0.77).
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC>
 static void prism_mm_amx_stacked(const prism_bf16* __restrict A, const prism_bf16* __restrict B, float* __restrict C) {
   static_assert(M <= 8, "two copies of A's rows fill a tile");
   constexpr long KB = K < 512 ? (K + 31) / 32 * 32 : 512;  // K values in one A panel
   constexpr long AS = KB + 16;                              // words per panel row
-  constexpr long NB = PRISM_AMX_COLUMNS, KV = 64;
+  constexpr long KV = 32;
   alignas(64) unsigned a[2 * M * AS];
-  alignas(64) float c[NB / 128][4][256];  // a visit's two strips: strip 2p in c[p][0-1], 2p + 1 in c[p][2-3]
+  alignas(64) float narrow[PRISM_AMX_COLUMNS / 128][4][256];
+  long NB;  // a visit's two strips: strip 2p in c[p][0-1], 2p + 1 in c[p][2-3]
+  float(*const c)[4][256] = prism_amx_wide_c(sizeof(float) * 4 * 256 / 128, narrow, NB);
   alignas(64) prism_bf16 edge[16 * 64];
   prism_amx_configure(int(2 * M));
   for (long n0 = 0; n0 < N; n0 += NB) {
@@ -292,11 +307,13 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
 #endif
   constexpr long KB = K < 512 ? (K + 15) / 16 * 16 : 512;  // K values in one A panel
   constexpr long AS = 2 * KB + 32;                          // a panel row: 0, a0, 0, a1, ..., zeros
-  constexpr long NB = PRISM_AMX_COLUMNS, KV = PRISM_AMX_CACHED_B(M, K, N) ? KB : 32;
+  constexpr long KV = PRISM_AMX_CACHED_B(M, K, N) ? KB : 64;
   alignas(64) prism_bf16 a[16 * AS];
-  alignas(64) float c[NB / 64][4][256];
+  alignas(64) float narrow[PRISM_AMX_COLUMNS / 64][4][256];
+  long NB = PRISM_AMX_COLUMNS;
+  float(*const c)[4][256] = PRISM_AMX_CACHED_B(M, K, N) ? narrow : prism_amx_wide_c(sizeof(float) * 4 * 256 / 64, narrow, NB);
   alignas(64) prism_bf16 edge[16 * 64];
-  prism_amx_blocks<M, N, K, KB, ACC, prism_amx_paired>(c, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
+  prism_amx_blocks<M, N, K, KB, ACC, prism_amx_paired>(c, NB, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
     for (int r = 0; r < rows; ++r)  // the panel: A's values in the high halves of 32-bit words
       prism_amx_a_words<16>(A + (m0 + r) * LDA + kb, kn, reinterpret_cast<unsigned*>(a + r * AS), AS / 2);
     for (long kv = 0; kv < kn; kv += KV)

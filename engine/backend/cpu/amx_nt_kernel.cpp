@@ -55,7 +55,7 @@ static void prism_mm_amx_nt(const TA* __restrict A, const TB* __restrict B, floa
   alignas(64) unsigned row_h[16], row_l[16];
   alignas(64) float c[NB / 64][4][256];
   alignas(64) unsigned stage[4][256];
-  prism_amx_blocks<M, N, K, KB, ACC, prism_amx_transposed>(c, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
+  prism_amx_blocks<M, N, K, KB, ACC, prism_amx_transposed>(c, NB, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
     for (long k = 0; k < kn; k += KT)
       for (int r = 0; r < rows; ++r) {
         prism_split_a(A + (m0 + r) * LDA + kb + k, kn - k, B, row_h, row_l);

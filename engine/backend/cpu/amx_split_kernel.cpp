@@ -176,7 +176,7 @@ static void prism_mm_amx_split(const TA* __restrict A, const TB* __restrict B, f
   const bool cached = staged != nullptr;
   const long KV = cached ? KB : KT;  // K rows a strip's C tiles stay for
   long staged_n0 = -1, staged_kb = -1;
-  prism_amx_blocks<M, N, K, KB, ACC, prism_amx_ordered>(c, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
+  prism_amx_blocks<M, N, K, KB, ACC, prism_amx_ordered>(c, NB, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
     for (int r = 0; r < rows; ++r)
       for (long k = 0; k < kn; k += KT)
         prism_split_a(A + (m0 + r) * LDA + kb + k, kn - k, B, ah + r * AS + k * 16 / KT, al + (two ? r * AS + k * 16 / KT : 0));

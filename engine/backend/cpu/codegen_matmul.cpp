@@ -388,7 +388,8 @@ std::string prelude(int simd_bytes, bool amx) {
 )";
   if (amx)
     s += "#define PRISM_AMX 1  // matmuls of 16-bit B on AMX tiles where Linux grants them\n#define PRISM_AMX_COLUMNS " +
-         std::to_string(kAmxBlockColumns) + "  // their block width (kAmxBlockColumns)\n#define PRISM_AMX_F16_ROWS " +
+         std::to_string(kAmxBlockColumns) + "  // their block width (kAmxBlockColumns)\n#define PRISM_AMX_STREAM_COLUMNS " +
+         std::to_string(kAmxStreamColumns) + "  // where bf16 B streams (kAmxStreamColumns)\n#define PRISM_AMX_F16_ROWS " +
          std::to_string(kAmxF16MinRows) + "  // f16 B from this many rows of A (kAmxF16MinRows)\n#define PRISM_AMX_WIDE_ROWS " +
          std::to_string(kAmxWideMinRows) + "  // f32 x bf16 from this many rows of A (kAmxWideMinRows)\n#define PRISM_AMX_NT_ROWS " +
          std::to_string(kAmxNtMinRows) + "  // bf16 x bf16^T from this many rows of A (kAmxNtMinRows)\n";
@@ -485,7 +486,8 @@ __attribute__((constructor)) static void prism_pin_openmp() {
 }
 // A thread's buffer number SLOT, grown on demand and kept across calls; null out of memory.
 // 0: a block's computed tiles (prism_scratch); 1: an AMX kernel's staged B panel; 2: the NT
-// kernel's widened A; 3: prism_mm's copied K chunk of B (the block that calls a matmul holds slot 0).
+// kernel's widened A; 3: prism_mm's copied K chunk of B; 4: a streaming AMX kernel's C tiles
+// (prism_amx_wide_c). The block that calls a matmul holds slot 0.
 template <int SLOT>
 static void* prism_thread_buffer(size_t bytes) {
   static thread_local void* buffer = nullptr;

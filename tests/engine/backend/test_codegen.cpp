@@ -705,14 +705,17 @@ TEST_CASE("codegen: bf16 x bf16 matmuls run on AMX tiles where the CPU has them 
   const bool tiles = describe_cpu().bf16_amx_gflops > 0;
   INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
   // Rows: one partial block of 5, and 37 (two of 16 and 5); K: 301 (a last chunk of 13), 96, 64;
-  // columns: 600 (nine strips and 24), 130, 64. At most 8 rows (5; 8 with K 160, two visits of
-  // 64 rows and one of 32, and 1088 columns, two blocks of eight strips and one of one) take the
-  // kernel whose A tile holds each row twice.
+  // columns: 600 (nine strips and 24), 130, 64. At most 8 rows (5; 8 with K 160, five visits of
+  // 32 rows, and 1088 columns, 17 strips) take the kernel whose A tile holds each row twice.
+  // Where B streams (16 rows or fewer), blocks are kAmxStreamColumns wide: 2200 columns are one
+  // whole block and one of 152 (two strips and 24), at 8 and at 16 rows (K 80: visits of 64 and 16).
   check_amx_library_matmuls("bf16",
                             {{{"n", 5}, {"d", 301}, {"m", 600}},
                              {{"n", 37}, {"d", 96}, {"m", 130}},
                              {{"n", 16}, {"d", 64}, {"m", 64}},
-                             {{"n", 8}, {"d", 160}, {"m", 1088}}},
+                             {{"n", 8}, {"d", 160}, {"m", 1088}},
+                             {{"n", 8}, {"d", 80}, {"m", 2200}},
+                             {{"n", 16}, {"d", 80}, {"m", 2200}}},
                             1e-2);
   // A custom kernel accumulating tile products over its loop (two row blocks, K chunks), and a
   // batched library matmul whose B is broadcast.
@@ -723,9 +726,16 @@ TEST_CASE("codegen: bf16 x bf16 matmuls run on AMX tiles where the CPU has them 
   CHECK(family_codegen_error(custom, {{"n", 8}, {"d", 256}}, {{"g1", 2}, {"F1", 4}}, 64, true, {}, true) < 1e-2);  // A held twice
   CHECK(family_codegen_error(custom, {{"n", 3}, {"d", 96}}, {{"g1", 1}, {"F1", 3}}, 64, true, {}, true) < 1e-2);
   CHECK(family_codegen_error(library_matmul("bf16", true), {{"b", 3}, {"n", 9}, {"d", 70}, {"m", 100}}, {}, 64, true, {}, true) < 1e-2);
-  // The cost model's access pattern for the tiles is the kernel's block width.
-  CHECK_THAT(std::string(detail::kAmxKernel), Catch::Contains("NB = PRISM_AMX_COLUMNS,"));
+  // The cost model's access pattern for the tiles is the kernels' block widths: streaming bf16 B's
+  // wide blocks, else (and out of memory for the wide C tiles) the narrow ones.
+  static_assert(detail::kAmxStreamColumns > 2200 - 256 && detail::kAmxStreamColumns < 2200, "2200 columns: one wide block and a part");
+  CHECK_THAT(std::string(detail::kAmxKernel), Catch::Contains("nb = PRISM_AMX_STREAM_COLUMNS;"));
+  CHECK_THAT(std::string(detail::kAmxKernel), Catch::Contains("nb = PRISM_AMX_COLUMNS;"));
   CHECK_THAT(detail::prelude(64, true), Catch::Contains("#define PRISM_AMX_COLUMNS " + std::to_string(detail::kAmxBlockColumns) + " "));
+  CHECK_THAT(detail::prelude(64, true), Catch::Contains("#define PRISM_AMX_STREAM_COLUMNS " + std::to_string(detail::kAmxStreamColumns) + " "));
+  CHECK(detail::amx_block_columns(DType::BF16, DType::BF16, 8, 4096, 2048) == detail::kAmxStreamColumns);
+  CHECK(detail::amx_block_columns(DType::BF16, DType::BF16, 32, 128, 512) == detail::kAmxBlockColumns);  // B cached
+  CHECK(detail::amx_block_columns(DType::F16, DType::F16, 16, 4096, 2048) == detail::kAmxBlockColumns);
 }
 
 TEST_CASE("codegen: f16 x f16 matmuls run on AMX tiles split into bf16 pairs, exact products to the output's rounding", "[codegen][f16]") {
