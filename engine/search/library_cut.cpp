@@ -83,13 +83,17 @@ std::vector<LibraryCut> library_cuts(const Program& p) {
     cut.product = m.name;
     std::tie(cut.right, cut.right_view) = *right;
     const Value& a = p.value(m.operands[0]);
+    std::vector<int> epilogue_inputs = {m.id};
     if (const auto left = read_in_place(p, a)) {
       std::tie(cut.left, cut.left_view) = *left;
     } else {
       cut.left = a.name;
       cut.prologue = extract_program(p, {a.id}, {}, p.name + "_prologue");
+      // An epilogue that uses the left operand too (an RMSNorm's rows projected twice) reads the
+      // prologue's, not a second computation of it: its own cut then needs no prologue.
+      epilogue_inputs.push_back(a.id);
     }
-    if (p.outputs[0] != m.id) cut.epilogue = extract_program(p, p.outputs, {m.id}, p.name + "_epilogue");
+    if (p.outputs[0] != m.id) cut.epilogue = extract_program(p, p.outputs, epilogue_inputs, p.name + "_epilogue");
     if (!cut.prologue && !cut.epilogue) continue;
     cut.text = m.name + " = matmul(" + operand_text(cut.left, cut.left_view) + ", " + operand_text(cut.right, cut.right_view) + ")";
     cut.text += " at " + std::to_string(m.pos.begin.line) + ":" + std::to_string(m.pos.begin.col);

@@ -6,7 +6,7 @@
 //   library   multiplies it by the right operand, an input read through its view (nn.Linear's
 //             W[out, in] as W^T, in place);
 //   epilogue  the program with the product as one more input (none when the product is the
-//             program's output).
+//             program's output), and the prologue's output as another where it uses it too.
 //
 // Substituting the library matmul for the epilogue's extra input, and the prologue for the left
 // operand, gives back the program as written: each part is searched (and proved) on its own.
@@ -22,7 +22,8 @@ namespace prism::search {
 struct LibraryCut {
   int matmul = -1;                  // the value cut, in the program
   std::optional<Program> prologue;  // returns the left operand
-  std::optional<Program> epilogue;  // reads the product as the input named `product`
+  std::optional<Program> epilogue;  // reads the product as the input named `product` (and `left`
+                                    // where a prologue computes it and the epilogue uses it)
   std::string product;
   // The library matmul's operands: a program input (`left` also: the prologue's output when
   // there is one) and the view each is read through (empty: as it is).

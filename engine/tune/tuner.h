@@ -152,7 +152,8 @@ constexpr int kTunerRevision = 34;  // 9: the CPU matmul's K chunks and library 
                                     // 32: the read curve measured at most 2x apart between the second
                                     // levels and the last level; 33: bf16 x bf16 of at most 8 rows on AMX
                                     // with A's rows held twice in one tile; 34: streaming bf16 AMX
-                                    // matmuls in blocks of kAmxStreamColumns
+                                    // matmuls in blocks of kAmxStreamColumns, two vendor matmuls a
+                                    // family by default
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

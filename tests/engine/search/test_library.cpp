@@ -3,6 +3,8 @@
 // matmul; every composite matches the reference interpreter.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "../interp_helpers.h"
 #include "../sgraph/sgraph_helpers.h"
 #include "engine/interp/interpreter.h"
@@ -83,6 +85,22 @@ TEST_CASE("library cuts: a matmul by a weight splits into prologue, vendor matmu
   for (int id : gelu[0].epilogue->inputs) inputs.push_back(gelu[0].epilogue->value(id).name);
   CHECK(inputs == std::vector<std::string>{"b", gelu[0].product});
 
+  // Y projected twice: the epilogue of a cut at either projection reads the prologue's Y (and
+  // the product, and the other weight), not X and g again.
+  std::vector<search::LibraryCut> gated = cuts_of(kRmsGated, "rms_gated");
+  REQUIRE(gated.size() == 2);
+  for (const search::LibraryCut& cut : gated) {
+    REQUIRE(cut.prologue.has_value());
+    REQUIRE(cut.epilogue.has_value());
+    CHECK(cut.left == "Y");
+    std::vector<std::string> names;
+    for (int id : cut.epilogue->inputs) names.push_back(cut.epilogue->value(id).name);
+    std::sort(names.begin(), names.end());
+    std::vector<std::string> want = {"Y", cut.product, cut.right == "Wu" ? "Wg" : "Wu"};
+    std::sort(want.begin(), want.end());
+    CHECK(names == want);
+  }
+
   // A matmul of two inputs that is the output is the eager baseline; attention's batched
   // products of computed values are the fused attention kernels' work.
   CHECK(cuts_of(kPlain, "plain").empty());
@@ -115,7 +133,7 @@ TEST_CASE("library families: found, proved by their parts, equal to the program"
     limits.library_kernels = 0;
     SearchResult none = search::search_program(program, limits);
     CHECK(std::none_of(none.candidates.begin(), none.candidates.end(), [](const Candidate& c) { return has_library_kernel(*c.graph); }));
-    limits.library_kernels = 1;
+    limits.library_kernels = SearchLimits{}.library_kernels;
   }
 }
 
@@ -128,7 +146,8 @@ TEST_CASE("library families: with two allowed, SwiGLU's gate and up projections 
   auto vendor_matmuls = [](const sgraph::SGraph& g) {
     return std::count_if(g.kernels.begin(), g.kernels.end(), [](const sgraph::Kernel& k) { return k.vendor_matmul(); });
   };
-  // One allowed (the default): never two.
+  // One allowed: never two.
+  limits.library_kernels = 1;
   SearchResult one = search::search_program(program, limits);
   CHECK(std::none_of(one.candidates.begin(), one.candidates.end(), [&](const Candidate& c) { return vendor_matmuls(*c.graph) > 1; }));
   limits.library_kernels = 2;
@@ -164,6 +183,19 @@ TEST_CASE("library families: by default a prologue, a vendor matmul and a fused 
     CHECK_THAT(c->proof, Catch::Contains("Prologue") && Catch::Contains("Epilogue"));
     for (int64_t size : {1, 2}) CHECK(composite_error(program, *c->graph, {{"n", 4}, {"d", 16}, {"h", 12}}, size) < 1e-4);
   }
+  // By default two vendor matmuls: both projections, the RMSNorm before them (computed once) and
+  // the product after, which count as three kernels too.
+  auto vendor_matmuls = [](const sgraph::SGraph& g) {
+    return std::count_if(g.kernels.begin(), g.kernels.end(), [](const sgraph::Kernel& k) { return k.vendor_matmul(); });
+  };
+  int both = 0;
+  for (const Candidate* c : found) {
+    if (vendor_matmuls(*c->graph) != 2) continue;
+    ++both;
+    INFO(c->text());
+    CHECK_THAT(c->summary, Catch::Contains("then library matmul"));
+  }
+  CHECK(both >= 1);
   limits.max_kernels = 2;  // then the vendor matmul and the two fused kernels are one too many
   SearchResult two = search::search_program(program, limits);
   CHECK(std::none_of(two.candidates.begin(), two.candidates.end(), [&](const Candidate& c) { return three(*c.graph); }));
