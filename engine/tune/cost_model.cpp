@@ -215,9 +215,11 @@ class CostModel {
     return target_.simd_bytes == 64 && backend::cpu::detail::amx_matmul(a_dtype, b_dtype, rows, false);
   }
   // Where block op `i` of kernel k is the B of a matmul on AMX tiles, the pieces it reads B's rows
-  // in (amx_block_columns); else 0.
+  // in (amx_block_columns); else 0, and 0 for a B stored transposed, whose rows the NT kernel reads
+  // whole (along K).
   long amx_b_columns(size_t k, size_t i) const {
     const auto& ops = in_.graph.kernels[k].block.ops;
+    if (ops[i].kind == BlockOp::Kind::Load && rows_along_k(ops[i].view, in_.analysis.tensors.at(ops[i].tensor).shape.size())) return 0;
     for (const BlockOp& op : ops)
       if (op.kind == BlockOp::Kind::Compute && op.op == Op::Matmul && op.operands.size() == 2 && op.operands[1] == int(i)) {
         const std::vector<int64_t> a = tile(k, size_t(op.operands[0])), b = tile(k, i);
@@ -241,6 +243,12 @@ class CostModel {
       return target_.peak_gflops / target_.bf16_dot_peak_gflops;
     return backend::cpu::detail::widening_factor(
         backend::cpu::detail::choose_blocking(a[a.size() - 2], b.back(), a.back(), target_.simd_bytes, b_dtype), b_dtype, target_.simd_bytes);
+  }
+
+  // A matmul's B read through `view` from a tensor of `rank` dims lies with K contiguous (an
+  // nn.Linear weight [out, in] read as W^T): the NT kernels read it.
+  static bool rows_along_k(const std::vector<int>& view, size_t rank) {
+    return view.size() >= 2 && rank >= 1 && view[view.size() - 2] == int(rank) - 1;
   }
 
   // A load's tile in its tensor's dim order: a view reads the tensor's dims permuted (with new
@@ -397,7 +405,9 @@ class CostModel {
       c.chunks = chunks.count;
       const DType a_dtype = in_.analysis.tensors.at(lib.inputs[0]).dtype;
       c.scaled_flops *= matmul_rate({chunks.rows, x.back()}, {x.back(), chunks.columns}, a_dtype, b_dtype);
-      const int64_t piece = amx(a_dtype, b_dtype, chunks.rows)
+      const size_t b_rank = in_.analysis.tensors.at(lib.inputs[1]).shape.size();
+      const int64_t piece = rows_along_k(lib.view(1), b_rank) ? n  // the NT kernels read B^T's rows whole
+                            : amx(a_dtype, b_dtype, chunks.rows)
                                 ? std::min<int64_t>(chunks.columns, backend::cpu::detail::amx_block_columns(a_dtype, b_dtype, chunks.rows, x.back(), chunks.columns))
                                 : chunks.columns;
       if (piece < n)  // B's rows read in pieces (assumption 7)

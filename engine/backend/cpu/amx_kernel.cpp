@@ -190,7 +190,7 @@ static inline __attribute__((always_inline)) void prism_amx_blocks(float (*c)[4]
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typename TA, typename TB>
 static void prism_mm_amx_split(const TA* __restrict A, const TB* __restrict B, float* __restrict C);
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typename TA, typename TB>
-static void prism_mm_amx_nt(const TA* __restrict A, const TB* __restrict B, float* __restrict C);
+static bool prism_mm_amx_nt(const TA* __restrict A, const TB* __restrict B, float* __restrict C);
 // A row's kn values as 32-bit words, each in the low (SHIFT 0) or the high half (SHIFT 16) beside a
 // zero, then zero words up to `words`: an A panel row for tiles loaded where B lies.
 template <int SHIFT>
@@ -349,7 +349,7 @@ template <typename TA, typename TB> struct prism_amx_nt { static constexpr bool 
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typename TA, typename TB>
 static void prism_mm_amx(const TA*, const TB*, float*) {}
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typename TA, typename TB>
-static void prism_mm_amx_nt(const TA*, const TB*, float*) {}
+static bool prism_mm_amx_nt(const TA*, const TB*, float*) { return false; }
 #endif
 )amx";
 

@@ -266,7 +266,7 @@ template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR
 static inline void prism_mm_nt(const TA* __restrict A, const TB* __restrict B, float* __restrict C) {
   constexpr long MFULL = M / MR * MR, NFULL = N / NR * NR;
   if constexpr (prism_amx_nt<TA, TB>::value && M >= prism_amx_nt<TA, TB>::min_rows) {  // the tile unit, where the OS granted it
-    if (prism_amx_ok) return prism_mm_amx_nt<M, N, K, LDA, LDB, LDC, ACC>(A, B, C);
+    if (prism_amx_ok && prism_mm_amx_nt<M, N, K, LDA, LDB, LDC, ACC>(A, B, C)) return;
   }
   if constexpr (WA && sizeof(TA) == 2) {
     constexpr long LDW = K + 16;
@@ -487,7 +487,7 @@ __attribute__((constructor)) static void prism_pin_openmp() {
 // A thread's buffer number SLOT, grown on demand and kept across calls; null out of memory.
 // 0: a block's computed tiles (prism_scratch); 1: an AMX kernel's staged B panel; 2: the NT
 // kernel's widened A; 3: prism_mm's copied K chunk of B; 4: a streaming AMX kernel's C tiles
-// (prism_amx_wide_c). The block that calls a matmul holds slot 0.
+// (prism_amx_wide_c); 5: the AMX NT kernel's A^T. The block that calls a matmul holds slot 0.
 template <int SLOT>
 static void* prism_thread_buffer(size_t bytes) {
   static thread_local void* buffer = nullptr;

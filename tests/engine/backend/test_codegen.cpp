@@ -890,9 +890,9 @@ TEST_CASE("codegen: nn.Linear weights (W^T read in place) run on AMX tiles as C^
   const bool tiles = describe_cpu().bf16_amx_gflops > 0 && native_simd_bytes() == 64;
   INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
   // Rows 4 (bf16's least), 13 (one partial block), 37 (16, 16, 5), 16; K 200, 303 (a tile row's
-  // tail), 640 / 2, 1024 (two panels), 16 (less than a tile row); columns 22, 600 / 2 (a strip of
-  // 44: a tile of 12 rows of W), 130, 64. Without the tiles, the NT kernel reads W in place where
-  // 8 * n <= d / F1.
+  // tail), 640 / 2, 1024, 16 (less than a tile row), each all at once; columns 22 (a strip of 32
+  // rows of W with 6 in its second tile), 600 / 2 (nine strips and one of 12), 130, 64. Without the
+  // tiles, the NT kernel reads W in place where 8 * n <= d / F1.
   const std::vector<std::pair<DimBindings, DimBindings>> shapes = {
       {{{"n", 4}, {"d", 200}, {"m", 22}}, {{"g1", 1}, {"F1", 1}}},
       {{{"n", 13}, {"d", 303}, {"m", 600}}, {{"g1", 2}, {"F1", 1}}},
