@@ -50,40 +50,61 @@ static inline const void* prism_nt_b(const prism_f16* b, long n, long kr, unsign
     if (two) PRISM_TILE_DP(t, b, 5);                                                                    \
   }
 // False (nothing done) where A^T's buffer is out of memory: the vector kernel runs then.
+// More than 16 rows of A (a prefill) make several blocks of C^T columns: all of them pass over a
+// strip's 32 rows of W in visits of 16 K steps, W's piece read from memory by the first block and
+// from L1 by the others (each block's C^T tiles go to a buffer between visits), so W is read once
+// whatever the rows, not once per block.
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, typename TA, typename TB>
 static bool prism_mm_amx_nt(const TA* __restrict A, const TB* __restrict B, float* __restrict C) {
   constexpr long KT = prism_split_kind<TA, TB>::kt;  // K values a tile row holds
   constexpr bool two = prism_split_kind<TA, TB>::two;
-  constexpr long STEPS = (K + KT - 1) / KT;  // tile rows of A^T
-  unsigned(*const ah)[16][16] = static_cast<unsigned(*)[16][16]>(prism_thread_buffer<5>(sizeof(unsigned) * 256 * STEPS * (two ? 2 : 1)));
-  if (!ah) return false;
-  unsigned(*const al)[16][16] = ah + (two ? STEPS : 0);  // A^T's tiles: K step s at ah[s] (and al[s])
+  constexpr long STEPS = (K + KT - 1) / KT;           // tile rows of A^T
+  constexpr long BLOCKS = (M + 15) / 16;              // of 16 rows of A (C^T's columns)
+  constexpr long VISIT = BLOCKS == 1 ? STEPS : 16;    // K steps a block takes at a time
+  constexpr size_t A_TILES = size_t(STEPS * BLOCKS * (two ? 2 : 1));
+  void* const buffer = prism_thread_buffer<5>(sizeof(unsigned) * 256 * A_TILES + sizeof(float) * 512 * BLOCKS);
+  if (!buffer) return false;
+  // A^T's tiles (block b, K step s at ah[b * STEPS + s], and al's), then each block's two C^T tiles.
+  unsigned(*const ah)[16][16] = static_cast<unsigned(*)[16][16]>(buffer);
+  unsigned(*const al)[16][16] = ah + (two ? STEPS * BLOCKS : 0);
+  float(*const c)[2][256] = reinterpret_cast<float(*)[2][256]>(ah + A_TILES);
   alignas(64) unsigned row_h[16], row_l[16];
-  alignas(64) float c[1][4][256];  // C^T's tiles 0-1 (2-3 stay zero)
   alignas(64) unsigned stage[2][256];
-  for (long m0 = 0; m0 < M; m0 += 16) {
-    const int rows = M - m0 < 16 ? int(M - m0) : 16;
-    prism_amx_configure(rows, true);
+  // One block: its rows; several: 16 each, a last block's missing rows zero columns of A^T.
+  prism_amx_configure(BLOCKS == 1 ? int(M) : 16, true);
+  for (long b = 0; b < BLOCKS; ++b)
     for (long k = 0; k < K; k += KT)
-      for (int r = 0; r < rows; ++r) {
-        prism_split_a(A + (m0 + r) * LDA + k, K - k, B, row_h, row_l);
+      for (int r = 0; r < 16 && (BLOCKS > 1 || r < M); ++r) {
+        const bool row = 16 * b + r < M;
+        if (row) prism_split_a(A + (16 * b + r) * LDA + k, K - k, B, row_h, row_l);
         for (int i = 0; i < 16; ++i) {
-          ah[k / KT][i][r] = row_h[i];
-          if (two) al[k / KT][i][r] = row_l[i];
+          ah[b * STEPS + k / KT][i][r] = row ? row_h[i] : 0u;
+          if (two) al[b * STEPS + k / KT][i][r] = row ? row_l[i] : 0u;
         }
       }
-    for (long ns = 0; ns < N; ns += 32) {
-      prism_amx_c_load(c[0], true);
-      for (long k = 0; k < K; k += KT) {
-        const long kr = K - k < KT ? K - k : KT;
-        PRISM_TILE_LOAD(4, ah[k / KT], 64);
-        if (two) PRISM_TILE_LOAD(5, al[k / KT], 64);
-        PRISM_NT_PRODUCTS(0, 6);
-        PRISM_NT_PRODUCTS(1, 7);
+  for (long ns = 0; ns < N; ns += 32) {
+    for (long s0 = 0; s0 < STEPS; s0 += VISIT)
+      for (long b = 0; b < BLOCKS; ++b) {
+        if (s0 == 0) {
+          PRISM_TILE_ZERO(0);
+          PRISM_TILE_ZERO(1);
+        } else {
+          PRISM_TILE_LOAD(0, c[b][0], 64);
+          PRISM_TILE_LOAD(1, c[b][1], 64);
+        }
+        for (long s = s0; s < s0 + VISIT && s < STEPS; ++s) {
+          const long k = s * KT, kr = K - k < KT ? K - k : KT;
+          PRISM_TILE_LOAD(4, ah[b * STEPS + s], 64);
+          if (two) PRISM_TILE_LOAD(5, al[b * STEPS + s], 64);
+          PRISM_NT_PRODUCTS(0, 6);
+          PRISM_NT_PRODUCTS(1, 7);
+        }
+        PRISM_TILE_STORE(0, c[b][0], 64);
+        PRISM_TILE_STORE(1, c[b][1], 64);
       }
-      prism_amx_c_store(c[0]);
-      prism_amx_out<prism_amx_transposed>(c, 1, rows, ns, ns + 32 < N ? ns + 32 : N, C + m0 * LDC, LDC, ACC);
-    }
+    for (long b = 0; b < BLOCKS; ++b)  // as a strip of prism_amx_out's, whose tiles 2-3 lie past its 32 columns (not read)
+      prism_amx_out<prism_amx_transposed>(reinterpret_cast<const float(*)[4][256]>(c[b]), 1, M - 16 * b < 16 ? int(M - 16 * b) : 16, ns,
+                                          ns + 32 < N ? ns + 32 : N, C + 16 * b * LDC, LDC, ACC);
   }
   return true;
 }

@@ -922,13 +922,15 @@ TEST_CASE("codegen: nn.Linear weights (W^T read in place) run on AMX tiles as C^
                              sgraph::TileBudget{1 << 20});
   CHECK_THAT(generate_cpu_source(inst, amx), !Catch::Contains("prism_mm_nt<4,"));
   // A library kernel's matmul with W^T at 16 bits (no vendor BLAS): the NT kernel per chunk, on
-  // the tiles (37 rows) or the FMAs (3), rounded into the output's dtype.
+  // the tiles (37 rows: three blocks of A, which pass over W's strips together in visits of 16 K
+  // steps, bf16's 303 in one, f16's in two; 20 rows with K 1100: bf16's 35 steps in three visits)
+  // or the FMAs (3), rounded into the output's dtype.
   for (const auto& [dtype, tol] : {std::pair{"bf16", 1e-2}, {"f16", 1e-3}})
-    for (int64_t n : {37, 3}) {
-      INFO("library " << dtype << " n=" << n);
+    for (auto [n, d] : {std::pair<int64_t, int64_t>{37, 303}, {3, 303}, {20, 1100}}) {
+      INFO("library " << dtype << " n=" << n << " d=" << d);
       const std::string library = std::string("input X: ") + dtype + "[n, d]\ninput W: " + dtype + "[m, d]\nkernel 0: P: " + dtype +
                                   " = matmul(X, W view [1, 0])\noutput P\n";
-      CHECK(family_codegen_error(library, {{"n", n}, {"d", 303}, {"m", 130}}, {}, 64, true, {}, true) < tol);
+      CHECK(family_codegen_error(library, {{"n", n}, {"d", d}, {"m", 130}}, {}, 64, true, {}, true) < tol);
     }
   CHECK_THAT(detail::prelude(64, true), Catch::Contains("#define PRISM_AMX_NT_ROWS " + std::to_string(detail::kAmxNtMinRows) + " "));
 }
