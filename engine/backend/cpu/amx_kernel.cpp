@@ -297,6 +297,58 @@ static void prism_mm_amx_stacked(const prism_bf16* __restrict A, const prism_bf1
     }
   }
 }
+// prism_mm_amx for more than 16 rows of A against a B that streams from memory (a prefill): every
+// block of 16 rows passes over each visit's piece of B (64 rows of K by 64 columns, 8 KB: from
+// memory for the first block, from L1 for the others), so B is read once rather than once per
+// block; each block's C tiles go through a buffer between visits. A last block's missing rows are
+// zero rows of its A panel (the tiles stay configured for 16 rows). False (nothing done) where the
+// buffer is out of memory.
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC>
+static bool prism_mm_amx_rows(const prism_bf16* __restrict A, const prism_bf16* __restrict B, float* __restrict C) {
+  constexpr long BLOCKS = (M + 15) / 16;
+  constexpr long KB = K < 512 ? (K + 15) / 16 * 16 : 512;  // K values in one A panel
+  constexpr long AS = 2 * KB + 32;                          // a panel row: 0, a0, 0, a1, ..., zeros
+  constexpr long NB = PRISM_AMX_COLUMNS, KV = 64;
+  constexpr size_t A_BYTES = sizeof(prism_bf16) * 16 * BLOCKS * AS, C_BYTES = sizeof(float) * 1024 * BLOCKS * (NB / 64);
+  void* const buffer = prism_thread_buffer<4>(A_BYTES + C_BYTES);
+  if (!buffer) return false;
+  prism_bf16* const a = static_cast<prism_bf16*>(buffer);                                   // block b's panel from row 16 b
+  float(*const c)[NB / 64][4][256] = reinterpret_cast<float(*)[NB / 64][4][256]>(a + 16 * BLOCKS * AS);  // block b's strips
+  alignas(64) prism_bf16 edge[16 * 64];
+  prism_amx_configure(16);
+  for (long n0 = 0; n0 < N; n0 += NB) {
+    const int strips = int(N - n0 < NB ? (N - n0 + 63) / 64 : NB / 64);
+    for (long kb = 0; kb < K; kb += KB) {
+      const long kn = K - kb < KB ? K - kb : KB;
+      for (long r = 0; r < 16 * BLOCKS; ++r)  // A's values in the high halves of 32-bit words; zeros past M
+        prism_amx_a_words<16>(A + (r < M ? r * LDA + kb : 0), r < M ? kn : 0, reinterpret_cast<unsigned*>(a + r * AS), AS / 2);
+      for (long kv = 0; kv < kn; kv += KV)
+        for (int s = 0; s < strips; ++s) {
+          const long ns = n0 + 64 * s;
+          for (long b = 0; b < BLOCKS; ++b) {
+            const prism_bf16* const ab = a + 16 * b * AS;
+            prism_amx_c_load(c[b][s], kb == 0 && kv == 0);
+            for (long k16 = kv; k16 < kv + KV && k16 < kn; k16 += 16) {
+              long stride;
+              const prism_bf16* bt = prism_amx_b_tile<N, K, LDB>(B, kb + k16, ns, edge, stride);
+              PRISM_TILE_LOAD(4, ab + 2 * k16 + 1, AS * 2);  // (a, 0) pairs: even columns
+              PRISM_TILE_LOAD(5, ab + 2 * k16, AS * 2);      // (0, a) pairs: odd columns
+              PRISM_TILE_LOAD(6, bt, stride);
+              PRISM_TILE_DP(0, 4, 6);
+              PRISM_TILE_DP(1, 5, 6);
+              PRISM_TILE_LOAD(7, bt + 32, stride);
+              PRISM_TILE_DP(2, 4, 7);
+              PRISM_TILE_DP(3, 5, 7);
+            }
+            prism_amx_c_store(c[b][s]);
+          }
+        }
+    }
+    for (long b = 0; b < BLOCKS; ++b)
+      prism_amx_out<prism_amx_paired>(c[b], strips, M - 16 * b < 16 ? int(M - 16 * b) : 16, n0, N, C + 16 * b * LDC, LDC, ACC);
+  }
+  return true;
+}
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC>
 static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __restrict B, float* __restrict C) {
 #if defined(__AVX512F__)
@@ -304,6 +356,8 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
   // Where B stays in L2 for several blocks of rows, the tile products count (the zeros beside A's
   // values double them) and B's rows are paired once for all of them (amx_split_kernel.cpp).
   if constexpr (PRISM_AMX_CACHED_B(M, K, N)) return prism_mm_amx_split<M, N, K, LDA, LDB, LDC, ACC>(A, B, C);
+  if constexpr (M > 16)
+    if (prism_mm_amx_rows<M, N, K, LDA, LDB, LDC, ACC>(A, B, C)) return;
 #endif
   constexpr long KB = K < 512 ? (K + 15) / 16 * 16 : 512;  // K values in one A panel
   constexpr long AS = 2 * KB + 32;                          // a panel row: 0, a0, 0, a1, ..., zeros

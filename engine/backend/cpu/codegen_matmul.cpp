@@ -487,7 +487,7 @@ __attribute__((constructor)) static void prism_pin_openmp() {
 // A thread's buffer number SLOT, grown on demand and kept across calls; null out of memory.
 // 0: a block's computed tiles (prism_scratch); 1: an AMX kernel's staged B panel; 2: the NT
 // kernel's widened A; 3: prism_mm's copied K chunk of B; 4: a streaming AMX kernel's C tiles
-// (prism_amx_wide_c); 5: the AMX NT kernel's A^T. The block that calls a matmul holds slot 0.
+// (prism_amx_wide_c; prism_mm_amx_rows' A panels and C tiles); 5: the AMX NT kernel's A^T. The block that calls a matmul holds slot 0.
 template <int SLOT>
 static void* prism_thread_buffer(size_t bytes) {
   static thread_local void* buffer = nullptr;

@@ -709,13 +709,16 @@ TEST_CASE("codegen: bf16 x bf16 matmuls run on AMX tiles where the CPU has them 
   // 32 rows, and 1088 columns, 17 strips) take the kernel whose A tile holds each row twice.
   // Where B streams (16 rows or fewer), blocks are kAmxStreamColumns wide: 2200 columns are one
   // whole block and one of 152 (two strips and 24), at 8 and at 16 rows (K 80: visits of 64 and 16).
+  // More rows against a B past 1 MiB (a prefill): 37 rows as blocks of 16, 16 and 5 that share each
+  // visit's piece of B (K 600: a panel of 512 and one of 88; 1000 columns: 512 and 488).
   check_amx_library_matmuls("bf16",
                             {{{"n", 5}, {"d", 301}, {"m", 600}},
                              {{"n", 37}, {"d", 96}, {"m", 130}},
                              {{"n", 16}, {"d", 64}, {"m", 64}},
                              {{"n", 8}, {"d", 160}, {"m", 1088}},
                              {{"n", 8}, {"d", 80}, {"m", 2200}},
-                             {{"n", 16}, {"d", 80}, {"m", 2200}}},
+                             {{"n", 16}, {"d", 80}, {"m", 2200}},
+                             {{"n", 37}, {"d", 600}, {"m", 1000}}},
                             1e-2);
   // A custom kernel accumulating tile products over its loop (two row blocks, K chunks), and a
   // batched library matmul whose B is broadcast.
