@@ -216,6 +216,28 @@ static inline const prism_bf16* prism_amx_b_tile(const prism_bf16* B, long k, lo
   stride = 128;
   return edge;
 }
+// One visit of a 64-column strip from column ns of B: its four C tiles (zeros where `zero`, else
+// from cs) take B's rows kb + kv .. (KV of them, not past kb + kn) against A's panel `a` (AS values a
+// row, each beside a zero: loaded a place later, its (a, 0) pairs give the even columns, else its
+// (0, a) pairs the odd ones), and go back to cs.
+template <long N, long K, long LDB, long AS, long KV>
+static inline __attribute__((always_inline)) void prism_amx_paired_visit(const prism_bf16* a, const prism_bf16* B, long kb, long kv, long kn,
+                                                                       long ns, prism_bf16* edge, float (*cs)[256], bool zero) {
+  prism_amx_c_load(cs, zero);
+  for (long k16 = kv; k16 < kv + KV && k16 < kn; k16 += 16) {
+    long stride;
+    const prism_bf16* b = prism_amx_b_tile<N, K, LDB>(B, kb + k16, ns, edge, stride);
+    PRISM_TILE_LOAD(4, a + 2 * k16 + 1, AS * 2);  // (a, 0) pairs: even columns
+    PRISM_TILE_LOAD(5, a + 2 * k16, AS * 2);      // (0, a) pairs: odd columns
+    PRISM_TILE_LOAD(6, b, stride);
+    PRISM_TILE_DP(0, 4, 6);
+    PRISM_TILE_DP(1, 5, 6);
+    PRISM_TILE_LOAD(7, b + 32, stride);
+    PRISM_TILE_DP(2, 4, 7);
+    PRISM_TILE_DP(3, 5, 7);
+  }
+  prism_amx_c_store(cs);
+}
 // prism_mm_amx for A of at most 8 rows (decode): the A tile holds each row twice, row r as (a, 0)
 // pairs and row M + r as (0, a), so one product gives a C tile whose row r holds C's even columns
 // and row M + r its odd ones; a 64-column strip takes two C tiles, not four, and every product
@@ -325,23 +347,8 @@ static bool prism_mm_amx_rows(const prism_bf16* __restrict A, const prism_bf16* 
       for (long kv = 0; kv < kn; kv += KV)
         for (int s = 0; s < strips; ++s) {
           const long ns = n0 + 64 * s;
-          for (long b = 0; b < BLOCKS; ++b) {
-            const prism_bf16* const ab = a + 16 * b * AS;
-            prism_amx_c_load(c[b][s], kb == 0 && kv == 0);
-            for (long k16 = kv; k16 < kv + KV && k16 < kn; k16 += 16) {
-              long stride;
-              const prism_bf16* bt = prism_amx_b_tile<N, K, LDB>(B, kb + k16, ns, edge, stride);
-              PRISM_TILE_LOAD(4, ab + 2 * k16 + 1, AS * 2);  // (a, 0) pairs: even columns
-              PRISM_TILE_LOAD(5, ab + 2 * k16, AS * 2);      // (0, a) pairs: odd columns
-              PRISM_TILE_LOAD(6, bt, stride);
-              PRISM_TILE_DP(0, 4, 6);
-              PRISM_TILE_DP(1, 5, 6);
-              PRISM_TILE_LOAD(7, bt + 32, stride);
-              PRISM_TILE_DP(2, 4, 7);
-              PRISM_TILE_DP(3, 5, 7);
-            }
-            prism_amx_c_store(c[b][s]);
-          }
+          for (long b = 0; b < BLOCKS; ++b)
+            prism_amx_paired_visit<N, K, LDB, AS, KV>(a + 16 * b * AS, B, kb, kv, kn, ns, edge, c[b][s], kb == 0 && kv == 0);
         }
     }
     for (long b = 0; b < BLOCKS; ++b)
@@ -371,24 +378,8 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
     for (int r = 0; r < rows; ++r)  // the panel: A's values in the high halves of 32-bit words
       prism_amx_a_words<16>(A + (m0 + r) * LDA + kb, kn, reinterpret_cast<unsigned*>(a + r * AS), AS / 2);
     for (long kv = 0; kv < kn; kv += KV)
-      for (int s = 0; s < strips; ++s) {
-        const long ns = n0 + 64 * s;
-        prism_amx_c_load(c[s], kb == 0 && kv == 0);
-        for (long k16 = kv; k16 < kv + KV && k16 < kn; k16 += 16) {
-          const long k = kb + k16;
-          long stride;
-          const prism_bf16* b = prism_amx_b_tile<N, K, LDB>(B, k, ns, edge, stride);
-          PRISM_TILE_LOAD(4, a + 2 * k16 + 1, AS * 2);  // (a, 0) pairs: even columns
-          PRISM_TILE_LOAD(5, a + 2 * k16, AS * 2);      // (0, a) pairs: odd columns
-          PRISM_TILE_LOAD(6, b, stride);
-          PRISM_TILE_DP(0, 4, 6);
-          PRISM_TILE_DP(1, 5, 6);
-          PRISM_TILE_LOAD(7, b + 32, stride);
-          PRISM_TILE_DP(2, 4, 7);
-          PRISM_TILE_DP(3, 5, 7);
-        }
-        prism_amx_c_store(c[s]);
-      }
+      for (int s = 0; s < strips; ++s)
+        prism_amx_paired_visit<N, K, LDB, AS, KV>(a, B, kb, kv, kn, n0 + 64 * s, edge, c[s], kb == 0 && kv == 0);
   });
 }
 // Whether A x B (prism_amx) and A x Bt^T (prism_amx_nt) run on the tiles, and from how many rows
