@@ -61,6 +61,9 @@ static bool prism_mm_amx_nt(const TA* __restrict A, const TB* __restrict B, floa
   constexpr long STEPS = (K + KT - 1) / KT;           // tile rows of A^T
   constexpr long BLOCKS = (M + 15) / 16;              // of 16 rows of A (C^T's columns)
   constexpr long VISIT = BLOCKS == 1 ? STEPS : 16;    // K steps a block takes at a time
+  // A^T's columns a block: one block has A's rows; several 16 each (a last block's missing rows
+  // are zero columns). The tiles are configured for that many.
+  constexpr int COLUMNS = BLOCKS == 1 ? int(M) : 16;
   constexpr size_t A_TILES = size_t(STEPS * BLOCKS * (two ? 2 : 1));
   void* const buffer = prism_thread_buffer<5>(sizeof(unsigned) * 256 * A_TILES + sizeof(float) * 512 * BLOCKS);
   if (!buffer) return false;
@@ -70,11 +73,10 @@ static bool prism_mm_amx_nt(const TA* __restrict A, const TB* __restrict B, floa
   float(*const c)[2][256] = reinterpret_cast<float(*)[2][256]>(ah + A_TILES);
   alignas(64) unsigned row_h[16], row_l[16];
   alignas(64) unsigned stage[2][256];
-  // One block: its rows; several: 16 each, a last block's missing rows zero columns of A^T.
-  prism_amx_configure(BLOCKS == 1 ? int(M) : 16, true);
+  prism_amx_configure(COLUMNS, true);
   for (long b = 0; b < BLOCKS; ++b)
     for (long k = 0; k < K; k += KT)
-      for (int r = 0; r < 16 && (BLOCKS > 1 || r < M); ++r) {
+      for (int r = 0; r < COLUMNS; ++r) {
         const bool row = 16 * b + r < M;
         if (row) prism_split_a(A + (16 * b + r) * LDA + k, K - k, B, row_h, row_l);
         for (int i = 0; i < 16; ++i) {
