@@ -112,7 +112,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 37;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
+constexpr int kTunerRevision = 38;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
                                     // widening and partial overlap, narrower inputs where [-1, 1] overflows;
                                     // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
                                     // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums);
@@ -156,7 +156,8 @@ constexpr int kTunerRevision = 37;  // 9: the CPU matmul's K chunks and library 
                                     // family by default; 35: the AMX NT kernel down all of K, 32
                                     // rows of W at a time; 36: its blocks of A's rows all pass over
                                     // each strip of W (W read once); 37: the same for a streaming B
-                                    // stored as it is used (prism_mm_amx_rows)
+                                    // stored as it is used (prism_mm_amx_rows); 38: the split
+                                    // kernel stages B's next piece before this one's products
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

@@ -23,10 +23,14 @@ namespace prism::backend::cpu::detail {
 // Order: as the bf16 kernel, per 16 rows of C and 512 columns, K advancing one tile row's worth
 // (16 or 32 rows) at a time over every 64-column strip (or a whole panel per strip where B is
 // read from L2: PRISM_AMX_CACHED_B); each strip's piece of B is staged into an L1 buffer and its
-// four C tiles (16 columns each, in order) come from and go back to L1. Staging a strip just
-// before its products lets the tiles multiply one strip while the vector units convert the next
-// (converting 16 rows x 512 columns first and multiplying after was 1.6x slower; 32 rows a visit
-// and strips over all of K were slower too: 2-core Xeon, 16 x 4096 @ 4096 x 4096 at f16).
+// four C tiles (16 columns each, in order) come from and go back to L1. Each piece is staged one
+// strip ahead of its products, into the other of two buffers, so the vector units convert the next
+// piece while the tiles multiply this one: with the piece staged just before its own products, the
+// tile unit's work, the staging and the reads of B added up almost in series (2-core Xeon, f16
+// RMSNorm + 16 x 4096 @ 4096 x 4096: 0.34 ms besides the three, tiles 0.46, staging with reads
+// 0.88, all 1.53 ms); ahead: 1.46 -> 1.35 ms at f16, 1.11 -> 0.94 at bf16 forced through this
+// kernel. (Converting 16 rows x 512 columns first and multiplying after was 1.6x slower; 32 or 64
+// rows a visit, strips over all of K, and prefetching the next visit's B were slower too.)
 const char* kAmxSplitKernel = R"amx(
 #if defined(PRISM_AMX) && defined(__x86_64__) && defined(__AVX512F__)
 typedef short prism_v16s __attribute__((vector_size(32)));
@@ -170,11 +174,11 @@ static void prism_mm_amx_split(const TA* __restrict A, const TB* __restrict B, f
   constexpr long STEPS = KB / KT;  // tile rows a panel
   alignas(64) unsigned ah[16 * AS], al[two ? 16 * AS : 16];  // A's tiles' words
   alignas(64) float c[NB / 64][4][256];
-  alignas(64) unsigned stage[4][16][16];  // a strip's KT rows of B: tile t has columns 16t .. 16t + 15
+  // A strip's KT rows of B (tile t has columns 16t .. 16t + 15), two: one multiplied, one staged.
+  alignas(64) unsigned stage[2][4][16][16];
   unsigned(*staged)[4][16][16] = nullptr;  // cached: strip s, tile row j at staged[s * STEPS + j]
-  if (PRISM_AMX_CACHED_B(M, K, N)) staged = static_cast<unsigned(*)[4][16][16]>(prism_amx_buffer(sizeof(stage) * (NB / 64) * STEPS));
+  if (PRISM_AMX_CACHED_B(M, K, N)) staged = static_cast<unsigned(*)[4][16][16]>(prism_amx_buffer(sizeof(stage[0]) * (NB / 64) * STEPS));
   const bool cached = staged != nullptr;
-  const long KV = cached ? KB : KT;  // K rows a strip's C tiles stay for
   long staged_n0 = -1, staged_kb = -1;
   prism_amx_blocks<M, N, K, KB, ACC, prism_amx_ordered>(c, NB, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
     for (int r = 0; r < rows; ++r)
@@ -188,30 +192,42 @@ static void prism_mm_amx_split(const TA* __restrict A, const TB* __restrict B, f
       const long ns = n0 + 64 * s;
       prism_stage<LDB>(B + (kb + k) * LDB + ns, kn - k < KT ? kn - k : KT, N - ns < 64 ? N - ns : 64, into);
     };
-    if (cached && (n0 != staged_n0 || kb != staged_kb)) {
-      for (int s = 0; s < strips; ++s)
-        for (long k = 0; k < kn; k += KT) piece(s, k, staged[s * STEPS + k / KT]);
-      staged_n0 = n0;
-      staged_kb = kb;
-    }
-    for (long kv = 0; kv < kn; kv += KV) {
-      if (!cached) a_tiles(kv);  // once for every strip
+    auto products = [&](unsigned(*src)[16][16]) {
+      PRISM_SPLIT_PRODUCTS(0, 6, src[0]);
+      PRISM_SPLIT_PRODUCTS(1, 7, src[1]);
+      PRISM_SPLIT_PRODUCTS(2, 6, src[2]);
+      PRISM_SPLIT_PRODUCTS(3, 7, src[3]);
+    };
+    if (cached) {
+      if (n0 != staged_n0 || kb != staged_kb) {
+        for (int s = 0; s < strips; ++s)
+          for (long k = 0; k < kn; k += KT) piece(s, k, staged[s * STEPS + k / KT]);
+        staged_n0 = n0;
+        staged_kb = kb;
+      }
       for (int s = 0; s < strips; ++s) {
-        prism_amx_c_load(c[s], kb == 0 && kv == 0);
-        for (long k = kv; k < kv + KV && k < kn; k += KT) {
-          unsigned(*src)[16][16] = stage;
-          if (cached) {
-            a_tiles(k);
-            src = staged[s * STEPS + k / KT];
-          } else {
-            piece(s, k, stage);
-          }
-          PRISM_SPLIT_PRODUCTS(0, 6, src[0]);
-          PRISM_SPLIT_PRODUCTS(1, 7, src[1]);
-          PRISM_SPLIT_PRODUCTS(2, 6, src[2]);
-          PRISM_SPLIT_PRODUCTS(3, 7, src[3]);
+        prism_amx_c_load(c[s], kb == 0);
+        for (long k = 0; k < kn; k += KT) {
+          a_tiles(k);
+          products(staged[s * STEPS + k / KT]);
         }
         prism_amx_c_store(c[s]);
+      }
+      return;
+    }
+    // Each piece is staged one step ahead: the next strip's (or, after the last strip, the first
+    // one's at the next K step) before this one's products, into the other buffer.
+    int now = 0;
+    piece(0, 0, stage[0]);
+    for (long k = 0; k < kn; k += KT) {
+      a_tiles(k);  // once for every strip
+      for (int s = 0; s < strips; ++s) {
+        const bool last = s + 1 == strips;
+        if (!last || k + KT < kn) piece(last ? 0 : s + 1, last ? k + KT : k, stage[now ^ 1]);
+        prism_amx_c_load(c[s], kb == 0 && k == 0);
+        products(stage[now]);
+        prism_amx_c_store(c[s]);
+        now ^= 1;
       }
     }
   });
