@@ -75,6 +75,7 @@ struct Stmt {
   bool keepdims = true;                        // a reduction's
   bool into_accumulator = false;               // a matmul whose `out` is an accumulator's tile: out += a @ b
   bool squares = false;                        // a sum of in[0]'s squares (set by the CPU's cpu/fuse_squares.h only)
+  bool finite_shift = false;                   // a sub whose in[1] of -inf reads as 0 (sgraph::shifts_by_own_max)
   std::vector<Place> in;
   Place out;
   // A matmul of the loop body that reads a loaded B: the B the next such matmul reads (for the

@@ -295,6 +295,7 @@ class CustomLowering {
         if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce && cls != OpClass::Const && !concat)
           fail_("op '" + op.name + "': cannot lower '" + op_name(op.op) + "' in a block");
         if (cls == OpClass::Const) s.constant = op.attrs.constant.value(bindings_);
+        s.finite_shift = sgraph::shifts_by_own_max(k_, i);
         if (cls == OpClass::Reduce || concat) s.axis = normalized_axis(op.attrs.axis, s.in.at(0).shape.size(), fail_, "op '" + op.name + "'");
         s.keepdims = op.attrs.keepdims;
         const int u = direct_[i];

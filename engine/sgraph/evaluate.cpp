@@ -189,6 +189,13 @@ class CustomRunner {
       xs.push_back(&values_[size_t(o)]);
       types.push_back(Type{DType::F32, dims_of(values_[size_t(o)].shape), false});
     }
+    Tensor finite_max;  // a max of -inf read as 0 (shifts_by_own_max)
+    if (shifts_by_own_max(k_, i)) {
+      finite_max = *xs[1];
+      for (float& m : finite_max.data)
+        if (m == -std::numeric_limits<float>::infinity()) m = 0;
+      xs[1] = &finite_max;
+    }
     values_[i] = apply(op.op, op.attrs, xs, DType::F32, {}, types, cancel_);
   }
 

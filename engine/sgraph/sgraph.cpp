@@ -150,4 +150,11 @@ std::vector<std::string> kernel_outputs(const Kernel& kernel) {
   return out;
 }
 
+bool shifts_by_own_max(const CustomKernel& kernel, size_t i) {
+  const BlockOp& op = kernel.ops.at(i);
+  if (op.kind != BlockOp::Kind::Compute || op.op != Op::Sub || op.operands.size() != 2) return false;
+  const BlockOp& m = kernel.ops.at(size_t(op.operands[1]));
+  return m.kind == BlockOp::Kind::Compute && m.op == Op::Max && m.operands.size() == 1 && m.operands[0] == op.operands[0];
+}
+
 }  // namespace prism::sgraph

@@ -187,4 +187,11 @@ std::string view_text(const std::vector<int>& view);
 std::vector<std::string> kernel_inputs(const Kernel& kernel);
 std::vector<std::string> kernel_outputs(const Kernel& kernel);
 
+// Op `i` of `kernel` is `sub(x, m)` with m a `max` of that same x: softmax's shift, on a piece of
+// a row wherever a loop or a grid dim cuts the row. Every backend (and the evaluator) reads an m
+// of -inf there as 0: a piece that is all -inf (a masked chunk) then stays -inf and its exp is 0,
+// where -inf - -inf would be NaN; a row masked whole still divides 0 by 0, as PyTorch's softmax
+// does (docs/sgraph.md, "Masked pieces").
+bool shifts_by_own_max(const CustomKernel& kernel, size_t i);
+
 }  // namespace prism::sgraph

@@ -54,7 +54,9 @@ class Printer {
       case kir::Stmt::Kind::Compute:
         switch (op_class(s.op)) {
           case OpClass::Unary: return emit_unary(s.op, in(0), out, ctx);
-          case OpClass::Binary: return emit_binary(s.op, in(0), in(1), out, ctx);
+          case OpClass::Binary:
+            if (s.finite_shift) return emit_zip(in(0), in(1), out, finite_shift, ctx);
+            return emit_binary(s.op, in(0), in(1), out, ctx);
           case OpClass::Matmul: return emit_matmul(in(0), in(1), out, s.into_accumulator, ctx);
           case OpClass::Const: return ctx.indent + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
           case OpClass::Concat: {  // (a split is read in place: lower.cpp)
@@ -84,6 +86,9 @@ class Printer {
     }
     throw Error(Error::Kind::InvalidArgument, "codegen: a bound load is a declaration, not a statement");
   }
+
+  // x - m with an m of -inf read as 0 (docs/sgraph.md, "Masked pieces").
+  static std::string finite_shift(const std::string& x, const std::string& m) { return x + " - prism_finite_max(" + m + ")"; }
 
   // Online softmax's accumulator (kernel_ir.h): the factors from the old running max, the max
   // updated, then out = out * keep + x * take.

@@ -477,6 +477,8 @@ static inline vf vfma(vf a, vf b, vf c) { return a * b + c; }
 static inline float prism_max_into(float acc, float x) { return (x > acc || x != x) ? (acc != acc ? acc : x) : acc; }
 // The factor that moves a sum relative to max a onto max(a, b) (online softmax); none from -inf.
 static inline float prism_rescale(float a, float b) { return a == -__builtin_inff() ? 0.0f : __builtin_expf(a - prism_max_into(a, b)); }
+// A piece's max as softmax's shift subtracts it: -inf (the piece all -inf, masked) as 0.
+static inline float prism_finite_max(float m) { return m == -__builtin_inff() ? 0.0f : m; }
 // The OpenMP runtime came in with this library; its worker threads outlive any one parallel
 // region, so it must never be unloaded with the library (a later dlclose would pull their code
 // from under them). Pin it when the library loads.
@@ -695,9 +697,15 @@ std::string mm_nt_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb
 
 // Custom kernels: a loop over the batch, one prism_mm per batch element. Library kernels: one
 // parallel loop over (batch, row chunk, column chunk), with compile-time tail chunks.
-std::string emit_matmul(const View& a, const View& b, const View& out, bool accumulate, const EmitContext& ctx) {
-  size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
+std::string emit_matmul(const View& a_in, const View& b_in, const View& out_in, bool accumulate, const EmitContext& ctx) {
+  size_t ra = a_in.shape.size(), rb = b_in.shape.size(), ro = out_in.shape.size();
   if (ra < 2 || rb < 2 || ro < 2) throw Error(Error::Kind::InvalidArgument, "codegen: matmul needs operands of rank 2 or more");
+  // A last dim of one element is contiguous whatever its stride (K^T of one key: [e, 1]).
+  auto unit_last = [](View v) {
+    if (v.shape.back() == 1) v.strides.back() = 1;
+    return v;
+  };
+  const View a = unit_last(a_in), b = unit_last(b_in), out = unit_last(out_in);
   // B stored transposed (contiguous along its K dim): the NT kernel.
   const bool nt = b.strides[rb - 1] != 1 && b.strides[rb - 2] == 1 && b.shape[rb - 1] > 1;
   if (a.strides[ra - 1] != 1 || (!nt && b.strides[rb - 1] != 1) || out.strides[ro - 1] != 1)

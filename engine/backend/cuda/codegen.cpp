@@ -213,7 +213,12 @@ class KernelPrinter {
                 in(0), out, [&](const std::string& x) { return unary_expr(s.op, x); }, ctx);
           case OpClass::Binary:
             return emit_zip(
-                in(0), in(1), out, [&](const std::string& a, const std::string& b) { return binary_expr(s.op, a, b); }, ctx);
+                in(0), in(1), out,
+                [&](const std::string& a, const std::string& b) {
+                  // x - m with an m of -inf read as 0 (docs/sgraph.md, "Masked pieces").
+                  return s.finite_shift ? a + " - prism_finite_max(" + b + ")" : binary_expr(s.op, a, b);
+                },
+                ctx);
           case OpClass::Matmul: return matmul(s, in(0), in(1), out, ctx);
           case OpClass::Const: return ctx.indent + "if (threadIdx.x == 0) " + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
           // Disjoint parts: a concat's copies need no barrier between them.

@@ -484,6 +484,8 @@ __device__ __forceinline__ void prism_mma16816(float* d, unsigned a0, unsigned a
 __device__ __forceinline__ float prism_max_into(float acc, float x) { return (x > acc || x != x) ? (acc != acc ? acc : x) : acc; }
 // The factor that moves a sum relative to max a onto max(a, b) (online softmax); none from -inf.
 __device__ __forceinline__ float prism_rescale(float a, float b) { return a == prism_neg_inf() ? 0.0f : expf(a - prism_max_into(a, b)); }
+// A piece's max as softmax's shift subtracts it: -inf (the piece all -inf, masked) as 0.
+__device__ __forceinline__ float prism_finite_max(float m) { return m == prism_neg_inf() ? 0.0f : m; }
 )" + elementwise_functions(kCudaC);
 }
 
