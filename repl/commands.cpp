@@ -17,7 +17,7 @@ const std::vector<CommandSpec>& command_table() {
       {"programs", "programs", "list the open programs with their inputs and outputs", "", CommandSpec::Arg::None},
       {"show", "show NAME", "show a program's inferred shapes and its lowered form",
        "Prints the signature, the inferred dtype and symbolic shape of every value, and the program\n"
-       "with composites (rms_norm, softmax, mean) lowered to primitives.",
+       "with composites (rms_norm, layer_norm, softmax, mean) lowered to primitives.",
        CommandSpec::Arg::Program},
       {"run", "run NAME [DIM=VALUE...] [--seed S] [--in X=x.npy] [--out o.npy] [--head K]",
        "run a program in the reference interpreter",

@@ -174,6 +174,10 @@ Inferred infer_type(Op op, Attrs& attrs, const std::vector<Type>& xs) {
         return {Type{DType::F32, {}, true}, ""};
       case OpClass::Unary:
         if (!need(1)) break;
+        if (op == Op::Cast) {
+          if (!attrs.dtype) return fail(op, "no dtype to cast to");
+          return {Type{*attrs.dtype, xs[0].shape, false}, ""};
+        }
         return {xs[0], ""};
       case OpClass::Binary: {
         if (!need(2)) break;
@@ -191,7 +195,7 @@ Inferred infer_type(Op op, Attrs& attrs, const std::vector<Type>& xs) {
       case OpClass::Composite: {
         if (!need(1)) break;
         if (op == Op::Mean) return infer_reduce(op, xs[0], attrs);
-        if (op == Op::RmsNorm) {
+        if (op == Op::RmsNorm || op == Op::LayerNorm) {
           if (attrs.eps && !(*attrs.eps >= 0)) return fail(op, "eps must not be negative");
           attrs.axis = -1;
         }

@@ -42,8 +42,13 @@ class Lowering : public Visitor {
     map_.push_back(out_.values.back().id);
   }
 
+  // A 16-bit operand is widened first and only the result rounded to its dtype, as PyTorch
+  // computes these (README, "The language": 16-bit statistics are f32).
   void visit_composite(const Value& v) override {
     int x = map_.at(size_t(v.operands.at(0)));
+    const DType dtype = out_.value(x).type.dtype;
+    const bool widen = dtype != DType::F32 && !out_.value(x).type.weak;
+    if (widen) x = cast(x, DType::F32, v.pos);
     int result = -1;
     switch (v.op) {
       case Op::Mean: result = mean(x, v.attrs.axis, v.attrs.keepdims, v.pos); break;
@@ -56,6 +61,14 @@ class Lowering : public Visitor {
           result = emit(Op::Div, {x, emit(Op::Sqrt, {shifted}, {}, v.pos)}, {}, v.pos);
         }
         break;
+      case Op::LayerNorm: {
+        // As torch.nn.LayerNorm without its affine: the biased variance of the centred row.
+        int centred = emit(Op::Sub, {x, mean(x, -1, true, v.pos)}, {}, v.pos);
+        int var = mean(emit(Op::Mul, {centred, centred}, {}, v.pos), -1, true, v.pos);
+        int shifted = emit(Op::Add, {var, constant(decimal_constant(v.attrs.eps.value_or(1e-5)), v.pos)}, {}, v.pos);
+        result = emit(Op::Div, {centred, emit(Op::Sqrt, {shifted}, {}, v.pos)}, {}, v.pos);
+        break;
+      }
       case Op::Softmax: {
         // As PyTorch computes it: the row max subtracted first, so exp never overflows.
         int shifted = emit(Op::Sub, {x, reduce(Op::Max, x, v.attrs.axis, true, v.pos)}, {}, v.pos);
@@ -66,6 +79,7 @@ class Lowering : public Visitor {
       default:
         throw Error(Error::Kind::Failed, std::string("lower_composites: no lowering for ") + op_name(v.op));
     }
+    if (widen) result = cast(result, dtype, v.pos);
     Value& r = out_.values[size_t(result)];
     if (!(r.type == v.type))
       throw Error(Error::Kind::Failed, std::string("lower_composites: ") + op_name(v.op) + " lowered to a different type");
@@ -89,6 +103,12 @@ class Lowering : public Visitor {
     a.axis = axis;
     a.keepdims = keepdims;
     return emit(op, {x}, a, pos);
+  }
+
+  int cast(int x, DType to, const SourceRange& pos) {
+    Attrs a;
+    a.dtype = to;
+    return emit(Op::Cast, {x}, a, pos);
   }
 
   int constant(Constant c, const SourceRange& pos) {

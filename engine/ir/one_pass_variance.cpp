@@ -68,7 +68,8 @@ bool rewrite_one(Program& p) {
     if (total < 0 || kmm < 0) continue;
     const int result = append_value(q, Op::Sub, {total, kmm}, {}, sum.pos);
     // A sum without its axis would broadcast [n] against [n, 1]: such a sum stays as it is.
-    if (result < 0 || !(q.value(result).type == sum.type)) continue;
+    if (result < 0 || q.value(result).type.shape != sum.type.shape) continue;
+    q.values[size_t(result)].type.dtype = sum.type.dtype;  // a statistic kept in f32 stays f32 (drop_casts.h)
     q.values[size_t(sum.id)].name = fresh_name(q, sum.name + "_two_pass");
     q.values[size_t(sum.id)].named = false;
     q.values[size_t(result)].name = sum.name;

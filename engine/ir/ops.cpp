@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "engine/ir/dtype.h"
 #include "engine/ir/shape.h"
 
 namespace prism {
@@ -37,6 +38,9 @@ constexpr OpInfo kOps[] = {
     PRISM_UNARY(Tanh, "tanh", Opaque, tanhf(x)),
     PRISM_UNARY(Sigmoid, "sigmoid", Opaque, 1.0f / (1.0f + expf(-x))),
     PRISM_UNARY(Abs, "abs", Opaque, fabsf(x)),
+    // Rounding to a dtype happens where every value's result is stored at its dtype: the op
+    // itself moves the value unchanged, and counts no flops.
+    OpInfo{Op::Cast, "cast", OpClass::Unary, 1, [](float x) -> float { return x; }, nullptr, "x", FieldModel::Identity, 0},
     PRISM_BINARY(Add, "add", Add, x + y),
     PRISM_BINARY(Sub, "sub", Sub, x - y),
     PRISM_BINARY(Mul, "mul", Mul, x * y),
@@ -47,6 +51,7 @@ constexpr OpInfo kOps[] = {
     PRISM_OP(Rms, "rms", Reduce, 1, 1),
     PRISM_OP(Mean, "mean", Composite, 1, 0),
     PRISM_OP(RmsNorm, "rms_norm", Composite, 1, 0),
+    PRISM_OP(LayerNorm, "layer_norm", Composite, 1, 0),
     PRISM_OP(Softmax, "softmax", Composite, 1, 0),
     PRISM_OP(Transpose, "transpose", Transpose, 1, 0),
     PRISM_OP(Reshape, "reshape", Reshape, 1, 0),
@@ -66,7 +71,8 @@ constexpr bool in_op_order() {
 }
 static_assert(in_op_order(), "one row per op, in Op order");
 
-bool callable(const OpInfo& row) { return row.op != Op::Input && row.op != Op::Const; }
+// A cast is called by its dtype's name, not its row's.
+bool callable(const OpInfo& row) { return row.op != Op::Input && row.op != Op::Const && row.op != Op::Cast; }
 
 }  // namespace
 
@@ -93,6 +99,7 @@ std::vector<Op> ops_of_class(OpClass cls) {
 }
 
 std::optional<Op> op_from_name(const std::string& name) {
+  if (parse_dtype(name)) return Op::Cast;
   for (const OpInfo& row : kOps)
     if (callable(row) && row.name == name) return row.op;
   return std::nullopt;
@@ -103,6 +110,7 @@ const std::vector<std::string>& op_names() {
     std::vector<std::string> out;
     for (const OpInfo& row : kOps)
       if (callable(row)) out.push_back(row.name);
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) out.push_back(dtype_name(t));
     return out;
   }();
   return names;

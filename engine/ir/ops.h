@@ -21,13 +21,14 @@ enum class Op : uint8_t {
   Input, Const,
   // elementwise unary
   Neg, Exp, Log, Sqrt, Rsqrt, Square, Silu, Gelu, Relu, Tanh, Sigmoid, Abs,
+  Cast,  // rounds to Attrs::dtype (f32(x), f16(x), bf16(x)): the identity on the reals
   // elementwise binary, numpy broadcasting
   Add, Sub, Mul, Div,
   Matmul,
   // reductions over one axis
   Sum, Max, Rms,
   // composites, lowered by lower_composites
-  Mean, RmsNorm, Softmax,
+  Mean, RmsNorm, LayerNorm, Softmax,
   // data movement
   Transpose, Reshape, Concat, Split,  // Split stays last: kOpCount counts up to it
 };
@@ -46,6 +47,7 @@ enum class OpClass { Input, Const, Unary, Binary, Matmul, Reduce, Composite, Tra
 enum class FieldModel : uint8_t {
   None,    // no model: families using the op are left to the proof (log: the field has no log)
   Opaque,  // an uninterpreted function, keyed by the op
+  Identity,                       // the value itself (a cast: rounding is no part of the field)
   Neg, Exp, Square, Silu, Rsqrt,  // exact models (rsqrt: 1 / sqrt, sqrt opaque)
   Add, Sub, Mul, Div,
 };
@@ -79,7 +81,8 @@ std::vector<Op> ops_of_class(OpClass cls);
 inline OpClass op_class(Op op) { return op_info(op).cls; }
 inline const char* op_name(Op op) { return op_info(op).name; }  // "matmul", "rms_norm"
 inline bool is_elementwise(Op op) { return op_class(op) == OpClass::Unary || op_class(op) == OpClass::Binary; }
-std::optional<Op> op_from_name(const std::string& name);  // callable ops only (not input/const)
-const std::vector<std::string>& op_names();               // every callable name
+// Callable ops only (not input/const); a dtype's name (f32, f16, bf16) is the cast to it.
+std::optional<Op> op_from_name(const std::string& name);
+const std::vector<std::string>& op_names();  // every callable name (the casts by their dtypes' names)
 
 }  // namespace prism

@@ -28,6 +28,8 @@ std::string constant_str(const Constant& c) {
   return c.number < 0 ? parenthesized(s) : s;
 }
 
+std::string op_spelling(const Value& v) { return v.op == Op::Cast ? dtype_name(v.type.dtype) : op_name(v.op); }
+
 namespace {
 
 std::string axis_str(int axis, size_t rank) { return std::to_string(axis - int(rank)); }
@@ -69,7 +71,7 @@ class Printer : public Visitor {
   void visit_reduce(const Value& v) override { line(v, reduction(v)); }
   void visit_composite(const Value& v) override {
     if (v.op == Op::Mean) return line(v, reduction(v));
-    if (v.op == Op::RmsNorm) {
+    if (v.op == Op::RmsNorm || v.op == Op::LayerNorm) {
       std::vector<std::string> args{ref(v.operands[0])};
       if (v.attrs.eps) args.push_back("eps=" + constant_str({std::nullopt, *v.attrs.eps}));
       return line(v, call(v, args));
@@ -123,7 +125,7 @@ class Printer : public Visitor {
     return v.op == Op::Const ? constant_str(v.attrs.constant) : v.name;
   }
   static std::string call(const Value& v, const std::vector<std::string>& args) {
-    std::string s = std::string(op_name(v.op)) + "(";
+    std::string s = op_spelling(v) + "(";
     for (size_t i = 0; i < args.size(); ++i) s.append(i ? ", " : "").append(args[i]);
     return s + ")";
   }

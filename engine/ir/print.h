@@ -10,6 +10,7 @@ namespace prism {
 
 std::string type_str(const Type& type);          // "f16[n, d]"
 std::string constant_str(const Constant& c);     // "2", "d", "(d/2)", "1e-06", "(-1)"
+std::string op_spelling(const Value& v);         // the op as the language calls it: "rms_norm"; a cast "f16"
 // "program scale(X: f16[n, d], W: f16[d, d]) -> f16[n, d]"; several outputs: "-> (…, …)".
 std::string signature(const Program& program);
 std::string print_program(const Program& program);

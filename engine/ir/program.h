@@ -38,7 +38,8 @@ struct Attrs {
   std::vector<Dim> shape;     // Reshape: the target shape
   int parts = 0;              // Split: how many parts
   int index = 0;              // Split: which part this value is
-  std::optional<double> eps;  // RmsNorm
+  std::optional<double> eps;  // RmsNorm, LayerNorm
+  std::optional<DType> dtype; // Cast: the dtype it rounds to
   Constant constant;          // Const
 };
 

@@ -414,7 +414,7 @@ class Builder {
       error(e.name_range, "unknown op '" + e.name + "'" + (near ? "; did you mean '" + *near + "'?" : ""));
       return {};
     }
-    const std::string opn = op_name(*op);
+    const std::string opn = *op == Op::Cast ? e.name : op_name(*op);  // a cast by its dtype: f16(x)
     // Concat binds its tensors itself (variadic) and only `axis` by keyword.
     std::vector<ParamSpec> specs = *op == Op::Concat ? std::vector<ParamSpec>{} : op_params(*op);
     std::vector<const Expr*> bound(specs.size(), nullptr);
@@ -475,6 +475,7 @@ class Builder {
     if (!ok) return {};
 
     Attrs attrs;
+    if (*op == Op::Cast) attrs.dtype = parse_dtype(e.name);
     std::vector<int> operands;
     bool poisoned = false;
     auto tensor = [&](const Expr& arg) {

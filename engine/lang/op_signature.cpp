@@ -14,6 +14,7 @@ std::vector<ParamSpec> op_params(Op op) {
     case OpClass::Composite:
       if (op == Op::Mean) return {x, axis, keepdims};
       if (op == Op::RmsNorm) return {x, {"eps", ArgKind::Number, false, "0"}};
+      if (op == Op::LayerNorm) return {x, {"eps", ArgKind::Number, false, "1e-05"}};
       return {x, axis};
     case OpClass::Transpose: return {x, {"perm", ArgKind::IntList, false, "swap the last two"}};
     case OpClass::Reshape: return {x, {"shape", ArgKind::DimList, true, nullptr}};
@@ -65,6 +66,7 @@ std::string op_summary(Op op) {
     case OpClass::Composite:
       if (op == Op::Mean) return "the mean along one axis (sum / its size)";
       if (op == Op::RmsNorm) return "x / sqrt(mean(x*x, axis=-1) + eps): RMSNorm without its gain";
+      if (op == Op::LayerNorm) return "(x - mean(x)) / sqrt(var(x) + eps) over the last axis: LayerNorm without its weight and bias";
       return "exp(x - max) / sum(exp(x - max)) along one axis";
     case OpClass::Transpose: return "permutes the dims (perm); without perm, swaps the last two";
     case OpClass::Reshape: return "the same elements under a new shape of symbolic dims";

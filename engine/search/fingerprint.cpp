@@ -110,6 +110,7 @@ uint64_t opaque_key(Op op) { return uint64_t(op) + 1; }
 FieldElem unary(Op op, FieldElem x) {
   switch (op_info(op).field) {
     case FieldModel::Opaque: return opaque(opaque_key(op), x);
+    case FieldModel::Identity: return x;
     case FieldModel::Neg: return neg(x);
     case FieldModel::Exp: return exp(x);
     case FieldModel::Square: return mul(x, x);

@@ -10,7 +10,12 @@ namespace prism::search {
 namespace {
 
 // The ops the enumeration tries, from the op table.
-const std::vector<Op> kUnary = ops_of_class(OpClass::Unary);
+// Casts are not among them: the search sees programs without casts (drop_casts.h).
+const std::vector<Op> kUnary = [] {
+  std::vector<Op> ops = ops_of_class(OpClass::Unary);
+  ops.erase(std::remove(ops.begin(), ops.end(), Op::Cast), ops.end());
+  return ops;
+}();
 const std::vector<Op> kBinary = ops_of_class(OpClass::Binary);
 const std::vector<Op> kReduce = ops_of_class(OpClass::Reduce);
 

@@ -19,6 +19,7 @@
 #include "engine/error.h"
 #include "engine/interp/footprint.h"
 #include "engine/ir/defer_row_scales.h"
+#include "engine/ir/drop_casts.h"
 #include "engine/ir/one_pass_variance.h"
 #include "engine/ir/push_transposes.h"
 #include "engine/search/fingerprint.h"
@@ -101,9 +102,10 @@ int64_t search_memory_bytes(const Program& lowered) {
 SearchResult search_program(const Program& given, const SearchLimits& limits, const CancelToken* cancel,
                             const std::function<void(const SearchProgress&)>& progress) {
   const auto t0 = Clock::now();
-  // What a kernel reads transposed must be an input (a load's view): transposes of computed
-  // values move down to the inputs first. Every check below is against this equal program.
-  const Program program = push_transposes(given);
+  // Casts are the identity on the reals the proofs reason in (drop_casts.h). What a kernel reads
+  // transposed must be an input (a load's view): transposes of computed values move down to the
+  // inputs first. Every check below is against this equal program.
+  const Program program = push_transposes(drop_casts(given));
   if (program.outputs.empty()) throw Error(Error::Kind::InvalidArgument, "the search needs a program with an output");
   // Several outputs: the program as written is the only computation (the enumeration and its
   // pruning follow one root), parallelized by every plan.
@@ -116,6 +118,14 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
   result.limits = limits;
   SearchStats& st = result.stats;
   Counters c;
+  for (const Value& v : program.values)
+    if (v.op == Op::Cast) {  // drop_casts.h: a returned cast it had to keep
+      st.stop_reason = "complete";
+      st.empty_reason = "'" + v.name + "' returns " + dtype_name(v.type.dtype) + "(" + program.value(v.operands[0]).name +
+                        ") of a value the program also has at " + dtype_name(program.value(v.operands[0]).type.dtype) +
+                        ", and a fused kernel stores each value at one dtype: return one of them, or cast where the value is computed";
+      return result;
+    }
 
   const std::vector<DagValue> leaves = dag_leaves(program);
   std::unique_ptr<ProgramExpressions> expr;

@@ -44,7 +44,7 @@ TensorView view_of(const Value& v) {
   t.name = v.name;
   t.dtype = dtype_name(v.type.dtype);
   for (const Dim& d : v.type.shape) t.shape.push_back(d.str());
-  if (v.op != Op::Input) t.op = op_name(v.op);
+  if (v.op != Op::Input) t.op = op_spelling(v);
   t.pos = v.pos.begin;
   return t;
 }

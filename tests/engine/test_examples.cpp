@@ -72,8 +72,10 @@ TEST_CASE("example signatures", "[engine][examples]") {
   CHECK(ws.show("lora").signature == "program lora(X: f16[n, d], W: f16[d, o], A: f16[d, r], B: f16[r, o]) -> f16[n, o]");
   CHECK(ws.show("rms_linear").lowered ==
         "program rms_linear(X: f16[n, d], W: f16[d, d]) {\n"
-        "  t0 = rms(X, axis=-1)  # f16[n, 1]\n"
-        "  Y = X / t0  # f16[n, d]\n"
+        "  t0 = f32(X)  # f32[n, d]\n"
+        "  t1 = rms(t0, axis=-1)  # f32[n, 1]\n"
+        "  t2 = t0 / t1  # f32[n, d]\n"
+        "  Y = f16(t2)  # f16[n, d]\n"
         "  out = matmul(Y, W)  # f16[n, d]\n"
         "  return out\n"
         "}\n");

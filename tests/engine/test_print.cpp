@@ -32,8 +32,10 @@ TEST_CASE("composites lower to primitives in one place", "[engine][lower]") {
   CHECK(!low.has_composites());
   CHECK(print_program(low) ==
         "program rms_linear(X: f16[n, d], W: f16[d, d]) {\n"
-        "  t0 = rms(X, axis=-1)  # f16[n, 1]\n"
-        "  Y = X / t0  # f16[n, d]\n"
+        "  t0 = f32(X)  # f32[n, d]\n"  // 16-bit statistics are f32; only the result is rounded
+        "  t1 = rms(t0, axis=-1)  # f32[n, 1]\n"
+        "  t2 = t0 / t1  # f32[n, d]\n"
+        "  Y = f16(t2)  # f16[n, d]\n"
         "  out = matmul(Y, W)  # f16[n, d]\n"
         "  return out\n"
         "}\n");
@@ -41,12 +43,14 @@ TEST_CASE("composites lower to primitives in one place", "[engine][lower]") {
   Program eps = lower_composites(only_program("program p(X: bf16[n, d]) {\n  return rms_norm(X, eps=1e-6)\n}\n"));
   CHECK(print_program(eps) ==
         "program p(X: bf16[n, d]) {\n"
-        "  t0 = X * X  # bf16[n, d]\n"
-        "  t1 = sum(t0, axis=-1)  # bf16[n, 1]\n"
-        "  t2 = t1 / d  # bf16[n, 1]\n"
-        "  t3 = t2 + 1e-06  # bf16[n, 1]\n"
-        "  t4 = sqrt(t3)  # bf16[n, 1]\n"
-        "  out = X / t4  # bf16[n, d]\n"
+        "  t0 = f32(X)  # f32[n, d]\n"
+        "  t1 = t0 * t0  # f32[n, d]\n"
+        "  t2 = sum(t1, axis=-1)  # f32[n, 1]\n"
+        "  t3 = t2 / d  # f32[n, 1]\n"
+        "  t4 = t3 + 1e-06  # f32[n, 1]\n"
+        "  t5 = sqrt(t4)  # f32[n, 1]\n"
+        "  t6 = t0 / t5  # f32[n, d]\n"
+        "  out = bf16(t6)  # bf16[n, d]\n"
         "  return out\n"
         "}\n");
 

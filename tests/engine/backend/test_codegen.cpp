@@ -14,6 +14,7 @@
 
 #include "../search/search_helpers.h"
 #include "masked_inputs.h"
+#include "wide_activations.h"
 #include "../sgraph/families.h"
 #include "../sgraph/sgraph_helpers.h"
 #include "engine/backend/cpu/abi.h"
@@ -529,6 +530,34 @@ TEST_CASE("codegen: online softmax under a causal -inf mask: finite where the re
     if (kinds.size() == 2) break;
   }
   CHECK(kinds.size() == 2);
+}
+
+// 16-bit layers whose statistics overflow at 16 bits: every family found (kept at its declared
+// dtypes) computes them in f32 tiles and matches the reference, which keeps them in f32 too.
+TEST_CASE("codegen: f16 norms on wide activations match the reference's f32 statistics", "[codegen][search][casts]") {
+  const sgraph::TileBudget target{1 << 20};
+  for (const test::WideLayer& layer : test::wide_layers()) {
+    INFO(layer.name);
+    const Program lowered = test::lowered_text(layer.text, layer.name);
+    SearchLimits limits;
+    limits.threads = 2;
+    limits.fast_memory_bytes = 1 << 20;
+    limits.budget_s = 60;
+    SearchResult r = search::search_program(lowered, limits);
+    const auto named = test::wide_inputs(lowered);
+    const Tensor want = interpret(lowered, test::wide_dims(), named).at(0);
+    int checked = 0;
+    for (size_t c = 0; c < r.candidates.size() && checked < 4; c += std::max<size_t>(1, r.candidates.size() / 4)) {
+      std::vector<DimBindings> sizes = sgraph::enumerate(*r.candidates[c].graph, test::wide_dims(), target, {}, 64);
+      if (sizes.empty()) continue;
+      sgraph::Instance inst = sgraph::instantiate(*r.candidates[c].graph, test::wide_dims(), sizes[sizes.size() / 2], target);
+      INFO("family\n" << sgraph::print(inst.graph));
+      LoadedLibrary lib(compile_library(generate_cpu_source(inst, {0, native_simd_bytes()}), compile_options()).path);
+      CHECK(test::relative_error(run_library(lib, inst, test::graph_inputs(inst.graph, named), 2).at(0), want) < 4e-3);
+      ++checked;
+    }
+    CHECK(checked > 0);
+  }
 }
 
 // Within the tag's time budget: a spread of the families of every example.

@@ -14,6 +14,7 @@
 
 #include "../search/search_helpers.h"
 #include "masked_inputs.h"
+#include "wide_activations.h"
 #include "../sgraph/families.h"
 #include "../sgraph/sgraph_helpers.h"
 #include "engine/backend/cpu/compiler.h"
@@ -468,6 +469,26 @@ TEST_CASE("cuda: online softmax under a causal -inf mask, run on the host: finit
     }
   }
   CHECK(seen.size() == 2);
+}
+
+// docs/search.md, "Casts": 16-bit statistics in f32, on activations that overflow them at 16 bits.
+TEST_CASE("cuda: f16 norms on wide activations, run on the host, match the reference's f32 statistics", "[cuda][search][casts]") {
+  for (const test::WideLayer& layer : test::wide_layers()) {
+    INFO(layer.name);
+    const Program lowered = test::lowered_text(layer.text, layer.name);
+    SearchResult r = gpu_search(layer.text, layer.name);
+    const auto named = test::wide_inputs(lowered);
+    const Tensor want = interpret(lowered, test::wide_dims(), named).at(0);
+    int checked = 0;
+    for (const auto& c : r.candidates) {
+      std::optional<sgraph::Instance> inst = middle_instance(*c.graph, test::wide_dims());
+      if (!inst) continue;
+      INFO("family\n" << sgraph::print(inst->graph));
+      CHECK(test::relative_error(emulated_outputs(*inst, test::graph_inputs(inst->graph, named)).at(0), want) < kHalfTol);
+      if (++checked == 2) break;
+    }
+    CHECK(checked > 0);
+  }
 }
 
 TEST_CASE("cuda: the first family the search finds for each example, run on the host, matches the evaluator", "[cuda][search]") {

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <set>
 
+#include "wide_activations.h"
+#include "../sgraph/sgraph_helpers.h"
 #include "../interp_helpers.h"
 #include "../search/search_helpers.h"
 #include "engine/backend/cpu/compiler.h"
@@ -249,3 +251,17 @@ TEST_CASE("eager: a transpose only matmuls read is a transposed GEMM operand, no
   for (const eager::Step& s : eager::plan(q, {{"m", 3}, {"d", 4}}).steps) copied |= s.what == "transpose";
   CHECK(copied);
 }
+
+// README, "The language": a 16-bit composite's statistics in f32 (a cast kernel each way).
+TEST_CASE("cuda eager: f16 norms on wide activations, run on the host, keep their statistics in f32", "[cuda][casts]") {
+  for (const test::WideLayer& layer : test::wide_layers()) {
+    INFO("layer " << layer.name);
+    const Program p = test::lowered_text(layer.text, layer.name);
+    const auto named = test::wide_inputs(p);
+    std::vector<Tensor> inputs;
+    for (int id : p.inputs) inputs.push_back(named.at(p.value(id).name));
+    const Tensor want = interpret(p, test::wide_dims(), named).at(0);
+    CHECK(test::relative_error(emulate(p, test::wide_dims(), inputs).at(0), want) < 4e-3);
+  }
+}
+

@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <regex>
 
+#include "../sgraph/sgraph_helpers.h"
+#include "support/entry_call.h"
+#include "wide_activations.h"
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/eager.h"
@@ -120,3 +123,29 @@ TEST_CASE("eager: broadcasting, reductions over any axis, data movement and cons
   // c even: W splits in two
   CHECK(compiled_eager_error(lower_composites(test::only_program(text)), {{"a", 2}, {"b", 3}, {"c", 4}}) <= 1e-4);
 }
+
+// README, "The language": a 16-bit composite's statistics in f32 (a cast step each way), each
+// tensor at its declared dtype.
+TEST_CASE("eager: f16 norms on wide activations keep their statistics in f32", "[tune][eager][casts]") {
+  test::TempDir dir;
+  CompileOptions options;
+  options.cache_dir = dir.path();
+  options.libs = eager_libs();
+  for (const test::WideLayer& layer : test::wide_layers()) {
+    INFO("layer " << layer.name);
+    const Program p = test::lowered_text(layer.text, layer.name);
+    const auto named = test::wide_inputs(p);
+    const Tensor want = interpret(p, test::wide_dims(), named).at(0);
+    std::vector<const Tensor*> ins;
+    std::vector<DType> in_dtypes;
+    for (int id : p.inputs) {
+      ins.push_back(&named.at(p.value(id).name));
+      in_dtypes.push_back(p.value(id).type.dtype);
+    }
+    std::vector<Tensor> outs{Tensor::zeros(DType::F32, want.shape)};
+    LoadedLibrary lib(compile_library(generate_eager_source(p, test::wide_dims()), options).path);
+    REQUIRE(test::call_entry(lib, ins, in_dtypes, outs, {p.value(p.outputs[0]).type.dtype}, 2) == 0);
+    CHECK(test::relative_error(outs[0], want) < 4e-3);
+  }
+}
+
