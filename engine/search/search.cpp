@@ -21,6 +21,7 @@
 #include "engine/ir/defer_row_scales.h"
 #include "engine/ir/one_pass_variance.h"
 #include "engine/ir/push_transposes.h"
+#include "engine/ir/raise_ranks.h"
 #include "engine/search/fingerprint.h"
 #include "engine/search/generator.h"
 #include "engine/search/library_search.h"
@@ -102,8 +103,10 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
                             const std::function<void(const SearchProgress&)>& progress) {
   const auto t0 = Clock::now();
   // What a kernel reads transposed must be an input (a load's view): transposes of computed
-  // values move down to the inputs first. Every check below is against this equal program.
-  const Program program = push_transposes(given);
+  // values move down to the inputs first, and lower-rank computed values rise to their readers'
+  // rank through views of their inputs (raise_ranks.h). Every check below is against this equal
+  // program.
+  const Program program = raise_ranks(push_transposes(given));
   if (program.outputs.empty()) throw Error(Error::Kind::InvalidArgument, "the search needs a program with an output");
   // Several outputs: the program as written is the only computation (the enumeration and its
   // pruning follow one root), parallelized by every plan.

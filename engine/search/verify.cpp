@@ -268,13 +268,12 @@ DimBindings check_dims(const Program& program) {
 }
 
 NumericCheck::NumericCheck(const Program& program) : program_(program), dims_(check_dims(program)) {
-  for (int id : program.inputs) {
-    const Value& v = program.value(id);
-    // Scaled to [-1/4, 1/4): exp of a dot product over a few dozen terms must not overflow f16.
-    Tensor t = random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims_), 17, v.name);
+  // Inside each input's domain (random_inputs), scaled to [-1/4, 1/4): exp of a dot product over
+  // a few dozen terms must not overflow f16.
+  random_inputs(program, dims_, 17, &inputs_);
+  for (auto& [name, t] : inputs_) {
     for (float& x : t.data) x *= 0.25f;
     round_all(t.dtype, t.data.data(), t.data.size());
-    inputs_[v.name] = std::move(t);
   }
   reference_ = interpret(program, dims_, inputs_);
 }
