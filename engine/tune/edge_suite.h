@@ -4,12 +4,12 @@
 // outliers, additive -inf masks (a causal mask, a fully masked row, a fully masked chunk of a row
 // as kernels cut it), rows of zeros, and inputs at the edge of their domain.
 //
-// Each set starts from the seeded inputs and changes some of them (input_roles.h says which are
+// Each set starts from the seeded inputs and changes some of them (ir/input_roles.h says which are
 // activations, weights and masks):
 //   "std 10", "std 100"     activations drawn as seeded (inside their domains), times std * sqrt(3)
 //   "outliers ±M"           the seeded activations with a few values at ±M: the largest of the
 //                           dtype's list (f16 60000, 6000, 600; bf16 and f32 1e30, 1e10, 1e4) for
-//                           which the reference stays finite, else the last
+//                           which every value the reference computes stays finite, else the last
 //   "rows of zeros"         each activation's first and last row (along its last axis) zero
 //   mask sets, per mask     the mask 0 but -inf: causal (key j > query i + keys - queries), a
 //                           whole row, the first half, first quarter and last quarter of each row

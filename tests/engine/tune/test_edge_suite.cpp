@@ -11,7 +11,7 @@
 #include "engine/io/npy.h"
 #include "engine/tune/edge_check.h"
 #include "engine/tune/edge_suite.h"
-#include "engine/tune/input_roles.h"
+#include "engine/ir/input_roles.h"
 #include "engine/workspace/workspace.h"
 #include "../search/search_helpers.h"
 #include "support/subprocess.h"
@@ -83,19 +83,19 @@ extern "C" int prism_entry(const void* const* in, void* const* out, int) {
 }  // namespace
 
 TEST_CASE("edge suite: inputs are told apart as weights, additive masks and activations", "[tune][edge_suite]") {
-  const tune::InputRoles causal = tune::input_roles(test::lowered_text(kCausal, "causal"));
+  const InputRoles causal = input_roles(test::lowered_text(kCausal, "causal"));
   CHECK(causal.mask_axis == std::vector<int>{-1, -1, -1, 1});
   CHECK(causal.weight == std::vector<bool>{false, false, false, false});
   // nn.Linear's W (read transposed) and the bias are weights; X is what gets large.
-  const tune::InputRoles gelu = tune::input_roles(test::lowered_text(test::layer_text("gelu_linear"), "gelu_linear"));
+  const InputRoles gelu = input_roles(test::lowered_text(test::layer_text("gelu_linear"), "gelu_linear"));
   CHECK(gelu.weight == std::vector<bool>{false, true, true});
   CHECK(gelu.mask_axis == std::vector<int>{-1, -1, -1});
   // Under a scale, against rank-4 scores, every input added to the scores is a mask (S's -inf is
   // a masked logit); a max over an input alone is no mask.
-  const tune::InputRoles scaled = tune::input_roles(
+  const InputRoles scaled = input_roles(
       test::lowered_text("program scaled(S: f32[b, h, q, s], M: f32[q, s]) {\n  return softmax((S + M) * 0.125)\n}\n", "scaled"));
   CHECK(scaled.mask_axis == std::vector<int>{3, 1});
-  const tune::InputRoles plain = tune::input_roles(test::lowered_text("program plain(S: f32[n, s]) {\n  return softmax(S)\n}\n", "plain"));
+  const InputRoles plain = input_roles(test::lowered_text("program plain(S: f32[n, s]) {\n  return softmax(S)\n}\n", "plain"));
   CHECK(plain.mask_axis == std::vector<int>{-1});
 }
 

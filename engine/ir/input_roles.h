@@ -1,11 +1,12 @@
-// What each input of a program is, as the edge suite (edge_suite.h) reads it off the program:
-// a weight, an additive mask of scores, or an activation.
+// What each input of a program is, read off the program by the tuner's edge suite
+// (tune/edge_suite.h) and the search's check on large activations (search/verify.h): a weight, an
+// additive mask of scores, or an activation.
 #pragma once
 #include <vector>
 
 #include "engine/ir/program.h"
 
-namespace prism::tune {
+namespace prism {
 
 struct InputRoles {
   // Per input, in parameter order. A weight: a gain or bias (rank 0 or 1), or a 2-D matmul right
@@ -22,4 +23,4 @@ struct InputRoles {
 // `program` lowered (softmax as max, exp, sum).
 InputRoles input_roles(const Program& program);
 
-}  // namespace prism::tune
+}  // namespace prism

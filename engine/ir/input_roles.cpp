@@ -1,9 +1,9 @@
-#include "engine/tune/input_roles.h"
+#include "engine/ir/input_roles.h"
 
 #include <algorithm>
 #include <functional>
 
-namespace prism::tune {
+namespace prism {
 
 namespace {
 
@@ -65,4 +65,4 @@ InputRoles input_roles(const Program& program) {
   return roles;
 }
 
-}  // namespace prism::tune
+}  // namespace prism
