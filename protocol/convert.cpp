@@ -25,14 +25,6 @@ json tensors_json(const std::vector<TensorView>& tensors) {
   return out;
 }
 
-// A local file named by a plain path or a file:// URI.
-std::string file_param(const json& value, const std::string& field) {
-  if (!value.is_string()) throw invalid_params(field, "'" + field + "' must be a string (a path or file:// URI)");
-  auto path = local_path(value.get<std::string>());
-  if (!path || path->empty()) throw invalid_params(field, "'" + field + "' must be a path or a file:// URI");
-  return *path;
-}
-
 int64_t non_negative(const json& obj, const std::string& key, int64_t fallback) {
   auto v = optional_int(obj, key);
   if (!v) return fallback;
@@ -41,6 +33,13 @@ int64_t non_negative(const json& obj, const std::string& key, int64_t fallback) 
 }
 
 }  // namespace
+
+std::string file_param(const json& value, const std::string& field) {
+  if (!value.is_string()) throw invalid_params(field, "'" + field + "' must be a string (a path or file:// URI)");
+  auto path = local_path(value.get<std::string>());
+  if (!path || path->empty()) throw invalid_params(field, "'" + field + "' must be a path or a file:// URI");
+  return *path;
+}
 
 json position_json(Position p) { return json{{"line", p.line}, {"character", p.character}}; }
 
@@ -71,6 +70,7 @@ json document_state_json(const DocumentState& state, const std::string& text, Po
 json tensor_json(const TensorView& tensor) {
   json out{{"name", tensor.name}, {"dtype", tensor.dtype}, {"shape", tensor.shape}};
   if (!tensor.op.empty()) out["op"] = tensor.op;
+  if (!tensor.domain.empty()) out["domain"] = tensor.domain;
   return out;
 }
 

@@ -40,6 +40,9 @@ json search_summary_json(const SearchResult& result);
 // One family: {id, kernels, text, summary, parameters, verified, proof, hash (16 hex digits)}.
 json candidate_json(const Candidate& candidate);
 
+// A local file named by a plain path or a file:// URI; InvalidParams naming `field` otherwise.
+std::string file_param(const json& value, const std::string& field);
+
 // tune/run, tune/results, kernel/source (convert_tune.cpp).
 // The "target" param ("cpu" when absent); InvalidParams naming the targets for an unknown one.
 backend::Target parse_target_param(const json& params);

@@ -69,6 +69,8 @@ tune::TuneRequest parse_tune_request(const json& params) {
     request.seed = static_cast<uint64_t>(*seed);
   }
   request.fresh = optional_bool(params, "fresh").value_or(false);
+  if (const json* data = optional_object(params, "checkWith"))
+    for (const auto& [input, path] : data->items()) request.check_with_files[input] = file_param(path, "checkWith." + input);
   return request;
 }
 
@@ -107,6 +109,8 @@ json tune_result_json(const tune::TuneResult& r) {
   if (!r.baseline_note.empty()) out["baselineNote"] = r.baseline_note;
   out["inputRange"] = r.input_range;
   if (!r.input_note.empty()) out["inputNote"] = r.input_note;
+  out["edgeSets"] = r.edge_sets;
+  out["edgeNotes"] = r.edge_notes;
   out["best"] = r.best >= 0 ? row_json(r.rows[size_t(r.best)]) : json(nullptr);
   return out;
 }

@@ -197,7 +197,8 @@ json Server::hover(Session& session, const json& raw) {
     markdown = "```prism\n" + program->signature + "\n```";
   } else if (const TensorView* v = program ? find_value(*program, word) : nullptr) {
     markdown = "```prism\n" + v->name + ": " + shape_text(*v) + "\n```\n" +
-               (v->op.empty() ? "input of `" + program->summary.name + "`" : "computed by `" + v->op + "`");
+               (v->op.empty() ? "input of `" + program->summary.name + "`" + (v->domain.empty() ? "" : ", declared `" + v->domain + "`")
+                              : "computed by `" + v->op + "`");
   } else if (program && std::find(program->summary.dims.begin(), program->summary.dims.end(), word) != program->summary.dims.end()) {
     markdown = "dim `" + word + "` of `" + program->summary.name + "` (symbolic: bound at `run`/`tune`)";
   } else if (std::optional<Op> op = op_from_name(word)) {

@@ -55,11 +55,15 @@ const std::vector<CommandSpec>& command_table() {
        CommandSpec::Arg::Program},
       {"explain", "explain NAME K", "show family K's structure and its equivalence proof", "",
        CommandSpec::Arg::Program},
-      {"tune", "tune NAME DIM=VALUE... [--target cpu|cuda] [--top K] [--threads T] [--seed S] [--fresh]",
+      {"tune", "tune NAME DIM=VALUE... [--target cpu|cuda] [--top K] [--threads T] [--seed S] [--fresh] [--check-with X=x.npy]...",
        "tune a program's families for concrete dims and show the speedup table",
        "Instantiates every verified family (searching first if needed) for the dims, ranks the\n"
        "instantiations with the cost model, compiles the top K (default 8) in parallel, checks each\n"
-       "against the reference interpreter and times it in a separate process, beside the eager\n"
+       "against the reference interpreter on seeded inputs and on the edge suite (large magnitudes,\n"
+       "outliers, -inf masks, rows of zeros, inputs at their domain's edge: a row that gives NaN or\n"
+       "a wrong value where the reference is finite fails with the set's name; --check-with X=x.npy,\n"
+       "repeatable, adds your own data for X, the other inputs drawn as usual) and times it in a\n"
+       "separate process (on the seeded inputs), beside the eager\n"
        "baseline (one kernel per op; OpenBLAS matmul on the CPU, cuBLAS on the GPU) and the roofline.\n"
        "--target cuda needs a CUDA device and NVRTC (f16 stays f16 there). The baseline and the\n"
        "candidates are timed in interleaved rounds (SPREAD: how much a row's rounds disagree); one\n"

@@ -59,9 +59,30 @@ Parsed parse_args(const std::string& command, const std::vector<std::string>& ar
   return p;
 }
 
+// Takes every `--check-with INPUT=PATH` out of `args`: {INPUT: absolute path}.
+json take_check_with(std::vector<std::string>& args) {
+  json data = json::object();
+  for (size_t i = 0; i < args.size();) {
+    if (args[i] != "--check-with") {
+      ++i;
+      continue;
+    }
+    if (i + 1 >= args.size()) throw CommandError(usage_error("tune", "--check-with needs INPUT=PATH")).at(args[i]);
+    const std::string v = args[i + 1];
+    const size_t eq = v.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+      throw CommandError(usage_error("tune", "--check-with wants INPUT=PATH, not '" + v + "'")).at(v);
+    data[v.substr(0, eq)] = absolute_path(v.substr(eq + 1));
+    args.erase(args.begin() + long(i), args.begin() + long(i) + 2);
+  }
+  return data;
+}
+
 }  // namespace
 
-CommandOutput Session::tune(const std::vector<std::string>& args) {
+CommandOutput Session::tune(const std::vector<std::string>& given) {
+  std::vector<std::string> args = given;
+  const json check_with = take_check_with(args);
   Parsed p = parse_args("tune", args, {"--top", "--threads", "--seed"}, {"--fresh"});
   if (p.positional.size() != 1) throw CommandError(usage_error("tune", p.positional.empty() ? "tune needs a program name" : "tune takes one program name"));
   if (p.bindings.empty()) throw CommandError(usage_error("tune", "tune needs the dims: e.g. n=8 d=4096"));
@@ -71,6 +92,7 @@ CommandOutput Session::tune(const std::vector<std::string>& args) {
   if (p.numbers.count("--threads")) params["threads"] = p.numbers["--threads"];
   if (p.numbers.count("--seed")) params["seed"] = p.numbers["--seed"];
   if (p.switches.count("--fresh")) params["fresh"] = true;
+  if (!check_with.empty()) params["checkWith"] = check_with;
   if (progress_sink_) params["workDoneToken"] = "prism-tune-" + std::to_string(++progress_tokens_);
   json r;
   try {

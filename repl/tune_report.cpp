@@ -68,6 +68,19 @@ std::string timing_text(const json& m, const std::string& program, const json& b
   return out.str();
 }
 
+// Which edge sets every row was checked on (docs/tuning.md, "The edge suite"), and their notes.
+std::string edge_text(const json& r) {
+  const json sets = r.value("edgeSets", json::array()), notes = r.value("edgeNotes", json::array());
+  std::string out;
+  if (!sets.empty()) {
+    out = "checked on the seeded inputs and " + std::to_string(sets.size()) + " edge set" + (sets.size() == 1 ? "" : "s") + ": ";
+    for (size_t i = 0; i < sets.size(); ++i) out += (i ? ", " : "") + sets[i].get<std::string>();
+    out += "\n";
+  }
+  for (const auto& note : notes) out += "note: " + note.get<std::string>() + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::string sizes_of(const json& sizes) {
@@ -102,6 +115,7 @@ std::string tune_report(const json& r, const std::string& program) {
   if (r.contains("baselineError")) out << "the eager baseline failed: " << r.value("baselineError", "") << "\n";
   if (r.contains("baselineNote")) out << "eager baseline: " << r.value("baselineNote", "") << "\n";
   if (r.contains("inputNote")) out << "note: " << r.value("inputNote", "") << "\n";
+  out << edge_text(r);
   // Every candidate timed was slower than the eager baseline: say so where the speedup is, so that
   // nobody exports a kernel that loses to the ops run one by one.
   if (best.is_object() && r.value("speedup", 0.0) > 0 && r.value("speedup", 0.0) < 1)

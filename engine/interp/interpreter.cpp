@@ -10,6 +10,7 @@
 
 #include "engine/error.h"
 #include "engine/interp/half.h"
+#include "engine/ir/input_domains.h"
 #include "engine/ir/visitor.h"
 
 namespace prism {
@@ -322,13 +323,20 @@ class Interpreter : public Visitor {
 
 }  // namespace
 
-std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dims, uint64_t seed, std::map<std::string, Tensor>* by_name) {
-  std::vector<Tensor> inputs;
-  for (int id : program.inputs) {
-    const Value& v = program.value(id);
-    inputs.push_back(random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims), seed, v.name));
-    (*by_name)[v.name] = inputs.back();
+void draw_inputs(const Program& program, const DimBindings& dims, uint64_t seed, std::map<std::string, Tensor>& named) {
+  const std::vector<Domain> domains = input_domains(program);
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    const Value& v = program.value(program.inputs[i]);
+    if (!named.count(v.name)) named[v.name] = random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims), seed, v.name, domains[i]);
   }
+}
+
+std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dims, uint64_t seed, std::map<std::string, Tensor>* by_name) {
+  std::map<std::string, Tensor> named;
+  draw_inputs(program, dims, seed, named);
+  std::vector<Tensor> inputs;
+  for (int id : program.inputs) inputs.push_back(named.at(program.value(id).name));
+  if (by_name) *by_name = std::move(named);
   return inputs;
 }
 

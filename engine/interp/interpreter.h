@@ -17,8 +17,11 @@
 
 namespace prism {
 
-// Every input of the program, seeded random at its declared dtype (tensor.h's random_tensor):
-// in parameter order, and by name in `by_name`. Throws as concrete_shape for an unbound dim.
+// Every input of the program that `named` does not hold yet (a user's file), seeded random at its
+// declared dtype inside its domain (tensor.h's random_tensor, ir/input_domains.h): what `run`,
+// the search's numeric check and the tuner draw. Throws as concrete_shape for an unbound dim.
+void draw_inputs(const Program& program, const DimBindings& dims, uint64_t seed, std::map<std::string, Tensor>& named);
+// Every input drawn so: in parameter order, and by name in `by_name` (may be null).
 std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dims, uint64_t seed, std::map<std::string, Tensor>* by_name);
 
 // `inputs` maps each program input name to its tensor; a tensor whose dtype differs from the

@@ -1,5 +1,7 @@
 #include "engine/interp/tensor.h"
 
+#include <cmath>
+
 #include "engine/error.h"
 #include "engine/interp/half.h"
 #include "engine/util/hash.h"
@@ -34,12 +36,21 @@ uint64_t splitmix64(uint64_t& state) {
 }
 }  // namespace
 
-Tensor random_tensor(DType dtype, const std::vector<int64_t>& shape, uint64_t seed, const std::string& name) {
+float into_domain(float x, Domain domain) {
+  switch (domain) {
+    case Domain::NonNegative: return std::fabs(x);
+    case Domain::Positive: return 1.0f / 64 + std::fabs(x) * (63.0f / 64);
+    case Domain::Any: break;
+  }
+  return x;
+}
+
+Tensor random_tensor(DType dtype, const std::vector<int64_t>& shape, uint64_t seed, const std::string& name, Domain domain) {
   Tensor t = Tensor::zeros(dtype, shape);
   uint64_t state = seed ^ fnv1a64(name);
   for (float& v : t.data) {
     float u = float(splitmix64(state) >> 40) * (1.0f / 16777216.0f);  // exact: 24 bits in f32
-    v = round_to(dtype, 2.0f * u - 1.0f);
+    v = round_to(dtype, into_domain(2.0f * u - 1.0f, domain));
   }
   return t;
 }

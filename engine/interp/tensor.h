@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/ir/domain.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/shape.h"
 
@@ -28,8 +29,12 @@ int64_t checked_element_count(const std::vector<int64_t>& shape);
 
 // Deterministic pseudo-random input: element i of the tensor named `name` is
 //   u = top 24 bits of splitmix64 step i of the state (seed ^ fnv1a64(name)), scaled to [0, 1),
-//   value = 2u - 1 in [-1, 1), then rounded to `dtype` (which may round values next to 1 up to 1).
-// The same (seed, name, dtype, shape) always gives the same tensor, independent of other inputs.
-Tensor random_tensor(DType dtype, const std::vector<int64_t>& shape, uint64_t seed, const std::string& name);
+//   value = 2u - 1 in [-1, 1), moved into `domain` (|value| for non-negative, 1/64 + 63/64 |value|
+//   for positive: away from 0, where a divisor or a log needs it), then rounded to `dtype` (which
+//   may round values next to 1 up to 1).
+// The same (seed, name, dtype, shape, domain) always gives the same tensor, independent of other inputs.
+Tensor random_tensor(DType dtype, const std::vector<int64_t>& shape, uint64_t seed, const std::string& name, Domain domain = Domain::Any);
+// `x` moved into `domain` as random_tensor moves its values (before rounding).
+float into_domain(float x, Domain domain);
 
 }  // namespace prism

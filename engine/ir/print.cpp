@@ -51,7 +51,7 @@ class Printer : public Visitor {
     std::string s = "program " + p.name + "(";
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       const Value& v = p.value(p.inputs[i]);
-      s.append(i ? ", " : "").append(v.name + ": " + type_str(v.type));
+      s.append(i ? ", " : "").append(v.name + ": " + type_str(v.type) + domain_suffix(v.domain));
     }
     return s + ")";
   }

@@ -9,6 +9,7 @@
 
 #include "engine/diagnostic.h"
 #include "engine/ir/dim.h"
+#include "engine/ir/domain.h"
 #include "engine/ir/dtype.h"
 #include "engine/ir/ops.h"
 
@@ -51,6 +52,7 @@ struct Value {
   std::vector<int> operands;  // ids of earlier values
   Attrs attrs;
   Type type;
+  Domain domain = Domain::Any;  // an input's declared domain (inferred ones: input_domains.h)
   SourceRange pos;
 };
 

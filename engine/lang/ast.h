@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/diagnostic.h"
+#include "engine/ir/domain.h"
 #include "engine/ir/rational.h"
 
 namespace prism {
@@ -40,6 +41,7 @@ struct ParamAst {
   std::string dtype;
   SourceRange dtype_range;
   std::vector<ExprPtr> dims;
+  Domain domain = Domain::Any;  // `>= 0` or `> 0` after the type
 };
 
 struct StmtAst {

@@ -174,6 +174,7 @@ class Builder {
         id = add_value(Op::Input, {}, {}, Type{*dtype, shape, false}, p.range);
         prog_.values[size_t(id)].name = p.name;
         prog_.values[size_t(id)].named = true;
+        prog_.values[size_t(id)].domain = p.domain;
         prog_.inputs.push_back(id);
       }
       scope_[p.name] = {id, p.range.begin.line};

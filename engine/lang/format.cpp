@@ -17,7 +17,7 @@ bool is_unary(const Token* prev) {
   if (!prev) return true;
   const Tok k = prev->kind;
   return k == Tok::LParen || k == Tok::LBracket || k == Tok::Comma || k == Tok::Assign || k == Tok::Colon ||
-         k == Tok::KwReturn || is_operator(k);
+         k == Tok::KwReturn || k == Tok::Greater || k == Tok::GreaterEq || is_operator(k);
 }
 
 // One statement (or a program's header, or its closing brace) on one line.

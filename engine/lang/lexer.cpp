@@ -105,6 +105,12 @@ class Lexer {
       case '*': return make(Tok::Star, begin, start);
       case '/': return make(Tok::Slash, begin, start);
       case '@': return make(Tok::At, begin, start);
+      case '>':
+        if (i_ < s_.size() && s_[i_] == '=') {
+          ++i_;
+          return make(Tok::GreaterEq, begin, start);
+        }
+        return make(Tok::Greater, begin, start);
       default: break;
     }
     Token t = make(Tok::Error, begin, start);
@@ -199,6 +205,8 @@ std::string tok_spelling(Tok kind) {
     case Tok::Star: return "'*'";
     case Tok::Slash: return "'/'";
     case Tok::At: return "'@'";
+    case Tok::Greater: return "'>'";
+    case Tok::GreaterEq: return "'>='";
     case Tok::Newline: return "end of line";
     case Tok::End: return "end of file";
     case Tok::Error: return "an error";

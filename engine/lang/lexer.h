@@ -16,6 +16,7 @@ enum class Tok {
   KwProgram, KwReturn, KwTrue, KwFalse,
   LParen, RParen, LBracket, RBracket, LBrace, RBrace,
   Comma, Colon, Semicolon, Assign, Plus, Minus, Star, Slash, At,
+  Greater, GreaterEq,  // an input's domain: `X: f32[n] >= 0`
   Newline, End, Error,
 };
 

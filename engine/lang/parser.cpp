@@ -104,7 +104,20 @@ class Parser {
       if (!accept(Tok::Comma)) break;
     }
     a.range.end = expect(Tok::RBracket).range.end;
+    if (at(Tok::GreaterEq) || at(Tok::Greater)) a.domain = domain();
+    else if (!at(Tok::Comma) && !at(Tok::RParen)) fail_expected("',', ')' or a domain ('>= 0', '> 0') after the type");
     return a;
+  }
+
+  // An input's domain after its type: `>= 0` (non-negative) or `> 0` (positive); the bound is 0.
+  Domain domain() {
+    const bool strict = advance().kind == Tok::Greater;
+    const Token& bound = peek();
+    if (bound.kind == Tok::Error) fail(bound.range, bound.text);
+    if ((bound.kind != Tok::Integer && bound.kind != Tok::Float) || bound.number != 0)
+      fail(bound.range, "an input's domain is '>= 0' or '> 0'; found " + describe(bound) + " after '" + (strict ? ">" : ">=") + "'");
+    advance();
+    return strict ? Domain::Positive : Domain::NonNegative;
   }
 
   StmtAst statement() {

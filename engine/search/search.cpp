@@ -22,6 +22,7 @@
 #include "engine/ir/drop_casts.h"
 #include "engine/ir/one_pass_variance.h"
 #include "engine/ir/push_transposes.h"
+#include "engine/ir/raise_ranks.h"
 #include "engine/search/fingerprint.h"
 #include "engine/search/generator.h"
 #include "engine/search/library_search.h"
@@ -104,8 +105,9 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
   const auto t0 = Clock::now();
   // Casts are the identity on the reals the proofs reason in (drop_casts.h). What a kernel reads
   // transposed must be an input (a load's view): transposes of computed values move down to the
-  // inputs first. Every check below is against this equal program.
-  const Program program = push_transposes(drop_casts(given));
+  // inputs first, and lower-rank computed values rise to their readers' rank through views of
+  // their inputs (raise_ranks.h). Every check below is against this equal program.
+  const Program program = raise_ranks(push_transposes(drop_casts(given)));
   if (program.outputs.empty()) throw Error(Error::Kind::InvalidArgument, "the search needs a program with an output");
   // Several outputs: the program as written is the only computation (the enumeration and its
   // pruning follow one root), parallelized by every plan.

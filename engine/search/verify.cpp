@@ -13,6 +13,7 @@
 #include "engine/interp/half.h"
 #include "engine/interp/interpreter.h"
 #include "engine/ir/infer_shapes.h"
+#include "engine/ir/input_roles.h"
 #include "engine/ir/print.h"
 #include "engine/sgraph/evaluate.h"
 
@@ -268,15 +269,42 @@ DimBindings check_dims(const Program& program) {
 }
 
 NumericCheck::NumericCheck(const Program& program) : program_(program), dims_(check_dims(program)) {
-  for (int id : program.inputs) {
-    const Value& v = program.value(id);
-    // Scaled to [-1/4, 1/4): exp of a dot product over a few dozen terms must not overflow f16.
-    Tensor t = random_tensor(v.type.dtype, concrete_shape(v.type.shape, dims_), 17, v.name);
+  // Inside each input's domain (random_inputs), scaled to [-1/4, 1/4): exp of a dot product over
+  // a few dozen terms must not overflow f16.
+  random_inputs(program, dims_, 17, &inputs_);
+  std::map<std::string, Tensor> drawn = inputs_;
+  for (auto& [name, t] : inputs_) {
     for (float& x : t.data) x *= 0.25f;
     round_all(t.dtype, t.data.data(), t.data.size());
-    inputs_[v.name] = std::move(t);
   }
   reference_ = interpret(program, dims_, inputs_);
+  // The draw in [-1, 1) has std 1/sqrt(3).
+  const InputRoles roles = input_roles(program);
+  bool any = false;
+  large_inputs_ = inputs_;
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    if (!roles.activation(i)) continue;
+    Tensor& t = large_inputs_[program.value(program.inputs[i]).name] = drawn.at(program.value(program.inputs[i]).name);
+    for (float& x : t.data) x *= float(100 * std::sqrt(3.0));
+    round_all(t.dtype, t.data.data(), t.data.size());
+    any = true;
+  }
+  if (any) large_reference_ = interpret(program, dims_, large_inputs_);
+  else large_inputs_.clear();
+}
+
+std::optional<std::string> NumericCheck::overflows(const sgraph::Instance& family, const CancelToken* cancel) const {
+  if (large_reference_.empty()) return std::nullopt;
+  std::vector<Tensor> got = tbb::this_task_arena::isolate([&] { return sgraph::evaluate(family, large_inputs_, cancel); });
+  for (size_t o = 0; o < got.size() && o < large_reference_.size(); ++o) {
+    int64_t bad = 0;
+    for (size_t i = 0; i < got[o].data.size() && i < large_reference_[o].data.size(); ++i)
+      bad += std::isfinite(large_reference_[o].data[i]) && !std::isfinite(got[o].data[i]);
+    if (bad > 0)
+      return "overflows: " + std::to_string(bad) + " values of output " + std::to_string(o) +
+             " are NaN or infinite on activations of std 100 where the program's are finite";
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> NumericCheck::mismatch(const sgraph::SGraph& family, const CancelToken* cancel) const {
@@ -291,7 +319,7 @@ std::optional<std::string> NumericCheck::mismatch(const sgraph::SGraph& family, 
       double err = relative_error(got[o], reference_[o]);
       if (err > kTolerance) return "differs from the reference by " + std::to_string(err) + " (relative) in output " + std::to_string(o);
     }
-    return std::nullopt;
+    return overflows(inst, cancel);
   } catch (const Error& e) {
     if (e.kind() == Error::Kind::Cancelled) throw;
     return std::string("does not instantiate: ") + e.what();

@@ -7,7 +7,8 @@
 //     loop range (symmetry breaking: g1=2, g2=3, F1=4, so a map that confuses two of them
 //     changes the result), is simulated by sgraph::evaluate and compared with the reference
 //     interpreter on the same random inputs. This exercises the real maps, accumulators, partial
-//     axes and the combining kernel.
+//     axes and the combining kernel. Then on activations of std 100 it must not overflow where
+//     the program does not (NumericCheck::overflows).
 //  2. proof: the family is translated to a term with symbolic sizes: every reduction that the
 //     loop and/or a cross-block grid dim cut into pieces becomes the explicit split sum over a
 //     reshape (sum over [f, K/f] with f = F1, g, or g*F1 — the partial sums the blocks and the
@@ -34,6 +35,7 @@
 #include "engine/interp/tensor.h"
 #include "engine/search/dag.h"
 #include "engine/search/plan.h"
+#include "engine/sgraph/instantiate.h"
 #include "engine/sgraph/sgraph.h"
 
 namespace prism::search {
@@ -60,6 +62,11 @@ class NumericCheck {
   static constexpr float kOffset = 8.0f;
   bool dag_matches_offset(const Dag& dag, const CancelToken* cancel) const;
   const DimBindings& dims() const { return dims_; }
+  // Activations of std 100 (ir/input_roles.h; weights and masks as drawn): a family with NaN or
+  // an infinity where the program is finite on them overflows where the program does not
+  // (exp(S) * exp(-max S) for a softmax's exp(S - max S)) and is no equal kernel. Empty when it
+  // does not; else why.
+  std::optional<std::string> overflows(const sgraph::Instance& family, const CancelToken* cancel) const;
 
  private:
   // `form()` (a DAG as a program; an error building or running it is a mismatch) against
@@ -71,6 +78,8 @@ class NumericCheck {
   DimBindings dims_;
   std::map<std::string, Tensor> inputs_;
   std::vector<Tensor> reference_;  // every output
+  std::map<std::string, Tensor> large_inputs_;  // activations of std 100, when the program has any
+  std::vector<Tensor> large_reference_;
   // The program at f32, the offset inputs and its outputs on them, made on first use.
   mutable std::once_flag offset_once_;
   mutable Program offset_program_;

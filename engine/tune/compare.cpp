@@ -84,4 +84,63 @@ Comparison compare_no_worse(const Tensor& got, const Tensor& want, const Tensor&
   return c;
 }
 
+Comparison compare_conditioned(const Tensor& got, const Tensor& want, const Tensor& exact, const Tensor& moved, double unit_roundoff,
+                               double rtol, double atol) {
+  Comparison c;
+  const size_t n = want.data.size();
+  if (got.data.size() != n || exact.data.size() != n || moved.data.size() != n) {
+    c.failure = "output 0 has " + std::to_string(got.data.size()) + " elements, expected " + std::to_string(n);
+    return c;
+  }
+  double scale = 0;
+  for (float v : exact.data)
+    if (std::isfinite(v)) scale = std::max(scale, double(std::fabs(v)));
+  for (size_t i = 0; i < n; ++i) {
+    const double g = got.data[i], w = want.data[i], e = exact.data[i];
+    if (g == w || (std::isnan(g) && std::isnan(w))) continue;
+    const double err = std::fabs(g - e), moved_by = std::fabs(double(moved.data[i]) - e);
+    const double bound = std::fabs(w - e) + (unit_roundoff + rtol) * std::fabs(e) + atol * scale + 2 * (std::isnan(moved_by) ? INFINITY : moved_by);
+    if (!(err <= bound) || !std::isfinite(e)) {
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "output 0 differs at %s: %g vs %g, and the exact result is %g (%.3g from it, allowed %.3g with what moving the inputs by "
+                    "2^-18 moves it)",
+                    index_text(want.shape, int64_t(i)).c_str(), g, w, e, err, bound);
+      c.failure = buf;
+      c.max_error = std::isnan(err) ? INFINITY : err;
+      return c;
+    }
+    c.max_error = std::max(c.max_error, std::fabs(g - w));
+  }
+  return c;
+}
+
+void move_inputs(std::map<std::string, Tensor>& inputs) {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (auto& [name, t] : inputs)
+    for (float& x : t.data) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      x *= (state >> 63) ? 1 + 1.0f / (1 << 18) : 1 - 1.0f / (1 << 18);
+    }
+}
+
+std::optional<std::string> mask_non_finite_reference(Tensor& got, Tensor& want, Tensor* exact) {
+  if (got.data.size() != want.data.size() || (exact && exact->data.size() != want.data.size()))
+    return "has " + std::to_string(got.data.size()) + " elements, expected " + std::to_string(want.data.size());
+  int64_t nan = 0, inf = 0, first = -1;
+  for (size_t i = 0; i < want.data.size(); ++i) {
+    if (!std::isfinite(want.data[i])) {
+      got.data[i] = want.data[i] = 0;
+      if (exact) exact->data[i] = 0;
+    } else if (!std::isfinite(got.data[i])) {
+      ++(std::isnan(got.data[i]) ? nan : inf);
+      if (first < 0) first = int64_t(i);
+    }
+  }
+  if (first < 0) return std::nullopt;
+  std::string counts = nan ? std::to_string(nan) + " NaN" : "";
+  if (inf) counts += (nan ? " and " : "") + std::to_string(inf) + (inf == 1 ? " infinity" : " infinities");
+  return "has " + counts + " where the reference is finite (first at " + index_text(want.shape, first) + ")";
+}
+
 }  // namespace prism::tune

@@ -82,6 +82,8 @@ std::string format_tune_result(const TuneResult& r) {
   out << "machine\t" << number(r.bandwidth_gbs) << "\t" << number(r.peak_gflops) << "\n";
   out << "baseline\t" << number(r.baseline_ms) << "\t" << clean(r.baseline_error) << "\t" << clean(r.baseline_note) << "\n";
   out << "inputs\t" << number(r.input_range) << "\t" << clean(r.input_note) << "\n";
+  for (const std::string& set : r.edge_sets) out << "edge\t" << clean(set) << "\n";
+  for (const std::string& note : r.edge_notes) out << "edge-note\t" << clean(note) << "\n";
   out << "roofline\t" << number(r.roofline_ms) << "\t" << clean(r.roofline_bound) << "\n";
   out << "best\t" << r.best << "\t" << number(r.best_ms) << "\t" << number(r.speedup) << "\t" << number(r.roofline_fraction) << "\n";
   out << "correlation\t" << number(r.rank_correlation) << "\n";
@@ -136,6 +138,10 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         if (f.size() > 3) r.baseline_note = f[3];  // entries from before issue 18 have none
       } else if (tag == "inputs") {
         need(3), r.input_range = std::stod(f[1]), r.input_note = f[2];
+      } else if (tag == "edge") {
+        need(2), r.edge_sets.push_back(f[1]);
+      } else if (tag == "edge-note") {
+        need(2), r.edge_notes.push_back(f[1]);
       } else if (tag == "roofline") {
         need(3), r.roofline_ms = std::stod(f[1]), r.roofline_bound = f[2];
       } else if (tag == "best") {

@@ -18,6 +18,8 @@
 #include "engine/sgraph/instantiate.h"
 #include "engine/tune/compare.h"
 #include "engine/tune/cost_model.h"
+#include "engine/tune/edge_check.h"
+#include "engine/tune/edge_suite.h"
 #include "engine/tune/roofline.h"
 #include "engine/tune/tuner_steps.h"
 
@@ -426,6 +428,9 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   std::map<std::string, Tensor> named;
   std::vector<Tensor> inputs;
   std::vector<Tensor> reference = finite_reference(program, dims, request.seed, cancel, inputs, named, result);
+  // The user's data (--check-with), checked against the program's inputs before anything compiles.
+  std::optional<InputSet> user;
+  if (!request.check_with.empty()) user = user_input_set(program, dims, named, request.check_with, cancel);
   std::vector<DType> out_dtypes;
   for (int id : program.outputs) out_dtypes.push_back(program.value(id).type.dtype);
   const DType storage = program.inputs.empty() ? DType::F32 : program.value(program.inputs.front()).type.dtype;
@@ -488,6 +493,14 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
     record_run(row, backend.run(runner, builds[i], run, cancel), check);
   };
   check_items(result, ranked, chosen, families, check_build, report);
+  // The edge suite and the user's data (edge_check.h): the inputs once per set, one run per
+  // build; then the seeded inputs again for the timing.
+  std::vector<MakeInputSet> sets = edge_suite(program, dims, named, request.seed);
+  if (user) sets.push_back([&](const CancelToken*) { return *user; });
+  const EdgeContext edges{backend, program, dims, out_dtypes, [&](const std::vector<Tensor>& in) { runner.set_inputs(in); },
+                          [&](size_t i) { return backend.run(runner, builds[i], run, cancel); }};
+  check_edge_sets(result, sets, edges, cancel, report);
+  if (!result.edge_sets.empty()) runner.set_inputs(inputs);
   backend::RunSettings round = run;
   round.round = true;
   auto time_build = [&](size_t i) {

@@ -12,6 +12,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/target.h"
 #include "engine/cancel.h"
+#include "engine/interp/tensor.h"
 #include "engine/ir/program.h"
 #include "engine/search/search.h"
 #include "engine/tune/cost_model.h"
@@ -27,6 +28,12 @@ struct TuneRequest {
   int threads = 0;       // the CPU's kernel threads; 0: the target's cores (a GPU's threads per block are the backend's)
   uint64_t seed = 0;     // random inputs (engine/interp/tensor.h)
   bool fresh = false;    // measure again even when the tuning DB holds the answer
+  // `--check-with X=x.npy`: one more set for the numeric check (edge_check.h), the user's data in
+  // place of those inputs. What a client gives: input -> .npy path; the workspace reads each file
+  // into `check_with`, which is what tune_families uses. A tune with them is never answered from
+  // the tuning DB.
+  std::map<std::string, std::string> check_with_files;
+  std::map<std::string, Tensor> check_with;
 };
 
 struct TuneRow {
@@ -82,6 +89,8 @@ struct TuneResult {
   std::string baseline_note;   // how the baseline ran, where it matters ("16-bit matmul operands widened to f32 for sgemm")
   double input_range = 1;      // the checks' random inputs lie in [-input_range, input_range]
   std::string input_note;      // why they are narrower than [-1, 1] (the reference overflowed there)
+  std::vector<std::string> edge_sets;   // the edge suite's sets every row was checked on (edge_suite.h), and the user's
+  std::vector<std::string> edge_notes;  // sets the eager baseline failed, sets whose reference is nowhere finite
   double best_ms = 0;          // 0 when no candidate passed
   double speedup = 0;          // the median of the per-round ratios baseline / best
   double roofline_ms = 0;      // max(compulsory bytes / bandwidth, flops / peak)
@@ -112,7 +121,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 38;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
+constexpr int kTunerRevision = 39;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
                                     // widening and partial overlap, narrower inputs where [-1, 1] overflows;
                                     // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
                                     // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums);
@@ -157,7 +166,8 @@ constexpr int kTunerRevision = 38;  // 9: the CPU matmul's K chunks and library 
                                     // rows of W at a time; 36: its blocks of A's rows all pass over
                                     // each strip of W (W read once); 37: the same for a streaming B
                                     // stored as it is used (prism_mm_amx_rows); 38: the split
-                                    // kernel stages B's next piece before this one's products
+                                    // kernel stages B's next piece before this one's products; 39: every row
+                                    // also checked on the edge suite (edge_suite.h)
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

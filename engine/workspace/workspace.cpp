@@ -45,6 +45,7 @@ TensorView view_of(const Value& v) {
   t.dtype = dtype_name(v.type.dtype);
   for (const Dim& d : v.type.shape) t.shape.push_back(d.str());
   if (v.op != Op::Input) t.op = op_spelling(v);
+  if (v.domain != Domain::Any) t.domain = domain_suffix(v.domain).substr(1);
   t.pos = v.pos.begin;
   return t;
 }
@@ -420,10 +421,7 @@ RunResult Workspace::run(const RunRequest& request, const CancelToken* cancel) c
   result.bindings = bindings;
   std::vector<Tensor> outputs;
   try {
-    for (int id : program.inputs) {
-      const Value& v = program.value(id);
-      if (!inputs.count(v.name)) inputs[v.name] = random_tensor(v.type.dtype, concrete_shape(v.type.shape, bindings), request.seed, v.name);
-    }
+    draw_inputs(program, bindings, request.seed, inputs);
     auto start = std::chrono::steady_clock::now();
     outputs = interpret(program, bindings, inputs, cancel);
     result.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

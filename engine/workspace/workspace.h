@@ -28,6 +28,7 @@ struct TensorView {
   std::string dtype;               // "f32" | "f16" | "bf16"
   std::vector<std::string> shape;  // symbolic dims, printed
   std::string op;                  // for values: the op that computes it ("matmul"); empty for inputs
+  std::string domain;              // an input's declared domain: ">= 0", "> 0", or empty
   SourcePos pos;                   // where it is defined in the source
 };
 

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "engine/io/npy.h"
 #include "engine/ir/shape.h"
 #include "engine/tune/backends.h"
 #include "engine/tune/cost_model.h"
@@ -62,6 +63,16 @@ std::string header_for(const backend::Backend& backend, const Program& stored, c
          "\n// outputs: " + shape_list(stored, stored.outputs, dims) + "\n" + declarations;
 }
 
+// `request` with each --check-with file read (at most `budget` bytes in all).
+tune::TuneRequest with_check_data(tune::TuneRequest request, int64_t budget) {
+  for (const auto& [input, path] : request.check_with_files) {
+    Tensor t = read_npy(path, size_t(std::max<int64_t>(budget, 0)));
+    budget -= t.size() * int64_t(sizeof(float));
+    request.check_with[input] = std::move(t);
+  }
+  return request;
+}
+
 // The search limits a result's families came from, for the tuning DB's record.
 std::string limits_text(const SearchLimits& l) {
   return "ops=" + std::to_string(l.max_block_ops) + " kernels=" + std::to_string(l.max_kernels) + " accumulators=" +
@@ -118,17 +129,19 @@ std::vector<tune::TargetStatus> Workspace::targets() const {
   return out;
 }
 
-tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneRequest& request, const CancelToken* cancel,
+tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneRequest& asked, const CancelToken* cancel,
                                  const std::function<void(const tune::TuneProgress&)>& progress) {
-  const backend::Backend& backend = tune::backend_for(request.target);
+  const backend::Backend& backend = tune::backend_for(asked.target);
   check_tunable(backend);
   auto [lowered, version] = lowered_program(program);
-  if (request.top < 1) throw Error(Error::Kind::InvalidArgument, "top must be at least 1");
-  // The reference outputs, the inputs and what the worker maps of them: about three times the tensors.
-  const DimBindings dims(request.bindings.begin(), request.bindings.end());
+  if (asked.top < 1) throw Error(Error::Kind::InvalidArgument, "top must be at least 1");
+  // The reference outputs, the inputs and what the worker maps of them: about three times the
+  // tensors; the edge suite holds one more set of inputs and outputs at a time.
+  const DimBindings dims(asked.bindings.begin(), asked.bindings.end());
   const int64_t tensors = interpreter_bytes(lowered, dims);
-  check_memory_budget("tuning '" + program + "' at " + tune::sizes_text(request.bindings),
-                      tensors > std::numeric_limits<int64_t>::max() / 3 ? tensors : 3 * tensors, memory_budget());
+  check_memory_budget("tuning '" + program + "' at " + tune::sizes_text(asked.bindings),
+                      tensors > std::numeric_limits<int64_t>::max() / 4 ? tensors : 4 * tensors, memory_budget());
+  const tune::TuneRequest request = with_check_data(asked, memory_budget());
   std::optional<SearchResult> found = search_result(program);
   if (!found) {
     if (progress) progress({"search", 0, 0, 0, ""});
@@ -153,7 +166,9 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
     hit->stats.compiled = hit->stats.cached = 0;
     return hit;
   };
-  if (!request.fresh)
+  // The DB's answers were not checked on the user's data.
+  const bool reuse = !request.fresh && request.check_with.empty();
+  if (reuse)
     if (auto hit = from_db()) return record(*hit);
   // One tune at a time on this machine (machine_lock.h): while another holds it, say who.
   const std::string what = "prismd " + std::to_string(::getpid()) + ": " + program + " " + tune::sizes_text(request.bindings);
@@ -161,7 +176,7 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
     if (progress) progress({"queued", 0, 0, 0, "waiting for another tune on this machine (" + holder + ")"});
   });
   // Whoever held the lock may have answered the same question meanwhile.
-  if (!request.fresh && lock.waited())
+  if (reuse && lock.waited())
     if (auto hit = from_db()) return record(*hit);
   tune::TuneEnvironment env;
   env.target = target;

@@ -129,6 +129,17 @@ TEST_CASE("hover shows a value's shape and op, a dim, an op; definition and docu
   for (const auto& c : symbols[0]["children"]) children.push_back(c["name"]);
   CHECK(children == std::vector<std::string>{"X", "W", "Y"});
 
+  // An input's declared domain, in its hover and in the program's signature.
+  const std::string uri2 = "file:///tmp/bn.prism";
+  server.send(*editor, note("textDocument/didOpen", {{"textDocument", {{"uri", uri2}, {"languageId", "prism"}, {"version", 1},
+                                                                       {"text", "program bn(X: f32[n, d], var: f32[d] >= 0) {\n  return X / sqrt(var + 1)\n}\n"}}}}));
+  REQUIRE(next_of(*editor, "textDocument/publishDiagnostics"));
+  auto at2 = [&](int line, int character) { return json{{"textDocument", {{"uri", uri2}}}, {"position", {{"line", line}, {"character", character}}}}; };
+  CHECK_THAT(server.result(*editor, "textDocument/hover", at2(1, 19))["contents"]["value"].get<std::string>(),
+             Catch::Contains("input of `bn`, declared `>= 0`"));
+  CHECK_THAT(server.result(*editor, "textDocument/hover", at2(0, 8))["contents"]["value"].get<std::string>(),
+             Catch::Contains("var: f32[d] >= 0"));
+
   // A position outside the document is InvalidParams; an unknown document RequestFailed.
   CHECK(error_code(server.call(*editor, "textDocument/hover", at(40, 0))) == -32602);
   CHECK(error_code(server.call(*editor, "textDocument/hover", {{"textDocument", {{"uri", "file:///x"}}}, {"position", {{"line", 0}, {"character", 0}}}})) ==

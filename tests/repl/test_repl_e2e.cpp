@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/io/npy.h"
 #include "repl/repl_fixture.h"
 #include "support/subprocess.h"
 
@@ -244,6 +245,31 @@ TEST_CASE("tune prints the speedup table; code and export give the best kernel",
   auto bad = f.prism({"-c", "tune rms_linear"});
   CHECK(bad.exit_code != 0);
   CHECK(bad.err.find("tune needs the dims") != std::string::npos);
+}
+
+TEST_CASE("tune --check-with adds the user's data to the check, and the table names the sets checked", "[repl][e2e][tune][edge_suite]") {
+  ReplFixture f;
+  prism::Tensor x = prism::Tensor::zeros(prism::DType::F16, {4, 64});
+  for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = float(i % 5) * 40 - 80;
+  prism::write_npy(f.dir() / "x.npy", x);
+  auto r = f.prism({"--json", "-c", "open " + example("rms_linear") + "; tune rms_linear n=4 d=64 --top 2 --check-with X=" + (f.dir() / "x.npy")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto lines = json_lines(r.out);
+  REQUIRE(lines.size() == 2);
+  const auto sets = lines[1]["edgeSets"].get<std::vector<std::string>>();
+  CHECK(std::find(sets.begin(), sets.end(), "your data (X)") != sets.end());
+  CHECK(std::find(sets.begin(), sets.end(), "std 100") != sets.end());
+  CHECK(lines[1]["edgeNotes"].is_array());
+  auto text = f.prism({"-c", "tune rms_linear n=4 d=64 --top 2"});
+  INFO(text.err);
+  CHECK(text.out.find("checked on the seeded inputs and ") != std::string::npos);
+  auto bad = f.prism({"-c", "tune rms_linear n=4 d=64 --check-with X"});
+  CHECK(bad.exit_code != 0);
+  CHECK(bad.err.find("--check-with wants INPUT=PATH, not 'X'") != std::string::npos);
+  auto missing = f.prism({"-c", "tune rms_linear n=4 d=64 --check-with Y=" + (f.dir() / "x.npy")});
+  CHECK(missing.exit_code != 0);
+  CHECK(missing.err.find("has no input 'Y' to check with") != std::string::npos);
 }
 
 TEST_CASE("run prints and counts NaN and Inf; --json gives them as documented strings", "[repl][e2e][run]") {

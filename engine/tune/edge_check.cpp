@@ -1,0 +1,128 @@
+#include "engine/tune/edge_check.h"
+
+#include <cmath>
+#include <optional>
+
+#include "engine/backend/storage.h"
+#include "engine/interp/interpreter.h"
+#include "engine/tune/tuner_steps.h"
+
+namespace prism::tune {
+
+namespace {
+
+bool nowhere_finite(const std::vector<Tensor>& reference) {
+  for (const Tensor& t : reference)
+    for (float v : t.data)
+      if (std::isfinite(v)) return false;
+  return true;
+}
+
+// The checked items on this set: the baseline (0) while it passes, and every row that passes.
+std::vector<size_t> live_items(const TuneResult& result) {
+  std::vector<size_t> items;
+  if (result.baseline_error.empty()) items.push_back(0);
+  for (size_t i = 0; i < result.rows.size(); ++i)
+    if (result.rows[i].ok) items.push_back(i + 1);
+  return items;
+}
+
+// `tensors` with 0 where the set's reference is not finite (as the outputs compared are).
+std::vector<Tensor> zero_where_not_finite(std::vector<Tensor> tensors, const InputSet& set) {
+  for (size_t o = 0; o < tensors.size() && o < set.reference.size(); ++o)
+    for (size_t i = 0; i < tensors[o].data.size(); ++i)
+      if (!std::isfinite(set.reference[o].data[i])) tensors[o].data[i] = 0;
+  return tensors;
+}
+
+}  // namespace
+
+Comparison compare_on_set(const backend::Backend& backend, std::vector<Tensor> got, const InputSet& set, const std::vector<DType>& dtypes,
+                          const SetReferences& references) {
+  Comparison c;
+  if (got.size() != set.reference.size()) {
+    c.failure = std::to_string(got.size()) + " outputs, expected " + std::to_string(set.reference.size());
+    return c;
+  }
+  std::vector<Tensor> want = set.reference;
+  for (size_t o = 0; o < got.size(); ++o)
+    if (std::optional<std::string> bad = mask_non_finite_reference(got[o], want[o], nullptr)) {
+      c.failure = "output " + std::to_string(o) + " " + *bad;
+      c.max_error = INFINITY;
+      return c;
+    }
+  std::optional<std::vector<Tensor>> exact;
+  auto masked_exact = [&]() -> const std::vector<Tensor>& {
+    if (!exact) exact = zero_where_not_finite(references.exact(), set);
+    return *exact;
+  };
+  c = steps::check_outputs(backend, got, want, dtypes, masked_exact);
+  if (!c.failure) return c;
+  // Ill-conditioned on these inputs? The second chance, output by output.
+  const std::vector<Tensor> moved = zero_where_not_finite(references.moved(), set);
+  Comparison all;
+  for (size_t o = 0; o < got.size(); ++o) {
+    const backend::Tolerance tol = backend.tolerance(dtypes[o]);
+    const double roundoff = dtypes[o] == DType::BF16 ? 1.0 / 256 : dtypes[o] == DType::F16 ? 1.0 / 2048 : 0;
+    Comparison one = compare_conditioned(got[o], want[o], masked_exact()[o], moved[o], roundoff, tol.rtol, tol.atol);
+    all.max_error = std::max(all.max_error, one.max_error);
+    if (one.failure && !all.failure) all.failure = "output " + std::to_string(o) + one.failure->substr(std::string("output 0").size());
+  }
+  return all;
+}
+
+void check_edge_sets(TuneResult& result, const std::vector<MakeInputSet>& sets, const EdgeContext& context, const CancelToken* cancel,
+                     const std::function<void(const std::string& phase, int done, int total)>& report) {
+  const int total = int(sets.size());
+  for (int k = 0; k < total; ++k) {
+    report("edge cases", k, total);
+    const std::vector<size_t> items = live_items(result);
+    if (items.empty()) return;
+    if (cancel) cancel->check();
+    const InputSet set = sets[size_t(k)](cancel);
+    result.edge_sets.push_back(set.name);
+    if (nowhere_finite(set.reference)) {
+      result.edge_notes.push_back(set.name + ": the reference is nowhere finite, nothing compared");
+      continue;
+    }
+    // The program at f32 on this set and on it moved, when a check needs them.
+    const Program wide = backend::with_storage(context.program, DType::F32);
+    std::optional<std::vector<Tensor>> exact, moved;
+    const SetReferences references{[&]() -> const std::vector<Tensor>& {
+                                     if (!exact) exact = interpret(wide, context.dims, set.named, cancel);
+                                     return *exact;
+                                   },
+                                   [&]() -> const std::vector<Tensor>& {
+                                     if (!moved) {
+                                       std::map<std::string, Tensor> inputs = set.named;
+                                       move_inputs(inputs);
+                                       moved = interpret(wide, context.dims, inputs, cancel);
+                                     }
+                                     return *moved;
+                                   }};
+    context.set_inputs(ordered_inputs(context.program, set));
+    for (size_t item : items) {
+      const backend::RunOutcome outcome = context.run(item);
+      std::string failure = outcome.ok ? "" : outcome.error;
+      if (outcome.ok)
+        if (Comparison c = compare_on_set(context.backend, outcome.outputs, set, context.output_dtypes, references); c.failure)
+          failure = "wrong result on " + set.name + ": " + *c.failure;
+      if (failure.empty()) continue;
+      if (!outcome.ok) failure = "on " + set.name + ": " + failure;
+      if (item == 0) {
+        result.edge_notes.push_back("the eager baseline fails " + failure.substr(failure.find("on ") + 3) +
+                                    " (candidates are still checked against the reference there)");
+        result.transient = result.transient || outcome.transient;
+        continue;
+      }
+      TuneRow& row = result.rows[item - 1];
+      row.ok = false;
+      row.error = failure;
+      row.transient = outcome.transient;
+      result.transient = result.transient || outcome.transient;
+    }
+  }
+  report("edge cases", total, total);
+}
+
+}  // namespace prism::tune

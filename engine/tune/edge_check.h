@@ -1,0 +1,50 @@
+// The tuner's check on the edge suite (edge_suite.h; docs/tuning.md, "The edge suite"), after
+// the check on the seeded inputs: each set's inputs are handed to the kernel runner once, then
+// the eager baseline and every row that has passed so far run once on them (no timing), each
+// output compared with the set's reference where that is finite (compare.h's
+// mask_non_finite_reference, then the backend's tolerance, scaled by the output's magnitude).
+// A row that fails a set is rejected with the set's name and why: "wrong result on causal -inf
+// mask (M): output 0 has 2048 NaN where the reference is finite (first at (0, 0, 5))". The
+// baseline failing a set is a note (TuneResult::edge_notes), not a rejection of every row: the
+// reference interpreter is the judge.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/cancel.h"
+#include "engine/tune/compare.h"
+#include "engine/tune/edge_suite.h"
+#include "engine/tune/tuner.h"
+
+namespace prism::tune {
+
+struct EdgeContext {
+  const backend::Backend& backend;
+  const Program& program;  // as the reference runs it (the backend's storage)
+  const DimBindings& dims;
+  std::vector<DType> output_dtypes;
+  std::function<void(const std::vector<Tensor>& inputs)> set_inputs;  // the runner's inputs, in parameter order
+  std::function<backend::RunOutcome(size_t item)> run;                // item 0 the baseline, i + 1 row i (check order)
+};
+
+// The program at f32 on a set (`exact`), and on the set with its inputs moved by 2^-18 of
+// themselves (`moved`, compare.h's move_inputs): each computed when first asked for.
+struct SetReferences {
+  std::function<const std::vector<Tensor>&()> exact, moved;
+};
+
+// `got` on `set` against its reference where it is finite, at the backend's tolerance; a 16-bit
+// output that misses it gets compare_no_worse against the exact result, and an output that
+// misses both compare_conditioned (what moving the inputs moves the exact result by).
+Comparison compare_on_set(const backend::Backend& backend, std::vector<Tensor> got, const InputSet& set, const std::vector<DType>& dtypes,
+                          const SetReferences& references);
+
+// Runs the baseline (when it passed) and the rows that passed on every set, rejecting rows and
+// noting baseline failures; sets result.edge_sets and result.edge_notes. Reports "edge cases"
+// progress per set.
+void check_edge_sets(TuneResult& result, const std::vector<MakeInputSet>& sets, const EdgeContext& context, const CancelToken* cancel,
+                     const std::function<void(const std::string& phase, int done, int total)>& report);
+
+}  // namespace prism::tune

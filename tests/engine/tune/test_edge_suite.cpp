@@ -1,0 +1,223 @@
+// The edge suite (issue 45): input sets beside the seeded one, read off the program, and the
+// tuner's check on them: a candidate with NaN or a wrong value where the reference is finite is
+// rejected with the set's name; `--check-with` adds the user's own data.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/runner/runner.h"
+#include "engine/interp/interpreter.h"
+#include "engine/io/npy.h"
+#include "engine/tune/edge_check.h"
+#include "engine/tune/edge_suite.h"
+#include "engine/ir/input_roles.h"
+#include "engine/workspace/workspace.h"
+#include "../search/search_helpers.h"
+#include "support/subprocess.h"
+
+using namespace prism;
+
+namespace {
+
+const char* kCausal =
+    "program causal(Q: f32[B, q, e], K: f32[B, s, e], V: f32[B, s, e], M: f32[q, s]) {\n"
+    "  return matmul(softmax(matmul(Q, transpose(K, perm=[0, 2, 1])) / sqrt(e) + M), V)\n"
+    "}\n";
+const DimBindings kCausalDims{{"B", 2}, {"q", 8}, {"s", 16}, {"e", 8}};
+
+// The sets of `program` at `dims` around its seeded inputs, made.
+std::vector<tune::InputSet> made_sets(const Program& program, const DimBindings& dims, std::map<std::string, Tensor>& seeded) {
+  random_inputs(program, dims, 0, &seeded);
+  std::vector<tune::InputSet> sets;
+  for (const tune::MakeInputSet& make : tune::edge_suite(program, dims, seeded, 0)) sets.push_back(make(nullptr));
+  return sets;
+}
+
+const tune::InputSet& set_named(const std::vector<tune::InputSet>& sets, const std::string& name) {
+  for (const auto& s : sets)
+    if (s.name == name) return s;
+  throw std::runtime_error("no set named " + name);
+}
+
+int count_nan(const Tensor& t) { return int(std::count_if(t.data.begin(), t.data.end(), [](float v) { return std::isnan(v); })); }
+
+// Causal attention at kCausalDims as a kernel with a classic online-softmax bug: each quarter of a
+// row is exponentiated against its own max, which is -inf on a fully masked quarter (NaN).
+std::string nan_on_masked_chunk_source() {
+  return R"(#include <cmath>
+extern "C" const char* prism_error() { return ""; }
+extern "C" int prism_entry(const void* const* in, void* const* out, int) {
+  enum { B = 2, NQ = 8, NS = 16, E = 8, F = NS / 4 };
+  const float *Q = (const float*)in[0], *K = (const float*)in[1], *V = (const float*)in[2], *M = (const float*)in[3];
+  float* O = (float*)out[0];
+  for (int b = 0; b < B; ++b)
+    for (int i = 0; i < NQ; ++i) {
+      float m = -INFINITY, l = 0, acc[E] = {0};
+      for (int c = 0; c < NS; c += F) {
+        float s[F], mc = -INFINITY;
+        for (int j = 0; j < F; ++j) {
+          float dot = 0;
+          for (int k = 0; k < E; ++k) dot += Q[(b * NQ + i) * E + k] * K[(b * NS + c + j) * E + k];
+          s[j] = dot / std::sqrt(float(E)) + M[i * NS + c + j];
+          mc = std::fmax(mc, s[j]);
+        }
+        float lc = 0, oc[E] = {0};
+        for (int j = 0; j < F; ++j) {
+          const float p = std::exp(s[j] - mc);
+          lc += p;
+          for (int k = 0; k < E; ++k) oc[k] += p * V[(b * NS + c + j) * E + k];
+        }
+        const float mn = std::fmax(m, mc), a = std::exp(m - mn), w = std::exp(mc - mn);
+        l = l * a + lc * w;
+        for (int k = 0; k < E; ++k) acc[k] = acc[k] * a + oc[k] * w;
+        m = mn;
+      }
+      for (int k = 0; k < E; ++k) O[(b * NQ + i) * E + k] = acc[k] / l;
+    }
+  return 0;
+}
+)";
+}
+
+}  // namespace
+
+TEST_CASE("edge suite: inputs are told apart as weights, additive masks and activations", "[tune][edge_suite]") {
+  const InputRoles causal = input_roles(test::lowered_text(kCausal, "causal"));
+  CHECK(causal.mask_axis == std::vector<int>{-1, -1, -1, 1});
+  CHECK(causal.weight == std::vector<bool>{false, false, false, false});
+  // nn.Linear's W (read transposed) and the bias are weights; X is what gets large.
+  const InputRoles gelu = input_roles(test::lowered_text(test::layer_text("gelu_linear"), "gelu_linear"));
+  CHECK(gelu.weight == std::vector<bool>{false, true, true});
+  CHECK(gelu.mask_axis == std::vector<int>{-1, -1, -1});
+  // Under a scale, against rank-4 scores, every input added to the scores is a mask (S's -inf is
+  // a masked logit); a max over an input alone is no mask.
+  const InputRoles scaled = input_roles(
+      test::lowered_text("program scaled(S: f32[b, h, q, s], M: f32[q, s]) {\n  return softmax((S + M) * 0.125)\n}\n", "scaled"));
+  CHECK(scaled.mask_axis == std::vector<int>{3, 1});
+  const InputRoles plain = input_roles(test::lowered_text("program plain(S: f32[n, s]) {\n  return softmax(S)\n}\n", "plain"));
+  CHECK(plain.mask_axis == std::vector<int>{-1});
+}
+
+TEST_CASE("edge suite: a causal attention's sets hold large magnitudes, rows of zeros and the -inf mask patterns", "[tune][edge_suite]") {
+  const Program program = test::lowered_text(kCausal, "causal");
+  std::map<std::string, Tensor> seeded;
+  const std::vector<tune::InputSet> sets = made_sets(program, kCausalDims, seeded);
+  std::vector<std::string> names;
+  for (const auto& s : sets) names.push_back(s.name);
+  // Outliers of 1e30 in Q and K meet in a logit (inf): the reference stays finite with 1e10.
+  CHECK(names == std::vector<std::string>{"std 10", "std 100", "outliers ±1e+10", "rows of zeros", "causal -inf mask (M)",
+                                          "-inf on a whole row (M)", "-inf on the first half of each row (M)",
+                                          "-inf on the first quarter of each row (M)", "-inf on the last quarter of each row (M)"});
+  // Large magnitudes: the activations scaled, the mask left as drawn.
+  float largest = 0;
+  for (float x : set_named(sets, "std 100").named.at("Q").data) largest = std::max(largest, std::fabs(x));
+  CHECK(largest > 150);
+  CHECK(set_named(sets, "std 100").named.at("M").data == seeded.at("M").data);
+  const Tensor& zeros = set_named(sets, "rows of zeros").named.at("K");
+  CHECK(std::all_of(zeros.data.begin(), zeros.data.begin() + 8, [](float x) { return x == 0; }));
+  CHECK(std::all_of(zeros.data.end() - 8, zeros.data.end(), [](float x) { return x == 0; }));
+  CHECK(zeros.data[8] != 0);
+  // The masks, [q, s] = [8, 16]: causal aligned to the last key (key j > query i + 8).
+  auto mask = [&](const std::string& name, int64_t i, int64_t j) { return set_named(sets, name).named.at("M").data[size_t(i * 16 + j)]; };
+  const float minus_inf = -INFINITY;
+  CHECK(mask("causal -inf mask (M)", 0, 8) == 0);
+  CHECK(mask("causal -inf mask (M)", 0, 9) == minus_inf);
+  CHECK(mask("causal -inf mask (M)", 7, 15) == 0);
+  CHECK(mask("-inf on a whole row (M)", 0, 3) == minus_inf);
+  CHECK(mask("-inf on a whole row (M)", 1, 3) == 0);
+  CHECK(mask("-inf on the first half of each row (M)", 5, 7) == minus_inf);
+  CHECK(mask("-inf on the first half of each row (M)", 5, 8) == 0);
+  CHECK(mask("-inf on the first quarter of each row (M)", 2, 3) == minus_inf);
+  CHECK(mask("-inf on the first quarter of each row (M)", 2, 4) == 0);
+  CHECK(mask("-inf on the last quarter of each row (M)", 2, 11) == 0);
+  CHECK(mask("-inf on the last quarter of each row (M)", 2, 12) == minus_inf);
+  // A fully masked row's softmax is NaN in the reference (B = 2 batches of row 0: 2 x 8 values);
+  // the other rows are finite.
+  CHECK(count_nan(set_named(sets, "-inf on a whole row (M)").reference[0]) == 2 * 8);
+  CHECK(count_nan(set_named(sets, "causal -inf mask (M)").reference[0]) == 0);
+}
+
+TEST_CASE("edge suite: outliers are as large as the reference stays finite with, and f16's near its range", "[tune][edge_suite]") {
+  // Y * Y of 1e30 overflows f32: the reference is finite only with smaller outliers.
+  std::map<std::string, Tensor> seeded;
+  const std::vector<tune::InputSet> f32 =
+      made_sets(test::lowered_text("program p(X: f32[n, d], W: f32[d, d]) {\n  Y = matmul(X, W)\n  return Y * Y\n}\n", "p"),
+                {{"n", 4}, {"d", 32}}, seeded);
+  CHECK(f32[2].name == "outliers ±1e+10");
+  std::map<std::string, Tensor> seeded16;
+  const std::vector<tune::InputSet> f16 = made_sets(test::lowered_example("rms_linear"), {{"n", 4}, {"d", 32}}, seeded16);
+  CHECK(f16[2].name == "outliers ±60000");
+  CHECK(std::count(f16[2].named.at("X").data.begin(), f16[2].named.at("X").data.end(), -60000.0f) == 2);
+}
+
+TEST_CASE("edge suite: an input with a domain gets a set at its domain's edge", "[tune][edge_suite][domains]") {
+  const Program program = test::lowered_text(
+      "program batchnorm(X: f32[n, d], mu: f32[d], var: f32[d], g: f32[d], b: f32[d]) {\n"
+      "  return (X - mu) / sqrt(var + 1e-5) * g + b\n}\n",
+      "batchnorm");
+  std::map<std::string, Tensor> seeded;
+  const std::vector<tune::InputSet> sets = made_sets(program, {{"n", 4}, {"d", 32}}, seeded);
+  const tune::InputSet& edges = set_named(sets, "domain edges");
+  CHECK(std::count(edges.named.at("var").data.begin(), edges.named.at("var").data.end(), 0.0f) >= 16);
+  for (const tune::InputSet& set : sets)
+    for (float v : set.reference[0].data) CHECK(std::isfinite(v));
+}
+
+TEST_CASE("edge check: a candidate that gives NaN on a fully masked chunk is rejected, naming the set", "[tune][edge_suite]") {
+  const Program program = test::lowered_text(kCausal, "causal");
+  const backend::cpu::CpuBackend cpu;
+  test::TempDir cache;
+  std::vector<backend::Build> builds{cpu.eager(program, kCausalDims), backend::Build{}};
+  builds[1].source = nan_on_masked_chunk_source();
+  cpu.compile(builds, backend::TargetDescription{}, {cache.path(), 2});
+  for (const auto& b : builds) REQUIRE(b.error == "");
+
+  std::map<std::string, Tensor> seeded;
+  random_inputs(program, kCausalDims, 0, &seeded);
+  // The eager baseline as item 0 and as a row (right everywhere), the buggy kernel as a row.
+  tune::TuneResult result;
+  result.rows.resize(2);
+  for (auto& row : result.rows) row.ok = true;
+  backend::KernelRunner runner;
+  backend::RunSettings run;
+  run.output_shapes = {{2, 8, 8}};
+  run.input_dtypes = {DType::F32, DType::F32, DType::F32, DType::F32};
+  run.output_dtypes = {DType::F32};
+  const tune::EdgeContext context{cpu, program, kCausalDims, {DType::F32}, [&](const std::vector<Tensor>& in) { runner.set_inputs(in); },
+                                  [&](size_t item) { return cpu.run(runner, builds[item == 2 ? 1 : 0], run, nullptr); }};
+  tune::check_edge_sets(result, tune::edge_suite(program, kCausalDims, seeded, 0), context, nullptr, [](const std::string&, int, int) {});
+  CHECK(result.edge_sets.size() == 9);
+  CHECK(result.edge_notes == std::vector<std::string>{});
+  INFO(result.rows[0].error);
+  CHECK(result.rows[0].ok);
+  CHECK_FALSE(result.rows[1].ok);
+  // Causal rows 0..3 see keys up to 8..11 only: their last quarter is all -inf, hence NaN.
+  CHECK_THAT(result.rows[1].error, Catch::StartsWith("wrong result on causal -inf mask (M): output 0 has ") &&
+                                       Catch::Contains(" NaN where the reference is finite (first at (0, 0, 0))"));
+}
+
+TEST_CASE("edge check: --check-with adds the user's data as a set, and a file of another shape is refused", "[tune][edge_suite]") {
+  test::TempDir dir;
+  Workspace ws;
+  ws.set_storage(dir.path(), dir / "cache");
+  ws.open("a.prism", test::read_example("rms_linear"), 1);
+  Tensor x = Tensor::zeros(DType::F32, {4, 64});
+  for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = float(i % 7) * 30 - 90;  // large and with a zero-ish spread
+  write_npy(dir / "x.npy", x);
+  tune::TuneRequest request;
+  request.bindings = {{"n", 4}, {"d", 64}};
+  request.top = 2;
+  request.check_with_files = {{"X", dir / "x.npy"}};
+  const tune::TuneResult r = ws.tune("rms_linear", request);
+  CHECK(std::find(r.edge_sets.begin(), r.edge_sets.end(), "your data (X)") != r.edge_sets.end());
+  CHECK_FALSE(r.from_db);
+  REQUIRE(r.best >= 0);
+  // Asked again with the data: measured again, never the DB's answer.
+  CHECK_FALSE(ws.tune("rms_linear", request).from_db);
+  write_npy(dir / "bad.npy", Tensor::zeros(DType::F32, {4, 32}));
+  request.check_with_files = {{"X", dir / "bad.npy"}};
+  CHECK_THROWS_WITH(ws.tune("rms_linear", request), Catch::Contains("the data to check 'X' with has shape (4, 32), not [n, d] = (4, 64)"));
+  request.check_with_files = {{"Y", dir / "x.npy"}};
+  CHECK_THROWS_WITH(ws.tune("rms_linear", request), Catch::Contains("'rms_linear' has no input 'Y' to check with"));
+}
