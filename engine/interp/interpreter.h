@@ -31,4 +31,12 @@ std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dim
 std::vector<Tensor> interpret(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
                               const CancelToken* cancel = nullptr);
 
+// The same, with every value (each input and each op's result) moved by 2^-18 of itself as it is
+// computed: times 1 + 2^-18 or 1 - 2^-18, by a fixed pseudo-random sign per position. How far an
+// output then moves is how far rounding an intermediate differently can move it, as a kernel
+// that sums in another order does: the edge suite's allowance for an ill-conditioned output
+// (tune/compare.h, compare_conditioned; docs/tuning.md, "The edge suite").
+std::vector<Tensor> interpret_moved(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
+                                    const CancelToken* cancel = nullptr);
+
 }  // namespace prism

@@ -33,12 +33,11 @@ Comparison compare_no_worse(const Tensor& got, const Tensor& want, const Tensor&
 // summing in another order moves it past the tolerance. `got` passes where
 //   |got - exact| <= |want - exact| + (unit_roundoff + rtol) |exact| + atol max|exact| + 2 |moved - exact|:
 // compare_no_worse's bound (unit_roundoff 0 and want = exact at f32) plus twice how far the exact
-// result moves when every input moves by 2^-18 of itself (`moved`, move_inputs), which is far
-// below the tolerance wherever the output is well-conditioned. One output each.
+// result moves when every value, input or intermediate, moves by 2^-18 of itself (`moved`,
+// interpret_moved), which is far below the tolerance wherever the output is well-conditioned.
+// One output each.
 Comparison compare_conditioned(const Tensor& got, const Tensor& want, const Tensor& exact, const Tensor& moved, double unit_roundoff,
                                double rtol, double atol);
-// Every value times 1 + 2^-18 or 1 - 2^-18, by a fixed pseudo-random sign per position.
-void move_inputs(std::map<std::string, Tensor>& inputs);
 
 // The edge suite's rule (docs/tuning.md, "The edge suite"): where the reference is not finite
 // nothing is compared (a fully masked row's softmax is NaN there, and a kernel may give anything);

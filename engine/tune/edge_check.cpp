@@ -93,11 +93,7 @@ void check_edge_sets(TuneResult& result, const std::vector<MakeInputSet>& sets, 
                                      return *exact;
                                    },
                                    [&]() -> const std::vector<Tensor>& {
-                                     if (!moved) {
-                                       std::map<std::string, Tensor> inputs = set.named;
-                                       move_inputs(inputs);
-                                       moved = interpret(wide, context.dims, inputs, cancel);
-                                     }
+                                     if (!moved) moved = interpret_moved(wide, context.dims, set.named, cancel);
                                      return *moved;
                                    }};
     context.set_inputs(ordered_inputs(context.program, set));

@@ -29,8 +29,8 @@ struct EdgeContext {
   std::function<backend::RunOutcome(size_t item)> run;                // item 0 the baseline, i + 1 row i (check order)
 };
 
-// The program at f32 on a set (`exact`), and on the set with its inputs moved by 2^-18 of
-// themselves (`moved`, compare.h's move_inputs): each computed when first asked for.
+// The program at f32 on a set (`exact`), and with every value moved by 2^-18 of itself as it is
+// computed (`moved`, interpreter.h's interpret_moved): each computed when first asked for.
 struct SetReferences {
   std::function<const std::vector<Tensor>&()> exact, moved;
 };

@@ -9,6 +9,7 @@
 #include "engine/backend/runner/runner.h"
 #include "engine/interp/interpreter.h"
 #include "engine/io/npy.h"
+#include "engine/tune/compare.h"
 #include "engine/tune/edge_check.h"
 #include "engine/tune/edge_suite.h"
 #include "engine/ir/input_roles.h"
@@ -220,4 +221,35 @@ TEST_CASE("edge check: --check-with adds the user's data as a set, and a file of
   CHECK_THROWS_WITH(ws.tune("rms_linear", request), Catch::Contains("the data to check 'X' with has shape (4, 32), not [n, d] = (4, 64)"));
   request.check_with_files = {{"Y", dir / "x.npy"}};
   CHECK_THROWS_WITH(ws.tune("rms_linear", request), Catch::Contains("'rms_linear' has no input 'Y' to check with"));
+}
+
+TEST_CASE("edge check: an ill-conditioned output is allowed what rounding its intermediates moves it", "[tune][edge_suite]") {
+  // qknorm_attention with outliers ±1e10 in V: p·V sums terms of ±7.8e7 that cancel, and a fused
+  // kernel summing in its own order landed 7 away from 0.0108. A dot product of equal weights
+  // with ±1e10 values is the same sum: moving the inputs alone can leave it cancelling exactly,
+  // moving every intermediate cannot.
+  const Program program = test::lowered_text("program dot(P: f32[n], V: f32[n]) {\n  return sum(P * V)\n}\n", "dot");
+  const DimBindings dims{{"n", 64}};
+  std::map<std::string, Tensor> named;
+  random_inputs(program, dims, 0, &named);
+  for (size_t i = 0; i < 64; ++i) {
+    named["P"].data[i] = 1.0f / 128;
+    named["V"].data[i] = i % 2 ? -1e10f : 1e10f;
+  }
+  const Tensor exact = interpret(program, dims, named).at(0), moved = interpret_moved(program, dims, named).at(0);
+  REQUIRE(exact.data.size() == 1);
+  CHECK(exact.data[0] == 0);
+  CHECK(std::fabs(moved.data[0]) > 1000);
+  // A kernel a few units of 7.8e7's rounding away passes; one far past what rounding explains fails.
+  Tensor got = exact;
+  got.data[0] = 8;
+  CHECK_FALSE(tune::compare_conditioned(got, exact, exact, moved, 0, 1e-3, 1e-4).failure);
+  got.data[0] = 1e9f;
+  CHECK(tune::compare_conditioned(got, exact, exact, moved, 0, 1e-3, 1e-4).failure);
+  // Where nothing cancels, rounding moves it little and the tolerance stays tight.
+  for (size_t i = 0; i < 64; ++i) named["V"].data[i] = 1;
+  const Tensor plain = interpret(program, dims, named).at(0), plain_moved = interpret_moved(program, dims, named).at(0);
+  got = plain;
+  got.data[0] = plain.data[0] * 1.01f;
+  CHECK(tune::compare_conditioned(got, plain, plain, plain_moved, 0, 1e-3, 1e-4).failure);
 }
