@@ -98,6 +98,10 @@ void check_tuned(Workspace& ws, const std::string& program, const std::map<std::
   request.top = 2;
   tune::TuneResult r = ws.tune(program, request);
   for (const auto& row : r.rows) UNSCOPED_INFO("candidate " << row.candidate << " " << tune::sizes_text(row.sizes) << ": " << (row.ok ? "ok" : row.error));
+  for (const std::string& note : r.edge_notes) UNSCOPED_INFO("edge note: " << note);
+  // Every row timed passed the seeded check and the edge suite (issue 45: what users' data holds).
+  CHECK_FALSE(r.edge_sets.empty());
+  for (const auto& row : r.rows) CHECK(row.error == "");
   REQUIRE(r.best >= 0);
   const tune::TuneRow& best = r.rows[size_t(r.best)];
   CHECK(best.ok);
