@@ -20,6 +20,8 @@ json row_json(const tune::TuneRow& row) {
     out["spread"] = row.spread;
     out["noisy"] = row.noisy;
     out["maxError"] = row.max_error;
+    out["vsEager"] = row.speedup;
+    out["rooflineFraction"] = row.roofline_fraction;
   } else {
     out["error"] = row.error;
   }
@@ -105,6 +107,7 @@ json tune_result_json(const tune::TuneResult& r) {
              {"compileSeconds", r.stats.compile_s},
              {"runSeconds", r.stats.run_s},
              {"totalSeconds", r.stats.total_s}}}};
+  if (r.roofline_drawn_ms > 0) out["rooflineDrawnMs"] = r.roofline_drawn_ms;
   if (!r.baseline_error.empty()) out["baselineError"] = r.baseline_error;
   if (!r.baseline_note.empty()) out["baselineNote"] = r.baseline_note;
   out["inputRange"] = r.input_range;

@@ -76,6 +76,15 @@ std::string number(double value) {
   return buf;
 }
 
+std::string duration_text(double ms) {
+  char buf[32];
+  const double us = ms * 1000;
+  if (us < 0.995) std::snprintf(buf, sizeof buf, "%.2f µs", us);
+  else if (us < 99.95) std::snprintf(buf, sizeof buf, "%.1f µs", us);
+  else std::snprintf(buf, sizeof buf, ms < 9.9995 ? "%.3f ms" : "%.1f ms", ms);
+  return buf;
+}
+
 std::string display_path(const std::string& uri) {
   std::string path = uri.rfind("file://", 0) == 0 ? uri.substr(7) : uri;
   std::error_code ec;

@@ -34,6 +34,9 @@ std::string tensor_type(const nlohmann::json& tensor);
 std::string tensor_decl(const nlohmann::json& tensor);
 // A number with up to 6 significant digits, as users read it.
 std::string number(double value);
+// A time given in ms, in the unit that fits it (docs/tuning.md, "The table"): "0.42 µs", "3.2 µs",
+// "85.4 µs" below 0.1 ms, "0.385 ms" up to 10 ms, "64.0 ms" above; never "0.000 ms".
+std::string duration_text(double ms);
 
 // Renders one LSP diagnostic (0-based line, byte character) as
 // "file:line:col: error: message", then the source line and a caret when `source` has that line.

@@ -12,11 +12,7 @@ namespace prism::repl {
 
 namespace {
 
-std::string ms(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, v < 10 ? "%.3f ms" : "%.1f ms", v);
-  return buf;
-}
+std::string ms(double v) { return duration_text(v); }
 
 std::string ratio(double v) {
   char buf[32];
@@ -89,6 +85,26 @@ std::string sizes_of(const json& sizes) {
   return s.empty() ? "-" : s;
 }
 
+namespace {
+
+// The roofline and, where the best ran faster than the one drawn from the measured peaks, what
+// was raised and why (tuner.h, fill_ratios).
+std::string roofline_text(const json& r) {
+  const std::string bound = r.value("rooflineBound", "");
+  const double drawn = r.value("rooflineDrawnMs", 0.0);
+  std::ostringstream out;
+  out << "roofline " << ms(r.value("rooflineMs", 0.0)) << " ("
+      << (bound == "cache" ? "memory-bound; the working set stays in the caches" : bound + "-bound")
+      << (drawn > 0 ? "; raised to the best's time" : "") << ")\n";
+  if (drawn > 0)
+    out << "note: the best ran faster than the " << ms(drawn) << " roofline drawn from the measured peaks ("
+        << number(std::round(r.value("bandwidthGBs", 0.0) * 10) / 10) << " GB/s, " << number(std::round(r.value("peakGflops", 0.0)))
+        << " GFLOP/s): they are below what this machine reaches\n";
+  return out.str();
+}
+
+}  // namespace
+
 std::string tune_report(const json& r, const std::string& program) {
   const json best = r.value("best", json());
   const json rows = r.value("rows", json::array());
@@ -100,9 +116,11 @@ std::string tune_report(const json& r, const std::string& program) {
       << (r.value("target", "") == "cuda" ? " threads per block" : " threads")
       << from_db_text(r) << "\n";
   Table summary({"EAGER", "BEST", "SPEEDUP", "ROOFLINE", "CANDIDATE", "SIZES", "SUMMARY"});
+  // The headline is the best row's own ratios (fill_ratios), so it cannot differ from that row.
+  const double speedup = best.is_object() ? best.value("vsEager", r.value("speedup", 0.0)) : 0.0;
   if (best.is_object()) {
-    summary.add({ms(r.value("baselineMs", 0.0)), ms(r.value("bestMs", 0.0)), ratio(r.value("speedup", 0.0)),
-                 percent(r.value("rooflineFraction", 0.0)), std::to_string(best.value("candidate", 0)),
+    summary.add({ms(r.value("baselineMs", 0.0)), ms(best.value("measuredMs", 0.0)), speedup > 0 ? ratio(speedup) : "-",
+                 percent(best.value("rooflineFraction", r.value("rooflineFraction", 0.0))), std::to_string(best.value("candidate", 0)),
                  sizes_of(best.value("sizes", json::object())), best.value("summary", "")});
   } else {
     // Nothing to time is not the same as nothing right: say which.
@@ -118,20 +136,17 @@ std::string tune_report(const json& r, const std::string& program) {
   out << edge_text(r);
   // Every candidate timed was slower than the eager baseline: say so where the speedup is, so that
   // nobody exports a kernel that loses to the ops run one by one.
-  if (best.is_object() && r.value("speedup", 0.0) > 0 && r.value("speedup", 0.0) < 1)
-    out << "note: the eager baseline is faster than every candidate timed (the best runs at " << ratio(r.value("speedup", 0.0))
+  if (speedup > 0 && speedup < 1)
+    out << "note: the eager baseline is faster than every candidate timed (the best runs at " << ratio(speedup)
         << " its speed); `code` and `export` still give that candidate\n";
-  std::string bound = r.value("rooflineBound", "");
-  out << "roofline " << ms(r.value("rooflineMs", 0.0)) << " ("
-      << (bound == "cache" ? "memory-bound; the working set stays in the caches" : bound + "-bound") << ")\n\n";
+  out << roofline_text(r) << "\n";
   Table timed({"CANDIDATE", "SIZES", "COST RANK", "PREDICTED", "MEASURED", "SPREAD", "VS EAGER", "ROOFLINE", "CHECK"});
-  const double roof = r.value("rooflineMs", 0.0);
   for (const auto& row : rows) {
-    bool ok = row.value("ok", false);
-    double measured = row.value("measuredMs", 0.0), base = r.value("baselineMs", 0.0);
+    const bool ok = row.value("ok", false);
+    const double vs = row.value("vsEager", 0.0);
     timed.add({std::to_string(row.value("candidate", 0)), sizes_of(row.value("sizes", json::object())),
-               std::to_string(row.value("costRank", 0)), ms(row.value("predictedMs", 0.0)), ok ? ms(measured) : "-",
-               ok ? spread_text(row) : "-", ok && base > 0 ? ratio(base / measured) : "-", ok && measured > 0 ? percent(roof / measured) : "-",
+               std::to_string(row.value("costRank", 0)), ms(row.value("predictedMs", 0.0)), ok ? ms(row.value("measuredMs", 0.0)) : "-",
+               ok ? spread_text(row) : "-", ok && vs > 0 ? ratio(vs) : "-", ok ? percent(row.value("rooflineFraction", 0.0)) : "-",
                ok ? "ok" : row.value("error", "failed")});
   }
   out << timed.render();

@@ -93,7 +93,7 @@ std::string percent(double fraction) {
   return text;
 }
 
-// Fills each item's median and spread, the best item and its per-round ratios.
+// Fills each item's median and spread, the best item, its speedup and its per-round ratios' spread.
 void summarize(Measurement& m, bool has_baseline) {
   for (ItemTiming& item : m.items)
     if (!item.failed) {
@@ -109,7 +109,7 @@ void summarize(Measurement& m, bool has_baseline) {
   std::vector<double> ratios;
   for (size_t r = 0; r < base.rounds.size() && r < best.rounds.size(); ++r)
     if (best.rounds[r] > 0) ratios.push_back(base.rounds[r] / best.rounds[r]);
-  m.speedup = median_of(ratios);
+  m.speedup = best.median_ms > 0 ? base.median_ms / best.median_ms : 0;
   m.ratio_spread = relative_spread(ratios);
 }
 

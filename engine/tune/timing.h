@@ -2,7 +2,9 @@
 // (the eager baseline and each candidate that passed) is timed in rounds, interleaved in one
 // worker (A B C … A B C …), so that load which comes and goes while the tuner runs falls on all of
 // them alike. An item's time is the median of its round times and its spread the interquartile
-// range over that median; the speedup is the median of the per-round ratios baseline / best.
+// range over that median; the speedup is the ratio of the baseline's median to the best's, so
+// every ratio a table shows is one of the times it shows (docs/tuning.md, "The table"). The
+// per-round ratios baseline / best say whether the rounds agree.
 //
 // An attempt is contended when the baseline's rounds disagree, the best's per-round ratios
 // disagree, other processes used more than `foreign_limit` cores or the hypervisor stole more than
@@ -73,7 +75,8 @@ struct Measurement {
   int attempts = 0, rounds = 0;     // attempts made, rounds in the last
   Load load;                        // during the last attempt
   int best = -1;                    // the fastest item after the baseline that did not fail
-  double speedup = 0, ratio_spread = 0;  // the best's per-round ratios (baseline / best)
+  double speedup = 0;               // the baseline's median over the best's
+  double ratio_spread = 0;          // the spread of the best's per-round ratios (baseline / best)
   std::string contention;           // why the last attempt counted as contended, "" when quiet
   std::string remeasured;           // why the attempt before it was measured again, "" after one attempt
   bool noisy = false;               // the last attempt is contended: `contention` says why

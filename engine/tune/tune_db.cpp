@@ -84,7 +84,7 @@ std::string format_tune_result(const TuneResult& r) {
   out << "inputs\t" << number(r.input_range) << "\t" << clean(r.input_note) << "\n";
   for (const std::string& set : r.edge_sets) out << "edge\t" << clean(set) << "\n";
   for (const std::string& note : r.edge_notes) out << "edge-note\t" << clean(note) << "\n";
-  out << "roofline\t" << number(r.roofline_ms) << "\t" << clean(r.roofline_bound) << "\n";
+  out << "roofline\t" << number(r.roofline_ms) << "\t" << clean(r.roofline_bound) << "\t" << number(r.roofline_drawn_ms) << "\n";
   out << "best\t" << r.best << "\t" << number(r.best_ms) << "\t" << number(r.speedup) << "\t" << number(r.roofline_fraction) << "\n";
   out << "correlation\t" << number(r.rank_correlation) << "\n";
   out << "stats\t" << r.stats.instantiations << "\t" << r.stats.compiled << "\t" << r.stats.cached << "\t"
@@ -144,6 +144,7 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         need(2), r.edge_notes.push_back(f[1]);
       } else if (tag == "roofline") {
         need(3), r.roofline_ms = std::stod(f[1]), r.roofline_bound = f[2];
+        if (f.size() > 3) r.roofline_drawn_ms = std::stod(f[3]);  // entries from before kTunerRevision 40 have none
       } else if (tag == "best") {
         need(5), r.best = std::stoi(f[1]), r.best_ms = std::stod(f[2]), r.speedup = std::stod(f[3]), r.roofline_fraction = std::stod(f[4]);
       } else if (tag == "correlation") {
@@ -180,6 +181,7 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
     return std::nullopt;
   }
   if (!ended || r.best >= int(r.rows.size())) return std::nullopt;
+  fill_ratios(r);  // the rows' ratios are their times'
   return r;
 }
 

@@ -291,12 +291,8 @@ void finish(TuneResult& result) {
       measured.push_back(row.measured_ms);
     }
   result.rank_correlation = spearman(predicted, measured);
-  if (!result.rows.empty() && result.rows[0].ok) {
-    result.best = 0;
-    result.best_ms = result.rows[0].measured_ms;
-    if (result.baseline_ms > 0) result.speedup = result.baseline_ms / result.best_ms;
-    result.roofline_fraction = result.roofline_ms / result.best_ms;
-  }
+  result.best = !result.rows.empty() && result.rows[0].ok ? 0 : -1;
+  fill_ratios(result);
 }
 
 namespace {
@@ -387,6 +383,24 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
     vb += (rb[i] - mean) * (rb[i] - mean);
   }
   return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : 0;
+}
+
+void fill_ratios(TuneResult& result) {
+  const TuneRow* best = result.best >= 0 && size_t(result.best) < result.rows.size() && result.rows[size_t(result.best)].ok
+                            ? &result.rows[size_t(result.best)]
+                            : nullptr;
+  result.best_ms = best ? best->measured_ms : 0;
+  if (best && result.roofline_ms > result.best_ms) {
+    if (result.roofline_drawn_ms <= 0) result.roofline_drawn_ms = result.roofline_ms;
+    result.roofline_ms = result.best_ms;
+  }
+  for (TuneRow& row : result.rows) {
+    const bool timed = row.ok && row.measured_ms > 0;
+    row.speedup = timed && result.baseline_ms > 0 ? result.baseline_ms / row.measured_ms : 0;
+    row.roofline_fraction = timed ? std::min(1.0, result.roofline_ms / row.measured_ms) : 0;
+  }
+  result.speedup = best ? best->speedup : 0;
+  result.roofline_fraction = best ? best->roofline_fraction : 0;
 }
 
 double regret(const TuneResult& result) {
@@ -515,12 +529,10 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
       return load_between(before, sample_cpu(runner.worker_pid() == pid ? pid : 0), cores);
     };
   };
-  const Measurement timing = time_rounds(result, env.timing, time_build, watch_load, report);
+  time_rounds(result, env.timing, time_build, watch_load, report);
   result.stats.run_s = seconds_since(run_start);
 
   finish(result);
-  // The speedup is the median of the per-round ratios: load that changed between rounds cancels.
-  if (result.best >= 0 && timing.speedup > 0) result.speedup = timing.speedup;
   result.measured.at = utc_now();
   result.measured.tuner_revision = kTunerRevision;
   result.measured.seed = request.seed;

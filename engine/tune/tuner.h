@@ -45,6 +45,8 @@ struct TuneRow {
   double measured_ms = 0;                // median of its round times (ok rows; engine/tune/timing.h)
   double spread = 0;                     // interquartile range of its round times over the median
   bool noisy = false;                    // spread above the timing policy's noise limit
+  double speedup = 0;                    // the baseline's median over this row's (fill_ratios; 0 without either)
+  double roofline_fraction = 0;          // roofline_ms / measured_ms, at most 1 (fill_ratios)
   double max_error = 0;                  // largest |kernel - reference| (ok rows)
   bool ok = false;
   std::string error;                     // compile error, crash, time-out, wrong result
@@ -92,8 +94,10 @@ struct TuneResult {
   std::vector<std::string> edge_sets;   // the edge suite's sets every row was checked on (edge_suite.h), and the user's
   std::vector<std::string> edge_notes;  // sets the eager baseline failed, sets whose reference is nowhere finite
   double best_ms = 0;          // 0 when no candidate passed
-  double speedup = 0;          // the median of the per-round ratios baseline / best
-  double roofline_ms = 0;      // max(compulsory bytes / bandwidth, flops / peak)
+  double speedup = 0;          // the best row's: baseline_ms / best_ms (fill_ratios)
+  double roofline_ms = 0;      // max(compulsory bytes / bandwidth, flops / peak), at most best_ms
+  double roofline_drawn_ms = 0;  // where the best ran faster than the roofline drawn from the
+                                 // measured peaks, that roofline (roofline_ms is then best_ms); else 0
   double roofline_fraction = 0;  // roofline_ms / best_ms
   std::string roofline_bound;  // "memory", "cache" (memory-bound, working set in the caches), "compute"
   int best = -1;               // index into rows
@@ -121,7 +125,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 39;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
+constexpr int kTunerRevision = 40;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
                                     // widening and partial overlap, narrower inputs where [-1, 1] overflows;
                                     // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
                                     // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums);
@@ -167,7 +171,17 @@ constexpr int kTunerRevision = 39;  // 9: the CPU matmul's K chunks and library 
                                     // each strip of W (W read once); 37: the same for a streaming B
                                     // stored as it is used (prism_mm_amx_rows); 38: the split
                                     // kernel stages B's next piece before this one's products; 39: every row
-                                    // also checked on the edge suite (edge_suite.h)
+                                    // also checked on the edge suite (edge_suite.h); 40: every ratio one of
+                                    // the same rounds' medians, rooflines at peaks timed by CPU time and a
+                                    // curve from the first levels; 16-bit composites' statistics in f32
+
+// Every ratio of a result from its times, by one definition (docs/tuning.md, "The table"): a
+// row's speedup is the eager baseline's median over the row's, both medians of the same
+// interleaved rounds, and the result's speedup is the best row's. A roofline is a time no
+// kernel beats: where the best did, the peaks it was drawn from were below what the machine
+// reaches, so it is raised to the best's time (roofline_drawn_ms keeps the drawn one) and no
+// fraction exceeds 1. Sets best_ms, speedup and roofline_fraction too; idempotent.
+void fill_ratios(TuneResult& result);
 
 // `lowered`: the program (at its declared dtypes: the backend stores it its way); `families`: its
 // verified search candidates; `env.target`: the backend's description of its machine. The

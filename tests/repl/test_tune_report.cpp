@@ -2,6 +2,7 @@
 // daemon sends them (docs/protocol.md, TuneResult): no daemon, no timings of this machine.
 #include <catch2/catch.hpp>
 
+#include "repl/format.h"
 #include "repl/tune_report.h"
 
 using namespace prism::repl;
@@ -14,10 +15,15 @@ namespace {
 json mlp_result(double baseline_ms, double best_ms) {
   json best = {{"candidate", 133}, {"sizes", {{"F1", 4}, {"g1", 8}}}, {"costRank", 1}, {"predictedMs", 0.03}, {"ok", true},
                {"measuredMs", best_ms}, {"spread", 0.02}, {"summary", "library matmul t0 = matmul(Y, Wu) after 1 custom kernel"}};
+  // Each timed row's ratios, as the daemon sends them (tuner.h, fill_ratios).
+  best["vsEager"] = baseline_ms / best_ms;
+  best["rooflineFraction"] = 0.0039 / best_ms;
   json slower = best;
   slower["candidate"] = 51;
   slower["costRank"] = 2;
   slower["measuredMs"] = best_ms * 1.3;
+  slower["vsEager"] = baseline_ms / (best_ms * 1.3);
+  slower["rooflineFraction"] = 0.0039 / (best_ms * 1.3);
   json failed = {{"candidate", 7}, {"sizes", {{"g1", 2}}}, {"costRank", 3}, {"predictedMs", 0.05}, {"ok", false},
                  {"error", "wrong result: output 0 differs at (3, 17)"}};
   return {{"program", "rmsnorm_mlp"}, {"target", "cuda"}, {"targetModel", "NVIDIA H200"}, {"bindings", {{"n", 8}, {"d", 2048}}},
@@ -34,10 +40,10 @@ TEST_CASE("tune report: the summary row, every timed candidate with its rank, an
   const std::string text = tune_report(mlp_result(0.0222, 0.0385), "rmsnorm_mlp");
   CHECK(text.find("rmsnorm_mlp d=2048 n=8 on cuda (NVIDIA H200; 4382 GB/s, 67000 GFLOP/s), 256 threads per block") == 0);
   INFO(text);
-  CHECK(text.find("0.022 ms  0.038 ms  0.58x") != std::string::npos);
+  CHECK(text.find("22.2 µs  38.5 µs  0.58x") != std::string::npos);
   CHECK(text.find("wrong result: output 0 differs at (3, 17)") != std::string::npos);
   CHECK(text.find("3 of 10218 instantiations timed") != std::string::npos);
-  CHECK(text.find("roofline 0.004 ms (memory-bound; the working set stays in the caches)") != std::string::npos);
+  CHECK(text.find("roofline 3.9 µs (memory-bound; the working set stays in the caches)") != std::string::npos);
 }
 
 TEST_CASE("tune report: when eager beats every candidate, the report says so before anyone exports one", "[repl][tune]") {
@@ -54,4 +60,37 @@ TEST_CASE("tune report: when eager beats every candidate, the report says so bef
   const std::string failed = tune_report(none, "rmsnorm_mlp");
   CHECK(failed.find("no candidate passed its check") != std::string::npos);
   CHECK(failed.find("eager baseline is faster") == std::string::npos);
+}
+
+TEST_CASE("tune report: the headline is the best row's own ratios, and no row shows more than its roofline", "[repl][tune][table]") {
+  // A result whose top-level speedup disagrees with its best row (an older daemon's median of
+  // per-round ratios): the summary shows the row's, so the two lines cannot contradict.
+  json r = mlp_result(64.0, 7.086);
+  r["speedup"] = 8.01;
+  r["target"] = "cpu";
+  // The best beat the roofline drawn from the measured peaks: raised to its time, and said so.
+  r["rooflineMs"] = 7.086;
+  r["rooflineDrawnMs"] = 9.0;
+  r["rooflineFraction"] = 1.0;
+  r["best"]["rooflineFraction"] = 1.0;
+  r["rows"][0] = r["best"];
+  r["rows"][1]["rooflineFraction"] = 7.086 / (7.086 * 1.3);
+  const std::string text = tune_report(r, "rms_linear");
+  INFO(text);
+  CHECK(text.find("64.0 ms  7.086 ms  9.03x    100%") != std::string::npos);
+  CHECK(text.find("8.01x") == std::string::npos);
+  CHECK(text.find("roofline 7.086 ms (memory-bound; the working set stays in the caches; raised to the best's time)") != std::string::npos);
+  CHECK(text.find("note: the best ran faster than the 9.000 ms roofline drawn from the measured peaks (4382 GB/s, 67000 GFLOP/s)") !=
+        std::string::npos);
+  for (const char* over : {"101%", "126%", "178%"}) CHECK(text.find(over) == std::string::npos);
+}
+
+TEST_CASE("tune report: a time is printed in the unit that fits it, never 0.000 ms", "[repl][tune][table]") {
+  CHECK(duration_text(0.00042) == "0.42 µs");
+  CHECK(duration_text(0.0032) == "3.2 µs");
+  CHECK(duration_text(0.0854) == "85.4 µs");
+  CHECK(duration_text(0.385) == "0.385 ms");
+  CHECK(duration_text(9.9) == "9.900 ms");
+  CHECK(duration_text(64.0) == "64.0 ms");
+  CHECK(duration_text(0) == "0.00 µs");
 }

@@ -115,10 +115,11 @@ int simd_bytes() {
 
 const char* isa_name(int bytes) { return bytes == 64 ? "AVX-512" : bytes == 32 ? "AVX2" : "SSE"; }
 
-// "|9": the file format with the read curve (measured in huge pages, from the second levels' sizes
-// on, at most twice apart up to the last level's point), vdpbf16ps's, AMX's and the widened FMAs'
-// rates; older files are measured again.
-std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|9"; }
+// "|10": the file format with the read curve (measured in huge pages, from the first levels' sizes
+// on, at most twice apart from the second levels up to the last level's point, over trials no
+// thread was interrupted in), vdpbf16ps's, AMX's and the widened FMAs' rates (each thread timed by
+// its CPU time); older files, whose peaks a busy machine could have lowered, are measured again.
+std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|10"; }
 
 // "bytes:gbs,bytes:gbs,…"
 std::string curve_text(const std::vector<std::pair<double, double>>& curve) {
@@ -139,11 +140,12 @@ std::vector<std::pair<double, double>> parse_curve(const std::string& text) {
   return curve;
 }
 
-// Ascending in bytes, and a larger set never reads faster than a smaller one (a pass disturbed
-// by another process would otherwise make the curve rise).
+// Ascending in bytes, and a smaller set reads at least as fast as a larger one did: a pass
+// disturbed by another process lowered its point, not what the machine reaches (docs/tuning.md,
+// "Peaks").
 void make_monotone(std::vector<std::pair<double, double>>& curve) {
   std::sort(curve.begin(), curve.end());
-  for (size_t i = 1; i < curve.size(); ++i) curve[i].second = std::min(curve[i].second, curve[i - 1].second);
+  for (size_t i = curve.size(); i-- > 1;) curve[i - 1].second = std::max(curve[i - 1].second, curve[i].second);
 }
 
 // The cache file: key=value lines; `key` must match for the measured values to be used.
@@ -183,7 +185,7 @@ void write_cache(const fs::path& file, const std::string& key, const TargetDescr
   write_file_atomically(file.string(), out.str());
 }
 
-// Bandwidths, the read curve and the f32 peak, measured here.
+// Bandwidths, the read curve and the peaks, measured here.
 void measure(TargetDescription& t, const fs::path& dir) {
   MeasureOptions options;
   options.threads = t.cores;
@@ -200,6 +202,10 @@ void measure(TargetDescription& t, const fs::path& dir) {
   const double l2_all = double(t.l2_bytes) * t.cores;
   if (t.l2_bytes > 0 && t.l3_bytes > 0)
     for (double f : {0.5, 1.0}) options.curve_bytes.push_back(int64_t(f * l2_all) / 64 * 64);
+  // And the first levels' sizes: a set they hold reads faster still, and below the curve's first
+  // point the roofline reads at that point's rate.
+  if (t.l1_bytes > 0 && t.l2_bytes > 0 && t.l3_bytes > 0)
+    for (double f : {0.5, 1.0}) options.curve_bytes.push_back(int64_t(f * double(t.l1_bytes) * t.cores) / 64 * 64);
   // And between the second levels and the last level's point, sizes at most twice apart: the curve
   // is interpolated between its points, and the fall from the second levels' rate to the last
   // level's is steep. On a 2-core Sapphire Rapids VM (4 MiB of L2, 480 MiB of L3) 4 MiB read at
@@ -207,17 +213,23 @@ void measure(TargetDescription& t, const fs::path& dir) {
   if (t.l2_bytes > 0 && options.cache_read_bytes > 0)
     for (double bytes = 1.5 * l2_all; bytes < 0.75 * double(options.cache_read_bytes); bytes = bytes < 2 * l2_all ? 2 * l2_all : 2 * bytes)
       options.curve_bytes.push_back(int64_t(bytes) / 64 * 64);
-  CpuMeasurement m = measure_cpu(options);
+  apply_measurement(t, measure_cpu(options), options.cache_read_bytes);
+}
+
+}  // namespace
+
+void apply_measurement(TargetDescription& t, const CpuMeasurement& m, int64_t cache_read_bytes) {
   t.bandwidth_gbs = m.bandwidth_gbs;
-  t.peak_gflops = m.peak_gflops;
   t.bf16_dot_gflops = m.bf16_dot_gflops;
   t.bf16_amx_gflops = m.bf16_amx_gflops;
-  // Measured a moment apart, either can catch a slower spell of a shared machine: widening never
-  // makes FMAs faster.
-  t.widen_f16_gflops = std::min(m.widen_f16_gflops, m.peak_gflops);
-  t.widen_bf16_gflops = std::min(m.widen_bf16_gflops, m.peak_gflops);
+  // FMAs that reached a rate while widening B reach it without: a measurement of the plain FMAs
+  // that came out lower caught a slower spell, and the roofline's peak is what was reached.
+  t.peak_gflops = std::max({m.peak_gflops, m.widen_f16_gflops, m.widen_bf16_gflops});
+  t.widen_f16_gflops = m.widen_f16_gflops;
+  t.widen_bf16_gflops = m.widen_bf16_gflops;
   t.cache_bandwidth_gbs = m.cache_bandwidth_gbs;
-  if (m.cache_bandwidth_gbs > 0) t.read_curve.emplace_back(double(options.cache_read_bytes), m.cache_bandwidth_gbs);
+  t.read_curve.clear();
+  if (m.cache_bandwidth_gbs > 0) t.read_curve.emplace_back(double(cache_read_bytes), m.cache_bandwidth_gbs);
   for (const auto& point : m.read_curve) t.read_curve.push_back(point);
   make_monotone(t.read_curve);
   // Memory's bandwidth: the best stream of a set the caches cannot hold (256 MiB, or the curve's
@@ -225,8 +237,6 @@ void measure(TargetDescription& t, const fs::path& dir) {
   if (!t.read_curve.empty() && t.read_curve.back().first >= 2 * t.cache_capacity() - 64)
     t.bandwidth_gbs = std::max(t.bandwidth_gbs, t.read_curve.back().second);
 }
-
-}  // namespace
 
 TargetDescription describe_cpu(const std::string& cache_dir) {
   TargetDescription t;

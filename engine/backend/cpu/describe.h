@@ -5,6 +5,7 @@
 #pragma once
 #include <string>
 
+#include "engine/backend/cpu/measure.h"
 #include "engine/backend/target.h"
 
 namespace prism::backend::cpu {
@@ -14,6 +15,13 @@ namespace prism::backend::cpu {
 // default_kernel_cache_dir() ($PRISM_CACHE_DIR, $XDG_CACHE_HOME/prism, ~/.cache/prism). Throws
 // Error{Failed} when the measuring kernels fail.
 TargetDescription describe_cpu(const std::string& cache_dir = "");
+
+// Sets `t`'s bandwidths, read curve and peaks from a measurement (`cache_read_bytes`: the size
+// its cache_bandwidth_gbs was read at). Every figure is what the machine reached (docs/tuning.md,
+// "Peaks"): the f32 FMA peak is at least every rate FMAs reached while also widening 16-bit
+// vectors, a larger set never reads faster than a smaller one, and memory's bandwidth is the
+// better of the large stream and the curve's point past the caches.
+void apply_measurement(TargetDescription& t, const CpuMeasurement& m, int64_t cache_read_bytes);
 
 // The OpenBLAS kernel set for this CPU's instructions: "SkylakeX" with AVX-512 (F, BW, DQ, VL),
 // "Haswell" with AVX2 and FMA, else null. Debian's OpenBLAS (DYNAMIC_ARCH) picks its kernels by

@@ -6,20 +6,23 @@ namespace prism::backend::cpu {
 
 namespace {
 
-// Both kernels time themselves with steady_clock inside one OpenMP parallel region, each thread
-// from a common barrier (thread start-up is not counted), and take the best of several short
-// trials: on a shared machine the best one is the least disturbed.
+// Every kernel times itself inside one OpenMP parallel region, each thread from a common barrier
+// (thread start-up is not counted), and takes the best of several short trials. The figures are
+// what the machine reaches (docs/tuning.md, "Peaks"), so another process on a shared machine
+// must not lower them:
 //
 // Read: every thread sums its contiguous chunk of a float array with eight independent vector
-// accumulators (enough to hide the add latency, so the loop waits on memory only); the array is
-// first-touched by the threads that read it. Bandwidth is shared: GB/s = all bytes / the slowest
-// thread's time.
+// accumulators (enough to hide the add latency, so the loop waits on memory only), as many
+// sweeps a trial as make it long enough to time; the array is first-touched by the threads that
+// read it. Bandwidth is shared: GB/s = all bytes / the slowest thread's wall time, of the best
+// trial (the least disturbed: another process stopping a thread only lengthens a trial).
 //
-// FMA: every thread runs CHAINS (10) independent chains acc = acc * a + b on vector registers of
-// the widest ISA the compiler targets (explicit FMA intrinsics: ISO C++ mode does not contract
-// a*b+c). Ten chains cover FMA latency (4 cycles) x 2 FMA pipes on current x86 cores, with
-// registers to spare. FMA units are per core: GFLOP/s = the sum of the threads' own rates
-// (2 * lanes * chains * iterations / the thread's time).
+// Compute (FMA, widened FMAs, vdpbf16ps, AMX): units are per core, so GFLOP/s = the sum of the
+// threads' own rates, each timed by the thread's CPU time: the rate while it runs, which a thread
+// the OS stops for another process does not lower. FMA: every thread runs CHAINS (10) independent
+// chains acc = acc * a + b on vector registers of the widest ISA the compiler targets (explicit
+// FMA intrinsics: ISO C++ mode does not contract a*b+c). Ten chains cover FMA latency (4 cycles)
+// x 2 FMA pipes on current x86 cores, with registers to spare.
 constexpr const char* kSource = R"(
 #include <algorithm>
 #include <chrono>
@@ -29,6 +32,7 @@ constexpr const char* kSource = R"(
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #if defined(__AVX512F__)
 typedef __m512 vec;
@@ -55,11 +59,23 @@ static inline float vsum(vec a) { float t[4]; _mm_storeu_ps(t, a); return t[0] +
 static const int kLanes = int(sizeof(vec) / sizeof(float));
 
 static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+// The calling thread's CPU time: what it ran, not what other processes took meanwhile.
+static double cpu_now() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
 
 volatile float g_sink;
 
+// At least this many bytes a trial, in sweeps over the array: a sweep of a set the first level
+// holds takes less than a microsecond, too short to time.
+static const long long kTrialBytes = 8LL << 20;
+
 extern "C" double prism_measure_read_gbs(long long bytes, int threads, int repeats) {
   const long long n = bytes / (long long)sizeof(float) / (8 * kLanes) * (8 * kLanes);
+  if (n <= 0) return 0;
+  const long long sweeps = std::max(1LL, kTrialBytes / (n * (long long)sizeof(float)));
   // In huge pages, as the runner hands kernels their inputs: with 4 KiB pages, TLB misses cut a
   // 256 MiB stream to about 60% of what it reads in 2 MiB pages.
   const size_t huge = size_t(2) << 20, size = (size_t(n) * sizeof(float) + huge - 1) / huge * huge;
@@ -70,8 +86,6 @@ extern "C" double prism_measure_read_gbs(long long bytes, int threads, int repea
   for (long long i = 0; i < n; ++i) data[i] = 1.0f;
   double best = 1e30;
   for (int r = 0; r < repeats; ++r) {
-    // Bandwidth is shared, so the rate is all bytes over the slowest thread's time, each thread
-    // timed from a common barrier (thread start-up is not counted).
     float total = 0;
     double slowest = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : total) reduction(max : slowest)
@@ -82,26 +96,27 @@ extern "C" double prism_measure_read_gbs(long long bytes, int threads, int repea
       long long blocks = n / (8 * kLanes);
       long long lo = blocks * t / nt * 8 * kLanes, hi = blocks * (t + 1) / nt * 8 * kLanes;
       vec a0 = vset(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-      for (long long i = lo; i < hi; i += 8 * kLanes) {
-        const float* p = data + i;
-        a0 = vadd(a0, vload(p)); a1 = vadd(a1, vload(p + kLanes));
-        a2 = vadd(a2, vload(p + 2 * kLanes)); a3 = vadd(a3, vload(p + 3 * kLanes));
-        a4 = vadd(a4, vload(p + 4 * kLanes)); a5 = vadd(a5, vload(p + 5 * kLanes));
-        a6 = vadd(a6, vload(p + 6 * kLanes)); a7 = vadd(a7, vload(p + 7 * kLanes));
-      }
+      for (long long s = 0; s < sweeps; ++s)
+        for (long long i = lo; i < hi; i += 8 * kLanes) {
+          const float* p = data + i;
+          a0 = vadd(a0, vload(p)); a1 = vadd(a1, vload(p + kLanes));
+          a2 = vadd(a2, vload(p + 2 * kLanes)); a3 = vadd(a3, vload(p + 3 * kLanes));
+          a4 = vadd(a4, vload(p + 4 * kLanes)); a5 = vadd(a5, vload(p + 5 * kLanes));
+          a6 = vadd(a6, vload(p + 6 * kLanes)); a7 = vadd(a7, vload(p + 7 * kLanes));
+        }
       total += vsum(vadd(vadd(vadd(a0, a1), vadd(a2, a3)), vadd(vadd(a4, a5), vadd(a6, a7))));
       slowest = now() - t0;
     }
     g_sink = total;
-    if (slowest < best) best = slowest;
+    best = std::min(best, slowest);
   }
   std::free(data);
-  return double(n) * sizeof(float) / best / 1e9;
+  return double(n) * sizeof(float) * double(sweeps) / best / 1e9;
 }
 
 #define CHAINS 10
-// Per-thread rates, summed: each thread times its own chains after a common barrier, so a thread
-// that the OS started late (another process on its core) does not make the others look slow.
+// Per-thread rates, summed: each thread times its own chains by its CPU time, so a thread that
+// the OS started late or stopped (another process on its core) does not make the rate look low.
 // FMA units are per core, so the per-core rates add up. `step(c, a, b)` is one instruction on
 // chain c; `flops` what it does per lane.
 template <class Step>
@@ -115,13 +130,13 @@ static double chains_trial(long long iters, int threads, double flops, float a0,
     vec c[CHAINS];
     for (int j = 0; j < CHAINS; ++j) c[j] = vset(float(j));
 #pragma omp barrier
-    double t0 = now();
+    double t0 = cpu_now();
     for (long long i = 0; i < iters; ++i)
       for (int j = 0; j < CHAINS; ++j) c[j] = step(c[j], a, b);
     vec s = c[0];
     for (int j = 1; j < CHAINS; ++j) s = vadd(s, c[j]);
     total += vsum(s);
-    rate += flops * kLanes * CHAINS * double(iters) / (now() - t0) / 1e9;
+    rate += flops * kLanes * CHAINS * double(iters) / (cpu_now() - t0) / 1e9;
   }
   g_sink = total;
   return rate;
@@ -181,7 +196,7 @@ static double widen_trial(long long iters, int threads) {
     for (int r = 0; r < MR; ++r)
       for (int v = 0; v < NV; ++v) c[r][v] = vset(float(r + v));
 #pragma omp barrier
-    double t0 = now();
+    double t0 = cpu_now();
     for (long long i = 0; i < iters; ++i) {
       __asm__ volatile("" ::: "memory");  // B is loaded and widened again every pass
       for (int k = 0; k < kRows; ++k) {
@@ -193,7 +208,7 @@ static double widen_trial(long long iters, int threads) {
         }
       }
     }
-    double seconds = now() - t0;
+    double seconds = cpu_now() - t0;
     vec s = vset(0);
     for (int r = 0; r < MR; ++r)
       for (int v = 0; v < NV; ++v) s = vadd(s, c[r][v]);
@@ -271,11 +286,11 @@ static double amx_trial(long long iters, int threads) {
     __asm__ volatile("tileloadd (%0,%1,1), %%tmm5" ::"r"(ones), "r"(64L) : "memory");
     __asm__ volatile("tilezero %%tmm0\n\ttilezero %%tmm1\n\ttilezero %%tmm2\n\ttilezero %%tmm3" ::);
 #pragma omp barrier
-    double t0 = now();
+    double t0 = cpu_now();
     for (long long i = 0; i < iters; ++i)
       __asm__ volatile("tdpbf16ps %%tmm5, %%tmm4, %%tmm0\n\ttdpbf16ps %%tmm5, %%tmm4, %%tmm1\n\t"
                        "tdpbf16ps %%tmm5, %%tmm4, %%tmm2\n\ttdpbf16ps %%tmm5, %%tmm4, %%tmm3" ::);
-    rate += 4.0 * 2 * 16 * 16 * 32 * double(iters) / (now() - t0) / 1e9;
+    rate += 4.0 * 2 * 16 * 16 * 32 * double(iters) / (cpu_now() - t0) / 1e9;
     __asm__ volatile("tilerelease" ::);
   }
   return rate;

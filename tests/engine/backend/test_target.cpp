@@ -112,6 +112,28 @@ TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][t
   CHECK_THAT(read_text(file), Catch::Contains("key=" + first.model));
 }
 
+TEST_CASE("peaks are what the machine reached: a disturbed measurement does not lower them", "[tune][target][table]") {
+  TargetDescription t = zen4_like();
+  t.read_curve = {{1, 1}};  // replaced, not added to
+  cpu::CpuMeasurement m;
+  m.bandwidth_gbs = 30;        // the 256 MiB stream caught a slow spell
+  m.cache_bandwidth_gbs = 150;  // read at 16 MiB
+  m.peak_gflops = 90;          // the plain FMAs caught one too ...
+  m.widen_f16_gflops = 120;    // ... while FMAs that also widened reached more
+  m.widen_bf16_gflops = 110;
+  // 32 KiB read slower than 1 MiB did (disturbed); 128 MiB, past twice the caches, at 45 GB/s.
+  m.read_curve = {{32 << 10, 250}, {1 << 20, 400}, {int64_t(128) << 20, 45}};
+  cpu::apply_measurement(t, m, 16 << 20);
+  CHECK(t.peak_gflops == 120);
+  CHECK(t.widen_f16_gflops == 120);
+  CHECK(t.widen_bf16_gflops == 110);
+  const std::vector<std::pair<double, double>> curve = {{32 << 10, 400}, {1 << 20, 400}, {16 << 20, 150}, {double(int64_t(128) << 20), 45}};
+  CHECK(t.read_curve == curve);
+  // Memory's bandwidth is the better of the stream and the curve's point past the caches.
+  CHECK(t.bandwidth_gbs == 45);
+  CHECK(t.bandwidth_for(1024) == 400);
+}
+
 TEST_CASE("targets are named and parsed in one place", "[tune][target]") {
   for (Target t : {Target::Cpu, Target::Cuda}) CHECK(parse_target(target_name(t)) == t);
   CHECK(target_name(Target::Cpu) == std::string("cpu"));

@@ -66,7 +66,7 @@ TEST_CASE("timing: load is what other processes used, from /proc", "[tune][timin
   CHECK(sample_cpu(int(::getpid())).process >= self.process);
 }
 
-TEST_CASE("timing: a quiet machine is measured once, and the speedup is the per-round ratio", "[tune][timing]") {
+TEST_CASE("timing: a quiet machine is measured once, and the speedup is the baseline's median over the best's", "[tune][timing]") {
   FakeClock clock{{4.0, 1.0, 2.0}};
   TimingPolicy policy;
   int rounds_heard = 0;
