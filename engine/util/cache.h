@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "engine/util/hash.h"
 #include "engine/util/user_dirs.h"
@@ -17,13 +18,29 @@ inline std::string env_or(const char* name, const std::string& fallback) {
   return v && *v ? std::string(v) : fallback;
 }
 
-// $PRISM_CACHE_DIR/<sub>, else $XDG_CACHE_HOME/prism/<sub>, else <home>/.cache/prism/<sub> (never
-// a shared directory: empty when there is no home, and ensure_private_dir then says so).
-inline std::string prism_cache_dir(const std::string& sub) {
-  if (auto dir = env_or("PRISM_CACHE_DIR", ""); !dir.empty()) return dir + "/" + sub;
-  if (auto dir = env_or("XDG_CACHE_HOME", ""); !dir.empty()) return dir + "/prism/" + sub;
+// $PRISM_CACHE_DIR, else $XDG_CACHE_HOME/prism, else <home>/.cache/prism (never a shared
+// directory: empty when there is no home, and PrivateDir then says so). Every directory from
+// here down is checked before a cache entry is read or written (private_dir.h).
+inline std::string prism_cache_root() {
+  if (auto dir = env_or("PRISM_CACHE_DIR", ""); !dir.empty()) return dir;
+  if (auto dir = env_or("XDG_CACHE_HOME", ""); !dir.empty()) return dir + "/prism";
   std::string home = home_dir();
-  return home.empty() ? std::string() : home + "/.cache/prism/" + sub;
+  return home.empty() ? std::string() : home + "/.cache/prism";
+}
+
+// prism_cache_root()/<sub>; empty when there is no root.
+inline std::string prism_cache_dir(const std::string& sub) {
+  const std::string root = prism_cache_root();
+  return root.empty() ? root : root + "/" + sub;
+}
+
+// Where the check of a cache directory starts: {prism_cache_root(), the rest} when `dir` lies
+// below the root, else {dir, ""} (a directory named explicitly is its own root).
+inline std::pair<std::string, std::string> cache_root_and_sub(const std::string& dir) {
+  const std::string root = prism_cache_root();
+  if (!root.empty() && dir.size() > root.size() + 1 && dir.compare(0, root.size(), root) == 0 && dir[root.size()] == '/')
+    return {root, dir.substr(root.size() + 1)};
+  return {dir, ""};
 }
 
 // 32 hex digits naming `text` (two FNV-1a hashes, the second salted): collisions between cache

@@ -20,18 +20,6 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
-// Writes all of `bytes`, retrying short writes and EINTR.
-bool write_all(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 void sync_directory_of(const std::string& path) {
   std::string dir = std::filesystem::path(path).parent_path().string();
   int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -42,6 +30,17 @@ void sync_directory_of(const std::string& path) {
 
 }  // namespace
 
+bool write_all(int fd, std::string_view bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 void make_private_dirs(const std::string& dir) {
   std::filesystem::path partial;
   for (const auto& part : std::filesystem::path(dir)) {
@@ -49,25 +48,6 @@ void make_private_dirs(const std::string& dir) {
     if (partial.empty() || partial == "/") continue;
     ::mkdir(partial.c_str(), 0700);
   }
-}
-
-std::string ensure_private_dir(const std::string& dir) {
-  if (dir.empty()) return "no directory given";
-  make_private_dirs(dir);
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0) return "cannot create the directory " + dir + ": " + errno_text();
-  if (!S_ISDIR(st.st_mode)) return dir + " is not a directory";
-  if (st.st_uid != ::geteuid())
-    return "the directory " + dir + " belongs to another user (uid " + std::to_string(st.st_uid) +
-           "); prism keeps its files only in directories of its own user";
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
-    return "the directory " + dir + " is writable by other users (mode " + [&] {
-      char mode[8];
-      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-      return std::string(mode);
-    }() + "), so what is in it cannot be trusted; remove it or `chmod 700` it after checking its contents";
-  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) return "cannot make the directory " + dir + " private: " + errno_text();
-  return {};
 }
 
 std::string temp_name_for(const std::string& path) {
@@ -92,51 +72,59 @@ std::string write_file_atomically(const std::string& path, const std::string& by
 }
 
 FileContents read_regular_file(const std::string& path, size_t max_bytes) {
-  FileContents out;
   // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) {
-    out.error = "cannot read " + path + ": " + errno_text();
-    return out;
-  }
+  if (fd < 0) return {std::nullopt, "cannot read " + path + ": " + errno_text()};
+  FileContents out = read_open_file(fd, path, max_bytes);
+  ::close(fd);
+  return out;
+}
+
+std::string not_regular_reason(const std::string& path, unsigned mode) {
+  if (S_ISREG(mode)) return {};
+  return path + " is not a regular file" +
+         (S_ISFIFO(mode)                ? " (a FIFO)"
+          : S_ISDIR(mode)               ? " (a directory)"
+          : S_ISCHR(mode) || S_ISBLK(mode) ? " (a device)"
+                                        : "");
+}
+
+FileContents read_open_file(int fd, const std::string& path, size_t max_bytes) {
+  FileContents out;
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     out.error = "cannot read " + path + ": " + errno_text();
-  } else if (!S_ISREG(st.st_mode)) {
-    out.error = path + " is not a regular file" +
-                (S_ISFIFO(st.st_mode)                         ? " (a FIFO)"
-                 : S_ISDIR(st.st_mode)                        ? " (a directory)"
-                 : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? " (a device)"
-                                                              : "");
-  } else if (static_cast<size_t>(st.st_size) > max_bytes) {
-    out.error = path + " is " + std::to_string(st.st_size) + " bytes, more than the limit of " + std::to_string(max_bytes);
-  } else {
-    std::string bytes;
-    bytes.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    // The file may shrink or grow meanwhile: read what is there, up to the limit.
-    for (;;) {
-      if (done == bytes.size()) {
-        if (bytes.size() >= max_bytes + 1) break;
-        bytes.resize(std::min(max_bytes + 1, bytes.size() + 65536));
-      }
-      ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        out.error = "cannot read " + path + ": " + errno_text();
-        break;
-      }
-      if (n == 0) break;
-      done += static_cast<size_t>(n);
-    }
-    if (out.error.empty() && done > max_bytes)
-      out.error = path + " grew past the limit of " + std::to_string(max_bytes) + " bytes while it was read";
-    if (out.error.empty()) {
-      bytes.resize(done);
-      out.bytes = std::move(bytes);
-    }
+    return out;
   }
-  ::close(fd);
+  if (out.error = not_regular_reason(path, st.st_mode); !out.error.empty()) return out;
+  if (static_cast<size_t>(st.st_size) > max_bytes) {
+    out.error = path + " is " + std::to_string(st.st_size) + " bytes, more than the limit of " + std::to_string(max_bytes);
+    return out;
+  }
+  std::string bytes;
+  bytes.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  // The file may shrink or grow meanwhile: read what is there, up to the limit.
+  for (;;) {
+    if (done == bytes.size()) {
+      if (bytes.size() >= max_bytes + 1) break;
+      bytes.resize(std::min(max_bytes + 1, bytes.size() + 65536));
+    }
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      out.error = "cannot read " + path + ": " + errno_text();
+      return out;
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  if (done > max_bytes) {
+    out.error = path + " grew past the limit of " + std::to_string(max_bytes) + " bytes while it was read";
+    return out;
+  }
+  bytes.resize(done);
+  out.bytes = std::move(bytes);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace prism {
 
@@ -15,7 +16,8 @@ void make_private_dirs(const std::string& dir);
 // Creates `dir` (and missing parents) with mode 0700 and checks it: a directory (a symlink to
 // one is followed) owned by this user and writable by nobody else. A directory of ours that
 // others may only read is tightened to 0700. Returns an error message for the user, empty on
-// success.
+// success. (A check of a path, good for a directory used once; what is read or loaded from a
+// directory later goes through a PrivateDir, private_dir.h.)
 std::string ensure_private_dir(const std::string& dir);
 
 // Writes `bytes` to `path` as a new file of `mode` (0600: private state; a user's export passes
@@ -33,6 +35,16 @@ struct FileContents {
 // Reads a regular file of at most `max_bytes` (symlinks to one are followed). A FIFO, a device,
 // a directory or a larger file is an error, found without reading it or blocking.
 FileContents read_regular_file(const std::string& path, size_t max_bytes);
+
+// The same for a file already open at `fd` (left open); `path` names it in messages.
+FileContents read_open_file(int fd, const std::string& path, size_t max_bytes);
+
+// Why a file of this st_mode is not a regular file ("PATH is not a regular file (a FIFO)"), empty
+// when it is one.
+std::string not_regular_reason(const std::string& path, unsigned mode);
+
+// Writes all of `bytes` to `fd`, retrying short writes and EINTR.
+bool write_all(int fd, std::string_view bytes);
 
 // Removes "<name>.tmp.<pid>.<n>" files in `dir` whose writer process is gone (a kill -9 mid-write),
 // also where its pid now names a process that started after the file was written (pids wrap).

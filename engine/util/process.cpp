@@ -30,13 +30,15 @@ namespace {
 // collect2, ld) that no parent-death signal reaches; when prism dies, this keeper kills the whole group,
 // so no linker writes into the kernel cache after a restart cleaned it (D13). Only async-signal-safe
 // calls after the fork, bar setenv/execvp's own work in the grandchild.
-[[noreturn]] void keep_group(pid_t parent, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+[[noreturn]] void keep_group(pid_t parent, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                             int cwd_fd) {
   // Not die_with_parent: its SIGKILL would end this keeper alone, and it comes when the forking
   // thread ends, not prism. The loop below watches the parent process instead.
   ::setpgid(0, 0);  // its own group, so a time-out or the keeper kills what it started too
   pid_t command = ::fork();
   if (command < 0) ::_exit(127);
   if (command == 0) {
+    if (cwd_fd >= 0 && ::fchdir(cwd_fd) != 0) ::_exit(127);
     for (int fd = 3; fd < 256; ++fd) ::close(fd);
     for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> args;
@@ -68,7 +70,7 @@ namespace {
 }  // namespace
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input, const std::map<std::string, std::string>& env,
-                          std::chrono::milliseconds limit) {
+                          std::chrono::milliseconds limit, int cwd_fd) {
   int in_pipe[2], out_pipe[2], err_pipe[2];
   if (::pipe(in_pipe) || ::pipe(out_pipe) || ::pipe(err_pipe)) throw std::runtime_error("pipe failed");
   const pid_t parent = ::getpid();
@@ -78,7 +80,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
     ::dup2(in_pipe[0], 0);
     ::dup2(out_pipe[1], 1);
     ::dup2(err_pipe[1], 2);
-    keep_group(parent, argv, env);
+    keep_group(parent, argv, env, cwd_fd);
   }
   ::close(in_pipe[0]);
   ::close(out_pipe[1]);

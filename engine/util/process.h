@@ -26,10 +26,12 @@ void die_with_parent(pid_t parent);
 // argv[0] without a '/' is looked up in PATH. `env` entries are set on top of the environment.
 // The command runs in a process group of its own under a keeper process that kills the whole group
 // when prism dies, so neither it nor anything it started (a compiler's linker) outlives prism.
+// `cwd_fd`: a directory descriptor the command runs in (its relative paths name files in that
+// very directory, whatever is renamed around it); -1: the current directory.
 // Throws std::runtime_error only when the process cannot be started at all.
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& input = "",
                           const std::map<std::string, std::string>& env = {},
-                          std::chrono::milliseconds limit = std::chrono::seconds(60));
+                          std::chrono::milliseconds limit = std::chrono::seconds(60), int cwd_fd = -1);
 
 // Starts `argv` (argv[0] looked up in PATH) as a daemon of its own: a new session, stdin from
 // /dev/null, stdout and stderr appended to `log` (0600), every other descriptor closed. Returns

@@ -1,6 +1,7 @@
 #include "engine/backend/cpu/compiler.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +22,7 @@
 
 #include "engine/error.h"
 #include "engine/util/cache.h"
+#include "engine/util/private_dir.h"
 #include "engine/util/private_files.h"
 #include "engine/util/process.h"
 #include "engine/util/sealed_file.h"
@@ -93,6 +95,23 @@ std::string default_kernel_cache_dir() {
   return prism_cache_dir("kernels");
 }
 
+namespace {
+
+// The kernel cache held open: checked from the cache root down (docs/protocol.md "Security").
+// The cache holds code this user will run, so it is refused when anyone else could have written
+// to any directory of it.
+PrivateDir open_kernel_cache(const CompileOptions& options) {
+  const std::string dir = options.cache_dir.empty() ? default_kernel_cache_dir() : options.cache_dir;
+  if (dir.empty()) throw Error(Error::Kind::Failed, "no kernel cache: set PRISM_CACHE_DIR or HOME");
+  const auto [root, sub] = options.cache_dir.empty() ? std::pair{prism_cache_root(), std::string("kernels")}
+                                                     : std::pair{options.cache_dir, std::string()};
+  PrivateDir cache = PrivateDir::open(root, sub, /*create=*/true);
+  if (!cache.ok()) throw Error(Error::Kind::Failed, "the kernel cache is unsafe: " + cache.error());
+  return cache;
+}
+
+}  // namespace
+
 CompiledLibrary compile_library(const std::string& source, const CompileOptions& options) {
   const std::string compiler = compiler_of(options);
   std::string key_text = compiler_identity(compiler) + "\x1c" + cpu_features();
@@ -101,58 +120,49 @@ CompiledLibrary compile_library(const std::string& source, const CompileOptions&
   key_text += "\x1d" + source;
   CompiledLibrary result;
   result.key = content_key(key_text, "prism-kernel:");
-  const fs::path dir = options.cache_dir.empty() ? default_kernel_cache_dir() : options.cache_dir;
-  if (dir.empty()) throw Error(Error::Kind::Failed, "no kernel cache: set PRISM_CACHE_DIR or HOME");
-  // The cache holds code this user will run: refused when anyone else could have written to it.
-  if (std::string problem = ensure_private_dir(dir.string()); !problem.empty())
-    throw Error(Error::Kind::Failed, "the kernel cache is unsafe: " + problem);
-  result.path = (dir / (result.key + ".so")).string();
-  FileContents cached = read_sealed_file(result.path, kMaxLibraryBytes);
-  if (cached.bytes) {
+  const PrivateDir cache = open_kernel_cache(options);
+  const std::string name = result.key + ".so";
+  result.path = cache.path() + "/" + name;
+  if (read_sealed_file(cache, name, kMaxLibraryBytes).bytes) {
     result.cached = true;
     return result;
   }
   // Missing, truncated (a kill -9 mid-write by an old prism) or changed: built again, and the
-  // rename below replaces it.
-  std::error_code ec;
-
+  // rename below replaces it. The compiler runs in the cache directory itself (its descriptor),
+  // with names relative to it: what it reads and writes is in the directory that was checked.
   static std::atomic<uint64_t> counter{0};
   const std::string stem = result.key + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  const fs::path src = dir / (stem + ".cpp"), obj = dir / (stem + ".so");
-  {
-    std::ofstream out(src);
-    out << source;
-    if (!out) throw Error(Error::Kind::Failed, "cannot write " + src.string());
-  }
+  const std::string src = stem + ".cpp", obj = stem + ".so";
+  if (std::string problem = cache.write(src, source); !problem.empty()) throw Error(Error::Kind::Failed, problem);
   std::vector<std::string> argv{compiler};
   argv.insert(argv.end(), options.flags.begin(), options.flags.end());
-  argv.insert(argv.end(), {src.string(), "-o", obj.string()});
+  argv.insert(argv.end(), {"./" + src, "-o", "./" + obj});
   argv.insert(argv.end(), options.libs.begin(), options.libs.end());
   auto start = std::chrono::steady_clock::now();
   ProcessResult r;
   try {
-    r = run_process(argv, "", {}, std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000)));
+    r = run_process(argv, "", {}, std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000)), cache.fd());
   } catch (const std::exception& e) {
-    fs::remove(src, ec);
+    cache.remove(src);
     throw Error(Error::Kind::Failed, "cannot run the compiler '" + compiler + "': " + e.what());
   }
   result.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fs::remove(src, ec);
+  cache.remove(src);
   if (r.timed_out || r.exit_code != 0) {
-    fs::remove(obj, ec);
+    cache.remove(obj);
     if (r.timed_out)
       throw Error(Error::Kind::Failed, "the compiler '" + compiler + "' took more than " + std::to_string(int(options.timeout_s)) + " s");
     throw Error(Error::Kind::Failed, "the compiler '" + compiler + "' failed (exit " + std::to_string(r.exit_code) +
                                          "):\n" + first_lines(r.err + r.out, 12));
   }
-  FileContents built = read_regular_file(obj.string(), kMaxLibraryBytes);
-  std::string problem = built.bytes ? write_seal(result.path, *built.bytes) : built.error;
+  ::fchmodat(cache.fd(), obj.c_str(), 0600, 0);  // whatever the umask made it
+  FileContents built = cache.read(obj, kMaxLibraryBytes);
+  std::string problem = built.bytes ? write_seal(cache, name, *built.bytes) : built.error;
+  if (problem.empty()) problem = cache.rename(obj, name);
   if (!problem.empty()) {
-    fs::remove(obj, ec);
-    throw Error(Error::Kind::Failed, "cannot record the compiled kernel's checksum: " + problem);
+    cache.remove(obj);
+    throw Error(Error::Kind::Failed, "cannot store the compiled kernel: " + problem);
   }
-  fs::rename(obj, result.path, ec);
-  if (ec) throw Error(Error::Kind::Failed, "cannot move the compiled kernel into " + result.path + ": " + ec.message());
   return result;
 }
 
@@ -175,18 +185,24 @@ std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& s
 }
 
 LoadedLibrary::LoadedLibrary(const std::string& path) : path_(path) {
-  // The bytes are checked against the checksum written when prism built them and loaded from a
-  // private copy under a name used once: what runs is exactly what was checked, whatever happens
-  // to the cache file meanwhile. (Not a memfd: the loader would take a reused /proc/self/fd/N
-  // name for the library loaded under it before.)
-  FileContents file = read_sealed_file(path, kMaxLibraryBytes);
-  if (!file.bytes) throw Error(Error::Kind::Failed, "cannot load the kernel library: " + file.error);
-  const std::string copy = temp_name_for(path) + ".so";
-  if (std::string problem = write_file_atomically(copy, *file.bytes); !problem.empty())
+  // Every directory from the cache root down is checked first, and held open: the bytes are read
+  // through it, checked against the checksum written when prism built them, and loaded from a
+  // private copy in that same directory, under a name used once, by a path through its
+  // descriptor. What runs is exactly what was checked, in a directory nobody else can write,
+  // whatever is renamed around it meanwhile (docs/protocol.md "Security"). (Not a memfd: the
+  // loader would take a reused /proc/self/fd/N name for the library loaded under it before.)
+  const fs::path file(path);
+  const auto [root, sub] = cache_root_and_sub(file.parent_path().string());
+  const PrivateDir dir = PrivateDir::open(root, sub);
+  if (!dir.ok()) throw Error(Error::Kind::Failed, "cannot load the kernel library " + path + ": " + dir.error());
+  FileContents bytes = read_sealed_file(dir, file.filename().string(), kMaxLibraryBytes);
+  if (!bytes.bytes) throw Error(Error::Kind::Failed, "cannot load the kernel library: " + bytes.error);
+  const std::string copy = temp_name_for(file.filename().string()) + ".so";
+  if (std::string problem = dir.write(copy, *bytes.bytes); !problem.empty())
     throw Error(Error::Kind::Failed, "cannot load " + path + ": " + problem);
   // Never unmapped: a library that used OpenMP leaves idle pool threads whose code must stay.
-  handle_ = ::dlopen(copy.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  ::unlink(copy.c_str());  // the mapping keeps it alive
+  handle_ = ::dlopen(dir.fd_path(copy).c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  dir.remove(copy);  // the mapping keeps it alive
   if (!handle_) {
     const char* why = ::dlerror();
     throw Error(Error::Kind::Failed, "cannot load " + path + ": " + (why ? why : "unknown error"));

@@ -2,7 +2,9 @@
 // the cache key is a hash of the compiler's identity, this CPU's features, the flags and the
 // source, so the same kernel is never compiled twice (across daemon restarts too), and a changed
 // compiler, CPU or flag set never reuses a stale object. Objects are written to a temporary name and renamed into place, so
-// concurrent compiles of the same source (threads or processes) are safe.
+// concurrent compiles of the same source (threads or processes) are safe. Every directory from the
+// cache root down is checked before each compile and each load, and both go through the checked
+// directory's descriptor (engine/util/private_dir.h, docs/protocol.md "Security").
 #pragma once
 #include <string>
 #include <vector>
@@ -53,7 +55,9 @@ std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& s
 // OpenMP leaves pool threads behind, so its code is never unmapped).
 class LoadedLibrary {
  public:
-  explicit LoadedLibrary(const std::string& path);  // throws Error{Failed} with dlerror()
+  // Throws Error{Failed} with dlerror(), or when the library's directory (from prism's cache root
+  // down, when it lies below it) is not private, or the bytes do not match their checksum.
+  explicit LoadedLibrary(const std::string& path);
   ~LoadedLibrary();
   LoadedLibrary(const LoadedLibrary&) = delete;
   LoadedLibrary& operator=(const LoadedLibrary&) = delete;

@@ -13,7 +13,9 @@
 
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/measure.h"
-#include "engine/util/private_files.h"
+#include "engine/error.h"
+#include "engine/util/cache.h"
+#include "engine/util/private_dir.h"
 
 namespace prism::backend::cpu {
 
@@ -115,6 +117,8 @@ int simd_bytes() {
 
 const char* isa_name(int bytes) { return bytes == 64 ? "AVX-512" : bytes == 32 ? "AVX2" : "SSE"; }
 
+constexpr const char* kCacheFile = "cpu-target.txt";
+
 // "|10": the file format with the read curve (measured in huge pages, from the first levels' sizes
 // on, at most twice apart from the second levels up to the last level's point, over trials no
 // thread was interrupted in), vdpbf16ps's, AMX's and the widened FMAs' rates (each thread timed by
@@ -149,8 +153,8 @@ void make_monotone(std::vector<std::pair<double, double>>& curve) {
 }
 
 // The cache file: key=value lines; `key` must match for the measured values to be used.
-bool read_cache(const fs::path& file, const std::string& key, TargetDescription& t) {
-  FileContents text = read_regular_file(file.string(), 1 << 16);
+bool read_cache(const PrivateDir& dir, const std::string& key, TargetDescription& t) {
+  FileContents text = dir.read(kCacheFile, 1 << 16);
   if (!text.bytes) return false;
   std::istringstream in(*text.bytes);
   std::map<std::string, std::string> kv;
@@ -173,8 +177,7 @@ bool read_cache(const fs::path& file, const std::string& key, TargetDescription&
 }
 
 // Written whole (private_files.h): a concurrent reader never sees half a file.
-void write_cache(const fs::path& file, const std::string& key, const TargetDescription& t) {
-  if (!ensure_private_dir(file.parent_path().string()).empty()) return;  // costs a measurement next time
+void write_cache(const PrivateDir& dir, const std::string& key, const TargetDescription& t) {
   std::ostringstream out;
   out.precision(17);
   out << "key=" << key << "\nmodel=" << t.model << "\ncores=" << t.cores << "\nbandwidth_gbs=" << t.bandwidth_gbs
@@ -182,7 +185,7 @@ void write_cache(const fs::path& file, const std::string& key, const TargetDescr
       << "\nbf16_dot_gflops=" << t.bf16_dot_gflops << "\nbf16_amx_gflops=" << t.bf16_amx_gflops
       << "\nwiden_f16_gflops=" << t.widen_f16_gflops << "\nwiden_bf16_gflops=" << t.widen_bf16_gflops
       << "\nread_curve=" << curve_text(t.read_curve) << "\n";
-  write_file_atomically(file.string(), out.str());
+  dir.write(kCacheFile, out.str());  // a failure costs a measurement next time
 }
 
 // Bandwidths, the read curve and the peaks, measured here.
@@ -250,12 +253,15 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   t.fast_memory_bytes = t.l2_bytes > 0 ? t.l2_bytes / 2 : 256 * 1024;
   t.measured = true;
 
-  fs::path dir = cache_dir.empty() ? fs::path(default_kernel_cache_dir()).parent_path() : fs::path(cache_dir);
-  fs::path file = dir / "cpu-target.txt";
+  const fs::path dir = cache_dir.empty() ? prism_cache_root() : cache_dir;
+  // Read and written only through a checked directory (docs/protocol.md "Security"): a
+  // description planted by someone who could write there would skew every roofline and cost.
+  const PrivateDir cache = PrivateDir::open(dir.string(), "", /*create=*/true);
+  if (!cache.ok()) throw Error(Error::Kind::Failed, "the CPU description's cache is unsafe: " + cache.error());
   const std::string key = cache_key(t);
-  if (!read_cache(file, key, t)) {
+  if (!read_cache(cache, key, t)) {
     measure(t, dir);
-    write_cache(file, key, t);
+    write_cache(cache, key, t);
   }
   // vdpbf16ps replaces an FMA pair and the widening of B; at less than the FMA's flop rate
   // (Sapphire Rapids: half) widening is faster, and bf16 matmuls widen.

@@ -185,12 +185,13 @@ PtxResult compile_to_ptx(const std::string& source, const std::string& arch, con
   for (const std::string& o : options) key_text += "\x1f" + o;
   key_text += "\x1d" + source;
   const std::string key = content_key(key_text, "prism-ptx:");
-  const fs::path dir = cache_dir.empty() ? default_ptx_cache_dir() : cache_dir;
-  // The PTX runs on the GPU as this user: the cache must be private and each entry whole.
-  bool cache_usable = !dir.empty() && ensure_private_dir(dir.string()).empty();
-  const std::string path = (dir / (key + ".ptx")).string();
-  if (cache_usable) {
-    FileContents file = read_sealed_file(path, kMaxPtxBytes);
+  // The PTX runs on the GPU as this user: the cache is checked from its root down and used through
+  // its descriptor (docs/protocol.md "Security"), and each entry must be whole.
+  const PrivateDir cache = cache_dir.empty() ? PrivateDir::open(prism_cache_root(), "ptx", /*create=*/true)
+                                             : PrivateDir::open(cache_dir, "", /*create=*/true);
+  const std::string name = key + ".ptx";
+  if (cache.ok()) {
+    FileContents file = read_sealed_file(cache, name, kMaxPtxBytes);
     if (file.bytes && !file.bytes->empty()) {
       PtxResult cached;
       cached.ptx = std::move(*file.bytes);
@@ -200,7 +201,7 @@ PtxResult compile_to_ptx(const std::string& source, const std::string& arch, con
   }
   PtxResult result = run_nvrtc(n, source, options);
   // An unusable cache costs a compile next time, nothing else.
-  if (cache_usable && write_seal(path, result.ptx).empty()) write_file_atomically(path, result.ptx);
+  if (cache.ok() && write_seal(cache, name, result.ptx).empty()) cache.write(name, result.ptx);
   return result;
 }
 

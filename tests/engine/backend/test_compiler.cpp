@@ -1,10 +1,16 @@
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/error.h"
+#include "engine/util/private_files.h"
+#include "engine/util/sealed_file.h"
+#include "support/scoped_env.h"
 #include "support/subprocess.h"
 
 using namespace prism;
@@ -19,6 +25,23 @@ extern "C" int prism_entry(const float* const* in, float* const* out, int) {
 }
 extern "C" const char* prism_error() { return ""; }
 )";
+
+// A library another user would plant: its constructor leaves `marker` behind when it is loaded.
+std::string planted_library(const std::string& marker, const std::string& scratch) {
+  CompileOptions options;
+  options.cache_dir = scratch;
+  const std::string source = std::string(kDouble) + "#include <cstdio>\n__attribute__((constructor)) static void planted() {\n" +
+                             "  if (FILE* f = std::fopen(\"" + marker + "\", \"w\")) std::fclose(f);\n}\n";
+  FileContents bytes = read_regular_file(compile_library(source, options).path, size_t(1) << 30);
+  REQUIRE(bytes.bytes);
+  return *bytes.bytes;
+}
+
+// Puts `bytes` at `path` with a checksum that matches: what anyone who can write the directory can do.
+void plant(const std::string& path, const std::string& bytes) {
+  REQUIRE(write_file_atomically(path, bytes).empty());
+  REQUIRE(write_seal(path, bytes).empty());
+}
 
 }  // namespace
 
@@ -98,4 +121,44 @@ TEST_CASE("compiler: a kernel cache others can write to is refused", "[backend][
                                                             Catch::Contains("writable by other users")));
   std::filesystem::permissions(options.cache_dir, std::filesystem::perms::owner_all);
   CHECK_FALSE(compile_library(kDouble, options).cached);
+}
+
+TEST_CASE("compiler: a kernel is never loaded from a cache another user could have written, checksum or not", "[backend][compiler][cache][security]") {
+  // Issue 46, 1: with XDG_CACHE_HOME in a directory another user owns, they moved prism/ aside,
+  // made prism/kernels world-writable and put their own KEY.so there with its SHA-256 beside it:
+  // prism-runner loaded it by path and ran their constructor. Now every directory from the cache
+  // root down is checked before each load (and each compile), and the library is read and loaded
+  // through the checked directory's descriptor.
+  test::TempDir dir;
+  test::ScopedEnv cache_root("PRISM_CACHE_DIR", dir / "prism");
+  const std::string kernels = dir / "prism/kernels", marker = dir / "constructor-ran";
+  const CompiledLibrary ours = compile_library(kDouble);  // the default cache, under PRISM_CACHE_DIR
+  REQUIRE(ours.path == kernels + "/" + ours.key + ".so");
+  CHECK_NOTHROW(LoadedLibrary(ours.path));
+  const std::string theirs = planted_library(marker, dir / "scratch");
+
+  SECTION("prism/kernels recreated world-writable") {
+    std::filesystem::rename(kernels, dir / "prism/kernels.old");
+    ::mkdir(kernels.c_str(), 0777);
+    ::chmod(kernels.c_str(), 0777);
+    plant(ours.path, theirs);
+    CHECK_THROWS_WITH(LoadedLibrary(ours.path), Catch::Contains("writable by other users"));
+    CHECK_THROWS_WITH(compile_library(kDouble), Catch::Contains("the kernel cache is unsafe"));
+  }
+  SECTION("a cache root others may write, whatever the mode of kernels/") {
+    plant(ours.path, theirs);  // as if swapped in through the open root
+    ::chmod((dir / "prism").c_str(), 0777);
+    CHECK_THROWS_WITH(LoadedLibrary(ours.path), Catch::Contains(dir / "prism is writable by other users"));
+    CHECK_THROWS_WITH(compile_library(kDouble), Catch::Contains(dir / "prism is writable by other users"));
+  }
+  SECTION("prism/kernels owned by another user") {
+    if (::geteuid() != 0) {
+      WARN("skipped: needs root to chown to a second user");
+      return;
+    }
+    plant(ours.path, theirs);
+    REQUIRE(::chown(kernels.c_str(), 65534, 65534) == 0);
+    CHECK_THROWS_WITH(LoadedLibrary(ours.path), Catch::Contains("belongs to another user"));
+  }
+  CHECK_FALSE(std::filesystem::exists(marker));
 }

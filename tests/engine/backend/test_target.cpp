@@ -1,6 +1,9 @@
 // Target descriptions: this machine's CPU (measured once, then read from the cache) and the H100 data.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -110,6 +113,23 @@ TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][t
   std::ofstream(file) << std::regex_replace(text, std::regex("key=[^\n]*"), "key=another machine");
   CHECK(describe_cpu(dir.path()).bandwidth_gbs != 12345);
   CHECK_THAT(read_text(file), Catch::Contains("key=" + first.model));
+
+  // Issue 46, 1: a description planted where others can write (a pre-created 0777 or another
+  // user's 0755 ~/.cache/prism) made a tune report 0.001 GB/s. Such a directory is refused.
+  const std::string planted = std::regex_replace(read_text(file), std::regex("bandwidth_gbs=[^\n]*"), "bandwidth_gbs=0.001");
+  for (const bool other_user : {false, true}) {
+    if (other_user && ::geteuid() != 0) {
+      WARN("skipped another user's cache directory: needs root to chown");
+      continue;
+    }
+    const std::string theirs = dir / (other_user ? "theirs" : "open");
+    std::filesystem::create_directory(theirs);
+    std::ofstream(theirs + "/cpu-target.txt") << planted;
+    ::chmod(theirs.c_str(), other_user ? 0755 : 0777);
+    if (other_user) REQUIRE(::chown(theirs.c_str(), 65534, 65534) == 0);
+    CHECK_THROWS_WITH(describe_cpu(theirs), Catch::Contains("the CPU description's cache is unsafe") &&
+                                                Catch::Contains(other_user ? "belongs to another user" : "writable by other users"));
+  }
 }
 
 TEST_CASE("peaks are what the machine reached: a disturbed measurement does not lower them", "[tune][target][table]") {

@@ -14,9 +14,11 @@
 #include <map>
 
 #include "engine/util/cache.h"
+#include "engine/util/private_dir.h"
 #include "engine/util/private_files.h"
 #include "engine/util/sealed_file.h"
 #include "engine/util/sha256.h"
+#include "support/scoped_env.h"
 #include "support/subprocess.h"
 
 using namespace prism;
@@ -205,4 +207,66 @@ TEST_CASE("the kernel cache never falls back to /tmp when HOME is unset", "[util
   CHECK_FALSE(home.empty());
   CHECK(dir == home + "/.cache/prism/kernels");
   CHECK(dir.rfind("/tmp", 0) != 0);
+}
+
+TEST_CASE("a PrivateDir checks every directory from its root down, on the descriptors it holds", "[util][private][security]") {
+  // Issue 46, 1: only the last directory of the kernel cache was checked. Now every one from the
+  // root down is, and what is read afterwards comes through the checked descriptor.
+  test::TempDir root;
+  const mode_t old_umask = ::umask(0);
+  PrivateDir made = PrivateDir::open(root / "prism", "kernels/x", /*create=*/true);
+  REQUIRE(made.ok());
+  CHECK(made.path() == root / "prism/kernels/x");
+  CHECK(mode_of(root / "prism") == 0700);
+  CHECK(mode_of(root / "prism/kernels/x") == 0700);
+  ::umask(old_umask);
+  REQUIRE(made.write("f", "ours").empty());
+  CHECK(mode_of(root / "prism/kernels/x/f") == 0600);
+
+  // A directory in the middle that others may write: refused by name, whatever lies below it.
+  ::chmod((root / "prism/kernels").c_str(), 0777);
+  PrivateDir open_middle = PrivateDir::open(root / "prism", "kernels/x");
+  CHECK_FALSE(open_middle.ok());
+  CHECK_THAT(open_middle.error(), Catch::Contains(root / "prism/kernels is writable by other users"));
+  ::chmod((root / "prism/kernels").c_str(), 0700);
+  ::chmod((root / "prism").c_str(), 0777);
+  CHECK_THAT(PrivateDir::open(root / "prism", "kernels/x").error(), Catch::Contains(root / "prism is writable by other users"));
+  ::chmod((root / "prism").c_str(), 0700);
+  CHECK_THAT(PrivateDir::open(root / "missing", "kernels").error(), Catch::Contains("No such file"));
+  CHECK_FALSE(fs::exists(root / "missing"));  // nothing created without `create`
+
+  // Whoever owns a parent of the root may swap the tree under a path: once open, the directory
+  // read is the one checked, not what the path names now.
+  PrivateDir held = PrivateDir::open(root / "prism", "kernels/x");
+  REQUIRE(held.ok());
+  fs::rename(root / "prism", root / "moved");
+  fs::create_directories(root / "prism/kernels/x");
+  write_text(root / "prism/kernels/x/f", "planted");
+  FileContents read = held.read("f", 100);
+  REQUIRE(read.bytes);
+  CHECK(*read.bytes == "ours");
+  CHECK(read_text(held.fd_path("f")) == "ours");
+
+  // A file of the directory that others may write is not read.
+  ::chmod((root / "moved/kernels/x/f").c_str(), 0666);
+  CHECK_THAT(held.read("f", 100).error, Catch::Contains("writable by other users"));
+  if (::geteuid() == 0) {
+    ::chmod((root / "moved/kernels/x/f").c_str(), 0600);
+    REQUIRE(::chown((root / "moved/kernels/x/f").c_str(), 65534, 65534) == 0);
+    CHECK_THAT(held.read("f", 100).error, Catch::Contains("belongs to another user"));
+    // Another user's directory anywhere on the way.
+    REQUIRE(::chown((root / "moved/kernels").c_str(), 65534, 65534) == 0);
+    CHECK_THAT(PrivateDir::open(root / "moved", "kernels/x").error(), Catch::Contains("belongs to another user (uid 65534)"));
+  } else {
+    WARN("skipped the other user's file and directory: needs root to chown");
+  }
+}
+
+TEST_CASE("a cache directory is checked from prism's cache root", "[util][private][security]") {
+  test::ScopedEnv cache("PRISM_CACHE_DIR", "/c/prism");
+  CHECK(prism_cache_root() == "/c/prism");
+  CHECK(prism_cache_dir("kernels") == "/c/prism/kernels");
+  CHECK(cache_root_and_sub("/c/prism/kernels") == std::pair<std::string, std::string>{"/c/prism", "kernels"});
+  CHECK(cache_root_and_sub("/c/prismx/kernels") == std::pair<std::string, std::string>{"/c/prismx/kernels", ""});
+  CHECK(cache_root_and_sub("/elsewhere") == std::pair<std::string, std::string>{"/elsewhere", ""});
 }
