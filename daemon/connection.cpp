@@ -1,14 +1,18 @@
 #include "daemon/connection.h"
 
+#include <algorithm>
+
 namespace prism::daemon {
 
 Connection::Connection(boost::asio::io_context& io, std::unique_ptr<Channel> channel, bool trusted,
-                       protocol::Server& server, size_t max_message_bytes, Logger& log, ClosedHandler on_closed)
+                       protocol::Server& server, const ConnectionLimits& limits, Logger& log, ClosedHandler on_closed)
     : io_(io),
       channel_(std::move(channel)),
       trusted_(trusted),
+      limits_(limits),
+      authentication_timer_(io),
       server_(server),
-      reader_(max_message_bytes),
+      reader_(trusted ? limits.max_message_bytes : std::min(limits.max_message_bytes, limits.unauthenticated_message_bytes)),
       log_(log),
       on_closed_(std::move(on_closed)) {}
 
@@ -34,7 +38,19 @@ void Connection::start() {
   };
   session_ = server_.connect(std::move(callbacks), trusted_);
   log_.line(name() + " connected");
+  if (!trusted_) watch_authentication();
   read();
+}
+
+void Connection::watch_authentication() {
+  authentication_timer_.expires_after(limits_.authentication_deadline);
+  authentication_timer_.async_wait([weak = std::weak_ptr<Connection>(shared_from_this())](const boost::system::error_code& error) {
+    auto self = weak.lock();
+    if (error || !self || self->closed_ || self->authenticated()) return;
+    self->log_.line(self->name() + ": closed: no token within " +
+                    std::to_string(self->limits_.authentication_deadline.count()) + " ms");
+    self->close_now();
+  });
 }
 
 void Connection::send(std::string body) {
@@ -59,7 +75,7 @@ void Connection::on_read(const boost::system::error_code& error, size_t bytes) {
     return;
   }
   reader_.feed(std::string_view(buffer_.data(), bytes));
-  while (reader_.has_event() && !closing_) {
+  while (!closing_ && reader_.has_event()) {
     protocol::FrameEvent event = reader_.pop();
     // The guard per connection: the server answers every message itself, so anything escaping
     // here is a bug; it costs this message, never the event loop the other clients share.
@@ -73,6 +89,15 @@ void Connection::on_read(const boost::system::error_code& error, size_t bytes) {
       send(protocol::to_wire(protocol::make_error(nullptr, protocol::kInternalError,
                                                   std::string("internal error: ") + e.what())));
     }
+    if (!authenticated()) {
+      // Anything but a successful initialize, a frame error included: answered (the reply is
+      // posted before this), then closed; nothing more of this peer is read (docs/protocol.md
+      // "Security").
+      boost::asio::post(io_, [self = shared_from_this()] { self->close_after_flush(); });
+      return;
+    }
+    reader_.set_max_body_bytes(limits_.max_message_bytes);
+    authentication_timer_.cancel();
   }
   if (!closing_) read();
 }
@@ -114,6 +139,7 @@ void Connection::close_now() { finish(exit_code_); }
 void Connection::finish(int exit_code) {
   if (closed_) return;
   closed_ = true;
+  authentication_timer_.cancel();
   queue_.clear();
   channel_->close();
   server_.disconnect(session_);

@@ -2,6 +2,7 @@
 // I/O thread; send() may be called from any thread (worker replies are posted over).
 #pragma once
 #include <array>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -18,6 +19,16 @@
 
 namespace prism::daemon {
 
+// What a peer that has not authenticated yet (a TCP client before its token) may cost the daemon
+// (docs/protocol.md "Security"): one message of at most `unauthenticated_message_bytes`, for at
+// most `authentication_deadline`; anything but a successful `initialize` is answered, then the
+// connection is closed.
+struct ConnectionLimits {
+  size_t max_message_bytes = 64u << 20;
+  size_t unauthenticated_message_bytes = 64u << 10;  // an `initialize` with its token is far smaller
+  std::chrono::milliseconds authentication_deadline{10000};
+};
+
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // `on_closed` runs once, on the I/O thread, when the connection is gone. `exit_code` is the
@@ -26,7 +37,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // `trusted`: the peer is known to be the daemon's user (protocol::Session::trusted).
   Connection(boost::asio::io_context& io, std::unique_ptr<Channel> channel, bool trusted, protocol::Server& server,
-             size_t max_message_bytes, Logger& log, ClosedHandler on_closed);
+             const ConnectionLimits& limits, Logger& log, ClosedHandler on_closed);
 
   void start();
   // Queues one message body (framed here). Thread-safe.
@@ -37,10 +48,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   const protocol::SessionPtr& session() const { return session_; }
   std::string name() const;
+  // The peer is the daemon's user, or presented the token.
+  bool authenticated() const { return trusted_ || (session_ && session_->initialized); }
 
  private:
   void read();
   void on_read(const boost::system::error_code& error, size_t bytes);
+  void watch_authentication();
   void enqueue(std::string frame);
   void write_next();
   void finish(int exit_code);
@@ -48,6 +62,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   boost::asio::io_context& io_;
   std::unique_ptr<Channel> channel_;
   bool trusted_;
+  ConnectionLimits limits_;
+  boost::asio::steady_timer authentication_timer_;
   protocol::Server& server_;
   protocol::FrameReader reader_;
   Logger& log_;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -140,13 +141,36 @@ void Daemon::add_connection(std::unique_ptr<Channel> channel, bool trusted) {
     channel->close();
     return;
   }
+  if (!trusted && !admit_unauthenticated()) {
+    channel->close();
+    return;
+  }
   bool stdio = channel->describe() == "stdio";
-  auto connection = std::make_shared<Connection>(
-      io_, std::move(channel), trusted, *server_, options_.max_message_bytes, log_,
-      [this](Connection& c, int exit_code) { on_closed(c, exit_code); });
+  ConnectionLimits limits;
+  limits.max_message_bytes = options_.max_message_bytes;
+  limits.authentication_deadline = std::chrono::milliseconds(options_.auth_timeout_ms);
+  auto connection = std::make_shared<Connection>(io_, std::move(channel), trusted, *server_, limits, log_,
+                                                 [this](Connection& c, int exit_code) { on_closed(c, exit_code); });
   connections_.insert(connection);
   if (stdio) stdio_ = connection.get();
   connection->start();
+}
+
+bool Daemon::admit_unauthenticated() {
+  // At most kMaxUnauthenticated TCP peers wait for their token at once (docs/protocol.md
+  // "Security"): another local user cannot take every descriptor, and the owner's own clients
+  // (the Unix socket, a TCP client once a slot is free) are served meanwhile.
+  const auto waiting = std::count_if(connections_.begin(), connections_.end(), [](const auto& c) { return !c->authenticated(); });
+  if (waiting < kMaxUnauthenticated) return true;
+  const auto now = std::chrono::steady_clock::now();
+  ++refused_unauthenticated_;
+  if (now - last_refusal_log_ >= std::chrono::seconds(1)) {  // a flood is one line a second
+    log_.line("refused " + std::to_string(refused_unauthenticated_) + " TCP connection(s): " + std::to_string(kMaxUnauthenticated) +
+              " are already waiting to present the token");
+    refused_unauthenticated_ = 0;
+    last_refusal_log_ = now;
+  }
+  return false;
 }
 
 void Daemon::on_closed(Connection& connection, int exit_code) {

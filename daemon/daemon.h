@@ -31,6 +31,8 @@ class Daemon {
 
  private:
   void add_connection(std::unique_ptr<Channel> channel, bool trusted);
+  // Whether one more TCP peer may wait for its token (kMaxUnauthenticated).
+  bool admit_unauthenticated();
   void clean_stale_files(const std::string& state_dir);
   void on_closed(Connection& connection, int exit_code);
   void stop(int exit_code, const std::string& why);
@@ -53,6 +55,9 @@ class Daemon {
   std::optional<std::chrono::steady_clock::time_point> idle_since_;
   std::set<std::shared_ptr<Connection>> connections_;
   Connection* stdio_ = nullptr;
+  static constexpr long kMaxUnauthenticated = 16;
+  size_t refused_unauthenticated_ = 0;
+  std::chrono::steady_clock::time_point last_refusal_log_{};
   bool stopping_ = false;
   int exit_code_ = 0;
   // Declared last, so destroyed first: workers finish before the server and workspace go away.

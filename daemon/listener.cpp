@@ -13,6 +13,14 @@ namespace prism::daemon {
 
 namespace asio = boost::asio;
 
+namespace {
+
+// After a failed accept (EMFILE, ENFILE, ENOBUFS: out of descriptors or memory) the pending
+// connection is still there, and accepting again at once would spin at full CPU (issue 46, 2).
+constexpr auto kAcceptRetry = std::chrono::milliseconds(100);
+
+}  // namespace
+
 bool unix_socket_answers(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -25,7 +33,7 @@ bool unix_socket_answers(const std::string& path) {
   return answers;
 }
 
-UnixListener::UnixListener(asio::io_context& io, const std::string& path) : path_(path), acceptor_(io) {
+UnixListener::UnixListener(asio::io_context& io, const std::string& path) : path_(path), acceptor_(io), retry_(io) {
   if (path.size() >= sizeof(sockaddr_un::sun_path))
     throw std::runtime_error("socket path is too long (" + std::to_string(path.size()) + " bytes): " + path);
   struct stat st {};
@@ -75,6 +83,12 @@ void UnixListener::accept() {
       } else {
         on_accept_(std::make_unique<SocketChannel<asio::local::stream_protocol::socket>>(std::move(socket), "unix"), true);
       }
+    } else {
+      retry_.expires_after(kAcceptRetry);
+      retry_.async_wait([this](const boost::system::error_code& e) {
+        if (!e && !closed_) accept();
+      });
+      return;
     }
     accept();
   });
@@ -83,13 +97,14 @@ void UnixListener::accept() {
 void UnixListener::close() {
   if (closed_) return;
   closed_ = true;
+  retry_.cancel();
   boost::system::error_code ignored;
   acceptor_.close(ignored);
   struct stat st {};
   if (::lstat(path_.c_str(), &st) == 0 && st.st_ino == inode_) ::unlink(path_.c_str());
 }
 
-TcpListener::TcpListener(asio::io_context& io, const TcpEndpoint& endpoint) : acceptor_(io) {
+TcpListener::TcpListener(asio::io_context& io, const TcpEndpoint& endpoint) : acceptor_(io), retry_(io) {
   asio::ip::tcp::endpoint at(asio::ip::make_address(endpoint.address), endpoint.port);
   boost::system::error_code error;
   acceptor_.open(at.protocol(), error);
@@ -119,12 +134,19 @@ void TcpListener::accept() {
       std::string description = "tcp " + peer.address().to_string() + ":" + std::to_string(peer.port());
       // Anyone on this machine can reach a loopback port: the session must present the token.
       on_accept_(std::make_unique<SocketChannel<asio::ip::tcp::socket>>(std::move(socket), description), false);
+    } else {
+      retry_.expires_after(kAcceptRetry);
+      retry_.async_wait([this](const boost::system::error_code& e) {
+        if (!e && acceptor_.is_open()) accept();
+      });
+      return;
     }
     accept();
   });
 }
 
 void TcpListener::close() {
+  retry_.cancel();
   boost::system::error_code ignored;
   acceptor_.close(ignored);
 }

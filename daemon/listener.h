@@ -37,6 +37,7 @@ class UnixListener {
 
   std::string path_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
+  boost::asio::steady_timer retry_;  // after a failed accept
   AcceptHandler on_accept_;
   RefuseHandler on_refuse_;
   ino_t inode_ = 0;
@@ -56,6 +57,7 @@ class TcpListener {
   void accept();
 
   boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::steady_timer retry_;  // after a failed accept
   AcceptHandler on_accept_;
   uint16_t port_ = 0;
   std::string address_;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include <boost/asio/ip/address.hpp>
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -12,6 +13,7 @@ namespace prism::daemon {
 std::string usage() {
   return "usage: prismd [--stdio [--attach] | --socket PATH] [--listen tcp:127.0.0.1:PORT] [--token-file FILE]\n"
          "              [--max-message-bytes N] [--log-file FILE] [--state-dir DIR] [--idle-exit SECONDS]\n"
+         "              [--auth-timeout SECONDS]\n"
          "              [--help] [--version]\n"
          "\n"
          "Serves the prism protocol (JSON-RPC 2.0 with LSP framing, see docs/protocol.md).\n"
@@ -26,6 +28,8 @@ std::string usage() {
          "                          must send the daemon's token as initializationOptions.token\n"
          "  --token-file FILE       where to write that token (mode 0600; default: tcp-PORT.token in\n"
          "                          the socket's directory, which is private to this user)\n"
+         "  --auth-timeout SECONDS  close a TCP connection that has not presented the token by then\n"
+         "                          (default 10; fractions allowed)\n"
          "  --max-message-bytes N   largest accepted message body (default 67108864)\n"
          "  --memory-budget SIZE    most memory one run, search or tune may use, estimated before it\n"
          "                          starts (bytes, or with K, M, G; default: half the machine's memory)\n"
@@ -86,7 +90,8 @@ std::variant<Options, std::string> parse_options(int argc, const char* const* ar
     } else if (arg == "--attach") {
       options.attach = true;
     } else if (arg == "--socket" || arg == "--listen" || arg == "--max-message-bytes" || arg == "--log-file" ||
-               arg == "--state-dir" || arg == "--token-file" || arg == "--memory-budget" || arg == "--idle-exit") {
+               arg == "--state-dir" || arg == "--token-file" || arg == "--memory-budget" || arg == "--idle-exit" ||
+               arg == "--auth-timeout") {
       auto v = take_value();
       if (!v || v->empty()) return arg + " needs a value";
       if (arg == "--socket") {
@@ -108,6 +113,12 @@ std::variant<Options, std::string> parse_options(int argc, const char* const* ar
         if (ec != std::errc() || end != v->data() + v->size() || n < 0)
           return "--idle-exit " + *v + ": expected a number of seconds (0: never)";
         options.idle_exit_s = n;
+      } else if (arg == "--auth-timeout") {
+        double seconds = 0;
+        auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), seconds);
+        if (ec != std::errc() || end != v->data() + v->size() || !(seconds > 0) || seconds > 86400)
+          return "--auth-timeout " + *v + ": expected a positive number of seconds";
+        options.auth_timeout_ms = std::max<int64_t>(1, static_cast<int64_t>(seconds * 1000));
       } else if (arg == "--memory-budget") {
         int64_t n = 0;
         auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), n);

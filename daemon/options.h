@@ -24,6 +24,7 @@ struct Options {
   int64_t memory_budget = 0;  // bytes one request may use; 0: half the machine's memory
   std::string token_file;  // where the TCP token goes; empty: tcp-PORT.token beside the socket
   int64_t idle_exit_s = 0;  // exit after this long with no clients and no work; 0: never
+  int64_t auth_timeout_ms = 10000;  // a TCP client that has not presented the token by then is closed
   bool help = false;
   bool version = false;
 };

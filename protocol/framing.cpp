@@ -42,7 +42,11 @@ void FrameReader::feed(std::string_view bytes) {
     if (discard_left_ == 0) state_ = State::Header;
   }
   buffer_.append(bytes);
-  parse();
+}
+
+bool FrameReader::has_event() {
+  if (events_.empty()) parse();
+  return !events_.empty();
 }
 
 FrameEvent FrameReader::pop() {
@@ -56,8 +60,9 @@ void FrameReader::bad_header(std::string why) {
   state_ = State::Resync;
 }
 
+// Until one event is queued, or more bytes are needed.
 void FrameReader::parse() {
-  for (;;) {
+  while (events_.empty()) {
     switch (state_) {
       case State::Resync: {
         // Skip to the next "Content-Length:", wherever it is: after a bad header block its body

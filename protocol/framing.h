@@ -1,6 +1,8 @@
 // LSP base protocol framing: "Content-Length: N\r\n\r\n" followed by N bytes of JSON.
 // FrameReader is incremental (feed it whatever the socket delivered: half a header, three frames
-// at once) and never needs the whole stream. Used by the daemon and by the REPL client.
+// at once) and never needs the whole stream. Used by the daemon and by the REPL client. Frames are
+// parsed one at a time, as has_event() asks for them: a limit changed after one message (the
+// daemon's, once a TCP peer authenticated) applies to the next.
 #pragma once
 #include <cstddef>
 #include <deque>
@@ -24,12 +26,15 @@ class FrameReader {
  public:
   explicit FrameReader(size_t max_body_bytes = 64u << 20) : max_body_(max_body_bytes) {}
 
-  // Consumes bytes; complete frames and errors are queued in order.
+  // Consumes bytes; complete frames and errors come out of has_event()/pop() in order.
   void feed(std::string_view bytes);
-  bool has_event() const { return !events_.empty(); }
-  FrameEvent pop();
+  // Parses the next frame when none is waiting.
+  bool has_event();
+  FrameEvent pop();  // only after has_event() said true
 
   size_t max_body_bytes() const { return max_body_; }
+  // For frames whose header is read from now on.
+  void set_max_body_bytes(size_t bytes) { max_body_ = bytes; }
   static constexpr size_t kMaxHeaderBytes = 8192;
 
  private:

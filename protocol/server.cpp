@@ -60,6 +60,12 @@ void Server::frame_error(const SessionPtr& session, const FrameEvent& event) {
   int code = event.kind == FrameEvent::Kind::Oversize ? kInvalidRequest : kParseError;
   log("client " + std::to_string(session->id()) + ": " + std::to_string(code) + " " + event.error);
   session->send(make_error(nullptr, code, event.error));
+  // Before the token a frame error ends the connection like any other message (docs/protocol.md
+  // "Security"): bad headers must not buy an unauthenticated peer log lines and memory.
+  if (!session->trusted && !session->initialized) {
+    log("client " + std::to_string(session->id()) + ": closed: not authenticated");
+    session->close(1);
+  }
 }
 
 void Server::receive(const SessionPtr& session, std::string_view body) {

@@ -3,6 +3,11 @@
 // when the tests run as root) can neither connect, nor read the token, nor stop the daemon.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,6 +62,52 @@ std::pair<int, bool> try_initialize(int port, const json& initialization_options
   } catch (const RpcError&) {}
   return {code, closed};
 }
+
+// The daemon's log once it holds `text` (its stderr is collected by a thread), or after 5 s.
+std::string log_with(Prismd& daemon, const std::string& text) {
+  for (int i = 0; i < 100 && daemon.stderr_text().find(text) == std::string::npos; ++i) std::this_thread::sleep_for(50ms);
+  return daemon.stderr_text();
+}
+
+// A bare TCP connection to the daemon, for bytes no Client would send. Closed with the object.
+class RawTcp {
+ public:
+  explicit RawTcp(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in at{};
+    at.sin_family = AF_INET;
+    at.sin_port = htons(static_cast<uint16_t>(port));
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+  }
+  ~RawTcp() { ::close(fd_); }
+  RawTcp(const RawTcp&) = delete;
+  RawTcp& operator=(const RawTcp&) = delete;
+  void send(const std::string& bytes) {
+    for (size_t done = 0; done < bytes.size();) {
+      const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+      if (n <= 0) return;  // closed by the daemon: what the caller checks next
+      done += size_t(n);
+    }
+  }
+  // What the daemon sends until it closes the connection; nullopt when it is still open after `timeout`.
+  std::optional<std::string> until_closed(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, int(left.count())) <= 0) continue;
+      char chunk[65536];
+      const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+      if (n <= 0) return received_;
+      received_.append(chunk, size_t(n));
+    }
+  }
+
+ private:
+  int fd_;
+  std::string received_;
+};
 
 // A client written in Python, run as another user: prints one line per probe.
 const char* kOtherUser = R"PY(
@@ -226,4 +277,67 @@ TEST_CASE("the REPL reaches a daemon's TCP listener with the token it wrote", "[
   auto refused = prism_with(dir / "wrong.token");
   CHECK(refused.exit_code != 0);
   CHECK_THAT(refused.err, Catch::Contains("wrong token"));
+}
+
+TEST_CASE("before its token a TCP peer gets one answer, a little memory and a few seconds", "[protocol][daemon][security]") {
+  // Issue 46, 2: bad headers kept an unauthenticated connection open (7.3 MB of them: 179k log
+  // lines), each such connection could buffer a 64 MiB body, and idle ones were never closed.
+  TempDir dir;
+  Prismd daemon({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0", "--auth-timeout", "1"});
+  const int port = ready_tcp_port(daemon);
+
+  SECTION("a header error is answered, then the connection is closed") {
+    RawTcp peer(port);
+    peer.send("Content-Lenght: 5\r\n\r\nhello" + std::string(100000, 'x'));
+    auto reply = peer.until_closed(5s);
+    REQUIRE(reply);
+    CHECK_THAT(*reply, Catch::Contains("-32700"));
+  }
+  SECTION("a body over 64 KiB before the token is refused from its header") {
+    RawTcp peer(port);
+    peer.send("Content-Length: 60000000\r\n\r\n{");  // the rest never comes
+    auto reply = peer.until_closed(5s);
+    REQUIRE(reply);
+    CHECK_THAT(*reply, Catch::Contains("exceeds the limit of 65536 bytes"));
+  }
+  SECTION("silence, or half a header, until the deadline") {
+    RawTcp silent(port), half(port);
+    half.send("Content-Length: 10\r\n");
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(silent.until_closed(5s));
+    CHECK(half.until_closed(5s));
+    CHECK(std::chrono::steady_clock::now() - start >= 500ms);
+    CHECK_THAT(log_with(daemon, "closed: no token within 1000 ms"), Catch::Contains("closed: no token within 1000 ms"));
+  }
+  SECTION("with the token, the limits are the usual ones") {
+    std::string token;
+    std::ifstream(dir / ("tcp-" + std::to_string(port) + ".token")) >> token;
+    auto client = Client::connect_tcp("127.0.0.1", port);
+    client->request("initialize", {{"capabilities", json::object()}, {"initializationOptions", {{"token", token}}}}, kTimeout);
+    std::this_thread::sleep_for(1500ms);  // past the deadline: an authenticated client stays
+    const std::string big = "program big(X: f32[n]) {\n" + std::string(200000, ' ') + "  return X\n}\n";
+    CHECK(client->request("program/open", {{"uri", "file:///big.prism"}, {"text", big}}, kTimeout).contains("programs"));
+  }
+  CHECK_FALSE(daemon.wait_exit(0ms));
+}
+
+TEST_CASE("idle TCP peers without a token cannot take the daemon's descriptors", "[protocol][daemon][security]") {
+  // Issue 46, 2: 300 idle connections exhausted 256 descriptors, the accept loop spun at 100% CPU
+  // and the owner's Unix-socket client timed out. Now at most 16 wait for their token at once.
+  TempDir dir;
+  Prismd daemon({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0"});
+  const int port = ready_tcp_port(daemon);
+  const rlimit few{48, 48};
+  REQUIRE(::prlimit(daemon.pid(), RLIMIT_NOFILE, &few, nullptr) == 0);
+  std::vector<std::unique_ptr<RawTcp>> idle;
+  for (int i = 0; i < 60; ++i) idle.push_back(std::make_unique<RawTcp>(port));
+  std::vector<bool> closed(idle.size());
+  for (const auto until = std::chrono::steady_clock::now() + 3s; std::chrono::steady_clock::now() < until;)
+    for (size_t i = 0; i < idle.size(); ++i)
+      if (!closed[i]) closed[i] = idle[i]->until_closed(5ms).has_value();
+  CHECK(std::count(closed.begin(), closed.end(), true) == 60 - 16);
+  auto local = Client::connect_unix(dir.socket());
+  CHECK(local->request("initialize", {{"capabilities", json::object()}}, 5s).contains("capabilities"));
+  CHECK(local->request("daemon/status", json::object(), 5s)["clients"] == 1 + 16);
+  CHECK_THAT(log_with(daemon, "16 are already waiting"), Catch::Contains("16 are already waiting to present the token"));
 }
