@@ -23,6 +23,10 @@ struct Build {
   std::string launch;    // what running the compiled source also needs (the CUDA plan's text, without PTX)
   std::string runnable;  // what compile() made for the runner (a shared object's path; the CUDA plan with PTX)
   std::string error;     // why it cannot run (set by generate or compile); such a build is not run
+  // The error is not the candidate's own: compiling failed (a full disk, a missing or killed
+  // compiler, a time-out on a busy machine, an unsafe cache). Never stored as a tuning answer
+  // (docs/protocol.md "Security", Faults); a candidate that cannot be generated is its own verdict.
+  bool transient = false;
   bool cached = false;   // compile() found it in a cache
   std::string note;      // how an eager baseline runs where a person would want to know (16-bit matmuls)
 };

@@ -502,6 +502,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   auto check_build = [&](size_t i, TuneRow& row) {
     if (!builds[i].error.empty()) {
       row.error = builds[i].error;
+      row.transient = builds[i].transient;
       return;
     }
     record_run(row, backend.run(runner, builds[i], run, cancel), check);

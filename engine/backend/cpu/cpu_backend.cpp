@@ -75,7 +75,10 @@ void CpuBackend::compile(std::vector<Build>& builds, const TargetDescription& ta
     Build& b = builds[which[j]];
     b.runnable = libraries[j].path;
     b.cached = libraries[j].cached;
-    if (b.runnable.empty()) b.error = errors[j];
+    if (b.runnable.empty()) {
+      b.error = errors[j];
+      b.transient = true;
+    }
   }
 }
 

@@ -77,6 +77,7 @@ void CudaBackend::compile(std::vector<Build>& builds, const TargetDescription& t
       b.cached = ptx.cached;
     } catch (const std::exception& e) {
       b.error = std::string("cannot compile CUDA code: ") + e.what();
+      b.transient = true;
     }
   }
 }

@@ -53,6 +53,15 @@ bool killed_from_outside(int status) {
   return sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
 }
 
+// What the worker could not do that says nothing about the kernel: a library that would not load
+// (a damaged cache entry, an unsafe cache), outputs or a plan it could not write or read (a full
+// /dev/shm), memory it could not get.
+bool error_is_transient(const std::string& error) {
+  for (const char* prefix : {"cannot load", "cannot write", "cannot read", "std::bad_alloc"})
+    if (error.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
 std::string last_line(const std::string& path) {
   std::ifstream in(path);
   std::string line, last;
@@ -297,8 +306,7 @@ RunOutcome KernelRunner::exchange(const std::string& command, const std::string&
   }
   if (line.rfind("error ", 0) == 0) {
     outcome.error = line.substr(6);
-    // A library that would not load (a damaged cache entry) says nothing about the kernel.
-    outcome.transient = outcome.error.rfind("cannot load", 0) == 0;
+    outcome.transient = error_is_transient(outcome.error);
     return outcome;
   }
   std::istringstream reply(line);

@@ -721,6 +721,38 @@ TEST_CASE("tuner: a run failed by a killed worker is reported but never stored i
   CHECK(ws.tune("rms_linear", request).from_db);
 }
 
+TEST_CASE("tuner: a compile failure (a full disk) is reported but never stored in the tuning DB", "[tune][tuner][db]") {
+  // Issue 46, 3: with the kernel cache on a full disk every source failed to compile; after
+  // space came back the same tune answered `fromDb: true, best: null` until --fresh. A failure
+  // that is not the kernel's own verdict is transient, and compiling is never the kernel's.
+  test::TempDir data;
+  const tune::TuneRequest request = small_rms_linear();
+  Workspace ws;
+  open_rms_linear(ws, data);
+  backend::cpu::CpuBackend().describe(shared_cache());  // the CPU measured while the compiler works
+  const std::string full_disk = data / "full-disk-c++";
+  {
+    std::ofstream script(full_disk);
+    script << "#!/bin/sh\necho 'fatal error: cannot write: No space left on device' >&2\nexit 1\n";
+  }
+  std::filesystem::permissions(full_disk, std::filesystem::perms::owner_all);
+  {
+    test::ScopedEnv compiler("CXX", full_disk);
+    tune::TuneResult failed = ws.tune("rms_linear", request);
+    CHECK(failed.transient);
+    CHECK(failed.best < 0);
+    CHECK_THAT(failed.baseline_error, Catch::Contains("No space left on device"));
+    REQUIRE_FALSE(failed.rows.empty());
+    for (const auto& row : failed.rows) CHECK(row.transient);
+    CHECK_FALSE((std::filesystem::exists(data / "tune") && !std::filesystem::is_empty(data / "tune")));
+  }
+  // Asked again once the compiler works: measured, not served from the DB.
+  test::ScopedEnv trusting("PRISM_TUNE_NOISE_LIMIT", "off");
+  tune::TuneResult measured = ws.tune("rms_linear", request);
+  CHECK_FALSE(measured.from_db);
+  CHECK(measured.best >= 0);
+}
+
 TEST_CASE("tune DB: an unreadable entry is reported once, dropped and tuned again", "[tune][db]") {
   test::TempDir data;
   std::vector<std::string> warnings;
