@@ -33,8 +33,23 @@ bool errno_missing(const std::string& path) {
   return ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
 }
 
-// The store holds every open document's text; well above any real session.
+// The store holds every open document's text: the workspace keeps them under kMaxOpenTextBytes,
+// and this leaves room for JSON's escapes. A store that would be larger is not written (docs/
+// protocol.md "Security"): what is saved can always be read back.
 constexpr size_t kMaxStoreBytes = size_t(256) << 20;
+static_assert(kMaxStoreBytes >= 4 * kMaxOpenTextBytes);
+
+// `path` renamed to the first free "<path>.corrupt", "<path>.corrupt.1", …: never over an earlier
+// one. Returns the new name, empty when it could not be moved.
+std::string move_aside(const std::string& path) {
+  for (int i = 0; i < 100; ++i) {
+    const std::string aside = path + ".corrupt" + (i ? "." + std::to_string(i) : "");
+    if (!errno_missing(aside)) continue;
+    if (std::rename(path.c_str(), aside.c_str()) == 0) return aside;
+    break;
+  }
+  return {};
+}
 
 // What is wrong with one saved document, or empty when it can be restored.
 std::string check_entry(const json& doc) {
@@ -56,20 +71,19 @@ DocumentStore::DocumentStore(const std::string& state_dir, const std::string& so
 
 size_t DocumentStore::restore(Workspace& workspace, Logger& log) {
   FileContents file = read_regular_file(file_, kMaxStoreBytes);
-  if (!file.bytes) {
-    if (errno_missing(file_)) return 0;  // nothing saved yet
-    log.line("cannot restore the open documents: " + file.error);
-    return 0;
-  }
-  json saved = json::parse(*file.bytes, nullptr, /*allow_exceptions=*/false);
-  if (saved.is_discarded() || !saved.is_object() || !saved.contains("format") || saved["format"] != kFormat ||
+  if (!file.bytes && errno_missing(file_)) return 0;  // nothing saved yet
+  json saved = file.bytes ? json::parse(*file.bytes, nullptr, /*allow_exceptions=*/false) : json();
+  if (!file.bytes || saved.is_discarded() || !saved.is_object() || !saved.contains("format") || saved["format"] != kFormat ||
       !saved.contains("documents") || !saved["documents"].is_array()) {
-    // Truncated or damaged: kept aside for a look, and rebuilt by the next save.
-    std::string aside = file_ + ".corrupt";
-    std::rename(file_.c_str(), aside.c_str());
-    log.line("the document store " + file_ + " is unreadable (" +
-             (saved.is_discarded() ? std::string("not JSON, perhaps truncated") : std::string("not prism's format")) +
-             "); moved it to " + aside + " and started with no documents");
+    // Too large, truncated or damaged: kept aside for a look, never overwritten by the next save.
+    const std::string why = !file.bytes           ? file.error
+                            : saved.is_discarded() ? std::string("not JSON, perhaps truncated")
+                                                   : std::string("not prism's format");
+    const std::string aside = move_aside(file_);
+    if (aside.empty()) frozen_ = true;
+    log.line("the document store " + file_ + " is unreadable (" + why + "); " +
+             (aside.empty() ? "it cannot be moved aside either, so it is left alone and no documents are saved"
+                            : "moved it to " + aside + " and started with no documents"));
     return 0;
   }
   size_t restored = 0;
@@ -91,7 +105,12 @@ size_t DocumentStore::restore(Workspace& workspace, Logger& log) {
       else if (!errno_missing(uri.substr(7)))
         log.line("restoring " + uri + " from its saved text: " + current.error);
     }
-    workspace.open(uri, body, doc.value("version", int64_t{0}));
+    try {
+      workspace.open(uri, body, doc.value("version", int64_t{0}));
+    } catch (const std::exception& e) {
+      log.line("skipping documents[" + std::to_string(i) + "] of " + file_ + ": " + e.what());
+      continue;
+    }
     ++restored;
   }
   log.line("restored " + std::to_string(restored) + " open document(s) from " + file_);
@@ -100,6 +119,7 @@ size_t DocumentStore::restore(Workspace& workspace, Logger& log) {
 
 void DocumentStore::save(const Workspace& workspace, Logger& log) {
   std::lock_guard lock(mutex_);
+  if (frozen_) return;  // restore() said why
   json docs = json::array();
   for (const auto& uri : workspace.documents()) {
     auto state = workspace.document(uri);
@@ -114,6 +134,11 @@ void DocumentStore::save(const Workspace& workspace, Logger& log) {
   }
   // Written whole (temp file, fsync, rename): a crash mid-write leaves the previous file.
   std::string body = json{{"format", kFormat}, {"documents", docs}}.dump(1, ' ', false, json::error_handler_t::replace);
+  if (body.size() > kMaxStoreBytes) {
+    log.line("cannot save the open documents: they make " + std::to_string(body.size()) + " bytes, more than the store's limit of " +
+             std::to_string(kMaxStoreBytes) + "; the previous store is kept");
+    return;
+  }
   if (std::string problem = write_file_atomically(file_, body); !problem.empty())
     log.line("cannot save the open documents: " + problem);
 }

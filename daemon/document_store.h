@@ -16,7 +16,9 @@ class DocumentStore {
 
   // Reopens what was saved. A file:// document is read again from its file when that still
   // exists (the file is the truth for what the REPL opened); others get their saved text.
-  // Returns how many came back; problems are logged, never fatal.
+  // Returns how many came back; problems are logged, never fatal. A store that cannot be read
+  // (too large, damaged) is moved aside to "<file>.corrupt[.N]", never overwritten; if it cannot
+  // be moved, nothing is saved over it.
   size_t restore(Workspace& workspace, Logger& log);
   // Writes every open document; thread-safe. Problems are logged.
   void save(const Workspace& workspace, Logger& log);
@@ -26,6 +28,7 @@ class DocumentStore {
  private:
   std::string file_;
   std::mutex mutex_;
+  bool frozen_ = false;  // the store could be neither read nor moved aside: never overwritten
 };
 
 }  // namespace prism::daemon

@@ -64,8 +64,14 @@ void Server::refresh_from_disk() {
     const std::optional<std::string> current = workspace_.text(uri);
     const std::optional<DocumentState> before = workspace_.document(uri);
     if (!file.bytes || !current || !before || *file.bytes == *current) continue;
+    DocumentState state;
+    try {
+      state = workspace_.change(uri, *file.bytes, before->version + 1);
+    } catch (const Error& e) {
+      log("cannot reload " + uri + ": " + e.what());  // it keeps its last text
+      continue;
+    }
     mark_modified(uri);
-    DocumentState state = workspace_.change(uri, *file.bytes, before->version + 1);
     log("reloaded " + uri + ": it changed on disk");
     publish(uri, state, *file.bytes);
     announce(uri, "program/reloaded", {{"uri", uri}, {"version", state.version}, {"programs", state.programs}}, 0);

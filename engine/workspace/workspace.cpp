@@ -160,6 +160,20 @@ struct Workspace::Impl {
     });
   }
 
+  // `text` as `uri`'s new text keeps within kMaxDocumentBytes and, with the other documents,
+  // kMaxOpenTextBytes; throws Error{InvalidArgument} otherwise.
+  void check_size(const std::string& uri, const std::string& text) const {
+    if (text.size() > kMaxDocumentBytes)
+      throw Error(Error::Kind::InvalidArgument, "the text of '" + uri + "' is " + std::to_string(text.size()) +
+                                                    " bytes, more than the limit of " + std::to_string(kMaxDocumentBytes) + " (16 MiB)");
+    size_t total = text.size();
+    for (const auto& [other, doc] : docs)
+      if (other != uri) total += doc.text.size();
+    if (total > kMaxOpenTextBytes)
+      throw Error(Error::Kind::InvalidArgument, "the open documents would hold " + std::to_string(total) + " bytes, more than the limit of " +
+                                                    std::to_string(kMaxOpenTextBytes) + " (64 MiB); close some first");
+  }
+
   DocumentState state(const std::string& uri, const Document& doc) const {
     DocumentState s;
     s.uri = uri;
@@ -175,6 +189,7 @@ Workspace::~Workspace() = default;
 
 DocumentState Workspace::open(const std::string& uri, const std::string& text, int64_t version, bool replace, bool reject_errors) {
   std::lock_guard<std::mutex> lock(mutex_);
+  impl_->check_size(uri, text);
   // Analyzed before anything changes. With `replace` the documents it clashes with are closed
   // below, so a clash with them is no error of its own.
   Document next;
@@ -222,6 +237,7 @@ DocumentState Workspace::change(const std::string& uri, const std::string& text,
   if (version <= it->second.version)
     throw Error(Error::Kind::InvalidArgument, "version " + std::to_string(version) + " of '" + uri + "' is not greater than the current version " +
                                                   std::to_string(it->second.version));
+  impl_->check_size(uri, text);
   it->second.text = text;
   it->second.version = version;
   impl_->analyze(uri, it->second);

@@ -88,9 +88,13 @@ struct RunResult {
   double elapsed_ms = 0;  // interpreter time
 };
 
-// The largest document text prism reads from a file (program/open of a path, a restored
-// document): a program is a few KiB; this bounds what a wrong path (a log, an image) costs.
+// The largest document text, read from a file (program/open of a path, a restored document) or
+// sent by a client: a program is a few KiB; this bounds what a wrong path (a log, an image) costs.
 constexpr size_t kMaxDocumentBytes = size_t(16) << 20;
+// All open documents' texts together: the daemon keeps them on disk in one store, which it must
+// be able to read back (daemon/document_store.cpp reads at most 4 times this, JSON's escapes
+// included). An open or change past it is refused (issue 46, 4).
+constexpr size_t kMaxOpenTextBytes = size_t(64) << 20;
 
 class Workspace {
  public:

@@ -64,6 +64,25 @@ TEST_CASE("documents open, change and close", "[engine][workspace]") {
   CHECK(error_message([&] { ws.close("a.prism"); }, Error::Kind::NotFound) == "no open document 'a.prism'");
 }
 
+TEST_CASE("a document's text, and all of them together, have a limit the document store can read back", "[engine][workspace][security]") {
+  // Issue 46, 4: text sent by a client had no limit (only files had one), and once the store of
+  // open documents passed its 256 MiB read limit a restart lost every document.
+  Workspace ws;
+  const std::string padding(kMaxDocumentBytes - 100, '#');  // a comment line, then the program
+  auto text = [&](int i) { return padding + "\nprogram p" + std::to_string(i) + "(X: f32[n]) {\n  return X\n}\n"; };
+  CHECK_THAT(error_message([&] { ws.open("big.prism", std::string(kMaxDocumentBytes + 1, '#'), 1); }, Error::Kind::InvalidArgument),
+             Catch::Contains("more than the limit of 16777216 (16 MiB)"));
+  CHECK(ws.documents().empty());
+  const size_t fit = kMaxOpenTextBytes / kMaxDocumentBytes;
+  for (size_t i = 0; i < fit; ++i) CHECK(ws.open("d" + std::to_string(i), text(int(i)), 1).diagnostics.empty());
+  CHECK_THAT(error_message([&] { ws.open("one-more", text(99), 1); }, Error::Kind::InvalidArgument),
+             Catch::Contains("more than the limit of 67108864 (64 MiB); close some first"));
+  CHECK_THAT(error_message([&] { ws.change("d0", text(0) + std::string(200, '#'), 2); }, Error::Kind::InvalidArgument),
+             Catch::Contains("more than the limit"));
+  ws.close("d1");
+  CHECK(ws.open("one-more", text(99), 1).diagnostics.empty());
+}
+
 TEST_CASE("a program defined twice is a diagnostic at the second definition", "[engine][workspace]") {
   Workspace ws;
   DocumentState st = ws.open("a.prism", std::string(kRmsLinear) + "program rms_linear(X: f32[n]) { return X }\n", 1);

@@ -146,3 +146,40 @@ TEST_CASE("program/run output replaces a symlink instead of writing through it, 
   REQUIRE(::stat(out.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
 }
+
+TEST_CASE("a document store too large to read is moved aside, never overwritten", "[protocol][daemon][persist][hostile][security]") {
+  // Issue 46, 4: after documents worth more than the store's 256 MiB read limit, a restart began
+  // with no documents and the next open overwrote the store. Now a store that cannot be read is
+  // moved aside (and texts are limited so that a saved store can always be read back).
+  TempDir dir, state;
+  const std::vector<std::string> args = {"--socket", dir.socket(), "--state-dir", state.path()};
+  std::string store;
+  {
+    Prismd daemon(args);
+    REQUIRE(daemon.wait_ready());
+    auto client = connect_initialized(dir.socket());
+    client->request("program/open", {{"uri", "untitled:keep"}, {"text", kRmsLinear}}, kTimeout);
+    // A text over 16 MiB is refused, not kept for a store that could not be read back.
+    CHECK(failure(*client, "program/open", {{"uri", "untitled:huge"}, {"text", std::string((16 << 20) + 1, '#')}}).second.find(
+              "more than the limit of 16777216") != std::string::npos);
+    client->request("daemon/stop", json::object(), kTimeout);
+    REQUIRE(daemon.wait_exit() == 0);
+    for (const auto& e : std::filesystem::directory_iterator(state / "documents")) store = e.path().string();
+  }
+  const std::string saved = read_text(store);
+  REQUIRE_THAT(saved, Catch::Contains("untitled:keep"));
+  std::filesystem::resize_file(store, (size_t(256) << 20) + 1);  // sparse: past the read limit, no disk used
+  // And an earlier store moved aside, which must not be overwritten either.
+  std::ofstream(store + ".corrupt") << "an earlier one";
+
+  Prismd daemon(args);
+  REQUIRE(daemon.wait_ready());
+  auto client = connect_initialized(dir.socket());
+  client->request("program/open", {{"uri", "untitled:new"}, {"text", kRmsLinear}}, kTimeout);  // saves the store again
+  CHECK_THAT(daemon.stderr_text(), Catch::Contains("more than the limit of 268435456") && Catch::Contains("moved it to " + store + ".corrupt.1"));
+  CHECK(read_text(store + ".corrupt") == "an earlier one");
+  std::string head(saved.size(), '\0');
+  std::ifstream(store + ".corrupt.1", std::ios::binary).read(head.data(), std::streamsize(head.size()));
+  CHECK(head == saved);
+  CHECK_THAT(read_text(store), Catch::Contains("untitled:new"));
+}
