@@ -56,6 +56,10 @@ std::string temp_name_for(const std::string& path) {
 }
 
 std::string write_file_atomically(const std::string& path, const std::string& bytes, unsigned mode) {
+  // A device, a FIFO or a socket is never replaced by a regular file (issue 46, 5): as root,
+  // `--out /dev/null` would have replaced it for the whole machine.
+  if (struct stat st {}; ::lstat(path.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) && !S_ISREG(st.st_mode))
+    return "refusing to replace " + not_regular_reason(path, st.st_mode) + " with a file";
   const std::string temp = temp_name_for(path);
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, static_cast<mode_t>(mode));
   if (fd < 0) return "cannot create " + temp + ": " + errno_text();
@@ -86,6 +90,7 @@ std::string not_regular_reason(const std::string& path, unsigned mode) {
          (S_ISFIFO(mode)                ? " (a FIFO)"
           : S_ISDIR(mode)               ? " (a directory)"
           : S_ISCHR(mode) || S_ISBLK(mode) ? " (a device)"
+          : S_ISSOCK(mode)              ? " (a socket)"
                                         : "");
 }
 

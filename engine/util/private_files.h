@@ -23,8 +23,9 @@ std::string ensure_private_dir(const std::string& dir);
 // Writes `bytes` to `path` as a new file of `mode` (0600: private state; a user's export passes
 // 0666 and gets what the umask allows): a temp file beside it (created with O_EXCL|O_NOFOLLOW),
 // fsync, rename over `path`, fsync of the directory. A symlink at `path` is replaced, never
-// followed; a crash leaves the old file or the new one, never half of one. Returns an error
-// message, empty on success.
+// followed; a FIFO, a device, a socket or a directory there is refused, never replaced. A crash
+// leaves the old file or the new one, never half of one. Returns an error message, empty on
+// success.
 std::string write_file_atomically(const std::string& path, const std::string& bytes, unsigned mode = 0600);
 
 struct FileContents {

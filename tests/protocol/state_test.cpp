@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -145,6 +146,20 @@ TEST_CASE("program/run output replaces a symlink instead of writing through it, 
   struct stat st {};
   REQUIRE(::stat(out.c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
+
+  // Issue 46, 5: a FIFO (or, as root, a device) named as the output is refused and stays.
+  const std::string fifo = dir / "out.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THAT(failure(*client, "program/run", {{"program", "rms_linear"}, {"bindings", {{"n", 2}, {"d", 4}}}, {"output", fifo}}).second,
+             Catch::Contains("refusing to replace") && Catch::Contains("(a FIFO)"));
+  CHECK(std::filesystem::is_fifo(fifo));
+  if (::geteuid() == 0) {
+    const std::string null = dir / "n";
+    REQUIRE(::mknod(null.c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0);
+    CHECK_THAT(failure(*client, "program/run", {{"program", "rms_linear"}, {"bindings", {{"n", 2}, {"d", 4}}}, {"output", null}}).second,
+               Catch::Contains("(a device)"));
+    CHECK(std::filesystem::is_character_file(null));
+  }
 }
 
 TEST_CASE("a document store too large to read is moved aside, never overwritten", "[protocol][daemon][persist][hostile][security]") {

@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -114,6 +117,40 @@ TEST_CASE("write_file_atomically writes 0600 files and replaces a symlink instea
   for (const auto& e : fs::directory_iterator(root.path())) left += e.path().string().find(".tmp.") != std::string::npos;
   CHECK(left == 0);
   ::umask(old_umask);
+}
+
+TEST_CASE("write_file_atomically refuses a FIFO, a socket or a device and leaves it as it was", "[util][private][security]") {
+  // Issue 46, 5: `program/run`'s output replaced a node made as `mknod n c 1 3` with a 0600 file;
+  // as root, `--out /dev/null` would have replaced it for the whole machine.
+  test::TempDir root;
+  const std::string fifo = root / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THAT(write_file_atomically(fifo, "payload"), Catch::Contains("refusing to replace") && Catch::Contains("(a FIFO)"));
+  CHECK(fs::is_fifo(fifo));
+
+  const std::string sock = root / "sock";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", sock.c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  CHECK_THAT(write_file_atomically(sock, "payload"), Catch::Contains("(a socket)"));
+  CHECK(fs::is_socket(sock));
+  ::close(fd);
+
+  CHECK_THAT(write_file_atomically(root.path(), "payload"), Catch::Contains("(a directory)"));
+  CHECK(fs::is_directory(root.path()));
+  // The device of the issue: only root may make one.
+  if (::geteuid() == 0) {
+    const std::string null = root / "n";
+    REQUIRE(::mknod(null.c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0);
+    CHECK_THAT(write_file_atomically(null, "payload"), Catch::Contains("(a device)"));
+    CHECK(fs::is_character_file(null));
+  }
+  size_t left = 0;
+  for (const auto& e : fs::directory_iterator(root.path())) left += e.path().string().find(".tmp.") != std::string::npos;
+  CHECK(left == 0);
 }
 
 TEST_CASE("read_regular_file refuses FIFOs, devices, directories and large files without blocking", "[util][private]") {
