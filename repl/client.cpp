@@ -65,6 +65,14 @@ std::unique_ptr<Client> Client::connect_unix(const std::string& path) {
     ::close(fd);
     throw ConnectionError("cannot connect to prismd at " + path + ": " + why);
   }
+  ucred peer{};
+  socklen_t size = sizeof peer;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || peer.uid != ::geteuid()) {
+    const std::string who = size == sizeof peer ? "uid " + std::to_string(peer.uid) : "an unknown user";
+    ::close(fd);
+    throw PeerRefused("refusing the server at " + path + ": it runs as " + who + ", not as you (uid " +
+                      std::to_string(::geteuid()) + "); prism talks only to your own prismd (--socket names another)");
+  }
   return std::unique_ptr<Client>(new Client(fd, fd));
 }
 

@@ -28,11 +28,19 @@ class ConnectionError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A Unix socket answered by a process of another user: never talked to, and never a reason to
+// start a daemon in its place (docs/protocol.md, "Security").
+class PeerRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class Client {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Throws ConnectionError when nothing answers there.
+  // Throws ConnectionError when nothing answers there, PeerRefused when a process of another
+  // user does (its uid from SO_PEERCRED): nothing is sent to it.
   static std::unique_ptr<Client> connect_unix(const std::string& path);
   static std::unique_ptr<Client> connect_tcp(const std::string& host, int port);
   // Takes ownership of both descriptors (e.g. pipes to `prismd --stdio`).

@@ -66,8 +66,12 @@ void Session::handshake() {
                  {"clientInfo", {{"name", "prism"}, {"version", PRISM_VERSION}}},
                  {"capabilities", {{"general", {{"positionEncodings", {"utf-8", "utf-16"}}}}}}};
   if (!token_.empty()) params["initializationOptions"] = {{"token", token_}};
-  json init = client_->request("initialize", params, std::chrono::seconds(30));
-  std::string daemon_version = init.value("serverInfo", json::object()).value("version", "");
+  const json init = client_->request("initialize", params, std::chrono::seconds(30));
+  const json server = init.is_object() ? init.value("serverInfo", json::object()) : json();
+  if (!server.is_object() || !server.value("version", json()).is_string() || !init.value("capabilities", json()).is_object())
+    throw ConnectionError("the server did not answer `initialize` as prismd does (" + init.dump().substr(0, 120) +
+                          "); is another program listening there?");
+  std::string daemon_version = server.value("version", "");
   if (daemon_version != PRISM_VERSION) {
     // Usually a daemon left running from an older build: its answers may not match this REPL.
     warnings_.push_back("prismd " + (daemon_version.empty() ? std::string("of unknown version") : daemon_version) +
