@@ -53,18 +53,23 @@ Daemon::Daemon(const Options& options, Logger& log)
                       ? options_.token_file
                       : dir + "/tcp-" + std::to_string(tcp_.front()->port()) + ".token";
     server_options.token = make_token();
-    if (std::string problem = write_token_file(token_file_, server_options.token); !problem.empty())
+    if (std::string problem = write_token_file(token_file_, server_options.token, options_.token_file.empty()); !problem.empty())
       throw std::runtime_error(problem);
     server_options.token_file = token_file_;
   }
-  server_ = std::make_unique<protocol::Server>(workspace_, std::move(server_options));
-
-  if (!options_.stdio) {
-    if (std::string problem = protocol::prepare_socket_dir(socket_path); !problem.empty())
-      throw std::runtime_error(problem);
-    unix_ = std::make_unique<UnixListener>(io_, socket_path);
-    // Only once the socket is ours: a second daemon refused above must not touch the store.
-    store_->restore(workspace_, log_);
+  try {
+    server_ = std::make_unique<protocol::Server>(workspace_, std::move(server_options));
+    if (!options_.stdio) {
+      if (std::string problem = protocol::prepare_socket_dir(socket_path); !problem.empty())
+        throw std::runtime_error(problem);
+      unix_ = std::make_unique<UnixListener>(io_, socket_path);
+      // Only once the socket is ours: a second daemon refused above must not touch the store.
+      store_->restore(workspace_, log_);
+    }
+  } catch (...) {
+    // A daemon that does not start leaves no token behind (the destructor does not run).
+    if (!token_file_.empty()) ::unlink(token_file_.c_str());
+    throw;
   }
 }
 

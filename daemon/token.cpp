@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "engine/util/private_files.h"
+#include "engine/util/private_dir.h"
 
 namespace prism::daemon {
 
@@ -30,11 +30,12 @@ std::string make_token() {
   return hex;
 }
 
-std::string write_token_file(const std::string& path, const std::string& token) {
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (std::string problem = ensure_private_dir(dir.empty() ? "." : dir); !problem.empty())
-    return "cannot keep the TCP token private: " + problem;
-  return write_file_atomically(path, token + "\n");
+std::string write_token_file(const std::string& path, const std::string& token, bool own_dir) {
+  const std::filesystem::path file(path);
+  const std::string dir = file.parent_path().empty() ? "." : file.parent_path().string();
+  const PrivateDir where = PrivateDir::open(dir, "", own_dir);
+  if (!where.ok()) return "cannot keep the TCP token private: " + where.error();
+  return where.write(file.filename().string(), token + "\n");
 }
 
 }  // namespace prism::daemon

@@ -9,8 +9,11 @@ namespace prism::daemon {
 // there is none.
 std::string make_token();
 
-// Writes the token to `path` (mode 0600, written whole) in a private directory, which is created
-// or checked as such. Returns an error message, empty on success.
-std::string write_token_file(const std::string& path, const std::string& token);
+// Writes the token to `path` (mode 0600, written whole, through the directory's descriptor).
+// `own_dir`: the directory is prism's own (beside the socket), created private or tightened to
+// 0700. Otherwise (`--token-file`) it is the user's: it must be theirs and writable by nobody
+// else, and it is never changed (`--token-file ~/x.token` leaves `~` as it was). Returns an
+// error message, empty on success.
+std::string write_token_file(const std::string& path, const std::string& token, bool own_dir);
 
 }  // namespace prism::daemon

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 #include "engine/ir/print.h"
 #include "engine/util/cache.h"
 #include "engine/util/private_files.h"
+#include "engine/util/sha256.h"
 
 namespace prism::tune {
 
@@ -17,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kHeader = "prism-tune 2";
+constexpr const char* kHeader = "prism-tune 3";
 // An entry holds a few dozen rows; a file far larger than this is not one.
 constexpr size_t kMaxEntryBytes = size_t(4) << 20;
 
@@ -98,9 +100,33 @@ std::string format_tune_result(const TuneResult& r) {
     out << "row\t" << row.candidate << "\t" << sizes_field(row.sizes) << "\t" << row.cost_rank << "\t" << number(row.predicted_ms)
         << "\t" << number(row.measured_ms) << "\t" << number(row.max_error) << "\t" << (row.ok ? 1 : 0) << "\t"
         << clean(row.summary) << "\t" << clean(row.error) << "\t" << number(row.spread) << "\t" << (row.noisy ? 1 : 0) << "\n";
-  out << "end\n";
-  return out.str();
+  // The checksum of everything above: an entry edited or damaged after it was written is a miss.
+  const std::string body = out.str();
+  return body + "end\t" + sha256_hex(body) + "\n";
 }
+
+namespace {
+
+bool measure_like(double v) { return std::isfinite(v) && v >= 0; }
+
+// What a result prism wrote always holds (docs/tuning.md, "Report and DB"): `best` names the
+// fastest row that passed, at its own time; times and ratios are finite and not negative.
+bool consistent(const TuneResult& r) {
+  for (double v : {r.baseline_ms, r.best_ms, r.speedup, r.roofline_ms, r.roofline_drawn_ms, r.roofline_fraction, r.bandwidth_gbs, r.peak_gflops})
+    if (!measure_like(v)) return false;
+  for (const TuneRow& row : r.rows)
+    if (!measure_like(row.measured_ms) || !measure_like(row.predicted_ms) || !measure_like(row.spread) || (row.ok && row.measured_ms <= 0))
+      return false;
+  if (r.best == -1) return r.best_ms == 0;
+  if (r.best < 0 || size_t(r.best) >= r.rows.size()) return false;
+  const TuneRow& best = r.rows[size_t(r.best)];
+  if (!best.ok || best.measured_ms != r.best_ms) return false;
+  for (const TuneRow& row : r.rows)
+    if (row.ok && row.measured_ms < best.measured_ms) return false;
+  return true;
+}
+
+}  // namespace
 
 std::optional<TuneResult> parse_tune_result(const std::string& text) {
   std::istringstream in(text);
@@ -109,14 +135,15 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
   TuneResult r;
   bool ended = false;
   try {
-    while (std::getline(in, line)) {
+    for (std::streamoff at = in.tellg(); std::getline(in, line); at = in.tellg()) {
       auto f = split_tabs(line);
       const std::string& tag = f[0];
       auto need = [&](size_t n) {
         if (f.size() < n) throw std::runtime_error("short record");
       };
       if (tag == "end") {
-        ended = true;
+        need(2);
+        ended = f[1] == sha256_hex(std::string_view(text).substr(0, size_t(at)));
         break;
       } else if (tag == "program") {
         need(2), r.program = f[1];
@@ -180,7 +207,7 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
   } catch (const std::exception&) {
     return std::nullopt;
   }
-  if (!ended || r.best >= int(r.rows.size())) return std::nullopt;
+  if (!ended || !consistent(r)) return std::nullopt;
   fill_ratios(r);  // the rows' ratios are their times'
   return r;
 }

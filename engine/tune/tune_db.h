@@ -17,8 +17,11 @@ namespace prism::tune {
 // PRISM_VERSION and the tuner's revision (a newer prism may generate better kernels).
 std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target);
 
-// The text form of a result and back; parse_tune_result returns nothing for text it cannot read
-// (an older format, a truncated file), which the DB treats as a miss.
+// The text form of a result and back, ending with the SHA-256 of the lines above it;
+// parse_tune_result returns nothing for text it cannot read (an older format, a truncated file),
+// whose checksum does not match (edited or damaged since) or that no tune could have written
+// (`best` not the fastest row that passed, at its time; a negative or non-finite time), which
+// the DB treats as a miss.
 std::string format_tune_result(const TuneResult& result);
 std::optional<TuneResult> parse_tune_result(const std::string& text);
 

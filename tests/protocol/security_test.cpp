@@ -212,6 +212,36 @@ TEST_CASE("the socket and the token file are private whatever the umask", "[prot
   CHECK_FALSE(std::filesystem::exists(token_file));
 }
 
+TEST_CASE("--token-file leaves its directory as it was, refuses one others can write, and a failed start leaves none", "[protocol][daemon][security]") {
+  // Issue 46, 8: the token file's directory was chmod'ed 0700 (`--token-file ~/x.token` would do
+  // it to `~`), and a daemon that failed to start left its token file behind.
+  TempDir dir, home, shared;
+  std::filesystem::permissions(home.path(), std::filesystem::perms(0755));
+  Prismd daemon({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0", "--token-file", home / "x.token"});
+  REQUIRE(daemon.wait_ready());
+  struct stat st {};
+  REQUIRE(::stat(home.path().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0755);
+  REQUIRE(::lstat((home / "x.token").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+
+  // A second daemon on the same socket fails after writing its token: the token goes with it.
+  Prismd second({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0", "--token-file", home / "y.token"});
+  CHECK(second.wait_exit().value_or(0) != 0);
+  CHECK_FALSE(std::filesystem::exists(home / "y.token"));
+  CHECK(std::filesystem::exists(home / "x.token"));
+
+  // A directory others can write is refused, and left as it was.
+  std::filesystem::permissions(shared.path(), std::filesystem::perms(0777));
+  TempDir other;
+  Prismd third({"--socket", other.socket(), "--listen", "tcp:127.0.0.1:0", "--token-file", shared / "z.token"});
+  CHECK(third.wait_exit().value_or(0) != 0);
+  CHECK_THAT(third.stderr_text(), Catch::Contains("cannot keep the TCP token private") && Catch::Contains("writable by other users"));
+  CHECK_FALSE(std::filesystem::exists(shared / "z.token"));
+  REQUIRE(::stat(shared.path().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0777);
+}
+
 TEST_CASE("a second local user can neither connect, nor read the token, nor stop the daemon", "[protocol][daemon][security][second-user]") {
   if (::geteuid() != 0 || ::access("/usr/bin/setpriv", X_OK) != 0 || ::access("/usr/bin/python3", X_OK) != 0) {
     WARN("skipped: needs root, setpriv and python3 to act as a second user");

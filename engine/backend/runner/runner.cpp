@@ -35,22 +35,25 @@ bool write_all(int fd, const char* data, size_t size) {
   return true;
 }
 
-std::string describe_exit(int status) {
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    const char* abbrev = sigabbrev_np(sig);
-    return std::string("the kernel crashed (SIG") + (abbrev ? abbrev : std::to_string(sig).c_str()) + ", " + strsignal(sig) + ")";
-  }
-  if (WIFEXITED(status)) return "the kernel ended its process (exit status " + std::to_string(WEXITSTATUS(status)) + ")";
-  return "the kernel's process ended";
-}
-
 // Signals a kernel does not raise itself: someone ended the worker (the OOM killer, kill, a
 // shutdown), so its candidate may well run another time.
 bool killed_from_outside(int status) {
   if (!WIFSIGNALED(status)) return false;
   int sig = WTERMSIG(status);
   return sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+}
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* abbrev = sigabbrev_np(sig);
+    const std::string name = std::string("SIG") + (abbrev ? abbrev : std::to_string(sig).c_str()) + ", " + strsignal(sig);
+    if (killed_from_outside(status))
+      return "the kernel's worker was killed from outside (" + name + ": the OOM killer, a kill or a shutdown), not by its kernel";
+    return "the kernel crashed (" + name + ")";
+  }
+  if (WIFEXITED(status)) return "the kernel ended its process (exit status " + std::to_string(WEXITSTATUS(status)) + ")";
+  return "the kernel's process ended";
 }
 
 // What the worker could not do that says nothing about the kernel: a library that would not load

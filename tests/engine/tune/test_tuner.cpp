@@ -498,6 +498,60 @@ TEST_CASE("tune DB: the text form round-trips and a damaged file is a miss", "[t
   std::string text = tune::format_tune_result(r);
   CHECK_FALSE(tune::parse_tune_result(text.substr(0, text.size() / 2)));
   CHECK_FALSE(tune::parse_tune_result("something else"));
+
+  // Issue 46, 8: an edited time is not served as measured (the checksum no longer matches) ...
+  const size_t at = text.find("best\t0\t2.5\t");
+  REQUIRE(at != std::string::npos);
+  std::string edited = text;
+  edited.replace(at, 12, "best\t0\t0.1\t");
+  CHECK_FALSE(tune::parse_tune_result(edited));
+  // ... and a result no tune could have written is refused even with its checksum right.
+  auto refused = [&](const std::function<void(tune::TuneResult&)>& change) {
+    tune::TuneResult odd = r;
+    change(odd);
+    return !tune::parse_tune_result(tune::format_tune_result(odd));
+  };
+  CHECK(refused([](tune::TuneResult& o) { o.best = -7; }));
+  CHECK(refused([](tune::TuneResult& o) { o.best = 1; }));         // a row that failed
+  CHECK(refused([](tune::TuneResult& o) { o.best_ms = 0.1; }));    // not the best row's time
+  CHECK(refused([](tune::TuneResult& o) { o.rows[0].measured_ms = -1; }));
+  CHECK(refused([](tune::TuneResult& o) { o.baseline_ms = std::nan(""); }));
+  CHECK(refused([](tune::TuneResult& o) {  // a faster row that passed is not the best
+    o.rows[1].ok = true;
+    o.rows[1].measured_ms = 1.0;
+  }));
+  CHECK(refused([](tune::TuneResult& o) { o.best = -1; }));  // nothing best, yet a best time
+  CHECK_FALSE(refused([](tune::TuneResult& o) {
+    o.best = -1;
+    o.best_ms = 0;
+  }));
+}
+
+TEST_CASE("tune DB: an entry edited on disk is dropped and tuned again, not served", "[tune][db]") {
+  test::TempDir data;
+  test::ScopedEnv trusting("PRISM_TUNE_NOISE_LIMIT", "off");
+  const tune::TuneRequest request = small_rms_linear();
+  Workspace ws;
+  open_rms_linear(ws, data);
+  const tune::TuneResult first = ws.tune("rms_linear", request);
+  REQUIRE(first.best >= 0);
+  std::vector<std::string> entries;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(data.path()))
+    if (e.path().extension() == ".tune") entries.push_back(e.path().string());
+  REQUIRE(entries.size() == 1);
+  std::ifstream in(entries[0]);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const size_t at = text.find("\nbest\t");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, text.find('\n', at + 1) - at, "\nbest\t0\t0.000001\t9999\t1");
+  std::ofstream(entries[0], std::ios::trunc) << text;
+
+  Workspace again;  // a restart: nothing in memory
+  open_rms_linear(again, data);
+  const tune::TuneResult second = again.tune("rms_linear", request);
+  CHECK_FALSE(second.from_db);
+  CHECK(second.best_ms > 0.000001);
+  CHECK(second.speedup < 9999);
 }
 
 TEST_CASE("tuner: every ratio is one of its row's times over another, and no row beats its roofline", "[tune][table]") {
@@ -709,6 +763,8 @@ TEST_CASE("tuner: a run failed by a killed worker is reported but never stored i
   CHECK(failed.transient);
   CHECK(failed.best < 0);
   CHECK_THAT(failed.baseline_error, Catch::Contains("SIGKILL"));
+  // Issue 46, 8: said as what it is, never "the kernel crashed".
+  CHECK_THAT(failed.baseline_error, Catch::Contains("killed from outside") && !Catch::Contains("crashed"));
   for (const auto& row : failed.rows) CHECK(row.transient);
   CHECK_FALSE((std::filesystem::exists(data / "tune") && !std::filesystem::is_empty(data / "tune")));
 
