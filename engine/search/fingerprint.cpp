@@ -469,8 +469,8 @@ DimBindings fingerprint_sizes(const sgraph::SGraph& family) {
   return sizes;
 }
 
-FingerprintCheck::FingerprintCheck(const Program& program, const DimBindings& dims)
-    : dims_(dims), inputs_(random_field_inputs(program, dims, 0x5eed)), reference_(fingerprint(program, dims, inputs_)) {}
+FingerprintCheck::FingerprintCheck(const Program& program, const DimBindings& dims, const CancelToken* cancel)
+    : dims_(dims), inputs_(random_field_inputs(program, dims, 0x5eed)), reference_(fingerprint(program, dims, inputs_, cancel)) {}
 
 FingerprintCheck::Verdict FingerprintCheck::check(const sgraph::SGraph& family, std::string& why, const CancelToken* cancel) const {
   if (!reference_) return Verdict::Cannot;

@@ -73,7 +73,8 @@ DimBindings fingerprint_sizes(const sgraph::SGraph& family);
 // The program's fingerprint at `dims` (fingerprint_dims in the search); families at fingerprint_sizes.
 class FingerprintCheck {
  public:
-  FingerprintCheck(const Program& program, const DimBindings& dims);
+  // Fingerprints the program itself; throws Error{Cancelled} when `cancel` fires.
+  FingerprintCheck(const Program& program, const DimBindings& dims, const CancelToken* cancel = nullptr);
   enum class Verdict { Match, Differ, Cannot };
   // Differ: `why` says so. Cannot: no fingerprint (the program's or the family's), or no instance.
   Verdict check(const sgraph::SGraph& family, std::string& why, const CancelToken* cancel) const;

@@ -10,6 +10,7 @@
 #include <tbb/task_group.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <limits>
 #include <map>
@@ -100,14 +101,24 @@ int64_t search_memory_bytes(const Program& lowered) {
   return kCopies * tensors;
 }
 
-SearchResult search_program(const Program& given, const SearchLimits& limits, const CancelToken* cancel,
-                            const std::function<void(const SearchProgress&)>& progress) {
-  const auto t0 = Clock::now();
+namespace {
+
+// search_program's work. `bounded` fires on the client's cancel (`cancel`) and at the budget's
+// deadline: everything before the enumeration polls it, so a deadline there throws (and
+// search_program answers "budget"); from the enumeration on, a deadline stops the search with
+// what it found.
+SearchResult search_within(const Program& given, const SearchLimits& limits, const CancelToken* cancel, const CancelToken& bounded,
+                           Clock::time_point t0, const std::function<void(const SearchProgress&)>& progress) {
   // Casts are the identity on the reals the proofs reason in (drop_casts.h). What a kernel reads
   // transposed must be an input (a load's view): transposes of computed values move down to the
   // inputs first, and lower-rank computed values rise to their readers' rank through views of
   // their inputs (raise_ranks.h). Every check below is against this equal program.
-  const Program program = raise_ranks(push_transposes(drop_casts(given)));
+  const Program cast_free = drop_casts(given);
+  bounded.check();
+  const Program transposed = push_transposes(cast_free);
+  bounded.check();
+  const Program program = raise_ranks(transposed);
+  bounded.check();
   if (program.outputs.empty()) throw Error(Error::Kind::InvalidArgument, "the search needs a program with an output");
   // Several outputs: the program as written is the only computation (the enumeration and its
   // pruning follow one root), parallelized by every plan.
@@ -130,11 +141,12 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
     }
 
   const std::vector<DagValue> leaves = dag_leaves(program);
+  bounded.check();
   std::unique_ptr<ProgramExpressions> expr;
-  if (limits.prune && !several) expr = std::make_unique<ProgramExpressions>(program, leaves, SaturationLimits{}, cancel);
+  if (limits.prune && !several) expr = std::make_unique<ProgramExpressions>(program, leaves, SaturationLimits{}, &bounded);
   st.saturate_s = seconds_since(t0);
-  NumericCheck check(program);
-  FingerprintCheck fingerprint(program, fingerprint_dims(program));
+  NumericCheck check(program, &bounded);
+  FingerprintCheck fingerprint(program, fingerprint_dims(program), &bounded);
   Prover prover(program);
   Generator gen(program, leaves, expr.get(), limits.max_block_ops, c.gen);
   tbb::concurrent_unordered_set<uint64_t> seen;
@@ -158,6 +170,16 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
     report(false);
     return false;
   };
+  // Runs `f`; the deadline firing inside it stops the search as over its budget, keeping what was
+  // found; a client's cancel goes on up.
+  auto within_budget = [&](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      if (e.kind() != Error::Kind::Cancelled || (cancel && cancel->cancelled())) throw;
+      over_budget = true;
+    }
+  };
 
   // A family that passed the structural checks: kept when new, equal to the program on the
   // fingerprint and the numeric check, and proved by `prove`.
@@ -172,14 +194,14 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
     Proof proof;
     // The fingerprint first: a mismatch rejects; a match or no fingerprint goes on to the rest.
     std::string fp_why;
-    const FingerprintCheck::Verdict fv = fingerprint.check(graph, fp_why, cancel);
+    const FingerprintCheck::Verdict fv = fingerprint.check(graph, fp_why, &bounded);
     c.fingerprint_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
     if (fv != FingerprintCheck::Verdict::Cannot) c.fingerprinted++;
     if (fv == FingerprintCheck::Verdict::Differ) {
       c.fingerprint_rejected++;
       c.rejected++;
       c.why("rejected", "its finite-field fingerprint differs from the program's: " + fp_why);
-    } else if (auto mismatch = check.mismatch(graph, cancel)) {
+    } else if (auto mismatch = check.mismatch(graph, &bounded)) {
       c.rejected++;
       c.why("rejected", "at the numeric check's sizes it " + *mismatch);
     } else {
@@ -205,14 +227,15 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
   // only in real arithmetic: every computation of such a program is also checked on inputs whose
   // mean is large against their spread, where that form cancels.
   const std::optional<Program> one_pass = one_pass_variance(program);
-  const std::function<void(const Dag&)> emit = [&](const Dag& dag) {
+  bounded.check();
+  const std::function<void(const Dag&)> emit = [&](const Dag& dag) { within_budget([&] {
     // Without expression pruning nothing vouches for the computation yet: check it whole first
     // (no plan can fix a computation that differs from the program).
-    if (!expr && !check.dag_matches(dag, cancel)) {
+    if (!expr && !check.dag_matches(dag, &bounded)) {
       c.rejected++;
       return;
     }
-    if (one_pass && !check.dag_matches_offset(dag, cancel)) {
+    if (one_pass && !check.dag_matches_offset(dag, &bounded)) {
       c.rejected++;
       c.why("rejected", "it loses precision on inputs whose mean is large against their spread (all moved by " +
                             std::to_string(int(NumericCheck::kOffset)) + "), as a one-pass variance does");
@@ -252,9 +275,9 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
           return;
         }
       }
-      keep(fam->graph, fam->summary, [&] { return prover.prove(dag, *fam, cancel); });
+      keep(fam->graph, fam->summary, [&] { return prover.prove(dag, *fam, &bounded); });
     });
-  };
+  }); };
 
   std::string seed_why;  // why the program as written is no DAG, if it is not
   const auto tg0 = Clock::now();
@@ -290,8 +313,8 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
   });
   if (cancelled || (cancel && cancel->cancelled())) throw Error(Error::Kind::Cancelled, "search cancelled");
   // Families with a vendor matmul: the parts' own searches proved them; the whole is checked here.
-  if (!several && !over_budget)
-    for (const LibraryFamily& f : library_families(program, limits, limits.budget_s - seconds_since(t0), cancel)) {
+  if (!several && !over_budget) within_budget([&] {
+    for (const LibraryFamily& f : library_families(program, limits, limits.budget_s - seconds_since(t0), &bounded)) {
       c.families++;
       // A family's vendor matmuls count as one kernel against --max-kernels (--library-kernels
       // bounds how many there are): SwiGLU's two projections beside one fused kernel is two.
@@ -318,6 +341,7 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
       }
       keep(f.graph, f.summary, [&] { return Proof{true, f.proof}; });
     }
+  });
   st.generate_s = seconds_since(tg0);
 
   st.generated = c.gen.generated + c.families;
@@ -349,6 +373,30 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
   }
   st.total_s = seconds_since(t0);
   report(true);
+  return result;
+}
+
+}  // namespace
+
+SearchResult search_program(const Program& given, const SearchLimits& limits, const CancelToken* cancel,
+                            const std::function<void(const SearchProgress&)>& progress) {
+  const auto t0 = Clock::now();
+  const bool timed = std::isfinite(limits.budget_s) && limits.budget_s < 1e9;  // else no deadline
+  const CancelToken bounded(cancel, timed ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, limits.budget_s)))
+                                          : Clock::time_point::max());
+  try {
+    return search_within(given, limits, cancel, bounded, t0, progress);
+  } catch (const Error& e) {
+    if (e.kind() != Error::Kind::Cancelled || (cancel && cancel->cancelled())) throw;
+  }
+  // The deadline passed before the enumeration began: a large program's checks alone took it.
+  SearchResult result;
+  result.program = given.name;
+  result.limits = limits;
+  result.stats.stop_reason = "budget";
+  result.stats.empty_reason = "the search's budget of " + std::to_string(int(limits.budget_s)) + " s ran out while it prepared the checks of '" +
+                              given.name + "' (" + std::to_string(given.values.size()) + " values), before any computation was tried (raise --budget)";
+  result.stats.total_s = seconds_since(t0);
   return result;
 }
 

@@ -268,7 +268,7 @@ DimBindings check_dims(const Program& program) {
   return dims;
 }
 
-NumericCheck::NumericCheck(const Program& program) : program_(program), dims_(check_dims(program)) {
+NumericCheck::NumericCheck(const Program& program, const CancelToken* cancel) : program_(program), dims_(check_dims(program)) {
   // Inside each input's domain (random_inputs), scaled to [-1/4, 1/4): exp of a dot product over
   // a few dozen terms must not overflow f16.
   random_inputs(program, dims_, 17, &inputs_);
@@ -277,7 +277,7 @@ NumericCheck::NumericCheck(const Program& program) : program_(program), dims_(ch
     for (float& x : t.data) x *= 0.25f;
     round_all(t.dtype, t.data.data(), t.data.size());
   }
-  reference_ = interpret(program, dims_, inputs_);
+  reference_ = interpret(program, dims_, inputs_, cancel);
   // The draw in [-1, 1) has std 1/sqrt(3).
   const InputRoles roles = input_roles(program);
   bool any = false;
@@ -289,7 +289,7 @@ NumericCheck::NumericCheck(const Program& program) : program_(program), dims_(ch
     round_all(t.dtype, t.data.data(), t.data.size());
     any = true;
   }
-  if (any) large_reference_ = interpret(program, dims_, large_inputs_);
+  if (any) large_reference_ = interpret(program, dims_, large_inputs_, cancel);
   else large_inputs_.clear();
 }
 

@@ -50,7 +50,8 @@ std::string family_key(const Dag& dag, const Family& family);
 
 class NumericCheck {
  public:
-  explicit NumericCheck(const Program& program);
+  // Runs the program on its check inputs (twice); throws Error{Cancelled} when `cancel` fires.
+  explicit NumericCheck(const Program& program, const CancelToken* cancel = nullptr);
   // Empty when the family matches the reference at the tiny instance; else why not.
   std::optional<std::string> mismatch(const sgraph::SGraph& family, const CancelToken* cancel) const;
   // The DAG alone (whole tensors, no parallelization) against the reference.

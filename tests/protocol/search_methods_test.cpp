@@ -129,3 +129,52 @@ TEST_CASE("an edit during a search answers ContentModified", "[protocol][search]
   }
   CHECK(answered);
 }
+
+namespace {
+
+// A valid program of `lines` statements: a matmul, then sums, maxes and exps of it in turn
+// (about 1.7 values a line once lowered).
+std::string long_program(int lines) {
+  std::string text = "program long_chain(X: f32[n, d], W: f32[d, d]) {\n  t0 = matmul(X, W)\n";
+  for (int i = 1; i < lines; ++i) {
+    const std::string prev = "t" + std::to_string(i - 1);
+    text += "  t" + std::to_string(i) + " = " +
+            (i % 3 == 0   ? "exp(" + prev + ")"
+             : i % 3 == 1 ? "sum(" + prev + ", axis=-1) + " + prev
+                          : "max(" + prev + ", axis=-1) * " + prev) +
+            "\n";
+  }
+  return text + "  return t" + std::to_string(lines - 1) + "\n}\n";
+}
+
+}  // namespace
+
+TEST_CASE("a large program's search keeps its budget and honours a cancel", "[protocol][search][cancel][hostile]") {
+  // Issue 46, 7: a 100,000-line program with budgetSeconds 2 ran 19.3 s and took 11.3 s to honour
+  // $/cancelRequest: the checks prepared before the enumeration polled neither.
+  InProcess server;
+  auto peer = server.initialized();
+  server.result(*peer, "program/open", {{"uri", "untitled:long"}, {"text", long_program(40000)}});
+  json summary = server.result(*peer, "search/run", {{"program", "long_chain"}, {"limits", {{"budgetSeconds", 0.2}}}});
+  CHECK(summary["stats"]["stopReason"] == "budget");
+  CHECK_THAT(summary["stats"]["emptyReason"].get<std::string>(), Catch::Contains("ran out while it prepared the checks"));
+  WARN("a 0.2 s search of 40,000 lines answered after " << summary["stats"]["totalSeconds"].get<double>() << " s");
+  CHECK(summary["stats"]["totalSeconds"].get<double>() < 1.2);  // the budget, and a pass over the program between polls
+
+  const json params = {{"program", "long_chain"}, {"limits", {{"budgetSeconds", 60}, {"maxOps", 12}}}, {"workDoneToken", "t"}};
+  server.send(*peer, {{"jsonrpc", "2.0"}, {"id", "s"}, {"method", "search/run"}, {"params", params}});
+  wait_for_begin(server, *peer);
+  std::this_thread::sleep_for(100ms);
+  const auto sent = std::chrono::steady_clock::now();
+  server.send(*peer, {{"jsonrpc", "2.0"}, {"method", "$/cancelRequest"}, {"params", {{"id", "s"}}}});
+  for (;;) {
+    auto m = peer->next(20s);
+    REQUIRE(m);
+    if (!m->contains("id")) continue;
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - sent).count();
+    CHECK(error_code(*m) == -32800);
+    WARN("a search of 40,000 lines cancelled " << ms << " ms after $/cancelRequest");
+    CHECK(ms < 1500);
+    break;
+  }
+}
