@@ -212,7 +212,7 @@ TEST_CASE("the socket and the token file are private whatever the umask", "[prot
   CHECK_FALSE(std::filesystem::exists(token_file));
 }
 
-TEST_CASE("--token-file leaves its directory as it was, refuses one others can write, and a failed start leaves none", "[protocol][daemon][security]") {
+TEST_CASE("the token file: --token-file leaves its directory as it was, refuses one others can write, and a failed start leaves none", "[protocol][daemon][security]") {
   // Issue 46, 8: the token file's directory was chmod'ed 0700 (`--token-file ~/x.token` would do
   // it to `~`), and a daemon that failed to start left its token file behind.
   TempDir dir, home, shared;

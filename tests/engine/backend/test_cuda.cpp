@@ -424,6 +424,16 @@ TEST_CASE("cuda: the last third of examples/layers: families compile and run rig
   check_example_layers(2);
 }
 
+namespace {
+
+// "online" for an online-softmax family, "split" for flash-decoding, else "".
+std::string online_kind(const std::string& summary) {
+  if (summary.find("(online softmax)") != std::string::npos) return "online";
+  return summary.find("(flash-decoding)") != std::string::npos ? "split" : "";
+}
+
+}  // namespace
+
 TEST_CASE("cuda: online-softmax and flash-decoding families compile and run right on the host", "[cuda][search][online]") {
   for (const test::ExampleLayer& layer : test::example_layers()) {
     if (std::string(layer.name) != "sdpa" && std::string(layer.name) != "gqa_decode") continue;
@@ -431,9 +441,7 @@ TEST_CASE("cuda: online-softmax and flash-decoding families compile and run righ
     SearchResult r = gpu_search(test::layer_text(layer.name), layer.name);
     std::set<std::string> seen;
     for (const auto& c : r.candidates) {
-      const std::string kind = c.summary.find("(online softmax)") != std::string::npos   ? "online"
-                               : c.summary.find("(flash-decoding)") != std::string::npos ? "split"
-                                                                                        : "";
+      const std::string kind = online_kind(c.summary);
       if (kind.empty() || seen.count(kind)) continue;
       std::optional<sgraph::Instance> found = middle_instance(*c.graph, layer.small);
       if (!found) continue;
@@ -454,9 +462,7 @@ TEST_CASE("cuda: online softmax under a causal -inf mask, run on the host: finit
   SearchResult r = gpu_search(test::layer_text(layer.name), layer.name);
   std::set<std::string> seen;
   for (const auto& c : r.candidates) {
-    const std::string kind = c.summary.find("(online softmax)") != std::string::npos   ? "online"
-                             : c.summary.find("(flash-decoding)") != std::string::npos ? "split"
-                                                                                      : "";
+    const std::string kind = online_kind(c.summary);
     if (kind.empty() || seen.count(kind)) continue;
     std::optional<sgraph::Instance> found = middle_instance(*c.graph, layer.small);
     if (!found) continue;
