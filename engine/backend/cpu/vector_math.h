@@ -6,19 +6,10 @@
 // compare like with like. No flag links it: a C++ library links libm, and glibc's libm.so
 // pulls in libmvec.so.1 as needed.
 #pragma once
+#include "engine/backend/cpu/kernel_sources.h"
 
 namespace prism::backend::cpu {
 
-inline constexpr const char* kVectorMath = R"(#include <features.h>
-// glibc's libmvec: GCC calls its vector variants from vectorized loops.
-extern "C" {
-float expf(float) noexcept __attribute__((__simd__("notinbranch"), __const__));
-float logf(float) noexcept __attribute__((__simd__("notinbranch"), __const__));
-#if __GLIBC_PREREQ(2, 35)
-float tanhf(float) noexcept __attribute__((__simd__("notinbranch"), __const__));
-float erff(float) noexcept __attribute__((__simd__("notinbranch"), __const__));
-#endif
-}
-)";
+inline constexpr const char* kVectorMath = embedded::vector_math_h;
 
 }  // namespace prism::backend::cpu
