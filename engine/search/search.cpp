@@ -166,7 +166,7 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
   const std::function<bool()> stop = [&] {
     if (cancelled || over_budget) return true;
     if (cancel && cancel->cancelled()) return cancelled = true;
-    if (seconds_since(t0) > limits.budget_s) return over_budget = true;
+    if (bounded.cancelled()) return over_budget = true;  // the budget's deadline (the cancel is above)
     report(false);
     return false;
   };
@@ -228,7 +228,8 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
   // mean is large against their spread, where that form cancels.
   const std::optional<Program> one_pass = one_pass_variance(program);
   bounded.check();
-  const std::function<void(const Dag&)> emit = [&](const Dag& dag) { within_budget([&] {
+  const std::function<void(const Dag&)> emit = [&](const Dag& dag) {
+    within_budget([&] {
     // Without expression pruning nothing vouches for the computation yet: check it whole first
     // (no plan can fix a computation that differs from the program).
     if (!expr && !check.dag_matches(dag, &bounded)) {
@@ -277,7 +278,8 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
       }
       keep(fam->graph, fam->summary, [&] { return prover.prove(dag, *fam, &bounded); });
     });
-  }); };
+    });
+  };
 
   std::string seed_why;  // why the program as written is no DAG, if it is not
   const auto tg0 = Clock::now();
