@@ -215,14 +215,20 @@ SearchResult search_example(const std::string& name) {
 TEST_CASE("cuda: families the search finds for the examples compile with NVRTC", "[cuda][search]") {
   if (!have_nvrtc()) return;
   const auto& dims = kExampleDims;
-  const size_t per_example = 1000;  // every family
+  // At most 24 families an example, spread evenly over the search's order, the first and the last
+  // included (docs/testing.md, "Time").
+  const size_t per_example = 24;
   double nvrtc_s = 0;
   int sources = 0;
   for (const auto& [name, binding] : dims) {
     INFO("example " << name);
     SearchResult r = search_example(name);
     size_t done = 0;
-    for (size_t c = 0; c < r.candidates.size() && done < per_example; ++c) {
+    const size_t stride = std::max<size_t>(1, (r.candidates.size() + per_example - 1) / per_example);
+    std::vector<size_t> picked;
+    for (size_t c = 0; c < r.candidates.size(); c += stride) picked.push_back(c);
+    if (!r.candidates.empty() && picked.back() != r.candidates.size() - 1) picked.push_back(r.candidates.size() - 1);
+    for (size_t c : picked) {
       sgraph::SGraph g = *r.candidates[c].graph;
       std::vector<DimBindings> sizes = sgraph::enumerate(g, binding, kGpu, {}, 16);
       if (sizes.empty()) continue;

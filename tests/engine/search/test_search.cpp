@@ -177,18 +177,6 @@ TEST_CASE("search: layers with sigmoid, tanh and abs fuse like the others", "[se
   }
 }
 
-TEST_CASE("search: every layer of examples/layers finds a verified family", "[search][mustfind][layers]") {
-  for (const test::ExampleLayer& layer : test::example_layers()) {
-    INFO(layer.name);
-    // Completeness, not speed (prism_bench_search measures that): a budget no machine hits.
-    SearchLimits limits;
-    limits.budget_s = 120;
-    SearchResult r = search_text(test::layer_text(layer.name), layer.name, limits);
-    check_reported(r);
-    CHECK_FALSE(r.candidates.empty());
-  }
-}
-
 TEST_CASE("search: attention over a max-subtracted softmax fuses as online softmax and as flash-decoding", "[search][mustfind][layers][online]") {
   for (const char* name : {"sdpa", "gqa_decode", "qknorm_attention"}) {
     INFO(name);

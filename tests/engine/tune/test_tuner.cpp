@@ -290,7 +290,15 @@ TEST_CASE("tuner: layers with sigmoid, tanh and abs are tuned, and their best ca
 
 namespace {
 
-// Tunes the layers [begin, end) of examples/layers at their two bindings (check_tuned).
+// The layers whose second binding is another regime, not the first one scaled up: one query row
+// (decode), a causal square, one group. The others are tuned at their first binding only, which
+// keeps CI within its time (docs/testing.md, "Time").
+bool second_binding_is_another_regime(const std::string& name) {
+  return name == "sdpa" || name == "causal_sdpa" || name == "qknorm_attention" || name == "groupnorm_stats";
+}
+
+// Tunes the layers [begin, end) of examples/layers (check_tuned); the tuner's search finding a
+// verified family for each is part of what this pins.
 void check_layers(size_t begin, size_t end) {
   const std::vector<test::ExampleLayer>& layers = test::example_layers();
   for (size_t i = begin; i < end && i < layers.size(); ++i) {
@@ -299,7 +307,8 @@ void check_layers(size_t begin, size_t end) {
     Workspace ws;
     ws.set_storage(data.path(), shared_cache());
     ws.open(std::string("untitled:") + layer.name, test::layer_text(layer.name), 1);
-    for (const DimBindings& dims : {layer.small, layer.second}) check_tuned(ws, layer.name, {dims.begin(), dims.end()});
+    check_tuned(ws, layer.name, {layer.small.begin(), layer.small.end()});
+    if (second_binding_is_another_regime(layer.name)) check_tuned(ws, layer.name, {layer.second.begin(), layer.second.end()});
   }
 }
 
@@ -314,23 +323,23 @@ void check_layers_part(size_t part) {
 }
 }  // namespace
 
-TEST_CASE("tuner: examples/layers, part 1 of 5, is tuned on the CPU and its best matches the reference at two bindings", "[tune][tuner][layers]") {
+TEST_CASE("tuner: examples/layers, part 1 of 5, is tuned on the CPU and its best matches the reference", "[tune][tuner][layers]") {
   check_layers_part(0);
 }
 
-TEST_CASE("tuner: examples/layers, part 2 of 5, is tuned on the CPU and its best matches the reference at two bindings", "[tune][tuner][layers]") {
+TEST_CASE("tuner: examples/layers, part 2 of 5, is tuned on the CPU and its best matches the reference", "[tune][tuner][layers]") {
   check_layers_part(1);
 }
 
-TEST_CASE("tuner: examples/layers, part 3 of 5, is tuned on the CPU and its best matches the reference at two bindings", "[tune][tuner][layers]") {
+TEST_CASE("tuner: examples/layers, part 3 of 5, is tuned on the CPU and its best matches the reference", "[tune][tuner][layers]") {
   check_layers_part(2);
 }
 
-TEST_CASE("tuner: examples/layers, part 4 of 5, is tuned on the CPU and its best matches the reference at two bindings", "[tune][tuner][layers]") {
+TEST_CASE("tuner: examples/layers, part 4 of 5, is tuned on the CPU and its best matches the reference", "[tune][tuner][layers]") {
   check_layers_part(3);
 }
 
-TEST_CASE("tuner: examples/layers, part 5 of 5, is tuned on the CPU and its best matches the reference at two bindings", "[tune][tuner][layers]") {
+TEST_CASE("tuner: examples/layers, part 5 of 5, is tuned on the CPU and its best matches the reference", "[tune][tuner][layers]") {
   check_layers_part(4);
 }
 
