@@ -1,4 +1,5 @@
 // tune/run params and the JSON of tuning results, kernel sources and targets (docs/protocol.md).
+#include "engine/tune/backends.h"
 #include "protocol/convert.h"
 #include "protocol/params.h"
 
@@ -49,8 +50,8 @@ json measured_json(const tune::Measured& m) {
 
 backend::Target parse_target_param(const json& params) {
   const std::string name = optional_string(params, "target").value_or("cpu");
-  if (std::optional<backend::Target> target = backend::parse_target(name)) return *target;
-  throw invalid_params("target", "unknown target '" + name + "' (targets: " + backend::target_names() + ")");
+  if (std::optional<backend::Target> target = tune::parse_target(name)) return *target;
+  throw invalid_params("target", "unknown target '" + name + "' (targets: " + tune::target_names() + ")");
 }
 
 tune::TuneRequest parse_tune_request(const json& params) {
@@ -81,7 +82,7 @@ json tune_result_json(const tune::TuneResult& r) {
   for (const auto& row : r.rows) rows.push_back(row_json(row));
   json out{{"program", r.program},
            {"version", r.version},
-           {"target", backend::target_name(r.target)},
+           {"target", tune::target_name(r.target)},
            {"targetModel", r.target_model},
            {"bindings", sizes_json(r.bindings)},
            {"top", r.top},
@@ -120,13 +121,13 @@ json tune_result_json(const tune::TuneResult& r) {
 
 json kernel_source_json(const tune::KernelSource& k) {
   return {{"program", k.program}, {"candidate", k.candidate}, {"summary", k.summary},
-          {"bindings", sizes_json(k.bindings)}, {"sizes", sizes_json(k.sizes)}, {"target", backend::target_name(k.target)},
+          {"bindings", sizes_json(k.bindings)}, {"sizes", sizes_json(k.sizes)}, {"target", tune::target_name(k.target)},
           {"tuned", k.tuned}, {"source", k.source}, {"header", k.header}};
 }
 
 json target_status_json(const std::vector<tune::TargetStatus>& targets) {
   json out = json::array();
-  for (const auto& t : targets) out.push_back({{"name", backend::target_name(t.target)}, {"available", t.available}, {"detail", t.detail}});
+  for (const auto& t : targets) out.push_back({{"name", tune::target_name(t.target)}, {"available", t.available}, {"detail", t.detail}});
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "engine/tune/backends.h"
 #include "protocol/convert.h"
 #include "protocol/lsp_text.h"
 #include "protocol/params.h"
@@ -117,7 +118,7 @@ json Server::code_lens(Session& session, const json& raw) {
     std::vector<std::pair<Bindings, std::string>> shown;  // sizes, target
     std::vector<tune::TuneResult> tunes = workspace_.tune_results(name);
     for (auto it = tunes.rbegin(); it != tunes.rend(); ++it) {
-      const std::string target = backend::target_name(it->target);
+      const std::string target = tune::target_name(it->target);
       if (std::find(shown.begin(), shown.end(), std::pair{it->bindings, target}) != shown.end()) continue;
       shown.push_back({it->bindings, target});
       char buf[200];

@@ -1,6 +1,7 @@
 // tune/run (long, with $/progress), tune/results and kernel/source.
 #include <cstdio>
 
+#include "engine/tune/backends.h"
 #include "protocol/convert.h"
 #include "protocol/params.h"
 #include "protocol/progress.h"
@@ -34,7 +35,7 @@ void Server::start_tune(const SessionPtr& session, const Incoming& message, cons
                     result.measured.noisy ? " (noisy: not stored)" : "");
     else std::snprintf(done, sizeof done, "no candidate passed");
     progress.end(done);
-    session->remember_tune(program, {request.bindings, backend::target_name(request.target)});
+    session->remember_tune(program, {request.bindings, tune::target_name(request.target)});
     refresh_lenses();
     return tune_result_json(result);
   });
@@ -59,7 +60,7 @@ void Server::kernel_source(const SessionPtr& session, const Incoming& message) {
   // named), else the latest tune of any client; the answer says which.
   std::string basis = bindings.empty() ? "latest tune" : "bindings";
   if (std::optional<Session::LastTune> last = session->last_tune(program); bindings.empty() && last) {
-    const std::optional<backend::Target> last_target = backend::parse_target(last->target);
+    const std::optional<backend::Target> last_target = tune::parse_target(last->target);
     if (!params.contains("target") || last_target == target) {
       bindings = last->bindings;
       if (last_target) target = *last_target;

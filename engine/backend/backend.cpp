@@ -15,7 +15,7 @@ Build make_build(const std::string& what, const std::function<void(Build&)>& mak
 
 Build Backend::fault(const std::string& kind) const {
   Build b;
-  b.error = "no '" + kind + "' fault is planted on the " + target_name(target());
+  b.error = "no '" + kind + "' fault is planted on the " + name();
   return b;
 }
 

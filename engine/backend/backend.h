@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/cost_rules.h"
 #include "engine/backend/runner/runner.h"
 #include "engine/backend/target.h"
 #include "engine/cancel.h"
@@ -59,9 +60,13 @@ struct Tolerance {
 
 class Backend {
  public:
+  // `target`: the one the registry gives it (tune/backends.h).
+  explicit Backend(Target target) : target_(target) {}
   virtual ~Backend() = default;
 
-  virtual Target target() const = 0;
+  Target target() const { return target_; }
+  // How people and clients name the target ("cpu", "cuda"): unique among the registered backends.
+  virtual const char* name() const = 0;
   // Whether kernels can be compiled and run here; the detail says what (a model) or why not.
   struct Availability {
     bool available = false;
@@ -93,10 +98,15 @@ class Backend {
   virtual RunOutcome run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const = 0;
   // How close an output stored at `dtype` must be to the reference.
   virtual Tolerance tolerance(DType dtype) const = 0;
+  // What the cost model and the roofline ask of this kind of machine (cost_rules.h).
+  virtual const CostRules& cost_rules() const = 0;
 
   // For `export`: declarations of what a generated source defines, to follow a header's comment
   // (`guard`: its include guard); empty where the backend has no such interface.
   virtual std::string header_declarations(const std::string& guard) const;
+
+ private:
+  Target target_;
 };
 
 }  // namespace prism::backend

@@ -4,16 +4,6 @@
 
 namespace prism::backend {
 
-const char* target_name(Target target) { return target == Target::Cuda ? "cuda" : "cpu"; }
-
-std::optional<Target> parse_target(std::string_view name) {
-  if (name == "cpu") return Target::Cpu;
-  if (name == "cuda") return Target::Cuda;
-  return std::nullopt;
-}
-
-std::string target_names() { return "cpu, cuda"; }
-
 double TargetDescription::cache_hit_fraction(double bytes) const {
   if (!read_curve.empty() && cache_bandwidth_gbs > bandwidth_gbs && bandwidth_gbs > 0) {
     const double slow = 1 / bandwidth_gbs, fast = 1 / cache_bandwidth_gbs;

@@ -1,7 +1,7 @@
 // Targets: the kinds of machine prism generates kernels for, and what the cost model and the
 // roofline know about one machine (a TargetDescription). A target is parsed once, where a person
-// or a client names it (the protocol, the REPL's commands, a benchmark's arguments), and is a
-// typed value everywhere in the engine. The CPU is described from this machine (cpu/describe.h),
+// or a client names it (the protocol, the REPL's commands, a benchmark's arguments:
+// tune::parse_target), and is a typed value everywhere in the engine. The CPU is described from this machine (cpu/describe.h),
 // a GPU from its driver and data sheet (cuda/describe.h).
 #pragma once
 #include <cstdint>
@@ -15,13 +15,10 @@
 
 namespace prism::backend {
 
-enum class Target { Cpu, Cuda };
-
-const char* target_name(Target target);  // "cpu", "cuda": how people and clients name it
-// The one parser of target names; none for a name that is not a target.
-std::optional<Target> parse_target(std::string_view name);
-// "cpu, cuda": the names parse_target accepts, for messages.
-std::string target_names();
+// A kind of machine, one registered backend's (tune/backends.h): the built-in ones have these
+// names; a backend registered later has the next value. Named as people name it by
+// tune::target_name, parsed by tune::parse_target.
+enum class Target : int { Cpu = 0, Cuda = 1 };
 
 struct TargetDescription {
   Target target = Target::Cpu;

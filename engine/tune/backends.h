@@ -1,10 +1,36 @@
-// The backends prism tunes on, by target: the one place that knows them all.
+// The backends prism tunes on: the one place that knows them all. Each backend has a Target, its
+// place in the order of registration: the built-in ones first (one line each in backends.cpp, in
+// the order of backend::Target's named values), then any a program registers itself (the tests'
+// fake backend). The tuner, the roofline, the cost model and the workspace reach a backend only
+// through here, and never name one (docs/architecture.md, "Adding a backend").
 #pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "engine/backend/backend.h"
 
 namespace prism::tune {
 
-// The backend of `target`; backends hold no state, so one serves every caller.
+// The backend of `target`; backends hold no state, so one serves every caller. Throws
+// Error{InvalidArgument} for a target no backend has.
 const backend::Backend& backend_for(backend::Target target);
+
+// Every registered target, in the order of registration.
+std::vector<backend::Target> registered_targets();
+
+// Registers the backend `make` builds for the target it is given (the next one), and returns that
+// target. Throws Error{InvalidArgument} when a backend of the same name is registered already.
+backend::Target register_backend(const std::function<std::unique_ptr<backend::Backend>(backend::Target)>& make);
+
+// How people and clients name a target: its backend's name ("cpu", "cuda").
+const char* target_name(backend::Target target);
+// The one parser of target names; none for a name that no backend has.
+std::optional<backend::Target> parse_target(std::string_view name);
+// "cpu, cuda": the names parse_target accepts, for messages.
+std::string target_names();
 
 }  // namespace prism::tune

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "engine/ir/shape.h"
+#include "engine/tune/backends.h"
 
 namespace prism::tune {
 
@@ -26,13 +27,7 @@ double bound_bandwidth_gbs(const backend::TargetDescription& target, double byte
 }
 
 double roofline_peak_gflops(const backend::TargetDescription& target, DType storage) {
-  if (storage == DType::F32) return target.peak_gflops;
-  if (target.tensor_peak_gflops > 0) return target.tensor_peak_gflops;
-  if (target.target != backend::Target::Cpu) return target.peak_gflops;
-  const double widened = storage == DType::BF16 ? target.widen_bf16_gflops : target.widen_f16_gflops;
-  const double fmas = widened > 0 ? widened : target.peak_gflops;
-  if (storage == DType::BF16) return std::max({fmas, target.bf16_dot_peak_gflops, target.bf16_amx_gflops});
-  return target.simd_bytes == 64 ? std::max(fmas, target.bf16_amx_gflops / 2) : fmas;
+  return backend_for(target.target).cost_rules().peak_gflops(storage, target);
 }
 
 Roofline program_roofline(const Program& lowered, const DimBindings& bindings, const backend::TargetDescription& target) {

@@ -32,10 +32,7 @@ double value_flops(const Program& lowered, const Value& v, const DimBindings& bi
 double bound_bandwidth_gbs(const backend::TargetDescription& target, double bytes);
 
 // The flop rate the roofline of a program stored at `storage` counts on `target`: that of the
-// instructions its matmuls run on there. f32: the FMA peak. At 16 bits: a GPU's tensor cores; on
-// a CPU at bf16 the AMX tiles' or vdpbf16ps's where bf16 matmuls use them, at f16 half the AMX
-// tiles' (amx_split_kernel.cpp: two tile products per pair of f16 values), and else the FMAs fed
-// by widened 16-bit vectors (TargetDescription::widen_f16_gflops, widen_bf16_gflops).
+// instructions its matmuls run on there, as the target's backend says (CostRules::peak_gflops).
 double roofline_peak_gflops(const backend::TargetDescription& target, DType storage);
 
 // `lowered`: primitives only (lower_composites), as a backend stores it: each input and output is

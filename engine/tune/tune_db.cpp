@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "engine/ir/print.h"
+#include "engine/tune/backends.h"
 #include "engine/util/cache.h"
 #include "engine/util/private_files.h"
 #include "engine/util/sha256.h"
@@ -67,7 +68,7 @@ std::vector<std::string> split_tabs(const std::string& line) {
 }  // namespace
 
 std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target) {
-  std::string text = print_program(lowered) + "\x1f" + sizes_field(bindings) + "\x1f" + backend::target_name(target.target) + "\x1f" + target.model +
+  std::string text = print_program(lowered) + "\x1f" + sizes_field(bindings) + "\x1f" + tune::target_name(target.target) + "\x1f" + target.model +
                      "\x1f" + PRISM_VERSION +
                      "\x1f" + std::to_string(kTunerRevision);
   return content_key(text, "tune:");
@@ -78,7 +79,7 @@ std::string format_tune_result(const TuneResult& r) {
   out << kHeader << "\n";
   out << "program\t" << clean(r.program) << "\n";
   out << "version\t" << r.version << "\n";
-  out << "target\t" << backend::target_name(r.target) << "\t" << clean(r.target_model) << "\n";
+  out << "target\t" << tune::target_name(r.target) << "\t" << clean(r.target_model) << "\n";
   out << "bindings\t" << sizes_field(r.bindings) << "\n";
   out << "top\t" << r.top << "\t" << r.threads << "\n";
   out << "machine\t" << number(r.bandwidth_gbs) << "\t" << number(r.peak_gflops) << "\n";
@@ -151,7 +152,7 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         need(2), r.version = std::stoll(f[1]);
       } else if (tag == "target") {
         need(3), r.target_model = f[2];
-        std::optional<backend::Target> target = backend::parse_target(f[1]);
+        std::optional<backend::Target> target = tune::parse_target(f[1]);
         if (!target) throw std::runtime_error("unknown target");
         r.target = *target;
       } else if (tag == "bindings") {

@@ -2,6 +2,7 @@
 
 #include "engine/backend/cpu/codegen.h"
 #include "engine/backend/cpu/compiler.h"
+#include "engine/backend/cpu/cost_rules.h"
 #include "engine/backend/cpu/describe.h"
 #include "engine/backend/cpu/eager.h"
 
@@ -9,7 +10,11 @@ namespace prism::backend::cpu {
 
 Backend::Availability CpuBackend::availability() const { return {true, "this machine's CPU (measured on first use)"}; }
 
-TargetDescription CpuBackend::describe(const std::string& cache_dir) const { return describe_cpu(cache_dir); }
+TargetDescription CpuBackend::describe(const std::string& cache_dir) const {
+  TargetDescription t = describe_cpu(cache_dir);
+  t.target = target();
+  return t;
+}
 
 int CpuBackend::threads(int requested, const TargetDescription& target) const { return requested > 0 ? requested : target.cores; }
 
@@ -106,6 +111,11 @@ RunOutcome CpuBackend::run(KernelRunner& runner, const Build& build, const RunSe
 
 // 16-bit results: the reference rounds every intermediate to the storage dtype, a fused kernel
 // keeps its intermediates in f32; the bound covers the difference (the GPU's, cuda_backend.cpp).
+const CostRules& CpuBackend::cost_rules() const {
+  static const CpuCostRules rules;
+  return rules;
+}
+
 Tolerance CpuBackend::tolerance(DType dtype) const {
   switch (dtype) {
     case DType::F16: return {1e-2, 1e-2};

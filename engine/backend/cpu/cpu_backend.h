@@ -15,7 +15,8 @@ CompileOptions kernel_compile_options(const TargetDescription& target, const std
 
 class CpuBackend final : public Backend {
  public:
-  Target target() const override { return Target::Cpu; }
+  explicit CpuBackend(Target target = Target::Cpu) : Backend(target) {}
+  const char* name() const override { return "cpu"; }
   Availability availability() const override;
   TargetDescription describe(const std::string& cache_dir) const override;
   int threads(int requested, const TargetDescription& target) const override;
@@ -27,6 +28,7 @@ class CpuBackend final : public Backend {
   void compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const override;
   RunOutcome run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const override;
   Tolerance tolerance(DType dtype) const override;
+  const CostRules& cost_rules() const override;
   std::string header_declarations(const std::string& guard) const override;
 };
 

@@ -1,6 +1,7 @@
 #include "engine/backend/cuda/cuda_backend.h"
 
 #include "engine/backend/cuda/codegen.h"
+#include "engine/backend/cuda/cost_rules.h"
 #include "engine/backend/cuda/describe.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/eager.h"
@@ -39,7 +40,9 @@ Backend::Availability CudaBackend::availability() const {
 }
 
 TargetDescription CudaBackend::describe(const std::string&) const {
-  return cuda_status().available ? describe_cuda_device() : cuda_h100_data();
+  TargetDescription t = cuda_status().available ? describe_cuda_device() : cuda_h100_data();
+  t.target = target();
+  return t;
 }
 
 int CudaBackend::threads(int, const TargetDescription&) const { return kThreadsPerBlock; }
@@ -96,6 +99,11 @@ RunOutcome CudaBackend::run(KernelRunner& runner, const Build& build, const RunS
     request.runs = 1;
   }
   return runner.run_cuda(request, cancel);
+}
+
+const CostRules& CudaBackend::cost_rules() const {
+  static const CudaCostRules rules;
+  return rules;
 }
 
 Tolerance CudaBackend::tolerance(DType dtype) const {

@@ -11,7 +11,8 @@ class CudaBackend final : public Backend {
  public:
   static constexpr int kThreadsPerBlock = 128;
 
-  Target target() const override { return Target::Cuda; }
+  explicit CudaBackend(Target target = Target::Cuda) : Backend(target) {}
+  const char* name() const override { return "cuda"; }
   Availability availability() const override;
   TargetDescription describe(const std::string& cache_dir) const override;
   int threads(int requested, const TargetDescription& target) const override;
@@ -23,6 +24,7 @@ class CudaBackend final : public Backend {
   RunOutcome run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const override;
   // Relative to the output's largest value: f16 1e-2, bf16 5e-2, f32 1e-3.
   Tolerance tolerance(DType dtype) const override;
+  const CostRules& cost_rules() const override;
 };
 
 }  // namespace prism::backend::cuda

@@ -1,0 +1,19 @@
+#include "engine/backend/cost_rules.h"
+
+namespace prism::backend {
+
+double CostRules::block_matmul_factor(const BlockMatmul&, const TargetDescription&) const { return 1; }
+
+int64_t CostRules::b_row_piece(const BlockMatmul&, const TargetDescription&) const { return 0; }
+
+int64_t CostRules::private_cache_bytes(const TargetDescription&) const { return 0; }
+
+bool CostRules::overlaps(const LoopTiles&, const TargetDescription&) const { return true; }
+
+double CostRules::overlap_loss() const { return 0; }
+
+LibraryMatmulCost CostRules::library_matmul(const LibraryMatmul&, const TargetDescription&) const { return {}; }
+
+double CostRules::peak_gflops(DType, const TargetDescription& target) const { return target.peak_gflops; }
+
+}  // namespace prism::backend

@@ -1,0 +1,69 @@
+// What the cost model (tune/cost_model.h) asks a backend: the few ways one kind of machine runs
+// generated code that the model's walk over tiles, bytes and flops cannot know. The model is one
+// for every backend and never names one; each backend answers these from its own description
+// (cpu/cost_rules.h, cuda/cost_rules.h). A default answer is "nothing special".
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend/target.h"
+#include "engine/ir/dtype.h"
+
+namespace prism::backend {
+
+// A matmul of a block: its tiles (concrete sizes) and the dtypes its operands are stored at (a
+// loaded tensor's, F32 for a tile computed in the block).
+struct BlockMatmul {
+  std::vector<int64_t> a, b;
+  DType a_storage = DType::F32, b_storage = DType::F32;
+  bool b_loaded = false;   // B is a load (not computed in the block)
+  bool all_16bit = false;  // every input and output of the instance is stored at 16 bits
+};
+
+// A library kernel's matmul: its output's and A's shapes (A as the library reads it, through its
+// view), the dtypes, and whether B lies with K contiguous (an nn.Linear weight read as W^T).
+struct LibraryMatmul {
+  std::vector<int64_t> out, a;
+  DType a_dtype = DType::F32, b_dtype = DType::F32, out_dtype = DType::F32;
+  bool b_rows_along_k = false;
+};
+
+// How a backend's library matmul runs.
+struct LibraryMatmulCost {
+  int64_t chunks = 0;          // parallel chunks spread over the cores (0: a whole-tensor call)
+  double flop_factor = 1;      // its flops cost this many times their count at the peak
+  int64_t b_piece = 0;         // B's rows are read in pieces of this many elements (0: whole)
+  double b_stream_passes = 0;  // B's bytes move this many more times at memory's bandwidth
+};
+
+// A custom kernel's loop as double buffering sees it.
+struct LoopTiles {
+  double iterations = 1;     // the loop's range
+  double body_bytes = 0;     // bytes a block loads in each iteration
+  double resident_bytes = 0; // the block's tile footprint besides them
+};
+
+class CostRules {
+ public:
+  virtual ~CostRules() = default;
+  // Lanes a vector instruction has for f32: a tile narrower than that wastes the rest.
+  virtual int vector_lanes(const TargetDescription& target) const = 0;
+  // The cost of a block matmul's flops over their count at the f32 peak (tensor cores, widening
+  // a 16-bit B, a matrix unit): below 1 where it runs faster than f32 FMAs.
+  virtual double block_matmul_factor(const BlockMatmul& m, const TargetDescription& target) const;
+  // Where a block matmul reads its loaded B's rows in pieces, their length in elements; else 0.
+  virtual int64_t b_row_piece(const BlockMatmul& m, const TargetDescription& target) const;
+  // The cache private to the core that runs a block, whose overflow by the block's computed and
+  // loaded tiles moves through the next level (0: the model counts no such traffic).
+  virtual int64_t private_cache_bytes(const TargetDescription& target) const;
+  // Whether a kernel's data movement overlaps its compute (else they take the sum).
+  virtual bool overlaps(const LoopTiles& loop, const TargetDescription& target) const;
+  // The part of the smaller of streaming and compute that does not hide behind the larger.
+  virtual double overlap_loss() const;
+  // A library matmul; the default is a whole-tensor call at the peak.
+  virtual LibraryMatmulCost library_matmul(const LibraryMatmul& m, const TargetDescription& target) const;
+  // The flop rate no matmul of tensors stored at `storage` beats here (the roofline's peak).
+  virtual double peak_gflops(DType storage, const TargetDescription& target) const;
+};
+
+}  // namespace prism::backend

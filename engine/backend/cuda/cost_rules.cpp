@@ -1,0 +1,40 @@
+#include "engine/backend/cuda/cost_rules.h"
+
+#include <algorithm>
+
+#include "engine/backend/cuda/codegen.h"
+
+namespace prism::backend::cuda {
+
+namespace {
+
+// A matmul mma.sync takes gathers each lane's elements one by one (docs/tuning.md, "The GPU's cost
+// rules"): its rate is the tensor cores' over this, times the part of each fragment it fills.
+constexpr double kMmaGather = 8;
+
+}  // namespace
+
+int CudaCostRules::vector_lanes(const TargetDescription& target) const { return std::max(1, target.simd_bytes / 4); }
+
+double CudaCostRules::block_matmul_factor(const BlockMatmul& m, const TargetDescription& target) const {
+  if (target.tensor_peak_gflops <= 0 || tensor_core_storage(m.a_storage, m.b_storage, m.all_16bit) == DType::F32) return 1;
+  const bool both = m.a_storage != DType::F32 && m.b_storage != DType::F32;  // WMMA's case when the shape fits
+  if (m.a.size() < 2 || m.b.size() < 2) return 1;
+  const int64_t rows = m.a[m.a.size() - 2], k = m.a.back(), n = m.b.back();
+  if (both && tensor_core_shape(rows, n, k)) return target.peak_gflops / target.tensor_peak_gflops;
+  const double fill = double(rows) / double(16 * ((rows + 15) / 16)) * double(n) / double(8 * ((n + 7) / 8)) * double(k) / double(16 * ((k + 15) / 16));
+  return std::min(1.0, target.peak_gflops * kMmaGather / (target.tensor_peak_gflops * fill));
+}
+
+bool CudaCostRules::overlaps(const LoopTiles& loop, const TargetDescription& target) const {
+  // double_buffer.h's condition as the model sees it: more than one iteration, and the body's
+  // tiles fit a second time beside the block's footprint.
+  return loop.iterations > 1 && loop.body_bytes > 0 && loop.resident_bytes + loop.body_bytes <= double(target.fast_memory_bytes);
+}
+
+double CudaCostRules::peak_gflops(DType storage, const TargetDescription& target) const {
+  if (storage == DType::F32) return target.peak_gflops;
+  return target.tensor_peak_gflops > 0 ? target.tensor_peak_gflops : target.peak_gflops;
+}
+
+}  // namespace prism::backend::cuda

@@ -1,0 +1,18 @@
+// A GPU's answers to the cost model's questions (backend/cost_rules.h): a warp's lanes, tensor
+// cores for 16-bit block matmuls (WMMA where the shape fits, mma.sync otherwise), and data movement
+// that overlaps compute only where the code generator double-buffers the loop (double_buffer.h).
+// The rules and their calibration: docs/tuning.md, "The GPU's cost rules".
+#pragma once
+#include "engine/backend/cost_rules.h"
+
+namespace prism::backend::cuda {
+
+class CudaCostRules final : public CostRules {
+ public:
+  int vector_lanes(const TargetDescription& target) const override;
+  double block_matmul_factor(const BlockMatmul& m, const TargetDescription& target) const override;
+  bool overlaps(const LoopTiles& loop, const TargetDescription& target) const override;
+  double peak_gflops(DType storage, const TargetDescription& target) const override;
+};
+
+}  // namespace prism::backend::cuda
