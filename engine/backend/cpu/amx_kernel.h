@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 
+#include "engine/backend/cpu/kernels/amx_rules.h"
 #include "engine/ir/dtype.h"
 
 namespace prism::backend::cpu::detail {
@@ -18,13 +19,12 @@ extern const char* kAmxNtKernel;     // A x Bt^T (Bt stored [N x K]) for the sam
 // prism_mm_amx reads B's rows in pieces of at most this many columns (its NB, which the prelude
 // defines as PRISM_AMX_COLUMNS): the cost model's access pattern (assumption 7) on the tiles.
 constexpr long kAmxBlockColumns = 512;
-// bf16 x bf16 matmuls whose B streams from memory (not PRISM_AMX_CACHED_B) read B's rows in pieces
+// bf16 x bf16 matmuls whose B streams from memory (not prism_amx_cached_b) read B's rows in pieces
 // of this many columns instead (PRISM_AMX_STREAM_COLUMNS): each step down K reads longer runs.
 constexpr long kAmxStreamColumns = 2048;
 // The pieces a matmul on the tiles reads B's rows in: A (`a`, `rows` x `k`) times B (`b`, `k` x `n`).
 inline long amx_block_columns(DType a, DType b, int64_t rows, int64_t k, int64_t n) {
-  const bool cached = rows > 16 && k * n * 2 <= (int64_t(1) << 20);  // PRISM_AMX_CACHED_B
-  return a == DType::BF16 && b == DType::BF16 && !cached ? kAmxStreamColumns : kAmxBlockColumns;
+  return a == DType::BF16 && b == DType::BF16 && !prism_amx_cached_b(rows, k, n) ? kAmxStreamColumns : kAmxBlockColumns;
 }
 
 // f16 x f16 and f32 x f16 matmuls take the tiles from this many rows of A (PRISM_AMX_F16_ROWS in

@@ -23,7 +23,7 @@ namespace prism::backend::cpu::detail {
 // layer: 8 rows 1.12 ms on FMAs, 1.51 on the tiles; 16 rows 2.71 on FMAs, 1.64 on the tiles).
 // Order: as the bf16 kernel, per 16 rows of C and 512 columns, K advancing one tile row's worth
 // (16 or 32 rows) at a time over every 64-column strip (or a whole panel per strip where B is
-// read from L2: PRISM_AMX_CACHED_B); each strip's piece of B is staged into an L1 buffer and its
+// read from L2: prism_amx_cached_b); each strip's piece of B is staged into an L1 buffer and its
 // four C tiles (16 columns each, in order) come from and go back to L1. Each piece is staged one
 // strip ahead of its products, into the other of two buffers, so the vector units convert the next
 // piece while the tiles multiply this one: with the piece staged just before its own products, the

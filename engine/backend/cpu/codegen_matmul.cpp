@@ -122,6 +122,7 @@ namespace {
   s += lane_transpose(simd_bytes / 4);
   s += embedded::runtime_h;
   s += elementwise_functions(kHostC);
+  if (amx) s += embedded::amx_rules_h;  // the rules the AMX kernels and the cost rules share
   s += kAmxKernel;
   s += kAmxSplitKernel;
   s += kAmxNtKernel;

@@ -4,6 +4,7 @@
 #pragma once
 
 namespace prism::embedded {
+extern const char amx_rules_h[];         // which way an AMX matmul reads B (amx_kernel.h reads it too)
 extern const char amx_kernel_h[];        // prism_mm_amx: bf16 tiles over a streaming or cached B
 extern const char amx_nt_kernel_h[];     // prism_mm_amx_nt: nn.Linear's W read in place
 extern const char amx_split_kernel_h[];  // f16 products split into bf16 pairs on the tiles

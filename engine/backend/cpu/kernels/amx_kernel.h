@@ -9,8 +9,7 @@
 // costs more than B's scattered reads from L2. Else B streams in, and K advances in short steps
 // over every strip (the read pattern hardware prefetchers follow). (2-core Xeon, bf16 attention
 // B=16 q=128 s=1024 e=128, where each block multiplies 32 x 128 @ 128 x 512 and 32 x 512 @
-// 512 x 128: 2.4 -> 2.1 ms.)
-#define PRISM_AMX_CACHED_B(M, K, N) ((M) > 16 && (K) * (N) * 2 <= (1L << 20))  // a 16-bit B
+// 512 x 128: 2.4 -> 2.1 ms.) The rule: prism_amx_cached_b (amx_rules.h).
 // Linux hands the tile state to a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM for
 // XFEATURE_XTILEDATA); where it refuses, the FMA kernel runs.
 static bool prism_amx_request() { return syscall(SYS_arch_prctl, 0x1023, 18) == 0; }
@@ -351,17 +350,17 @@ static void prism_mm_amx(const prism_bf16* __restrict A, const prism_bf16* __res
   if constexpr (M <= 8) return prism_mm_amx_stacked<M, N, K, LDA, LDB, LDC, ACC>(A, B, C);
   // Where B stays in L2 for several blocks of rows, the tile products count (the zeros beside A's
   // values double them) and B's rows are paired once for all of them (amx_split_kernel.cpp).
-  if constexpr (PRISM_AMX_CACHED_B(M, K, N)) return prism_mm_amx_split<M, N, K, LDA, LDB, LDC, ACC>(A, B, C);
+  if constexpr (prism_amx_cached_b(M, K, N)) return prism_mm_amx_split<M, N, K, LDA, LDB, LDC, ACC>(A, B, C);
   if constexpr (M > 16)
     if (prism_mm_amx_rows<M, N, K, LDA, LDB, LDC, ACC>(A, B, C)) return;
 #endif
   constexpr long KB = K < 512 ? (K + 15) / 16 * 16 : 512;  // K values in one A panel
   constexpr long AS = 2 * KB + 32;                          // a panel row: 0, a0, 0, a1, ..., zeros
-  constexpr long KV = PRISM_AMX_CACHED_B(M, K, N) ? KB : 64;
+  constexpr long KV = prism_amx_cached_b(M, K, N) ? KB : 64;
   alignas(64) prism_bf16 a[16 * AS];
   alignas(64) float narrow[PRISM_AMX_COLUMNS / 64][4][256];
   long NB = PRISM_AMX_COLUMNS;
-  float(*const c)[4][256] = PRISM_AMX_CACHED_B(M, K, N) ? narrow : prism_amx_wide_c(sizeof(float) * 4 * 256 / 64, narrow, NB);
+  float(*const c)[4][256] = prism_amx_cached_b(M, K, N) ? narrow : prism_amx_wide_c(sizeof(float) * 4 * 256 / 64, narrow, NB);
   alignas(64) prism_bf16 edge[16 * 64];
   prism_amx_blocks<M, N, K, KB, ACC, prism_amx_paired>(c, NB, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
     for (int r = 0; r < rows; ++r)  // the panel: A's values in the high halves of 32-bit words

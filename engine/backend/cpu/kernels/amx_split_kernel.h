@@ -134,7 +134,7 @@ static void prism_mm_amx_split(const TA* __restrict A, const TB* __restrict B, f
   constexpr long KB = K < 512 ? (K + KT - 1) / KT * KT : 512;  // K values in one A panel
   constexpr long AS = KB * 16 / KT + 16;                       // words per panel row
   constexpr long NB = PRISM_AMX_COLUMNS;
-  // Where B is read from L2 (PRISM_AMX_CACHED_B), a strip's C tiles stay over the whole panel, and
+  // Where B is read from L2 (prism_amx_cached_b), a strip's C tiles stay over the whole panel, and
   // the panel's B is staged once into `staged` for every 16 rows of A (not again per block);
   // else K advances one tile row at a time over every strip, each piece staged as it is used.
   // (Out of memory for `staged`, the uncached order.)
@@ -144,7 +144,7 @@ static void prism_mm_amx_split(const TA* __restrict A, const TB* __restrict B, f
   // A strip's KT rows of B (tile t has columns 16t .. 16t + 15), two: one multiplied, one staged.
   alignas(64) unsigned stage[2][4][16][16];
   unsigned(*staged)[4][16][16] = nullptr;  // cached: strip s, tile row j at staged[s * STEPS + j]
-  if (PRISM_AMX_CACHED_B(M, K, N)) staged = static_cast<unsigned(*)[4][16][16]>(prism_amx_buffer(sizeof(stage[0]) * (NB / 64) * STEPS));
+  if (prism_amx_cached_b(M, K, N)) staged = static_cast<unsigned(*)[4][16][16]>(prism_amx_buffer(sizeof(stage[0]) * (NB / 64) * STEPS));
   const bool cached = staged != nullptr;
   long staged_n0 = -1, staged_kb = -1;
   prism_amx_blocks<M, N, K, KB, ACC, prism_amx_ordered>(c, NB, C, LDC, [&](long m0, int rows, long n0, int strips, long kb, long kn) {
