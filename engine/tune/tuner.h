@@ -125,55 +125,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 40;  // 9: the CPU matmul's K chunks and library chunks, the CPU cost model's
-                                    // widening and partial overlap, narrower inputs where [-1, 1] overflows;
-                                    // 10: OpenBLAS's kernels for the CPU's instructions (the eager baseline);
-                                    // 11: sums across lanes as shuffle trees (the NT micro-kernel, row sums);
-                                    // 12: GPU runs timed after an L2 flush, cp.async double-buffered loads,
-                                    // mma.sync matmuls, the GPU cost model's overlap; CPU matmul strips of
-                                    // a B that stays in cache up to 16 KiB; 13: bf16 matmuls on AMX tiles,
-                                    // vdpbf16ps only where its measured rate beats the FMAs';
-                                    // 14: AMX tiles loaded where B lies, K-chunk-major strips;
-                                    // 15: f16 x f16 matmuls on AMX tiles (each f16 split into two bf16);
-                                    // 16: f32 x f16 and f32 x bf16 on AMX tiles, C kept in tiles over K
-                                    // where more than 16 rows pass over a B in L2; 17: W^T (nn.Linear)
-                                    // on AMX tiles as C^T = W A^T, read in place by any rows there;
-                                    // 18: a cached B staged once per panel, bf16 x bf16 there paired;
-                                    // 19: generated code compiled with -mprefer-vector-width=512
-                                    // 20: AVX2 blocks of at least 10 accumulators and 768-byte strips,
-                                    // 16-bit library matmuls rounded per chunk, vectorized library loops,
-                                    // 16-bit W^T tiles staged in register blocks, views' runs in the
-                                    // cost model; 21: the CPU's read curve from the second levels' sizes,
-                                    // 16-bit rooflines at the widened FMAs' measured rate, f16 conversions
-                                    // that vectorize on AVX2; 22: f16 conversions by F16C's vector
-                                    // instructions, f16 rows staged through f32 chunks in elementwise
-                                    // loops (fused and eager), a tune still under load after its
-                                    // re-measure noisy; 23: the matmul micro-kernel prefetches B
-                                    // four strips ahead; 24: AVX2 library matmuls whose B stays in the
-                                    // caches take 3 KiB strips; 25: searches admit 3 kernels (a prologue,
-                                    // a vendor matmul, a fused epilogue), a 16-bit CPU library matmul
-                                    // costed at its chunks' parallel efficiency; 26: AVX2 matmul blocks
-                                    // of tall tiles two vectors wide (broadcasts cost 1.5 slots); 27: the
-                                    // cost model prices 16-bit FMAs by the blocks' estimated slots
-                                    // per FMA; 28: an f32 library matmul (sgemm) moves B three more
-                                    // times (its packing) and runs at half the FMA peak; 29: f32 blocks
-                                    // count B's folded loads, f32 strips fit L1's ways, an aliasing f32
-                                    // A too large for 64 KiB copied a slice at a time, f32 blocks' slots
-                                    // per FMA in the cost model; 30: AVX2's NT kernel widens a 16-bit A
-                                    // first against a bf16 B and takes 4 x 3 blocks; 31: a cached B whose
-                                    // rows share L1's sets copied a K chunk at a time under many row blocks;
-                                    // 32: the read curve measured at most 2x apart between the second
-                                    // levels and the last level; 33: bf16 x bf16 of at most 8 rows on AMX
-                                    // with A's rows held twice in one tile; 34: streaming bf16 AMX
-                                    // matmuls in blocks of kAmxStreamColumns, two vendor matmuls a
-                                    // family by default; 35: the AMX NT kernel down all of K, 32
-                                    // rows of W at a time; 36: its blocks of A's rows all pass over
-                                    // each strip of W (W read once); 37: the same for a streaming B
-                                    // stored as it is used (prism_mm_amx_rows); 38: the split
-                                    // kernel stages B's next piece before this one's products; 39: every row
-                                    // also checked on the edge suite (edge_suite.h); 40: every ratio one of
-                                    // the same rounds' medians, rooflines at peaks timed by CPU time and a
-                                    // curve from the first levels; 16-bit composites' statistics in f32
+constexpr int kTunerRevision = 40;  // what each revision changed: docs/tuning.md, "Tuner revisions"
 
 // Every ratio of a result from its times, by one definition (docs/tuning.md, "The table"): a
 // row's speedup is the eager baseline's median over the row's, both medians of the same
