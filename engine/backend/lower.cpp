@@ -205,11 +205,7 @@ class CustomLowering {
   // Load i's view swaps the tensor's last two dims (its second-to-last view dim is the tensor's
   // last, so that dim is contiguous) and every use is a matmul's B with few rows for its
   // contraction: the in-place kernel sums lanes once per result element, which a copy of B
-  // beats when the rows are many (measured, 2 cores AVX-512: sdpa's 128 x 128 @ 128 x 1024
-  // tiles ran 6.4 ms copied, 10.9 ms in place; 16 x 512 @ 512 x 256 tiles of an nn.Linear, 13.2
-  // ms copied, 4.0 ms in place). With the copy transposing kW x kW blocks in registers, sdpa ran
-  // 4.3 ms against 5.0 element by element, and LoRA's [out, in] weight still 4.4 ms copied
-  // against 3.9 in place.
+  // beats when the rows are many (measured: docs/tuning.md, "The CPU's other kernel choices").
   bool transposed_b_only(size_t i, int last) const {
     const std::vector<int>& view = k_.ops[i].view;
     if (view.size() < 2 || view[view.size() - 2] != last || uses_[i].empty()) return false;

@@ -12,10 +12,8 @@ namespace prism::backend::cpu::detail {
 // thread's buffer). Tiles (prism_amx_configure's `swapped`): 0-1 C^T (16 columns of C by R rows
 // each), 4-5 A^T (hi and lo, or bf16 A's one), 6-7 Bt. Per 16 rows of C, 32 rows of Bt at a time
 // go down all of K, their two C^T tiles kept: each row of Bt is read in one run, 32 rows side by
-// side (what hardware prefetchers follow). 2-core Sapphire Rapids, 4096 x 4096 weights in huge
-// pages, against 64 rows a strip over K panels of 512 (1 KB of each row a visit): bf16 8 rows
-// 0.90-0.94 -> 0.67-0.69 ms, 16 rows 1.15 -> 0.84, f16 16 rows 2.75 -> 1.89; 64 rows down all of
-// K 0.74-0.78 (8 rows), 16 rows 0.69; 32 rows over panels of 2048 0.71, of 512 0.90.
+// side (what hardware prefetchers follow), faster than 64 rows a strip over K panels
+// (docs/tuning.md, "The CPU's other kernel choices").
 const char* kAmxNtKernel = embedded::amx_nt_kernel_h;
 
 }  // namespace prism::backend::cpu::detail

@@ -17,21 +17,16 @@ namespace prism::backend::cpu::detail {
 // Every product is exact and the sums are in f32, as in the FMA kernels. Only infinities differ:
 // an infinite operand meets a zero half of the other (0 * inf), so the sum is NaN where the
 // reference has +-inf (B's lo is not even guarded: inf - inf).
-// B's words are staged per visit on the vector units (an f16's split about 1 ns per 16 weights on
-// a Sapphire Rapids core, a bf16 pair two permutes per 64), so with few rows of A the FMA kernel
-// is faster (kAmxF16MinRows, kAmxWideMinRows; 2-core Xeon, an f16 RMSNorm and 4096 x 4096
-// layer: 8 rows 1.12 ms on FMAs, 1.51 on the tiles; 16 rows 2.71 on FMAs, 1.64 on the tiles).
+// B's words are staged per visit on the vector units, so with few rows of A the FMA kernel is
+// faster (kAmxF16MinRows, kAmxWideMinRows).
 // Order: as the bf16 kernel, per 16 rows of C and 512 columns, K advancing one tile row's worth
 // (16 or 32 rows) at a time over every 64-column strip (or a whole panel per strip where B is
 // read from L2: prism_amx_cached_b); each strip's piece of B is staged into an L1 buffer and its
 // four C tiles (16 columns each, in order) come from and go back to L1. Each piece is staged one
 // strip ahead of its products, into the other of two buffers, so the vector units convert the next
 // piece while the tiles multiply this one: with the piece staged just before its own products, the
-// tile unit's work, the staging and the reads of B added up almost in series (2-core Xeon, f16
-// RMSNorm + 16 x 4096 @ 4096 x 4096: 0.34 ms besides the three, tiles 0.46, staging with reads
-// 0.88, all 1.53 ms); ahead: 1.46 -> 1.35 ms at f16, 1.11 -> 0.94 at bf16 forced through this
-// kernel. (Converting 16 rows x 512 columns first and multiplying after was 1.6x slower; 32 or 64
-// rows a visit, strips over all of K, and prefetching the next visit's B were slower too.)
+// tile unit's work, the staging and the reads of B added up almost in series. The measurements
+// behind these choices: docs/tuning.md, "The CPU's other kernel choices".
 const char* kAmxSplitKernel = embedded::amx_split_kernel_h;
 
 }  // namespace prism::backend::cpu::detail

@@ -138,16 +138,12 @@ namespace {
 // B favours tall blocks, which widen each vector once for more rows. A K step also takes at
 // least kChainSteps FMA slots, however few its FMAs: each accumulator is a chain of dependent
 // FMAs, and a block of 8 of them waits on their latency. That bounds AVX2's blocks, which 16
-// registers keep small (f16 B from L2 on a 2-core Zen 3, GFLOP/s a core: 8 x 1 and 4 x 2, 8
-// accumulators, 48-54; 3 x 3 56; 5 x 2, 6 x 2 and 4 x 3, 10-12 accumulators, 70-82). AVX2's
-// broadcasts cost one and a half slots each: a block one vector wide, which broadcasts once per
-// FMA, runs short of the FMAs however tall (f16 and bf16 B in L1 on the Zen 3, GFLOP/s a core:
-// 8..13 x 1 55-62 and 40-43, 6 x 2 and 4 x 3 86-88 and 59-74; attention's 64 x 128 x 128 f16
-// tiles, B=16 q=128, 12.3 ms with 13 x 1 blocks, 10.8 with 6 x 2). An f32 block that takes every
-// register leaves B's vectors nowhere to live: GCC folds them into the FMAs as memory operands,
-// loading each once per row (a 4 x 3 block: 12 loads of B a step, not 3), so such a block counts
-// those loads (an RMSNorm + f32 16 x 2048 @ 2048 x 2048 kernel on a 2-core Zen 3, interleaved:
-// 4 x 3 3.35 ms, 6 x 2 2.21).
+// registers keep small. AVX2's broadcasts cost one and a half slots each: a block one vector
+// wide, which broadcasts once per FMA, runs short of the FMAs however tall. An f32 block that
+// takes every register leaves B's vectors nowhere to live: GCC folds them into the FMAs as memory
+// operands, loading each once per row (a 4 x 3 block: 12 loads of B a step, not 3), so such a
+// block counts those loads. The measurements: docs/tuning.md, "The CPU matmul's blocks, strips
+// and chunks".
 constexpr int64_t kWidenOps = 2;
 constexpr int64_t kChainSteps = 12;
 constexpr int64_t kCachedB = 256 * 1024, kCachedStrip = 16 * 1024;
@@ -182,43 +178,27 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
   if (n / w > 0 && m > 0) best.slots_per_fma = best_cost / double(m * (n / w));
   // A strip of B of kc rows stays in L1 while the row blocks pass over it, and is what the
   // micro-kernel prefetches ahead. Each strip row is a line or two, its rows a row of B apart:
-  // short strips (3 KiB) let the strips of a chunk walk each of its rows in order, so B streams
-  // (an 8 or 16 x 4096 @ 4096 x 4096 kernel on a 2-core Xeon, 3 KiB against 6 and 12: 1.27 ms
-  // against 1.36 and 1.87 at bf16, 2.53 ms against 2.70 and 3.09 at f32; K whole was slower
-  // still). Every K chunk loads and stores C's block once; chunks are even. A B that stays in the
-  // caches (at most kCachedB) is not streamed: strips of up to 16 KiB load and store C's block
-  // fewer times (a 128 x 128 x 128 f32 tile of attention on the Xeon: 124 GFLOP/s a core with
-  // 22-row strips, 155 with K whole). AVX2's strips are narrower (4 x 3 blocks: 48 bytes of an f16
-  // row) and its streamed strips shorter: 768 bytes (an 8 x 4096 @ 4096 x 4096 f16 kernel taking
-  // 64 rows of K a loop step, on a 2-core Zen 3: kc 8 and 16 3.45 ms, 32 3.6-5.9, 64 3.7-6.7 in 3 runs).
-  // A B that stays in the last level between calls (emit_matmul says when) is read at the
-  // caches' latency, and AVX2's short strips only cost C's block more loads and
-  // stores: 3 KiB there (f16 chunks on a 2-core Zen 3, two threads, interleaved, medians of 25
-  // rounds in 2-3 runs: 16 x 1024 @ 1024 x 512 0.37-0.38 ms with 768-byte strips, 0.34-0.36 with 2
-  // and 3 KiB, 0.38-0.39 with 8, 0.50-0.52 with 32; 8 x 2048 @ 2048 x 1024 0.72-0.75 against
-  // 0.66-0.71; LoRA's 16 x 256 @ 256 x 2048 0.44-0.46 against 0.39-0.42).
+  // short strips (3 KiB) let the strips of a chunk walk each of its rows in order, so B streams.
+  // Every K chunk loads and stores C's block once; chunks are even. A B that stays in the caches
+  // (at most kCachedB) is not streamed: strips of up to 16 KiB load and store C's block fewer
+  // times. AVX2's strips are narrower (4 x 3 blocks: 48 bytes of an f16 row) and its streamed
+  // strips shorter: 768 bytes. A B that stays in the last level between calls (emit_matmul says
+  // when) is read at the caches' latency, and AVX2's short strips only cost C's block more loads
+  // and stores: 3 KiB there. The measurements: docs/tuning.md, "The CPU matmul's blocks, strips
+  // and chunks".
   const int64_t strip = simd_bytes == 64 || b_resident ? 3072 : 768;
   const int64_t strip_row_bytes = int64_t(best.nv) * w * int64_t(dtype_bytes(b_dtype));
   // Cached: more than two row blocks pass over each strip (attention's 128-row tiles). Where one or
   // two do (a decode layer's 4 to 16 rows), each strip is read once from wherever B is, and a
-  // slice of a streamed weight that a loop step takes is streamed however small it is (8 rows, 32
-  // of K, 1024 columns at f16 on a 2-core Zen 3: 16-row strips 1.49 ms, K whole 1.56-1.74).
+  // slice of a streamed weight that a loop step takes is streamed however small it is.
   const bool cached = k * n * int64_t(dtype_bytes(b_dtype)) <= kCachedB && m > 2 * int64_t(best.mr);
   int64_t kc = std::max<int64_t>(8, (cached ? kCachedStrip : strip) / strip_row_bytes);
   // Rows of B a multiple of 4 KiB apart fall in the same L1 sets: where more than one row block
   // passes over an f32 strip, its rows must fit those sets' ways or the next pass reads them from
-  // L2 (the f32 kernel above, 6 x 2 blocks: 64 rows a chunk 2.21 ms, 32 2.20, 16 2.13, 8 1.92).
-  // 16-bit strips ran as fast either way (f16 16 x 64 @ 64 x 512 chunks: 64 rows against 8, 16
-  // and 32 within 10%, 8 the slowest), so theirs stay.
+  // L2. 16-bit strips ran as fast either way, so theirs stay.
   // Where more than three row blocks pass over each strip of such a B that stays in the caches,
   // each K chunk is copied first into rows 64 bytes past a whole line apart (every row in other
-  // sets), and K is not cut for L1's ways: 2-core Zen 3, interleaved, GQA's 64 x 64 @ 64 x 128
-  // tiles of a K^T with rows 8 KiB apart 5.4 -> 4.9-5.0 ms at bf16, 5.6 -> 5.3 at f16, 6.5 -> 5.8
-  // at f32 (there K whole, not 8 rows); f32 attention's 32 x 128 @ 128 x 128 tiles, rows 4 KiB
-  // apart, 5-10% (12.7-12.8 -> 12.0-12.1 ms in one run, 10.1-11.6 -> 9.4-10.2 in others); GPT-2's
-  // c_fc at 64 rows (f32 [in, out] weight, rows 12 KiB apart, 48-column tiles) 4.8 -> 4.3.
-  // Not where fewer pass (LoRA's 16 rows against 8 KiB rows: 0.39 -> 0.42 ms copied), nor rows 2
-  // KiB apart (bf16 attention's 64-row tiles: 12.2 -> 12.4).
+  // sets), and K is not cut for L1's ways. Not where fewer pass, nor for rows 2 KiB apart.
   if (cached && m > 3 * int64_t(best.mr) && ldb_bytes > 0 && ldb_bytes % 4096 == 0) {
     const int64_t bytes = int64_t(dtype_bytes(b_dtype));
     best.pack_ld = ((n * bytes + 63) / 64 * 64 + 64) / bytes;
@@ -247,8 +227,7 @@ double widening_factor(const Blocking& blocking, DType b_dtype, int simd_bytes) 
 
 // 64 rows by columns of B's rows 4 KiB long (whole dims when smaller), narrowed while there are
 // fewer chunks than cores. Long row pieces let B stream: each row of a chunk is one hardware
-// prefetch stream (8 x 4096 @ 4096 x 4096 at bf16, 2-core Xeon: 1.65 ms with 256 columns, 1.44
-// with 512, 1.29 with 1024, 1.18 with 2048).
+// prefetch stream (docs/tuning.md, "The CPU matmul's blocks, strips and chunks").
 MatmulChunks library_matmul_chunks(int64_t batch, int64_t m, int64_t n, DType b_dtype, int cores) {
   MatmulChunks c;
   c.rows = std::min<int64_t>(m, 64);
@@ -296,13 +275,11 @@ std::string mm_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, i
 
 // The NT kernel's call (B stored transposed): 4 x 4 blocks hold 16 accumulators + 4 B vectors + 1
 // A vector (32 registers with AVX-512); 2 x 5 with AVX2's 16, 10 accumulators, since 8 wait on
-// their FMAs' latency (choose_blocking): a bf16 4096 x 4096 nn.Linear weight at 8 rows on a 2-core
-// Zen 3, 2 x 4 3.8 ms, 2 x 5 3.4, 3 x 3 3.5. AVX2 with a 16-bit A and a bf16 B widens A first
+// their FMAs' latency (choose_blocking). AVX2 with a 16-bit A and a bf16 B widens A first
 // (prism_mm_nt's WA) and takes 4 x 3: three B vectors widened a step (two operations each on the
-// FMA ports) for 12 FMAs, where 2 x 5 widens five and two of A for 10 (llama-style RMSNorm +
-// 4096 x 4096 nn.Linear at bf16 on a 2-core Zen 3, interleaved: 8 rows 3.7-3.9 -> 3.1-3.2 ms, 16
-// rows 6.9 -> 6.2). Not an f16 B, whose vcvtph2ps is one operation off those ports: there 2 x 5
-// stays faster (8 rows 2.83 against 3.19-3.25, 16 rows 5.2-5.4 against 6.1-6.2).
+// FMA ports) for 12 FMAs, where 2 x 5 widens five and two of A for 10. Not an f16 B, whose
+// vcvtph2ps is one operation off those ports: there 2 x 5 stays faster. The measurements:
+// docs/tuning.md, "The CPU matmul's blocks, strips and chunks".
 std::string mm_nt_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, bool acc, int simd_bytes,
                        DType a_dtype, DType b_dtype, const std::string& pa, const std::string& pb, const std::string& pc) {
   const bool widen_a = simd_bytes == 32 && a_dtype != DType::F32 && b_dtype == DType::BF16;

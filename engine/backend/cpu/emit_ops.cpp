@@ -30,8 +30,7 @@ std::string element(const View& v, const std::vector<int64_t>& strides, const st
 // A loop nest over `shape` (no loop for dims of size 1) around body(indent), the innermost loop
 // left to the vectorizer. With ctx.parallel, the outer loops run as one OpenMP parallel loop
 // (collapsed), or the one loop as a parallel simd loop, as the eager baseline's (eager.cpp): GCC
-// does not vectorize a loop collapsed into the one outside it (a 16-bit library matmul's
-// rounding of 8 x 1024 floats, collapse(2): 40 us on a 2-core Zen 3).
+// does not vectorize a loop collapsed into the one outside it (docs/tuning.md, "The CPU's other kernel choices").
 std::string loop_nest(const std::vector<int64_t>& shape, const EmitContext& ctx, const std::function<std::string(const std::string&)>& body,
                       const std::string& prefix = "i") {
   std::vector<size_t> dims;
@@ -60,8 +59,7 @@ std::string loop_nest(const std::vector<int64_t>& shape, const EmitContext& ctx,
 // contiguous along the innermost loop is widened by prism_widen_f16 (storage_types.h: F16C's
 // vcvtph2ps inline, 8 lanes an instruction), the loop computes into an f32 chunk, and
 // prism_narrow_f16 rounds it into an f16 output. Element by element, each f16 conversion is a call
-// per 8 lanes that saves and reloads every live vector register (residual + RMSNorm of 64 x 4096
-// f16 rows: 0.29 ms, against 0.10 at f32, on a 2-core Zen 3).
+// per 8 lanes that saves and reloads every live vector register (docs/tuning.md, "The CPU's other kernel choices").
 constexpr int64_t kF16Chunk = 128;
 
 // out[...] = expr(xs[...]...) over out.shape, through f32 chunks where that applies (above); ""
@@ -144,8 +142,8 @@ std::string emit_binary(Op op, const View& a, const View& b, const View& out, co
 // out = x where x is out transposed (a W^T tile staged in f32 for the matmul micro-kernel, from
 // f32 or 16-bit storage): blocks of kW x kW, kW loads contiguous along out's columns (widened as
 // they load), transposed in registers (prism_transpose), kW stores along its rows; the edges
-// element by element. Empty where that does not apply. (Element by element, a bf16 nn.Linear
-// weight's 32 x 1024 tiles of 4096 x 4096 ran 12x slower than eager on a 2-core Zen 3.)
+// element by element. Empty where that does not apply. (Element by element is many times slower:
+// docs/tuning.md, "The CPU's other kernel choices".)
 std::string transposing_copy(const View& x, const View& out, const EmitContext& ctx) {
   const size_t r = out.shape.size();
   if (ctx.parallel || r < 2 || out.dtype != DType::F32) return "";
