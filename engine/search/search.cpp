@@ -103,22 +103,72 @@ int64_t search_memory_bytes(const Program& lowered) {
 
 namespace {
 
+// The program the search works on, equal to `given`: casts are the identity on the reals the
+// proofs reason in (drop_casts.h); what a kernel reads transposed must be an input (a load's
+// view), so transposes of computed values move down to the inputs first, and lower-rank computed
+// values rise to their readers' rank through views of their inputs (raise_ranks.h).
+Program search_form(const Program& given, const CancelToken& bounded) {
+  const Program cast_free = drop_casts(given);
+  bounded.check();
+  const Program transposed = push_transposes(cast_free);
+  bounded.check();
+  Program program = raise_ranks(transposed);
+  bounded.check();
+  return program;
+}
+
+// Why no fused kernel can compute `program`: a returned cast drop_casts had to keep; else none.
+std::optional<std::string> kept_cast_reason(const Program& program) {
+  for (const Value& v : program.values)
+    if (v.op == Op::Cast)
+      return "'" + v.name + "' returns " + dtype_name(v.type.dtype) + "(" + program.value(v.operands[0]).name +
+             ") of a value the program also has at " + dtype_name(program.value(v.operands[0]).type.dtype) +
+             ", and a fused kernel stores each value at one dtype: return one of them, or cast where the value is computed";
+  return std::nullopt;
+}
+
+// The search's counters as its statistics.
+void fill_stats(SearchStats& st, const Counters& c) {
+  st.generated = c.gen.generated + c.families;
+  st.families = c.families;
+  st.pruned_expression = c.gen.pruned_expression;
+  st.pruned_dims = c.gen.pruned_dims + c.pruned_dims;
+  st.pruned_structure = c.gen.pruned_structure + c.pruned_structure;
+  st.pruned_hardware = c.pruned_hardware;
+  st.duplicates = c.duplicates;
+  st.verified = c.verified;
+  st.rejected = c.rejected;
+  st.unproved = c.unproved;
+  st.verify_s = double(c.verify_ns) * 1e-9;
+  st.fingerprinted = c.fingerprinted;
+  st.fingerprint_rejected = c.fingerprint_rejected;
+  st.fingerprint_s = double(c.fingerprint_ns) * 1e-9;
+}
+
+// The verified families in a stable order, by kernel count and then canonical text, numbered
+// from 1.
+std::vector<Candidate> in_stable_order(tbb::concurrent_vector<Candidate>& found) {
+  std::vector<Candidate> candidates;
+  std::vector<std::pair<std::string, size_t>> order;
+  for (size_t i = 0; i < found.size(); ++i) order.emplace_back(found[i].text(), i);
+  std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
+    const int ka = found[a.second].kernels, kb = found[b.second].kernels;
+    return ka != kb ? ka < kb : a.first < b.first;
+  });
+  for (const auto& [text, i] : order) {
+    candidates.push_back(std::move(found[i]));
+    candidates.back().id = int(candidates.size());
+  }
+  return candidates;
+}
+
 // search_program's work. `bounded` fires on the client's cancel (`cancel`) and at the budget's
 // deadline: everything before the enumeration polls it, so a deadline there throws (and
 // search_program answers "budget"); from the enumeration on, a deadline stops the search with
 // what it found.
 SearchResult search_within(const Program& given, const SearchLimits& limits, const CancelToken* cancel, const CancelToken& bounded,
                            Clock::time_point t0, const std::function<void(const SearchProgress&)>& progress) {
-  // Casts are the identity on the reals the proofs reason in (drop_casts.h). What a kernel reads
-  // transposed must be an input (a load's view): transposes of computed values move down to the
-  // inputs first, and lower-rank computed values rise to their readers' rank through views of
-  // their inputs (raise_ranks.h). Every check below is against this equal program.
-  const Program cast_free = drop_casts(given);
-  bounded.check();
-  const Program transposed = push_transposes(cast_free);
-  bounded.check();
-  const Program program = raise_ranks(transposed);
-  bounded.check();
+  const Program program = search_form(given, bounded);  // every check below is against it
   if (program.outputs.empty()) throw Error(Error::Kind::InvalidArgument, "the search needs a program with an output");
   // Several outputs: the program as written is the only computation (the enumeration and its
   // pruning follow one root), parallelized by every plan.
@@ -131,14 +181,11 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
   result.limits = limits;
   SearchStats& st = result.stats;
   Counters c;
-  for (const Value& v : program.values)
-    if (v.op == Op::Cast) {  // drop_casts.h: a returned cast it had to keep
-      st.stop_reason = "complete";
-      st.empty_reason = "'" + v.name + "' returns " + dtype_name(v.type.dtype) + "(" + program.value(v.operands[0]).name +
-                        ") of a value the program also has at " + dtype_name(program.value(v.operands[0]).type.dtype) +
-                        ", and a fused kernel stores each value at one dtype: return one of them, or cast where the value is computed";
-      return result;
-    }
+  if (std::optional<std::string> why = kept_cast_reason(program)) {
+    st.stop_reason = "complete";
+    st.empty_reason = *why;
+    return result;
+  }
 
   const std::vector<DagValue> leaves = dag_leaves(program);
   bounded.check();
@@ -346,33 +393,10 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
   });
   st.generate_s = seconds_since(tg0);
 
-  st.generated = c.gen.generated + c.families;
-  st.families = c.families;
-  st.pruned_expression = c.gen.pruned_expression;
-  st.pruned_dims = c.gen.pruned_dims + c.pruned_dims;
-  st.pruned_structure = c.gen.pruned_structure + c.pruned_structure;
-  st.pruned_hardware = c.pruned_hardware;
-  st.duplicates = c.duplicates;
-  st.verified = c.verified;
-  st.rejected = c.rejected;
-  st.unproved = c.unproved;
-  st.verify_s = double(c.verify_ns) * 1e-9;
-  st.fingerprinted = c.fingerprinted;
-  st.fingerprint_rejected = c.fingerprint_rejected;
-  st.fingerprint_s = double(c.fingerprint_ns) * 1e-9;
+  fill_stats(st, c);
   st.stop_reason = over_budget ? "budget" : "complete";
   if (found.empty()) st.empty_reason = empty_reason(st, limits, c.first_why, seed_why, several);
-  // A stable order: by kernel count, then canonical text.
-  std::vector<std::pair<std::string, size_t>> order;
-  for (size_t i = 0; i < found.size(); ++i) order.emplace_back(found[i].text(), i);
-  std::sort(order.begin(), order.end(), [&](const auto& a, const auto& b) {
-    const int ka = found[a.second].kernels, kb = found[b.second].kernels;
-    return ka != kb ? ka < kb : a.first < b.first;
-  });
-  for (const auto& [text, i] : order) {
-    result.candidates.push_back(std::move(found[i]));
-    result.candidates.back().id = int(result.candidates.size());
-  }
+  result.candidates = in_stable_order(found);
   st.total_s = seconds_since(t0);
   report(true);
   return result;
