@@ -117,12 +117,6 @@ void snapshot(const std::string& name, const std::string& text, const DimBinding
   }
 }
 
-// `text` with every f16 tensor declared `dtype` instead.
-std::string retyped(std::string text, const std::string& dtype) {
-  for (size_t at = 0; (at = text.find("f16[", at)) != std::string::npos; at += dtype.size()) text.replace(at, 3, dtype);
-  return text;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,7 +125,7 @@ int main(int argc, char** argv) {
   // The CPU's 16-bit and f32 rules (AMX from 12 rows, vdpbf16ps, sgemm) on MLPs of 16 rows.
   for (const char* name : {"rms_linear", "gated_mlp", "rmsnorm_mlp"})
     for (const char* dtype : {"bf16", "f32", "f16"})
-      snapshot(std::string(name) + " at " + dtype, retyped(test::example_text(name), dtype), {{"n", 16}, {"d", 256}});
+      snapshot(std::string(name) + " at " + dtype, test::retyped(test::example_text(name), "f16", dtype), {{"n", 16}, {"d", 256}});
   for (const test::ExampleLayer& layer : test::example_layers()) snapshot(layer.name, test::layer_text(layer.name), layer.small);
   return 0;
 }

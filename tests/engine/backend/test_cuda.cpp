@@ -667,13 +667,11 @@ TEST_CASE("cuda: matmuls WMMA cannot take (few rows, an f32 operand computed in 
   CHECK(has(attention, mma));
   CHECK(emulated_error(fam::kAttention, dims, sizes) < kHalfTol);
   // bf16 tiles take the bf16 instruction.
-  std::string bf16 = std::string(fam::kRmsLinear);
-  for (size_t at = 0; (at = bf16.find("f16[", at)) != std::string::npos; at += 5) bf16.replace(at, 4, "bf16[");
+  const std::string bf16 = test::retyped(fam::kRmsLinear, "f16", "bf16");
   CHECK(has(cuda_source(bf16, {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 2}}), "prism_mma16816<true>"));
   CHECK(emulated_error(bf16, {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 2}}) < 2e-2);
   // An f32 program keeps f32 operands off the tensor cores.
-  std::string f32 = std::string(fam::kRmsLinear);
-  for (size_t at = 0; (at = f32.find("f16[", at)) != std::string::npos; at += 4) f32.replace(at, 4, "f32[");
+  const std::string f32 = test::retyped(fam::kRmsLinear, "f16", "f32");
   std::string scalar = cuda_source(f32, {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 2}});
   CHECK_FALSE(has(scalar, mma));
   CHECK(has(scalar, "// scalar matmul"));

@@ -90,6 +90,13 @@ inline const std::vector<ExampleLayer>& example_layers() {
 
 inline std::string layer_text(const std::string& name) { return example_text("layers/" + name); }
 
+// `text` (a program or a family) with every tensor declared `from` declared `to` (a layer stored
+// at another dtype): "f16[" becomes "bf16[".
+inline std::string retyped(std::string text, const std::string& from, const std::string& to) {
+  for (size_t at = 0; (at = text.find(from + "[", at)) != std::string::npos; at += to.size()) text.replace(at, from.size(), to);
+  return text;
+}
+
 inline const ExampleLayer& example_layer(const std::string& name) {
   for (const ExampleLayer& layer : example_layers())
     if (layer.name == name) return layer;

@@ -127,12 +127,6 @@ void check_tuned(Workspace& ws, const std::string& program, const std::map<std::
   check_source(ws.lowered_program(program).first, k.source, bindings, 7);
 }
 
-// `text` with every declared dtype `from` written `to` (a layer stored at another dtype).
-std::string retyped(std::string text, const std::string& from, const std::string& to) {
-  for (size_t at = 0; (at = text.find(from + "[", at)) != std::string::npos; at += to.size()) text.replace(at, from.size(), to);
-  return text;
-}
-
 // Tunes the seven workloads (declared f16) with their tensors stored at `dtype`.
 // Workloads [begin, end) of the examples, retyped from f16 to `dtype`.
 void check_workloads(const std::string& dtype, size_t begin, size_t end) {
@@ -151,7 +145,7 @@ void check_workloads(const std::string& dtype, size_t begin, size_t end) {
     test::TempDir data;
     Workspace ws;
     ws.set_storage(data.path(), shared_cache());
-    ws.open(std::string("file://") + test::source("examples/") + w.name + ".prism", retyped(test::read_example(w.name), "f16", dtype), 1);
+    ws.open(std::string("file://") + test::source("examples/") + w.name + ".prism", test::retyped(test::read_example(w.name), "f16", dtype), 1);
     // The declared f16 at both bindings; bf16 storage (the same families at another dtype) at the
     // first only, which keeps CI within its time.
     check_tuned(ws, w.name, w.first);
@@ -226,7 +220,7 @@ TEST_CASE("tuner: with AMX, AVX-512 BF16, AVX-512F and F16C turned off, 16-bit s
     test::TempDir data;
     Workspace ws;
     ws.set_storage(data.path(), shared_cache());
-    ws.open("untitled:gated", retyped(test::read_example("gated_mlp"), "f16", dtype), 1);
+    ws.open("untitled:gated", test::retyped(test::read_example("gated_mlp"), "f16", dtype), 1);
     check_tuned(ws, "gated_mlp", {{"n", 4}, {"d", 64}});
   }
   test::ScopedEnv bad("PRISM_CPU_DISABLE", "avx512f;rm -rf");
@@ -242,7 +236,7 @@ TEST_CASE("tuner: with vdpbf16ps (emulated where the CPU lacks it), bf16 storage
     test::TempDir data;
     Workspace ws;
     ws.set_storage(data.path(), shared_cache());
-    ws.open(std::string("untitled:") + name, retyped(test::read_example(name), "f16", "bf16"), 1);
+    ws.open(std::string("untitled:") + name, test::retyped(test::read_example(name), "f16", "bf16"), 1);
     const bool attention = std::string(name) == "attention";
     check_tuned(ws, name, attention ? std::map<std::string, int64_t>{{"B", 2}, {"q", 3}, {"s", 64}, {"e", 32}}
                                     : std::map<std::string, int64_t>{{"n", 5}, {"d", 96}});
@@ -262,7 +256,7 @@ void check_layers_at(const std::string& dtype, const std::vector<const char*>& n
     test::TempDir data;
     Workspace ws;
     ws.set_storage(data.path(), shared_cache());
-    ws.open(std::string("untitled:") + name, retyped(test::layer_text(name), "f32", dtype), 1);
+    ws.open(std::string("untitled:") + name, test::retyped(test::layer_text(name), "f32", dtype), 1);
     check_tuned(ws, name, {layer.small.begin(), layer.small.end()});
   }
 }
