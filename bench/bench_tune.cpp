@@ -138,19 +138,20 @@ int main(int argc, char** argv) {
               cpu.model.c_str(), cpu.bandwidth_gbs, cpu.cache_bandwidth_gbs,
               cpu.read_curve.empty() ? cpu.cache_bandwidth_gbs : cpu.read_curve.front().second, cpu.peak_gflops, threads, repeat,
               repeat == 1 ? "" : "s");
-  if (cpu.bf16_amx_gflops > 0)
+  const backend::cpu::CpuFeatures& features = backend::cpu::cpu_features(cpu);
+  if (features.bf16_amx_gflops > 0)
     std::printf("AMX tiles: %.0f GFLOP/s measured; bf16 x bf16 matmuls of loaded tiles run on them (the bf16 roofline's peak), "
                 "f16 x f16 ones split into bf16 pairs at half that rate (the f16 roofline's peak), and so are computed f32 A "
                 "against 16-bit B and W^T of nn.Linear weights\n",
-                cpu.bf16_amx_gflops);
-  else if (cpu.bf16_dot_gflops > 0)
-    std::printf("vdpbf16ps: %.0f GFLOP/s measured; bf16 x bf16 matmuls %s\n", cpu.bf16_dot_gflops,
-                cpu.bf16_dot_peak_gflops > 0 ? "use it (bf16 roofline at its peak)" : "widen to f32 FMAs, which are faster here");
+                features.bf16_amx_gflops);
+  else if (features.bf16_dot_gflops > 0)
+    std::printf("vdpbf16ps: %.0f GFLOP/s measured; bf16 x bf16 matmuls %s\n", features.bf16_dot_gflops,
+                features.bf16_dot_peak_gflops > 0 ? "use it (bf16 roofline at its peak)" : "widen to f32 FMAs, which are faster here");
   const double f16_peak = tune::roofline_peak_gflops(cpu, DType::F16), bf16_peak = tune::roofline_peak_gflops(cpu, DType::BF16);
   std::printf("16-bit rooflines' peak: f16 %.0f, bf16 %.0f GFLOP/s (FMAs fed by widened 16-bit vectors, measured: f16 %.0f, bf16 "
               "%.0f; %.0f%% and %.0f%% of the f32 peak)\n",
-              f16_peak, bf16_peak, cpu.widen_f16_gflops, cpu.widen_bf16_gflops, 100 * cpu.widen_f16_gflops / cpu.peak_gflops,
-              100 * cpu.widen_bf16_gflops / cpu.peak_gflops);
+              f16_peak, bf16_peak, features.widen_f16_gflops, features.widen_bf16_gflops, 100 * features.widen_f16_gflops / cpu.peak_gflops,
+              100 * features.widen_bf16_gflops / cpu.peak_gflops);
   std::printf("measured now, before and after the tunes: memory %.1f and %.1f GB/s, f32 FMAs %.0f and %.0f GFLOP/s (the rooflines "
               "use the figures above: where these are lower, the %% roofline understates)\n",
               before.first, after.first, before.second, after.second);

@@ -57,5 +57,5 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("\ndevice: %s; %.0f GB/s, f32 %.0f GFLOP/s, f16 tensor cores %.0f GFLOP/s (data sheet)\n", gpu.model.c_str(), gpu.bandwidth_gbs,
-              gpu.peak_gflops, gpu.tensor_peak_gflops);
+              gpu.peak_gflops, backend::cuda::gpu_features(gpu).tensor_peak_gflops);
 }

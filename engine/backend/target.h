@@ -4,6 +4,7 @@
 // tune::parse_target), and is a typed value everywhere in the engine. The CPU is described from this machine (cpu/describe.h),
 // a GPU from its driver and data sheet (cuda/describe.h).
 #pragma once
+#include <any>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/error.h"
 #include "engine/sgraph/instantiate.h"
 
 namespace prism::backend {
@@ -26,7 +28,6 @@ struct TargetDescription {
   int cores = 1;                       // CPU cores, or a GPU's SMs: the units blocks are spread over
   int64_t l1_bytes = 0, l2_bytes = 0;  // per core
   int64_t l3_bytes = 0;                // total
-  int simd_bytes = 32;                 // 16 SSE, 32 AVX2, 64 AVX-512
   double bandwidth_gbs = 0;            // streaming-read bandwidth from memory, all cores (measured on the CPU)
   double cache_bandwidth_gbs = 0;      // the same for a working set that stays in the last-level cache
                                        // (0: unknown, use bandwidth_gbs)
@@ -34,18 +35,10 @@ struct TargetDescription {
   int64_t fast_memory_bytes = 0;       // per-block tile budget (sgraph::TileBudget): shared memory per
                                        // block on a GPU, a cache budget on a CPU
   bool measured = false;               // bandwidth/peak measured here (false: data sheet values)
-  double tensor_peak_gflops = 0;       // GPU: f16/bf16 dense peak on tensor cores, for the roofline at
-                                       // 16-bit storage (0: none, peak_gflops serves)
-  double bf16_dot_gflops = 0;          // CPU with AVX-512 BF16: vdpbf16ps's measured peak (0: none)
-  double bf16_dot_peak_gflops = 0;     // the same where bf16 x bf16 matmuls use it: only when it is at
-                                       // least peak_gflops (else widening to f32 FMAs is faster, and
-                                       // the code generator widens); 0: they widen
-  double bf16_amx_gflops = 0;          // CPU with AMX-BF16 that Linux lets use: the tile unit's measured
-                                       // bf16 peak, which bf16 x bf16 matmuls use (0: none)
-  double widen_f16_gflops = 0;         // CPU: FMAs fed by f16 vectors widened as they load, at most
-                                       // peak_gflops (measure.cpp; 0: not measured, peak_gflops serves)
-  double widen_bf16_gflops = 0;        // the same for bf16
-  std::string arch;                    // GPU: the virtual architecture NVRTC compiles for ("compute_90")
+  // What only this target's backend reads (a CPU's vector width and 16-bit units, a GPU's
+  // architecture and tensor cores), as that backend's own type: cpu/cpu_features.h,
+  // cuda/gpu_features.h. Empty: the backend's defaults. Nothing outside the backend looks inside.
+  std::any features;
   sgraph::TileBudget tile_budget() const { return {fast_memory_bytes}; }
   // Bytes the caches can hold between two calls of a kernel: the last level plus every core's
   // second level (on CPUs whose last level is a victim cache, as AMD's, they add up).
@@ -53,7 +46,7 @@ struct TargetDescription {
   // Streaming-read bandwidth measured at working-set sizes from the caches' to memory's, as
   // (bytes, GB/s) ascending in bytes and never rising (CPU; empty when not measured). A set near
   // the last level's size does not stay in it: other data and the replacement policy evict part
-  // of every pass (on a Zen 4 with 32 MiB of L3: 16 MiB at 158 GB/s, 32 MiB at 66, 48 MiB at 40).
+  // of every pass (docs/tuning.md, "The flow of one `tune`", step 1).
   std::vector<std::pair<double, double>> read_curve;
   // The read bandwidth for a working set of `bytes` read again and again (a timing loop, a layer
   // run many times): read_curve interpolated (in time per byte), the caches' bandwidth below it,
@@ -64,5 +57,14 @@ struct TargetDescription {
   // reads at the caches' bandwidth, 0 at memory's.
   double cache_hit_fraction(double bytes) const;
 };
+
+// `target`'s features as the backend's type F, for the backends' accessors; throws
+// Error{InvalidArgument} when they are another backend's (`kind`: what F describes, "CPU").
+template <typename F, typename Description>
+auto& features_of(Description& target, const char* kind) {
+  auto* f = std::any_cast<F>(&target.features);
+  if (!f) throw Error(Error::Kind::InvalidArgument, std::string("this target description has no ") + kind + " features: it is another backend's");
+  return *f;
+}
 
 }  // namespace prism::backend

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/backend/cpu/amx_kernel.h"
+#include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/emit_ops.h"
 #include "engine/ir/shape.h"
 
@@ -24,9 +25,10 @@ constexpr double kAmxPairStageFlops = 5;
 // on AMX tiles: bf16 x bf16; where AVX-512 splits the operands, f16 B against f16 or f32 A and
 // bf16 B against f32 A from the rows detail::amx_matmul says.
 bool amx(DType a_dtype, DType b_dtype, int64_t rows, const TargetDescription& target) {
-  if (target.bf16_amx_gflops <= 0) return false;
+  const CpuFeatures& cpu = cpu_features(target);
+  if (cpu.bf16_amx_gflops <= 0) return false;
   if (a_dtype == DType::BF16 && b_dtype == DType::BF16) return true;
-  return target.simd_bytes == 64 && detail::amx_matmul(a_dtype, b_dtype, rows, false);
+  return cpu.simd_bytes == 64 && detail::amx_matmul(a_dtype, b_dtype, rows, false);
 }
 
 // The cost of an A tile times a B tile's flops over their count at the f32 FMA peak: AMX tiles
@@ -35,20 +37,21 @@ bool amx(DType a_dtype, DType b_dtype, int64_t rows, const TargetDescription& ta
 double matmul_rate(const std::vector<int64_t>& a, const std::vector<int64_t>& b, DType a_dtype, DType b_dtype, const TargetDescription& target) {
   if (a.size() < 2 || b.size() < 2) return 1;
   const int64_t rows = a[a.size() - 2];
+  const CpuFeatures& cpu = cpu_features(target);
   if (amx(a_dtype, b_dtype, rows, target) && b_dtype == DType::F16)
-    return 2 * target.peak_gflops / target.bf16_amx_gflops + kAmxF16StageFlops / (2.0 * double(rows));
+    return 2 * target.peak_gflops / cpu.bf16_amx_gflops + kAmxF16StageFlops / (2.0 * double(rows));
   if (amx(a_dtype, b_dtype, rows, target) && a_dtype == DType::F32)
-    return 2 * target.peak_gflops / target.bf16_amx_gflops + kAmxPairStageFlops / (2.0 * double(rows));
-  if (amx(a_dtype, b_dtype, rows, target)) return target.peak_gflops / target.bf16_amx_gflops;
-  if (a_dtype == DType::BF16 && b_dtype == DType::BF16 && target.bf16_dot_peak_gflops > 0 && target.simd_bytes == 64)
-    return target.peak_gflops / target.bf16_dot_peak_gflops;
-  return detail::widening_factor(detail::choose_blocking(a[a.size() - 2], b.back(), a.back(), target.simd_bytes, b_dtype), b_dtype,
-                                 target.simd_bytes);
+    return 2 * target.peak_gflops / cpu.bf16_amx_gflops + kAmxPairStageFlops / (2.0 * double(rows));
+  if (amx(a_dtype, b_dtype, rows, target)) return target.peak_gflops / cpu.bf16_amx_gflops;
+  if (a_dtype == DType::BF16 && b_dtype == DType::BF16 && cpu.bf16_dot_peak_gflops > 0 && cpu.simd_bytes == 64)
+    return target.peak_gflops / cpu.bf16_dot_peak_gflops;
+  return detail::widening_factor(detail::choose_blocking(a[a.size() - 2], b.back(), a.back(), cpu.simd_bytes, b_dtype), b_dtype,
+                                 cpu.simd_bytes);
 }
 
 }  // namespace
 
-int CpuCostRules::vector_lanes(const TargetDescription& target) const { return std::max(1, target.simd_bytes / 4); }
+int CpuCostRules::vector_lanes(const TargetDescription& target) const { return std::max(1, cpu_features(target).simd_bytes / 4); }
 
 double CpuCostRules::block_matmul_factor(const BlockMatmul& m, const TargetDescription& target) const {
   return m.b_loaded ? matmul_rate(m.a, m.b, m.a_storage, m.b_storage, target) : 1;
@@ -86,10 +89,11 @@ LibraryMatmulCost CpuCostRules::library_matmul(const LibraryMatmul& m, const Tar
 
 double CpuCostRules::peak_gflops(DType storage, const TargetDescription& target) const {
   if (storage == DType::F32) return target.peak_gflops;
-  const double widened = storage == DType::BF16 ? target.widen_bf16_gflops : target.widen_f16_gflops;
+  const CpuFeatures& cpu = cpu_features(target);
+  const double widened = storage == DType::BF16 ? cpu.widen_bf16_gflops : cpu.widen_f16_gflops;
   const double fmas = widened > 0 ? widened : target.peak_gflops;
-  if (storage == DType::BF16) return std::max({fmas, target.bf16_dot_peak_gflops, target.bf16_amx_gflops});
-  return target.simd_bytes == 64 ? std::max(fmas, target.bf16_amx_gflops / 2) : fmas;
+  if (storage == DType::BF16) return std::max({fmas, cpu.bf16_dot_peak_gflops, cpu.bf16_amx_gflops});
+  return cpu.simd_bytes == 64 ? std::max(fmas, cpu.bf16_amx_gflops / 2) : fmas;
 }
 
 }  // namespace prism::backend::cpu

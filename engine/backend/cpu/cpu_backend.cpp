@@ -3,6 +3,7 @@
 #include "engine/backend/cpu/codegen.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/cost_rules.h"
+#include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/describe.h"
 #include "engine/backend/cpu/eager.h"
 
@@ -25,9 +26,9 @@ sgraph::SGraph CpuBackend::stored(const sgraph::SGraph& family) const { return f
 
 Build CpuBackend::generate(const sgraph::Instance& instance, const TargetDescription& target) const {
   CodegenOptions options;
-  options.simd_bytes = target.simd_bytes;
+  options.simd_bytes = cpu_features(target).simd_bytes;
   options.cores = target.cores;
-  options.amx = target.bf16_amx_gflops > 0;
+  options.amx = cpu_features(target).bf16_amx_gflops > 0;
   options.cache_bytes = int64_t(target.cache_capacity());
   return make_build("cannot generate code", [&](Build& b) { b.source = generate_cpu_source(instance, options); });
 }
@@ -61,7 +62,7 @@ CompileOptions kernel_compile_options(const TargetDescription& target, const std
   options.libs = eager_libs();
   for (const std::string& feature : disabled_cpu_features()) options.flags.push_back("-mno-" + feature);
   for (const std::string& flag : emulated_cpu_feature_flags()) options.flags.push_back(flag);
-  if (target.bf16_dot_peak_gflops <= 0) options.flags.push_back("-DPRISM_NO_BF16_DOT");
+  if (cpu_features(target).bf16_dot_peak_gflops <= 0) options.flags.push_back("-DPRISM_NO_BF16_DOT");
   return options;
 }
 

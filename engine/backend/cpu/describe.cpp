@@ -164,10 +164,11 @@ bool read_cache(const PrivateDir& dir, const std::string& key, TargetDescription
   try {
     t.bandwidth_gbs = std::stod(kv.at("bandwidth_gbs"));
     t.peak_gflops = std::stod(kv.at("peak_gflops"));
-    t.bf16_dot_gflops = std::stod(kv.at("bf16_dot_gflops"));
-    t.bf16_amx_gflops = std::stod(kv.at("bf16_amx_gflops"));
-    t.widen_f16_gflops = std::stod(kv.at("widen_f16_gflops"));
-    t.widen_bf16_gflops = std::stod(kv.at("widen_bf16_gflops"));
+    CpuFeatures& cpu = cpu_features(t);
+    cpu.bf16_dot_gflops = std::stod(kv.at("bf16_dot_gflops"));
+    cpu.bf16_amx_gflops = std::stod(kv.at("bf16_amx_gflops"));
+    cpu.widen_f16_gflops = std::stod(kv.at("widen_f16_gflops"));
+    cpu.widen_bf16_gflops = std::stod(kv.at("widen_bf16_gflops"));
     t.cache_bandwidth_gbs = std::stod(kv.at("cache_bandwidth_gbs"));
     t.read_curve = parse_curve(kv["read_curve"]);
   } catch (const std::exception&) {
@@ -178,12 +179,13 @@ bool read_cache(const PrivateDir& dir, const std::string& key, TargetDescription
 
 // Written whole (private_files.h): a concurrent reader never sees half a file.
 void write_cache(const PrivateDir& dir, const std::string& key, const TargetDescription& t) {
+  const CpuFeatures& cpu = cpu_features(t);
   std::ostringstream out;
   out.precision(17);
   out << "key=" << key << "\nmodel=" << t.model << "\ncores=" << t.cores << "\nbandwidth_gbs=" << t.bandwidth_gbs
       << "\ncache_bandwidth_gbs=" << t.cache_bandwidth_gbs << "\npeak_gflops=" << t.peak_gflops
-      << "\nbf16_dot_gflops=" << t.bf16_dot_gflops << "\nbf16_amx_gflops=" << t.bf16_amx_gflops
-      << "\nwiden_f16_gflops=" << t.widen_f16_gflops << "\nwiden_bf16_gflops=" << t.widen_bf16_gflops
+      << "\nbf16_dot_gflops=" << cpu.bf16_dot_gflops << "\nbf16_amx_gflops=" << cpu.bf16_amx_gflops
+      << "\nwiden_f16_gflops=" << cpu.widen_f16_gflops << "\nwiden_bf16_gflops=" << cpu.widen_bf16_gflops
       << "\nread_curve=" << curve_text(t.read_curve) << "\n";
   dir.write(kCacheFile, out.str());  // a failure costs a measurement next time
 }
@@ -199,9 +201,8 @@ void measure(TargetDescription& t, const fs::path& dir) {
   if (t.l3_bytes > 0)
     for (double f : {0.5, 0.75, 1.0, 1.25, 1.5, 2.0}) options.curve_bytes.push_back(int64_t(f * t.cache_capacity()) / 64 * 64);
   // And below it, sets that the cores' second levels hold between passes (each thread reads its
-  // own part): many cores read them several times faster than the last level. Without these
-  // points a 16-core Sapphire Rapids timed attention's 8 MiB of K and V at 182% of a roofline
-  // drawn at the last level's 199 GB/s.
+  // own part): many cores read them several times faster than the last level (docs/tuning.md,
+  // "The flow of one `tune`", step 1).
   const double l2_all = double(t.l2_bytes) * t.cores;
   if (t.l2_bytes > 0 && t.l3_bytes > 0)
     for (double f : {0.5, 1.0}) options.curve_bytes.push_back(int64_t(f * l2_all) / 64 * 64);
@@ -211,8 +212,7 @@ void measure(TargetDescription& t, const fs::path& dir) {
     for (double f : {0.5, 1.0}) options.curve_bytes.push_back(int64_t(f * double(t.l1_bytes) * t.cores) / 64 * 64);
   // And between the second levels and the last level's point, sizes at most twice apart: the curve
   // is interpolated between its points, and the fall from the second levels' rate to the last
-  // level's is steep. On a 2-core Sapphire Rapids VM (4 MiB of L2, 480 MiB of L3) 4 MiB read at
-  // 128 GB/s and 6-120 MiB at 57-66; the line from 4 to 120 MiB put 16 MiB at 122.
+  // level's is steep (same step).
   if (t.l2_bytes > 0 && options.cache_read_bytes > 0)
     for (double bytes = 1.5 * l2_all; bytes < 0.75 * double(options.cache_read_bytes); bytes = bytes < 2 * l2_all ? 2 * l2_all : 2 * bytes)
       options.curve_bytes.push_back(int64_t(bytes) / 64 * 64);
@@ -222,14 +222,15 @@ void measure(TargetDescription& t, const fs::path& dir) {
 }  // namespace
 
 void apply_measurement(TargetDescription& t, const CpuMeasurement& m, int64_t cache_read_bytes) {
+  CpuFeatures& cpu = cpu_features(t);
   t.bandwidth_gbs = m.bandwidth_gbs;
-  t.bf16_dot_gflops = m.bf16_dot_gflops;
-  t.bf16_amx_gflops = m.bf16_amx_gflops;
+  cpu.bf16_dot_gflops = m.bf16_dot_gflops;
+  cpu.bf16_amx_gflops = m.bf16_amx_gflops;
   // FMAs that reached a rate while widening B reach it without: a measurement of the plain FMAs
   // that came out lower caught a slower spell, and the roofline's peak is what was reached.
   t.peak_gflops = std::max({m.peak_gflops, m.widen_f16_gflops, m.widen_bf16_gflops});
-  t.widen_f16_gflops = m.widen_f16_gflops;
-  t.widen_bf16_gflops = m.widen_bf16_gflops;
+  cpu.widen_f16_gflops = m.widen_f16_gflops;
+  cpu.widen_bf16_gflops = m.widen_bf16_gflops;
   t.cache_bandwidth_gbs = m.cache_bandwidth_gbs;
   t.read_curve.clear();
   if (m.cache_bandwidth_gbs > 0) t.read_curve.emplace_back(double(cache_read_bytes), m.cache_bandwidth_gbs);
@@ -246,8 +247,9 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   t.target = Target::Cpu;
   t.cores = cpu_cores();
   read_caches(t);
-  t.simd_bytes = simd_bytes();
-  t.model = cpu_model_name() + ", " + std::to_string(t.cores) + (t.cores == 1 ? " core, " : " cores, ") + isa_name(t.simd_bytes);
+  CpuFeatures& cpu = cpu_features(t);
+  cpu.simd_bytes = simd_bytes();
+  t.model = cpu_model_name() + ", " + std::to_string(t.cores) + (t.cores == 1 ? " core, " : " cores, ") + isa_name(cpu.simd_bytes);
   // The tile budget of one block: half of L2, leaving the rest for the compiler's temporaries,
   // the next block's prefetched tiles and the other operands streaming through (an assumption).
   t.fast_memory_bytes = t.l2_bytes > 0 ? t.l2_bytes / 2 : 256 * 1024;
@@ -265,8 +267,8 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   }
   // vdpbf16ps replaces an FMA pair and the widening of B; at less than the FMA's flop rate
   // (Sapphire Rapids: half) widening is faster, and bf16 matmuls widen.
-  t.bf16_dot_peak_gflops = has_bf16_dot() && t.bf16_dot_gflops >= t.peak_gflops ? t.bf16_dot_gflops : 0;
-  if (!has_amx()) t.bf16_amx_gflops = 0;
+  cpu.bf16_dot_peak_gflops = has_bf16_dot() && cpu.bf16_dot_gflops >= t.peak_gflops ? cpu.bf16_dot_gflops : 0;
+  if (!has_amx()) cpu.bf16_amx_gflops = 0;
   return t;
 }
 

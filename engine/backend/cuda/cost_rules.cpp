@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/backend/cuda/codegen.h"
+#include "engine/backend/cuda/gpu_features.h"
 
 namespace prism::backend::cuda {
 
@@ -11,19 +12,22 @@ namespace {
 // A matmul mma.sync takes gathers each lane's elements one by one (docs/tuning.md, "The GPU's cost
 // rules"): its rate is the tensor cores' over this, times the part of each fragment it fills.
 constexpr double kMmaGather = 8;
+// A warp's 32 lanes run one instruction together: a tile narrower than that wastes the rest.
+constexpr int kWarpLanes = 32;
 
 }  // namespace
 
-int CudaCostRules::vector_lanes(const TargetDescription& target) const { return std::max(1, target.simd_bytes / 4); }
+int CudaCostRules::vector_lanes(const TargetDescription&) const { return kWarpLanes; }
 
 double CudaCostRules::block_matmul_factor(const BlockMatmul& m, const TargetDescription& target) const {
-  if (target.tensor_peak_gflops <= 0 || tensor_core_storage(m.a_storage, m.b_storage, m.all_16bit) == DType::F32) return 1;
+  const double tensor_peak = gpu_features(target).tensor_peak_gflops;
+  if (tensor_peak <= 0 || tensor_core_storage(m.a_storage, m.b_storage, m.all_16bit) == DType::F32) return 1;
   const bool both = m.a_storage != DType::F32 && m.b_storage != DType::F32;  // WMMA's case when the shape fits
   if (m.a.size() < 2 || m.b.size() < 2) return 1;
   const int64_t rows = m.a[m.a.size() - 2], k = m.a.back(), n = m.b.back();
-  if (both && tensor_core_shape(rows, n, k)) return target.peak_gflops / target.tensor_peak_gflops;
+  if (both && tensor_core_shape(rows, n, k)) return target.peak_gflops / tensor_peak;
   const double fill = double(rows) / double(16 * ((rows + 15) / 16)) * double(n) / double(8 * ((n + 7) / 8)) * double(k) / double(16 * ((k + 15) / 16));
-  return std::min(1.0, target.peak_gflops * kMmaGather / (target.tensor_peak_gflops * fill));
+  return std::min(1.0, target.peak_gflops * kMmaGather / (tensor_peak * fill));
 }
 
 bool CudaCostRules::overlaps(const LoopTiles& loop, const TargetDescription& target) const {
@@ -34,7 +38,8 @@ bool CudaCostRules::overlaps(const LoopTiles& loop, const TargetDescription& tar
 
 double CudaCostRules::peak_gflops(DType storage, const TargetDescription& target) const {
   if (storage == DType::F32) return target.peak_gflops;
-  return target.tensor_peak_gflops > 0 ? target.tensor_peak_gflops : target.peak_gflops;
+  const double tensor_peak = gpu_features(target).tensor_peak_gflops;
+  return tensor_peak > 0 ? tensor_peak : target.peak_gflops;
 }
 
 }  // namespace prism::backend::cuda

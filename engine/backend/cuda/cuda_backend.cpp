@@ -5,6 +5,7 @@
 #include "engine/backend/cuda/describe.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/eager.h"
+#include "engine/backend/cuda/gpu_features.h"
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/backend/cuda/plan.h"
 #include "engine/backend/lower.h"
@@ -69,7 +70,7 @@ Build CudaBackend::eager(const Program& stored, const DimBindings& dims) const {
 
 // NVRTC, one source at a time, each PTX cached by content under the cache's ptx/.
 void CudaBackend::compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const {
-  const std::string arch = target.arch.empty() ? "compute_90" : target.arch;
+  const std::string arch = gpu_features(target).arch.empty() ? "compute_90" : gpu_features(target).arch;
   for (Build& b : builds) {
     if (!b.error.empty()) continue;
     try {

@@ -4,6 +4,7 @@
 
 #include "engine/backend/cuda/bandwidth.h"
 #include "engine/backend/cuda/driver.h"
+#include "engine/backend/cuda/gpu_features.h"
 
 namespace prism::backend::cuda {
 
@@ -15,13 +16,11 @@ TargetDescription cuda_h100_data() {
   t.l1_bytes = 256 * 1024;           // L1 + shared memory per SM
   t.l2_bytes = 0;                    // no per-SM second level
   t.l3_bytes = 50 * 1024 * 1024;     // the last-level cache shared by all SMs (the H100's L2)
-  t.simd_bytes = 128;                // a warp: 32 lanes of f32
   t.bandwidth_gbs = 3350;            // HBM3
   t.peak_gflops = 67000;             // f32 FMA (non tensor core); 989 TFLOP/s fp16 dense on tensor cores
   t.fast_memory_bytes = 227 * 1024;  // shared memory usable by one block (228 KiB per SM)
   t.measured = false;
-  t.tensor_peak_gflops = 989000;  // f16/bf16 dense, tensor cores
-  t.arch = "compute_90";
+  gpu_features(t) = {"compute_90", 989000};  // f16/bf16 dense, tensor cores
   return t;
 }
 
@@ -35,13 +34,13 @@ TargetDescription describe_cuda_device() {
   } else if (info.name.find("H100") != std::string::npos && info.name.find("PCIe") != std::string::npos) {
     t.bandwidth_gbs = 2000;
     t.peak_gflops = 51000;
-    t.tensor_peak_gflops = 756000;
+    gpu_features(t).tensor_peak_gflops = 756000;
   } else if (info.name.find("H100") == std::string::npos) {
     peaks = "peaks assumed: an H100 SXM's";
   }
   t.cores = info.sm_count;
   t.fast_memory_bytes = info.shared_per_block_optin > 0 ? info.shared_per_block_optin : info.shared_per_block;
-  t.arch = info.arch();
+  gpu_features(t).arch = info.arch();
   // The bandwidth measured on this device when NVRTC and the driver allow; else the data sheet's.
   std::string bandwidth = "data-sheet bandwidth";
   try {

@@ -1,6 +1,7 @@
 // A GPU as a target: an H100's data sheet, or this machine's device described by its driver,
 // with its streaming-read bandwidth measured (bandwidth.h).
 #pragma once
+#include "engine/backend/cuda/gpu_features.h"
 #include "engine/backend/target.h"
 
 namespace prism::backend::cuda {

@@ -769,7 +769,7 @@ output P
 TEST_CASE("codegen: bf16 x bf16 matmuls run on AMX tiles where the CPU has them and Linux grants them, and match", "[codegen][bf16]") {
   // Where it has none, the source still compiles (the tiles are inline assembly) and its
   // kernels take the vector path at run time.
-  const bool tiles = describe_cpu().bf16_amx_gflops > 0;
+  const bool tiles = cpu_features(describe_cpu()).bf16_amx_gflops > 0;
   INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
   // Rows: one partial block of 5, and 37 (two of 16 and 5); K: 301 (a last chunk of 13), 96, 64;
   // columns: 600 (nine strips and 24), 130, 64. At most 8 rows (5; 8 with K 160, five visits of
@@ -810,7 +810,7 @@ TEST_CASE("codegen: bf16 x bf16 matmuls run on AMX tiles where the CPU has them 
 
 TEST_CASE("codegen: f16 x f16 matmuls run on AMX tiles split into bf16 pairs, exact products to the output's rounding", "[codegen][f16]") {
   // Where the CPU has no tiles, the same sources take the FMA kernels at run time.
-  const bool tiles = describe_cpu().bf16_amx_gflops > 0 && native_simd_bytes() == 64;
+  const bool tiles = cpu_features(describe_cpu()).bf16_amx_gflops > 0 && native_simd_bytes() == 64;
   INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
   // Every product is exact and the sums are f32, so what differs from the evaluator is the order
   // of the sums and the output's rounding to f16 (2^-11).
@@ -921,7 +921,7 @@ TEST_CASE("codegen: a cached B whose rows share L1's sets is copied a K chunk at
 }
 
 TEST_CASE("codegen: f32 x bf16 and f32 x f16 matmuls run on AMX tiles, A split into bf16 hi and lo", "[codegen][bf16][f16]") {
-  const bool tiles = describe_cpu().bf16_amx_gflops > 0 && native_simd_bytes() == 64;
+  const bool tiles = cpu_features(describe_cpu()).bf16_amx_gflops > 0 && native_simd_bytes() == 64;
   INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
   // A rounded to one bf16 instead errs by about 1e-3; hi + lo by 2^-16.
   constexpr double kSplitTol = 1e-4;
@@ -957,7 +957,7 @@ output O
 }
 
 TEST_CASE("codegen: nn.Linear weights (W^T read in place) run on AMX tiles as C^T = W A^T, and match", "[codegen][bf16][f16]") {
-  const bool tiles = describe_cpu().bf16_amx_gflops > 0 && native_simd_bytes() == 64;
+  const bool tiles = cpu_features(describe_cpu()).bf16_amx_gflops > 0 && native_simd_bytes() == 64;
   INFO((tiles ? "on the tiles" : "no AMX here: the vector fallback"));
   // Rows 4 (bf16's least), 13 (one partial block), 37 (16, 16, 5), 16; K 200, 303 (a tile row's
   // tail), 640 / 2, 1024, 16 (less than a tile row), each all at once; columns 22 (a strip of 32

@@ -8,10 +8,12 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <utility>
 
 #include "engine/backend/cpu/describe.h"
 #include "engine/backend/cuda/describe.h"
 #include "engine/backend/target.h"
+#include "engine/error.h"
 #include "engine/tune/backends.h"
 #include "support/scoped_env.h"
 #include "support/subprocess.h"
@@ -46,10 +48,11 @@ TargetDescription zen4_like() {
 TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][target]") {
   test::TempDir dir;
   TargetDescription first = describe_cpu(dir.path());
+  const cpu::CpuFeatures& cpu_first = cpu::cpu_features(first);
   CHECK(first.target == Target::Cpu);
   CHECK(first.measured);
   CHECK(first.cores >= 1);
-  CHECK((first.simd_bytes == 16 || first.simd_bytes == 32 || first.simd_bytes == 64));
+  CHECK((cpu_first.simd_bytes == 16 || cpu_first.simd_bytes == 32 || cpu_first.simd_bytes == 64));
   CHECK(first.bandwidth_gbs > 0);
   CHECK(first.peak_gflops > 0);
   CHECK(first.fast_memory_bytes > 0);
@@ -80,26 +83,27 @@ TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][t
   // vdpbf16ps: measured where the CPU has it, and used for bf16 matmuls only where it reaches the
   // f32 FMA's flop rate (Zen 4: twice it; Sapphire Rapids: half, so widening is faster there).
   __builtin_cpu_init();
-  CHECK((first.bf16_dot_gflops > 0) == bool(__builtin_cpu_supports("avx512bf16")));
-  CHECK((first.bf16_dot_peak_gflops == 0 || first.bf16_dot_peak_gflops == first.bf16_dot_gflops));
-  CHECK((first.bf16_dot_peak_gflops > 0) == (first.bf16_dot_gflops >= first.peak_gflops));
+  CHECK((cpu_first.bf16_dot_gflops > 0) == bool(__builtin_cpu_supports("avx512bf16")));
+  CHECK((cpu_first.bf16_dot_peak_gflops == 0 || cpu_first.bf16_dot_peak_gflops == cpu_first.bf16_dot_gflops));
+  CHECK((cpu_first.bf16_dot_peak_gflops > 0) == (cpu_first.bf16_dot_gflops >= first.peak_gflops));
   {
     test::ScopedEnv off("PRISM_CPU_DISABLE", "avx512bf16");
-    CHECK(describe_cpu(dir.path()).bf16_dot_peak_gflops == 0);
+    CHECK(cpu::cpu_features(describe_cpu(dir.path())).bf16_dot_peak_gflops == 0);
   }
 
   // FMAs fed by widened 16-bit vectors: measured where the compiler's target can widen in vectors,
   // never above the FMA peak.
-  if (first.simd_bytes == 64 || (first.simd_bytes == 32 && __builtin_cpu_supports("f16c"))) {
-    CHECK(first.widen_f16_gflops > 0);
-    CHECK(first.widen_bf16_gflops > 0);
+  if (cpu_first.simd_bytes == 64 || (cpu_first.simd_bytes == 32 && __builtin_cpu_supports("f16c"))) {
+    CHECK(cpu_first.widen_f16_gflops > 0);
+    CHECK(cpu_first.widen_bf16_gflops > 0);
   }
-  CHECK(first.widen_f16_gflops <= first.peak_gflops);
-  CHECK(first.widen_bf16_gflops <= first.peak_gflops);
+  CHECK(cpu_first.widen_f16_gflops <= first.peak_gflops);
+  CHECK(cpu_first.widen_bf16_gflops <= first.peak_gflops);
 
   TargetDescription again = describe_cpu(dir.path());
-  CHECK(again.widen_f16_gflops == first.widen_f16_gflops);
-  CHECK(again.bf16_dot_gflops == first.bf16_dot_gflops);
+  const cpu::CpuFeatures& cpu_again = cpu::cpu_features(again);
+  CHECK(cpu_again.widen_f16_gflops == cpu_first.widen_f16_gflops);
+  CHECK(cpu_again.bf16_dot_gflops == cpu_first.bf16_dot_gflops);
   CHECK(again.read_curve == first.read_curve);
   CHECK(again.bandwidth_gbs == first.bandwidth_gbs);
   CHECK(again.peak_gflops == first.peak_gflops);
@@ -146,8 +150,8 @@ TEST_CASE("peaks are what the machine reached: a disturbed measurement does not 
   m.read_curve = {{32 << 10, 250}, {1 << 20, 400}, {int64_t(128) << 20, 45}};
   cpu::apply_measurement(t, m, 16 << 20);
   CHECK(t.peak_gflops == 120);
-  CHECK(t.widen_f16_gflops == 120);
-  CHECK(t.widen_bf16_gflops == 110);
+  CHECK(cpu::cpu_features(t).widen_f16_gflops == 120);
+  CHECK(cpu::cpu_features(t).widen_bf16_gflops == 110);
   const std::vector<std::pair<double, double>> curve = {{32 << 10, 400}, {1 << 20, 400}, {16 << 20, 150}, {double(int64_t(128) << 20), 45}};
   CHECK(t.read_curve == curve);
   // Memory's bandwidth is the better of the stream and the curve's point past the caches.
@@ -174,9 +178,22 @@ TEST_CASE("the H100 is described from its data sheet", "[tune][target]") {
   CHECK(h.fast_memory_bytes == 227 * 1024);
   CHECK(h.bandwidth_gbs == 3350);
   CHECK(h.peak_gflops == 67000);
-  CHECK(h.tensor_peak_gflops == 989000);  // f16 dense on tensor cores: the roofline's peak at 16-bit storage
-  CHECK(h.arch == "compute_90");
+  CHECK(cuda::gpu_features(h).tensor_peak_gflops == 989000);  // f16 dense on tensor cores: the roofline's peak at 16-bit storage
+  CHECK(cuda::gpu_features(h).arch == "compute_90");
   CHECK(h.tile_budget().fast_memory_bytes == h.fast_memory_bytes);
+}
+
+TEST_CASE("a description carries one backend's features, its defaults when none, never another's", "[tune][target]") {
+  TargetDescription t;
+  CHECK(cpu::cpu_features(std::as_const(t)).simd_bytes == 32);  // read: the defaults, nothing added
+  CHECK_FALSE(t.features.has_value());
+  cpu::cpu_features(t).simd_bytes = 64;                         // set: added
+  TargetDescription copy = t;
+  cpu::cpu_features(copy).simd_bytes = 32;                      // a copy's are its own
+  CHECK(cpu::cpu_features(std::as_const(t)).simd_bytes == 64);
+  CHECK_THROWS_WITH(cuda::gpu_features(std::as_const(t)), Catch::Contains("another backend's"));
+  CHECK_THROWS_WITH(cuda::gpu_features(t), Catch::Contains("no GPU features"));
+  CHECK_THROWS_AS(cpu::cpu_features(cuda_h100_data()), Error);
 }
 
 TEST_CASE("the caches serve a working set up to half of L3 plus the L2s, none from L3 plus the L2s on, part in between", "[tune][target]") {

@@ -6,6 +6,7 @@
 #include "engine/sgraph/families.h"
 #include "engine/sgraph/parse.h"
 #include "engine/backend/cpu/emit_ops.h"
+#include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cuda/describe.h"
 #include "engine/backend/storage.h"
 #include "engine/tune/cost_model.h"
@@ -22,7 +23,7 @@ namespace {
 TargetDescription four_cores() {
   TargetDescription t;
   t.cores = 4;
-  t.simd_bytes = 32;
+  backend::cpu::cpu_features(t).simd_bytes = 32;
   t.bandwidth_gbs = 20;
   t.peak_gflops = 400;
   t.l2_bytes = 2 << 20;
@@ -154,7 +155,7 @@ namespace {
 TargetDescription two_zen4_cores() {
   TargetDescription t = four_cores();
   t.cores = 2;
-  t.simd_bytes = 64;
+  backend::cpu::cpu_features(t).simd_bytes = 64;
   t.bandwidth_gbs = 40;
   t.cache_bandwidth_gbs = 200;
   t.peak_gflops = 235;
@@ -220,9 +221,9 @@ TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles runs at the ten
   // The H100 with its peaks scaled down 1000x, so that compute decides the estimate.
   TargetDescription gpu = cuda_h100_data();
   gpu.peak_gflops /= 1000;
-  gpu.tensor_peak_gflops /= 1000;
+  backend::cuda::gpu_features(gpu).tensor_peak_gflops /= 1000;
   TargetDescription no_tensor_cores = gpu;
-  no_tensor_cores.tensor_peak_gflops = 0;
+  backend::cuda::gpu_features(no_tensor_cores).tensor_peak_gflops = 0;
   sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);  // f16 X and W
   auto compute_bound = [&](int64_t n, const TargetDescription& t) {
     sgraph::Instance inst = sgraph::instantiate(g, {{"n", n}, {"d", 8192}}, {{"g1", 64}, {"F1", 64}}, t.tile_budget());
@@ -243,7 +244,7 @@ TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles runs at the ten
 
 TEST_CASE("cost model: on a GPU, loads overlap the math only where the loop's tiles fit twice (double buffering)", "[tune][cost]") {
   TargetDescription gpu = cuda_h100_data();
-  gpu.tensor_peak_gflops = 0;  // f32 FMA math: of the order of the loads here
+  backend::cuda::gpu_features(gpu).tensor_peak_gflops = 0;  // f32 FMA math: of the order of the loads here
   sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);
   const DimBindings dims{{"n", 16}, {"d", 1024}}, sizes{{"g1", 16}, {"F1", 4}};  // 40 KiB of tiles per iteration
   const CostEstimate both = estimate_cost(sgraph::instantiate(g, dims, sizes, gpu.tile_budget()), gpu);
@@ -279,7 +280,7 @@ TEST_CASE("cost model (CPU): a matmul of a 16-bit B tile pays for widening it on
   for (size_t at = 0; (at = text.find(": f16", at)) != std::string::npos; at += 5) text.replace(at, 5, ": bf16");
   const sgraph::SGraph bf16 = sgraph::parse(text);
   const double widened = cost(bf16, 8).seconds;
-  t.bf16_dot_peak_gflops = 2 * t.peak_gflops;
+  backend::cpu::cpu_features(t).bf16_dot_peak_gflops = 2 * t.peak_gflops;
   CHECK(cost(bf16, 8).seconds == Approx(0.5 * cost(wide, 8).seconds).epsilon(0.05));
   CHECK(cost(bf16, 8).seconds < widened);
   CHECK(cost(narrow, 8).seconds / cost(wide, 8).seconds == Approx(1.25).epsilon(0.05));
@@ -290,7 +291,7 @@ TEST_CASE("cost model (CPU): f32 FMAs cost their register blocks' slots, so few 
   // times a wide tile's slots per FMA, 16-row ones (6 x 2) about 1.1: an f32 gated MLP at 16 x 1024
   // on a 2-core Zen 3 ran 1.02 ms with its rows split in two and 0.78 with 16-row blocks.
   TargetDescription t = two_zen4_cores();
-  t.simd_bytes = 32;
+  backend::cpu::cpu_features(t).simd_bytes = 32;
   t.bandwidth_gbs *= 1000;  // compute decides
   t.cache_bandwidth_gbs *= 1000;
   const sgraph::SGraph f32 = cpu_family(fam::kRmsLinear);

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include "engine/compile_helpers.h"
+#include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cuda/gpu_features.h"
 #include "engine/ir/lower_composites.h"
 #include "engine/backend/storage.h"
 #include "engine/tune/roofline.h"
@@ -62,36 +64,29 @@ TEST_CASE("roofline of a batched program counts every op once per element", "[tu
 TEST_CASE("the roofline's peak is that of the instructions a stored program's matmuls run on", "[tune][roofline]") {
   // A CPU without a 16-bit matmul instruction (Zen 3): 16-bit matmuls widen B on the FMAs.
   TargetDescription avx2 = machine(25, 188);
-  avx2.simd_bytes = 32;
-  avx2.widen_f16_gflops = 120;
-  avx2.widen_bf16_gflops = 150;
+  backend::cpu::cpu_features(avx2) = {.simd_bytes = 32, .widen_f16_gflops = 120, .widen_bf16_gflops = 150};
   CHECK(roofline_peak_gflops(avx2, DType::F32) == 188);
   CHECK(roofline_peak_gflops(avx2, DType::F16) == 120);
   CHECK(roofline_peak_gflops(avx2, DType::BF16) == 150);
-  avx2.widen_f16_gflops = avx2.widen_bf16_gflops = 0;  // not measured: the FMA peak
+  backend::cpu::cpu_features(avx2) = {.simd_bytes = 32};  // widening not measured: the FMA peak
   CHECK(roofline_peak_gflops(avx2, DType::F16) == 188);
 
   // Sapphire Rapids: AMX tiles for bf16, half their rate for f16 (two tile products a pair), and
   // vdpbf16ps, at half the FMAs' flops there, unused.
   TargetDescription spr = machine(170, 2200);
-  spr.simd_bytes = 64;
-  spr.widen_f16_gflops = spr.widen_bf16_gflops = 1500;
-  spr.bf16_dot_gflops = 1100;
-  spr.bf16_amx_gflops = 30000;
+  backend::cpu::cpu_features(spr) = {.simd_bytes = 64, .bf16_dot_gflops = 1100, .bf16_amx_gflops = 30000, .widen_f16_gflops = 1500, .widen_bf16_gflops = 1500};
   CHECK(roofline_peak_gflops(spr, DType::BF16) == 30000);
   CHECK(roofline_peak_gflops(spr, DType::F16) == 15000);
   // Zen 4: vdpbf16ps at twice the FMAs' rate, which bf16 matmuls take; f16 widens.
   TargetDescription zen4 = machine(60, 1000);
-  zen4.simd_bytes = 64;
-  zen4.widen_f16_gflops = zen4.widen_bf16_gflops = 800;
-  zen4.bf16_dot_peak_gflops = 2000;
+  backend::cpu::cpu_features(zen4) = {.simd_bytes = 64, .bf16_dot_peak_gflops = 2000, .widen_f16_gflops = 800, .widen_bf16_gflops = 800};
   CHECK(roofline_peak_gflops(zen4, DType::BF16) == 2000);
   CHECK(roofline_peak_gflops(zen4, DType::F16) == 800);
 
   // A GPU: its tensor cores at either 16-bit dtype.
   TargetDescription gpu = machine(4300, 67000);
   gpu.target = backend::Target::Cuda;
-  gpu.tensor_peak_gflops = 989000;
+  backend::cuda::gpu_features(gpu).tensor_peak_gflops = 989000;
   CHECK(roofline_peak_gflops(gpu, DType::F16) == 989000);
   CHECK(roofline_peak_gflops(gpu, DType::BF16) == 989000);
   CHECK(roofline_peak_gflops(gpu, DType::F32) == 67000);

@@ -1,0 +1,22 @@
+// What only the CUDA backend knows of a GPU target: the architecture NVRTC compiles for and the
+// tensor cores' peak, kept in TargetDescription::features (target.h). cuda/describe.h fills them.
+#pragma once
+#include <string>
+
+#include "engine/backend/target.h"
+
+namespace prism::backend::cuda {
+
+struct GpuFeatures {
+  std::string arch;                // the virtual architecture NVRTC compiles for ("compute_90")
+  double tensor_peak_gflops = 0;   // f16/bf16 dense peak on tensor cores, for block matmuls and the
+                                   // roofline at 16-bit storage (0: none, peak_gflops serves)
+};
+
+// The GPU features of `target`; the defaults (no architecture named, no tensor cores) when it has
+// none. Throws Error{InvalidArgument} when it holds another backend's.
+const GpuFeatures& gpu_features(const TargetDescription& target);
+// The same to set, added to `target` when it has none.
+GpuFeatures& gpu_features(TargetDescription& target);
+
+}  // namespace prism::backend::cuda
