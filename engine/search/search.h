@@ -23,15 +23,13 @@ struct SearchLimits {
   int max_kernels = 3;           // a family's vendor matmuls count as one. Fused plans make at most
                                 // two (a cross-block reduction's second kernel); 3 admits a
                                 // prologue, a vendor matmul and an epilogue: an RMSNorm's rows
-                                // before the library's Y @ Wu, then a fused Y @ Wg * t (8 rows,
-                                // d = 4096 at bf16 on a 2-core Zen 3, in one tune: 5.4 ms against
-                                // the best single fused kernel's 7.0)
+                                // before the library's Y @ Wu, then a fused Y @ Wg * t
+                                // (docs/search.md, "Library kernels")
   int max_accumulators = 3;     // accumulators per custom kernel
   int library_kernels = 2;      // vendor matmuls (library kernels) per family beside fused kernels: 0 to 3
                                 // (library_search.h). 2: a gated MLP's two projections, each a
-                                // vendor matmul, beside one fused kernel (bf16, d = 4096, 16 rows on
-                                // a 2-core Sapphire Rapids: 1.46 ms against one vendor matmul
-                                // beside a fused projection's 1.71-2.05)
+                                // vendor matmul, beside one fused kernel (docs/search.md, "Library
+                                // kernels")
   int threads = 0;              // 0: all hardware threads
   double budget_s = 10.0;       // wall-clock budget; the stop reason says when it was hit
   bool prune = true;            // false: no expression or hardware pruning (exhaustive; for the

@@ -15,8 +15,7 @@ double value_flops(const Program& lowered, const Value& v, const DimBindings& bi
 
 // The measured read curve is a sweep's, under the hardware's replacement: a set just past the
 // caches' capacity then finds almost nothing there. A kernel that reads its set in another order
-// keeps more of it between calls (a bf16 attention with 33.5 MB of K and V ran at 102% of a
-// roofline drawn on the curve, on a 2-core Zen 3 with 33 MB of caches). The caches can hold at
+// keeps more of it between calls (docs/tuning.md, "The flow of one `tune`", step 1). The caches can hold at
 // most their capacity of the set, so no kernel reads it faster than that part at the caches' rate
 // and the rest at memory's.
 double bound_bandwidth_gbs(const backend::TargetDescription& target, double bytes) {

@@ -15,8 +15,8 @@ struct CompileOptions {
   std::string cache_dir;         // empty: default_kernel_cache_dir()
   std::string compiler;          // empty: $CXX, else "c++"
   // -mprefer-vector-width=512: GCC's loops over ops (exp and friends through libmvec) use AVX-512
-  // where the CPU has it; its default on Sapphire Rapids is 256-bit (libmvec's 8-lane expf was 17%
-  // of a bf16 attention's time, its 16-lane one 12%: 1.63 -> 1.49 ms). No effect without AVX-512.
+  // where the CPU has it, not its default 256-bit (docs/tuning.md, "The CPU's other kernel
+  // choices"). No effect without AVX-512.
   std::vector<std::string> flags = {"-std=c++17", "-O3", "-march=native", "-mprefer-vector-width=512", "-fopenmp", "-fPIC", "-shared"};
   std::vector<std::string> libs;  // linked after the source, e.g. "-lopenblas"
   double timeout_s = 120;

@@ -5,6 +5,7 @@
 #pragma once
 #include <string>
 
+#include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/measure.h"
 #include "engine/backend/target.h"
 
@@ -26,8 +27,8 @@ void apply_measurement(TargetDescription& t, const CpuMeasurement& m, int64_t ca
 // The OpenBLAS kernel set for this CPU's instructions: "SkylakeX" with AVX-512 (F, BW, DQ, VL),
 // "Haswell" with AVX2 and FMA, else null. Debian's OpenBLAS (DYNAMIC_ARCH) picks its kernels by
 // the CPU's model and falls back to SSE3's ("Prescott") on one it does not know, as a VM's
-// "Intel Xeon Processor": a 256 x 1024 x 2816 sgemm on 2 cores ran at 66 GFLOP/s there, 304 with
-// SkylakeX's. The kernel runner sets OPENBLAS_CORETYPE to it unless the user set one.
+// "Intel Xeon Processor", several times slower (docs/tuning.md, "The CPU's other kernel choices").
+// The kernel runner sets OPENBLAS_CORETYPE to it unless the user set one.
 const char* openblas_core_type();
 
 }  // namespace prism::backend::cpu

@@ -120,9 +120,9 @@ class Printer {
   }
 
   // The innermost loop of a gather through f32 chunks where an operand is a contiguous f16 row:
-  // widened and rounded 8 lanes an instruction (prism_widen_f16, prism_narrow_f16), as an eager
-  // framework's kernels convert f16 (element by element, a residual add of 64 x 4096 f16 rows cost
-  // 4x its f32 form). The outer loops stay one collapsed parallel loop. False where it does not
+  // widened and rounded 8 lanes an instruction (prism_widen_f16, prism_narrow_f16), not element by
+  // element as an eager framework's kernels convert f16 (docs/tuning.md, "The CPU's other kernel
+  // choices"). The outer loops stay one collapsed parallel loop. False where it does not
   // apply: one loop, an innermost loop shorter than 16, no such operand.
   bool staged_gather(const eager::Step& s) {
     const size_t r = s.shape.size();

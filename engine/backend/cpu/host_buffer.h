@@ -1,8 +1,8 @@
 // Memory for a kernel's inputs and outputs as the runner hands them (and the kernel benchmark):
 // 64-byte aligned, as a vectorized kernel likes it; from 4 MiB up, 2 MiB aligned and asked to be
 // backed by huge pages (where transparent huge pages are on "madvise"), so that a kernel streaming a
-// large weight matrix is not limited by 4 KiB page walks. (2-core Sapphire Rapids, a bf16 8 x 4096
-// @ 4096 x 4096 layer, whose strips step 8 KiB down B's rows: 0.80 ms in 4 KiB pages, 0.65 in 2 MiB.)
+// large weight matrix is not limited by 4 KiB page walks (docs/tuning.md, "The CPU's other kernel
+// choices").
 #pragma once
 #include <sys/mman.h>
 

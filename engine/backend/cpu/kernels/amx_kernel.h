@@ -7,9 +7,8 @@
 // Where more than 16 rows of A pass over B, all but the first block of 16 read B from L2 (as long
 // as it fits), and a strip's C tiles stay in the tiles over a whole K panel: C's trip through L1
 // costs more than B's scattered reads from L2. Else B streams in, and K advances in short steps
-// over every strip (the read pattern hardware prefetchers follow). (2-core Xeon, bf16 attention
-// B=16 q=128 s=1024 e=128, where each block multiplies 32 x 128 @ 128 x 512 and 32 x 512 @
-// 512 x 128: 2.4 -> 2.1 ms.) The rule: prism_amx_cached_b (amx_rules.h).
+// over every strip (the read pattern hardware prefetchers follow; docs/tuning.md, "The flow of one
+// `tune`", step 4). The rule: prism_amx_cached_b (amx_rules.h).
 // Linux hands the tile state to a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM for
 // XFEATURE_XTILEDATA); where it refuses, the FMA kernel runs.
 static bool prism_amx_request() { return syscall(SYS_arch_prctl, 0x1023, 18) == 0; }
@@ -164,13 +163,9 @@ static inline __attribute__((always_inline)) void prism_amx_blocks(float (*c)[4]
 // Order: per 16 rows of C and PRISM_AMX_STREAM_COLUMNS columns (prism_amx_wide_c), K advances 64
 // rows at a time over every 64-column strip of the block (each strip's four C tiles come from and
 // go back to a buffer), so B's rows are read 4 KB after 4 KB, which hardware prefetchers follow.
-// Reading a 4096 x 4096 bf16 matrix on 2 Sapphire Rapids cores: 32 rows x 64 columns strip after
-// strip 61 GB/s, 64-column strips over 512 rows (C's tiles kept over all of K) 39, whole rows 62.
-// C's trip through the buffer costs about 45 ns per strip visit (tiles do not forward), hence more
-// than 16 rows a visit. With 512 columns a block, 32 rows were best; with 2048, 64 rows (16 x 4096
-// @ 4096 x 2048 per core, B in huge pages: 512 columns and 32 rows 0.84 ms, 2048 and 32 0.79,
-// 2048 and 64 0.70, 2048 and 128 0.97, 1024 and 64 0.86). Against the earlier kernel (B repacked
-// by vector interleaves, strips over all of K), a bf16 8 x 4096 @ 4096 x 4096 layer: 0.98 -> 0.69 ms.
+// C's trip through the buffer costs time per strip visit (tiles do not forward), hence more than
+// 16 rows a visit: 32 with 512 columns a block, 64 with 2048 (docs/tuning.md, "The AMX kernels'
+// order").
 // Rows past K and columns past N go through a zero-padded copy (16 rows x 64 columns).
 // The split and NT kernels (amx_split_kernel.cpp, amx_nt_kernel.cpp) are defined only where
 // AVX-512 is compiled in; declared always, so that a caller's discarded branch names them in an
@@ -232,11 +227,8 @@ static inline __attribute__((always_inline)) void prism_amx_paired_visit(const p
 // fills the tile unit's 16 rows (with the four-tile layout an 8-row A leaves half of them idle).
 // A visit takes two strips (C tiles 0-1 and 2-3) for 32 rows of K, A's tiles alternating
 // between 4 and 5 so that the next one loads while the last products run; K advances over the
-// strips of PRISM_AMX_STREAM_COLUMNS columns (prism_amx_wide_c). On a 2-core Sapphire Rapids, bf16
-// 8 x 4096 @ 4096 x 2048 per core (B streamed from L3, 4 KiB pages) 1.09 -> 0.92-0.94 ms, 8 x 512
-// @ 512 x 512 twice per core (B in L2) 0.044 -> 0.033 ms; then, B in huge pages, blocks of 512
-// columns and 64 rows a visit 0.77-0.79 ms, of 2048 and 64 0.65-0.70, of 2048 and 32 0.62-0.68
-// (2048 and 128: 0.77).
+// strips of PRISM_AMX_STREAM_COLUMNS columns (prism_amx_wide_c; docs/tuning.md, "The AMX
+// kernels' order").
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC>
 static void prism_mm_amx_stacked(const prism_bf16* __restrict A, const prism_bf16* __restrict B, float* __restrict C) {
   static_assert(M <= 8, "two copies of A's rows fill a tile");

@@ -52,7 +52,7 @@ extern "C" double prism_measure_read_gbs(long long bytes, int threads, int repea
   if (n <= 0) return 0;
   const long long sweeps = std::max(1LL, kTrialBytes / (n * (long long)sizeof(float)));
   // In huge pages, as the runner hands kernels their inputs: with 4 KiB pages, TLB misses cut a
-  // 256 MiB stream to about 60% of what it reads in 2 MiB pages.
+  // large stream well below what it reads in 2 MiB pages (docs/tuning.md, "Peaks").
   const size_t huge = size_t(2) << 20, size = (size_t(n) * sizeof(float) + huge - 1) / huge * huge;
   float* data = static_cast<float*>(std::aligned_alloc(huge, size));
   if (!data) return 0;

@@ -21,7 +21,7 @@ static inline __attribute__((always_inline)) void prism_block_store(const vf (&c
 // pairs as they are loaded; an odd K's last row pairs with zeros. PRISM_EMULATE_AVX512BF16 (set by
 // $PRISM_CPU_EMULATE, for tests on CPUs without the instruction) computes the same sums with two
 // FMAs. PRISM_NO_BF16_DOT (the CPU backend's, where the measured instruction is slower than
-// widening: TargetDescription::bf16_dot_peak_gflops) keeps bf16 x bf16 on widened FMAs.
+// widening: CpuFeatures::bf16_dot_peak_gflops) keeps bf16 x bf16 on widened FMAs.
 // (vdpbf16ps flushes denormal inputs and results to zero: below 1e-38, inside tolerances.)
 template <typename TA, typename TB> struct prism_dot { static constexpr bool value = false; };
 #if ((defined(__AVX512BF16__) && !defined(PRISM_NO_BF16_DOT)) || defined(PRISM_EMULATE_AVX512BF16)) && defined(__AVX512F__)
@@ -131,16 +131,10 @@ static inline void prism_mm_panel(long kc, const TA* __restrict A, const TB* __r
   for (long j = 0; j < NFULL; j += NB) {
     // The first row block prefetches the strip of B four ahead: strips of a row-strided B cross a
     // page every row, where hardware prefetchers stop, and one strip's FMAs take less than a read
-    // from memory (16-bit 8 x 4096 @ 4096 x 4096 on a 2-core Zen 3, interleaved: one strip ahead
-    // 2.6-4.5 ms, two 2.5-4.5, four 2.5-4.5 with medians 5% lower; 16 rows 7% lower; a B in the
-    // caches the same). Into L2, not L1 (prefetcht1): a 16 KiB strip prefetched into L1 beside the
-    // strip in use and the A rows evicts them (measured on a 16 x 4096 @ 4096 x 4096 kernel on
-    // Zen 4: 112 GFLOP/s with prefetcht0, 155 with prefetcht1).
-    // Packing each K chunk of B first (its rows copied whole into a thread's buffer, strips read
-    // from there) was slower on the 2-core Zen 3 wherever B lies (f16, interleaved: 8 x 4096 @
-    // 4096 x 2048 a core 3.5 ms as here, 5.2-6.6 ms packed into strips or rows, the copy alone
-    // 4.2; 8 x 2048 @ 2048 x 1024 from L3 0.70-0.79 against 0.86-0.89): the copy's reads do not
-    // overlap the FMAs the way these strips' do.
+    // from memory. Into L2, not L1 (prefetcht1): a 16 KiB strip prefetched into L1 beside the
+    // strip in use and the A rows evicts them. B's K chunks are not packed first: the copy's reads
+    // do not overlap the FMAs the way these strips' do (docs/tuning.md, "The CPU matmul's blocks,
+    // strips and chunks").
     const TB* next = j + 4 * NB < NFULL ? B + j + 4 * NB : NVR > 0 ? B + NFULL : after;
     if constexpr (MFULL > 0) {
       prism_mk<MR, NV, ACC, true>(kc, A, LDA, B + j, LDB, C + j, LDC, next);
@@ -237,9 +231,8 @@ static inline void prism_copy_rows(const TA* __restrict A, float* __restrict P) 
 
 // WA: a 16-bit A is widened first, whole (rows K + 16 floats apart, in the thread's buffer 2), so
 // that each step widens only B's vectors; the caller picks blocks for an f32 A then. K is not cut
-// into chunks: whole rows of an nn.Linear weight stream better than pieces kept in L1 (bf16 8 x
-// 4096 @ (4096 x 4096)^T on a 2-core Zen 3, interleaved: 4.2-6.7 ms unwidened at 2 x 5, A widened
-// whole 3.7-5.2 at 4 x 3 and 3.9-6.1 at 2 x 5; widened in K chunks of 256-1024, 5.1-5.9).
+// into chunks: whole rows of an nn.Linear weight stream better than pieces kept in L1 (same
+// section, "The NT kernel's blocks").
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NR, bool WA = false, typename TA, typename TB>
 static inline void prism_mm_nt(const TA* __restrict A, const TB* __restrict B, float* __restrict C) {
   constexpr long MFULL = M / MR * MR, NFULL = N / NR * NR;
@@ -265,12 +258,11 @@ static inline void prism_mm_nt(const TA* __restrict A, const TB* __restrict B, f
 
 // Rows of A a multiple of 4 KiB apart fall in one L1 set, which holds 8 lines: the broadcasts of
 // MR rows then evict each other and B's strip. Such an A is copied first to rows K + 16 floats
-// apart (measured on a 16 x 4096 @ 4096 x 4096 kernel on Zen 4: from 150 to 175 GFLOP/s), whole
-// when it fits 64 KiB, else a slice of K chunks at a time as a 16-bit A is.
+// apart (same section, "L1's ways"), whole when it fits 64 KiB, else a slice of K chunks at a
+// time as a 16-bit A is.
 // A 16-bit A is widened (each element is broadcast N / NB times, and a broadcast of a 16-bit
 // element is three operations on the FMA ports): whole when it fits, else a slice of K chunks at
-// a time (measured on 8 x 4096 @ 4096 x 4096 at bf16, 2-core Xeon: 1.85 ms unwidened); not where
-// vdpbf16ps takes its bf16 pairs.
+// a time; not where vdpbf16ps takes its bf16 pairs.
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, long PLD, typename TA, typename TB>
 static inline void prism_mm_widened(const TA* __restrict A, const TB* __restrict B, float* __restrict C, const TB* after) {
   constexpr long LDP = K + 16;
