@@ -18,7 +18,10 @@
 #include "engine/egraph/axioms.h"
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
+#include <set>
+#include <string>
 
 namespace prism::eg {
 
@@ -426,6 +429,33 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
   t.rule("reduce-replicate-factor", "(reduce (mul (replicate$g ?x) ?y))", "(mul ?x (reduce ?y))",
          [=](const EGraph&, const Subst& m) { return rank(m.var[0]) + 1 == rank(m.var[1]); });
   return std::move(t.rules);
+}
+
+namespace {
+// The ops a pattern's text names: "(mul ?a (sum@i ?b))" names mul and sum.
+std::set<Op> named_ops(const std::string& text) {
+  std::set<Op> ops;
+  for (size_t i = text.find('('); i != std::string::npos; i = text.find('(', i + 1)) {
+    size_t j = i + 1;
+    while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+    if (auto op = op_from_name(text.substr(i + 1, j - i - 1))) ops.insert(*op);
+  }
+  return ops;
+}
+}  // namespace
+
+const std::vector<Op>& ops_axioms_introduce() {
+  static const std::vector<Op> ops = [] {
+    TensorGraph tg;
+    std::set<Op> out;
+    for (const Rewrite& rule : tensor_axioms(tg)) {
+      const std::set<Op> left = named_ops(rule.lhs.text());
+      for (Op op : named_ops(rule.rhs))
+        if (!left.count(op)) out.insert(op);
+    }
+    return std::vector<Op>(out.begin(), out.end());
+  }();
+  return ops;
 }
 
 bool proof_only(const Rewrite& rule) { return rule.name == "sum-centred-square"; }

@@ -17,4 +17,9 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg);
 // seeds the form once).
 bool proof_only(const Rewrite& rule);
 
+// The IR ops some axiom writes on its right-hand side where its left-hand side has none: the only
+// ops a rewrite can bring into a term. Any other op (tanh, erf, a comparison: an uninterpreted
+// function to the axioms) is in an e-graph only where the term put it there.
+const std::vector<Op>& ops_axioms_introduce();
+
 }  // namespace prism::eg

@@ -3,21 +3,30 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <set>
 #include <tuple>
+
+#include "engine/egraph/axioms.h"
 
 namespace prism::search {
 
 namespace {
 
-// The ops the enumeration tries, from the op table.
-// Casts are not among them: the search sees programs without casts (drop_casts.h).
-const std::vector<Op> kUnary = [] {
-  std::vector<Op> ops = ops_of_class(OpClass::Unary);
-  ops.erase(std::remove(ops.begin(), ops.end(), Op::Cast), ops.end());
-  return ops;
-}();
-const std::vector<Op> kBinary = ops_of_class(OpClass::Binary);
 const std::vector<Op> kReduce = ops_of_class(OpClass::Reduce);
+
+// The elementwise ops of class `cls` a DAG equal to `program` can have: the program's, and those
+// an axiom can bring in (eg::ops_axioms_introduce). Any other op is an uninterpreted function the
+// program's term never reaches, so a DAG with it can never be proved equal; leaving it out loses
+// no family (docs/search.md, "The enumeration's ops"). Casts are never tried: the search sees
+// programs without casts (drop_casts.h).
+std::vector<Op> tried_ops(const Program& program, OpClass cls) {
+  std::set<Op> reachable(eg::ops_axioms_introduce().begin(), eg::ops_axioms_introduce().end());
+  for (const Value& v : program.values) reachable.insert(v.op);
+  std::vector<Op> ops;
+  for (Op op : ops_of_class(cls))
+    if (op != Op::Cast && reachable.count(op)) ops.push_back(op);
+  return ops;
+}
 
 using Key = std::tuple<int, int, int, int, int>;  // last operand, op, axis, operand 0, operand 1
 
@@ -75,7 +84,8 @@ struct Generator::State {
 
 Generator::Generator(const Program& program, const std::vector<DagValue>& leaves, const ProgramExpressions* expressions, int max_ops,
                      GenCounters& counters)
-    : expr_(expressions), max_ops_(max_ops), counters_(counters) {
+    : unary_(tried_ops(program, OpClass::Unary)), binary_(tried_ops(program, OpClass::Binary)), expr_(expressions), max_ops_(max_ops),
+      counters_(counters) {
   for (size_t i = 0; i < leaves.size(); ++i) {
     DagValue v = leaves[i];
     if (expressions) v.cls = expressions->leaf(int(i));
@@ -169,11 +179,11 @@ void Generator::expand(State& s, const std::function<void(const Dag&)>& emit, co
   };
 
   for (int a = 0; a < n; ++a) {
-    for (Op op : kUnary) consider(DagValue{op, -1, {a}, {}, "", {}, {}, eg::kNoId});
+    for (Op op : unary_) consider(DagValue{op, -1, {a}, {}, "", {}, {}, eg::kNoId});
     for (Op op : kReduce)
       for (int axis = 0; axis < int(s.dag.values[size_t(a)].type.shape.size()); ++axis) consider(DagValue{op, axis, {a}, {}, "", {}, {}, eg::kNoId});
     for (int b = 0; b < n; ++b) {
-      for (Op op : kBinary)
+      for (Op op : binary_)
         if (!commutative(op) || a <= b) consider(DagValue{op, -1, {a, b}, {}, "", {}, {}, eg::kNoId});
       consider(DagValue{Op::Matmul, -1, {a, b}, {}, "", {}, {}, eg::kNoId});
     }

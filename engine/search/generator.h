@@ -31,8 +31,9 @@ struct GenCounters {
 
 class Generator {
  public:
-  // `expressions` null: no expression pruning. `program` gives the output shape; `leaves` the
-  // DAGs' leaves (dag_leaves, with which `expressions` was made).
+  // `expressions` null: no expression pruning. `program` gives the output shape and the ops the
+  // enumeration tries (docs/search.md, "The enumeration's ops"); `leaves` the DAGs' leaves
+  // (dag_leaves, with which `expressions` was made).
   Generator(const Program& program, const std::vector<DagValue>& leaves, const ProgramExpressions* expressions, int max_ops,
             GenCounters& counters);
 
@@ -51,6 +52,7 @@ class Generator {
 
   Dag base_;
   std::vector<Dim> out_shape_;
+  std::vector<Op> unary_, binary_;  // the elementwise ops tried
   const ProgramExpressions* expr_;
   int max_ops_;
   GenCounters& counters_;

@@ -4,6 +4,7 @@
 // Also: the shape analysis refuses to merge classes of different shapes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -264,4 +265,15 @@ TEST_CASE("axioms: the grid is lifted only where every block computes its tile o
   CHECK(eg.find(good) == eg.find(whole));
   CHECK(eg.find(per_tile) != eg.find(whole));
   CHECK(eg.find(same_tile) != eg.find(good));  // (without the guard, lifting it would build an ill-shaped term and throw)
+}
+
+TEST_CASE("axioms: the ops a rewrite can bring in are the algebra's, never an uninterpreted op", "[egraph][axioms]") {
+  const std::vector<Op>& in = eg::ops_axioms_introduce();
+  auto has = [&](Op op) { return std::find(in.begin(), in.end(), op) != in.end(); };
+  // mul-square writes square, rms-def sqrt and div, the exp rules mul and neg.
+  for (Op op : {Op::Mul, Op::Div, Op::Add, Op::Sqrt, Op::Square, Op::Sum}) CHECK(has(op));
+  // Nothing rewrites into these: the search's enumeration tries them only where the program has them.
+  for (Op op : {Op::Tanh, Op::Sigmoid, Op::Gelu, Op::Relu, Op::Abs, Op::Erf, Op::Pow, Op::Minimum, Op::Maximum, Op::Gt, Op::Ge, Op::Eq,
+                Op::Ne, Op::Mask})
+    CHECK_FALSE(has(op));
 }
