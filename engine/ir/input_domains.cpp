@@ -79,7 +79,11 @@ class Inference {
       case Op::Rms:
       case Op::Softmax: return Domain::Positive;
       case Op::Abs:
-      case Op::Relu: return Domain::NonNegative;
+      case Op::Relu:
+      case Op::Gt:
+      case Op::Ge:
+      case Op::Eq:
+      case Op::Ne: return Domain::NonNegative;
       case Op::Square: return s(0) == Domain::Positive ? Domain::Positive : Domain::NonNegative;
       case Op::Sqrt: return s(0) == Domain::Positive ? Domain::Positive : Domain::NonNegative;
       case Op::Add:

@@ -38,6 +38,7 @@ constexpr OpInfo kOps[] = {
     PRISM_UNARY(Tanh, "tanh", Opaque, tanhf(x)),
     PRISM_UNARY(Sigmoid, "sigmoid", Opaque, 1.0f / (1.0f + expf(-x))),
     PRISM_UNARY(Abs, "abs", Opaque, fabsf(x)),
+    PRISM_UNARY(Erf, "erf", Opaque, erff(x)),
     // Rounding to a dtype happens where every value's result is stored at its dtype: the op
     // itself moves the value unchanged, and counts no flops.
     OpInfo{Op::Cast, "cast", OpClass::Unary, 1, [](float x) -> float { return x; }, nullptr, "x", FieldModel::Identity, 0},
@@ -45,6 +46,16 @@ constexpr OpInfo kOps[] = {
     PRISM_BINARY(Sub, "sub", Sub, x - y),
     PRISM_BINARY(Mul, "mul", Mul, x * y),
     PRISM_BINARY(Div, "div", Div, x / y),
+    PRISM_BINARY(Pow, "pow", Opaque, powf(x, y)),
+    // NaN in either operand gives NaN, as torch.minimum and torch.maximum (fminf would drop it).
+    PRISM_BINARY(Minimum, "minimum", Opaque, (x < y || x != x) ? x : y),
+    PRISM_BINARY(Maximum, "maximum", Opaque, (x > y || x != x) ? x : y),
+    PRISM_BINARY(Gt, "gt", Opaque, x > y ? 1.0f : 0.0f),
+    PRISM_BINARY(Ge, "ge", Opaque, x >= y ? 1.0f : 0.0f),
+    PRISM_BINARY(Eq, "eq", Opaque, x == y ? 1.0f : 0.0f),
+    PRISM_BINARY(Ne, "ne", Opaque, x != y ? 1.0f : 0.0f),
+    // Selects, never multiplies: a masked -inf or NaN is 0, not NaN.
+    PRISM_BINARY(Mask, "mask", Opaque, x != 0.0f ? y : 0.0f),
     PRISM_OP(Matmul, "matmul", Matmul, 2, 2),
     PRISM_OP(Sum, "sum", Reduce, 1, 1),
     PRISM_OP(Max, "max", Reduce, 1, 1),

@@ -20,10 +20,12 @@ namespace prism {
 enum class Op : uint8_t {
   Input, Const,
   // elementwise unary
-  Neg, Exp, Log, Sqrt, Rsqrt, Square, Silu, Gelu, Relu, Tanh, Sigmoid, Abs,
+  Neg, Exp, Log, Sqrt, Rsqrt, Square, Silu, Gelu, Relu, Tanh, Sigmoid, Abs, Erf,
   Cast,  // rounds to Attrs::dtype (f32(x), f16(x), bf16(x)): the identity on the reals
   // elementwise binary, numpy broadcasting
-  Add, Sub, Mul, Div,
+  Add, Sub, Mul, Div, Pow, Minimum, Maximum,
+  Gt, Ge, Eq, Ne,  // comparisons: 1 where true, else 0 (NaN compares false, as in C and PyTorch)
+  Mask,            // mask(m, x): x where m is nonzero, else 0 (where() is written with it)
   Matmul,
   // reductions over one axis
   Sum, Max, Rms,
@@ -46,7 +48,7 @@ enum class OpClass { Input, Const, Unary, Binary, Matmul, Reduce, Composite, Tra
 // clang-format off
 enum class FieldModel : uint8_t {
   None,    // no model: families using the op are left to the proof (log: the field has no log)
-  Opaque,  // an uninterpreted function, keyed by the op
+  Opaque,  // an uninterpreted function, keyed by the op (a binary op's also by its second operand)
   Identity,                       // the value itself (a cast: rounding is no part of the field)
   Neg, Exp, Square, Silu, Rsqrt,  // exact models (rsqrt: 1 / sqrt, sqrt opaque)
   Add, Sub, Mul, Div,

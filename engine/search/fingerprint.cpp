@@ -125,6 +125,7 @@ FieldElem binary(Op op, FieldElem a, FieldElem b) {
     case FieldModel::Sub: return add(a, neg(b));
     case FieldModel::Mul: return mul(a, b);
     case FieldModel::Div: return mul(a, inv(b));
+    case FieldModel::Opaque: return opaque(opaque_key(op) ^ mix(b.p * kQ + b.q), a);  // keyed by b's element too
     default: throw Cannot{};
   }
 }

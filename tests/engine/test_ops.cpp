@@ -30,10 +30,19 @@ double exact(Op op, double x, double y) {
     case Op::Tanh: return std::tanh(x);
     case Op::Sigmoid: return 1 / (1 + std::exp(-x));
     case Op::Abs: return std::fabs(x);
+    case Op::Erf: return std::erf(x);
     case Op::Add: return x + y;
     case Op::Sub: return x - y;
     case Op::Mul: return x * y;
     case Op::Div: return x / y;
+    case Op::Pow: return std::pow(x, y);
+    case Op::Minimum: return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
+    case Op::Maximum: return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
+    case Op::Gt: return x > y;
+    case Op::Ge: return x >= y;
+    case Op::Eq: return x == y;
+    case Op::Ne: return x != y;
+    case Op::Mask: return x != 0 ? y : 0;
     default: return NAN;
   }
 }
@@ -63,7 +72,7 @@ TEST_CASE("ops: one row per op, in Op order, with what its class needs", "[ops]"
   CHECK_FALSE(op_from_name("input"));
   CHECK_FALSE(op_from_name("cast"));  // a cast is called by its dtype's name
   for (const char* dtype : {"f32", "f16", "bf16"}) CHECK(op_from_name(dtype) == Op::Cast);
-  CHECK_FALSE(op_from_name("erf"));
+  CHECK_FALSE(op_from_name("erfc"));
   CHECK(ops_of_class(OpClass::Reduce) == std::vector<Op>{Op::Sum, Op::Max, Op::Rms});
   for (Op op : {Op::Tanh, Op::Sigmoid, Op::Abs}) CHECK(op_class(op) == OpClass::Unary);
   CHECK(op_flops(Op::Matmul, {4, 8}, {4, 16}) == 2.0 * 4 * 8 * 16);
