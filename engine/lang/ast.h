@@ -18,18 +18,18 @@ struct Expr;
 using ExprPtr = std::unique_ptr<Expr>;
 
 struct Expr {
-  enum class Kind { Name, Number, Bool, Neg, Binary, Call, List };
+  enum class Kind { Name, Number, Bool, Neg, Binary, Call, List, Attribute };
   Kind kind = Kind::Name;
   SourceRange range;
-  std::string name;          // Name: the name; Call: the callee
-  SourceRange name_range;    // Call: the callee's range
+  std::string name;          // Name: the name; Call: the callee; Attribute: the attribute (X.T: "T")
+  SourceRange name_range;    // Call: the callee's range; Attribute: the attribute's
   double number = 0;         // Number
   bool is_integer = false;   // Number written without '.' or exponent
   int64_t integer = 0;       // Number when is_integer
   std::optional<Rational> decimal;  // Number with a fraction or exponent, when exact (engine/ir/decimal.h)
   bool boolean = false;      // Bool
-  char op = 0;               // Binary: '+' '-' '*' '/' '@'
-  std::vector<ExprPtr> args; // Neg: 1; Binary: 2; Call: arguments; List: items
+  std::string op;            // Binary: "+" "-" "*" "/" "@" "**" ">" ">=" "<" "<=" "==" "!="
+  std::vector<ExprPtr> args; // Neg: 1; Binary: 2; Call: arguments; List: items; Attribute: the object
   std::vector<std::string> keywords;  // Call: keyword per argument ("" when positional)
   std::vector<SourceRange> keyword_ranges;
   int depth = 1;             // height of this subtree (the parser bounds it)

@@ -1,6 +1,7 @@
 #include "engine/lang/build_ir.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -117,19 +118,17 @@ class Builder {
           return -*d;
         }
         case Expr::Kind::Binary: {
-          if (e.op == '@') {
-            error(e.range, "'@' cannot appear in a dim expression");
+          if (e.op != "+" && e.op != "-" && e.op != "*" && e.op != "/") {
+            error(e.range, "'" + e.op + "' cannot appear in a dim expression");
             return std::nullopt;
           }
           auto a = to_dim(*e.args[0], introduce);
           auto b = a ? to_dim(*e.args[1], introduce) : std::nullopt;
           if (!a || !b) return std::nullopt;
-          switch (e.op) {
-            case '+': return *a + *b;
-            case '-': return *a - *b;
-            case '*': return *a * *b;
-            default: return *a / *b;
-          }
+          if (e.op == "+") return *a + *b;
+          if (e.op == "-") return *a - *b;
+          if (e.op == "*") return *a * *b;
+          return *a / *b;
         }
         default:
           error(e.range, "expected a dim (a name, an integer, or + - * / of them)");
@@ -289,6 +288,7 @@ class Builder {
         if (auto it = scope_.find(e.name); it != scope_.end()) return {it->second.id, 1};
         if (std::find(prog_.dims.begin(), prog_.dims.end(), e.name) != prog_.dims.end())
           return {make_const(Constant{Dim::symbol(e.name), 0}, e.range), 1};
+        if (e.name == "inf") return {make_const(Constant{std::nullopt, INFINITY}, e.range), 1};  // float("inf"), masks' -inf
         auto near = nearest_name(e.name, visible_names());
         error(e.range, "undefined name '" + e.name + "'" + (near ? "; did you mean '" + *near + "'?" : ""));
         return {};
@@ -318,15 +318,80 @@ class Builder {
         Result a = single(eval(*e.args[0]), e.args[0]->range);
         Result b = single(eval(*e.args[1]), e.args[1]->range);
         if (!a.ok() || !b.ok()) return {};
-        Op op = e.op == '+' ? Op::Add : e.op == '-' ? Op::Sub : e.op == '*' ? Op::Mul : e.op == '/' ? Op::Div : Op::Matmul;
-        if (op != Op::Matmul) {
-          if (auto folded = fold(op, a.id, b.id, e.range)) return *folded;
-        }
-        return emit(op, {a.id, b.id}, {}, e.range);
+        return binary(e.op, a.id, b.id, e.range);
       }
+      case Expr::Kind::Attribute:
+        return attribute(e);
       case Expr::Kind::Call:
         return call(e);
     }
+    return {};
+  }
+
+  // A binary operator's value: arithmetic (folded on constants), a matmul, a power, a comparison
+  // (`a < b` as `b > a`, the same for NaN).
+  Result binary(const std::string& op, int a, int b, const SourceRange& range) {
+    if (op == "**") return power(a, b, range);
+    if (op == ">") return compare(Op::Gt, a, b, range);
+    if (op == ">=") return compare(Op::Ge, a, b, range);
+    if (op == "<") return compare(Op::Gt, b, a, range);
+    if (op == "<=") return compare(Op::Ge, b, a, range);
+    if (op == "==") return compare(Op::Eq, a, b, range);
+    if (op == "!=") return compare(Op::Ne, a, b, range);
+    if (op == "@") return emit(Op::Matmul, {a, b}, {}, range);
+    const Op arith = op == "+" ? Op::Add : op == "-" ? Op::Sub : op == "*" ? Op::Mul : Op::Div;
+    if (auto folded = fold(arith, a, b, range)) return *folded;
+    return emit(arith, {a, b}, {}, range);
+  }
+
+  std::optional<double> number_of(int id) const {
+    const Value* c = const_of(id);
+    if (!c) return std::nullopt;
+    if (!c->attrs.constant.exact) return c->attrs.constant.number;
+    if (auto v = c->attrs.constant.exact->constant_value()) return v->to_double();
+    return std::nullopt;
+  }
+
+  Result compare(Op op, int a, int b, const SourceRange& range) {
+    const auto x = number_of(a), y = number_of(b);
+    if (x && y) {
+      const bool r = op == Op::Gt ? *x > *y : op == Op::Ge ? *x >= *y : op == Op::Eq ? *x == *y : *x != *y;
+      return {make_const(Constant{Dim(r ? 1 : 0), 0}, range), 1};
+    }
+    return emit(op, {a, b}, {}, range);
+  }
+
+  // x ** y (and pow(x, y)): with a constant exponent, the op PyTorch computes it with (x * x for
+  // 2, sqrt for 0.5, 1 / x for -1 …), so that the search sees the op it has rules for; else pow.
+  Result power(int x, int y, const SourceRange& range) {
+    const auto base = number_of(x), exponent = number_of(y);
+    if (base && exponent) return {make_const(Constant{std::nullopt, std::pow(*base, *exponent)}, range), 1};
+    if (exponent) {
+      if (*exponent == 1) return {x, 1};
+      if (*exponent == 2) return emit(Op::Square, {x}, {}, range);
+      if (*exponent == 3) {
+        Result square = emit(Op::Square, {x}, {}, range);
+        return square.ok() ? emit(Op::Mul, {square.id, x}, {}, range) : square;
+      }
+      if (*exponent == 0.5) return emit(Op::Sqrt, {x}, {}, range);
+      if (*exponent == -0.5) return emit(Op::Rsqrt, {x}, {}, range);
+      if (*exponent == -1) return emit(Op::Div, {make_const(Constant{Dim(1), 0}, range), x}, {}, range);
+    }
+    return emit(Op::Pow, {x, y}, {}, range);
+  }
+
+  // X.T (a 2-D transpose, as PyTorch's) and X.mT (the last two dims).
+  Result attribute(const Expr& e) {
+    Result x = single(eval(*e.args[0]), e.args[0]->range);
+    if (!x.ok()) return {};
+    const size_t rank = prog_.value(x.id).type.shape.size();
+    if (e.name == "T" && rank != 2) {
+      error(e.range, "'.T' transposes a 2-D value, and this one has rank " + std::to_string(rank) +
+                         "; write transpose(x, perm=[...]) or '.mT' for the last two dims");
+      return {};
+    }
+    if (e.name == "T" || e.name == "mT") return emit(Op::Transpose, {x.id}, {}, e.range);
+    error(e.name_range, "unknown attribute '." + e.name + "'; values have '.T' (a 2-D transpose) and '.mT' (the last two dims)");
     return {};
   }
 
@@ -408,10 +473,84 @@ class Builder {
     return int(*v);
   }
 
+  // The positional and keyword arguments of a call of `names`, each bound once; `required` of them
+  // at least. Null entries: not given.
+  std::optional<std::vector<const Expr*>> bind(const Expr& e, const std::vector<std::string>& names, size_t required) {
+    std::vector<const Expr*> bound(names.size(), nullptr);
+    bool ok = true;
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const std::string& kw = e.keywords[i];
+      const size_t at = kw.empty() ? i : size_t(std::find(names.begin(), names.end(), kw) - names.begin());
+      if (at >= names.size()) {
+        error(kw.empty() ? e.args[i]->range : e.keyword_ranges[i],
+              e.name + ": " + (kw.empty() ? "too many arguments (takes at most " + std::to_string(names.size()) + ")" : "unknown argument '" + kw + "'"));
+        ok = false;
+      } else if (bound[at]) {
+        error(e.keyword_ranges[i], e.name + ": argument '" + names[at] + "' given twice");
+        ok = false;
+      } else {
+        bound[at] = e.args[i].get();
+      }
+    }
+    for (size_t i = 0; i < required; ++i)
+      if (!bound[i]) {
+        error(e.range, e.name + ": missing argument '" + names[i] + "'");
+        ok = false;
+      }
+    if (!ok) return std::nullopt;
+    return bound;
+  }
+
+  Result operand(const Expr* arg) { return arg ? single(eval(*arg), arg->range) : Result{}; }
+  bool is_zero(int id) const { return number_of(id) == 0.0; }
+
+  // where(c, a, b): a where c is nonzero, else b, as mask(c, a) + mask(c == 0, b). mask selects,
+  // so a -inf or NaN in the branch not taken stays out (a product c * a would give NaN).
+  Result where(const Expr& e) {
+    auto args = bind(e, {"condition", "input", "other"}, 3);
+    if (!args) return {};
+    Result c = operand((*args)[0]), a = operand((*args)[1]), b = operand((*args)[2]);
+    if (!c.ok() || !a.ok() || !b.ok()) return {};
+    Result taken = is_zero(a.id) && !is_zero(b.id) ? Result{} : emit(Op::Mask, {c.id, a.id}, {}, e.range);
+    if (is_zero(b.id) && taken.ok()) return taken;
+    Result not_c = emit(Op::Eq, {c.id, make_const(Constant{Dim(0), 0}, e.range)}, {}, e.range);
+    Result other = not_c.ok() ? emit(Op::Mask, {not_c.id, b.id}, {}, e.range) : not_c;
+    if (!taken.ok() || !other.ok()) return other;
+    return emit(Op::Add, {taken.id, other.id}, {}, e.range);
+  }
+
+  // clamp(x, min, max), either bound optional: maximum with min, then minimum with max (NaN stays).
+  Result clamp(const Expr& e) {
+    auto args = bind(e, {"input", "min", "max"}, 1);
+    if (!args) return {};
+    if (!(*args)[1] && !(*args)[2]) {
+      error(e.range, "clamp: give min=, max= or both");
+      return {};
+    }
+    Result x = operand((*args)[0]);
+    for (auto [arg, op] : {std::pair{(*args)[1], Op::Maximum}, std::pair{(*args)[2], Op::Minimum}}) {
+      if (!arg || !x.ok()) continue;
+      Result bound = operand(arg);
+      x = bound.ok() ? emit(op, {x.id, bound.id}, {}, e.range) : bound;
+    }
+    return x;
+  }
+
+  // The calls spelled as PyTorch spells them (op_signature.h, spelled_calls).
   Result call(const Expr& e) {
+    if (e.name == "where") return where(e);
+    if (e.name == "clamp") return clamp(e);
+    if (e.name == "pow") {
+      auto args = bind(e, {"input", "exponent"}, 2);
+      if (!args) return {};
+      Result x = operand((*args)[0]), y = operand((*args)[1]);
+      return x.ok() && y.ok() ? power(x.id, y.id, e.range) : Result{};
+    }
     auto op = op_from_name(e.name);
     if (!op) {
-      auto near = nearest_name(e.name, op_names());
+      std::vector<std::string> names = op_names();
+      for (const SpelledCall& c : spelled_calls()) names.push_back(c.name);
+      auto near = nearest_name(e.name, names);
       error(e.name_range, "unknown op '" + e.name + "'" + (near ? "; did you mean '" + *near + "'?" : ""));
       return {};
     }
@@ -426,7 +565,8 @@ class Builder {
     size_t next_positional = 0;
     for (size_t i = 0; i < e.args.size(); ++i) {
       const Expr& arg = *e.args[i];
-      const std::string& kw = e.keywords[i];
+      // PyTorch's names for axis and keepdims.
+      const std::string kw = e.keywords[i] == "dim" ? "axis" : e.keywords[i] == "keepdim" ? "keepdims" : e.keywords[i];
       if (kw.empty()) {
         if (seen_keyword) {
           error(arg.range, opn + ": positional argument after a keyword argument");

@@ -10,14 +10,17 @@ namespace prism {
 
 namespace {
 
-bool is_operator(Tok k) { return k == Tok::Plus || k == Tok::Minus || k == Tok::Star || k == Tok::Slash || k == Tok::At; }
+bool is_operator(Tok k) {
+  return k == Tok::Plus || k == Tok::Minus || k == Tok::Star || k == Tok::Slash || k == Tok::At || k == Tok::StarStar || k == Tok::Greater ||
+         k == Tok::GreaterEq || k == Tok::Less || k == Tok::LessEq || k == Tok::EqEq || k == Tok::NotEq;
+}
 
 // A minus that negates: nothing before it that could be its left operand.
 bool is_unary(const Token* prev) {
   if (!prev) return true;
   const Tok k = prev->kind;
   return k == Tok::LParen || k == Tok::LBracket || k == Tok::Comma || k == Tok::Assign || k == Tok::Colon ||
-         k == Tok::KwReturn || k == Tok::Greater || k == Tok::GreaterEq || is_operator(k);
+         k == Tok::KwReturn || is_operator(k);
 }
 
 // One statement (or a program's header, or its closing brace) on one line.
@@ -33,6 +36,7 @@ std::string render(const std::vector<Token>& tokens) {
     else if (t.kind == Tok::RParen || t.kind == Tok::RBracket || t.kind == Tok::Comma || t.kind == Tok::Colon)
       space = false;
     else if (prev->kind == Tok::LParen || prev->kind == Tok::LBracket) space = false;
+    else if (t.kind == Tok::Dot || prev->kind == Tok::Dot) space = false;  // X.T
     else if (t.kind == Tok::Assign || prev->kind == Tok::Assign) space = nesting == 0;
     else if ((t.kind == Tok::LParen || t.kind == Tok::LBracket) && prev->kind == Tok::Ident) space = false;  // a call, a shape
     prev_unary = t.kind == Tok::Minus && is_unary(prev);

@@ -99,23 +99,30 @@ class Lexer {
       case ',': return make(Tok::Comma, begin, start);
       case ':': return make(Tok::Colon, begin, start);
       case ';': return make(Tok::Semicolon, begin, start);
-      case '=': return make(Tok::Assign, begin, start);
+      case '=': return make(accept('=') ? Tok::EqEq : Tok::Assign, begin, start);
       case '+': return make(Tok::Plus, begin, start);
       case '-': return make(Tok::Minus, begin, start);
-      case '*': return make(Tok::Star, begin, start);
+      case '*': return make(accept('*') ? Tok::StarStar : Tok::Star, begin, start);
       case '/': return make(Tok::Slash, begin, start);
       case '@': return make(Tok::At, begin, start);
-      case '>':
-        if (i_ < s_.size() && s_[i_] == '=') {
-          ++i_;
-          return make(Tok::GreaterEq, begin, start);
-        }
-        return make(Tok::Greater, begin, start);
+      case '.': return make(Tok::Dot, begin, start);
+      case '>': return make(accept('=') ? Tok::GreaterEq : Tok::Greater, begin, start);
+      case '<': return make(accept('=') ? Tok::LessEq : Tok::Less, begin, start);
+      case '!':
+        if (accept('=')) return make(Tok::NotEq, begin, start);
+        break;
       default: break;
     }
     Token t = make(Tok::Error, begin, start);
     t.text = "unexpected character " + show_char(static_cast<unsigned char>(c));
     return t;
+  }
+
+  // Consumes `c` when it comes next (the second character of '**', '>=', '==' …).
+  bool accept(char c) {
+    if (i_ >= s_.size() || s_[i_] != c) return false;
+    ++i_;
+    return true;
   }
 
   Token number(SourcePos begin, size_t start) {
@@ -207,6 +214,12 @@ std::string tok_spelling(Tok kind) {
     case Tok::At: return "'@'";
     case Tok::Greater: return "'>'";
     case Tok::GreaterEq: return "'>='";
+    case Tok::StarStar: return "'**'";
+    case Tok::Dot: return "'.'";
+    case Tok::Less: return "'<'";
+    case Tok::LessEq: return "'<='";
+    case Tok::EqEq: return "'=='";
+    case Tok::NotEq: return "'!='";
     case Tok::Newline: return "end of line";
     case Tok::End: return "end of file";
     case Tok::Error: return "an error";

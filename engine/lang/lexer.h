@@ -16,7 +16,9 @@ enum class Tok {
   KwProgram, KwReturn, KwTrue, KwFalse,
   LParen, RParen, LBracket, RBracket, LBrace, RBrace,
   Comma, Colon, Semicolon, Assign, Plus, Minus, Star, Slash, At,
-  Greater, GreaterEq,  // an input's domain: `X: f32[n] >= 0`
+  StarStar, Dot,       // X ** 3, X.T
+  Greater, GreaterEq,  // comparisons, and an input's domain: `X: f32[n] >= 0`
+  Less, LessEq, EqEq, NotEq,
   Newline, End, Error,
 };
 

@@ -55,6 +55,32 @@ std::vector<std::pair<size_t, size_t>> op_signature_params(Op op) {
   return ranges;
 }
 
+namespace {
+constexpr SpelledCall kSpelledCalls[] = {
+    {"where", "where(condition, input, other)", "input where condition is nonzero, else other: mask(c, input) + mask(c == 0, other)"},
+    {"clamp", "clamp(input, min=none, max=none)", "maximum(input, min), then minimum(that, max); NaN stays NaN"},
+    {"pow", "pow(input, exponent)", "input ** exponent: 2 as square, 3 as x*x*x, 0.5 as sqrt, -0.5 as rsqrt, -1 as 1/x, else powf"},
+};
+}  // namespace
+
+std::span<const SpelledCall> spelled_calls() { return kSpelledCalls; }
+
+std::vector<std::pair<std::string, std::string>> language_reference() {
+  std::vector<std::pair<std::string, std::string>> rows;
+  for (const OpInfo& row : op_table())
+    if (row.op != Op::Input && row.op != Op::Const && row.op != Op::Cast && row.op != Op::Pow) rows.push_back({op_signature(row.op), op_summary(row.op)});
+  rows.push_back({"f32(x), f16(x), bf16(x)", "rounds each element to the dtype (a cast)"});
+  for (const SpelledCall& c : kSpelledCalls) rows.push_back({c.signature, c.summary});
+  rows.push_back({"a + b, a - b, a * b, a / b, -a", "add, sub, mul, div, neg"});
+  rows.push_back({"a @ b", "matmul(a, b)"});
+  rows.push_back({"a ** b", "pow(a, b)"});
+  rows.push_back({"a > b, a >= b, a < b, a <= b", "gt(a, b), ge(a, b), gt(b, a), ge(b, a): 1 where true, else 0"});
+  rows.push_back({"a == b, a != b", "eq(a, b), ne(a, b)"});
+  rows.push_back({"x.T, x.mT", "transpose of a 2-D x; of x's last two dims"});
+  rows.push_back({"dim=, keepdim=", "PyTorch's names for axis= and keepdims="});
+  return rows;
+}
+
 std::string op_summary(Op op) {
   const OpInfo& info = op_info(op);
   switch (info.cls) {

@@ -2,7 +2,9 @@
 // (build_ir.cpp), and what editors show (hover, completion and signature help print
 // op_signature). One table, so the help can never disagree with the checker.
 #pragma once
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/ir/ops.h"
@@ -31,5 +33,17 @@ std::vector<std::pair<size_t, size_t>> op_signature_params(Op op);
 
 // One line on what the op computes: the C formula of an elementwise op, the rule of the others.
 std::string op_summary(Op op);
+
+// The calls the language writes with its ops, as PyTorch spells them (build_ir.cpp lowers them).
+struct SpelledCall {
+  const char* name;
+  const char* signature;
+  const char* summary;
+};
+std::span<const SpelledCall> spelled_calls();
+
+// Every call and operator a program can write, as (signature, summary) rows for `help ops`: the
+// op table's callable ops, the casts, the spelled calls, then the operators.
+std::vector<std::pair<std::string, std::string>> language_reference();
 
 }  // namespace prism

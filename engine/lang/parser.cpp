@@ -105,6 +105,8 @@ class Parser {
     }
     a.range.end = expect(Tok::RBracket).range.end;
     if (at(Tok::GreaterEq) || at(Tok::Greater)) a.domain = domain();
+    else if (at(Tok::Less) || at(Tok::LessEq))
+      fail(peek().range, "an input's domain is '>= 0' or '> 0'; an upper bound ('" + peek().text + "') is not one");
     else if (!at(Tok::Comma) && !at(Tok::RParen)) fail_expected("',', ')' or a domain ('>= 0', '> 0') after the type");
     return a;
   }
@@ -141,7 +143,7 @@ class Parser {
     return s;
   }
 
-  ExprPtr binary(char op, ExprPtr lhs, ExprPtr rhs) {
+  ExprPtr binary(const std::string& op, ExprPtr lhs, ExprPtr rhs) {
     auto e = std::make_unique<Expr>();
     e->kind = Expr::Kind::Binary;
     e->op = op;
@@ -163,11 +165,27 @@ class Parser {
     ~DepthGuard() { --p.depth_; }
   };
 
+  bool at_comparison() const {
+    return at(Tok::Greater) || at(Tok::GreaterEq) || at(Tok::Less) || at(Tok::LessEq) || at(Tok::EqEq) || at(Tok::NotEq);
+  }
+
+  // Lowest first: a comparison (one, as they do not chain), + and -, * / @, unary minus, ** (right
+  // to left, its exponent may be negated: x ** -1), then an attribute (X.T), as in Python.
   ExprPtr expr() {
     DepthGuard guard(*this);
+    ExprPtr lhs = sum();
+    if (at_comparison()) {
+      const std::string op = advance().text;
+      lhs = binary(op, std::move(lhs), sum());
+      if (at_comparison()) fail(peek().range, "comparisons do not chain: compare two values at a time and multiply the results");
+    }
+    return lhs;
+  }
+
+  ExprPtr sum() {
     ExprPtr lhs = term();
     while (at(Tok::Plus) || at(Tok::Minus)) {
-      char op = advance().text[0];
+      const std::string op = advance().text;
       lhs = binary(op, std::move(lhs), term());
     }
     return lhs;
@@ -176,10 +194,36 @@ class Parser {
   ExprPtr term() {
     ExprPtr lhs = unary();
     while (at(Tok::Star) || at(Tok::Slash) || at(Tok::At)) {
-      char op = advance().text[0];
+      const std::string op = advance().text;
       lhs = binary(op, std::move(lhs), unary());
     }
     return lhs;
+  }
+
+  ExprPtr power() {
+    ExprPtr base = postfix();
+    if (!at(Tok::StarStar)) return base;
+    advance();
+    DepthGuard guard(*this);
+    return binary("**", std::move(base), unary());
+  }
+
+  ExprPtr postfix() {
+    ExprPtr e = primary();
+    while (at(Tok::Dot)) {
+      advance();
+      const Token& name = expect(Tok::Ident);
+      auto attr = std::make_unique<Expr>();
+      attr->kind = Expr::Kind::Attribute;
+      attr->name = name.text;
+      attr->name_range = name.range;
+      attr->range = {e->range.begin, name.range.end};
+      attr->depth = e->depth + 1;
+      if (attr->depth > kMaxExprDepth) fail(attr->range, "expression nested too deeply (limit " + std::to_string(kMaxExprDepth) + ")");
+      attr->args.push_back(std::move(e));
+      e = std::move(attr);
+    }
+    return e;
   }
 
   ExprPtr unary() {
@@ -195,7 +239,7 @@ class Parser {
       e->args.push_back(std::move(operand));
       return e;
     }
-    return primary();
+    return power();
   }
 
   ExprPtr primary() {

@@ -88,3 +88,49 @@ TEST_CASE("multiple outputs are named", "[engine][shapes]") {
   CHECK(signature(p) == "program p(X: f16[n, d]) -> (f16[n, d], f16[n, 1])");
   CHECK(p.dims == std::vector<std::string>{"n", "d"});
 }
+
+namespace {
+// The ops of a program's computed values, in order ("transpose matmul").
+std::string ops_of(const std::string& params, const std::string& body) {
+  Program p = only_program(wrap(params, body));
+  std::string out;
+  for (const Value& v : p.values)
+    if (v.op != Op::Input && v.op != Op::Const) out += (out.empty() ? "" : " ") + std::string(op_name(v.op));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("PyTorch's spellings are the ops they mean", "[engine][names][spellings]") {
+  const std::string x = "X: f32[n, d], W: f32[m, d], M: f32[n, d]";
+  CHECK(ops_of(x, "  return X @ W.T") == "transpose matmul");
+  CHECK(out_type(wrap("W: f32[m, d]", "  return W.T")) == "f32[d, m]");
+  CHECK(ops_of("X: f32[b, n, d]", "  return X.mT") == "transpose");
+  CHECK(ops_of(x, "  return softmax(X, dim=-1)") == "softmax");
+  CHECK(out_type(wrap(x, "  return sum(X, dim=0, keepdim=false)")) == "f32[d]");
+  // Powers as PyTorch computes them; others through powf.
+  CHECK(ops_of(x, "  return X ** 2") == "square");
+  CHECK(ops_of(x, "  return X ** 3") == "square mul");
+  CHECK(ops_of(x, "  return X ** 0.5 + X ** -0.5") == "sqrt rsqrt add");
+  CHECK(ops_of(x, "  return X ** -1") == "div");
+  CHECK(ops_of(x, "  return pow(X, 1.5) + pow(X, M)") == "pow pow add");
+  CHECK(ops_of(x, "  return -X ** 2") == "square neg");  // ** binds tighter than the minus, as in Python
+  CHECK(ops_of(x, "  return erf(X) * maximum(X, M) - minimum(X, 0)") == "erf maximum mul minimum sub");
+  // Comparisons: a < b as b > a; where selects, so a masked -inf never meets a 0 in a product.
+  CHECK(ops_of(x, "  return (X > 0) + (X <= M) + (X == M) + (X != 1)") == "gt ge add eq add ne add");
+  CHECK(ops_of(x, "  return where(X > 0, X, 0)") == "gt mask");
+  CHECK(ops_of(x, "  return where(M == 0, -inf, X)") == "eq mask eq mask add");
+  CHECK(ops_of(x, "  return clamp(X, min=-1, max=1) + clamp(X, max=M)") == "maximum minimum minimum add");
+}
+
+TEST_CASE("PyTorch spellings the language does not have say what to write", "[engine][names][spellings]") {
+  const std::string x = "X: f32[b, n, d]";
+  CHECK(diag_lines(wrap(x, "  return X.T")) ==
+        "2:10: '.T' transposes a 2-D value, and this one has rank 3; write transpose(x, perm=[...]) or '.mT' for the last two dims\n");
+  CHECK(diag_lines(wrap(x, "  return X.H")) == "2:12: unknown attribute '.H'; values have '.T' (a 2-D transpose) and '.mT' (the last two dims)\n");
+  CHECK(diag_lines(wrap(x, "  return X > 0 > X")) == "2:16: comparisons do not chain: compare two values at a time and multiply the results\n");
+  CHECK(diag_lines(wrap(x, "  return clamp(X)")) == "2:10: clamp: give min=, max= or both\n");
+  CHECK(diag_lines(wrap(x, "  return where(X, X)")) == "2:10: where: missing argument 'other'\n");
+  CHECK(diag_lines(wrap(x, "  return wher(X, X, X)")) == "2:10: unknown op 'wher'; did you mean 'where'?\n");
+  CHECK(diag_lines(wrap(x, "  return reshape(X, [n > 1, d])")) == "2:22: '>' cannot appear in a dim expression\n");
+  CHECK(diag_lines(wrap("X: f32[n ** 2]", "  return X")) == "1:18: '**' cannot appear in a dim expression\n");
+}

@@ -49,6 +49,39 @@ TEST_CASE("binary ops broadcast like numpy", "[engine][interp]") {
   check_values(run1("X: f32[n, d]", "X * 2 - 0.5 + d", {{"n", 1}, {"d", 4}}, f32({1, 4}, {0, 1, 2, 3})), {1, 4}, {3.5f, 5.5f, 7.5f, 9.5f});
 }
 
+TEST_CASE("comparisons, where, clamp, minimum, maximum, pow and erf as PyTorch computes them", "[engine][interp][spellings]") {
+  const float inf = INFINITY, nan = NAN;
+  Tensor x = f32({5}, {-2.0f, 0.0f, 0.5f, inf, nan});
+  DimBindings b{{"n", 5}};
+  // A comparison with NaN is false (0), as in C and PyTorch.
+  check_values(run1("X: f32[n]", "(X > 0) + 10 * (X <= 0) + 100 * (X == 0) + 1000 * (X != 0)", b, x), {5},
+               {1010, 110, 1001, 1001, 1000});
+  // where selects: the branch not taken, -inf or NaN, never reaches the result.
+  check_values(run1("X: f32[n]", "where(X > 0, X, -inf)", b, x), {5}, {-inf, -inf, 0.5f, inf, -inf});
+  CHECK(std::isnan(run1("X: f32[n]", "where(X == X, 1, X)", b, x).data[4]));
+  check_values(run1("X: f32[n]", "where(X != X, 0, X) * 2", b, x), {5}, {-4, 0, 1, inf, 0});
+  // clamp, minimum and maximum keep NaN (fminf and fmaxf would drop it).
+  Tensor c = run1("X: f32[n]", "clamp(X, min=-1, max=1)", b, x);
+  check_values(Tensor{c.dtype, {4}, {c.data.begin(), c.data.begin() + 4}}, {4}, {-1, 0, 0.5f, 1});
+  CHECK(std::isnan(c.data[4]));
+  CHECK(std::isnan(run1("X: f32[n]", "maximum(X, 0)", b, x).data[4]));
+  CHECK(std::isnan(run1("X: f32[n]", "minimum(0, X)", b, x).data[4]));
+  Tensor p = f32({3}, {0.25f, 2.0f, 3.0f});
+  DimBindings b3{{"n", 3}};
+  check_values(run1("X: f32[n]", "X ** 2 + X ** -1", b3, p), {3}, {4.0625f, 4.5f, 9.3333333f}, 1e-5f);
+  check_values(run1("X: f32[n]", "X ** 1.5", b3, p), {3}, {0.125f, 2.8284271f, 5.1961524f}, 1e-5f);
+  check_values(run1("X: f32[n]", "erf(X)", b3, p), {3}, {0.27632639f, 0.99532227f, 0.99997791f}, 1e-6f);
+}
+
+TEST_CASE("a softmax under a where(mask, x, -inf) mask: masked weights 0, a row masked whole NaN", "[engine][interp][spellings][masked]") {
+  const std::string prog = "program p(X: f32[n, s], M: f32[n, s]) {\n  return softmax(where(M > 0, X, -inf), dim=-1)\n}\n";
+  Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6}), m = f32({2, 3}, {1, 0, 1, 0, 0, 0});
+  Tensor out = run_text(prog, {{"n", 2}, {"s", 3}}, {{"X", x}, {"M", m}}).at(0);
+  const float e = std::exp(2.0f);
+  check_values(Tensor{out.dtype, {3}, {out.data.begin(), out.data.begin() + 3}}, {3}, {1 / (1 + e), 0, e / (1 + e)});
+  for (size_t i = 3; i < 6; ++i) CHECK(std::isnan(out.data[i]));
+}
+
 TEST_CASE("reductions over any axis, keepdims by default", "[engine][interp]") {
   Tensor x = f32({2, 3}, {1, 2, 3, -4, 5, 6});
   DimBindings b{{"n", 2}, {"d", 3}};

@@ -30,13 +30,38 @@ TEST_CASE("parser builds programs with Python precedence", "[engine][parser]") {
   const Expr& e = *r.programs[0].body[0].values[0];
   // ((( -X * X ) + ((X / X) @ X)) - X)
   REQUIRE(e.kind == Expr::Kind::Binary);
-  CHECK(e.op == '-');
+  CHECK(e.op == "-");
   const Expr& plus = *e.args[0];
-  CHECK(plus.op == '+');
-  CHECK(plus.args[0]->op == '*');
+  CHECK(plus.op == "+");
+  CHECK(plus.args[0]->op == "*");
   CHECK(plus.args[0]->args[0]->kind == Expr::Kind::Neg);
-  CHECK(plus.args[1]->op == '@');
-  CHECK(plus.args[1]->args[0]->op == '/');
+  CHECK(plus.args[1]->op == "@");
+  CHECK(plus.args[1]->args[0]->op == "/");
+}
+
+TEST_CASE("parser: comparisons lowest, ** right to left above unary minus, attributes tightest", "[engine][parser][spellings]") {
+  auto r = parse("program p(X: f32[n]) {\n  Y = -X ** 2 ** X.T + 1 >= X\n  return Y\n}\n", "f");
+  REQUIRE(r.diagnostics.empty());
+  const Expr& e = *r.programs[0].body[0].values[0];
+  // ((-(X ** (2 ** X.T))) + 1) >= X
+  CHECK(e.op == ">=");
+  const Expr& plus = *e.args[0];
+  CHECK(plus.op == "+");
+  const Expr& neg = *plus.args[0];
+  REQUIRE(neg.kind == Expr::Kind::Neg);
+  const Expr& pow = *neg.args[0];
+  CHECK(pow.op == "**");
+  CHECK(pow.args[1]->op == "**");
+  CHECK(pow.args[1]->args[1]->kind == Expr::Kind::Attribute);
+  CHECK(pow.args[1]->args[1]->name == "T");
+  for (const char* op : {">", ">=", "<", "<=", "==", "!="}) {
+    auto c = parse(std::string("program p(X: f32[n]) {\n  return X ") + op + " 0\n}\n", "f");
+    REQUIRE(c.diagnostics.empty());
+    CHECK(c.programs[0].body[0].values[0]->op == op);
+  }
+  auto bang = parse("program p(X: f32[n]) {\n  return !X\n}\n", "f");
+  REQUIRE(bang.diagnostics.size() == 1);
+  CHECK(bang.diagnostics[0].message == "unexpected character '!'");
 }
 
 TEST_CASE("statements split on newlines or semicolons; comments run to end of line", "[engine][parser]") {

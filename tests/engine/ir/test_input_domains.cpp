@@ -46,7 +46,7 @@ TEST_CASE("domains: anything else after an input's type is an error at its line 
   CHECK(diag_lines("program p(X: f32[n] >= 1) {\n  return X\n}\n") ==
         "1:24: an input's domain is '>= 0' or '> 0'; found '1' after '>='\n");
   CHECK(diag_lines("program p(X: f32[n] > -1) {\n  return X\n}\n") == "1:23: an input's domain is '>= 0' or '> 0'; found '-' after '>'\n");
-  CHECK(diag_lines("program p(X: f32[n] < 0) {\n  return X\n}\n") == "1:21: unexpected character '<'\n");
+  CHECK(diag_lines("program p(X: f32[n] < 0) {\n  return X\n}\n") == "1:21: an input's domain is '>= 0' or '> 0'; an upper bound ('<') is not one\n");
   CHECK(diag_lines("program p(X: f32[n] positive) {\n  return X\n}\n") ==
         "1:21: expected ',', ')' or a domain ('>= 0', '> 0') after the type but found 'positive'\n");
   CHECK(diag_lines("program p(X: f32[n] >=) {\n  return X\n}\n") == "1:23: an input's domain is '>= 0' or '> 0'; found ')' after '>='\n");

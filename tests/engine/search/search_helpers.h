@@ -60,6 +60,21 @@ inline const std::vector<Layer>& activation_layers() {
   return layers;
 }
 
+// Layers written with PyTorch's spellings (issue 49): nn.Linear's weight as W.T, the exact GELU
+// through erf, a clamp squared, a leaky ReLU through where.
+inline const std::vector<Layer>& spelled_layers() {
+  static const std::vector<Layer> layers = {
+      {"erf_gelu_linear",
+       "program erf_gelu_linear(X: f32[n, d], W: f32[h, d]) {\n  Y = X @ W.T\n  return 0.5 * Y * (1 + erf(Y * 0.7071067811865476))\n}\n",
+       {{"n", 4}, {"d", 64}, {"h", 32}}},
+      {"clamped_square", "program clamped_square(X: f32[n, d], W: f32[h, d]) {\n  return clamp(X @ W.T, min=-1, max=1) ** 2\n}\n",
+       {{"n", 4}, {"d", 64}, {"h", 32}}},
+      {"leaky_relu_linear", "program leaky_relu_linear(X: f32[n, d], W: f32[d, h]) {\n  Y = X @ W\n  return where(Y > 0, Y, 0.01 * Y)\n}\n",
+       {{"n", 4}, {"d", 64}, {"h", 32}}},
+  };
+  return layers;
+}
+
 // The layers of examples/layers/ (written as PyTorch models write them), each at two small
 // bindings the tests search, tune and check at. `finds`: the search finds a verified family.
 struct ExampleLayer {

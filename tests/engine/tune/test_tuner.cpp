@@ -282,6 +282,17 @@ TEST_CASE("tuner: layers with sigmoid, tanh and abs are tuned, and their best ca
   }
 }
 
+TEST_CASE("tuner: layers written with PyTorch's spellings are tuned, and their best candidate matches the reference",
+          "[tune][tuner][spellings]") {
+  for (const test::Layer& layer : test::spelled_layers()) {
+    test::TempDir data;
+    Workspace ws;
+    ws.set_storage(data.path(), shared_cache());
+    ws.open(std::string("untitled:") + layer.name, layer.text, 1);
+    check_tuned(ws, layer.name, {layer.small.begin(), layer.small.end()});
+  }
+}
+
 namespace {
 
 // The layers whose second binding is another regime, not the first one scaled up: one query row
