@@ -1,5 +1,9 @@
 #include "repl/commands.h"
 
+#include <cstdint>
+
+#include "engine/lang/op_signature.h"
+#include "engine/lang/suggest.h"
 #include "repl/format.h"
 
 namespace prism::repl {
@@ -89,7 +93,10 @@ const std::vector<CommandSpec>& command_table() {
        "`daemon status` prints the daemon's version, pid, uptime, clients and documents.\n"
        "`daemon stop` shuts the daemon down; the next `prism` starts a new one.",
        CommandSpec::Arg::Subcommand, {"status", "stop"}},
-      {"help", "help [COMMAND]", "list the commands, or explain one", "", CommandSpec::Arg::None},
+      {"help", "help [COMMAND|ops]", "list the commands, explain one, or list the language's ops",
+       "`help ops` lists every op and operator a program can write, with its arguments and what it\n"
+       "computes (PyTorch's spellings included: x.T, x ** 2, where, clamp, dim=).",
+       CommandSpec::Arg::None},
       {"quit", "quit", "leave the REPL (also: exit, Ctrl-D)", "", CommandSpec::Arg::None},
   };
   return table;
@@ -102,15 +109,42 @@ const CommandSpec* find_command(std::string_view name) {
   return nullptr;
 }
 
-std::string help_overview() {
+namespace {
+// A usage without its options ("search NAME [options]"): `help COMMAND` lists them.
+std::string short_usage(const std::string& usage) {
+  const size_t options = usage.find(" [--");
+  return options == std::string::npos ? usage : usage.substr(0, options) + " [options]";
+}
+}  // namespace
+
+std::string help_overview(int columns) {
   Table t({"COMMAND", "WHAT IT DOES"});
-  for (const auto& c : command_table()) t.add({c.usage, c.summary});
-  return t.render() +
-         "\nType or paste a `program NAME(...) { ... }` block to define a program.\n"
-         "`help COMMAND` explains one command. Tab completes commands and program names.\n";
+  t.wrap_last();
+  for (const auto& c : command_table()) t.add({short_usage(c.usage), c.summary});
+  std::string out = t.render("", columns) + "\n";
+  for (const char* paragraph : {"Type or paste a `program NAME(...) { ... }` block to define a program.",
+                                "`help COMMAND` explains one command, `help ops` lists the ops. Tab completes commands and program names."})
+    for (const std::string& line : wrap_words(paragraph, columns > 0 ? size_t(columns - 1) : SIZE_MAX)) out += line + "\n";
+  return out;
 }
 
-std::string help_for(std::string_view name) {
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& others) {
+  std::vector<std::string> names = others;
+  names.push_back("exit");
+  for (const auto& c : command_table()) names.push_back(c.name);
+  const auto near = nearest_name(name, names);
+  return near ? "; did you mean '" + *near + "'?" : "";
+}
+
+std::string help_ops(int columns) {
+  Table t({"OP", "WHAT IT COMPUTES"});
+  t.wrap_last();
+  for (const auto& [signature, summary] : language_reference()) t.add({signature, summary});
+  return t.render("", columns);
+}
+
+std::string help_for(std::string_view name, int columns) {
+  if (name == "ops") return help_ops(columns);
   const CommandSpec* c = find_command(name);
   if (!c) return {};
   std::string out = "usage: " + c->usage + "\n" + c->summary + "\n";

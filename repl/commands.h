@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "repl/format.h"
+
 namespace prism::repl {
 
 struct CommandSpec {
@@ -19,9 +21,12 @@ struct CommandSpec {
 
 const std::vector<CommandSpec>& command_table();
 const CommandSpec* find_command(std::string_view name);
-std::string help_overview();
-// Help for one command; empty when there is no such command.
-std::string help_for(std::string_view name);
+// The tables wrap their descriptions at `columns` (a terminal's width; 0: no limit).
+std::string help_overview(int columns = Table::terminal_columns());
+// Help for one command, or for "ops" the language's ops and operators; empty when there is no such command.
+std::string help_for(std::string_view name, int columns = Table::terminal_columns());
+// "; did you mean 'open'?" for a name near a command's (or one of `others`), else empty.
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& others = {});
 // "PROBLEM\nusage: USAGE" for a command's argument error.
 std::string usage_error(const std::string& command, const std::string& problem);
 // A whole-string base-10 integer ("8", "-3"); false for anything else.

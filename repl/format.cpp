@@ -25,6 +25,21 @@ std::string fit_columns(const std::string& text, size_t columns) {
   return text;
 }
 
+std::vector<std::string> wrap_words(const std::string& text, size_t columns) {
+  std::vector<std::string> lines;
+  std::istringstream words(text);
+  std::string line;
+  for (std::string word; words >> word;) {
+    if (!line.empty() && display_width(line) + 1 + display_width(word) > columns) {
+      lines.push_back(line);
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(line);
+  return lines;
+}
+
 int Table::terminal_columns() {
   if (!::isatty(1)) return 0;
   winsize ws{};
@@ -41,17 +56,27 @@ std::string Table::render(const std::string& indent, int columns) const {
   std::string out;
   auto emit = [&](const std::vector<std::string>& row) {
     std::string line = indent;
+    std::vector<std::string> more;  // the last column's wrapped lines after its first
     for (size_t i = 0; i < width.size(); ++i) {
       std::string cell = i < row.size() ? row[i] : "";
       if (i + 1 == width.size() && columns > 0) {
         const size_t room = size_t(std::max(columns - 1 - int(display_width(line)), 12));
-        cell = fit_columns(cell, room);
+        if (wrap_) {
+          more = wrap_words(cell, room);
+          cell = more.front();
+          more.erase(more.begin());
+        } else {
+          cell = fit_columns(cell, room);
+        }
       }
       line += cell;
       if (i + 1 < width.size()) line += std::string(width[i] - display_width(cell) + 2, ' ');
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line + "\n";
+    size_t column = display_width(indent);  // where the last column starts
+    for (size_t i = 0; i + 1 < width.size(); ++i) column += width[i] + 2;
+    for (const std::string& rest : more) out += std::string(column, ' ') + rest + "\n";
   };
   emit(headers_);
   for (const auto& r : rows_) emit(r);

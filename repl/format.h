@@ -11,9 +11,12 @@ class Table {
  public:
   explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
   void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  // The last column's text wraps at spaces onto lines of its own, under its start, instead of
+  // being cut (help text, which must be read whole).
+  void wrap_last() { wrap_ = true; }
   // Columns padded to their widest cell, two spaces apart; no trailing blanks. With `columns`
-  // (a terminal's width), a last column that would not fit is cut with "..." (the other columns
-  // are short; the last holds free text such as a family's summary).
+  // (a terminal's width), a last column that would not fit is cut with "..." or wrapped (the
+  // other columns are short; the last holds free text such as a family's summary).
   std::string render(const std::string& indent = "", int columns = terminal_columns()) const;
   // The width of the terminal standard output goes to; 0 when it is not a terminal.
   static int terminal_columns();
@@ -21,7 +24,12 @@ class Table {
  private:
   std::vector<std::string> headers_;
   std::vector<std::vector<std::string>> rows_;
+  bool wrap_ = false;
 };
+
+// `text` in lines of at most `columns` columns, broken at spaces (a word longer than that on a
+// line of its own).
+std::vector<std::string> wrap_words(const std::string& text, size_t columns);
 
 // Columns `text` takes on a terminal: its UTF-8 code points ("±" is two bytes, one column).
 size_t display_width(const std::string& text);

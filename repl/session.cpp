@@ -173,7 +173,7 @@ CommandOutput Session::execute(const std::string& command, const Origin& origin)
   std::vector<std::string> args(words.begin() + 1, words.end());
   const CommandSpec* spec = find_command(name);
   if (!spec) {
-    throw CommandError("unknown command '" + name + "' (type `help` for the list of commands)");
+    throw CommandError("unknown command '" + name + "'" + did_you_mean(name) + " (type `help` for the list of commands)");
   }
   if (spec->name == "open") return open(args);
   if (spec->name == "close") return close(args);
@@ -604,7 +604,7 @@ CommandOutput Session::explain(const std::vector<std::string>& args) {
 CommandOutput Session::help(const std::vector<std::string>& args) {
   if (args.empty()) return {json{{"help", help_overview()}}, help_overview()};
   std::string text = help_for(args[0]);
-  if (text.empty()) throw CommandError("no command '" + args[0] + "' (type `help` for the list)");
+  if (text.empty()) throw CommandError("no command '" + args[0] + "'" + did_you_mean(args[0], {"ops"}) + " (type `help` for the list, `help ops` for the ops)");
   return {json{{"help", text}}, text};
 }
 

@@ -91,11 +91,26 @@ TEST_CASE("script mode with --json prints one object per command", "[repl][e2e]"
   CHECK(std::filesystem::exists(out_file));
 }
 
+TEST_CASE("help ops lists every op, the casts, the spelled calls and the operators", "[repl][e2e][spellings]") {
+  ReplFixture f;
+  auto r = f.prism({"-c", "help ops"});
+  REQUIRE(r.exit_code == 0);
+  for (const char* row : {"softmax(x, axis=-1)", "erf(x)", "maximum(a, b)", "f32(x), f16(x), bf16(x)", "where(condition, input, other)",
+                          "clamp(input, min=none, max=none)", "a ** b", "x.T, x.mT", "dim=, keepdim="})
+    CHECK(r.out.find(row) != std::string::npos);
+  auto unknown = f.prism({"-c", "help opz"});
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.err.find("no command 'opz'; did you mean 'ops'?") != std::string::npos);
+}
+
 TEST_CASE("script errors: unknown command, bad binding, missing dim, no daemon", "[repl][e2e]") {
   ReplFixture f;
   auto unknown = f.prism({"-c", "frobnicate"});
   CHECK(unknown.exit_code == 1);
   CHECK(unknown.err.find("unknown command 'frobnicate'") != std::string::npos);
+  auto typo = f.prism({"-c", "opne " + example("rms_linear")});
+  CHECK(typo.exit_code == 1);
+  CHECK(typo.err.find("unknown command 'opne'; did you mean 'open'?") != std::string::npos);
 
   auto bad = f.prism({"-c", "open " + example("rms_linear") + "; run rms_linear n=eight"});
   CHECK(bad.exit_code == 1);
