@@ -58,13 +58,23 @@ struct TargetDescription {
   double cache_hit_fraction(double bytes) const;
 };
 
-// `target`'s features as the backend's type F, for the backends' accessors; throws
-// Error{InvalidArgument} when they are another backend's (`kind`: what F describes, "CPU").
-template <typename F, typename Description>
-auto& features_of(Description& target, const char* kind) {
-  auto* f = std::any_cast<F>(&target.features);
-  if (!f) throw Error(Error::Kind::InvalidArgument, std::string("this target description has no ") + kind + " features: it is another backend's");
-  return *f;
+// `target`'s features as the backend's type F, the backend's defaults when it has none, for the
+// backends' accessors (cpu/cpu_features.h); throws Error{InvalidArgument} when they are another
+// backend's (`kind`: what F describes, "CPU").
+template <typename F>
+const F& features_of(const TargetDescription& target, const char* kind) {
+  static const F kDefaults;
+  if (!target.features.has_value()) return kDefaults;
+  if (const F* f = std::any_cast<F>(&target.features)) return *f;
+  throw Error(Error::Kind::InvalidArgument, std::string("this target description has no ") + kind + " features: it is another backend's");
+}
+
+// The same to set, added to `target` when it has none.
+template <typename F>
+F& features_of(TargetDescription& target, const char* kind) {
+  if (!target.features.has_value()) target.features = F{};
+  if (F* f = std::any_cast<F>(&target.features)) return *f;
+  throw Error(Error::Kind::InvalidArgument, std::string("this target description has no ") + kind + " features: it is another backend's");
 }
 
 }  // namespace prism::backend

@@ -21,8 +21,8 @@ struct CpuFeatures {
 
 // The CPU features of `target`; the defaults (an AVX2 CPU with no 16-bit units measured) when it
 // has none. Throws Error{InvalidArgument} when it holds another backend's.
-const CpuFeatures& cpu_features(const TargetDescription& target);
+inline const CpuFeatures& cpu_features(const TargetDescription& target) { return features_of<CpuFeatures>(target, "CPU"); }
 // The same to set, added to `target` when it has none.
-CpuFeatures& cpu_features(TargetDescription& target);
+inline CpuFeatures& cpu_features(TargetDescription& target) { return features_of<CpuFeatures>(target, "CPU"); }
 
 }  // namespace prism::backend::cpu

@@ -15,8 +15,8 @@ struct GpuFeatures {
 
 // The GPU features of `target`; the defaults (no architecture named, no tensor cores) when it has
 // none. Throws Error{InvalidArgument} when it holds another backend's.
-const GpuFeatures& gpu_features(const TargetDescription& target);
+inline const GpuFeatures& gpu_features(const TargetDescription& target) { return features_of<GpuFeatures>(target, "GPU"); }
 // The same to set, added to `target` when it has none.
-GpuFeatures& gpu_features(TargetDescription& target);
+inline GpuFeatures& gpu_features(TargetDescription& target) { return features_of<GpuFeatures>(target, "GPU"); }
 
 }  // namespace prism::backend::cuda
