@@ -33,11 +33,14 @@ TEST_CASE("the TextMate grammar names every op and keyword argument", "[editors]
   const auto& repository = grammar.at("repository");
 
   std::set<std::string> ops(prism::op_names().begin(), prism::op_names().end());
+  for (const prism::SpelledCall& c : prism::spelled_calls()) ops.insert(c.name);
   CHECK(alternatives(repository.at("op").at("match")) == ops);
 
   std::set<std::string> arguments;
   for (const std::string& name : prism::op_names())
     for (const prism::ParamSpec& p : prism::op_params(*prism::op_from_name(name)))
       if (p.kind != prism::ArgKind::Tensor) arguments.insert(p.name);
+  // PyTorch's names for axis and keepdims, and clamp's bounds (engine/lang/build_ir.cpp).
+  arguments.insert({"dim", "keepdim", "min", "max"});
   CHECK(alternatives(repository.at("argument").at("match")) == arguments);
 }
