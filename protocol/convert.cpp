@@ -118,7 +118,8 @@ json run_result_json(const RunResult& result) {
   return json{{"program", result.program},
               {"bindings", std::move(bindings)},
               {"elapsedMs", result.elapsed_ms},
-              {"outputs", std::move(outputs)}};
+              {"outputs", std::move(outputs)},
+              {"randomInputs", result.random_inputs}};
 }
 
 std::map<std::string, int64_t> parse_bindings(const json& params) {

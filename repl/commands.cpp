@@ -57,7 +57,8 @@ const std::vector<CommandSpec>& command_table() {
        "One row per family: its id, how many kernels, its symbolic parameters, and a summary.\n"
        "With --json, one object per family (id, kernels, text, verified, summary, parameters).",
        CommandSpec::Arg::Program},
-      {"explain", "explain NAME K", "show family K's structure and its equivalence proof", "",
+      {"explain", "explain NAME K [--no-proof]", "show family K's structure and its equivalence proof",
+       "--no-proof leaves the proof out (it runs to hundreds of lines) and says how long it is.",
        CommandSpec::Arg::Program},
       {"tune", "tune NAME DIM=VALUE... [--target cpu|cuda] [--top K] [--threads T] [--seed S] [--fresh] [--check-with X=x.npy]...",
        "tune a program's families for concrete dims and show the speedup table",

@@ -40,13 +40,72 @@ std::vector<std::string> wrap_words(const std::string& text, size_t columns) {
   return lines;
 }
 
+std::string fit_lines(const std::string& text, int columns) {
+  if (columns <= 0) return text;
+  std::string out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (display_width(line) < size_t(columns)) {
+      out += line + "\n";
+      continue;
+    }
+    const size_t indent = line.find_first_not_of(' ') == std::string::npos ? 0 : line.find_first_not_of(' ');
+    const size_t room = size_t(std::max(columns - 1 - int(indent) - 2, 20));
+    std::vector<std::string> parts = wrap_words(line, room);
+    for (size_t i = 0; i < parts.size(); ++i) out += std::string(indent + (i ? 2 : 0), ' ') + parts[i] + "\n";
+  }
+  if (!text.empty() && text.back() != '\n' && !out.empty()) out.pop_back();
+  return out;
+}
+
 int Table::terminal_columns() {
   if (!::isatty(1)) return 0;
   winsize ws{};
   return ::ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
 }
 
+std::vector<std::string> Table::too_wide(const std::string& indent, int columns) const {
+  std::vector<size_t> width(headers_.size(), 0);
+  for (size_t i = 0; i < headers_.size(); ++i) {
+    width[i] = display_width(headers_[i]);
+    for (const auto& r : rows_)
+      if (i < r.size()) width[i] = std::max(width[i], display_width(r[i]));
+  }
+  // What a line needs: every column but the last, and the last's first 12 columns.
+  size_t need = display_width(indent) + std::min<size_t>(width.back(), 12);
+  for (size_t i = 0; i + 1 < width.size(); ++i) need += width[i] + 2;
+  std::vector<std::string> dropped;
+  for (const std::string& header : droppable_) {
+    if (need < size_t(columns)) break;
+    const auto at = std::find(headers_.begin(), headers_.end() - 1, header);
+    if (at == headers_.end() - 1) continue;
+    need -= width[size_t(at - headers_.begin())] + 2;
+    dropped.push_back(header);
+  }
+  return dropped;
+}
+
+Table Table::without(const std::vector<std::string>& headers) const {
+  Table narrow(*this);
+  narrow.droppable_.clear();
+  for (const std::string& header : headers) {
+    const size_t i = size_t(std::find(narrow.headers_.begin(), narrow.headers_.end(), header) - narrow.headers_.begin());
+    narrow.headers_.erase(narrow.headers_.begin() + long(i));
+    for (auto& r : narrow.rows_)
+      if (i < r.size()) r.erase(r.begin() + long(i));
+  }
+  return narrow;
+}
+
 std::string Table::render(const std::string& indent, int columns) const {
+  if (columns > 0 && !droppable_.empty() && !headers_.empty()) {
+    if (const std::vector<std::string> dropped = too_wide(indent, columns); !dropped.empty()) {
+      std::string left_out;
+      for (const std::string& h : dropped) left_out += (left_out.empty() ? "" : ", ") + h;
+      return without(dropped).render(indent, columns) + indent + "(" + left_out + " left out to fit " + std::to_string(columns) +
+             " columns; --json has every column)\n";
+    }
+  }
   std::vector<size_t> width(headers_.size(), 0);
   auto measure = [&](const std::vector<std::string>& row) {
     for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], display_width(row[i]));
@@ -80,6 +139,42 @@ std::string Table::render(const std::string& indent, int columns) const {
   };
   emit(headers_);
   for (const auto& r : rows_) emit(r);
+  return out;
+}
+
+namespace {
+std::vector<std::string> clauses_of(const std::string& summary) {
+  std::vector<std::string> out;
+  for (size_t at = 0;;) {
+    const size_t end = summary.find("; ", at);
+    out.push_back(summary.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    if (end == std::string::npos) return out;
+    at = end + 2;
+  }
+}
+std::string joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+}  // namespace
+
+SharedClauses shared_clauses(const std::vector<std::string>& summaries) {
+  SharedClauses out;
+  std::vector<std::vector<std::string>> clauses;
+  for (const auto& s : summaries) clauses.push_back(clauses_of(s));
+  std::vector<std::string> shared;
+  if (summaries.size() >= 2)
+    for (const auto& c : clauses[0])
+      if (std::all_of(clauses.begin(), clauses.end(), [&](const auto& cs) { return std::find(cs.begin(), cs.end(), c) != cs.end(); }))
+        shared.push_back(c);
+  out.shared = joined(shared);
+  for (const auto& cs : clauses) {
+    std::vector<std::string> rest;
+    for (const auto& c : cs)
+      if (std::find(shared.begin(), shared.end(), c) == shared.end()) rest.push_back(c);
+    out.rest.push_back(rest.empty() ? "(only the shared clauses)" : joined(rest));
+  }
   return out;
 }
 

@@ -14,6 +14,9 @@ class Table {
   // The last column's text wraps at spaces onto lines of its own, under its start, instead of
   // being cut (help text, which must be read whole).
   void wrap_last() { wrap_ = true; }
+  // Columns that may be left out, first to last, where the table would not fit `columns` (a
+  // note under the table names them); the last column is never left out.
+  void drop_when_narrow(std::vector<std::string> headers) { droppable_ = std::move(headers); }
   // Columns padded to their widest cell, two spaces apart; no trailing blanks. With `columns`
   // (a terminal's width), a last column that would not fit is cut with "..." or wrapped (the
   // other columns are short; the last holds free text such as a family's summary).
@@ -24,8 +27,18 @@ class Table {
  private:
   std::vector<std::string> headers_;
   std::vector<std::vector<std::string>> rows_;
+  // The droppable columns, in order, to leave out for the table to fit `columns`; without them.
+  std::vector<std::string> too_wide(const std::string& indent, int columns) const;
+  Table without(const std::vector<std::string>& headers) const;
+
   bool wrap_ = false;
+  std::vector<std::string> droppable_;
 };
+
+// `text` with every line wider than `columns` (0: no limit) wrapped at spaces, each continuation
+// under the line's own indentation and two more: prose a terminal would break mid-word. Lines that
+// fit (tables, fitted to the width) are left as they are.
+std::string fit_lines(const std::string& text, int columns);
 
 // `text` in lines of at most `columns` columns, broken at spaces (a word longer than that on a
 // line of its own).
@@ -35,6 +48,15 @@ std::vector<std::string> wrap_words(const std::string& text, size_t columns);
 size_t display_width(const std::string& text);
 // At most `columns` columns of `text`: itself when it fits, else its start and "...".
 std::string fit_columns(const std::string& text, size_t columns);
+
+// Summaries made of "; "-separated clauses, split into the clauses every one of them has (in the
+// first's order) and, per summary, the clauses left: what tells the families apart. A summary with
+// none left is "(only the shared clauses)". Fewer than two summaries: nothing shared.
+struct SharedClauses {
+  std::string shared;
+  std::vector<std::string> rest;
+};
+SharedClauses shared_clauses(const std::vector<std::string>& summaries);
 
 // "f16[n, d]" from {dtype, shape: ["n", "d"]}; works for symbolic (strings) and concrete (ints).
 std::string tensor_type(const nlohmann::json& tensor);

@@ -2,6 +2,7 @@
 
 #include <editline/readline.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -36,10 +37,28 @@ char** complete(const char* text, int start, int /*end*/) {
     return nullptr;
   }
   rl_attempted_completion_over = 1;
+  // A directory is not the end of a path: no space after it.
+  rl_completion_append_character = candidates.size() == 1 && candidates[0].back() == '/' ? '\0' : ' ';
   return rl_completion_matches(text, next_candidate);
 }
 
 }  // namespace
+
+std::vector<std::string> path_candidates(const std::string& prefix) {
+  namespace fs = std::filesystem;
+  const size_t slash = prefix.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : prefix.substr(0, slash + 1), part = prefix.substr(dir.size());
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir.empty() ? "." : dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(part, 0) != 0 || (name[0] == '.' && (part.empty() || part[0] != '.'))) continue;
+    std::error_code kind;
+    out.push_back(dir + name + (it->is_directory(kind) ? "/" : ""));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 LineEditor::LineEditor(std::string history_file, Completer completer) : history_file_(std::move(history_file)) {
   active_completer = new Completer(std::move(completer));

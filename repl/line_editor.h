@@ -26,4 +26,10 @@ class LineEditor {
   std::string history_file_;
 };
 
+// The paths that complete `prefix` ("examples/la" -> "examples/layers/"): entries of its directory
+// that start with its last part, a directory's with a trailing '/' (so that completion goes on
+// into it, where libedit would end the word with a space), hidden ones only when asked for by a
+// leading '.'; sorted.
+std::vector<std::string> path_candidates(const std::string& prefix);
+
 }  // namespace prism::repl

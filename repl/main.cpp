@@ -55,7 +55,7 @@ void print_output(const CommandOutput& out, bool json) {
   } else if (json) {
     if (!out.data.is_null()) std::cout << out.data.dump() << "\n";
   } else {
-    std::cout << out.text;
+    std::cout << (out.verbatim ? out.text : fit_lines(out.text, Table::terminal_columns()));
   }
   std::cout.flush();
 }
@@ -159,7 +159,7 @@ std::vector<std::string> complete(const Session& session, const std::vector<std:
         for (const auto& c : command_table()) offer(c.name);
       break;
     case CommandSpec::Arg::Path:
-      break;  // libedit completes file names
+      return path_candidates(prefix);
   }
   return out;
 }

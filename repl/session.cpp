@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -315,7 +316,9 @@ CommandOutput Session::show(const std::vector<std::string>& args) {
   out << "\n" << t.render("  ") << "\nlowered:\n";
   std::istringstream lowered(p.value("lowered", ""));
   for (std::string line; std::getline(lowered, line);) out << "  " << line << "\n";
-  return {p, out.str()};
+  CommandOutput shown{p, out.str()};
+  shown.verbatim = true;
+  return shown;
 }
 
 namespace {
@@ -351,9 +354,12 @@ CommandOutput Session::run(const std::vector<std::string>& args) {
     if (i + 1 >= args.size()) throw CommandError(usage_error("run", flag + " needs a value")).at(flag);
     return args[++i];
   };
+  std::set<std::string> given;  // a flag given twice is an error, never a silent second value
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     int64_t n = 0;
+    if ((a == "--seed" || a == "--head" || a == "--out") && !given.insert(a).second)
+      throw CommandError(usage_error("run", a + " given twice")).at(a);
     if (a == "--seed") {
       std::string v = value_of(i, a);
       if (!parse_int(v, n) || n < 0) throw CommandError(usage_error("run", "--seed wants a non-negative integer, not '" + v + "'")).at(a + " " + v);
@@ -367,6 +373,7 @@ CommandOutput Session::run(const std::vector<std::string>& args) {
       size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
         throw CommandError(usage_error("run", "--in wants INPUT=PATH, not '" + v + "'")).at(v);
+      if (inputs.contains(v.substr(0, eq))) throw CommandError(usage_error("run", "--in " + v.substr(0, eq) + " given twice")).at(v);
       inputs[v.substr(0, eq)] = absolute_path(v.substr(eq + 1));
     } else if (a == "--out") {
       params["output"] = absolute_path(value_of(i, a));
@@ -381,6 +388,12 @@ CommandOutput Session::run(const std::vector<std::string>& args) {
   }
   if (!inputs.empty()) params["inputs"] = inputs;
   json r = call("program/run", params);
+  // Inputs from files beside others drawn at random: say which were drawn.
+  std::string drawn_note;
+  std::vector<std::string> drawn = r.value("randomInputs", std::vector<std::string>{});
+  if (!inputs.empty() && !drawn.empty())
+    drawn_note = "note: " + join(drawn, ", ") + (drawn.size() == 1 ? " was" : " were") + " drawn at random (seed " +
+                 std::to_string(params.value("seed", int64_t{0})) + "); give --in NAME=FILE.npy for " + (drawn.size() == 1 ? "it" : "them") + "\n";
 
   std::ostringstream out;
   std::vector<std::string> binds;
@@ -398,7 +411,7 @@ CommandOutput Session::run(const std::vector<std::string>& args) {
            number(checksum.value("absSum", 0.0)), join(head, " ")});
     non_finite += non_finite_text(o);
   }
-  out << t.render() << non_finite;
+  out << t.render() << non_finite << drawn_note;
   for (const auto& o : r.value("outputs", json::array()))
     if (o.contains("file")) out << "wrote " << o.value("name", "") << " to " << display_path(o.value("file", "")) << "\n";
   return {r, out.str()};
@@ -568,22 +581,37 @@ CommandOutput Session::candidates(const std::vector<std::string>& args) {
   const json families = r.value("candidates", json::array());
   CommandOutput output;
   output.data = r;
-  Table t({"ID", "KERNELS", "PARAMETERS", "VERIFIED", "SUMMARY"});
+  // The clauses every family shares once above the table; each row the ones that tell it apart
+  // (a cut summary would show only the shared start of every row).
+  std::vector<std::string> summaries;
+  for (const auto& c : families) summaries.push_back(c.value("summary", ""));
+  const SharedClauses split = shared_clauses(summaries);
+  Table t({"ID", "KERNELS", "PARAMETERS", "VERIFIED", split.shared.empty() ? "SUMMARY" : "DIFFERS IN"});
+  size_t row = 0;
   for (const auto& c : families) {
     std::vector<std::string> parameters;
     for (const auto& p : c.value("parameters", json::array())) parameters.push_back(p.get<std::string>());
     t.add({std::to_string(c.value("id", 0)), std::to_string(c.value("kernels", 0)), join(parameters, " "),
-           c.value("verified", false) ? "proved" : "no", c.value("summary", "")});
+           c.value("verified", false) ? "proved" : "no", split.rest[row++]});
     json line = c;
     line.erase("proof");  // `explain` shows it; one line per family stays readable
     line["program"] = r.value("program", args[0]);
     output.json_lines.push_back(std::move(line));
   }
-  output.text = families.empty() ? "no verified families for " + args[0] + "\n" : t.render();
+  std::string shared;
+  if (!split.shared.empty()) {
+    const int columns = Table::terminal_columns();
+    for (const std::string& line : wrap_words("every family: " + split.shared, columns > 0 ? size_t(columns - 1) : SIZE_MAX)) shared += line + "\n";
+  }
+  output.text = families.empty() ? "no verified families for " + args[0] + "\n" : shared + t.render();
   return output;
 }
 
-CommandOutput Session::explain(const std::vector<std::string>& args) {
+CommandOutput Session::explain(const std::vector<std::string>& given) {
+  std::vector<std::string> args;
+  for (const std::string& a : given)
+    if (a != "--no-proof") args.push_back(a);
+  const bool proof = args.size() == given.size();
   int64_t id = 0;
   if (args.size() != 2 || !parse_int(args[1], id)) throw CommandError(usage_error("explain", "explain takes a program name and a candidate id"));
   json r = call("search/candidates", {{"program", args[0]}});
@@ -593,9 +621,15 @@ CommandOutput Session::explain(const std::vector<std::string>& args) {
     out << "candidate " << id << " of " << args[0] << ": " << c.value("summary", "") << "\n\n";
     std::istringstream text(c.value("text", ""));
     for (std::string line; std::getline(text, line);) out << "  " << line << "\n";
+    const std::string steps = c.value("proof", "");
+    if (!proof) {
+      const auto lines = std::count(steps.begin(), steps.end(), '\n');
+      out << "\nproof: " << lines << " lines (`explain " << args[0] << " " << id << "` shows them)\n";
+      return {c, out.str()};
+    }
     out << "\nproof (e-graph, symbolic sizes):\n";
-    std::istringstream proof(c.value("proof", ""));
-    for (std::string line; std::getline(proof, line);) out << "  " << line << "\n";
+    std::istringstream text_of_proof(steps);
+    for (std::string line; std::getline(text_of_proof, line);) out << "  " << line << "\n";
     return {c, out.str()};
   }
   throw CommandError("no candidate " + args[1] + " for " + args[0] + " (`candidates " + args[0] + "` lists them)");

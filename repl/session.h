@@ -42,6 +42,7 @@ struct CommandOutput {
   std::string text;             // the same for people
   std::vector<json> json_lines = {};  // when set, --json prints these, one object per line, instead
   std::string failure = {};     // printed, yet failed: why (equiv's result is not the one expected)
+  bool verbatim = false;        // source to copy (`code`, a lowered program): never rewrapped to the terminal
 };
 
 // Where a command came from, so that errors in a typed program block name the script's line.

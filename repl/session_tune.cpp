@@ -108,13 +108,16 @@ CommandOutput Session::tune(const std::vector<std::string>& given) {
 }
 
 namespace {
+// "the CPU", "the GPU", or another registered target's name.
+std::string target_words(const std::string& target) { return target == "cpu" ? "the CPU" : target == "cuda" ? "the GPU" : target; }
+
 // What a kernel/source answer is about: "rms_linear candidate 4 at d=1024 n=8 (your last tune),
 // sizes F1=8 g1=1 (tuned)".
 std::string kernel_identity(const json& r) {
   const std::string basis = r.value("basis", "");
   const std::string why = basis == "your tune" ? " (your last tune)" : basis == "latest tune" ? " (the latest tune, by any client)" : "";
   return r.value("program", "") + " candidate " + std::to_string(r.value("candidate", 0)) + " at " + sizes_of(r.value("bindings", json::object())) +
-         why + " on the " + r.value("target", "cpu") + ", sizes " + sizes_of(r.value("sizes", json::object())) +
+         why + " on " + target_words(r.value("target", "cpu")) + ", sizes " + sizes_of(r.value("sizes", json::object())) +
          (r.value("tuned", false) ? " (tuned)" : " (chosen by the cost model)");
 }
 
@@ -139,7 +142,9 @@ CommandOutput Session::code(const std::vector<std::string>& args) {
   json r = call("kernel/source", source_params("code", p, 1));
   std::string text = "// " + kernel_identity(r) + "\n" + r.value("source", "");
   if (!text.empty() && text.back() != '\n') text += "\n";
-  return {r, text};
+  CommandOutput out{r, text};
+  out.verbatim = true;
+  return out;
 }
 
 CommandOutput Session::export_kernel(const std::vector<std::string>& args) {

@@ -105,7 +105,7 @@ std::string roofline_text(const json& r) {
 
 }  // namespace
 
-std::string tune_report(const json& r, const std::string& program) {
+std::string tune_report(const json& r, const std::string& program, int columns) {
   const json best = r.value("best", json());
   const json rows = r.value("rows", json::array());
   const json stats = r.value("stats", json::object());
@@ -129,7 +129,8 @@ std::string tune_report(const json& r, const std::string& program) {
                  none_fit ? "no family instantiates at these dims within the target's fast memory per block"
                           : "no candidate passed its check"});
   }
-  out << summary.render();
+  summary.drop_when_narrow({"SIZES", "CANDIDATE"});
+  out << summary.render("", columns);
   if (r.contains("baselineError")) out << "the eager baseline failed: " << r.value("baselineError", "") << "\n";
   if (r.contains("baselineNote")) out << "eager baseline: " << r.value("baselineNote", "") << "\n";
   if (r.contains("inputNote")) out << "note: " << r.value("inputNote", "") << "\n";
@@ -149,7 +150,8 @@ std::string tune_report(const json& r, const std::string& program) {
                ok ? spread_text(row) : "-", ok && vs > 0 ? ratio(vs) : "-", ok ? percent(row.value("rooflineFraction", 0.0)) : "-",
                ok ? "ok" : row.value("error", "failed")});
   }
-  out << timed.render();
+  timed.drop_when_narrow({"SPREAD", "PREDICTED", "COST RANK", "SIZES"});
+  out << timed.render("", columns);
   out << timing_text(r.value("measured", json::object()), program, r.value("bindings", json::object()));
   char tail[320], model[128] = "";
   // The regret is undefined (0) when no row passed.

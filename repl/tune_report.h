@@ -6,11 +6,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "repl/format.h"
+
 namespace prism::repl {
 
 // "d=1024 n=8" from {"d": 1024, "n": 8}; "-" when empty.
 std::string sizes_of(const nlohmann::json& sizes);
 
-std::string tune_report(const nlohmann::json& result, const std::string& program);
+// Its tables fit `columns` (a terminal's width; 0: no limit), leaving out the columns read least.
+std::string tune_report(const nlohmann::json& result, const std::string& program, int columns = Table::terminal_columns());
 
 }  // namespace prism::repl

@@ -436,6 +436,8 @@ RunResult Workspace::run(const RunRequest& request, const CancelToken* cancel) c
   result.program = program.name;
   result.bindings = bindings;
   std::vector<Tensor> outputs;
+  for (int id : program.inputs)
+    if (!inputs.count(program.value(id).name)) result.random_inputs.push_back(program.value(id).name);
   try {
     draw_inputs(program, bindings, request.seed, inputs);
     auto start = std::chrono::steady_clock::now();

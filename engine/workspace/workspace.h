@@ -86,6 +86,7 @@ struct RunResult {
   std::map<std::string, int64_t> bindings;  // the complete bindings used
   std::vector<OutputSummary> outputs;
   double elapsed_ms = 0;  // interpreter time
+  std::vector<std::string> random_inputs;  // the inputs drawn from the seed (no file given), in order
 };
 
 // The largest document text, read from a file (program/open of a path, a restored document) or

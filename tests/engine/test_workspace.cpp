@@ -163,6 +163,9 @@ TEST_CASE("run resolves bindings and reports outputs", "[engine][workspace]") {
   CHECK(error_message([&] { ws.run(req); }, Error::Kind::InvalidArgument) == "missing bindings for dims 'n', 'd' (give n=... d=...)");
   req.bindings = {{"n", 2}, {"d", 8}, {"k", 1}};
   CHECK(error_message([&] { ws.run(req); }, Error::Kind::InvalidArgument) == "program 'rms_linear' has no dim 'k' (its dims: n, d)");
+  // A run says which inputs it drew.
+  req.bindings = {{"n", 2}, {"d", 8}};
+  CHECK(ws.run(req).random_inputs == std::vector<std::string>{"X", "W"});
   req.bindings = {{"n", 0}, {"d", 8}};
   CHECK(error_message([&] { ws.run(req); }, Error::Kind::InvalidArgument) == "binding n=0 must be a positive integer");
   req.program = "nope";

@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/io/npy.h"
+#include "repl/format.h"
 #include "repl/repl_fixture.h"
 #include "support/subprocess.h"
+#include "support/terminal.h"
 
 using prism::test::bin;
 using prism::test::ProcessResult;
@@ -77,6 +79,24 @@ TEST_CASE("a typed program block with a shape error reports line and column", "[
   CHECK(ok.out.find("f32[3]") != std::string::npos);
 }
 
+TEST_CASE("run says which inputs it drew beside the files given, and a flag given twice is an error", "[repl][e2e]") {
+  ReplFixture f;
+  const std::string x = f.dir() / "x.npy";
+  const std::string program = "program prod(X: f32[n], Y: f32[n]) {\n  return X * Y\n}\n";
+  auto r = f.prism({}, program + "run prod n=3 --out " + x + "\nrun prod --in X=" + x + "\n");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("note: Y was drawn at random (seed 0); give --in NAME=FILE.npy for it") != std::string::npos);
+  auto once = f.prism({}, program + "run prod n=3\n");
+  CHECK(once.out.find("drawn at random") == std::string::npos);  // nothing given: all drawn, as asked
+  for (const std::string& twice : std::vector<std::string>{"run prod n=3 --out a.npy --out b.npy", "run prod n=3 --seed 1 --seed 2", "run prod --in X=" + x + " --in X=" + x}) {
+    auto bad = f.prism({}, program + twice + "\n");
+    INFO(twice << ": " << bad.err);
+    CHECK(bad.exit_code == 1);
+    CHECK(bad.err.find("given twice") != std::string::npos);
+  }
+}
+
 TEST_CASE("script mode with --json prints one object per command", "[repl][e2e]") {
   ReplFixture f;
   std::string out_file = f.dir() / "o.npy";
@@ -103,6 +123,22 @@ TEST_CASE("help ops lists every op, the casts, the spelled calls and the operato
   CHECK(unknown.err.find("no command 'opz'; did you mean 'ops'?") != std::string::npos);
 }
 
+TEST_CASE("on an 80-column terminal, help, candidates and a tune print no line wider than the terminal", "[repl][e2e][terminal]") {
+  ReplFixture f;
+  const std::string commands = "open " + example("rms_linear") + "; help; help ops; search rms_linear; candidates rms_linear; tune rms_linear n=4 d=64 --top 2";
+  const prism::test::TerminalResult r = prism::test::run_on_terminal({bin("prism"), "--socket", f.socket(), "-c", commands}, f.env(), 80);
+  INFO(r.out);
+  REQUIRE(r.exit_code == 0);
+  std::istringstream lines(r.out);
+  int checked = 0;
+  for (std::string line; std::getline(lines, line); ++checked) {
+    INFO(line);
+    CHECK(prism::repl::display_width(line) <= 80);  // wider, the terminal would break it mid-word
+  }
+  CHECK(checked > 60);
+  for (const char* shown : {"WHAT IT DOES", "WHAT IT COMPUTES", "VERIFIED", "VS EAGER", "ROOFLINE"}) CHECK(r.out.find(shown) != std::string::npos);
+}
+
 TEST_CASE("script errors: unknown command, bad binding, missing dim, no daemon", "[repl][e2e]") {
   ReplFixture f;
   auto unknown = f.prism({"-c", "frobnicate"});
@@ -115,6 +151,10 @@ TEST_CASE("script errors: unknown command, bad binding, missing dim, no daemon",
   auto bad = f.prism({"-c", "open " + example("rms_linear") + "; run rms_linear n=eight"});
   CHECK(bad.exit_code == 1);
   CHECK(bad.err.find("n=eight") != std::string::npos);
+
+  auto not_a_dim = f.prism({"-c", "open " + example("rms_linear") + "; tune rms_linear n=8 d=32 h=4"});
+  CHECK(not_a_dim.exit_code == 1);
+  CHECK(not_a_dim.err.find("'h' is not a dim of rms_linear (its dims: n, d)") != std::string::npos);
 
   auto missing = f.prism({"-c", "open " + example("rms_linear") + "; run rms_linear n=8"});
   CHECK(missing.exit_code == 1);
@@ -192,6 +232,12 @@ TEST_CASE("search, candidates and explain from a script", "[repl][e2e][search]")
   CHECK(text.exit_code == 0);
   CHECK(text.out.find("kernel 0: custom") != std::string::npos);
   CHECK(text.out.find("proof (e-graph, symbolic sizes):") != std::string::npos);
+  auto folded = f.prism({"--no-start", "-c", "explain rms_linear 1 --no-proof"});
+  INFO(folded.err);
+  CHECK(folded.exit_code == 0);
+  CHECK(folded.out.find("kernel 0: custom") != std::string::npos);
+  CHECK(folded.out.find("proof (e-graph") == std::string::npos);
+  CHECK(folded.out.find("lines (`explain rms_linear 1` shows them)") != std::string::npos);
   auto missing = f.prism({"--no-start", "-c", "explain rms_linear 999"});
   CHECK(missing.exit_code == 1);
   CHECK(missing.err.find("no candidate 999") != std::string::npos);

@@ -188,7 +188,7 @@ TEST_CASE("code and export without dims answer about this client's last tune, an
   INFO(c.err);
   REQUIRE(c.exit_code == 0);
   CHECK_THAT(c.out, Catch::StartsWith("// rms_linear candidate "));
-  CHECK_THAT(c.out, Catch::Contains("at d=64 n=8 (the latest tune, by any client) on the cpu, sizes "));
+  CHECK_THAT(c.out, Catch::Contains("at d=64 n=8 (the latest tune, by any client) on the CPU, sizes "));
   auto e = f.prism({"-c", "export rms_linear " + (f.dir() / "c.cpp")});
   CHECK_THAT(e.out, Catch::Contains(": rms_linear candidate "));
   CHECK_THAT(e.out, Catch::Contains("(tuned)"));

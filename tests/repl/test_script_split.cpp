@@ -1,12 +1,16 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "engine/lang/op_signature.h"
 #include "repl/commands.h"
 #include "repl/format.h"
+#include "repl/line_editor.h"
 #include "repl/progress_bar.h"
 #include "repl/script.h"
+#include "support/subprocess.h"
 
 using namespace prism::repl;
 
@@ -137,4 +141,28 @@ TEST_CASE("the progress bar fits its line in the terminal's columns", "[repl][fo
   }
   std::fclose(out);
   std::free(text);
+}
+
+TEST_CASE("path completion goes on into a directory and leaves hidden entries alone", "[repl][complete]") {
+  prism::test::TempDir dir;
+  std::filesystem::create_directories(dir.path() + "/layers");
+  std::filesystem::create_directories(dir.path() + "/.hidden");
+  std::ofstream(dir.path() + "/lasso.prism") << "";
+  const std::string base = dir.path() + "/";
+  CHECK(path_candidates(base + "la") == std::vector<std::string>{base + "lasso.prism", base + "layers/"});
+  CHECK(path_candidates(base + "lay") == std::vector<std::string>{base + "layers/"});
+  CHECK(path_candidates(base) == std::vector<std::string>{base + "lasso.prism", base + "layers/"});
+  CHECK(path_candidates(base + ".h") == std::vector<std::string>{base + ".hidden/"});
+  CHECK(path_candidates(base + "nothing/x").empty());
+}
+
+TEST_CASE("candidates: the clauses every family shares are said once, each row keeps what tells it apart", "[repl][format]") {
+  const SharedClauses s = shared_clauses({"1 custom kernel: matmul, exp, sum; grid g1 splits B; loop F1 over s",
+                                          "1 custom kernel: matmul, exp, sum; grid g1 splits B; grid g2 splits q",
+                                          "1 custom kernel: matmul, exp, sum; grid g1 splits B"});
+  CHECK(s.shared == "1 custom kernel: matmul, exp, sum; grid g1 splits B");
+  CHECK(s.rest == std::vector<std::string>{"loop F1 over s", "grid g2 splits q", "(only the shared clauses)"});
+  const SharedClauses one = shared_clauses({"2 custom kernels: a; b"});
+  CHECK(one.shared.empty());
+  CHECK(one.rest == std::vector<std::string>{"2 custom kernels: a; b"});
 }

@@ -2,6 +2,8 @@
 // daemon sends them (docs/protocol.md, TuneResult): no daemon, no timings of this machine.
 #include <catch2/catch.hpp>
 
+#include <sstream>
+
 #include "repl/format.h"
 #include "repl/tune_report.h"
 
@@ -44,6 +46,32 @@ TEST_CASE("tune report: the summary row, every timed candidate with its rank, an
   CHECK(text.find("wrong result: output 0 differs at (3, 17)") != std::string::npos);
   CHECK(text.find("3 of 10218 instantiations timed") != std::string::npos);
   CHECK(text.find("roofline 3.9 µs (memory-bound; the working set stays in the caches)") != std::string::npos);
+}
+
+TEST_CASE("tune report: at 80 columns its tables fit, leaving out the columns read least, and say so", "[repl][tune][table]") {
+  const std::string wide = tune_report(mlp_result(0.0222, 0.0385), "rmsnorm_mlp", 0);
+  const std::string narrow = tune_report(mlp_result(0.0222, 0.0385), "rmsnorm_mlp", 80);
+  INFO(narrow);
+  CHECK(wide.find("SPREAD") != std::string::npos);
+  const size_t header = narrow.find("\nCANDIDATE");
+  REQUIRE(header != std::string::npos);
+  CHECK(narrow.substr(header, narrow.find('\n', header + 1) - header).find("SPREAD") == std::string::npos);
+  CHECK(narrow.find("left out to fit 80 columns; --json has every column)") != std::string::npos);
+  // Every line of both tables (from each header to the line before the next blank or note) fits.
+  std::istringstream lines(narrow);
+  bool in_table = false;
+  int table_lines = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("EAGER", 0) == 0 || line.rfind("CANDIDATE", 0) == 0) in_table = true;
+    else if (line.empty() || line[0] == '(' || line.rfind("note", 0) == 0 || line.rfind("roofline", 0) == 0 || line.rfind("edge", 0) == 0 ||
+             line.rfind("timed", 0) == 0 || line.rfind("3 of", 0) == 0)
+      in_table = false;
+    if (!in_table) continue;
+    ++table_lines;
+    CHECK(display_width(line) < 80);
+  }
+  CHECK(table_lines >= 6);  // both headers, the summary row, the three timed rows
+  for (const char* kept : {"VS EAGER", "ROOFLINE", "MEASURED", "CHECK", "0.58x"}) CHECK(narrow.find(kept) != std::string::npos);
 }
 
 TEST_CASE("tune report: when eager beats every candidate, the report says so before anyone exports one", "[repl][tune]") {
