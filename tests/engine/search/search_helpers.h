@@ -60,15 +60,19 @@ inline const std::vector<Layer>& activation_layers() {
   return layers;
 }
 
-// Layers written with PyTorch's spellings (issue 49): nn.Linear's weight as W.T, the exact GELU
-// through erf, a clamp squared, a leaky ReLU through where.
+// Layers written with PyTorch's spellings (issue 49): nn.Linear's weight as W.T, erf, a leaky
+// ReLU through where; and vectors computed before they
+// broadcast: Gemma's RMSNorm gain (1 + G), an inference BatchNorm before an nn.Linear.
 inline const std::vector<Layer>& spelled_layers() {
   static const std::vector<Layer> layers = {
-      {"erf_gelu_linear",
-       "program erf_gelu_linear(X: f32[n, d], W: f32[h, d]) {\n  Y = X @ W.T\n  return 0.5 * Y * (1 + erf(Y * 0.7071067811865476))\n}\n",
-       {{"n", 4}, {"d", 64}, {"h", 32}}},
-      {"clamped_square", "program clamped_square(X: f32[n, d], W: f32[h, d]) {\n  return clamp(X @ W.T, min=-1, max=1) ** 2\n}\n",
-       {{"n", 4}, {"d", 64}, {"h", 32}}},
+      {"erf_linear", "program erf_linear(X: f32[n, d], W: f32[h, d]) {\n  return erf(X @ W.T) * 0.5\n}\n", {{"n", 4}, {"d", 64}, {"h", 32}}},
+      {"gemma_rmsnorm_proj",
+       "program gemma_rmsnorm_proj(X: f32[n, d], G: f32[d], W: f32[m, d]) {\n  return rms_norm(X, eps=1e-6) * (1 + G) @ W.T\n}\n",
+       {{"n", 4}, {"d", 64}, {"m", 32}}},
+      {"batchnorm_linear",
+       "program batchnorm_linear(X: f32[n, d], mu: f32[d], var: f32[d], g: f32[d], b: f32[d], W: f32[m, d]) {\n"
+       "  return ((X - mu) / sqrt(var + 1e-5) * g + b) @ W.T\n}\n",
+       {{"n", 4}, {"d", 64}, {"m", 32}}},
       {"leaky_relu_linear", "program leaky_relu_linear(X: f32[n, d], W: f32[d, h]) {\n  Y = X @ W\n  return where(Y > 0, Y, 0.01 * Y)\n}\n",
        {{"n", 4}, {"d", 64}, {"h", 32}}},
   };
