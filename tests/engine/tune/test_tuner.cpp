@@ -270,8 +270,10 @@ TEST_CASE("tuner: PyTorch-style layers stored at f16 match the reference", "[tun
   check_layers_at("f16", {"swiglu_ffn", "layernorm_linear"});
 }
 
-TEST_CASE("tuner: layers with sigmoid, tanh and abs are tuned, and their best candidate matches the reference", "[tune][tuner][ops]") {
-  for (const test::Layer& layer : test::activation_layers()) {
+namespace {
+// Each layer opened on its own and tuned at its small binding (check_tuned).
+void check_layer_list(const std::vector<test::Layer>& layers) {
+  for (const test::Layer& layer : layers) {
     test::TempDir data;
     Workspace ws;
     ws.set_storage(data.path(), shared_cache());
@@ -279,16 +281,15 @@ TEST_CASE("tuner: layers with sigmoid, tanh and abs are tuned, and their best ca
     check_tuned(ws, layer.name, {layer.small.begin(), layer.small.end()});
   }
 }
+}  // namespace
+
+TEST_CASE("tuner: layers with sigmoid, tanh and abs are tuned, and their best candidate matches the reference", "[tune][tuner][ops]") {
+  check_layer_list(test::activation_layers());
+}
 
 TEST_CASE("tuner: layers written with PyTorch's spellings are tuned, and their best candidate matches the reference",
           "[tune][tuner][spellings]") {
-  for (const test::Layer& layer : test::spelled_layers()) {
-    test::TempDir data;
-    Workspace ws;
-    ws.set_storage(data.path(), shared_cache());
-    ws.open(std::string("untitled:") + layer.name, layer.text, 1);
-    check_tuned(ws, layer.name, {layer.small.begin(), layer.small.end()});
-  }
+  check_layer_list(test::spelled_layers());
 }
 
 namespace {
