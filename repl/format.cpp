@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <sstream>
 
+#include "engine/util/text.h"
+
 namespace prism::repl {
 
 using json = nlohmann::json;
@@ -64,13 +66,18 @@ int Table::terminal_columns() {
   return ::ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 ? ws.ws_col : 80;
 }
 
-std::vector<std::string> Table::too_wide(const std::string& indent, int columns) const {
+std::vector<size_t> Table::widths() const {
   std::vector<size_t> width(headers_.size(), 0);
-  for (size_t i = 0; i < headers_.size(); ++i) {
-    width[i] = display_width(headers_[i]);
-    for (const auto& r : rows_)
-      if (i < r.size()) width[i] = std::max(width[i], display_width(r[i]));
-  }
+  auto measure = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], display_width(row[i]));
+  };
+  measure(headers_);
+  for (const auto& r : rows_) measure(r);
+  return width;
+}
+
+std::vector<std::string> Table::too_wide(const std::string& indent, int columns) const {
+  const std::vector<size_t> width = widths();
   // What a line needs: every column but the last, and the last's first 12 columns.
   size_t need = display_width(indent) + std::min<size_t>(width.back(), 12);
   for (size_t i = 0; i + 1 < width.size(); ++i) need += width[i] + 2;
@@ -100,18 +107,11 @@ Table Table::without(const std::vector<std::string>& headers) const {
 std::string Table::render(const std::string& indent, int columns) const {
   if (columns > 0 && !droppable_.empty() && !headers_.empty()) {
     if (const std::vector<std::string> dropped = too_wide(indent, columns); !dropped.empty()) {
-      std::string left_out;
-      for (const std::string& h : dropped) left_out += (left_out.empty() ? "" : ", ") + h;
-      return without(dropped).render(indent, columns) + indent + "(" + left_out + " left out to fit " + std::to_string(columns) +
+      return without(dropped).render(indent, columns) + indent + "(" + join(dropped, ", ") + " left out to fit " + std::to_string(columns) +
              " columns; --json has every column)\n";
     }
   }
-  std::vector<size_t> width(headers_.size(), 0);
-  auto measure = [&](const std::vector<std::string>& row) {
-    for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], display_width(row[i]));
-  };
-  measure(headers_);
-  for (const auto& r : rows_) measure(r);
+  const std::vector<size_t> width = widths();
   std::string out;
   auto emit = [&](const std::vector<std::string>& row) {
     std::string line = indent;
@@ -152,11 +152,6 @@ std::vector<std::string> clauses_of(const std::string& summary) {
     at = end + 2;
   }
 }
-std::string joined(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
-  return out;
-}
 }  // namespace
 
 SharedClauses shared_clauses(const std::vector<std::string>& summaries) {
@@ -168,12 +163,12 @@ SharedClauses shared_clauses(const std::vector<std::string>& summaries) {
     for (const auto& c : clauses[0])
       if (std::all_of(clauses.begin(), clauses.end(), [&](const auto& cs) { return std::find(cs.begin(), cs.end(), c) != cs.end(); }))
         shared.push_back(c);
-  out.shared = joined(shared);
+  out.shared = join(shared, "; ");
   for (const auto& cs : clauses) {
     std::vector<std::string> rest;
     for (const auto& c : cs)
       if (std::find(shared.begin(), shared.end(), c) == shared.end()) rest.push_back(c);
-    out.rest.push_back(rest.empty() ? "(only the shared clauses)" : joined(rest));
+    out.rest.push_back(rest.empty() ? "(only the shared clauses)" : join(rest, "; "));
   }
   return out;
 }

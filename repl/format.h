@@ -27,6 +27,8 @@ class Table {
  private:
   std::vector<std::string> headers_;
   std::vector<std::vector<std::string>> rows_;
+  // Each column's width: its widest cell, the header's included.
+  std::vector<size_t> widths() const;
   // The droppable columns, in order, to leave out for the table to fit `columns`; without them.
   std::vector<std::string> too_wide(const std::string& indent, int columns) const;
   Table without(const std::vector<std::string>& headers) const;

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "engine/util/text.h"
 #include "protocol/framing.h"
 #include "repl/commands.h"
 #include "repl/format.h"
@@ -30,12 +31,6 @@ bool parse_positive(const std::string& s, double& out) {
     return false;
   }
   return used == s.size() && out > 0;
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
 }
 
 std::string elapsed_ms(double ms) {
@@ -598,11 +593,8 @@ CommandOutput Session::candidates(const std::vector<std::string>& args) {
     line["program"] = r.value("program", args[0]);
     output.json_lines.push_back(std::move(line));
   }
-  std::string shared;
-  if (!split.shared.empty()) {
-    const int columns = Table::terminal_columns();
-    for (const std::string& line : wrap_words("every family: " + split.shared, columns > 0 ? size_t(columns - 1) : SIZE_MAX)) shared += line + "\n";
-  }
+  // print_output wraps the shared clauses' line to the terminal (fit_lines).
+  const std::string shared = split.shared.empty() ? "" : "every family: " + split.shared + "\n";
   output.text = families.empty() ? "no verified families for " + args[0] + "\n" : shared + t.render();
   return output;
 }

@@ -12,6 +12,7 @@
 #include "engine/ir/print.h"
 #include "engine/lang/compile.h"
 #include "engine/lang/lexer.h"
+#include "engine/util/text.h"
 
 namespace prism {
 
@@ -76,12 +77,6 @@ std::map<std::string, Tensor> inputs_for(const Program& p, const DimBindings& b,
   return in;
 }
 
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out.append(i ? sep : "").append(items[i]);
-  return out;
-}
-
 }  // namespace
 
 // Compiles `expr` as the body of a program with the parameters of `context`: the inline side of
@@ -111,7 +106,6 @@ Program compile_expression(const Program& context, const std::string& expr) {
   p.name = expr;
   return p;
 }
-
 
 std::optional<Counterexample> find_counterexample(const Program& a0, const Program& b0, const CancelToken* cancel, int bindings_wanted) {
   const Program a = as_f32(a0), b = as_f32(b0);

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "engine/search/plan.h"
+#include "engine/util/text.h"
 
 namespace prism::search {
 
@@ -23,12 +24,6 @@ int axis_in(const Indices& ix, int value, int cls) {
 
 int axes_in(const Indices& ix, int value, int cls) {
   return int(std::count(ix.of[size_t(value)].begin(), ix.of[size_t(value)].end(), cls));
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
 }
 
 int push(std::vector<BlockOp>& ops, BlockOp op) {

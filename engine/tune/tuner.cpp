@@ -22,6 +22,7 @@
 #include "engine/tune/edge_suite.h"
 #include "engine/tune/roofline.h"
 #include "engine/tune/tuner_steps.h"
+#include "engine/util/text.h"
 
 namespace prism::tune {
 
@@ -54,11 +55,8 @@ void check_bindings(const Program& lowered, const DimBindings& bindings) {
     if (it->second <= 0) throw Error(Error::Kind::InvalidArgument, "dim '" + dim + "' must be positive");
   }
   for (const auto& [name, value] : bindings)
-    if (std::find(lowered.dims.begin(), lowered.dims.end(), name) == lowered.dims.end()) {
-      std::string dims;
-      for (const std::string& d : lowered.dims) dims += (dims.empty() ? "" : ", ") + d;
-      throw Error(Error::Kind::InvalidArgument, "'" + name + "' is not a dim of " + lowered.name + " (its dims: " + dims + ")");
-    }
+    if (std::find(lowered.dims.begin(), lowered.dims.end(), name) == lowered.dims.end())
+      throw Error(Error::Kind::InvalidArgument, "'" + name + "' is not a dim of " + lowered.name + " (its dims: " + join(lowered.dims, ", ") + ")");
 }
 
 // Every valid instantiation of every family, cheapest first by the cost model.

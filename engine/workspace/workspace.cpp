@@ -19,6 +19,7 @@
 #include "engine/lang/lexer.h"
 #include "engine/lang/suggest.h"
 #include "engine/tune/tuner.h"
+#include "engine/util/text.h"
 
 namespace prism {
 
@@ -64,12 +65,6 @@ std::shared_ptr<const CompiledProgram> compile_program(Program program, const st
     if (v.named && v.op != Op::Input) c->values.push_back(view_of(v));
   c->source = std::move(program);
   return c;
-}
-
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out.append(i ? sep : "").append(items[i]);
-  return out;
 }
 
 std::string stem_of(const std::string& path) {

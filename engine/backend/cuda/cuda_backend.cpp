@@ -9,16 +9,11 @@
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/backend/cuda/plan.h"
 #include "engine/backend/lower.h"
+#include "engine/util/text.h"
 
 namespace prism::backend::cuda {
 
 namespace {
-
-std::string join(const std::vector<std::string>& items) {
-  std::string s;
-  for (const auto& item : items) s += (s.empty() ? "" : ", ") + item;
-  return s;
-}
 
 // What a person reading the source needs to launch it: each kernel's grid, threads, dynamic
 // shared memory and pointer parameters, and the intermediate tensors to allocate.
@@ -26,8 +21,8 @@ std::string launches(const CudaSource& cuda) {
   std::string s = "// Launches, in order (one thread block per grid point; dynamic shared memory in bytes):\n";
   for (const auto& k : cuda.kernels)
     s += "//   " + k.name + "<<<" + std::to_string(k.grid_blocks) + ", " + std::to_string(k.threads) + ", " +
-         std::to_string(k.shared_bytes) + ">>>(" + join(k.params) + ")\n";
-  if (!cuda.scratch_tensors.empty()) s += "// Intermediate tensors the caller allocates: " + join(cuda.scratch_tensors) + "\n";
+         std::to_string(k.shared_bytes) + ">>>(" + join(k.params, ", ") + ")\n";
+  if (!cuda.scratch_tensors.empty()) s += "// Intermediate tensors the caller allocates: " + join(cuda.scratch_tensors, ", ") + "\n";
   return s;
 }
 
