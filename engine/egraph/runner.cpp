@@ -58,6 +58,7 @@ RunReport Runner::run(EGraph& g, const RunLimits& limits, const CancelToken* can
       const size_t threshold = match_limit << sch.times_banned;
       matches.clear();
       g.rebuild();
+      if (goal && goal()) return finish(StopReason::GoalReached);
       rule.lhs.search(g, matches, threshold + 1);
       stats_[r].matches += matches.size();
       if (matches.size() > threshold) {

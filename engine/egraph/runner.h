@@ -48,7 +48,8 @@ class Runner {
  public:
   explicit Runner(const std::vector<Rewrite>* rules);
 
-  // Runs until saturated, a limit, cancellation, or `goal` (checked after every iteration) holds.
+  // Runs until saturated, a limit, cancellation, or `goal` holds. `goal` is checked on the
+  // rebuilt e-graph before each rule's search, so a proof stops at the rule that completes it.
   RunReport run(EGraph& g, const RunLimits& limits, const CancelToken* cancel = nullptr, const std::function<bool()>& goal = {});
 
   const std::vector<RuleStats>& stats() const { return stats_; }
