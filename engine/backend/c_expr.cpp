@@ -48,7 +48,9 @@ std::string substitute(const std::string& formula, const std::vector<std::string
         const std::string& e = operands[operand];
         out += needs_parens(e) ? "(" + e + ")" : e;
       } else {
-        out += j < formula.size() && formula[j] == '(' ? math_function(name, dialect) : name;
+        // A call: C's math in the dialect; the table's own helpers (prism_*) as they are.
+        const bool math_call = j < formula.size() && formula[j] == '(' && name.rfind("prism_", 0) != 0;
+        out += math_call ? math_function(name, dialect) : name;
       }
       i = j;
     } else {
@@ -74,7 +76,7 @@ std::string elementwise_expr(Op op, const std::vector<std::string>& operands, co
 }
 
 std::string elementwise_functions(const Dialect& dialect) {
-  std::string s;
+  std::string s = std::string(dialect.function_prefix) + " float prism_select(bool c, float v) { return " + dialect.select_bits + "; }\n";
   for (const OpInfo& info : op_table())
     if (info.cls == OpClass::Unary)
       s += std::string(dialect.function_prefix) + " float prism_" + info.name + "(float x) { return " +

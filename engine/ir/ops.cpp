@@ -3,6 +3,8 @@
 #include <math.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 
 #include "engine/ir/dtype.h"
 #include "engine/ir/shape.h"
@@ -10,6 +12,11 @@
 namespace prism {
 
 namespace {
+
+// mask's select, by bits: v where c holds, else +0 (a NaN or infinity in v included). Generated
+// code defines it too (backend/c_expr.h): GCC 12.2 at -O3 miscompiles a loop of the ?: select
+// after a comparison of the same value (docs/testing.md, "The host compiler's wrong code").
+inline float prism_select(bool c, float v) { return std::bit_cast<float>(std::bit_cast<uint32_t>(v) & (0u - uint32_t(c))); }
 
 // clang-format off
 // An elementwise row from one formula: the reference function and its C text are the same
@@ -55,7 +62,7 @@ constexpr OpInfo kOps[] = {
     PRISM_BINARY(Eq, "eq", Opaque, x == y ? 1.0f : 0.0f),
     PRISM_BINARY(Ne, "ne", Opaque, x != y ? 1.0f : 0.0f),
     // Selects, never multiplies: a masked -inf or NaN is 0, not NaN.
-    PRISM_BINARY(Mask, "mask", Opaque, x != 0.0f ? y : 0.0f),
+    PRISM_BINARY(Mask, "mask", Opaque, prism_select(x != 0.0f, y)),
     PRISM_OP(Matmul, "matmul", Matmul, 2, 2),
     PRISM_OP(Sum, "sum", Reduce, 1, 1),
     PRISM_OP(Max, "max", Reduce, 1, 1),

@@ -1052,3 +1052,29 @@ TEST_CASE("codegen: library matmuls call OpenBLAS, transposed operands read in p
   CHECK_THAT(source, Catch::Contains("cblas_sgemm(101, 112, 112, 6, 14, 20, 1.0f, t2, 6, t1, 20, 0.0f"));
   CHECK_THAT(source, Catch::Contains("for (long i0 = 0; i0 < 3L; ++i0)"));
 }
+
+// where(Y > 0, Y, 0.01 * Y) as the search writes it after a split matmul: a comparison, the
+// select of the value it compared, the comparison's negation and a second select. GCC 12.2 at -O3
+// vectorized the first select wrongly when it was spelled with ?: (docs/testing.md, "The host
+// compiler's wrong code"); the search's leaky-ReLU families computed 0 for a third of Y.
+TEST_CASE("codegen: a select after a comparison of the same value, as where() lowers, matches the evaluator", "[codegen][ops]") {
+  // The combining kernel of a matmul split over p blocks: the partials summed, then the select.
+  const std::string family = R"(input T1: f32[p, n, h]
+input T2: f32[p, n, h]
+kernel 0: custom grid=[g1]
+  partials = load T1 map {grid: 2->g1, loop: -}
+  small_partials = load T2 map {grid: 2->g1, loop: -}
+  small = sum(small_partials, axis=0)
+  zero = const(0)
+  y = sum(partials, axis=0)
+  positive = gt(y, zero)
+  kept = mask(positive, y)
+  negative = eq(positive, zero)
+  scaled = mask(negative, small)
+  o = add(kept, scaled)
+  save O: f32 = o map {grid: 1->g1, loop: -}
+output O
+)";
+  CHECK(family_codegen_error(family, {{"p", 1}, {"n", 4}, {"h", 32}}, {{"g1", 2}}) < 1e-6);
+  CHECK(family_codegen_error(family, {{"p", 3}, {"n", 3}, {"h", 40}}, {{"g1", 1}}) < 1e-6);
+}

@@ -60,8 +60,9 @@ inline const std::vector<Layer>& activation_layers() {
   return layers;
 }
 
-// Layers written with PyTorch's spellings (issue 49): nn.Linear's weight as W.T, erf; and vectors
-// computed before they broadcast: Gemma's RMSNorm gain (1 + G), an inference BatchNorm before an nn.Linear.
+// Layers written with PyTorch's spellings (issue 49): nn.Linear's weight as W.T, erf, a leaky
+// ReLU through where; and vectors computed before they broadcast: Gemma's RMSNorm gain (1 + G), an
+// inference BatchNorm before an nn.Linear.
 inline const std::vector<Layer>& spelled_layers() {
   static const std::vector<Layer> layers = {
       {"erf_linear", "program erf_linear(X: f32[n, d], W: f32[h, d]) {\n  return erf(X @ W.T) * 0.5\n}\n", {{"n", 4}, {"d", 64}, {"h", 32}}},
@@ -72,6 +73,8 @@ inline const std::vector<Layer>& spelled_layers() {
        "program batchnorm_linear(X: f32[n, d], mu: f32[d], var: f32[d], g: f32[d], b: f32[d], W: f32[m, d]) {\n"
        "  return ((X - mu) / sqrt(var + 1e-5) * g + b) @ W.T\n}\n",
        {{"n", 4}, {"d", 64}, {"m", 32}}},
+      {"leaky_relu_linear", "program leaky_relu_linear(X: f32[n, d], W: f32[d, h]) {\n  Y = X @ W\n  return where(Y > 0, Y, 0.01 * Y)\n}\n",
+       {{"n", 4}, {"d", 64}, {"h", 32}}},
   };
   return layers;
 }

@@ -88,6 +88,12 @@ inline float __int_as_float(unsigned bits) {
   std::memcpy(&f, &bits, 4);
   return f;
 }
+inline float __uint_as_float(unsigned bits) { return __int_as_float(bits); }
+inline unsigned __float_as_uint(float f) {
+  unsigned bits;
+  std::memcpy(&bits, &f, 4);
+  return bits;
+}
 
 template <class... A, size_t... I>
 void prism_invoke(void (*fn)(A...), void* const* p, std::index_sequence<I...>) {
