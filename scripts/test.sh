@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-jobs=$(nproc 2>/dev/null || echo 2)
+# One test more than cores: a test waits on its compiler and kernel processes part of the time, and
+# at -j(cores) the cores idle for it (docs/testing.md, "Time").
+jobs=$(( $(nproc 2>/dev/null || echo 2) + 1 ))
 cd build
 ctest --output-on-failure -j"$jobs" --timeout 300
