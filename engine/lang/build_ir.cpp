@@ -473,32 +473,50 @@ class Builder {
     return int(*v);
   }
 
-  // The positional and keyword arguments of a call of `names`, each bound once; `required` of them
-  // at least. Null entries: not given.
-  std::optional<std::vector<const Expr*>> bind(const Expr& e, const std::vector<std::string>& names, size_t required) {
+  // The arguments of a call to `who` with parameters `names`, positional ones before keyword ones,
+  // each bound once, every `required` one given; PyTorch's dim= and keepdim= read as axis= and
+  // keepdims=. Null entries: not given. Each mistake is an error at the argument that made it.
+  std::optional<std::vector<const Expr*>> bind(const Expr& e, const std::string& who, const std::vector<std::string>& names,
+                                               const std::vector<bool>& required) {
     std::vector<const Expr*> bound(names.size(), nullptr);
-    bool ok = true;
+    bool ok = true, seen_keyword = false;
+    size_t next_positional = 0;
+    auto fail = [&](const SourceRange& at, const std::string& message) {
+      error(at, who + ": " + message);
+      ok = false;
+    };
     for (size_t i = 0; i < e.args.size(); ++i) {
-      const std::string& kw = e.keywords[i];
-      const size_t at = kw.empty() ? i : size_t(std::find(names.begin(), names.end(), kw) - names.begin());
-      if (at >= names.size()) {
-        error(kw.empty() ? e.args[i]->range : e.keyword_ranges[i],
-              e.name + ": " + (kw.empty() ? "too many arguments (takes at most " + std::to_string(names.size()) + ")" : "unknown argument '" + kw + "'"));
-        ok = false;
+      const Expr& arg = *e.args[i];
+      const std::string& given = e.keywords[i];
+      if (given.empty()) {
+        if (seen_keyword) fail(arg.range, "positional argument after a keyword argument");
+        else if (next_positional >= names.size()) fail(arg.range, "too many arguments (takes at most " + std::to_string(names.size()) + ")");
+        else bound[next_positional++] = &arg;
+        continue;
+      }
+      seen_keyword = true;
+      const std::string kw = given == "dim" ? "axis" : given == "keepdim" ? "keepdims" : given;
+      const size_t at = size_t(std::find(names.begin(), names.end(), kw) - names.begin());
+      if (at == names.size()) {
+        auto near = nearest_name(kw, names);
+        fail(e.keyword_ranges[i], "unknown argument '" + given + "'" + (near ? "; did you mean '" + *near + "'?" : ""));
       } else if (bound[at]) {
-        error(e.keyword_ranges[i], e.name + ": argument '" + names[at] + "' given twice");
-        ok = false;
+        fail(e.keyword_ranges[i], "argument '" + names[at] + "' given twice");
       } else {
-        bound[at] = e.args[i].get();
+        bound[at] = &arg;
       }
     }
-    for (size_t i = 0; i < required; ++i)
-      if (!bound[i]) {
-        error(e.range, e.name + ": missing argument '" + names[i] + "'");
-        ok = false;
-      }
+    for (size_t i = 0; i < names.size() && ok; ++i)  // a misspelled argument is not missing too
+      if (required[i] && !bound[i]) fail(e.range, "missing argument '" + names[i] + "'");
     if (!ok) return std::nullopt;
     return bound;
+  }
+
+  // bind() for parameters of which the first `required` must be given.
+  std::optional<std::vector<const Expr*>> bind(const Expr& e, const std::vector<std::string>& names, size_t required) {
+    std::vector<bool> needed(names.size(), false);
+    std::fill(needed.begin(), needed.begin() + std::ptrdiff_t(required), true);
+    return bind(e, e.name, names, needed);
   }
 
   Result operand(const Expr* arg) { return arg ? single(eval(*arg), arg->range) : Result{}; }
@@ -536,6 +554,28 @@ class Builder {
     return x;
   }
 
+  // concat's arguments: its tensors, positional, then axis= alone by keyword.
+  bool bind_concat(const Expr& e, std::vector<const Expr*>& tensors, const Expr*& axis) {
+    bool ok = true, seen_keyword = false;
+    auto fail = [&](const SourceRange& at, const std::string& message) {
+      error(at, "concat: " + message);
+      ok = false;
+    };
+    for (size_t i = 0; i < e.args.size(); ++i) {
+      const std::string& given = e.keywords[i];
+      if (given.empty()) {
+        if (seen_keyword) fail(e.args[i]->range, "positional argument after a keyword argument");
+        else tensors.push_back(e.args[i].get());
+        continue;
+      }
+      seen_keyword = true;
+      if (given != "axis" && given != "dim") fail(e.keyword_ranges[i], "unknown argument '" + given + "'; concat takes tensors and axis=");
+      else if (axis) fail(e.keyword_ranges[i], "argument 'axis' given twice");
+      else axis = e.args[i].get();
+    }
+    return ok;
+  }
+
   // The calls spelled as PyTorch spells them (op_signature.h, spelled_calls).
   Result call(const Expr& e) {
     if (e.name == "where") return where(e);
@@ -556,64 +596,23 @@ class Builder {
     }
     const std::string opn = *op == Op::Cast ? e.name : op_name(*op);  // a cast by its dtype: f16(x)
     // Concat binds its tensors itself (variadic) and only `axis` by keyword.
-    std::vector<ParamSpec> specs = *op == Op::Concat ? std::vector<ParamSpec>{} : op_params(*op);
-    std::vector<const Expr*> bound(specs.size(), nullptr);
-    std::vector<const Expr*> tensors;  // concat's variadic operands
+    const std::vector<ParamSpec> specs = *op == Op::Concat ? std::vector<ParamSpec>{} : op_params(*op);
+    std::vector<const Expr*> tensors, bound;  // concat's operands; the other ops' parameters
     const Expr* concat_axis = nullptr;
-    bool ok = true;
-    bool seen_keyword = false;
-    size_t next_positional = 0;
-    for (size_t i = 0; i < e.args.size(); ++i) {
-      const Expr& arg = *e.args[i];
-      // PyTorch's names for axis and keepdims.
-      const std::string kw = e.keywords[i] == "dim" ? "axis" : e.keywords[i] == "keepdim" ? "keepdims" : e.keywords[i];
-      if (kw.empty()) {
-        if (seen_keyword) {
-          error(arg.range, opn + ": positional argument after a keyword argument");
-          ok = false;
-        } else if (*op == Op::Concat) {
-          tensors.push_back(&arg);
-        } else if (next_positional >= specs.size()) {
-          error(arg.range, opn + ": too many arguments (takes at most " + std::to_string(specs.size()) + ")");
-          ok = false;
-        } else {
-          bound[next_positional++] = &arg;
-        }
-        continue;
+    if (*op == Op::Concat) {
+      if (!bind_concat(e, tensors, concat_axis)) return {};
+    } else {
+      std::vector<std::string> names;
+      std::vector<bool> required;
+      for (const ParamSpec& p : specs) {
+        names.push_back(p.name);
+        required.push_back(p.required);
       }
-      seen_keyword = true;
-      if (*op == Op::Concat) {
-        if (kw != "axis") {
-          error(e.keyword_ranges[i], "concat: unknown argument '" + kw + "'; concat takes tensors and axis=");
-          ok = false;
-        } else if (concat_axis) {
-          error(e.keyword_ranges[i], "concat: argument 'axis' given twice");
-          ok = false;
-        } else {
-          concat_axis = &arg;
-        }
-        continue;
-      }
-      auto it = std::find_if(specs.begin(), specs.end(), [&](const ParamSpec& p) { return kw == p.name; });
-      if (it == specs.end()) {
-        std::vector<std::string> names;
-        for (const auto& p : specs) names.push_back(p.name);
-        auto near = nearest_name(kw, names);
-        error(e.keyword_ranges[i], opn + ": unknown argument '" + kw + "'" + (near ? "; did you mean '" + *near + "'?" : ""));
-        ok = false;
-      } else if (bound[size_t(it - specs.begin())]) {
-        error(e.keyword_ranges[i], opn + ": argument '" + kw + "' given twice");
-        ok = false;
-      } else {
-        bound[size_t(it - specs.begin())] = &arg;
-      }
+      auto args = bind(e, opn, names, required);
+      if (!args) return {};
+      bound = std::move(*args);
     }
-    for (size_t i = 0; i < specs.size(); ++i)
-      if (specs[i].required && !bound[i]) {
-        error(e.range, opn + ": missing argument '" + specs[i].name + "'");
-        ok = false;
-      }
-    if (!ok) return {};
+    bool ok = true;
 
     Attrs attrs;
     if (*op == Op::Cast) attrs.dtype = parse_dtype(e.name);

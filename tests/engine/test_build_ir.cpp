@@ -131,6 +131,12 @@ TEST_CASE("PyTorch spellings the language does not have say what to write", "[en
   CHECK(diag_lines(wrap(x, "  return clamp(X)")) == "2:10: clamp: give min=, max= or both\n");
   CHECK(diag_lines(wrap(x, "  return where(X, X)")) == "2:10: where: missing argument 'other'\n");
   CHECK(diag_lines(wrap(x, "  return wher(X, X, X)")) == "2:10: unknown op 'wher'; did you mean 'where'?\n");
+  // where, clamp and pow bind their arguments as every op does (one binder).
+  CHECK(diag_lines(wrap(x, "  return where(X > 0, X, othr=0)")) == "2:26: where: unknown argument 'othr'; did you mean 'other'?\n");
+  CHECK(diag_lines(wrap(x, "  return where(X > 0, input=X, 0)")) == "2:32: where: positional argument after a keyword argument\n");
+  CHECK(diag_lines(wrap(x, "  return clamp(X, min=0, min=1)")) == "2:26: clamp: argument 'min' given twice\n");
+  CHECK(diag_lines(wrap(x, "  return sum(X, dim=0, axis=1)")) == "2:24: sum: argument 'axis' given twice\n");
+  CHECK(diag_lines(wrap(x, "  return sum(X, keepdims=1, keepdim=1)")) == "2:29: sum: argument 'keepdims' given twice\n");
   CHECK(diag_lines(wrap(x, "  return reshape(X, [n > 1, d])")) == "2:22: '>' cannot appear in a dim expression\n");
   CHECK(diag_lines(wrap("X: f32[n ** 2]", "  return X")) == "1:18: '**' cannot appear in a dim expression\n");
 }
