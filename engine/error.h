@@ -15,10 +15,16 @@ class Error : public std::runtime_error {
     Cancelled,        // the caller's CancelToken fired
   };
   Error(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  // `subject`: the name in the request the error is about (a dim, an input, a program, a
+  // candidate's number), so a client can point at the word that named it.
+  Error(Kind kind, const std::string& message, std::string subject)
+      : std::runtime_error(message), kind_(kind), subject_(std::move(subject)) {}
   Kind kind() const { return kind_; }
+  const std::string& subject() const { return subject_; }
 
  private:
   Kind kind_;
+  std::string subject_;
 };
 
 }  // namespace prism

@@ -93,6 +93,8 @@ json detail_json(const ProgramDetail& program) {
               {"lowered", program.lowered}};
 }
 
+json error_data(const Error& e) { return e.subject().empty() ? json(nullptr) : json{{"subject", e.subject()}}; }
+
 json number_json(double v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";

@@ -17,6 +17,8 @@ json document_state_json(const DocumentState& state, const std::string& text, Po
 json tensor_json(const TensorView& tensor);
 json summary_json(const ProgramSummary& program);
 json detail_json(const ProgramDetail& program);
+// An engine error's `data`: {subject} when it names what in the request it is about, else null.
+json error_data(const Error& e);
 // A double as JSON: a number, or "NaN", "Infinity", "-Infinity" (JSON has no such numbers).
 json number_json(double v);
 json run_result_json(const RunResult& result);

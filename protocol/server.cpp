@@ -165,7 +165,7 @@ void Server::dispatch(const SessionPtr& session, const Incoming& message) {
     if (notification) session->send(make_notification("window/logMessage", {{"type", 1}, {"message", message.method + ": " + e.what()}}));
   } catch (const Error& e) {
     int code = e.kind() == Error::Kind::Cancelled ? kRequestCancelled : kRequestFailed;
-    reply(error_reply(*session, message, code, e.what()));
+    reply(error_reply(*session, message, code, e.what(), error_data(e)));
   } catch (const std::exception& e) {
     // A bug in prismd or the engine; the session carries on.
     reply(error_reply(*session, message, kInternalError, std::string("internal error: ") + e.what()));

@@ -70,7 +70,7 @@ void Server::long_request(const SessionPtr& session, const Incoming& message, st
     } catch (const Error& e) {
       response = e.kind() == Error::Kind::Cancelled
                      ? error_reply(*session, message, kRequestCancelled, "request cancelled")
-                     : error_reply(*session, message, kRequestFailed, e.what());
+                     : error_reply(*session, message, kRequestFailed, e.what(), error_data(e));
     } catch (const std::exception& e) {
       response = error_reply(*session, message, kInternalError, std::string("internal error: ") + e.what());
     }

@@ -76,10 +76,20 @@ ErrorPlace place_of(const ScriptCommand& cmd, const std::string& where, const st
   return p;
 }
 
-// The word a daemon's invalid-params error is about: "bindings.n" -> "n=".
-std::string rpc_word(const RpcError& e) {
-  const std::string field = e.data().is_object() ? e.data().value("field", "") : "";
-  return field.rfind("bindings.", 0) == 0 ? field.substr(9) + "=" : "";
+// The word of `command` a daemon's error is about: an invalid-params error's binding
+// ("bindings.n" -> "n="), or the argument that names a failed request's subject (the dim of
+// "n=8", the input of "--in X=x.npy", a program or a candidate as the word itself).
+std::string rpc_word(const RpcError& e, const std::string& command) {
+  if (!e.data().is_object()) return "";
+  const std::string field = e.data().value("field", "");
+  if (field.rfind("bindings.", 0) == 0) return field.substr(9) + "=";
+  const std::string subject = e.data().value("subject", "");
+  if (subject.empty()) return "";
+  std::istringstream words(command.substr(0, command.find('\n')));
+  std::string word;
+  for (words >> word; words >> word;)  // the command's name never is the subject
+    if (word == subject || word.rfind(subject + "=", 0) == 0) return word;
+  return "";
 }
 
 // Reports a failed command: to stderr for people, and with --json as one object on stdout too,
@@ -125,7 +135,7 @@ bool run_command(Session& session, const ScriptCommand& cmd, bool json, bool int
   } catch (const CommandError& e) {
     report_error(cmd, json, interactive, where, e.what(), e.word(), e.located(), 0, e.data());
   } catch (const RpcError& e) {
-    report_error(cmd, json, interactive, where, e.what(), rpc_word(e), false, e.code(), e.data());
+    report_error(cmd, json, interactive, where, e.what(), rpc_word(e, cmd.text), false, e.code(), e.data());
   } catch (const ConnectionError& e) {
     report_error(cmd, json, interactive, where, std::string("lost the connection to prismd: ") + e.what(), "", false);
     throw;

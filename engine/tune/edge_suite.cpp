@@ -193,7 +193,7 @@ InputSet user_input_set(const Program& program, const DimBindings& dims, const s
   InputSet set{"", seeded, {}};
   for (const auto& [input, tensor] : given) {
     auto it = std::find_if(program.inputs.begin(), program.inputs.end(), [&](int id) { return program.value(id).name == input; });
-    if (it == program.inputs.end()) throw Error(Error::Kind::InvalidArgument, "'" + program.name + "' has no input '" + input + "' to check with");
+    if (it == program.inputs.end()) throw Error(Error::Kind::InvalidArgument, "'" + program.name + "' has no input '" + input + "' to check with", input);
     const Value& v = program.value(*it);
     const std::vector<int64_t> want = concrete_shape(v.type.shape, dims);
     if (tensor.shape != want)

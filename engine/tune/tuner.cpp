@@ -56,7 +56,7 @@ void check_bindings(const Program& lowered, const DimBindings& bindings) {
   }
   for (const auto& [name, value] : bindings)
     if (std::find(lowered.dims.begin(), lowered.dims.end(), name) == lowered.dims.end())
-      throw Error(Error::Kind::InvalidArgument, "'" + name + "' is not a dim of " + lowered.name + " (its dims: " + join(lowered.dims, ", ") + ")");
+      throw Error(Error::Kind::InvalidArgument, "'" + name + "' is not a dim of " + lowered.name + " (its dims: " + join(lowered.dims, ", ") + ")", name);
 }
 
 // Every valid instantiation of every family, cheapest first by the cost model.

@@ -113,7 +113,7 @@ struct Workspace::Impl {
     std::string msg = "unknown program '" + name + "'";
     if (auto near = nearest_name(name, names)) msg += "; did you mean '" + *near + "'?";
     msg += names.empty() ? " (no programs are open)" : " (known programs: " + join(names, ", ") + ")";
-    throw Error(Error::Kind::NotFound, msg);
+    throw Error(Error::Kind::NotFound, msg, name);
   }
 
   // Compiles `text` into `doc`; never throws.
@@ -392,7 +392,7 @@ RunResult Workspace::run(const RunRequest& request, const CancelToken* cancel) c
       names.push_back(program.value(id).name);
       if (program.value(id).name == input) value = &program.value(id);
     }
-    if (!value) throw Error(Error::Kind::InvalidArgument, "program '" + program.name + "' has no input '" + input + "' (its inputs: " + join(names, ", ") + ")");
+    if (!value) throw Error(Error::Kind::InvalidArgument, "program '" + program.name + "' has no input '" + input + "' (its inputs: " + join(names, ", ") + ")", input);
     // Each file is read only when it fits in what is left of the budget.
     int64_t left = memory_budget() - read_bytes;
     InputFile f{input, path, read_npy(path, size_t(std::max<int64_t>(left, 0))), value};

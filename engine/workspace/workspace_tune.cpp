@@ -243,7 +243,8 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
   }
   if (candidate < 1 || candidate > int(found->candidates.size()))
     throw Error(Error::Kind::NotFound, "'" + program + "' has no candidate " + std::to_string(candidate) + " (it has " +
-                                           std::to_string(found->candidates.size()) + ")");
+                                           std::to_string(found->candidates.size()) + ")",
+                std::to_string(candidate));
   const Candidate& family = found->candidates[size_t(candidate - 1)];
   const std::map<std::string, int64_t>* sizes = explicit_sizes;
   if (match && !sizes)

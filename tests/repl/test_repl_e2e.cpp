@@ -398,3 +398,29 @@ TEST_CASE("a script's errors say FILE:LINE:COLUMN, and --json prints them as obj
   CHECK(objects[1]["error"]["code"].is_number_integer());
   CHECK_THAT(s.err, Catch::Contains(script + ":3:3: error: missing binding for dim 'd'"));
 }
+
+TEST_CASE("a daemon's error about a dim, an input, a program or a candidate points at the word that named it", "[repl][e2e][errors]") {
+  ReplFixture f;
+  REQUIRE(f.prism({"-c", "open " + example("gated_mlp")}).exit_code == 0);
+  const std::string npy = f.dir() / "x.npy";
+  struct Case {
+    std::string command, word, message;
+  };
+  const std::vector<Case> cases = {
+      {"tune gated_mlp n=8 h=4 d=64", "h=4", "'h' is not a dim of gated_mlp (its dims: n, d)"},
+      {"run gated_mlp n=2 d=8 --in Q=" + npy, "Q=", "program 'gated_mlp' has no input 'Q'"},
+      {"candidates gated_mlpp", "gated_mlpp", "unknown program 'gated_mlpp'; did you mean 'gated_mlp'?"},
+      {"code gated_mlp 999 n=8 d=64", "999", "'gated_mlp' has no candidate 999"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.command);
+    auto r = f.prism({"--json", "-c", c.command});
+    CHECK(r.exit_code == 1);
+    auto lines = json_lines(r.out);
+    REQUIRE(lines.size() == 1);
+    const auto& error = lines[0]["error"];
+    CHECK_THAT(error["message"].get<std::string>(), Catch::StartsWith(c.message));
+    CHECK(error["column"] == int(c.command.find(c.word)) + 1);
+    CHECK_THAT(r.err, Catch::Contains("prism: -c:1:" + std::to_string(c.command.find(c.word) + 1) + ": error: "));
+  }
+}
