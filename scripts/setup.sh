@@ -13,6 +13,7 @@ packages=(
   libopenblas-dev       # eager-baseline matmul on the CPU
   libopenblas0-openmp   # the same on OpenMP threads, shared with the per-op loops (eager.h)
   python3-numpy         # tests cross-check .npy files with NumPy
+  python3-pytest        # the Python package's tests (python/tests)
   neovim                # the LSP test drives prismd from Neovim's own client (headless)
 )
 

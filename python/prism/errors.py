@@ -1,0 +1,27 @@
+"""The exceptions prism's Python client raises."""
+
+
+class PrismError(Exception):
+    """A JSON-RPC error from prismd: `code` (docs/protocol.md, Errors), `message` and `data`
+    (for RequestFailed, `data["subject"]` names what in the request it is about)."""
+
+    def __init__(self, code, message, data=None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ProgramError(PrismError):
+    """A program text with errors: `diagnostics` is a list of (line, column, message), 1-based as
+    the REPL prints them."""
+
+    def __init__(self, uri, diagnostics):
+        self.uri = uri
+        self.diagnostics = diagnostics
+        text = "; ".join(f"{uri}:{line}:{column}: {message}" for line, column, message in diagnostics)
+        super().__init__(None, text)
+
+
+class ConnectionLost(Exception):
+    """prismd closed the connection or could not be reached."""

@@ -1,0 +1,94 @@
+"""prism.Client against a real prismd: requests, errors, progress, cancellation, a lost daemon."""
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+import prism
+from conftest import example
+
+RMS = "program rms(X: f32[n, d], W: f32[d, m]) {\n  return rms_norm(X, eps=1e-6) @ W\n}\n"
+
+
+def test_open_search_tune_and_source_of_the_best(client):
+    assert client.open(example("rms_linear")) == ["rms_linear"]
+    reports = []
+    searched = client.search("rms_linear", progress=reports.append)
+    assert searched["candidates"] > 0 and searched["stats"]["stopReason"] == "complete"
+    assert reports[0]["kind"] == "begin" and reports[-1]["kind"] == "end"
+    families = client.candidates("rms_linear")["candidates"]
+    assert len(families) == searched["candidates"]
+    tuned = client.tune("rms_linear", {"n": 4, "d": 64}, top=2)
+    best = tuned["best"]
+    assert best["candidate"] in {f["id"] for f in families}
+    assert tuned["speedup"] > 0 and tuned["baselineMs"] > 0
+    kernel = client.source("rms_linear")
+    assert kernel["candidate"] == best["candidate"] and kernel["basis"] == "your tune"
+    assert "prism_entry" in kernel["source"]
+
+
+def test_a_program_text_with_errors_is_a_program_error_with_line_and_column(client):
+    with pytest.raises(prism.ProgramError) as caught:
+        client.open(text="program p(X: f32[n]) {\n  return exq(X)\n}\n")
+    (line, column, message), = caught.value.diagnostics
+    assert (line, column) == (2, 10)
+    assert "unknown op 'exq'; did you mean 'exp'?" in message
+    assert "p" not in [p["name"] for p in client.programs()]  # not kept
+    assert client.open(text=RMS) == ["rms"]
+
+
+def test_a_failed_request_says_why_and_names_its_subject(client):
+    client.open(text=RMS)
+    with pytest.raises(prism.PrismError) as caught:
+        client.tune("rms", {"n": 4, "d": 64, "m": 32, "h": 2})
+    assert caught.value.code == -32803
+    assert "'h' is not a dim of rms" in caught.value.message
+    assert caught.value.data == {"subject": "h"}
+    with pytest.raises(prism.PrismError) as unknown:
+        client.request("no/such/method")
+    assert unknown.value.code == -32601
+
+
+def test_the_interpreter_and_the_prover(client):
+    client.open(text=RMS + "program rms2(X: f32[n, d], W: f32[d, m]) {\n"
+                "  return X / sqrt(mean(X * X, axis=-1, keepdims=true) + 1e-6) @ W\n}\n"
+                "program rms_twice(X: f32[n, d], W: f32[d, m]) {\n  return rms_norm(X, eps=1e-6) @ (W * 2)\n}\n")
+    ran = client.run("rms", {"n": 2, "d": 8, "m": 4}, seed=3, head=4)
+    out, = ran["outputs"]
+    assert out["shape"] == [2, 4] and len(out["head"]) == 4
+    assert client.equivalent("rms", "rms2")["result"] == "proved"
+    refuted = client.equivalent("rms", "rms_twice")
+    assert refuted["result"] == "refuted" and refuted["counterexample"]["detail"]
+
+
+def test_ctrl_c_cancels_the_request_on_the_daemon_and_the_client_stays_usable(client):
+    client.open(example("attention"))
+
+    def interrupt(value):
+        if value["kind"] == "report":
+            raise KeyboardInterrupt
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        client.search("attention", progress=interrupt, budget_seconds=60)
+    assert time.monotonic() - started < 20
+    assert client.status()["documents"] >= 1
+
+
+def test_a_daemon_that_dies_mid_request_is_reported_not_waited_for(client):
+    client.open(example("attention"))
+    pid = client.status()["pid"]
+    threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
+    started = time.monotonic()
+    with pytest.raises(prism.ConnectionLost):
+        client.search("attention", budget_seconds=60)
+    assert time.monotonic() - started < 10
+    client.close()  # the daemon is gone: closing says nothing
+
+
+def test_without_autostart_no_daemon_is_an_error_that_says_so(daemon_env):
+    with pytest.raises(prism.ConnectionLost) as caught:
+        prism.Client(autostart=False)
+    assert "no prismd answers" in str(caught.value)
