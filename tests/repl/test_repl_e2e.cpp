@@ -54,7 +54,7 @@ TEST_CASE("a script stops at the first error with its line and column on stderr"
   ReplFixture f;
   auto r = f.prism({}, "open " + example("rms_linear") + "\nshow no_such_program\nprograms\n");
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("<stdin>:2:1: error:") != std::string::npos);
+  CHECK(r.err.find("<stdin>:2:6: error:") != std::string::npos);  // at the program's name
   CHECK(r.err.find("no_such_program") != std::string::npos);
   CHECK(r.out.find("PROGRAM") == std::string::npos);  // `programs` never ran
 }
