@@ -89,6 +89,10 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
   t.rule("neg-mul-rev", "(neg (mul ?a ?b))", "(mul (neg ?a) ?b)");
   t.rule("square-mul", "(square ?x)", "(mul ?x ?x)");
   t.rule("mul-square", "(mul ?x ?x)", "(square ?x)");
+  // torch.rsqrt as Llama's RMSNorm multiplies by it. One way only: the rule brings div and sqrt
+  // into the search of a program that has rsqrt, and never rsqrt into one that divides by a root
+  // (docs/search.md, "The enumeration's ops").
+  t.rule("mul-rsqrt", "(mul ?a (rsqrt ?x))", "(div ?a (sqrt ?x))");
   t.rule("log-exp", "(log (exp ?x))", "?x");
 
   // ---- constants: folding exact ones, the identities of 0 and 1, division by a constant ------

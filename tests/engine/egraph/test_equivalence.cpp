@@ -43,6 +43,9 @@ program tenth(X: f32[n, d]) {
 program hundredth(X: f32[n, d]) {
   return X * 0.1 * 0.1
 }
+program llama_rms(X: f32[n, d]) {
+  return X * rsqrt(mean(X ** 2, axis=-1, keepdims=true) + 1e-6)
+}
 program scaled(X: f32[n, d], R: f32[1, d], W: f32[d, d]) {
   return matmul(X / R, W)
 }
@@ -82,6 +85,9 @@ TEST_CASE("equivalence: the must-prove identities are proved with an explanation
       {"tenth", "X * 0.1"},
       {"hundredth", "X * 0.01"},
       {"hundredth", "X / 100"},
+      // Llama's RMSNorm: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+      {"llama_rms", "rms_norm(X, eps=1e-6)"},
+      {"llama_rms", "X / sqrt(mean(X * X, axis=-1, keepdims=true) + 1e-6)"},
   };
   for (const auto& c : cases) {
     EquivResult r = ws.equivalent(c.a, c.b, limits);
