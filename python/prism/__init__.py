@@ -1,5 +1,7 @@
 """prism from Python: a client of prismd (docs/python.md)."""
 from .client import Client, daemon_socket, find_prism_binary
-from .errors import ConnectionLost, PrismError, ProgramError
+from .errors import ConnectionLost, PrismError, ProgramError, UnsupportedOp
+from .fx_import import Imported, from_torch
 
-__all__ = ["Client", "ConnectionLost", "PrismError", "ProgramError", "daemon_socket", "find_prism_binary"]
+__all__ = ["Client", "ConnectionLost", "Imported", "PrismError", "ProgramError", "UnsupportedOp", "daemon_socket", "find_prism_binary",
+           "from_torch"]

@@ -25,3 +25,8 @@ class ProgramError(PrismError):
 
 class ConnectionLost(Exception):
     """prismd closed the connection or could not be reached."""
+
+
+class UnsupportedOp(Exception):
+    """from_torch met an op prism cannot express: the message names the node, its op and the
+    line of the user's source it came from."""

@@ -1,0 +1,56 @@
+"""Layers as PyTorch models write them, for prism.from_torch (docs/python.md)."""
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class RMSNorm(nn.Module):
+    """Llama's RMSNorm: the mean square over the last dim, eps inside the root, then the gain."""
+
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class LlamaMLPBlock(nn.Module):
+    """Llama's decoder MLP block: RMSNorm, SwiGLU through three bias-free nn.Linear, the residual."""
+
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.post_attention_layernorm = RMSNorm(dim)
+        self.gate_proj = nn.Linear(dim, hidden, bias=False)
+        self.up_proj = nn.Linear(dim, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        h = self.post_attention_layernorm(x)
+        return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class GPT2MLP(nn.Module):
+    """GPT-2's MLP: c_fc, the tanh GELU, c_proj (nn.Linear with biases)."""
+
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.c_fc = nn.Linear(dim, hidden)
+        self.act = nn.GELU(approximate="tanh")
+        self.c_proj = nn.Linear(hidden, dim)
+
+    def forward(self, x):
+        return self.c_proj(self.act(self.c_fc(x)))
+
+
+class BertIntermediate(nn.Module):
+    """BERT's intermediate block: a dense layer and the exact (erf) GELU."""
+
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.dense = nn.Linear(dim, hidden)
+        self.intermediate_act_fn = nn.GELU()
+
+    def forward(self, x):
+        return self.intermediate_act_fn(self.dense(x))

@@ -1,0 +1,361 @@
+"""prism.from_torch: a PyTorch function or nn.Module, traced with torch.fx, as a .prism program.
+
+Every FX node becomes one statement of the program (docs/python.md, "from_torch"). Inputs keep
+their names; module parameters and buffers become inputs named after their qualified names
+(`fc1.weight` -> `fc1_weight`). Sizes are the example inputs' numbers unless `dims` names them.
+"""
+import math
+import operator
+import re
+
+from .errors import UnsupportedOp
+
+_DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}
+
+
+class Imported:
+    """The program: `text` (its .prism source), `name`, and `inputs`, the program's inputs in
+    order, each (prism_name, torch_name, kind) with kind "input" (the traced function's argument
+    named torch_name) or "parameter" (the module's parameter or buffer named torch_name)."""
+
+    def __init__(self, name, text, inputs):
+        self.name, self.text, self.inputs = name, text, inputs
+
+    def arguments(self, module, *args):
+        """The tensors for the program's inputs, in order: the call's `args`, then the module's
+        parameters and buffers."""
+        named = dict(module.named_parameters()) if module is not None else {}
+        if module is not None:
+            named.update(dict(module.named_buffers()))
+        positional = iter(args)
+        return [next(positional) if kind == "input" else named[torch_name] for _, torch_name, kind in self.inputs]
+
+
+def _source_line(node):
+    """'FILE:LINE' of the user's code that made `node`, from the trace's stack (first frame)."""
+    match = re.search(r'File "([^"]+)", line (\d+)', node.stack_trace or "")
+    return f"{match.group(1)}:{match.group(2)}" if match else "line unknown"
+
+
+def _identifier(text):
+    return re.sub(r"\W", "_", text)
+
+
+class _Writer:
+    """Writes the statements of one traced graph."""
+
+    def __init__(self, graph_module, dims):
+        self.module = graph_module
+        self.dims = dims or {}
+        self.names = {}       # node -> prism expression (a name or a literal)
+        self.lines = []
+        self.inputs = []      # (prism_name, torch_name, kind, type text)
+
+    # ---- values ------------------------------------------------------------------------
+
+    def type_of(self, node):
+        meta = node.meta.get("tensor_meta")
+        if meta is None:
+            raise self.unsupported(node, "its shape is unknown (not a tensor?)")
+        return meta.shape, meta.dtype
+
+    def type_text(self, shape, dtype, torch_name):
+        """`f32[n, 64]`: the sizes `dims` names for torch_name, the numbers elsewhere."""
+        prism_dtype = _DTYPES.get(str(dtype))
+        if prism_dtype is None:
+            raise UnsupportedOp(f"'{torch_name}' has dtype {dtype} (prism has f32, f16, bf16)")
+        named = self.dims.get(torch_name, {})
+        sizes = [str(named.get(axis, named.get(axis - len(shape), size))) for axis, size in enumerate(shape)]
+        return f"{prism_dtype}[{', '.join(sizes)}]"
+
+    def add_input(self, shape, dtype, torch_name, kind):
+        name = _identifier(torch_name)
+        if all(i[0] != name for i in self.inputs):
+            self.inputs.append((name, torch_name, kind, self.type_text(shape, dtype, torch_name)))
+        return name
+
+    def arg(self, a):
+        if hasattr(a, "op"):  # an FX node
+            return self.names[a]
+        if isinstance(a, bool):
+            return "1" if a else "0"
+        if isinstance(a, (int, float)):
+            if isinstance(a, float) and math.isinf(a):
+                return "inf" if a > 0 else "-inf"
+            return repr(a)
+        raise UnsupportedOp(f"an argument {a!r} prism cannot express")
+
+    def emit(self, node, expression):
+        name = "v_" + _identifier(node.name)
+        self.lines.append(f"  {name} = {expression}")
+        self.names[node] = name
+
+    def unsupported(self, node, why):
+        target = getattr(node.target, "__name__", node.target)
+        return UnsupportedOp(f"node '{node.name}' ({node.op} {target}) at {_source_line(node)}: {why}")
+
+    # ---- nodes -------------------------------------------------------------------------
+
+    def node(self, node):
+        if node.op in ("placeholder", "get_attr"):
+            self.names[node] = self.add_input(*self.type_of(node), node.target, "input" if node.op == "placeholder" else "parameter")
+            return None
+        if node.op == "output":
+            return None
+        if node.op == "call_module":
+            rule = _MODULES.get(type(self.module.get_submodule(node.target)).__name__)
+        elif node.op == "call_method":
+            rule = _METHODS.get(node.target)
+        else:
+            rule = _FUNCTIONS.get(node.target) or _FUNCTIONS.get(getattr(node.target, "__name__", None))
+        if rule is None:
+            raise self.unsupported(node, "prism has no translation of this op")
+        expression = rule(self, node)
+        if expression is not None:
+            self.emit(node, expression)
+
+    def param(self, target):
+        """A module's parameter or buffer as a program input (once)."""
+        tensors = dict(self.module.named_parameters())
+        tensors.update(dict(self.module.named_buffers()))
+        return self.add_input(tuple(tensors[target].shape), tensors[target].dtype, target, "parameter")
+
+
+def _args(node, names, defaults=None):
+    """The node's arguments by name, positional or keyword."""
+    values = dict(defaults or {})
+    values.update(zip(names, node.args))
+    values.update(node.kwargs)
+    return values
+
+
+def _axis(w, node, value):
+    if isinstance(value, (list, tuple)):
+        if len(value) != 1:
+            raise w.unsupported(node, "a reduction over several dims (prism reduces one axis at a time)")
+        value = value[0]
+    if not isinstance(value, int):
+        raise w.unsupported(node, "a dim prism needs as a constant integer")
+    return value
+
+
+def _binary(symbol):
+    return lambda w, n: f"{w.arg(n.args[0])} {symbol} {w.arg(n.args[1])}"
+
+
+def _unary(fn):
+    return lambda w, n: f"{fn}({w.arg(n.args[0])})"
+
+
+def _linear(w, x, weight, bias):
+    out = f"{x} @ {weight}.T"
+    return f"{out} + {bias}" if bias is not None else out
+
+
+def _gelu(w, x, approximate):
+    if approximate == "tanh":
+        return f"0.5 * {x} * (1.0 + tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ** 3)))"
+    return f"gelu({x})"
+
+
+def _reduce(op):
+    def rule(w, n):
+        a = _args(n, ["input", "dim", "keepdim"], {"dim": None, "keepdim": False})
+        if a["dim"] is None:
+            raise w.unsupported(n, "a reduction over every dim (name one: dim=-1)")
+        return f"{op}({w.arg(a['input'])}, axis={_axis(w, n, a['dim'])}, keepdims={'true' if a['keepdim'] else 'false'})"
+    return rule
+
+
+def _var(w, n):
+    a = _args(n, ["input", "dim", "unbiased", "keepdim"], {"dim": None, "unbiased": True, "keepdim": False})
+    if a["dim"] is None:
+        raise w.unsupported(n, "a variance over every dim (name one: dim=-1)")
+    axis = _axis(w, n, a["dim"])
+    correction = a.get("correction", 1 if a["unbiased"] else 0)
+    size = n.args[0].meta["tensor_meta"].shape[axis]
+    x = w.arg(a["input"])
+    keep = "true" if a["keepdim"] else "false"
+    return f"mean(({x} - mean({x}, axis={axis}, keepdims=true)) ** 2, axis={axis}, keepdims={keep}) * {size / (size - correction)!r}"
+
+
+def _softmax(log):
+    def rule(w, n):
+        a = _args(n, ["input", "dim"], {"dim": None})
+        if a["dim"] is None:
+            raise w.unsupported(n, "softmax without dim")
+        x, axis = w.arg(a["input"]), _axis(w, n, a["dim"])
+        if not log:
+            return f"softmax({x}, axis={axis})"
+        shifted = f"({x} - max({x}, axis={axis}, keepdims=true))"
+        return f"{shifted} - log(sum(exp({shifted}), axis={axis}, keepdims=true))"
+    return rule
+
+
+def _layer_norm(w, x, shape, weight, bias, eps):
+    if len(shape) != 1:
+        raise UnsupportedOp("layer_norm over more than the last dim")
+    out = f"layer_norm({x}, eps={eps!r})"
+    if weight is not None:
+        out = f"{out} * {weight}"
+    return f"{out} + {bias}" if bias is not None else out
+
+
+def _transpose(w, n):
+    a = _args(n, ["input", "dim0", "dim1"])
+    rank = len(n.meta["tensor_meta"].shape)
+    perm = list(range(rank))
+    d0, d1 = a["dim0"] % rank, a["dim1"] % rank
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return f"transpose({w.arg(a['input'])}, perm={perm})"
+
+
+def _permute(w, n):
+    dims = n.args[1:] if len(n.args) > 2 or not isinstance(n.args[1], (list, tuple)) else n.args[1]
+    return f"transpose({w.arg(n.args[0])}, perm={list(dims)})"
+
+
+def _reshape(w, n):
+    return f"reshape({w.arg(n.args[0])}, {list(n.meta['tensor_meta'].shape)})"
+
+
+def _identity(w, n):
+    return w.arg(n.args[0])
+
+
+def _cast(w, n):
+    dtype = _DTYPES.get(str(n.meta["tensor_meta"].dtype))
+    source = _DTYPES.get(str(n.args[0].meta["tensor_meta"].dtype))
+    return w.arg(n.args[0]) if dtype == source else f"{dtype}({w.arg(n.args[0])})"
+
+
+def _pow(w, n):
+    if hasattr(n.args[1], "op"):
+        raise w.unsupported(n, "a tensor exponent (prism takes constant exponents)")
+    return f"{w.arg(n.args[0])} ** {w.arg(n.args[1])}"
+
+
+def _where(w, n):
+    return f"where({w.arg(n.args[0])}, {w.arg(n.args[1])}, {w.arg(n.args[2])})"
+
+
+def _clamp(w, n):
+    a = _args(n, ["input", "min", "max"], {"min": None, "max": None})
+    bounds = [f"{k}={w.arg(a[k])}" for k in ("min", "max") if a[k] is not None]
+    return f"clamp({w.arg(a['input'])}, {', '.join(bounds)})"
+
+
+def _cat(w, n):
+    a = _args(n, ["tensors", "dim"], {"dim": 0})
+    return f"concat({', '.join(w.arg(t) for t in a['tensors'])}, axis={a['dim']})"
+
+
+def _compare(symbol):
+    return lambda w, n: f"({w.arg(n.args[0])} {symbol} {w.arg(n.args[1])})"
+
+
+def _linear_module(w, n):
+    m = w.module.get_submodule(n.target)
+    weight = w.param(n.target + ".weight")
+    bias = w.param(n.target + ".bias") if m.bias is not None else None
+    return _linear(w, w.arg(n.args[0]), weight, bias)
+
+
+def _layer_norm_module(w, n):
+    m = w.module.get_submodule(n.target)
+    weight = w.param(n.target + ".weight") if m.weight is not None else None
+    bias = w.param(n.target + ".bias") if m.bias is not None else None
+    return _layer_norm(w, w.arg(n.args[0]), m.normalized_shape, weight, bias, m.eps)
+
+
+def _functional_linear(w, n):
+    a = _args(n, ["input", "weight", "bias"], {"bias": None})
+    return _linear(w, w.arg(a["input"]), w.arg(a["weight"]), None if a["bias"] is None else w.arg(a["bias"]))
+
+
+def _functional_layer_norm(w, n):
+    a = _args(n, ["input", "normalized_shape", "weight", "bias", "eps"], {"weight": None, "bias": None, "eps": 1e-5})
+    arg = lambda v: None if v is None else w.arg(v)  # noqa: E731
+    return _layer_norm(w, w.arg(a["input"]), a["normalized_shape"], arg(a["weight"]), arg(a["bias"]), a["eps"])
+
+
+def _functional_gelu(w, n):
+    return _gelu(w, w.arg(n.args[0]), n.kwargs.get("approximate", "none"))
+
+
+def _module_gelu(w, n):
+    return _gelu(w, w.arg(n.args[0]), w.module.get_submodule(n.target).approximate)
+
+
+def _module_softmax(log):
+    def rule(w, n):
+        return _softmax(log)(w, type("N", (), {"args": (n.args[0], w.module.get_submodule(n.target).dim), "kwargs": {}, "meta": n.meta})())
+    return rule
+
+
+_ELEMENTWISE = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid",
+                "relu": "relu", "silu": "silu", "abs": "abs", "erf": "erf", "neg": "neg"}
+_FUNCTIONS = {
+    operator.add: _binary("+"), operator.sub: _binary("-"), operator.mul: _binary("*"), operator.truediv: _binary("/"),
+    operator.matmul: _binary("@"), operator.neg: _unary("neg"), operator.pow: _pow, operator.getitem: None,
+    operator.gt: _compare(">"), operator.ge: _compare(">="), operator.lt: _compare("<"), operator.le: _compare("<="),
+    "add": _binary("+"), "sub": _binary("-"), "mul": _binary("*"), "div": _binary("/"), "true_divide": _binary("/"),
+    "matmul": _binary("@"), "mm": _binary("@"), "bmm": _binary("@"), "linear": _functional_linear,
+    "softmax": _softmax(False), "log_softmax": _softmax(True), "sum": _reduce("sum"), "mean": _reduce("mean"),
+    "amax": _reduce("max"), "var": _var, "layer_norm": _functional_layer_norm, "gelu": _functional_gelu,
+    "transpose": _transpose, "permute": _permute, "reshape": _reshape, "pow": _pow, "where": _where, "clamp": _clamp,
+    "cat": _cat, "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
+    "minimum": lambda w, n: f"minimum({w.arg(n.args[0])}, {w.arg(n.args[1])})", "dropout": _identity,
+    **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
+}
+_FUNCTIONS = {k: v for k, v in _FUNCTIONS.items() if v is not None}
+_METHODS = {
+    "add": _binary("+"), "sub": _binary("-"), "mul": _binary("*"), "div": _binary("/"), "matmul": _binary("@"),
+    "pow": _pow, "sum": _reduce("sum"), "mean": _reduce("mean"), "amax": _reduce("max"), "var": _var,
+    "softmax": _softmax(False), "log_softmax": _softmax(True), "transpose": _transpose, "permute": _permute,
+    "reshape": _reshape, "view": _reshape, "contiguous": _identity, "float": _cast, "half": _cast, "bfloat16": _cast,
+    "to": _cast, "type_as": _cast, "clamp": _clamp,
+    "t": lambda w, n: f"{w.arg(n.args[0])}.T",
+    **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
+}
+_MODULES = {
+    "Linear": _linear_module, "LayerNorm": _layer_norm_module, "GELU": _module_gelu, "Dropout": _identity, "Identity": _identity,
+    "ReLU": lambda w, n: f"relu({w.arg(n.args[0])})", "SiLU": lambda w, n: f"silu({w.arg(n.args[0])})",
+    "Tanh": lambda w, n: f"tanh({w.arg(n.args[0])})", "Sigmoid": lambda w, n: f"sigmoid({w.arg(n.args[0])})",
+    "Softmax": _module_softmax(False), "LogSoftmax": _module_softmax(True),
+}
+
+
+def from_torch(fn_or_module, example_inputs, dims=None, name=None):
+    """Traces `fn_or_module` (torch.fx.symbolic_trace, with stack traces for error messages) on
+    `example_inputs` and returns an Imported program. `dims` names sizes symbolically:
+    {"x": {0: "n"}} makes axis 0 of input x the dim n; a parameter's axes are named by its
+    qualified name ({"fc1.weight": {1: "d"}}). Raises UnsupportedOp naming the node, its op and
+    the user's source line."""
+    import torch
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    tracer = torch.fx.Tracer()
+    tracer.record_stack_traces = True
+    root = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else torch.nn.Module()
+    graph = tracer.trace(fn_or_module)
+    module = torch.fx.GraphModule(root, graph)
+    example_inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
+    with torch.no_grad():
+        ShapeProp(module).propagate(*example_inputs)
+    writer = _Writer(module, dims)
+    output = None
+    for node in graph.nodes:
+        if node.op == "call_function" and node.target is operator.getitem:
+            raise writer.unsupported(node, "indexing (a split into pieces is not supported yet)")
+        writer.node(node)
+        if node.op == "output":
+            output = node.args[0]
+    if not hasattr(output, "op"):
+        raise UnsupportedOp("the module returns several values or none; prism imports one tensor output")
+    program = _identifier(name or getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__).lower()
+    signature = ", ".join(f"{n}: {t}" for n, _, _, t in writer.inputs)
+    body = "\n".join(writer.lines)
+    text = f"program {program}({signature}) {{\n{body}\n  return {writer.names[output]}\n}}\n"
+    return Imported(program, text, [(n, torch_name, kind) for n, torch_name, kind, _ in writer.inputs])

@@ -1,0 +1,82 @@
+"""prism.from_torch on layers written as PyTorch models write them (examples/python/layers.py):
+the program the daemon accepts, proves equal to the hand-written layer, and runs to module(x)."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import prism
+
+torch = pytest.importorskip("torch")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
+import layers  # noqa: E402
+
+D, H = 64, 128
+
+# Each module beside the layer written by hand in .prism over the same inputs: examples/layers'
+# swiglu_ffn with Llama's RMSNorm and residual, gpt2_mlp_fc through nn.Linear, gelu_linear.
+CASES = {
+    "llama": (lambda: layers.LlamaMLPBlock(D, H), """program llama_by_hand(x: f32[n, 64], post_attention_layernorm_weight: f32[64],
+    gate_proj_weight: f32[128, 64], up_proj_weight: f32[128, 64], down_proj_weight: f32[64, 128]) {
+  Y = rms_norm(x, eps=1e-6) * post_attention_layernorm_weight
+  return x + matmul(silu(matmul(Y, transpose(gate_proj_weight))) * matmul(Y, transpose(up_proj_weight)), transpose(down_proj_weight))
+}
+"""),
+    "gpt2": (lambda: layers.GPT2MLP(D, H), """program gpt2_by_hand(x: f32[n, 64], c_fc_weight: f32[128, 64], c_fc_bias: f32[128],
+    c_proj_weight: f32[64, 128], c_proj_bias: f32[64]) {
+  A = matmul(x, transpose(c_fc_weight)) + c_fc_bias
+  return matmul(0.5 * A * (1 + tanh(0.7978845608028654 * (A + 0.044715 * A * A * A))), transpose(c_proj_weight)) + c_proj_bias
+}
+"""),
+    "bert": (lambda: layers.BertIntermediate(D, H), """program bert_by_hand(x: f32[n, 64], dense_weight: f32[128, 64], dense_bias: f32[128]) {
+  return gelu(matmul(x, transpose(dense_weight)) + dense_bias)
+}
+"""),
+}
+
+
+def imported(case):
+    torch.manual_seed(0)
+    module = CASES[case][0]().eval()
+    return module, prism.from_torch(module, torch.randn(4, D), dims={"x": {0: "n"}}, name=case + "_imported")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_an_imported_module_is_proved_equal_to_the_layer_written_by_hand(client, case):
+    module, program = imported(case)
+    assert client.open(text=program.text) == [program.name]
+    by_hand = CASES[case][1]
+    client.open(text=by_hand)
+    proof = client.equivalent(program.name, by_hand.split("(")[0].split()[1])
+    assert proof["result"] == "proved", proof.get("message")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_imported_program_computes_what_the_module_computes_at_two_token_counts(client, tmp_path, case):
+    module, program = imported(case)
+    client.open(text=program.text)
+    for n in (3, 8):
+        x = torch.randn(n, D) * 2
+        files = {}
+        for (name, _, _), tensor in zip(program.inputs, program.arguments(module, x)):
+            files[name] = str(tmp_path / f"{name}.npy")
+            np.save(files[name], tensor.detach().numpy())
+        out = str(tmp_path / "out.npy")
+        client.run(program.name, {"n": n}, inputs=files, output=out)
+        want = module(x).detach().numpy()
+        got = np.load(out)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_an_op_prism_cannot_express_names_the_node_and_the_source_line():
+    class Cumulative(torch.nn.Module):
+        def forward(self, x):
+            return torch.cumsum(x, -1) * 2
+
+    with pytest.raises(prism.UnsupportedOp) as caught:
+        prism.from_torch(Cumulative(), torch.randn(2, 8))
+    message = str(caught.value)
+    assert "node 'cumsum' (call_function cumsum)" in message
+    assert f"{__file__}:" in message and "no translation" in message
