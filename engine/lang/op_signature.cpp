@@ -86,6 +86,7 @@ std::string op_summary(Op op) {
   switch (info.cls) {
     case OpClass::Unary: return "elementwise: " + std::string(info.c_expr) + " for each element x";
     case OpClass::Binary:
+      if (op == Op::Mask) return "elementwise: y where x != 0, else 0 (a select: a NaN or infinity masked out is 0), for x in a, y in b, broadcast NumPy-style";
       return "elementwise: " + std::string(info.c_expr) + " for x in a, y in b, broadcast NumPy-style";
     case OpClass::Matmul: return "matrix product over the last two dims of a and b; leading dims broadcast";
     case OpClass::Reduce: return std::string("reduces one axis by ") + (op == Op::Sum ? "sum" : op == Op::Max ? "max" : "root mean square");
