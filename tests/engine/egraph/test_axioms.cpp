@@ -55,6 +55,7 @@ void seed_terms(TensorGraph& tg) {
   op(TOp::Mul, {op(TOp::Exp, {X}), op(TOp::Exp, {Y})});
   op(TOp::Add, {X, op(TOp::Neg, {Y})});
   op(TOp::Mul, {Y, Y});
+  op(TOp::Mul, {X, op(TOp::Rsqrt, {r})});
   // constants: folding, 0 and 1, division by a constant
   Id three = tg.constant(Constant{Dim(3), 0}), zero = tg.constant(Constant{Dim(0), 0}), unit = tg.constant(Constant{Dim(1), 0});
   Id dd = tg.constant(Constant{d, 0});
