@@ -60,18 +60,25 @@ TEST_CASE("the REPL refuses a server of another user on its socket and sends it 
   TempDir dir;
   const std::string path = dir / "prismd.sock";
   const int listener = listen_unix(path);
-  int report[2];
+  int report[2], ready[2];
   REQUIRE(::pipe(report) == 0);
+  REQUIRE(::pipe(ready) == 0);
   const pid_t server = ::fork();
   REQUIRE(server >= 0);
   if (server == 0) {
     // SO_PEERCRED gives a client the credentials the server had when it called listen().
     if (::setgid(65534) != 0 || ::setuid(65534) != 0 || ::listen(listener, 4) != 0) ::_exit(2);
+    const char listening = 1;  // the clients below must not connect before this listen()
+    if (::write(ready[1], &listening, 1) != 1) ::_exit(4);
     size_t n = 0;  // bytes from both clients below
     for (int client = 0; client < 2; ++client) n += serve_one(listener, frame(R"({"jsonrpc":"2.0","id":1,"result":"odd"})"), 20).size();
     ::_exit(::write(report[1], &n, sizeof n) == sizeof n ? 0 : 3);
   }
   ::close(report[1]);
+  ::close(ready[1]);
+  char listening = 0;
+  REQUIRE(::read(ready[0], &listening, 1) == 1);  // a busy machine can delay the child's listen()
+  ::close(ready[0]);
   const auto r = prism::test::run_process({bin("prism"), "--socket", path, "--no-start", "-c", "programs"});
   CHECK(r.exit_code == 3);
   CHECK_THAT(r.err, Catch::Contains("refusing the server at " + path + ": it runs as uid 65534, not as you (uid 0)"));
