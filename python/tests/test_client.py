@@ -1,7 +1,6 @@
 """prism.Client against a real prismd: requests, errors, progress, cancellation, a lost daemon."""
 import os
 import signal
-import threading
 import time
 
 import pytest
@@ -78,12 +77,17 @@ def test_ctrl_c_cancels_the_request_on_the_daemon_and_the_client_stays_usable(cl
 
 
 def test_a_daemon_that_dies_mid_request_is_reported_not_waited_for(client):
-    client.open(example("attention"))
+    # causal_sdpa searches for seconds on any machine (it stops at its budget), and the kill comes
+    # with the first progress report, so the daemon dies while the request is in flight.
+    client.open(example("layers/causal_sdpa"))
     pid = client.status()["pid"]
-    threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
+
+    def kill_the_daemon(value):
+        os.kill(pid, signal.SIGKILL)
+
     started = time.monotonic()
     with pytest.raises(prism.ConnectionLost):
-        client.search("attention", budget_seconds=60)
+        client.search("causal_sdpa", progress=kill_the_daemon, budget_seconds=60)
     assert time.monotonic() - started < 10
     client.close()  # the daemon is gone: closing says nothing
 
