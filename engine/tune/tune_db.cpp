@@ -100,7 +100,8 @@ std::string format_tune_result(const TuneResult& r) {
   for (const auto& row : r.rows)
     out << "row\t" << row.candidate << "\t" << sizes_field(row.sizes) << "\t" << row.cost_rank << "\t" << number(row.predicted_ms)
         << "\t" << number(row.measured_ms) << "\t" << number(row.max_error) << "\t" << (row.ok ? 1 : 0) << "\t"
-        << clean(row.summary) << "\t" << clean(row.error) << "\t" << number(row.spread) << "\t" << (row.noisy ? 1 : 0) << "\n";
+        << clean(row.summary) << "\t" << clean(row.error) << "\t" << number(row.spread) << "\t" << (row.noisy ? 1 : 0) << "\t"
+        << row.family << "\n";
   // The checksum of everything above: an entry edited or damaged after it was written is a miss.
   const std::string body = out.str();
   return body + "end\t" + sha256_hex(body) + "\n";
@@ -189,7 +190,7 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         m.noisy = f[8] == "1", m.queued = f[9] == "1", m.tuner_revision = std::stoi(f[10]), m.seed = std::stoull(f[11]);
         m.search = f[12], m.contention = f[13], m.remeasured = f[14];
       } else if (tag == "row") {
-        need(12);
+        need(13);
         TuneRow row;
         row.candidate = std::stoi(f[1]);
         row.sizes = parse_sizes(f[2]);
@@ -202,6 +203,7 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         row.error = f[9];
         row.spread = std::stod(f[10]);
         row.noisy = f[11] == "1";
+        row.family = std::stoull(f[12]);
         r.rows.push_back(std::move(row));
       }
     }
@@ -211,6 +213,24 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
   if (!ended || !consistent(r)) return std::nullopt;
   fill_ratios(r);  // the rows' ratios are their times'
   return r;
+}
+
+bool renumber(TuneResult& result, const std::vector<Candidate>& families) {
+  std::map<uint64_t, int> id_of;
+  for (const Candidate& c : families) id_of.emplace(c.hash, c.id);
+  if (result.best >= 0 && !id_of.count(result.rows[size_t(result.best)].family)) return false;
+  std::vector<TuneRow> rows;
+  int best = -1;
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    auto it = id_of.find(result.rows[i].family);
+    if (it == id_of.end()) continue;
+    if (int(i) == result.best) best = int(rows.size());
+    rows.push_back(result.rows[i]);
+    rows.back().candidate = it->second;
+  }
+  result.rows = std::move(rows);
+  result.best = best;
+  return true;
 }
 
 TuneDb::TuneDb(std::string dir) : dir_(std::move(dir)) {}

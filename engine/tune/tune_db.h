@@ -25,6 +25,13 @@ std::string tune_key(const Program& lowered, const std::map<std::string, int64_t
 std::string format_tune_result(const TuneResult& result);
 std::optional<TuneResult> parse_tune_result(const std::string& text);
 
+// A result's rows named by another search's candidate ids. Ids number one search's families; a
+// search of the same program with other limits, or cut short by its budget, numbers them
+// differently. Each row's family (by its canonical hash) takes its id among `families`; rows of
+// families not among them are dropped. False, and `result` unchanged, when the best row's family
+// is not among them: the result does not answer for this search.
+bool renumber(TuneResult& result, const std::vector<Candidate>& families);
+
 class TuneDb {
  public:
   explicit TuneDb(std::string dir = "");  // empty: kept in memory only

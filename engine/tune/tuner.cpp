@@ -223,6 +223,7 @@ void check_items(TuneResult& result, const std::vector<Option>& ranked, const st
     const Option& o = ranked[chosen[i]];
     TuneRow row;
     row.candidate = families[o.family].id;
+    row.family = families[o.family].hash;
     row.summary = families[o.family].summary;
     row.sizes = std::map<std::string, int64_t>(o.sizes.begin(), o.sizes.end());
     row.cost_rank = int(chosen[i]) + 1;

@@ -38,6 +38,7 @@ struct TuneRequest {
 
 struct TuneRow {
   int candidate = 0;                     // the family's Candidate::id
+  uint64_t family = 0;                   // its Candidate::hash: how a stored row finds its family in a later search (renumber)
   std::string summary;                   // the family's one-line summary
   std::map<std::string, int64_t> sizes;  // its grid sizes and loop ranges
   int cost_rank = 0;                     // 1-based rank by the cost model among all instantiations
@@ -125,7 +126,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 40;  // what each revision changed: docs/tuning.md, "Tuner revisions"
+constexpr int kTunerRevision = 41;  // what each revision changed: docs/tuning.md, "Tuner revisions"
 
 // Every ratio of a result from its times, by one definition (docs/tuning.md, "The table"): a
 // row's speedup is the eager baseline's median over the row's, both medians of the same

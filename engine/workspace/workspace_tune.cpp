@@ -162,6 +162,7 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
   auto from_db = [&]() -> std::optional<tune::TuneResult> {
     std::optional<tune::TuneResult> hit = tune_state_->db.get(key);
     if (!hit || hit->top < request.top || (request.threads != 0 && hit->threads != request.threads)) return std::nullopt;
+    if (!tune::renumber(*hit, found->candidates)) return std::nullopt;
     hit->from_db = true;
     hit->stats.compiled = hit->stats.cached = 0;
     return hit;
@@ -207,14 +208,14 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
                                             backend::Target target, const std::map<std::string, int64_t>* explicit_sizes) {
   auto [lowered, version] = lowered_program(program);
   std::vector<tune::TuneResult> tuned = tune_results(program);
-  const tune::TuneResult* match = nullptr;
-  for (const auto& r : tuned)
+  tune::TuneResult* match = nullptr;
+  for (auto& r : tuned)
     if (r.target == target && (bindings.empty() || r.bindings == bindings)) match = &r;
   tune::KernelSource k;
   k.program = program;
   k.target = target;
   k.bindings = bindings.empty() && match ? match->bindings : bindings;
-  if (k.bindings.empty())
+  if (k.bindings.empty() && !lowered.dims.empty())
     throw Error(Error::Kind::InvalidArgument, "'" + program + "' has not been tuned yet: give its dims (e.g. " +
                                                   (lowered.dims.empty() ? std::string("n=8") : lowered.dims[0] + "=8") + ")");
   std::optional<SearchResult> found = search_result(program);
@@ -224,6 +225,8 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
   // Tuned before a restart: the tuning DB holds the answer.
   std::optional<tune::TuneResult> stored;
   if (!match && (stored = tune_state_->db.get(tune::tune_key(lowered, k.bindings, description)))) match = &*stored;
+  // The tune numbered the families of an earlier search, maybe not this one's.
+  if (match && !tune::renumber(*match, found->candidates)) match = nullptr;
   if (candidate == 0 && match && match->best >= 0) candidate = match->rows[size_t(match->best)].candidate;
   if (candidate == 0) {
     // Not tuned at these dims: the family whose cheapest instantiation the cost model likes best.

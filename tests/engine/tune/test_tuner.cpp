@@ -440,6 +440,63 @@ TEST_CASE("tuner: a repeated question is answered by the tuning DB without compi
   CHECK(objects() > 0);
 }
 
+TEST_CASE("tuner: a stored tune names its families by the current search's ids, after a search with other limits", "[tune][tuner][db]") {
+  test::ScopedEnv trusting("PRISM_TUNE_NOISE_LIMIT", "off");  // stored even where a busy machine makes rounds disagree
+  test::TempDir data;
+  const tune::TuneRequest request = small_rms_linear();
+  Workspace ws;
+  open_rms_linear(ws, data);
+  tune::TuneResult first = ws.tune("rms_linear", request);
+  REQUIRE(first.best >= 0);
+  const tune::TuneRow best = first.rows[size_t(first.best)];
+  // Searched again with one accumulator per kernel: no F1 loops, the rest numbered afresh.
+  SearchLimits narrower;
+  narrower.max_accumulators = 1;
+  const SearchResult again = ws.search("rms_linear", narrower);
+  const Candidate* same = nullptr;
+  for (const Candidate& c : again.candidates)
+    if (c.hash == best.family) same = &c;
+  if (same == nullptr) {  // the best was an F1 family: the stored tune does not answer
+    CHECK_FALSE(ws.tune("rms_linear", request).from_db);
+    return;
+  }
+  tune::TuneResult stored = ws.tune("rms_linear", request);
+  CHECK(stored.from_db);
+  REQUIRE(stored.best >= 0);
+  CHECK(stored.rows[size_t(stored.best)].candidate == same->id);
+  for (const tune::TuneRow& row : stored.rows) {
+    const Candidate& family = again.candidates[size_t(row.candidate - 1)];
+    CHECK(family.hash == row.family);
+    CHECK(family.summary == row.summary);
+  }
+  // `code` answers with the same family, by its new id.
+  tune::KernelSource k = ws.kernel_source("rms_linear", 0, request.bindings, backend::Target::Cpu);
+  CHECK(k.candidate == same->id);
+  CHECK(k.tuned);
+}
+
+TEST_CASE("tune DB: renumber maps rows to another search's ids and drops the families it lacks", "[tune][db]") {
+  tune::TuneResult r;
+  r.rows.resize(3);
+  for (int i = 0; i < 3; ++i) r.rows[size_t(i)].candidate = i + 1, r.rows[size_t(i)].family = 100 + uint64_t(i);
+  r.best = 2;
+  std::vector<Candidate> families(2);
+  families[0].id = 1, families[0].hash = 102;  // the best, now first
+  families[1].id = 2, families[1].hash = 100;
+  tune::TuneResult mapped = r;
+  REQUIRE(tune::renumber(mapped, families));
+  REQUIRE(mapped.rows.size() == 2);  // family 101 is gone
+  CHECK(mapped.rows[0].candidate == 2);
+  CHECK(mapped.rows[1].candidate == 1);
+  CHECK(mapped.best == 1);
+  // Without the best's family: no answer, and the result as it was.
+  families[0].hash = 999;
+  tune::TuneResult unchanged = r;
+  CHECK_FALSE(tune::renumber(unchanged, families));
+  CHECK(unchanged.rows.size() == 3);
+  CHECK(unchanged.best == 2);
+}
+
 TEST_CASE("tuner: rounds that disagree are measured again, marked noisy and never stored", "[tune][tuner][db]") {
   // A noise limit no real machine meets: every attempt's rounds disagree.
   test::ScopedEnv strict("PRISM_TUNE_NOISE_LIMIT", "1e-12");
