@@ -50,7 +50,10 @@ std::string file_param(const json& value, const std::string& field);
 backend::Target parse_target_param(const json& params);
 tune::TuneRequest parse_tune_request(const json& params);
 json tune_result_json(const tune::TuneResult& result);
-json kernel_source_json(const tune::KernelSource& source);
+// `for_export`: the source an export writes (its C ABI named after `symbol`), else as generated.
+json kernel_source_json(const tune::KernelSource& source, bool for_export = false);
+// The kernel (kernel_source_json without its source and header) and its shared object's path.
+json kernel_library_json(const tune::KernelLibrary& library);
 json target_status_json(const std::vector<tune::TargetStatus>& targets);
 
 }  // namespace prism::protocol

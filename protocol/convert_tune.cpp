@@ -56,8 +56,9 @@ backend::Target parse_target_param(const json& params) {
 
 tune::TuneRequest parse_tune_request(const json& params) {
   tune::TuneRequest request;
+  // A program with no symbolic dims is tuned at {}; the workspace checks them against the program.
+  if (!params.contains("bindings")) throw invalid_params("bindings", "missing 'bindings': every dim of the program, e.g. {\"n\": 8}");
   request.bindings = parse_bindings(params);
-  if (request.bindings.empty()) throw invalid_params("bindings", "missing 'bindings': every dim of the program, e.g. {\"n\": 8}");
   request.target = parse_target_param(params);
   if (auto top = optional_int(params, "top")) {
     if (*top < 1 || *top > 256) throw invalid_params("top", "'top' must be between 1 and 256");
@@ -119,10 +120,26 @@ json tune_result_json(const tune::TuneResult& r) {
   return out;
 }
 
-json kernel_source_json(const tune::KernelSource& k) {
+namespace {
+// Which kernel a kernel/source or kernel/library answer is about.
+json kernel_json(const tune::KernelSource& k) {
   return {{"program", k.program}, {"candidate", k.candidate}, {"summary", k.summary},
           {"bindings", sizes_json(k.bindings)}, {"sizes", sizes_json(k.sizes)}, {"target", tune::target_name(k.target)},
-          {"tuned", k.tuned}, {"source", k.source}, {"header", k.header}};
+          {"tuned", k.tuned}, {"symbol", k.symbol}};
+}
+}  // namespace
+
+json kernel_source_json(const tune::KernelSource& k, bool for_export) {
+  json out = kernel_json(k);
+  out["source"] = for_export ? k.export_source : k.source;
+  out["header"] = k.header;
+  return out;
+}
+
+json kernel_library_json(const tune::KernelLibrary& l) {
+  json out = kernel_json(l.kernel);
+  out["library"] = l.path;
+  return out;
 }
 
 json target_status_json(const std::vector<tune::TargetStatus>& targets) {

@@ -203,6 +203,7 @@ void Server::register_builtins() {
   methods_["tune/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { tune(s, m); }};
   methods_["tune/results"] = Entry{[this](Session&, const json& p) { return tune_results(p); }, {}, {}};
   methods_["kernel/source"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { kernel_source(s, m); }};
+  methods_["kernel/library"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { kernel_library(s, m); }};
   methods_["egraph/stats"] = Entry{[this](Session&, const json& p) {
                                      params_object(p);
                                      return egraph_stats_json(workspace_.egraph_stats());

@@ -151,6 +151,7 @@ class Server {
   void tune(const SessionPtr& session, const Incoming& message);
   json tune_results(const json& params);
   void kernel_source(const SessionPtr& session, const Incoming& message);
+  void kernel_library(const SessionPtr& session, const Incoming& message);
   // Runs `work` on Options::spawn as a cancellable request; its answer becomes ContentModified
   // when a document defining one of `programs` changes meanwhile.
   void long_request(const SessionPtr& session, const Incoming& message, std::vector<std::string> programs,

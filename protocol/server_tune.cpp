@@ -1,4 +1,4 @@
-// tune/run (long, with $/progress), tune/results and kernel/source.
+// tune/run (long, with $/progress), tune/results, kernel/source and kernel/library.
 #include <cstdio>
 
 #include "engine/tune/backends.h"
@@ -49,28 +49,57 @@ json Server::tune_results(const json& raw) {
   return {{"program", program}, {"results", std::move(results)}};
 }
 
-void Server::kernel_source(const SessionPtr& session, const Incoming& message) {
-  const json& params = params_object(message.params);
-  std::string program = require_string(params, "program");
+namespace {
+// What kernel/source and kernel/library are asked about. Without bindings: this client's last
+// tune of the program (its target too, unless one is named), else the latest tune of any client;
+// `basis` says which.
+struct KernelQuestion {
+  std::string program;
+  int candidate = 0;
+  std::map<std::string, int64_t> bindings;
+  backend::Target target = backend::Target::Cpu;
+  std::string basis;
+};
+
+KernelQuestion kernel_question(const Session& session, const json& params) {
+  KernelQuestion q;
+  q.program = require_string(params, "program");
   auto candidate = optional_int(params, "candidate").value_or(0);
   if (candidate < 0) throw invalid_params("candidate", "'candidate' must be a candidate id (1, 2, …)");
-  std::map<std::string, int64_t> bindings = parse_bindings(params);
-  backend::Target target = parse_target_param(params);
-  // Without bindings: this client's last tune of the program (its target too, unless one is
-  // named), else the latest tune of any client; the answer says which.
-  std::string basis = bindings.empty() ? "latest tune" : "bindings";
-  if (std::optional<Session::LastTune> last = session->last_tune(program); bindings.empty() && last) {
+  q.candidate = static_cast<int>(candidate);
+  q.bindings = parse_bindings(params);
+  q.target = parse_target_param(params);
+  q.basis = q.bindings.empty() ? "latest tune" : "bindings";
+  if (std::optional<Session::LastTune> last = session.last_tune(q.program); q.bindings.empty() && last) {
     const std::optional<backend::Target> last_target = tune::parse_target(last->target);
-    if (!params.contains("target") || last_target == target) {
-      bindings = last->bindings;
-      if (last_target) target = *last_target;
-      basis = "your tune";
+    if (!params.contains("target") || last_target == q.target) {
+      q.bindings = last->bindings;
+      if (last_target) q.target = *last_target;
+      q.basis = "your tune";
     }
   }
+  return q;
+}
+}  // namespace
+
+void Server::kernel_source(const SessionPtr& session, const Incoming& message) {
+  const json& params = params_object(message.params);
+  const KernelQuestion q = kernel_question(*session, params);
+  const bool for_export = optional_bool(params, "export").value_or(false);
   // It may search and describe the CPU first: off the I/O thread.
-  long_request(session, message, {program}, [this, program, candidate, bindings, target, basis](const CancelToken&) {
-    json out = kernel_source_json(workspace_.kernel_source(program, static_cast<int>(candidate), bindings, target));
-    out["basis"] = basis;
+  long_request(session, message, {q.program}, [this, q, for_export](const CancelToken&) {
+    json out = kernel_source_json(workspace_.kernel_source(q.program, q.candidate, q.bindings, q.target), for_export);
+    out["basis"] = q.basis;
+    return out;
+  });
+}
+
+void Server::kernel_library(const SessionPtr& session, const Incoming& message) {
+  const KernelQuestion q = kernel_question(*session, params_object(message.params));
+  // It may search, describe the CPU and compile: off the I/O thread.
+  long_request(session, message, {q.program}, [this, q](const CancelToken&) {
+    json out = kernel_library_json(workspace_.kernel_library(q.program, q.candidate, q.bindings, q.target));
+    out["basis"] = q.basis;
     return out;
   });
 }

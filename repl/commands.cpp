@@ -87,8 +87,9 @@ const std::vector<CommandSpec>& command_table() {
        "with `source`.",
        CommandSpec::Arg::Program},
       {"export", "export NAME FILE [K] [DIM=VALUE...]", "write a kernel's source and a C header to files",
-       "Writes FILE (the source, as `code` prints it) and FILE with the extension .h (a C header\n"
-       "declaring prism_entry with the tensors' shapes), so the kernel can be called from your code.",
+       "Writes FILE (the source) and FILE with the extension .h (a C header with the tensors'\n"
+       "shapes), so the kernel can be called from your code. The kernel is named after the program\n"
+       "and its sizes (prism_rms_linear_d4096_n8), so that several exports link into one program.",
        CommandSpec::Arg::Program},
       {"daemon", "daemon status|stop", "show the daemon's status, or stop it",
        "`daemon status` prints the daemon's version, pid, uptime, clients and documents.\n"

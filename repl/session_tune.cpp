@@ -154,7 +154,9 @@ CommandOutput Session::export_kernel(const std::vector<std::string>& args) {
   std::filesystem::path file = absolute_path(p.positional[1]);
   Parsed source_args = p;
   source_args.positional.erase(source_args.positional.begin() + 1);  // NAME [K]
-  json r = call("kernel/source", source_params("export", source_args, 1));
+  json params = source_params("export", source_args, 1);
+  params["export"] = true;
+  json r = call("kernel/source", params);
   std::filesystem::path header = file;
   header.replace_extension(".h");
   if (header == file) header += ".h";

@@ -1,5 +1,7 @@
 #include "engine/backend/backend.h"
 
+#include "engine/error.h"
+
 namespace prism::backend {
 
 Build make_build(const std::string& what, const std::function<void(Build&)>& make) {
@@ -19,6 +21,12 @@ Build Backend::fault(const std::string& kind) const {
   return b;
 }
 
-std::string Backend::header_declarations(const std::string&) const { return ""; }
+std::string Backend::export_source(const std::string& source, const std::string&) const { return source; }
+
+std::string Backend::header_declarations(const std::string&, const std::string&) const { return ""; }
+
+std::string Backend::library(const std::string&, const TargetDescription&, const CompileSettings&) const {
+  throw Error(Error::Kind::InvalidArgument, std::string("the ") + name() + " target gives no kernel library to call yet; the CPU's does (target \"cpu\")");
+}
 
 }  // namespace prism::backend

@@ -174,8 +174,16 @@ struct KernelSource {
   backend::Target target = backend::Target::Cpu;
   bool tuned = false;   // sizes from a timed instantiation (else the caller's or the cost model's)
   std::string source;   // the backend's source (the CPU's implements engine/backend/cpu/abi.h)
-  std::string header;   // a C header declaring it, with the shapes in a comment (none on a GPU)
+  std::string symbol;   // what an export names it: prism_PROGRAM_DIMVALUE… ("prism_rms_linear_d4096_n8")
+  std::string export_source;  // the source with its C ABI named after `symbol` (Backend::export_source)
+  std::string header;   // a C header declaring the export, with the shapes in a comment (none on a GPU)
   CostEstimate estimate;  // the cost model's for these sizes (per kernel: estimate.kernel_seconds)
+};
+
+// What the workspace answers for kernel/library: the kernel and its compiled shared object.
+struct KernelLibrary {
+  KernelSource kernel;
+  std::string path;
 };
 
 // A target and whether it can be used here ("cuda": no CUDA device …).

@@ -185,6 +185,11 @@ class Workspace {
   // `sizes` (grid sizes and loop ranges, e.g. g1=1) where given.
   tune::KernelSource kernel_source(const std::string& program, int candidate, const std::map<std::string, int64_t>& bindings,
                                    backend::Target target, const std::map<std::string, int64_t>* sizes = nullptr);
+  // The same kernel compiled, as a shared object a caller loads and calls in its own process
+  // (backend.h, Backend::library). Throws Error{InvalidArgument} where the target gives none or
+  // cannot run here, Error{Failed} when compiling fails.
+  tune::KernelLibrary kernel_library(const std::string& program, int candidate, const std::map<std::string, int64_t>& bindings,
+                                     backend::Target target);
 
  private:
   struct Impl;

@@ -1,10 +1,12 @@
-// tune/run, tune/results and kernel/source: over the socket against a daemon with planted
+// tune/run, tune/results, kernel/source and kernel/library: over the socket against a daemon with planted
 // faulty kernels (a bad kernel costs one candidate and never the daemon), and their params.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <thread>
 
+#include "engine/backend/cpu/abi.h"
+#include "engine/backend/cpu/compiler.h"
 #include "in_process.h"
 #include "clients.h"
 #include "prismd_process.h"
@@ -70,7 +72,17 @@ TEST_CASE("tune/run: a crashing and a hanging kernel fail their candidates while
   CHECK(source["candidate"] == r["best"]["candidate"]);
   CHECK(source["tuned"] == true);
   CHECK_THAT(source["source"].get<std::string>(), Catch::Contains("prism_entry"));
-  CHECK_THAT(source["header"].get<std::string>(), Catch::Contains("int prism_entry(const void* const* inputs"));
+  const std::string symbol = source["symbol"].get<std::string>();
+  CHECK_THAT(symbol, Catch::StartsWith("prism_rms_linear_d"));
+  CHECK_THAT(source["header"].get<std::string>(), Catch::Contains("int " + symbol + "(const void* const* inputs"));
+  json exported = other->request("kernel/source", {{"program", "rms_linear"}, {"export", true}}, kTimeout);
+  CHECK_THAT(exported["source"].get<std::string>(), Catch::Contains("#define prism_entry " + symbol + "\n"));
+  // The same kernel compiled: a shared object with the C ABI of engine/backend/cpu/abi.h.
+  json library = other->request("kernel/library", {{"program", "rms_linear"}}, kTimeout);
+  CHECK(library["candidate"] == r["best"]["candidate"]);
+  CHECK(library["symbol"] == symbol);
+  prism::backend::cpu::LoadedLibrary loaded(library["library"].get<std::string>());
+  CHECK(loaded.symbol(prism::backend::cpu::kEntrySymbol) != nullptr);
   json status = other->request("daemon/status", json::object(), kTimeout);
   REQUIRE(status["targets"].size() == 2);
   CHECK(status["targets"][0]["name"] == "cpu");

@@ -1,10 +1,15 @@
 #include "engine/backend/cpu/cpu_backend.h"
 
+#include <utility>
+#include <vector>
+
+#include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/codegen.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/cost_rules.h"
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/describe.h"
+#include "engine/error.h"
 #include "engine/backend/cpu/eager.h"
 
 namespace prism::backend::cpu {
@@ -126,14 +131,42 @@ Tolerance CpuBackend::tolerance(DType dtype) const {
   return {1e-3, 1e-4};
 }
 
-std::string CpuBackend::header_declarations(const std::string& guard) const {
+namespace {
+// abi.h's symbols as an export names them: the entry is `symbol`, the others `symbol` and a suffix.
+std::vector<std::pair<std::string, std::string>> export_names(const std::string& symbol) {
+  return {{kEntrySymbol, symbol},
+          {kEntryKernelsSymbol, symbol + "_kernels"},
+          {kKernelCountSymbol, symbol + "_kernel_count"},
+          {kErrorSymbol, symbol + "_error"}};
+}
+}  // namespace
+
+std::string CpuBackend::export_source(const std::string& source, const std::string& symbol) const {
+  std::string s = "// The C ABI of engine/backend/cpu/abi.h under this export's names.\n";
+  for (const auto& [generated, exported] : export_names(symbol)) s += "#define " + generated + " " + exported + "\n";
+  return s + source;
+}
+
+std::string CpuBackend::header_declarations(const std::string& guard, const std::string& symbol) const {
   return "// Every tensor is dense row-major at its declared dtype: f32 as float, f16 and bf16 as their 16\n"
          "// bits (uint16_t; bf16 is the top half of an f32). Compile the source with -O3 -march=native\n"
-         "// -mprefer-vector-width=512 -fopenmp (and -lopenblas if it calls cblas). Returns 0, or nonzero with prism_error() saying why.\n#ifndef " +
-         guard + "\n#define " + guard +
+         "// -mprefer-vector-width=512 -fopenmp (and -lopenblas if it calls cblas). " +
+         symbol + " returns 0, or nonzero\n// with " + symbol + "_error() saying why.\n#ifndef " + guard + "\n#define " + guard +
          "\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n"
-         "int prism_entry(const void* const* inputs, void* const* outputs, int threads);\n"
-         "const char* prism_error(void);\n#ifdef __cplusplus\n}\n#endif\n#endif\n";
+         "int " + symbol + "(const void* const* inputs, void* const* outputs, int threads);\n"
+         "const char* " + symbol + "_error(void);\n"
+         "int " + symbol + "_kernel_count(void);\n"
+         "int " + symbol + "_kernels(const void* const* inputs, void* const* outputs, int threads, int first, int last);\n"
+         "#ifdef __cplusplus\n}\n#endif\n#endif\n";
+}
+
+// What compile() makes is a shared object implementing abi.h.
+std::string CpuBackend::library(const std::string& source, const TargetDescription& target, const CompileSettings& settings) const {
+  std::vector<Build> builds(1);
+  builds[0].source = source;
+  compile(builds, target, settings);
+  if (!builds[0].error.empty()) throw Error(Error::Kind::Failed, builds[0].error);
+  return builds[0].runnable;
 }
 
 }  // namespace prism::backend::cpu

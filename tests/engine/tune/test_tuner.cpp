@@ -49,15 +49,8 @@ void open_rms_linear(Workspace& ws, const test::TempDir& data) {
 // Runs `source` in this process on seed-`seed` inputs, every tensor at its declared dtype, and
 // compares with the interpreter at the CPU backend's tolerance for each output's dtype. Compiled
 // as the tuner compiles (the backend's flags, its kernel cache): the best's library is reused.
-void check_source(const Program& program, const std::string& source, const std::map<std::string, int64_t>& bindings, uint64_t seed) {
-  const backend::cpu::CpuBackend cpu;
-  std::vector<backend::Build> builds(1);
-  builds[0].source = source;
-  backend::CompileSettings settings;
-  settings.cache_dir = shared_cache() + "/kernels";
-  cpu.compile(builds, cpu.describe(shared_cache()), settings);
-  REQUIRE(builds[0].error == "");
-  backend::cpu::LoadedLibrary lib(builds[0].runnable);
+void check_library(const Program& program, const std::string& library, const std::map<std::string, int64_t>& bindings, uint64_t seed) {
+  backend::cpu::LoadedLibrary lib(library);
   const DimBindings dims(bindings.begin(), bindings.end());
   std::map<std::string, Tensor> named;
   draw_inputs(program, dims, seed, named);  // inside each input's domain, as the tuner draws them
@@ -79,6 +72,17 @@ void check_source(const Program& program, const std::string& source, const std::
       REQUIRE(std::fabs(got[o].data[i] - want[o].data[i]) <= tol.rtol * std::fabs(want[o].data[i]) + tol.atol * scale);
     }
   }
+}
+
+void check_source(const Program& program, const std::string& source, const std::map<std::string, int64_t>& bindings, uint64_t seed) {
+  const backend::cpu::CpuBackend cpu;
+  std::vector<backend::Build> builds(1);
+  builds[0].source = source;
+  backend::CompileSettings settings;
+  settings.cache_dir = shared_cache() + "/kernels";
+  cpu.compile(builds, cpu.describe(shared_cache()), settings);
+  REQUIRE(builds[0].error == "");
+  check_library(program, builds[0].runnable, bindings, seed);
 }
 
 struct Workload {
@@ -358,7 +362,10 @@ TEST_CASE("tuner: a kernel's source without a tune is the family the cost model 
   tune::KernelSource cpu = ws.kernel_source("rms_linear", 0, dims, backend::Target::Cpu);
   CHECK_FALSE(cpu.tuned);
   CHECK(cpu.candidate >= 1);
-  CHECK_THAT(cpu.header, Catch::Contains("int prism_entry(") && Catch::Contains("X f16(4, 64)"));
+  CHECK(cpu.symbol == "prism_rms_linear_d64_n4");
+  CHECK_THAT(cpu.header, Catch::Contains("int prism_rms_linear_d64_n4(const void* const* inputs") && Catch::Contains("X f16(4, 64)"));
+  CHECK_THAT(cpu.export_source, Catch::StartsWith("// The C ABI") && Catch::Contains("#define prism_entry prism_rms_linear_d64_n4\n") &&
+                                    Catch::EndsWith(cpu.source));
   check_source(ws.lowered_program("rms_linear").first, cpu.source, dims, 3);
   tune::KernelSource cuda = ws.kernel_source("rms_linear", 0, dims, backend::Target::Cuda);
   CHECK_FALSE(cuda.tuned);
@@ -373,6 +380,11 @@ TEST_CASE("tuner: a kernel's source without a tune is the family the cost model 
   tune::KernelSource tuned = ws.kernel_source("rms_linear", 0, dims, backend::Target::Cpu);
   CHECK(tuned.tuned);
   CHECK(tuned.candidate == r.rows[size_t(r.best)].candidate);
+  // The same kernel compiled, for a caller to load (prism.compile); the GPU gives none yet.
+  tune::KernelLibrary library = ws.kernel_library("rms_linear", 0, dims, backend::Target::Cpu);
+  CHECK(library.kernel.candidate == tuned.candidate);
+  check_library(ws.lowered_program("rms_linear").first, library.path, dims, 4);
+  CHECK_THROWS_WITH(ws.kernel_library("rms_linear", 0, dims, backend::Target::Cuda), Catch::Contains("cuda"));
   // Sizes the caller gives (prism_bench_kernels g1=1 ...) are taken as they are; ones that do not
   // divide the dims are an error.
   std::map<std::string, int64_t> sizes = cpu.sizes;

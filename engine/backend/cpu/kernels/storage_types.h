@@ -17,10 +17,11 @@ struct prism_bf16 {
 // declared `omp declare simd` once per vector, by the vector ABI's name: at simdlen 8 on 32-bit
 // lanes both the AVX2 (_ZGVd) and the AVX-512 (_ZGVe) variant take and return one ymm register,
 // so both are defined here by hand. Declared const, so that a loop without `ivdep` calls them
-// too; hidden, so each kernel library calls its own. GCC's builtins, not <immintrin.h> (0.3 s
+// too; hidden, so each kernel library calls its own; weak, so that several exported kernels link
+// into one program (the definitions are the same in every one). GCC's builtins, not <immintrin.h> (0.3 s
 // more per compile).
 #define PRISM_F16_BY_F16C 1
-#define PRISM_HIDDEN __attribute__((visibility("hidden")))
+#define PRISM_HIDDEN __attribute__((visibility("hidden"), weak))
 typedef float prism_v4sf __attribute__((vector_size(16)));
 typedef float prism_v8sf __attribute__((vector_size(32)));
 typedef short prism_v8hi __attribute__((vector_size(16)));

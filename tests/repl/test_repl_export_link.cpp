@@ -1,0 +1,132 @@
+// Exported kernels link into one program: each export's C ABI is named after its program and
+// sizes (engine/backend/cpu/cpu_backend.cpp, export_source), and each computes what the reference
+// interpreter computes.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/io/npy.h"
+#include "repl/repl_fixture.h"
+#include "support/subprocess.h"
+
+using prism::test::ReplFixture;
+
+namespace {
+
+// The inputs both sides use: a deterministic pattern with mixed signs, input `k` of `count` values.
+std::vector<float> pattern(int k, int64_t count) {
+  std::vector<float> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) v[size_t(i)] = float(std::sin(0.37 * double(i) + k) * 0.5);
+  return v;
+}
+
+// A program calling three exports: llama_rmsnorm_proj at two sizes and gelu_linear, printing
+// each output's values on a line.
+const char* kMain = R"(#include <cmath>
+#include <cstdio>
+#include <vector>
+#include "a.h"
+#include "b.h"
+#include "c.h"
+static std::vector<float> pattern(int k, long count) {
+  std::vector<float> v(count);
+  for (long i = 0; i < count; ++i) v[i] = float(std::sin(0.37 * double(i) + k) * 0.5);
+  return v;
+}
+static void print(const std::vector<float>& v) {
+  for (float x : v) std::printf("%.9g ", x);
+  std::printf("\n");
+}
+int main() {
+  for (long n : {4L, 2L}) {  // llama_rmsnorm_proj(X[n, 64], g[64], W[32, 64]) -> [n, 32]
+    std::vector<float> X = pattern(0, n * 64), g = pattern(1, 64), W = pattern(2, 32 * 64), Y(n * 32);
+    const void* in[] = {X.data(), g.data(), W.data()};
+    void* out[] = {Y.data()};
+    int rc = n == 4 ? prism_llama_rmsnorm_proj_d64_m32_n4(in, out, 1) : prism_llama_rmsnorm_proj_d64_m32_n2(in, out, 1);
+    if (rc != 0) return 1;
+    print(Y);
+  }
+  // gelu_linear(X[4, 64], W[32, 64], b[32]) -> [4, 32]
+  std::vector<float> X = pattern(0, 4 * 64), W = pattern(1, 32 * 64), b = pattern(2, 32), Y(4 * 32);
+  const void* in[] = {X.data(), W.data(), b.data()};
+  void* out[] = {Y.data()};
+  if (prism_gelu_linear_d64_h32_n4(in, out, 1) != 0) return std::puts(prism_gelu_linear_d64_h32_n4_error()), 1;
+  print(Y);
+  return 0;
+}
+)";
+
+std::vector<float> numbers(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<float> v;
+  for (float x; in >> x;) v.push_back(x);
+  return v;
+}
+
+// The reference interpreter's output of `program` at `dims` on the pattern inputs `inputs` (name, shape).
+std::vector<float> reference(const ReplFixture& f, const std::string& program, const std::string& dims,
+                             const std::vector<std::pair<std::string, std::vector<int64_t>>>& inputs) {
+  std::string command = "run " + program + " " + dims;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    prism::Tensor t;
+    t.shape = inputs[k].second;
+    t.data = pattern(int(k), prism::checked_element_count(t.shape));
+    const std::string path = f.dir() / (program + inputs[k].first + ".npy");
+    prism::write_npy(path, t);
+    command += " --in " + inputs[k].first + "=" + path;
+  }
+  const std::string out = f.dir() / (program + "_out.npy");
+  auto r = f.prism({"-c", "open " + prism::test::source("examples/layers/" + program + ".prism") + "; " + command + " --out " + out});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return prism::read_npy(out).data;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  float scale = 0;
+  for (float w : want) scale = std::max(scale, std::fabs(w));
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i);
+    CHECK(std::fabs(got[i] - want[i]) <= 1e-3f * std::fabs(want[i]) + 1e-4f * scale);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("three exported kernels, one program at two sizes, link into one program and give the reference's values",
+          "[repl][e2e][export]") {
+  ReplFixture f;
+  const std::string llama = prism::test::source("examples/layers/llama_rmsnorm_proj.prism");
+  const std::string gelu = prism::test::source("examples/layers/gelu_linear.prism");
+  auto r = f.prism({"-c", "open " + llama + "; open " + gelu + "; export llama_rmsnorm_proj " + (f.dir() / "a.cpp") +
+                              " n=4 d=64 m=32; export llama_rmsnorm_proj " + (f.dir() / "b.cpp") +
+                              " n=2 d=64 m=32; export gelu_linear " + (f.dir() / "c.cpp") + " n=4 d=64 h=32"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream header(f.dir() / "a.h");
+  std::stringstream text;
+  text << header.rdbuf();
+  CHECK_THAT(text.str(), Catch::Contains("int prism_llama_rmsnorm_proj_d64_m32_n4(const void* const* inputs") &&
+                             Catch::Contains("inputs:  X f32(4, 64), g f32(64,), W f32(32, 64)"));
+  std::ofstream(f.dir() / "main.cpp") << kMain;
+  const std::string exe = f.dir() / "main";
+  auto cc = prism::test::run_process({"c++", "-std=c++17", "-O2", "-march=native", "-fopenmp", "-I", f.dir().path(), f.dir() / "a.cpp",
+                                      f.dir() / "b.cpp", f.dir() / "c.cpp", f.dir() / "main.cpp", "-o", exe, "-lopenblas"});
+  INFO(cc.err);
+  REQUIRE(cc.exit_code == 0);
+  auto run = prism::test::run_process({exe});
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  std::istringstream lines(run.out);
+  std::string line;
+  for (int64_t n : {4, 2}) {
+    REQUIRE(std::getline(lines, line));
+    check_close(numbers(line), reference(f, "llama_rmsnorm_proj", "n=" + std::to_string(n) + " d=64 m=32",
+                                         {{"X", {n, 64}}, {"g", {64}}, {"W", {32, 64}}}));
+  }
+  REQUIRE(std::getline(lines, line));
+  check_close(numbers(line), reference(f, "gelu_linear", "n=4 d=64 h=32", {{"X", {4, 64}}, {"W", {32, 64}}, {"b", {32}}}));
+}
