@@ -14,6 +14,7 @@ packages=(
   libopenblas0-openmp   # the same on OpenMP threads, shared with the per-op loops (eager.h)
   python3-numpy         # tests cross-check .npy files with NumPy
   python3-pytest        # the Python package's tests (python/tests)
+  python3-torch         # from_torch and compile, tested against the modules themselves
   neovim                # the LSP test drives prismd from Neovim's own client (headless)
 )
 

@@ -54,3 +54,29 @@ class BertIntermediate(nn.Module):
 
     def forward(self, x):
         return self.intermediate_act_fn(self.dense(x))
+
+
+class Phi3MLP(nn.Module):
+    """Phi-3's MLP: the gate and up projections as one nn.Linear, chunked in two, SwiGLU, down."""
+
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.gate_up_proj = nn.Linear(dim, 2 * hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        return self.down_proj(F.silu(gate) * up)
+
+
+class ResidualRMSNorm(nn.Module):
+    """The residual add fused with the next RMSNorm, as a decoder layer's serving kernels do it:
+    returns the new residual stream and its normalized rows."""
+
+    def __init__(self, dim, eps=1e-5):
+        super().__init__()
+        self.norm = RMSNorm(dim, eps)
+
+    def forward(self, x, residual):
+        h = x + residual
+        return h, self.norm(h)

@@ -1,7 +1,8 @@
 """prism from Python: a client of prismd (docs/python.md)."""
 from .client import Client, daemon_socket, find_prism_binary
+from .compiled import Compiled, Kernel, compile
 from .errors import ConnectionLost, PrismError, ProgramError, UnsupportedOp
 from .fx_import import Imported, from_torch
 
-__all__ = ["Client", "ConnectionLost", "Imported", "PrismError", "ProgramError", "UnsupportedOp", "daemon_socket", "find_prism_binary",
-           "from_torch"]
+__all__ = ["Client", "Compiled", "ConnectionLost", "Imported", "Kernel", "PrismError", "ProgramError", "UnsupportedOp", "compile",
+           "daemon_socket", "find_prism_binary", "from_torch"]

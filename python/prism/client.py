@@ -216,13 +216,23 @@ class Client:
                 params[key] = value
         return self.request("tune/run", params, progress)
 
-    def source(self, program, candidate=None, bindings=None, target=None):
-        """A kernel's source and header (kernel/source): the tuned best without `candidate`."""
+    def source(self, program, candidate=None, bindings=None, target=None, export=None):
+        """A kernel's source and header (kernel/source): the tuned best without `candidate`;
+        `export=True`: the source with its C ABI named after the answer's `symbol`."""
+        params = {"program": program}
+        for key, value in (("candidate", candidate), ("bindings", bindings), ("target", target), ("export", export)):
+            if value is not None:
+                params[key] = value
+        return self.request("kernel/source", params)
+
+    def library(self, program, candidate=None, bindings=None, target=None):
+        """The same kernel compiled (kernel/library): `library` is the path of a shared object
+        with the C ABI of engine/backend/cpu/abi.h, for a caller that runs it in its own process."""
         params = {"program": program}
         for key, value in (("candidate", candidate), ("bindings", bindings), ("target", target)):
             if value is not None:
                 params[key] = value
-        return self.request("kernel/source", params)
+        return self.request("kernel/library", params)
 
     # ---- the daemon ---------------------------------------------------------------------
 

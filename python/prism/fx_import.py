@@ -4,9 +4,13 @@ Every FX node becomes one statement of the program (docs/python.md, "from_torch"
 their names; module parameters and buffers become inputs named after their qualified names
 (`fc1.weight` -> `fc1_weight`). Sizes are the example inputs' numbers unless `dims` names them.
 """
+import contextlib
+import dis
+import inspect
 import math
 import operator
 import re
+import sys
 
 from .errors import UnsupportedOp
 
@@ -16,10 +20,11 @@ _DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf
 class Imported:
     """The program: `text` (its .prism source), `name`, and `inputs`, the program's inputs in
     order, each (prism_name, torch_name, kind) with kind "input" (the traced function's argument
-    named torch_name) or "parameter" (the module's parameter or buffer named torch_name)."""
+    named torch_name) or "parameter" (the module's parameter or buffer named torch_name).
+    `returns_tuple`: the module returns a tuple (or list) of tensors, the program's outputs."""
 
-    def __init__(self, name, text, inputs):
-        self.name, self.text, self.inputs = name, text, inputs
+    def __init__(self, name, text, inputs, returns_tuple=False):
+        self.name, self.text, self.inputs, self.returns_tuple = name, text, inputs, returns_tuple
 
     def arguments(self, module, *args):
         """The tensors for the program's inputs, in order: the call's `args`, then the module's
@@ -90,6 +95,13 @@ class _Writer:
         self.lines.append(f"  {name} = {expression}")
         self.names[node] = name
 
+    def emit_pieces(self, node, count, expression):
+        """A statement giving `count` values (split): the node's name is the list of them, which
+        its getitem nodes pick from."""
+        names = [f"v_{_identifier(node.name)}_{i}" for i in range(count)]
+        self.lines.append(f"  {', '.join(names)} = {expression}")
+        self.names[node] = names
+
     def unsupported(self, node, why):
         target = getattr(node.target, "__name__", node.target)
         return UnsupportedOp(f"node '{node.name}' ({node.op} {target}) at {_source_line(node)}: {why}")
@@ -101,6 +113,12 @@ class _Writer:
             self.names[node] = self.add_input(*self.type_of(node), node.target, "input" if node.op == "placeholder" else "parameter")
             return None
         if node.op == "output":
+            return None
+        if node.op == "call_function" and node.target is operator.getitem:
+            pieces = self.names.get(node.args[0])
+            if not isinstance(pieces, list) or not isinstance(node.args[1], int):
+                raise self.unsupported(node, "indexing (prism takes the pieces of split and chunk)")
+            self.names[node] = pieces[node.args[1]]
             return None
         if node.op == "call_module":
             rule = _MODULES.get(type(self.module.get_submodule(node.target)).__name__)
@@ -245,6 +263,45 @@ def _clamp(w, n):
     return f"clamp({w.arg(a['input'])}, {', '.join(bounds)})"
 
 
+def _pieces(w, n, source, dim):
+    """`split(x, parts, axis)` for a chunk or split into equal pieces."""
+    shapes = [tuple(m.shape) for m in n.meta["tensor_meta"]]
+    if len(set(shapes)) != 1:
+        raise w.unsupported(n, f"pieces of unequal sizes {[s[dim] for s in shapes]} (prism splits into equal pieces)")
+    w.emit_pieces(n, len(shapes), f"split({w.arg(source)}, {len(shapes)}, axis={dim})")
+
+
+def _chunk(w, n):
+    a = _args(n, ["input", "chunks", "dim"], {"dim": 0})
+    _pieces(w, n, a["input"], a["dim"])
+
+
+def _split(w, n):
+    a = _args(n, ["tensor", "split_size_or_sections", "dim"], {"dim": 0})
+    if "split_size" in a:  # Tensor.split's keyword
+        a["split_size_or_sections"] = a["split_size"]
+    _pieces(w, n, a["tensor"], a["dim"])
+
+
+def _sdpa(w, n):
+    """F.scaled_dot_product_attention: softmax(Q K^T * scale + mask) V, with an additive float
+    mask; the default scale is 1/sqrt(E), E the query's last dim."""
+    a = _args(n, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale"],
+              {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None})
+    if a["is_causal"]:
+        raise w.unsupported(n, "is_causal=True (pass the causal mask as attn_mask, -inf above the diagonal)")
+    if a["dropout_p"]:
+        raise w.unsupported(n, "dropout_p > 0 (prism imports inference graphs)")
+    scale = a["scale"] if a["scale"] is not None else 1.0 / math.sqrt(n.args[0].meta["tensor_meta"].shape[-1])
+    scores = f"{w.arg(a['query'])} @ {w.arg(a['key'])}.mT * {scale!r}"
+    mask = a["attn_mask"]
+    if mask is not None:
+        if hasattr(mask, "meta") and str(mask.meta["tensor_meta"].dtype) == "torch.bool":
+            raise w.unsupported(n, "a boolean attn_mask (give an additive one: 0 where kept, -inf where masked)")
+        scores = f"{scores} + {w.arg(mask)}"
+    return f"softmax({scores}, axis=-1) @ {w.arg(a['value'])}"
+
+
 def _cat(w, n):
     a = _args(n, ["tensors", "dim"], {"dim": 0})
     return f"concat({', '.join(w.arg(t) for t in a['tensors'])}, axis={a['dim']})"
@@ -297,24 +354,23 @@ _ELEMENTWISE = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "t
                 "relu": "relu", "silu": "silu", "abs": "abs", "erf": "erf", "neg": "neg"}
 _FUNCTIONS = {
     operator.add: _binary("+"), operator.sub: _binary("-"), operator.mul: _binary("*"), operator.truediv: _binary("/"),
-    operator.matmul: _binary("@"), operator.neg: _unary("neg"), operator.pow: _pow, operator.getitem: None,
+    operator.matmul: _binary("@"), operator.neg: _unary("neg"), operator.pow: _pow,
     operator.gt: _compare(">"), operator.ge: _compare(">="), operator.lt: _compare("<"), operator.le: _compare("<="),
     "add": _binary("+"), "sub": _binary("-"), "mul": _binary("*"), "div": _binary("/"), "true_divide": _binary("/"),
     "matmul": _binary("@"), "mm": _binary("@"), "bmm": _binary("@"), "linear": _functional_linear,
     "softmax": _softmax(False), "log_softmax": _softmax(True), "sum": _reduce("sum"), "mean": _reduce("mean"),
     "amax": _reduce("max"), "var": _var, "layer_norm": _functional_layer_norm, "gelu": _functional_gelu,
     "transpose": _transpose, "permute": _permute, "reshape": _reshape, "pow": _pow, "where": _where, "clamp": _clamp,
-    "cat": _cat, "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
+    "cat": _cat, "chunk": _chunk, "split": _split, "scaled_dot_product_attention": _sdpa, "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
     "minimum": lambda w, n: f"minimum({w.arg(n.args[0])}, {w.arg(n.args[1])})", "dropout": _identity,
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
 }
-_FUNCTIONS = {k: v for k, v in _FUNCTIONS.items() if v is not None}
 _METHODS = {
     "add": _binary("+"), "sub": _binary("-"), "mul": _binary("*"), "div": _binary("/"), "matmul": _binary("@"),
     "pow": _pow, "sum": _reduce("sum"), "mean": _reduce("mean"), "amax": _reduce("max"), "var": _var,
     "softmax": _softmax(False), "log_softmax": _softmax(True), "transpose": _transpose, "permute": _permute,
     "reshape": _reshape, "view": _reshape, "contiguous": _identity, "float": _cast, "half": _cast, "bfloat16": _cast,
-    "to": _cast, "type_as": _cast, "clamp": _clamp,
+    "to": _cast, "type_as": _cast, "clamp": _clamp, "chunk": _chunk, "split": _split,
     "t": lambda w, n: f"{w.arg(n.args[0])}.T",
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
 }
@@ -324,6 +380,33 @@ _MODULES = {
     "Tanh": lambda w, n: f"tanh({w.arg(n.args[0])})", "Sigmoid": lambda w, n: f"sigmoid({w.arg(n.args[0])})",
     "Softmax": _module_softmax(False), "LogSoftmax": _module_softmax(True),
 }
+
+
+@contextlib.contextmanager
+def _tuple_unpacking_traced():
+    """Tuple unpacking of a traced value (`gate, up = x.chunk(2, -1)`) on PyTorch 1.13 under Python
+    3.11: its Proxy.__iter__ finds the calling instruction at index f_lasti // 2, wrong once 3.11
+    put inline caches between instructions, and fails. For the trace, one that finds it by offset
+    (as PyTorch 2 does); elsewhere PyTorch's own."""
+    from torch.fx.proxy import Proxy
+
+    if sys.version_info < (3, 11) or not Proxy.__module__.startswith("torch.fx"):
+        yield
+        return
+
+    def unpacking_iter(self):
+        frame = inspect.currentframe().f_back
+        for instruction in dis.get_instructions(frame.f_code):
+            if instruction.offset == frame.f_lasti and instruction.opname == "UNPACK_SEQUENCE":
+                return (self[i] for i in range(instruction.argval))
+        return self.tracer.iter(self)
+
+    original = Proxy.__iter__
+    Proxy.__iter__ = unpacking_iter
+    try:
+        yield
+    finally:
+        Proxy.__iter__ = original
 
 
 def from_torch(fn_or_module, example_inputs, dims=None, name=None):
@@ -339,7 +422,8 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None):
     tracer = torch.fx.Tracer()
     tracer.record_stack_traces = True
     root = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else torch.nn.Module()
-    graph = tracer.trace(fn_or_module)
+    with _tuple_unpacking_traced():
+        graph = tracer.trace(fn_or_module)
     module = torch.fx.GraphModule(root, graph)
     example_inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
     with torch.no_grad():
@@ -347,15 +431,17 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None):
     writer = _Writer(module, dims)
     output = None
     for node in graph.nodes:
-        if node.op == "call_function" and node.target is operator.getitem:
-            raise writer.unsupported(node, "indexing (a split into pieces is not supported yet)")
         writer.node(node)
         if node.op == "output":
             output = node.args[0]
-    if not hasattr(output, "op"):
-        raise UnsupportedOp("the module returns several values or none; prism imports one tensor output")
+    outputs = list(output) if isinstance(output, (list, tuple)) else [output]
+    if not outputs or not all(hasattr(o, "op") and isinstance(writer.names.get(o), str) for o in outputs):
+        raise UnsupportedOp("the module returns no tensor, or something other than tensors; prism imports a tensor "
+                            "or a tuple of tensors")
     program = _identifier(name or getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__).lower()
     signature = ", ".join(f"{n}: {t}" for n, _, _, t in writer.inputs)
     body = "\n".join(writer.lines)
-    text = f"program {program}({signature}) {{\n{body}\n  return {writer.names[output]}\n}}\n"
-    return Imported(program, text, [(n, torch_name, kind) for n, torch_name, kind, _ in writer.inputs])
+    returned = ", ".join(writer.names[o] for o in outputs)
+    text = f"program {program}({signature}) {{\n{body}\n  return {returned}\n}}\n"
+    return Imported(program, text, [(n, torch_name, kind) for n, torch_name, kind, _ in writer.inputs],
+                    returns_tuple=isinstance(output, (list, tuple)))

@@ -80,3 +80,31 @@ def test_an_op_prism_cannot_express_names_the_node_and_the_source_line():
     message = str(caught.value)
     assert "node 'cumsum' (call_function cumsum)" in message
     assert f"{__file__}:" in message and "no translation" in message
+
+
+def test_pieces_of_unequal_sizes_and_a_boolean_mask_are_errors_that_say_what_prism_takes():
+    class Uneven(torch.nn.Module):
+        def forward(self, x):
+            a, b = torch.split(x, [3, 5], dim=-1)
+            return a.sum(-1) + b.sum(-1)
+
+    with pytest.raises(prism.UnsupportedOp, match=r"pieces of unequal sizes \[3, 5\]"):
+        prism.from_torch(Uneven(), torch.randn(2, 8))
+
+    class Indexed(torch.nn.Module):
+        def forward(self, x):
+            return x[0] * 2
+
+    with pytest.raises(prism.UnsupportedOp, match=r"indexing \(prism takes the pieces of split and chunk\)"):
+        prism.from_torch(Indexed(), torch.randn(2, 8))
+
+
+def test_equal_pieces_become_one_split_and_a_tuple_return_several_outputs():
+    class Halves(torch.nn.Module):
+        def forward(self, x):
+            first, second = x.chunk(2, dim=-1)
+            return first * second, first + second
+
+    program = prism.from_torch(Halves(), torch.randn(2, 8), dims={"x": {0: "n"}})
+    assert "v_chunk_0, v_chunk_1 = split(x, 2, axis=-1)" in program.text
+    assert "return v_mul, v_add" in program.text and program.returns_tuple

@@ -1,0 +1,187 @@
+"""prism.compile: a PyTorch function or module as a callable that runs prism's tuned kernel.
+
+The module is imported (from_torch), opened in prismd and searched once; at each new set of sizes
+it is called with, the program is tuned on the target (or answered by the tuning DB) and the
+best kernel's library (kernel/library) is loaded into this process and called on the tensors'
+memory (docs/python.md, "prism.compile").
+"""
+import ctypes
+import itertools
+import os
+import threading
+import warnings
+
+from .client import Client
+from .errors import ConnectionLost, PrismError
+from .fx_import import from_torch
+
+_TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+_COMPILED = itertools.count(1)
+
+
+class Kernel:
+    """One tuned kernel loaded from its library (the C ABI of engine/backend/cpu/abi.h): `bindings`,
+    `candidate`, `summary`, `tune` (the tune/run result: its table, speedup and roofline) and
+    `library` (the shared object's path)."""
+
+    def __init__(self, answer, tune):
+        self.bindings = answer["bindings"]
+        self.candidate = answer["candidate"]
+        self.summary = answer["summary"]
+        self.library = answer["library"]
+        self.tune = tune
+        self.threads = tune["threads"]
+        self._lib = ctypes.CDLL(self.library)
+        self._entry = self._lib.prism_entry
+        self._entry.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
+        self._entry.restype = ctypes.c_int
+        self._error = self._lib.prism_error
+        self._error.restype = ctypes.c_char_p
+        # The library keeps its tensor table and scratch between calls: one call at a time.
+        self._lock = threading.Lock()
+
+    def run(self, inputs, outputs):
+        """Calls the kernel on contiguous tensors at the program's dtypes (the GIL is released)."""
+        ins = (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs])
+        outs = (ctypes.c_void_p * len(outputs))(*[t.data_ptr() for t in outputs])
+        with self._lock:
+            code = self._entry(ins, outs, self.threads)
+            if code != 0:
+                raise PrismError(None, f"the kernel failed: {self._error().decode()}")
+
+
+class Compiled:
+    """What prism.compile returns: call it as the module (`compiled(x)`). `program` is the imported
+    program (its `.text`), `search` the search's answer (verified families), `kernels` the loaded
+    kernels by sizes ({"n": 8} as a sorted tuple of items)."""
+
+    def __init__(self, fn_or_module, example_inputs, target="cpu", dims=None, name=None, client=None, top=None,
+                 progress=None):
+        import torch
+
+        if target != "cpu":
+            raise ValueError(f"prism.compile runs kernels on the CPU for now (target='cpu'), not {target!r}; "
+                             "`prism -c \"code NAME --target cuda\"` shows a CUDA kernel's source")
+        self._module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else None
+        self.program = from_torch(fn_or_module, example_inputs, dims=dims, name=name)
+        self.target, self.top, self.progress = target, top, progress
+        self._uri = f"untitled:prism-compile-{os.getpid()}-{next(_COMPILED)}-{self.program.name}"
+        self._client = client
+        self._own_client = client is None
+        self._lock = threading.Lock()
+        self.kernels = {}
+        self._prepare()
+
+    # ---- the daemon's side ----------------------------------------------------------------
+
+    def _prepare(self):
+        """Opens and searches the program, on a fresh connection when the last one was lost."""
+        if self._client is None:
+            self._client = Client()
+        self._client.open(text=self.program.text, uri=self._uri)
+        self.search = self._client.search(self.program.name, progress=self.progress)
+        if self.search["candidates"] == 0:
+            raise PrismError(None, f"the search found no verified family for '{self.program.name}'; "
+                                   f"`prism` with the program's text says more:\n{self.program.text}")
+        shown = self._client.show(self.program.name)
+        self._inputs, self._outputs = shown["inputs"], shown["outputs"]
+        for value in self._inputs + self._outputs:  # sizes as numbers, dims as names
+            value["shape"] = [int(d) if str(d).isdigit() else d for d in value["shape"]]
+
+    def _ask(self, work):
+        """`work(client)`; once more on a new connection (and daemon) when prismd went away."""
+        try:
+            return work(self._client)
+        except ConnectionLost:
+            if not self._own_client:
+                raise
+            self._client = None
+            self._prepare()
+            return work(self._client)
+
+    def _kernel(self, bindings):
+        key = tuple(sorted(bindings.items()))
+        with self._lock:
+            kernel = self.kernels.get(key)
+            if kernel is None:
+                def tune_and_load(client):
+                    tuned = client.tune(self.program.name, bindings, target=self.target, top=self.top,
+                                        progress=self.progress)
+                    if tuned["best"] is None:
+                        raise PrismError(None, f"no kernel of '{self.program.name}' passed its check at "
+                                               f"{_sizes(bindings)} on the {self.target}; see `tune` in the REPL")
+                    if 0 < tuned["speedup"] < 1:
+                        warnings.warn(f"prism's best kernel for '{self.program.name}' at {_sizes(bindings)} runs at "
+                                      f"{tuned['speedup']:.2f}x the eager baseline's speed on the {self.target}; "
+                                      "it is used all the same", RuntimeWarning, stacklevel=4)
+                    answer = client.library(self.program.name, bindings=bindings, target=self.target)
+                    return Kernel(answer, tuned)
+                kernel = self.kernels[key] = self._ask(tune_and_load)
+            return kernel
+
+    # ---- a call ---------------------------------------------------------------------------
+
+    def _bind(self, tensors):
+        """The dims' values from the tensors' shapes, after checking device, dtype and rank."""
+        import torch
+
+        bindings = {}
+        for declared, tensor in zip(self._inputs, tensors):
+            name = declared["name"]
+            if not isinstance(tensor, torch.Tensor):
+                raise TypeError(f"{self.program.name}: input '{name}' is a {type(tensor).__name__}, not a tensor")
+            if tensor.device.type != "cpu":
+                raise ValueError(f"{self.program.name}: input '{name}' is on {tensor.device}; this callable runs "
+                                 "on the CPU")
+            want = getattr(torch, _TORCH_DTYPES[declared["dtype"]])
+            if tensor.dtype != want:
+                raise TypeError(f"{self.program.name}: input '{name}' is {tensor.dtype}, the program takes {want}")
+            shape = declared["shape"]
+            if tensor.dim() != len(shape):
+                raise ValueError(f"{self.program.name}: input '{name}' has {tensor.dim()} dims, the program takes "
+                                 f"{len(shape)} ({_shape(shape)})")
+            for axis, (size, dim) in enumerate(zip(tensor.shape, shape)):
+                if isinstance(dim, int):
+                    if size != dim:
+                        raise ValueError(f"{self.program.name}: input '{name}' has size {size} on axis {axis}, "
+                                         f"the program takes {dim} ({_shape(shape)}); name it in dims= to vary it")
+                elif bindings.setdefault(dim, size) != size:
+                    raise ValueError(f"{self.program.name}: dim '{dim}' is {bindings[dim]} by an earlier input "
+                                     f"but {size} by '{name}' (axis {axis})")
+        return bindings
+
+    def __call__(self, *args):
+        import torch
+
+        tensors = self.program.arguments(self._module, *args)
+        bindings = self._bind(tensors)
+        kernel = self._kernel(bindings)
+        inputs = [t.detach().contiguous() for t in tensors]
+        outputs = [torch.empty([d if isinstance(d, int) else bindings[d] for d in o["shape"]],
+                               dtype=getattr(torch, _TORCH_DTYPES[o["dtype"]])) for o in self._outputs]
+        kernel.run(inputs, outputs)
+        return tuple(outputs) if self.program.returns_tuple else outputs[0]
+
+    def close(self):
+        """Closes the connection to prismd (a client given to compile stays open); loaded kernels
+        keep working."""
+        if self._own_client and self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _sizes(bindings):
+    return " ".join(f"{k}={v}" for k, v in sorted(bindings.items())) or "its sizes"
+
+
+def _shape(shape):
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def compile(fn_or_module, example_inputs, target="cpu", dims=None, name=None, client=None, top=None, progress=None):
+    """`fn_or_module` as a callable on torch tensors that runs prism's best tuned kernel: imported
+    (from_torch, with `dims` symbolic and `name`), searched now, tuned on the first call at each
+    new set of sizes (or answered by the tuning DB) with `top` families timed. `progress` gets each
+    $/progress value. Forward only: results carry no gradient. Returns a Compiled."""
+    return Compiled(fn_or_module, example_inputs, target=target, dims=dims, name=name, client=client, top=top,
+                    progress=progress)

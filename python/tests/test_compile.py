@@ -1,0 +1,193 @@
+"""prism.compile: modules written as PyTorch writes them, called through prism's tuned kernels."""
+import copy
+import os
+import signal
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import prism  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
+from layers import BertIntermediate, GPT2MLP, LlamaMLPBlock, Phi3MLP, ResidualRMSNorm  # noqa: E402
+
+DIM, HIDDEN = 64, 128
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, scale=None):
+    """PyTorch 2's F.scaled_dot_product_attention as its documentation defines it, for PyTorch 1.13
+    (which lacks it): a leaf of the trace, which from_torch translates by its name."""
+    scale = 1.0 / query.shape[-1] ** 0.5 if scale is None else scale
+    scores = query @ key.transpose(-2, -1) * scale
+    if attn_mask is not None:
+        scores = scores + attn_mask
+    return torch.softmax(scores, dim=-1) @ value
+
+
+torch.fx.wrap("scaled_dot_product_attention")
+
+
+def close(got, want, rtol, atol):
+    """The tuner's rule (tune/compare.h): |got - want| <= rtol |want| + atol max|want|."""
+    scale = want.abs().max()
+    return bool(((got.float() - want).abs() <= rtol * want.abs() + atol * scale).all())
+
+
+def outlier_rows(n):
+    """Activations as a trained model has them: mostly small, a few channels 20x larger."""
+    x = torch.randn(n, DIM)
+    x[:, 3] *= 20
+    x[:, 17] *= -20
+    return x
+
+
+@pytest.fixture(scope="module")
+def shared_daemon(tmp_path_factory):
+    """One private prismd for this file's tests, its state and caches (the CPU's description, the
+    kernel cache) kept for them all; started again by the one that kills it."""
+    root = tmp_path_factory.mktemp("daemon")
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"):
+            directory = root / name.lower()
+            directory.mkdir(mode=0o700)
+            patch.setenv(name, str(directory))
+        patch.setenv("PRISM_SOCKET", str(root / "run" / "prismd.sock"))
+        yield
+        prism.Client().stop_daemon()
+
+
+def compile_of(module, **kwargs):
+    return prism.compile(module, torch.randn(4, DIM), dims={"x": {0: "n"}}, top=1, **kwargs)
+
+
+@pytest.fixture
+def compiled_of(shared_daemon):
+    made = []
+
+    def make(module, **kwargs):
+        made.append(compile_of(module, **kwargs))
+        return made[-1]
+
+    yield make
+    for c in made:
+        c.close()
+
+
+@pytest.mark.parametrize("layer", [LlamaMLPBlock, GPT2MLP, BertIntermediate])
+def test_a_compiled_module_gives_the_modules_values_at_two_token_counts(compiled_of, layer):
+    torch.manual_seed(0)
+    module = layer(DIM, HIDDEN).eval()
+    with torch.no_grad():  # a trained RMSNorm's gain is not all ones
+        for p in module.parameters():
+            if p.dim() == 1:
+                p.add_(torch.rand_like(p))
+    compiled = compiled_of(module)
+    assert compiled.search["candidates"] > 0
+    for n in (3, 8):
+        x = outlier_rows(n)
+        got = compiled(x)
+        with torch.no_grad():
+            want = module(x)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert close(got, want, 1e-3, 1e-4)
+        kernel = compiled.kernels[(("n", n),)]
+        assert kernel.tune["best"]["candidate"] == kernel.candidate and kernel.tune["best"]["ok"]
+
+
+def test_a_bf16_module_matches_at_bf16s_tolerance(shared_daemon):
+    torch.manual_seed(1)
+    half = BertIntermediate(DIM, HIDDEN).eval().to(torch.bfloat16)
+    compiled = prism.compile(half, torch.randn(4, DIM, dtype=torch.bfloat16), dims={"x": {0: "n"}}, top=1)
+    x = outlier_rows(5).to(torch.bfloat16)
+    got = compiled(x)
+    assert got.dtype == torch.bfloat16
+    with torch.no_grad():  # the bf16 weights and inputs, computed in f32
+        want = copy.deepcopy(half).float()(x.float())
+    assert close(got, want, 5e-2, 5e-2)
+    compiled.close()
+
+
+def test_a_new_shape_is_tuned_once_and_the_parameters_are_read_at_each_call(compiled_of):
+    torch.manual_seed(2)
+    module = BertIntermediate(DIM, HIDDEN).eval()
+    compiled = compiled_of(module)
+    x = torch.randn(6, DIM)
+    first = compiled(x)
+    kernel = compiled.kernels[(("n", 6),)]
+    compiled(x)
+    assert compiled.kernels[(("n", 6),)] is kernel and len(compiled.kernels) == 1
+    with torch.no_grad():
+        module.dense.bias.add_(1.0)  # the callable sees the module's weights as they are now
+        want = module(x)
+    assert close(compiled(x), want, 1e-3, 1e-4) and not close(first, want, 1e-3, 1e-4)
+
+
+def test_wrong_device_dtype_or_fixed_size_is_an_error_that_says_what_the_program_takes(compiled_of):
+    compiled = compiled_of(BertIntermediate(DIM, HIDDEN).eval())
+    with pytest.raises(TypeError, match=r"input 'x' is torch.float64, the program takes torch.float32"):
+        compiled(torch.randn(3, DIM, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"input 'x' is on meta; this callable runs on the CPU"):
+        compiled(torch.empty(3, DIM, device="meta"))
+    with pytest.raises(ValueError, match=r"size 32 on axis 1, the program takes 64 \(\[n, 64\]\); name it in dims="):
+        compiled(torch.randn(3, 32))
+    with pytest.raises(ValueError, match=r"has 3 dims, the program takes 2"):
+        compiled(torch.randn(2, 3, DIM))
+    with pytest.raises(ValueError, match=r"runs kernels on the CPU for now"):
+        prism.compile(BertIntermediate(DIM, HIDDEN), torch.randn(4, DIM), target="cuda")
+
+
+def test_a_daemon_that_went_away_is_started_again_at_the_next_new_shape(shared_daemon):
+    module = LlamaMLPBlock(DIM, HIDDEN).eval()
+    compiled = compile_of(module)
+    x = torch.randn(2, DIM)
+    compiled(x)
+    os.kill(compiled._client.status()["pid"], signal.SIGKILL)
+    assert close(compiled(x), module(x).detach(), 1e-3, 1e-4)  # a loaded kernel needs no daemon
+    y = torch.randn(7, DIM)
+    assert close(compiled(y), module(y).detach(), 1e-3, 1e-4)  # tuned by a new daemon
+    compiled.close()
+
+
+def test_a_chunked_projection_and_a_tuple_of_outputs_are_imported_and_run(compiled_of):
+    torch.manual_seed(3)
+    phi3 = Phi3MLP(DIM, HIDDEN).eval()
+    x = outlier_rows(5)
+    with torch.no_grad():
+        assert close(compiled_of(phi3)(x), phi3(x), 1e-3, 1e-4)
+    norm = ResidualRMSNorm(DIM).eval()
+    with torch.no_grad():
+        norm.norm.weight.add_(torch.rand(DIM))
+    both = prism.compile(norm, (torch.randn(4, DIM), torch.randn(4, DIM)), dims={"x": {0: "n"}, "residual": {0: "n"}},
+                         top=1)
+    residual = torch.randn(5, DIM)
+    got = both(x, residual)
+    with torch.no_grad():
+        want = norm(x, residual)
+    assert isinstance(got, tuple) and len(got) == 2
+    assert all(close(g, w, 1e-3, 1e-4) for g, w in zip(got, want))
+    both.close()
+
+
+class CausalAttention(torch.nn.Module):
+    """Attention over cached keys as a decoder calls it: an additive mask, -inf after each query."""
+
+    def forward(self, q, k, v, mask):
+        return scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def test_scaled_dot_product_attention_with_a_minus_inf_causal_mask(shared_daemon):
+    torch.manual_seed(4)
+    heads, queries, keys, width = 2, 4, 8, 16
+    q, k, v = (torch.randn(heads, n, width) for n in (queries, keys, keys))
+    mask = torch.zeros(queries, keys)
+    for i in range(queries):
+        mask[i, keys - queries + i + 1:] = float("-inf")
+    module = CausalAttention()
+    compiled = prism.compile(module, (q, k, v, mask), top=1)  # every size fixed: tuned at no bindings
+    assert "softmax(" in compiled.program.text and ".mT * 0.25" in compiled.program.text
+    got = compiled(q * 4, k, v, mask)  # scores of tens: exp overflows without the max subtracted
+    want = module(q * 4, k, v, mask)
+    assert torch.isfinite(got).all() and close(got, want, 1e-3, 1e-4)
+    compiled.close()
