@@ -139,6 +139,7 @@ json kernel_source_json(const tune::KernelSource& k, bool for_export) {
 json kernel_library_json(const tune::KernelLibrary& l) {
   json out = kernel_json(l.kernel);
   out["library"] = l.path;
+  out["eager"] = l.eager;
   return out;
 }
 

@@ -95,10 +95,14 @@ void Server::kernel_source(const SessionPtr& session, const Incoming& message) {
 }
 
 void Server::kernel_library(const SessionPtr& session, const Incoming& message) {
-  const KernelQuestion q = kernel_question(*session, params_object(message.params));
+  const json& params = params_object(message.params);
+  const KernelQuestion q = kernel_question(*session, params);
+  const bool eager = optional_bool(params, "eager").value_or(false);
+  if (eager && q.candidate != 0) throw invalid_params("eager", "'eager' asks for the eager plan: give no 'candidate' with it");
   // It may search, describe the CPU and compile: off the I/O thread.
-  long_request(session, message, {q.program}, [this, q](const CancelToken&) {
-    json out = kernel_library_json(workspace_.kernel_library(q.program, q.candidate, q.bindings, q.target));
+  long_request(session, message, {q.program}, [this, q, eager](const CancelToken&) {
+    json out = kernel_library_json(eager ? workspace_.eager_library(q.program, q.bindings, q.target)
+                                         : workspace_.kernel_library(q.program, q.candidate, q.bindings, q.target));
     out["basis"] = q.basis;
     return out;
   });

@@ -182,8 +182,9 @@ struct KernelSource {
 
 // What the workspace answers for kernel/library: the kernel and its compiled shared object.
 struct KernelLibrary {
-  KernelSource kernel;
+  KernelSource kernel;  // for the eager plan: candidate 0, no sizes
   std::string path;
+  bool eager = false;   // the eager baseline's plan (one kernel per op), not a family's kernel
 };
 
 // A target and whether it can be used here ("cuda": no CUDA device …).

@@ -190,6 +190,9 @@ class Workspace {
   // cannot run here, Error{Failed} when compiling fails.
   tune::KernelLibrary kernel_library(const std::string& program, int candidate, const std::map<std::string, int64_t>& bindings,
                                      backend::Target target);
+  // The eager baseline's plan at `bindings` (the program op by op, as the tuner times and checks
+  // it beside the families), compiled the same way: what a caller runs where it beat every family.
+  tune::KernelLibrary eager_library(const std::string& program, const std::map<std::string, int64_t>& bindings, backend::Target target);
 
  private:
   struct Impl;

@@ -286,4 +286,25 @@ tune::KernelLibrary Workspace::kernel_library(const std::string& program, int ca
   return out;
 }
 
+tune::KernelLibrary Workspace::eager_library(const std::string& program, const std::map<std::string, int64_t>& bindings,
+                                             backend::Target target) {
+  const backend::Backend& backend = tune::backend_for(target);
+  check_tunable(backend);
+  const Program lowered = lowered_program(program).first;
+  for (const std::string& dim : lowered.dims)
+    if (!bindings.count(dim)) throw Error(Error::Kind::InvalidArgument, "missing binding for dim '" + dim + "'", dim);
+  const backend::Build eager = backend.eager(backend.stored(lowered), DimBindings(bindings.begin(), bindings.end()));
+  if (!eager.error.empty()) throw Error(Error::Kind::Failed, eager.error);
+  tune::KernelLibrary out;
+  out.eager = true;
+  out.kernel.program = program;
+  out.kernel.summary = "the eager plan: one kernel per op";
+  out.kernel.bindings = bindings;
+  out.kernel.target = target;
+  out.kernel.symbol = export_symbol(program, bindings) + "_eager";
+  out.kernel.source = eager.source;
+  out.path = backend.library(eager.source, described(target), {tune_state_->kernel_cache_dir(), 1});
+  return out;
+}
+
 }  // namespace prism

@@ -225,11 +225,12 @@ class Client:
                 params[key] = value
         return self.request("kernel/source", params)
 
-    def library(self, program, candidate=None, bindings=None, target=None):
+    def library(self, program, candidate=None, bindings=None, target=None, eager=None):
         """The same kernel compiled (kernel/library): `library` is the path of a shared object
-        with the C ABI of engine/backend/cpu/abi.h, for a caller that runs it in its own process."""
+        with the C ABI of engine/backend/cpu/abi.h, for a caller that runs it in its own process;
+        `eager=True`: the eager baseline's plan at `bindings` instead."""
         params = {"program": program}
-        for key, value in (("candidate", candidate), ("bindings", bindings), ("target", target)):
+        for key, value in (("candidate", candidate), ("bindings", bindings), ("target", target), ("eager", eager)):
             if value is not None:
                 params[key] = value
         return self.request("kernel/library", params)

@@ -21,11 +21,13 @@ _COMPILED = itertools.count(1)
 
 class Kernel:
     """One tuned kernel loaded from its library (the C ABI of engine/backend/cpu/abi.h): `bindings`,
-    `candidate`, `summary`, `tune` (the tune/run result: its table, speedup and roofline) and
-    `library` (the shared object's path)."""
+    `candidate`, `summary`, `tune` (the tune/run result: its table, speedup and roofline),
+    `library` (the shared object's path) and `eager` (True: the eager plan, which beat every
+    family the tune timed; `candidate` is then 0)."""
 
     def __init__(self, answer, tune):
         self.bindings = answer["bindings"]
+        self.eager = answer.get("eager", False)
         self.candidate = answer["candidate"]
         self.summary = answer["summary"]
         self.library = answer["library"]
@@ -110,11 +112,13 @@ class Compiled:
                     if tuned["best"] is None:
                         raise PrismError(None, f"no kernel of '{self.program.name}' passed its check at "
                                                f"{_sizes(bindings)} on the {self.target}; see `tune` in the REPL")
-                    if 0 < tuned["speedup"] < 1:
-                        warnings.warn(f"prism's best kernel for '{self.program.name}' at {_sizes(bindings)} runs at "
-                                      f"{tuned['speedup']:.2f}x the eager baseline's speed on the {self.target}; "
-                                      "it is used all the same", RuntimeWarning, stacklevel=4)
-                    answer = client.library(self.program.name, bindings=bindings, target=self.target)
+                    # The eager plan was checked and timed beside the families: where it won, it runs.
+                    eager = 0 < tuned["speedup"] < 1
+                    if eager:
+                        warnings.warn(f"no fused kernel for '{self.program.name}' at {_sizes(bindings)} beat prism's "
+                                      f"eager plan on the {self.target} (the best ran at {tuned['speedup']:.2f}x its "
+                                      "speed): the eager plan runs", RuntimeWarning, stacklevel=4)
+                    answer = client.library(self.program.name, bindings=bindings, target=self.target, eager=eager or None)
                     return Kernel(answer, tuned)
                 kernel = self.kernels[key] = self._ask(tune_and_load)
             return kernel

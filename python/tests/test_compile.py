@@ -191,3 +191,24 @@ def test_scaled_dot_product_attention_with_a_minus_inf_causal_mask(shared_daemon
     want = module(q * 4, k, v, mask)
     assert torch.isfinite(got).all() and close(got, want, 1e-3, 1e-4)
     compiled.close()
+
+
+def test_where_the_eager_plan_beat_every_family_it_runs_and_a_warning_says_so(compiled_of, monkeypatch):
+    real_tune = prism.Client.tune
+
+    def eager_won(self, *args, **kwargs):  # as a tune at a shape where no fused kernel wins reports
+        result = real_tune(self, *args, **kwargs)
+        result["speedup"] = 0.5
+        return result
+
+    monkeypatch.setattr(prism.Client, "tune", eager_won)
+    torch.manual_seed(5)
+    module = GPT2MLP(DIM, HIDDEN).eval()
+    compiled = compiled_of(module)
+    x = outlier_rows(4)
+    with pytest.warns(RuntimeWarning, match=r"no fused kernel for 'gpt2mlp' at n=4 beat prism's eager plan"):
+        got = compiled(x)
+    kernel = compiled.kernels[(("n", 4),)]
+    assert kernel.eager and kernel.candidate == 0 and "eager" in kernel.summary
+    with torch.no_grad():
+        assert close(got, module(x), 1e-3, 1e-4)
