@@ -21,7 +21,7 @@ Build Backend::fault(const std::string& kind) const {
   return b;
 }
 
-std::string Backend::export_source(const std::string& source, const std::string&) const { return source; }
+std::string Backend::export_source(const Build& generated, const std::string&) const { return generated.source; }
 
 std::string Backend::header_declarations(const std::string&, const std::string&) const { return ""; }
 

@@ -101,11 +101,11 @@ class Backend {
   // What the cost model and the roofline ask of this kind of machine (cost_rules.h).
   virtual const CostRules& cost_rules() const = 0;
 
-  // For `export`: the source a user compiles, with the backend's C ABI named after `symbol` (so
-  // that several exports link into one program; the source unchanged where the backend has no C
-  // ABI), and the declarations of what it defines, to follow a header's comment (`guard`: its
-  // include guard; empty where the backend has no such interface).
-  virtual std::string export_source(const std::string& source, const std::string& symbol) const;
+  // For `export`: the source a user compiles from `generated` (generate()'s build), with the
+  // backend's C ABI named after `symbol` (so that several exports link into one program; the
+  // source unchanged where the backend has no C ABI), and the declarations of what it defines, to
+  // follow a header's comment (`guard`: its include guard; empty where the backend has none).
+  virtual std::string export_source(const Build& generated, const std::string& symbol) const;
   virtual std::string header_declarations(const std::string& guard, const std::string& symbol) const;
   // For a caller that runs kernels in its own process (prism.compile): `source` (generate()'s)
   // compiled into a shared object implementing the backend's C ABI; its path. Throws

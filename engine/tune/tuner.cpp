@@ -569,7 +569,7 @@ KernelChoice kernel_for(const backend::Backend& backend, const Program& lowered,
   if (!build.error.empty()) throw Error(Error::Kind::InvalidArgument, build.error);
   KernelChoice choice;
   choice.sizes = instance_sizes(instance);
-  choice.source = std::move(build.source);
+  choice.build = std::move(build);
   choice.estimate = estimate_cost(instance, target);
   return choice;
 }

@@ -148,7 +148,8 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
 // One family at concrete dims: the best instantiation by the cost model, or by `sizes` when given.
 struct KernelChoice {
   std::map<std::string, int64_t> sizes;
-  std::string source;       // the backend's source (the CPU's implements engine/backend/cpu/abi.h)
+  backend::Build build;     // generate()'s: its source (the CPU's implements engine/backend/cpu/abi.h)
+                            // and what running it needs (a CUDA plan)
   CostEstimate estimate;    // the cost model's, for this instance on the target
 };
 // `graph` (a family, retyped for the target's storage) at `bindings`: the cheapest instantiation

@@ -269,10 +269,10 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
   k.summary = family.summary;
   k.sizes = choice.sizes;
   k.tuned = sizes != nullptr && sizes != explicit_sizes;
-  k.source = choice.source;
+  k.source = choice.build.source;
   k.estimate = choice.estimate;
   k.symbol = export_symbol(program, k.bindings);
-  k.export_source = backend.export_source(k.source, k.symbol);
+  k.export_source = backend.export_source(choice.build, k.symbol);
   k.header = header_for(backend, backend.stored(lowered), k);
   return k;
 }

@@ -141,10 +141,10 @@ std::vector<std::pair<std::string, std::string>> export_names(const std::string&
 }
 }  // namespace
 
-std::string CpuBackend::export_source(const std::string& source, const std::string& symbol) const {
+std::string CpuBackend::export_source(const Build& generated, const std::string& symbol) const {
   std::string s = "// The C ABI of engine/backend/cpu/abi.h under this export's names.\n";
-  for (const auto& [generated, exported] : export_names(symbol)) s += "#define " + generated + " " + exported + "\n";
-  return s + source;
+  for (const auto& [name, exported] : export_names(symbol)) s += "#define " + name + " " + exported + "\n";
+  return s + generated.source;
 }
 
 std::string CpuBackend::header_declarations(const std::string& guard, const std::string& symbol) const {

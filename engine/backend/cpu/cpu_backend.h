@@ -29,7 +29,7 @@ class CpuBackend final : public Backend {
   RunOutcome run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const override;
   Tolerance tolerance(DType dtype) const override;
   const CostRules& cost_rules() const override;
-  std::string export_source(const std::string& source, const std::string& symbol) const override;
+  std::string export_source(const Build& generated, const std::string& symbol) const override;
   std::string header_declarations(const std::string& guard, const std::string& symbol) const override;
   std::string library(const std::string& source, const TargetDescription& target, const CompileSettings& settings) const override;
 };

@@ -13,7 +13,6 @@ constexpr int kOpN = 0;            // CUBLAS_OP_N
 constexpr int kOpT = 1;            // CUBLAS_OP_T
 constexpr int kCompute32F = 68;    // CUBLAS_COMPUTE_32F
 constexpr int kGemmDefault = -1;   // CUBLAS_GEMM_DEFAULT
-int data_type(DType t) { return t == DType::F16 ? 2 : t == DType::BF16 ? 14 : 0; }  // CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F
 
 struct Library {
   std::string why;  // empty when loaded
@@ -50,6 +49,8 @@ const Library& usable() {
 
 }  // namespace
 
+int cuda_data_type(DType t) { return t == DType::F16 ? 2 : t == DType::BF16 ? 14 : 0; }  // CUDA_R_16F, CUDA_R_16BF, CUDA_R_32F
+
 Cublas::Cublas() {
   if (int rc = usable().create(&handle_); rc != 0) throw Error(Error::Kind::Failed, "cublasCreate failed (status " + std::to_string(rc) + ")");
 }
@@ -59,17 +60,15 @@ Cublas::~Cublas() {
 }
 
 void Cublas::gemm(const CudaGemm& g, CudaDevice::Ptr a, CudaDevice::Ptr b, CudaDevice::Ptr c, DType ab, DType c_dtype) {
-  // Row-major C (m x n) = A B is column-major C^T (n x m) = B^T A^T: swap the operands.
+  const ColumnMajorGemm cm = column_major(g);
   const float alpha = 1.0f, beta = 0.0f;
   const int64_t eab = dtype_bytes(ab), ec = dtype_bytes(c_dtype);
   const void* pa = reinterpret_cast<const void*>(a + CudaDevice::Ptr(g.offset_a * eab));
   const void* pb = reinterpret_cast<const void*>(b + CudaDevice::Ptr(g.offset_b * eab));
   void* pc = reinterpret_cast<void*>(c + CudaDevice::Ptr(g.offset_c * ec));
-  // An operand stored transposed (row-major [n, k] for B, [k, m] for A) is, column-major, the
-  // operand itself: cuBLAS transposes it back, with the stored matrix's leading dim.
-  int rc = usable().gemm(handle_, g.trans_b ? kOpT : kOpN, g.trans_a ? kOpT : kOpN, int(g.n), int(g.m), int(g.k), &alpha, pb, data_type(ab),
-                         int(g.trans_b ? g.k : g.n), g.stride_b, pa, data_type(ab), int(g.trans_a ? g.m : g.k), g.stride_a, &beta, pc,
-                         data_type(c_dtype), int(g.n), g.stride_c, int(g.batch), kCompute32F, kGemmDefault);
+  int rc = usable().gemm(handle_, cm.transpose_first ? kOpT : kOpN, cm.transpose_second ? kOpT : kOpN, int(cm.m), int(cm.n), int(cm.k), &alpha,
+                         pb, cuda_data_type(ab), int(cm.ld_first), g.stride_b, pa, cuda_data_type(ab), int(cm.ld_second), g.stride_a, &beta, pc,
+                         cuda_data_type(c_dtype), int(cm.ld_c), g.stride_c, int(g.batch), kCompute32F, kGemmDefault);
   if (rc != 0)
     throw Error(Error::Kind::Failed, "cublasGemmStridedBatchedEx (" + std::to_string(g.m) + "x" + std::to_string(g.k) + " @ " +
                                          std::to_string(g.k) + "x" + std::to_string(g.n) + ", batch " + std::to_string(g.batch) +

@@ -8,6 +8,9 @@
 
 namespace prism::backend::cuda {
 
+// library_types.h's cudaDataType of a stored dtype: CUDA_R_32F, CUDA_R_16F or CUDA_R_16BF.
+int cuda_data_type(DType t);
+
 // One cuBLAS handle on the current context (the device's primary context, which CudaDevice
 // uses), on the default stream. Throws Error{Failed} in words when libcublas cannot be opened
 // or a call fails.

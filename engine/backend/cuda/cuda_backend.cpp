@@ -5,6 +5,7 @@
 #include "engine/backend/cuda/describe.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/eager.h"
+#include "engine/backend/cuda/export.h"
 #include "engine/backend/cuda/gpu_features.h"
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/backend/cuda/plan.h"
@@ -105,6 +106,15 @@ const CostRules& CudaBackend::cost_rules() const {
 Tolerance CudaBackend::tolerance(DType dtype) const {
   const double tol = dtype == DType::F16 ? 1e-2 : dtype == DType::BF16 ? 5e-2 : 1e-3;
   return {tol, tol};
+}
+
+// An export runs its plan from a host launcher (export.h).
+std::string CudaBackend::export_source(const Build& generated, const std::string& symbol) const {
+  return cuda::export_source(generated.source, parse_plan(generated.launch), symbol);
+}
+
+std::string CudaBackend::header_declarations(const std::string& guard, const std::string& symbol) const {
+  return export_declarations(guard, symbol);
 }
 
 }  // namespace prism::backend::cuda

@@ -25,6 +25,8 @@ class CudaBackend final : public Backend {
   // Relative to the output's largest value: f16 1e-2, bf16 5e-2, f32 1e-3.
   Tolerance tolerance(DType dtype) const override;
   const CostRules& cost_rules() const override;
+  std::string export_source(const Build& generated, const std::string& symbol) const override;
+  std::string header_declarations(const std::string& guard, const std::string& symbol) const override;
 };
 
 }  // namespace prism::backend::cuda

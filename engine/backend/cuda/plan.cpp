@@ -16,6 +16,17 @@ namespace {
 
 }  // namespace
 
+ColumnMajorGemm column_major(const CudaGemm& g) {
+  ColumnMajorGemm c;
+  c.transpose_first = g.trans_b;
+  c.transpose_second = g.trans_a;
+  c.m = g.n, c.n = g.m, c.k = g.k;
+  c.ld_first = g.trans_b ? g.k : g.n;
+  c.ld_second = g.trans_a ? g.m : g.k;
+  c.ld_c = g.n;
+  return c;
+}
+
 std::vector<CudaGemm> batched_gemms(const CudaGemm& matrix, const std::vector<int64_t>& batch, const GemmOperand& a, const GemmOperand& b,
                                     const GemmOperand& c) {
   const int64_t nb = element_count(batch);

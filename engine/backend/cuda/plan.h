@@ -60,6 +60,17 @@ struct GemmOperand {
 std::vector<CudaGemm> batched_gemms(const CudaGemm& matrix, const std::vector<int64_t>& batch, const GemmOperand& a, const GemmOperand& b,
                                     const GemmOperand& c);
 
+// cuBLAS's column-major view of a row-major CudaGemm: C^T (n x m) = B^T A^T, so B is the first
+// operand and A the second; an operand stored transposed (row-major [n, k] for B, [k, m] for A)
+// is, column-major, the operand itself, transposed back with its stored leading dim. What
+// Cublas::gemm calls, and what a CUDA export's launcher (export.h) writes out.
+struct ColumnMajorGemm {
+  bool transpose_first = false, transpose_second = false;  // CUBLAS_OP_T where true, else CUBLAS_OP_N
+  int64_t m = 0, n = 0, k = 0;                             // cuBLAS's: the row-major gemm's n, m and k
+  int64_t ld_first = 0, ld_second = 0, ld_c = 0;
+};
+ColumnMajorGemm column_major(const CudaGemm& g);
+
 std::string plan_text(const CudaPlan& plan);
 // Throws Error{InvalidArgument} naming the first malformed line.
 CudaPlan parse_plan(const std::string& text);

@@ -118,3 +118,23 @@ void prism_launch(void (*fn)(A...), void* const* params, long blocks, int thread
     for (auto& t : ts) t.join();
   }
 }
+
+// An export's runtime calls (engine/backend/cuda/kernels/export_runtime.cuh) on the host: a launch
+// runs its blocks as prism_launch does, scratch comes from the heap filled with NaN bytes (a GPU's
+// is never zeroed either), and cuBLAS is not emulated.
+#define PRISM_EXPORT_RUNTIME_PROVIDED 1
+template <class... A>
+static const char* prism_export_launch(void (*kernel)(A...), long blocks, int threads, size_t, void*, void* const* params) {
+  prism_launch(kernel, params, blocks, threads);
+  return nullptr;
+}
+static void* prism_export_alloc(size_t bytes, void*) {
+  void* p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (p) std::memset(p, 0xff, bytes);
+  return p;
+}
+static void prism_export_free(void* p, void*) { std::free(p); }
+static const char* prism_export_gemm(void*, bool, bool, long, long, long, const void*, int, long, long long, const void*, int, long,
+                                     long long, void*, int, long, long long, long) {
+  return "the host emulation runs no cuBLAS";
+}
