@@ -92,8 +92,8 @@ def test_a_compiled_module_gives_the_modules_values_at_two_token_counts(compiled
             want = module(x)
         assert got.shape == want.shape and got.dtype == want.dtype
         assert close(got, want, 1e-3, 1e-4)
-        kernel = compiled.kernels[(("n", n),)]
-        assert kernel.tune["best"]["candidate"] == kernel.candidate and kernel.tune["best"]["ok"]
+        kernel = compiled.kernels[(("n", n),)]  # the tune's best, or the eager plan where it won
+        assert kernel.tune["best"]["ok"] and (kernel.eager or kernel.tune["best"]["candidate"] == kernel.candidate)
 
 
 def test_a_bf16_module_matches_at_bf16s_tolerance(shared_daemon):
