@@ -6,6 +6,7 @@ best kernel's library (kernel/library) is loaded into this process and called on
 memory (docs/python.md, "prism.compile").
 """
 import ctypes
+import hashlib
 import itertools
 import os
 import threading
@@ -65,7 +66,7 @@ class Compiled:
             raise ValueError(f"prism.compile runs kernels on the CPU for now (target='cpu'), not {target!r}; "
                              "`prism -c \"code NAME --target cuda\"` shows a CUDA kernel's source")
         self._module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else None
-        self.program = from_torch(fn_or_module, example_inputs, dims=dims, name=name)
+        self.program = _named_by_content(from_torch(fn_or_module, example_inputs, dims=dims, name=name))
         self.target, self.top, self.progress = target, top, progress
         self._uri = f"untitled:prism-compile-{os.getpid()}-{next(_COMPILED)}-{self.program.name}"
         self._client = client
@@ -172,6 +173,17 @@ class Compiled:
         if self._own_client and self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _named_by_content(program):
+    """The program named after its text as well: the daemon keeps one program per name (the last
+    opened), so two modules imported under one name would otherwise tune and run each other's
+    kernels. The same text gets the same name, so the tuning DB still answers it across runs."""
+    digest = hashlib.sha256(program.text.replace(f"program {program.name}(", "program (", 1).encode()).hexdigest()[:8]
+    name = f"{program.name}_{digest}"
+    program.text = program.text.replace(f"program {program.name}(", f"program {name}(", 1)
+    program.name = name
+    return program
 
 
 def _sizes(bindings):

@@ -206,9 +206,30 @@ def test_where_the_eager_plan_beat_every_family_it_runs_and_a_warning_says_so(co
     module = GPT2MLP(DIM, HIDDEN).eval()
     compiled = compiled_of(module)
     x = outlier_rows(4)
-    with pytest.warns(RuntimeWarning, match=r"no fused kernel for 'gpt2mlp' at n=4 beat prism's eager plan"):
+    with pytest.warns(RuntimeWarning, match=r"no fused kernel for 'gpt2mlp_[0-9a-f]{8}' at n=4 beat prism's eager plan"):
         got = compiled(x)
     kernel = compiled.kernels[(("n", 4),)]
     assert kernel.eager and kernel.candidate == 0 and "eager" in kernel.summary
     with torch.no_grad():
         assert close(got, module(x), 1e-3, 1e-4)
+
+
+class Scaled(torch.nn.Module):
+    """One class, a constant per instance: two instances import as two programs of one name."""
+
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x):
+        return torch.exp(x) * self.k
+
+
+def test_two_modules_imported_under_one_name_each_run_their_own_program(compiled_of):
+    twice, thrice = compiled_of(Scaled(2.0)), compiled_of(Scaled(3.0))
+    assert twice.program.name != thrice.program.name and twice.program.name.startswith("scaled_")
+    x = torch.randn(5, DIM)
+    assert close(thrice(x), torch.exp(x) * 3.0, 1e-3, 1e-4)
+    assert close(twice(x), torch.exp(x) * 2.0, 1e-3, 1e-4)  # tuned after the other was opened
+    again = compiled_of(Scaled(2.0))
+    assert again.program.name == twice.program.name  # the same text, the same name: the DB answers it
