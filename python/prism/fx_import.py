@@ -382,6 +382,26 @@ _MODULES = {
 }
 
 
+def translates(module, node):
+    """Whether from_torch translates FX node `node` of `module`: its op, and tensors of prism's
+    dtypes (torch.compile's partitioner asks, torch_backend.py)."""
+    if node.op == "call_module":
+        known = type(module.get_submodule(node.target)).__name__ in _MODULES
+    elif node.op == "call_method":
+        known = node.target in _METHODS
+    elif node.op == "call_function" and node.target is operator.getitem:  # a piece of a split
+        source = node.args[0]
+        known = getattr(source, "op", None) in ("call_method", "call_function") and \
+            getattr(source.target, "__name__", source.target) in ("chunk", "split")
+    elif node.op == "call_function":
+        known = node.target in _FUNCTIONS or getattr(node.target, "__name__", None) in _FUNCTIONS
+    else:
+        return False
+    meta = node.meta.get("tensor_meta")
+    metas = [meta] if hasattr(meta, "dtype") else meta if isinstance(meta, (list, tuple)) else [None]  # one tensor, or pieces
+    return known and all(hasattr(m, "dtype") and str(m.dtype) in _DTYPES for m in metas)
+
+
 @contextlib.contextmanager
 def _tuple_unpacking_traced():
     """Tuple unpacking of a traced value (`gate, up = x.chunk(2, -1)`) on PyTorch 1.13 under Python

@@ -233,3 +233,42 @@ def test_two_modules_imported_under_one_name_each_run_their_own_program(compiled
     assert close(twice(x), torch.exp(x) * 2.0, 1e-3, 1e-4)  # tuned after the other was opened
     again = compiled_of(Scaled(2.0))
     assert again.program.name == twice.program.name  # the same text, the same name: the DB answers it
+
+
+class WithACumsum(torch.nn.Module):
+    """A projection and its GELU, an op prism lacks (cumsum), then a scaled softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(DIM, HIDDEN)
+        self.act = torch.nn.GELU()
+
+    def forward(self, x):
+        h = torch.cumsum(self.act(self.fc(x)), dim=-1)
+        return torch.softmax(h * 0.01, dim=-1)
+
+
+def test_torch_backend_compiles_the_parts_prism_expresses_and_leaves_the_rest_to_pytorch(shared_daemon):
+    torch.manual_seed(6)
+    module = WithACumsum().eval()
+    x = outlier_rows(3)
+    graph = torch.fx.symbolic_trace(module)  # what torch.compile hands a backend: an FX graph and inputs
+    compiled = prism.torch_backend(graph, [x], top=1)
+    names = [name for name, _ in compiled.prism_partitions]
+    assert len(names) == 2 and not compiled.prism_skipped, (names, compiled.prism_skipped)
+    assert "cumsum" in compiled.code  # still PyTorch's
+    with torch.no_grad():
+        assert close(compiled(x), module(x), 1e-3, 1e-4)
+    for _, partition in compiled.prism_partitions:
+        partition.close()
+
+
+def test_torch_backend_leaves_a_partition_prism_cannot_import_to_pytorch_and_says_why(shared_daemon):
+    def total(x):
+        return (torch.exp(x) * 2).sum()  # a sum over every dim: from_torch asks for one
+
+    x = torch.randn(3, DIM)
+    with pytest.warns(RuntimeWarning, match=r"prism: fused_0 stays PyTorch's: .*a reduction over every dim"):
+        compiled = prism.torch_backend(torch.fx.symbolic_trace(total), [x], top=1)
+    assert not compiled.prism_partitions and compiled.prism_skipped[0][0] == "fused_0"
+    assert close(compiled(x), total(x), 1e-5, 1e-6)
