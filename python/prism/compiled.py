@@ -110,12 +110,17 @@ class Compiled:
                 def tune_and_load(client):
                     tuned = client.tune(self.program.name, bindings, target=self.target, top=self.top,
                                         progress=self.progress)
-                    if tuned["best"] is None:
+                    # The eager plan was checked and timed beside the families: where it won, or
+                    # was alone in passing its check, it runs.
+                    passed = tuned["best"] is not None
+                    if not passed and not tuned["baselineMs"] > 0:
                         raise PrismError(None, f"no kernel of '{self.program.name}' passed its check at "
                                                f"{_sizes(bindings)} on the {self.target}; see `tune` in the REPL")
-                    # The eager plan was checked and timed beside the families: where it won, it runs.
-                    eager = 0 < tuned["speedup"] < 1
-                    if eager:
+                    eager = not passed or 0 < tuned["speedup"] < 1
+                    if not passed:
+                        warnings.warn(f"no fused kernel for '{self.program.name}' at {_sizes(bindings)} passed its "
+                                      f"check on the {self.target}: the eager plan runs", RuntimeWarning, stacklevel=4)
+                    elif eager:
                         warnings.warn(f"no fused kernel for '{self.program.name}' at {_sizes(bindings)} beat prism's "
                                       f"eager plan on the {self.target} (the best ran at {tuned['speedup']:.2f}x its "
                                       "speed): the eager plan runs", RuntimeWarning, stacklevel=4)

@@ -272,3 +272,22 @@ def test_torch_backend_leaves_a_partition_prism_cannot_import_to_pytorch_and_say
         compiled = prism.torch_backend(torch.fx.symbolic_trace(total), [x], top=1)
     assert not compiled.prism_partitions and compiled.prism_skipped[0][0] == "fused_0"
     assert close(compiled(x), total(x), 1e-5, 1e-6)
+
+
+def test_where_no_family_passed_its_check_the_eager_plan_runs_and_a_warning_says_so(compiled_of, monkeypatch):
+    real_tune = prism.Client.tune
+
+    def none_passed(self, *args, **kwargs):  # as a tune whose every family failed its check reports
+        result = real_tune(self, *args, **kwargs)
+        result["best"], result["speedup"] = None, 0
+        return result
+
+    monkeypatch.setattr(prism.Client, "tune", none_passed)
+    module = BertIntermediate(DIM, HIDDEN).eval()
+    compiled = compiled_of(module)
+    x = outlier_rows(2)
+    with pytest.warns(RuntimeWarning, match=r"no fused kernel for 'bertintermediate_[0-9a-f]{8}' at n=2 passed its check"):
+        got = compiled(x)
+    assert compiled.kernels[(("n", 2),)].eager
+    with torch.no_grad():
+        assert close(got, module(x), 1e-3, 1e-4)
