@@ -106,9 +106,9 @@ TEST_CASE("cuda export: a plan with cuBLAS matmuls calls them from the launcher,
 }
 
 TEST_CASE("cuda export: the source and its launcher compile with nvcc", "[cuda][export]") {
-  const std::string nvcc = "/usr/local/cuda/bin/nvcc";
-  if (!std::filesystem::exists(nvcc)) {
-    WARN("skipped: no " << nvcc);
+  const std::string nvcc = "/usr/local/cuda/bin/nvcc", cublas = "/usr/local/cuda/include/cublas_v2.h";
+  if (!std::filesystem::exists(nvcc) || !std::filesystem::exists(cublas)) {
+    WARN("skipped: no " << (std::filesystem::exists(nvcc) ? cublas : nvcc));
     return;
   }
   Workspace ws;
