@@ -18,6 +18,15 @@ from .fx_import import from_torch
 
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 _COMPILED = itertools.count(1)
+# One lock per library file: the same library loaded twice (two callables of one program) is one
+# handle whose tensor table and scratch both share.
+_LIBRARY_LOCKS = {}
+_LIBRARY_LOCKS_LOCK = threading.Lock()
+
+
+def _library_lock(path):
+    with _LIBRARY_LOCKS_LOCK:
+        return _LIBRARY_LOCKS.setdefault(os.path.realpath(path), threading.Lock())
 
 
 class Kernel:
@@ -40,8 +49,9 @@ class Kernel:
         self._entry.restype = ctypes.c_int
         self._error = self._lib.prism_error
         self._error.restype = ctypes.c_char_p
-        # The library keeps its tensor table and scratch between calls: one call at a time.
-        self._lock = threading.Lock()
+        # The library keeps its tensor table and scratch between calls: one call at a time, over
+        # every Kernel that loaded the same file.
+        self._lock = _library_lock(self.library)
 
     def run(self, inputs, outputs):
         """Calls the kernel on contiguous tensors at the program's dtypes (the GIL is released)."""

@@ -291,3 +291,14 @@ def test_where_no_family_passed_its_check_the_eager_plan_runs_and_a_warning_says
     assert compiled.kernels[(("n", 2),)].eager
     with torch.no_grad():
         assert close(got, module(x), 1e-3, 1e-4)
+
+
+def test_two_callables_of_one_program_share_one_library_and_take_turns_on_it(compiled_of):
+    torch.manual_seed(8)
+    module = BertIntermediate(DIM, HIDDEN).eval()
+    first, second = compiled_of(module), compiled_of(module)
+    x = outlier_rows(4)
+    first(x), second(x)
+    a, b = first.kernels[(("n", 4),)], second.kernels[(("n", 4),)]
+    # One file is one dlopen handle, whose tensor table both callables' calls write: one lock.
+    assert a.library == b.library and a._lock is b._lock
