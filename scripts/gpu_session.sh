@@ -7,8 +7,8 @@
 #   scripts/gpu_session.sh pack        (here: strips build/bin's binaries and the libraries they
 #                                       need into .gpu/, which .git/info/exclude ignores)
 # then, on the device, with `.gpu` carried:
-#   scripts/gpu_session.sh run [stage ...]   stages: env tests repl torch bench sanitize ncu cpu
-#                                            (default: env tests repl torch bench)
+#   scripts/gpu_session.sh run [stage ...]   stages: env tests repl torch python bench sanitize ncu cpu
+#                                            (default: env tests repl torch python bench)
 # `cpu` runs the CPU backend's 16-bit and codegen tests on the device machine's own processor (its
 # cores may have AVX-512 BF16 or AMX, which a development machine may lack): the generated kernels
 # link OpenBLAS, which the image lacks, so `pack` carries it compressed. `cpubench` runs
@@ -30,6 +30,7 @@ openblas_dir=/usr/lib/x86_64-linux-gnu/openblas-openmp  # where the CPU backend 
 pack() {
   rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib
   for b in "${binaries[@]}"; do strip -o ".gpu/bin/$b" "build/bin/$b"; done
+  strip -o .gpu/libprism_cuda_plan.so build/lib/libprism_cuda_plan.so  # prism.compile's CUDA runtime
   for l in "${libraries[@]}"; do cp -L "/lib/x86_64-linux-gnu/$l" .gpu/lib/; done
   if [ -e "$openblas_dir/libopenblas.so.0" ]; then  # 36 MB: compressed to stay under the 64 MiB a call carries
     mkdir -p .gpu/openblas
@@ -44,7 +45,7 @@ pack() {
 # prism-runner beside themselves: recreate both.
 setup() {
   if [ "$root" != /work/main ]; then mkdir -p /work && ln -sfn "$root" /work/main; fi
-  mkdir -p build/bin && cp .gpu/bin/* build/bin/
+  mkdir -p build/bin build/lib && cp .gpu/bin/* build/bin/ && cp .gpu/libprism_cuda_plan.so build/lib/
 }
 
 environment() {
@@ -126,6 +127,8 @@ run_stage() {
     tests) stage tests run_tests ;;
     repl) stage repl build/bin/prism -c "open examples/rms_linear.prism; tune rms_linear n=8 d=4096 --target cuda --fresh" ;;
     torch) stage torch python3 scripts/bench_torch.py ${BENCH_ARGS:-} ;;
+    # prism.compile(target="cuda") against the modules on the device's PyTorch (python/tests).
+    python) stage python python3 -m pytest -q -p no:cacheprovider python/tests/test_compile.py -k "gpu or cuda or plan_library" ;;
     bench) stage bench build/bin/prism_bench_tune_gpu ${BENCH_ARGS:-} ;;
     # The generated kernels of every elementwise op and of the device tests, under memcheck and racecheck.
     sanitize) PRISM_KERNEL_TIMEOUT=600 stage sanitize compute-sanitizer --tool memcheck --target-processes all build/bin/prism_tests -# "[#test_tuner_cuda]" ;;
@@ -158,7 +161,7 @@ case ${1:-} in
     setup
     environment
     stages=("$@")
-    [ ${#stages[@]} -eq 0 ] && stages=(env tests repl torch bench)
+    [ ${#stages[@]} -eq 0 ] && stages=(env tests repl torch python bench)
     for s in "${stages[@]}"; do run_stage "$s"; done
     build/bin/prism -c "daemon stop" >/dev/null 2>&1 || true
     ;;

@@ -25,7 +25,7 @@ std::string Backend::export_source(const Build& generated, const std::string&) c
 
 std::string Backend::header_declarations(const std::string&, const std::string&) const { return ""; }
 
-std::string Backend::library(const std::string&, const TargetDescription&, const CompileSettings&) const {
+std::string Backend::library(const Build&, const TargetDescription&, const CompileSettings&) const {
   throw Error(Error::Kind::InvalidArgument, std::string("the ") + name() + " target gives no kernel library to call yet; the CPU's does (target \"cpu\")");
 }
 

@@ -107,10 +107,12 @@ class Backend {
   // follow a header's comment (`guard`: its include guard; empty where the backend has none).
   virtual std::string export_source(const Build& generated, const std::string& symbol) const;
   virtual std::string header_declarations(const std::string& guard, const std::string& symbol) const;
-  // For a caller that runs kernels in its own process (prism.compile): `source` (generate()'s)
-  // compiled into a shared object implementing the backend's C ABI; its path. Throws
-  // Error{InvalidArgument} where the backend gives none, Error{Failed} when compiling fails.
-  virtual std::string library(const std::string& source, const TargetDescription& target, const CompileSettings& settings) const;
+  // For a caller that runs kernels in its own process (prism.compile): `generated` (generate()'s
+  // or eager()'s build) compiled into what the backend's caller-side runtime loads, a file; its
+  // path. The CPU's is a shared object with the C ABI of cpu/abi.h; the GPU's a plan file for
+  // libprism_cuda_plan (cuda_plan/plan_library.h). Throws Error{InvalidArgument} where the backend
+  // gives none, Error{Failed} when compiling fails.
+  virtual std::string library(const Build& generated, const TargetDescription& target, const CompileSettings& settings) const;
 
  private:
   Target target_;

@@ -175,6 +175,7 @@ struct KernelSource {
   backend::Target target = backend::Target::Cpu;
   bool tuned = false;   // sizes from a timed instantiation (else the caller's or the cost model's)
   std::string source;   // the backend's source (the CPU's implements engine/backend/cpu/abi.h)
+  std::string launch;   // what running the source also needs (backend::Build::launch: a CUDA plan)
   std::string symbol;   // what an export names it: prism_PROGRAM_DIMVALUE… ("prism_rms_linear_d4096_n8")
   std::string export_source;  // the source with its C ABI named after `symbol` (Backend::export_source)
   std::string header;   // a C header declaring the export, with the shapes in a comment (none on a GPU)

@@ -270,6 +270,7 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
   k.sizes = choice.sizes;
   k.tuned = sizes != nullptr && sizes != explicit_sizes;
   k.source = choice.build.source;
+  k.launch = choice.build.launch;
   k.estimate = choice.estimate;
   k.symbol = export_symbol(program, k.bindings);
   k.export_source = backend.export_source(choice.build, k.symbol);
@@ -282,7 +283,10 @@ tune::KernelLibrary Workspace::kernel_library(const std::string& program, int ca
   const backend::Backend& backend = tune::backend_for(target);
   check_tunable(backend);
   tune::KernelLibrary out{kernel_source(program, candidate, bindings, target), ""};
-  out.path = backend.library(out.kernel.source, described(target), {tune_state_->kernel_cache_dir(), 1});
+  backend::Build generated;
+  generated.source = out.kernel.source;
+  generated.launch = out.kernel.launch;
+  out.path = backend.library(generated, described(target), {tune_state_->kernel_cache_dir(), 1});
   return out;
 }
 
@@ -303,7 +307,7 @@ tune::KernelLibrary Workspace::eager_library(const std::string& program, const s
   out.kernel.target = target;
   out.kernel.symbol = export_symbol(program, bindings) + "_eager";
   out.kernel.source = eager.source;
-  out.path = backend.library(eager.source, described(target), {tune_state_->kernel_cache_dir(), 1});
+  out.path = backend.library(eager, described(target), {tune_state_->kernel_cache_dir(), 1});
   return out;
 }
 

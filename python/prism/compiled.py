@@ -12,11 +12,12 @@ import os
 import threading
 import warnings
 
-from .client import Client
+from .client import Client, find_prism_binary
 from .errors import ConnectionLost, PrismError
 from .fx_import import from_torch
 
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+_DEVICES = {"cpu": "cpu", "cuda": "cuda"}  # target -> torch device type
 _COMPILED = itertools.count(1)
 # One lock per library file: the same library loaded twice (two callables of one program) is one
 # handle whose tensor table and scratch both share.
@@ -29,11 +30,70 @@ def _library_lock(path):
         return _LIBRARY_LOCKS.setdefault(os.path.realpath(path), threading.Lock())
 
 
+class _CpuLibrary:
+    """A kernel library with the C ABI of engine/backend/cpu/abi.h, called on host memory."""
+
+    def __init__(self, path, threads):
+        self._lib = ctypes.CDLL(path)
+        self._entry = self._lib.prism_entry
+        self._entry.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
+        self._entry.restype = ctypes.c_int
+        self._error = self._lib.prism_error
+        self._error.restype = ctypes.c_char_p
+        self._threads = threads
+        # The library keeps its tensor table and scratch between calls: one call at a time, over
+        # every Kernel that loaded the same file.
+        self._lock = _library_lock(path)
+
+    def run(self, ins, outs, device):
+        with self._lock:
+            if self._entry(ins, outs, self._threads) != 0:
+                raise PrismError(None, f"the kernel failed: {self._error().decode()}")
+
+
+def _plan_library():
+    """libprism_cuda_plan (cuda_plan/plan_library.h): $PRISM_CUDA_PLAN_LIBRARY, else build/lib
+    beside the prism binary."""
+    path = os.environ.get("PRISM_CUDA_PLAN_LIBRARY") or os.path.join(
+        os.path.dirname(os.path.realpath(find_prism_binary())), "..", "lib", "libprism_cuda_plan.so")
+    lib = ctypes.CDLL(path)
+    lib.prism_plan_load.argtypes, lib.prism_plan_load.restype = [ctypes.c_char_p], ctypes.c_void_p
+    lib.prism_plan_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p),
+                                   ctypes.c_void_p]
+    lib.prism_plan_run.restype = ctypes.c_int
+    lib.prism_plan_free.argtypes = [ctypes.c_void_p]
+    lib.prism_plan_error.restype = ctypes.c_char_p
+    return lib
+
+
+class _CudaPlan:
+    """A tuned CUDA plan run by libprism_cuda_plan on the tensors' device pointers, on the current
+    stream of their device."""
+
+    def __init__(self, path):
+        self._lib = _plan_library()
+        with open(path, "rb") as f:
+            self._plan = self._lib.prism_plan_load(f.read())
+        if not self._plan:
+            raise PrismError(None, f"cannot load the CUDA plan {path}: {self._lib.prism_plan_error().decode()}")
+
+    def run(self, ins, outs, device):
+        import torch
+
+        stream = torch.cuda.current_stream(device).cuda_stream
+        if self._lib.prism_plan_run(self._plan, ins, outs, ctypes.c_void_p(stream)) != 0:
+            raise PrismError(None, f"the CUDA plan failed: {self._lib.prism_plan_error().decode()}")
+
+    def __del__(self):
+        if getattr(self, "_plan", None):
+            self._lib.prism_plan_free(self._plan)
+
+
 class Kernel:
-    """One tuned kernel loaded from its library (the C ABI of engine/backend/cpu/abi.h): `bindings`,
-    `candidate`, `summary`, `tune` (the tune/run result: its table, speedup and roofline),
-    `library` (the shared object's path) and `eager` (True: the eager plan, which beat every
-    family the tune timed; `candidate` is then 0)."""
+    """One tuned kernel loaded from its library: `bindings`, `candidate`, `summary`, `tune` (the
+    tune/run result: its table, speedup and roofline), `library` (the file: a shared object on the
+    CPU, a plan on the GPU) and `eager` (True: the eager plan, which beat every family the tune
+    timed or alone passed its check; `candidate` is then 0)."""
 
     def __init__(self, answer, tune):
         self.bindings = answer["bindings"]
@@ -43,24 +103,14 @@ class Kernel:
         self.library = answer["library"]
         self.tune = tune
         self.threads = tune["threads"]
-        self._lib = ctypes.CDLL(self.library)
-        self._entry = self._lib.prism_entry
-        self._entry.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
-        self._entry.restype = ctypes.c_int
-        self._error = self._lib.prism_error
-        self._error.restype = ctypes.c_char_p
-        # The library keeps its tensor table and scratch between calls: one call at a time, over
-        # every Kernel that loaded the same file.
-        self._lock = _library_lock(self.library)
+        self._runner = _CudaPlan(self.library) if answer["target"] == "cuda" else _CpuLibrary(self.library, self.threads)
 
     def run(self, inputs, outputs):
-        """Calls the kernel on contiguous tensors at the program's dtypes (the GIL is released)."""
+        """Calls the kernel on contiguous tensors at the program's dtypes, on the target's device
+        (the GIL is released)."""
         ins = (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs])
         outs = (ctypes.c_void_p * len(outputs))(*[t.data_ptr() for t in outputs])
-        with self._lock:
-            code = self._entry(ins, outs, self.threads)
-            if code != 0:
-                raise PrismError(None, f"the kernel failed: {self._error().decode()}")
+        self._runner.run(ins, outs, inputs[0].device if inputs else None)
 
 
 class Compiled:
@@ -72,9 +122,8 @@ class Compiled:
                  progress=None):
         import torch
 
-        if target != "cpu":
-            raise ValueError(f"prism.compile runs kernels on the CPU for now (target='cpu'), not {target!r}; "
-                             "`prism -c \"code NAME --target cuda\"` shows a CUDA kernel's source")
+        if target not in _DEVICES:
+            raise ValueError(f"prism.compile's targets are 'cpu' and 'cuda', not {target!r}")
         self._module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else None
         self.program = _named_by_content(from_torch(fn_or_module, example_inputs, dims=dims, name=name))
         self.target, self.top, self.progress = target, top, progress
@@ -145,14 +194,17 @@ class Compiled:
         """The dims' values from the tensors' shapes, after checking device, dtype and rank."""
         import torch
 
-        bindings = {}
+        bindings, device = {}, None
         for declared, tensor in zip(self._inputs, tensors):
             name = declared["name"]
             if not isinstance(tensor, torch.Tensor):
                 raise TypeError(f"{self.program.name}: input '{name}' is a {type(tensor).__name__}, not a tensor")
-            if tensor.device.type != "cpu":
+            if tensor.device.type != _DEVICES[self.target]:
                 raise ValueError(f"{self.program.name}: input '{name}' is on {tensor.device}; this callable runs "
-                                 "on the CPU")
+                                 f"on {'the CPU' if self.target == 'cpu' else 'a CUDA device'}")
+            if device is not None and tensor.device != device:
+                raise ValueError(f"{self.program.name}: input '{name}' is on {tensor.device}, an earlier one on {device}")
+            device = tensor.device
             want = getattr(torch, _TORCH_DTYPES[declared["dtype"]])
             if tensor.dtype != want:
                 raise TypeError(f"{self.program.name}: input '{name}' is {tensor.dtype}, the program takes {want}")
@@ -177,8 +229,9 @@ class Compiled:
         bindings = self._bind(tensors)
         kernel = self._kernel(bindings)
         inputs = [t.detach().contiguous() for t in tensors]
+        device = inputs[0].device if inputs else None
         outputs = [torch.empty([d if isinstance(d, int) else bindings[d] for d in o["shape"]],
-                               dtype=getattr(torch, _TORCH_DTYPES[o["dtype"]])) for o in self._outputs]
+                               dtype=getattr(torch, _TORCH_DTYPES[o["dtype"]]), device=device) for o in self._outputs]
         kernel.run(inputs, outputs)
         return tuple(outputs) if self.program.returns_tuple else outputs[0]
 

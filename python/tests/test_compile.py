@@ -134,8 +134,8 @@ def test_wrong_device_dtype_or_fixed_size_is_an_error_that_says_what_the_program
         compiled(torch.randn(3, 32))
     with pytest.raises(ValueError, match=r"has 3 dims, the program takes 2"):
         compiled(torch.randn(2, 3, DIM))
-    with pytest.raises(ValueError, match=r"runs kernels on the CPU for now"):
-        prism.compile(BertIntermediate(DIM, HIDDEN), torch.randn(4, DIM), target="cuda")
+    with pytest.raises(ValueError, match=r"prism.compile's targets are 'cpu' and 'cuda', not 'tpu'"):
+        prism.compile(BertIntermediate(DIM, HIDDEN), torch.randn(4, DIM), target="tpu")
 
 
 def test_a_daemon_that_went_away_is_started_again_at_the_next_new_shape(shared_daemon):
@@ -301,4 +301,30 @@ def test_two_callables_of_one_program_share_one_library_and_take_turns_on_it(com
     first(x), second(x)
     a, b = first.kernels[(("n", 4),)], second.kernels[(("n", 4),)]
     # One file is one dlopen handle, whose tensor table both callables' calls write: one lock.
-    assert a.library == b.library and a._lock is b._lock
+    assert a.library == b.library and a._runner._lock is b._runner._lock
+
+
+def test_a_cuda_callable_takes_tensors_on_a_cuda_device_only(compiled_of):
+    compiled = compiled_of(BertIntermediate(DIM, HIDDEN).eval(), target="cuda")  # searched; tuned at a call
+    with pytest.raises(ValueError, match=r"input 'x' is on cpu; this callable runs on a CUDA device"):
+        compiled(torch.randn(3, DIM))
+
+
+def test_the_plan_library_refuses_a_malformed_plan_in_words():
+    lib = prism.compiled._plan_library()
+    assert lib.prism_plan_load(b"kernel k\n") is None
+    assert lib.prism_plan_error().decode()  # what was wrong, in words
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device for PyTorch")
+@pytest.mark.parametrize("layer", [LlamaMLPBlock, GPT2MLP, BertIntermediate])
+def test_on_a_gpu_a_compiled_module_gives_the_modules_values_at_two_token_counts(compiled_of, layer):
+    torch.manual_seed(9)
+    module = layer(DIM, HIDDEN).eval().cuda()
+    compiled = compiled_of(module, target="cuda")
+    for n in (3, 8):
+        x = outlier_rows(n).cuda()
+        got = compiled(x)
+        with torch.no_grad():
+            want = module(x)
+        assert got.device == want.device and close(got, want, 1e-3, 1e-4)

@@ -161,9 +161,8 @@ std::string CpuBackend::header_declarations(const std::string& guard, const std:
 }
 
 // What compile() makes is a shared object implementing abi.h.
-std::string CpuBackend::library(const std::string& source, const TargetDescription& target, const CompileSettings& settings) const {
-  std::vector<Build> builds(1);
-  builds[0].source = source;
+std::string CpuBackend::library(const Build& generated, const TargetDescription& target, const CompileSettings& settings) const {
+  std::vector<Build> builds{generated};
   compile(builds, target, settings);
   if (!builds[0].error.empty()) throw Error(Error::Kind::Failed, builds[0].error);
   return builds[0].runnable;

@@ -31,7 +31,7 @@ class CpuBackend final : public Backend {
   const CostRules& cost_rules() const override;
   std::string export_source(const Build& generated, const std::string& symbol) const override;
   std::string header_declarations(const std::string& guard, const std::string& symbol) const override;
-  std::string library(const std::string& source, const TargetDescription& target, const CompileSettings& settings) const override;
+  std::string library(const Build& generated, const TargetDescription& target, const CompileSettings& settings) const override;
 };
 
 }  // namespace prism::backend::cpu

@@ -18,6 +18,7 @@ struct Library {
   std::string why;  // empty when loaded
   int (*create)(void**) = nullptr;
   int (*destroy)(void*) = nullptr;
+  int (*set_stream)(void*, void*) = nullptr;
   int (*gemm)(void*, int, int, int, int, int, const void*, const void*, int, int, long long, const void*, int, int, long long,
               const void*, void*, int, int, long long, int, int, int) = nullptr;
 };
@@ -35,7 +36,9 @@ const Library& library() {
     l.create = reinterpret_cast<decltype(l.create)>(::dlsym(h, "cublasCreate_v2"));
     l.destroy = reinterpret_cast<decltype(l.destroy)>(::dlsym(h, "cublasDestroy_v2"));
     l.gemm = reinterpret_cast<decltype(l.gemm)>(::dlsym(h, "cublasGemmStridedBatchedEx"));
-    if (!l.create || !l.destroy || !l.gemm) l.why = "cuBLAS unusable: a symbol is missing (cublasCreate_v2, cublasGemmStridedBatchedEx)";
+    l.set_stream = reinterpret_cast<decltype(l.set_stream)>(::dlsym(h, "cublasSetStream_v2"));
+    if (!l.create || !l.destroy || !l.gemm || !l.set_stream)
+      l.why = "cuBLAS unusable: a symbol is missing (cublasCreate_v2, cublasSetStream_v2, cublasGemmStridedBatchedEx)";
     return l;
   }();
   return lib;
@@ -59,8 +62,9 @@ Cublas::~Cublas() {
   if (handle_) library().destroy(handle_);
 }
 
-void Cublas::gemm(const CudaGemm& g, CudaDevice::Ptr a, CudaDevice::Ptr b, CudaDevice::Ptr c, DType ab, DType c_dtype) {
+void Cublas::gemm(const CudaGemm& g, CudaDevice::Ptr a, CudaDevice::Ptr b, CudaDevice::Ptr c, DType ab, DType c_dtype, void* stream) {
   const ColumnMajorGemm cm = column_major(g);
+  if (int rc = usable().set_stream(handle_, stream); rc != 0) throw Error(Error::Kind::Failed, "cublasSetStream failed (status " + std::to_string(rc) + ")");
   const float alpha = 1.0f, beta = 0.0f;
   const int64_t eab = dtype_bytes(ab), ec = dtype_bytes(c_dtype);
   const void* pa = reinterpret_cast<const void*>(a + CudaDevice::Ptr(g.offset_a * eab));

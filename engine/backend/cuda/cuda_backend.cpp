@@ -10,6 +10,8 @@
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/backend/cuda/plan.h"
 #include "engine/backend/lower.h"
+#include "engine/util/cache.h"
+#include "engine/util/private_files.h"
 #include "engine/util/text.h"
 
 namespace prism::backend::cuda {
@@ -115,6 +117,19 @@ std::string CudaBackend::export_source(const Build& generated, const std::string
 
 std::string CudaBackend::header_declarations(const std::string& guard, const std::string& symbol) const {
   return export_declarations(guard, symbol);
+}
+
+// The plan with its PTX, as compile() makes it for the runner, in a file named by its content
+// under the cache's plans/: what libprism_cuda_plan loads (cuda_plan/plan_library.h).
+std::string CudaBackend::library(const Build& generated, const TargetDescription& target, const CompileSettings& settings) const {
+  std::vector<Build> builds{generated};
+  compile(builds, target, settings);
+  if (!builds[0].error.empty()) throw Error(Error::Kind::Failed, builds[0].error);
+  const std::string dir = (settings.cache_dir.empty() ? prism_cache_dir("kernels") : settings.cache_dir) + "/plans";
+  if (std::string problem = ensure_private_dir(dir); !problem.empty()) throw Error(Error::Kind::Failed, problem);
+  const std::string path = dir + "/" + content_key(builds[0].runnable, "plan") + ".plan";
+  if (std::string problem = write_file_atomically(path, builds[0].runnable); !problem.empty()) throw Error(Error::Kind::Failed, problem);
+  return path;
 }
 
 }  // namespace prism::backend::cuda

@@ -26,6 +26,7 @@ class CudaBackend final : public Backend {
   Tolerance tolerance(DType dtype) const override;
   const CostRules& cost_rules() const override;
   std::string export_source(const Build& generated, const std::string& symbol) const override;
+  std::string library(const Build& generated, const TargetDescription& target, const CompileSettings& settings) const override;
   std::string header_declarations(const std::string& guard, const std::string& symbol) const override;
 };
 

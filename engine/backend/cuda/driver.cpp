@@ -43,6 +43,8 @@ struct Driver {
   CUresult (*launch)(Handle, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Handle, void**, void**) = nullptr;
   CUresult (*mem_alloc)(CUdeviceptr*, size_t) = nullptr;
   CUresult (*mem_free)(CUdeviceptr) = nullptr;
+  CUresult (*mem_alloc_async)(CUdeviceptr*, size_t, Handle) = nullptr;  // CUDA 11.2 on; optional
+  CUresult (*mem_free_async)(CUdeviceptr, Handle) = nullptr;
   CUresult (*htod)(CUdeviceptr, const void*, size_t) = nullptr;
   CUresult (*dtoh)(void*, CUdeviceptr, size_t) = nullptr;
   CUresult (*memset32)(CUdeviceptr, unsigned, size_t, Handle) = nullptr;
@@ -104,6 +106,9 @@ Driver open_driver() {
   bind(h, {"cuEventSynchronize"}, d.event_synchronize, missing);
   bind(h, {"cuEventElapsedTime_v2", "cuEventElapsedTime"}, d.event_elapsed, missing);
   bind(h, {"cuGetErrorString"}, d.error_string, missing);
+  std::string optional;  // stream-ordered allocation: allocate_async falls back without it
+  bind(h, {"cuMemAllocAsync"}, d.mem_alloc_async, optional);
+  bind(h, {"cuMemFreeAsync"}, d.mem_free_async, optional);
   if (!missing.empty()) {
     d.why = "CUDA driver unusable: libcuda.so.1 has no " + missing;
     return d;
@@ -203,6 +208,23 @@ void CudaDevice::release(Ptr p) {
   if (p) check(driver().mem_free(p), "cuMemFree");
 }
 
+CudaDevice::Ptr CudaDevice::allocate_async(size_t bytes, void* stream) {
+  if (!driver().mem_alloc_async) return allocate(bytes);
+  set_current();
+  CUdeviceptr p = 0;
+  check(driver().mem_alloc_async(&p, bytes ? bytes : 1, stream), "cuMemAllocAsync of " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void CudaDevice::release_async(Ptr p, void* stream) {
+  if (!p) return;
+  if (!driver().mem_free_async) {  // cuMemFree waits for the device
+    release(p);
+    return;
+  }
+  check(driver().mem_free_async(p, stream), "cuMemFreeAsync");
+}
+
 void CudaDevice::to_device(Ptr dst, const void* src, size_t bytes) { check(driver().htod(dst, src, bytes), "cuMemcpyHtoD"); }
 
 void CudaDevice::to_host(void* dst, Ptr src, size_t bytes) { check(driver().dtoh(dst, src, bytes), "cuMemcpyDtoH"); }
@@ -223,7 +245,8 @@ void* CudaDevice::function(const std::string& name) {
   throw Error(Error::Kind::Failed, "no kernel '" + name + "' in the loaded modules");
 }
 
-void CudaDevice::launch(const std::string& name, int64_t grid_blocks, int threads, int64_t shared_bytes, const std::vector<Ptr>& params) {
+void CudaDevice::launch(const std::string& name, int64_t grid_blocks, int threads, int64_t shared_bytes, const std::vector<Ptr>& params,
+                        void* stream) {
   const Driver& d = driver();
   Handle f = function(name);
   if (shared_bytes > info_.shared_per_block && raised_[name] < shared_bytes) {
@@ -233,7 +256,7 @@ void CudaDevice::launch(const std::string& name, int64_t grid_blocks, int thread
   std::vector<CUdeviceptr> values(params.begin(), params.end());
   std::vector<void*> args;
   for (CUdeviceptr& v : values) args.push_back(&v);
-  check(d.launch(f, unsigned(grid_blocks), 1, 1, unsigned(threads), 1, 1, unsigned(shared_bytes), nullptr, args.data(), nullptr),
+  check(d.launch(f, unsigned(grid_blocks), 1, 1, unsigned(threads), 1, 1, unsigned(shared_bytes), stream, args.data(), nullptr),
         "cuLaunchKernel(" + name + ")");
 }
 

@@ -42,18 +42,26 @@ class CudaDevice {
   CudaDevice& operator=(const CudaDevice&) = delete;
 
   const DeviceInfo& info() const { return info_; }
+  // Makes the device's primary context current on the calling thread (a caller's thread may hold
+  // another, or none).
+  void set_current();
 
   Ptr allocate(size_t bytes);
   void release(Ptr p);
+  // In `stream`'s order (cuMemAllocAsync, cuMemFreeAsync), where the driver has them; else as
+  // allocate and release.
+  Ptr allocate_async(size_t bytes, void* stream);
+  void release_async(Ptr p, void* stream);
   void to_device(Ptr dst, const void* src, size_t bytes);
   void to_host(void* dst, Ptr src, size_t bytes);
 
   // Loads a module; its kernels are then launched by name.
   void load_ptx(const std::string& ptx);
-  // Launches kernel `name` of a loaded module on the default stream: grid_blocks blocks (x) of
-  // `threads` threads, shared_bytes of dynamic shared memory (the limit is raised when above the
-  // default), `params` its pointer parameters in order.
-  void launch(const std::string& name, int64_t grid_blocks, int threads, int64_t shared_bytes, const std::vector<Ptr>& params);
+  // Launches kernel `name` of a loaded module on `stream` (a CUstream; null: the default stream):
+  // grid_blocks blocks (x) of `threads` threads, shared_bytes of dynamic shared memory (the limit
+  // is raised when above the default), `params` its pointer parameters in order.
+  void launch(const std::string& name, int64_t grid_blocks, int threads, int64_t shared_bytes, const std::vector<Ptr>& params,
+              void* stream = nullptr);
   void synchronize();
   // Overwrites a buffer twice the L2's size on the default stream, so that the next launch reads
   // its inputs from device memory as a layer of a large model does (its weights never stay in L2
@@ -64,7 +72,6 @@ class CudaDevice {
 
  private:
   void* function(const std::string& name);
-  void set_current();
 
   int device_ = 0;
   void* context_ = nullptr;

@@ -12,6 +12,7 @@
 #include "engine/backend/cuda/cublas.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/plan.h"
+#include "engine/backend/cuda/plan_run.h"
 #include "engine/error.h"
 #include "engine/interp/half.h"
 
@@ -79,7 +80,7 @@ std::string run(const CudaPlan& plan, const std::string& out_path, const std::ve
   device.load_ptx(plan.ptx);
 
   Allocations mem{device, {}};
-  std::map<std::string, std::pair<CudaDevice::Ptr, DType>> tensors;
+  DeviceTensors tensors;
   auto allocate = [&](const CudaTensor& t) {
     CudaDevice::Ptr p = device.allocate(size_t(t.elements) * size_t(dtype_bytes(t.dtype)));
     mem.ptrs.push_back(p);
@@ -97,34 +98,14 @@ std::string run(const CudaPlan& plan, const std::string& out_path, const std::ve
     device.to_device(allocate(t), bytes.data(), bytes.size());
   }
   for (const CudaTensor& t : plan.scratch) allocate(t);
-  auto at = [&](const std::string& name) {
-    auto it = tensors.find(name);
-    if (it == tensors.end()) throw Error(Error::Kind::InvalidArgument, "the plan names an undeclared tensor '" + name + "'");
-    return it->second;
-  };
-
-  auto sequence = [&] {
-    for (const CudaStep& step : plan.steps) {
-      if (step.is_gemm) {
-        auto [a, ab] = at(step.gemm.a);
-        auto [b, bt] = at(step.gemm.b);
-        auto [c, ct] = at(step.gemm.c);
-        (void)bt;
-        s.cublas->gemm(step.gemm, a, b, c, ab, ct);
-        continue;
-      }
-      std::vector<CudaDevice::Ptr> params;
-      for (const auto& name : step.kernel.params) params.push_back(at(name).first);
-      device.launch(step.kernel.name, step.kernel.grid_blocks, step.kernel.threads, step.kernel.shared_bytes, params);
-    }
-  };
+  auto sequence = [&] { run_steps(plan, device, s.cublas.get(), tensors); };
   sequence();
   device.synchronize();
   if (out_path != "-") {  // "-": a timing round, nothing written back
     std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
     for (const CudaTensor& t : plan.outputs) {
       std::vector<char> bytes(size_t(t.elements) * size_t(dtype_bytes(t.dtype)));
-      device.to_host(bytes.data(), tensors.at(t.name).first, bytes.size());
+      device.to_host(bytes.data(), tensors.at(t.name).ptr, bytes.size());
       std::vector<float> values = decode(bytes, t.elements, t.dtype);
       out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
     }

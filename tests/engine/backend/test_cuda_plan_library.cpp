@@ -1,0 +1,119 @@
+// libprism_cuda_plan (cuda_plan/plan_library.h): a plan refused in words without a device or when
+// malformed; with a GPU (scripts/gpu_session.sh runs every [cuda] test), a tuned plan, a fused one
+// and one with cuBLAS matmuls, run on device pointers to the reference interpreter's values.
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "cuda_plan/plan_library.h"
+#include "engine/backend/cuda/driver.h"
+#include "engine/interp/interpreter.h"
+#include "engine/workspace/workspace.h"
+#include "support/subprocess.h"
+
+using namespace prism;
+
+namespace {
+
+// The library's entry points, opened as prism.compile opens them (dlopen of build/lib's file).
+struct PlanLibrary {
+  void* handle = nullptr;
+  decltype(&prism_plan_load) load = nullptr;
+  decltype(&prism_plan_run) run = nullptr;
+  decltype(&prism_plan_free) free = nullptr;
+  decltype(&prism_plan_error) error = nullptr;
+
+  PlanLibrary() {
+    const std::string path = std::filesystem::path(test::bin("prism")).parent_path().parent_path() / "lib/libprism_cuda_plan.so";
+    handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(handle != nullptr);
+    load = reinterpret_cast<decltype(load)>(::dlsym(handle, "prism_plan_load"));
+    run = reinterpret_cast<decltype(run)>(::dlsym(handle, "prism_plan_run"));
+    free = reinterpret_cast<decltype(free)>(::dlsym(handle, "prism_plan_free"));
+    error = reinterpret_cast<decltype(error)>(::dlsym(handle, "prism_plan_error"));
+    REQUIRE((load && run && free && error));
+  }
+};
+
+std::string read_layer(const std::string& name) {
+  std::ifstream in(test::source("examples/layers/" + name + ".prism"));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("cuda plan library: a malformed plan, or a plan without a device, is refused in words", "[cuda][plan-library]") {
+  PlanLibrary lib;
+  CHECK(lib.load("tensor input X twelve f32\n") == nullptr);
+  CHECK_THAT(std::string(lib.error()), Catch::Contains("tensor input X twelve f32"));
+  const backend::cuda::CudaStatus status = backend::cuda::cuda_status();
+  if (status.available) return;
+  // A well-formed plan (its PTX empty): the device is what is missing.
+  CHECK(lib.load("tensor input X 4 f32\ntensor output Y 4 f32\nptx\n") == nullptr);
+  CHECK_THAT(std::string(lib.error()), Catch::Contains(status.detail));
+}
+
+TEST_CASE("cuda plan library: on a GPU, tuned plans run on device pointers to the reference's values", "[cuda][plan-library]") {
+  const backend::cuda::CudaStatus status = backend::cuda::cuda_status();
+  if (!status.available) {
+    WARN("skipped: " << status.detail);
+    return;
+  }
+  PlanLibrary lib;
+  test::TempDir data;
+  Workspace ws;
+  ws.set_storage(data.path(), data / "cache");
+  ws.open("l.prism", read_layer("llama_rmsnorm_proj"), 1);
+  const SearchResult found = ws.search("llama_rmsnorm_proj", SearchLimits{});
+  const std::map<std::string, int64_t> dims{{"n", 16}, {"d", 64}, {"m", 64}};
+  const Program lowered = ws.lowered_program("llama_rmsnorm_proj").first;
+  const DimBindings bound(dims.begin(), dims.end());
+  std::map<std::string, Tensor> named;
+  const std::vector<Tensor> inputs = random_inputs(lowered, bound, 11, &named);
+  const std::vector<Tensor> want = interpret(lowered, bound, named);
+  backend::cuda::CudaDevice device;
+  // The cost model's family, the first with a library matmul (cuBLAS), and the eager plan.
+  int with_library = 0;
+  for (const Candidate& c : found.candidates)
+    if (!with_library && c.summary.find("library matmul") != std::string::npos) with_library = c.id;
+  std::vector<std::string> plans = {ws.kernel_library("llama_rmsnorm_proj", 0, dims, backend::Target::Cuda).path,
+                                    ws.kernel_library("llama_rmsnorm_proj", with_library, dims, backend::Target::Cuda).path,
+                                    ws.eager_library("llama_rmsnorm_proj", dims, backend::Target::Cuda).path};
+  for (const std::string& path : plans) {
+    INFO(path);
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    void* plan = lib.load(text.str().c_str());
+    INFO(lib.error());
+    REQUIRE(plan != nullptr);
+    std::vector<backend::cuda::CudaDevice::Ptr> in_ptrs;
+    for (const Tensor& t : inputs) {
+      in_ptrs.push_back(device.allocate(t.data.size() * sizeof(float)));
+      device.to_device(in_ptrs.back(), t.data.data(), t.data.size() * sizeof(float));
+    }
+    const auto out_ptr = device.allocate(want[0].data.size() * sizeof(float));
+    std::vector<const void*> in;
+    for (auto p : in_ptrs) in.push_back(reinterpret_cast<const void*>(p));
+    void* out[] = {reinterpret_cast<void*>(out_ptr)};
+    REQUIRE(lib.run(plan, in.data(), out, nullptr) == 0);
+    device.synchronize();
+    std::vector<float> got(want[0].data.size());
+    device.to_host(got.data(), out_ptr, got.size() * sizeof(float));
+    float scale = 0;
+    for (float w : want[0].data) scale = std::max(scale, std::fabs(w));
+    for (size_t i = 0; i < got.size(); ++i) {
+      INFO("element " << i);
+      REQUIRE(std::fabs(got[i] - want[0].data[i]) <= 1e-3f * std::fabs(want[0].data[i]) + 1e-3f * scale);
+    }
+    for (auto p : in_ptrs) device.release(p);
+    device.release(out_ptr);
+    lib.free(plan);
+  }
+}
