@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "engine/backend/cpu/compiler.h"
+#include "device_call.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/interp/interpreter.h"
 #include "engine/workspace/workspace.h"
@@ -145,28 +146,12 @@ TEST_CASE("cuda export: on a GPU, the launcher built by nvcc runs the plan, cuBL
     std::map<std::string, Tensor> named;
     std::vector<Tensor> inputs = random_inputs(lowered, bound, 9, &named);
     std::vector<Tensor> want = interpret(lowered, bound, named);
-    std::vector<backend::cuda::CudaDevice::Ptr> in_ptrs;
-    for (const Tensor& t : inputs) {
-      in_ptrs.push_back(device.allocate(t.data.size() * sizeof(float)));
-      device.to_device(in_ptrs.back(), t.data.data(), t.data.size() * sizeof(float));
-    }
-    const auto out_ptr = device.allocate(want[0].data.size() * sizeof(float));
-    std::vector<const void*> in;
-    for (auto p : in_ptrs) in.push_back(reinterpret_cast<const void*>(p));
-    void* out[] = {reinterpret_cast<void*>(out_ptr)};
     const std::string symbol = "prism_llama_rmsnorm_proj_d64_m64_n16";
     INFO(k.summary);
-    REQUIRE(lib.function<ExportFn>(symbol)(in.data(), out, nullptr) == 0);
-    device.synchronize();
-    std::vector<float> got(want[0].data.size());
-    device.to_host(got.data(), out_ptr, got.size() * sizeof(float));
-    float scale = 0;
-    for (float w : want[0].data) scale = std::max(scale, std::fabs(w));
-    for (size_t i = 0; i < got.size(); ++i) {
-      INFO("element " << i);
-      REQUIRE(std::fabs(got[i] - want[0].data[i]) <= 1e-3f * std::fabs(want[0].data[i]) + 1e-3f * scale);
-    }
-    for (auto p : in_ptrs) device.release(p);
-    device.release(out_ptr);
+    test::require_close(test::call_on_device(device, inputs, want[0].data.size(),
+                                             [&](const void* const* in, void* const* out) {
+                                               return lib.function<ExportFn>(symbol)(in, out, nullptr);
+                                             }),
+                        want[0].data);
   }
 }

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "cuda_plan/plan_library.h"
+#include "device_call.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/interp/interpreter.h"
 #include "engine/workspace/workspace.h"
@@ -93,27 +94,9 @@ TEST_CASE("cuda plan library: on a GPU, tuned plans run on device pointers to th
     void* plan = lib.load(text.str().c_str());
     INFO(lib.error());
     REQUIRE(plan != nullptr);
-    std::vector<backend::cuda::CudaDevice::Ptr> in_ptrs;
-    for (const Tensor& t : inputs) {
-      in_ptrs.push_back(device.allocate(t.data.size() * sizeof(float)));
-      device.to_device(in_ptrs.back(), t.data.data(), t.data.size() * sizeof(float));
-    }
-    const auto out_ptr = device.allocate(want[0].data.size() * sizeof(float));
-    std::vector<const void*> in;
-    for (auto p : in_ptrs) in.push_back(reinterpret_cast<const void*>(p));
-    void* out[] = {reinterpret_cast<void*>(out_ptr)};
-    REQUIRE(lib.run(plan, in.data(), out, nullptr) == 0);
-    device.synchronize();
-    std::vector<float> got(want[0].data.size());
-    device.to_host(got.data(), out_ptr, got.size() * sizeof(float));
-    float scale = 0;
-    for (float w : want[0].data) scale = std::max(scale, std::fabs(w));
-    for (size_t i = 0; i < got.size(); ++i) {
-      INFO("element " << i);
-      REQUIRE(std::fabs(got[i] - want[0].data[i]) <= 1e-3f * std::fabs(want[0].data[i]) + 1e-3f * scale);
-    }
-    for (auto p : in_ptrs) device.release(p);
-    device.release(out_ptr);
+    test::require_close(test::call_on_device(device, inputs, want[0].data.size(),
+                                             [&](const void* const* in, void* const* out) { return lib.run(plan, in, out, nullptr); }),
+                        want[0].data);
     lib.free(plan);
   }
 }
