@@ -10,6 +10,7 @@
 #include "engine/tune/cost_model.h"
 #include "engine/tune/machine_lock.h"
 #include "engine/tune/tune_db.h"
+#include "engine/tune/tuner_steps.h"
 #include "engine/workspace/workspace.h"
 
 namespace prism {
@@ -295,9 +296,9 @@ tune::KernelLibrary Workspace::eager_library(const std::string& program, const s
   const backend::Backend& backend = tune::backend_for(target);
   check_tunable(backend);
   const Program lowered = lowered_program(program).first;
-  for (const std::string& dim : lowered.dims)
-    if (!bindings.count(dim)) throw Error(Error::Kind::InvalidArgument, "missing binding for dim '" + dim + "'", dim);
-  const backend::Build eager = backend.eager(backend.stored(lowered), DimBindings(bindings.begin(), bindings.end()));
+  const DimBindings dims(bindings.begin(), bindings.end());
+  tune::steps::check_bindings(lowered, dims);
+  const backend::Build eager = backend.eager(backend.stored(lowered), dims);
   if (!eager.error.empty()) throw Error(Error::Kind::Failed, eager.error);
   tune::KernelLibrary out;
   out.eager = true;

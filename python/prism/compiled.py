@@ -6,6 +6,7 @@ best kernel's library (kernel/library) is loaded into this process and called on
 memory (docs/python.md, "prism.compile").
 """
 import ctypes
+import functools
 import hashlib
 import itertools
 import os
@@ -17,7 +18,7 @@ from .errors import ConnectionLost, PrismError
 from .fx_import import from_torch
 
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
-_DEVICES = {"cpu": "cpu", "cuda": "cuda"}  # target -> torch device type
+_TARGETS = ("cpu", "cuda")  # each also the torch device type its tensors are on
 _COMPILED = itertools.count(1)
 # One lock per library file: the same library loaded twice (two callables of one program) is one
 # handle whose tensor table and scratch both share.
@@ -51,6 +52,7 @@ class _CpuLibrary:
                 raise PrismError(None, f"the kernel failed: {self._error().decode()}")
 
 
+@functools.lru_cache(maxsize=None)
 def _plan_library():
     """libprism_cuda_plan (cuda_plan/plan_library.h): $PRISM_CUDA_PLAN_LIBRARY, else build/lib
     beside the prism binary."""
@@ -122,7 +124,7 @@ class Compiled:
                  progress=None):
         import torch
 
-        if target not in _DEVICES:
+        if target not in _TARGETS:
             raise ValueError(f"prism.compile's targets are 'cpu' and 'cuda', not {target!r}")
         self._module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else None
         self.program = _named_by_content(from_torch(fn_or_module, example_inputs, dims=dims, name=name))
@@ -199,7 +201,7 @@ class Compiled:
             name = declared["name"]
             if not isinstance(tensor, torch.Tensor):
                 raise TypeError(f"{self.program.name}: input '{name}' is a {type(tensor).__name__}, not a tensor")
-            if tensor.device.type != _DEVICES[self.target]:
+            if tensor.device.type != self.target:
                 raise ValueError(f"{self.program.name}: input '{name}' is on {tensor.device}; this callable runs "
                                  f"on {'the CPU' if self.target == 'cpu' else 'a CUDA device'}")
             if device is not None and tensor.device != device:
