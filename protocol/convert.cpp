@@ -213,10 +213,14 @@ SearchLimits parse_search_limits(const json& params) {
   positive("maxKernels", limits.max_kernels);
   positive("maxAccumulators", limits.max_accumulators);
   positive("threads", limits.threads);
-  if (auto v = optional_int(*given, "libraryKernels", "limits")) {
-    if (*v < 0 || *v > 3) throw invalid_params("limits.libraryKernels", "'limits.libraryKernels' must be 0 to 3");
-    limits.library_kernels = static_cast<int>(*v);
-  }
+  auto zero_to_three = [&](const char* key, int& into) {
+    if (auto v = optional_int(*given, key, "limits")) {
+      if (*v < 0 || *v > 3) throw invalid_params(std::string("limits.") + key, std::string("'limits.") + key + "' must be 0 to 3");
+      into = static_cast<int>(*v);
+    }
+  };
+  zero_to_three("libraryKernels", limits.library_kernels);
+  zero_to_three("kernelCuts", limits.kernel_cuts);
   if (auto s = optional_number(*given, "budgetSeconds", "limits")) {
     if (!(*s > 0)) throw invalid_params("limits.budgetSeconds", "'limits.budgetSeconds' must be a positive number");
     limits.budget_s = *s;
@@ -242,7 +246,7 @@ json search_stats_json(const SearchStats& s) {
 
 json search_summary_json(const SearchResult& r) {
   json limits = {{"maxOps", r.limits.max_block_ops}, {"maxKernels", r.limits.max_kernels},
-                 {"maxAccumulators", r.limits.max_accumulators}, {"libraryKernels", r.limits.library_kernels}, {"threads", r.limits.threads},
+                 {"maxAccumulators", r.limits.max_accumulators}, {"libraryKernels", r.limits.library_kernels}, {"kernelCuts", r.limits.kernel_cuts}, {"threads", r.limits.threads},
                  {"budgetSeconds", r.limits.budget_s}, {"prune", r.limits.prune}};
   return {{"program", r.program}, {"version", r.version}, {"stats", search_stats_json(r.stats)},
           {"limits", std::move(limits)}, {"candidates", r.candidates.size()}};

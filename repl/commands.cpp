@@ -46,7 +46,7 @@ const std::vector<CommandSpec>& command_table() {
        "its new terms. Lists nodes, classes, memory, terms added vs shared, and each rule's matches,\n"
        "applications and time.",
        CommandSpec::Arg::None},
-      {"search", "search NAME [--budget SECONDS] [--max-ops N] [--max-kernels K] [--max-accumulators A] [--library-kernels 0-3] [--threads T]",
+      {"search", "search NAME [--budget SECONDS] [--max-ops N] [--max-kernels K] [--max-accumulators A] [--library-kernels 0-3] [--kernel-cuts 0-3] [--threads T]",
        "search for fused kernel families equivalent to a program",
        "Generates families of kernels with symbolic grid sizes and loop ranges, prunes them by\n"
        "symbolic reasoning, and keeps those an e-graph proves equal to NAME. A live progress bar\n"

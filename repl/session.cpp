@@ -523,7 +523,8 @@ CommandOutput Session::search(const std::vector<std::string>& args) {
     const std::string& a = args[i];
     static const std::map<std::string, std::string> flags = {
         {"--budget", "budgetSeconds"}, {"--max-ops", "maxOps"}, {"--max-kernels", "maxKernels"},
-        {"--max-accumulators", "maxAccumulators"}, {"--library-kernels", "libraryKernels"}, {"--threads", "threads"}};
+        {"--max-accumulators", "maxAccumulators"}, {"--library-kernels", "libraryKernels"}, {"--kernel-cuts", "kernelCuts"},
+        {"--threads", "threads"}};
     auto flag = flags.find(a);
     if (flag == flags.end()) throw CommandError(usage_error("search", "unexpected argument '" + a + "'"));
     if (i + 1 >= args.size()) throw CommandError(usage_error("search", a + " needs a value"));
@@ -534,8 +535,8 @@ CommandOutput Session::search(const std::vector<std::string>& args) {
       if (!parse_positive(v, s)) throw CommandError(usage_error("search", "--budget wants seconds > 0, not '" + v + "'"));
       limits[flag->second] = s;
     } else {
-      if (a == "--library-kernels") {
-        if (!parse_int(v, n) || n < 0 || n > 3) throw CommandError(usage_error("search", "--library-kernels wants 0 to 3, not '" + v + "'"));
+      if (a == "--library-kernels" || a == "--kernel-cuts") {
+        if (!parse_int(v, n) || n < 0 || n > 3) throw CommandError(usage_error("search", a + " wants 0 to 3, not '" + v + "'"));
       } else if (!parse_int(v, n) || n < 1) {
         throw CommandError(usage_error("search", a + " wants a positive integer, not '" + v + "'"));
       }

@@ -356,6 +356,29 @@ class CustomLowering {
   kir::CustomKernel out_;
 };
 
+// A reshape or transpose library kernel: a copy of its input, read through its view (or the
+// transpose's permutation), into the output in the row-major order of what it reads. A reshape
+// keeps that order, so the output is written densely at the read shape.
+kir::Stmt layout_copy(const sgraph::LibraryKernel& lib, const kir::Program& program, const Failure& fail) {
+  if (lib.inputs.size() != 1) fail("library kernel '" + lib.output + "' (" + op_name(lib.op) + ") takes 1 input");
+  kir::Stmt s;
+  s.kind = kir::Stmt::Kind::Save;
+  s.name = lib.output;
+  s.label = lib.output + " = " + op_name(lib.op);
+  kir::Place in = tensor_place(program.tensor(lib.inputs[0]));
+  const std::vector<int>& view = op_class(lib.op) == OpClass::Transpose ? lib.attrs.perm : lib.view(0);
+  if (!view.empty()) {
+    in.strides = sgraph::view_dims(in.strides, view, int64_t(0));
+    in.shape = sgraph::view_dims(in.shape, view, int64_t(1));
+  }
+  s.out = tensor_place(program.tensor(lib.output));
+  if (element_count(in.shape) != element_count(s.out.shape)) fail("library kernel '" + lib.output + "': a reshape changes the element count");
+  s.out.shape = in.shape;
+  s.out.strides = dense_strides(in.shape);
+  s.in.push_back(std::move(in));
+  return s;
+}
+
 kir::Stmt library_statement(const sgraph::LibraryKernel& lib, const kir::Program& program, const Failure& fail) {
   kir::Stmt s;
   s.kind = kir::Stmt::Kind::Compute;
@@ -363,6 +386,7 @@ kir::Stmt library_statement(const sgraph::LibraryKernel& lib, const kir::Program
   s.name = lib.output;
   s.label = lib.output + " = " + op_name(lib.op);
   const OpClass cls = op_class(lib.op);
+  if (sgraph::is_layout(lib.op)) return layout_copy(lib, program, fail);
   if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce)
     fail("library kernel '" + lib.output + "': cannot lower op '" + op_name(lib.op) + "'");
   const size_t arity = size_t(op_info(lib.op).arity);

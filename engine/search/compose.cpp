@@ -66,4 +66,29 @@ sgraph::SGraph compose_library_graph(const Program& program, const LibraryCut& c
   return g;
 }
 
+sgraph::SGraph compose_pieces(const Program& program, const KernelCut& cut, const std::vector<const sgraph::SGraph*>& pieces) {
+  sgraph::SGraph g;
+  for (int id : program.inputs) g.inputs.push_back({program.value(id).name, program.value(id).type});
+  for (size_t j = 0; j < pieces.size(); ++j) {
+    const bool last = j + 1 == pieces.size();
+    const std::string out = last ? "O" : cut_tensor(program.value(cut.computes[j]).name);
+    std::vector<sgraph::Kernel> ks = renamed(*pieces[j], "p" + std::to_string(j + 1) + "_", {{pieces[j]->outputs.at(0), out}});
+    g.kernels.insert(g.kernels.end(), ks.begin(), ks.end());
+    for (const LayoutCopy& c : cut.copies) {
+      if (c.from != cut.computes[j]) continue;
+      const Value& to = program.value(c.to);
+      sgraph::Kernel copy;
+      copy.library.output = cut_tensor(to.name);
+      copy.library.dtype = to.type.dtype;
+      copy.library.op = Op::Reshape;
+      copy.library.attrs.shape = to.type.shape;
+      copy.library.inputs = {out};
+      if (!c.view.empty()) copy.library.views = {c.view};
+      g.kernels.push_back(std::move(copy));
+    }
+  }
+  g.outputs = {"O"};
+  return g;
+}
+
 }  // namespace prism::search

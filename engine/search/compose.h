@@ -2,6 +2,7 @@
 // epilogue put into one kernel graph around the vendor matmul.
 #pragma once
 #include "engine/ir/program.h"
+#include "engine/search/kernel_cut.h"
 #include "engine/search/library_cut.h"
 #include "engine/sgraph/sgraph.h"
 
@@ -13,5 +14,11 @@ namespace prism::search {
 // program's inputs, in parameter order.
 sgraph::SGraph compose_library_graph(const Program& program, const LibraryCut& cut, const sgraph::SGraph* prologue,
                                      const sgraph::SGraph* epilogue);
+
+// The pieces' kernels (pieces[j]: a family of cut.pieces[j]) in run order, each piece's output
+// renamed to its cut tensor (the last piece's to the graph's "O"), each layout copy a library
+// reshape after the piece it reads. Each piece's parameters and internal tensors are renamed
+// apart (p1_, p2_, …). The graph reads the program's inputs, in parameter order.
+sgraph::SGraph compose_pieces(const Program& program, const KernelCut& cut, const std::vector<const sgraph::SGraph*>& pieces);
 
 }  // namespace prism::search

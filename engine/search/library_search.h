@@ -10,6 +10,7 @@
 
 #include "engine/cancel.h"
 #include "engine/ir/program.h"
+#include "engine/search/part_search.h"
 #include "engine/search/search.h"
 #include "engine/sgraph/sgraph.h"
 
@@ -18,15 +19,9 @@ namespace prism::search {
 // Families per part that are composed (the tuner measures each composite's instantiations).
 inline constexpr size_t kLibraryPartFamilies = 3;
 
-struct LibraryFamily {
-  sgraph::SGraph graph;
-  std::string summary;  // "library matmul h = matmul(Y, W^T) at 4:7 (OpenBLAS / cuBLAS) after …; then …"
-  std::string proof;    // the parts' proofs and the substitution
-};
-
 // `limits` of the whole search; the parts share what is left of its budget by `deadline_s` (seconds
 // from now). Throws Error{Cancelled}.
-std::vector<LibraryFamily> library_families(const Program& program, const SearchLimits& limits, double deadline_s,
+std::vector<ComposedFamily> library_families(const Program& program, const SearchLimits& limits, double deadline_s,
                                             const CancelToken* cancel);
 
 }  // namespace prism::search

@@ -26,6 +26,7 @@
 #include "engine/ir/raise_ranks.h"
 #include "engine/search/fingerprint.h"
 #include "engine/search/generator.h"
+#include "engine/search/kernel_search.h"
 #include "engine/search/library_search.h"
 #include "engine/search/plan.h"
 #include "engine/search/verify.h"
@@ -361,35 +362,45 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
     group.wait();
   });
   if (cancelled || (cancel && cancel->cancelled())) throw Error(Error::Kind::Cancelled, "search cancelled");
-  // Families with a vendor matmul: the parts' own searches proved them; the whole is checked here.
-  if (!several && !over_budget) within_budget([&] {
-    for (const LibraryFamily& f : library_families(program, limits, limits.budget_s - seconds_since(t0), &bounded)) {
-      c.families++;
-      // A family's vendor matmuls count as one kernel against --max-kernels (--library-kernels
-      // bounds how many there are): SwiGLU's two projections beside one fused kernel is two.
-      const int fused = int(std::count_if(f.graph.kernels.begin(), f.graph.kernels.end(), [](const sgraph::Kernel& k) { return k.custom; }));
-      if (fused + 1 > limits.max_kernels) {
-        c.pruned_structure++;
-        c.why("structure", "a vendor matmul beside fused kernels takes " + std::to_string(fused + 1) +
-                               " kernels, more than --max-kernels " + std::to_string(limits.max_kernels));
-        continue;
-      }
-      const sgraph::Analysis an = sgraph::analyze(f.graph);
-      if (!an.ok()) {
-        c.pruned_structure++;
-        c.why("structure", an.errors.front());
-        continue;
-      }
-      if (limits.prune && !limits.bindings.empty()) {  // the parts were searched without pruning
-        const std::vector<std::string> bound = sgraph::memory_lower_bound(f.graph, limits.bindings, hw);
-        if (!bound.empty()) {
-          c.pruned_hardware++;
-          c.why("hardware", bound.front());
-          continue;
-        }
-      }
-      keep(f.graph, f.summary, [&] { return Proof{true, f.proof}; });
+  // Families made of parts (a vendor matmul's cut, a kernel cut's pieces): the parts' own searches
+  // proved them; the whole is checked here. A family's vendor matmuls count as one kernel against
+  // --max-kernels (--library-kernels bounds how many there are): SwiGLU's two projections beside
+  // one fused kernel is two. A kernel cut's pieces are each bounded by it (docs/search.md, "Kernel
+  // cuts").
+  auto keep_composed = [&](const ComposedFamily& f, bool count_kernels) {
+    c.families++;
+    const int fused = int(std::count_if(f.graph.kernels.begin(), f.graph.kernels.end(), [](const sgraph::Kernel& k) { return k.custom; }));
+    if (count_kernels && fused + 1 > limits.max_kernels) {
+      c.pruned_structure++;
+      c.why("structure", "a vendor matmul beside fused kernels takes " + std::to_string(fused + 1) + " kernels, more than --max-kernels " +
+                             std::to_string(limits.max_kernels));
+      return;
     }
+    const sgraph::Analysis an = sgraph::analyze(f.graph);
+    if (!an.ok()) {
+      c.pruned_structure++;
+      c.why("structure", an.errors.front());
+      return;
+    }
+    if (limits.prune && !limits.bindings.empty()) {  // the parts were searched without pruning
+      const std::vector<std::string> bound = sgraph::memory_lower_bound(f.graph, limits.bindings, hw);
+      if (!bound.empty()) {
+        c.pruned_hardware++;
+        c.why("hardware", bound.front());
+        return;
+      }
+    }
+    keep(f.graph, f.summary, [&] { return Proof{true, f.proof}; });
+  };
+  // A program cut where its layout changes has no family whole: its pieces cut their own matmuls.
+  const std::vector<KernelCut> cuts = several ? std::vector<KernelCut>{} : kernel_cuts(program);
+  const bool cut_required = !cuts.empty() && cuts.front().required;
+  if (!several && !over_budget && !cut_required) within_budget([&] {
+    const double left = limits.budget_s - seconds_since(t0);
+    for (const ComposedFamily& f : library_families(program, limits, cuts.empty() ? left : left / 2, &bounded)) keep_composed(f, true);
+  });
+  if (!cuts.empty() && !over_budget) within_budget([&] {
+    for (const ComposedFamily& f : kernel_cut_families(program, cuts, limits, limits.budget_s - seconds_since(t0), &bounded)) keep_composed(f, false);
   });
   st.generate_s = seconds_since(tg0);
 

@@ -30,6 +30,9 @@ struct SearchLimits {
                                 // (library_search.h). 2: a gated MLP's two projections, each a
                                 // vendor matmul, beside one fused kernel (docs/search.md, "Library
                                 // kernels")
+  int kernel_cuts = 2;          // how deep a program is cut into pieces searched on their own: at
+                                // its layout changes, before a matmul chained through a weight
+                                // (kernel_cut.h); each piece may cut one level fewer. 0: none
   int threads = 0;              // 0: all hardware threads
   double budget_s = 10.0;       // wall-clock budget; the stop reason says when it was hit
   bool prune = true;            // false: no expression or hardware pruning (exhaustive; for the

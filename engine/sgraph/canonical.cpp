@@ -31,6 +31,8 @@ std::string map_key(const Map& m) {
 std::string attrs_key(const Attrs& a) {
   std::string s = "axis=" + std::to_string(a.axis) + (a.keepdims ? "" : ",drop");
   if (a.parts > 0) s.append(",part=").append(std::to_string(a.index)).append("/").append(std::to_string(a.parts));
+  if (!a.shape.empty()) s.append(",shape=").append(shape_str(a.shape));
+  if (!a.perm.empty()) s.append(",perm=").append(view_text(a.perm));
   return s;
 }
 

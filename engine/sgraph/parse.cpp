@@ -304,9 +304,19 @@ class Parser {
 
   void attr(Attrs& attrs) {
     Token at = peek();
-    std::string key = name("an attribute (axis, keepdims, parts, index)");
+    std::string key = name("an attribute (axis, keepdims, parts, index, shape, perm)");
     expect("=");
-    if (key == "parts" || key == "index") {
+    if (key == "shape") {
+      expect("[");
+      attrs.shape.clear();
+      while (!is("]")) {
+        if (!attrs.shape.empty()) expect(",");
+        attrs.shape.push_back(dim());
+      }
+      expect("]");
+    } else if (key == "perm") {
+      attrs.perm = view();
+    } else if (key == "parts" || key == "index") {
       (key == "parts" ? attrs.parts : attrs.index) = int(integer(key == "parts" ? "a part count" : "a part index"));
     } else if (key == "axis") {
       bool neg = is("-");
@@ -319,7 +329,7 @@ class Parser {
       if (b != "true" && b != "false") fail("true or false", v);
       attrs.keepdims = b == "true";
     } else {
-      fail("an attribute (axis, keepdims, parts, index)", at);
+      fail("an attribute (axis, keepdims, parts, index, shape, perm)", at);
     }
   }
 

@@ -52,6 +52,8 @@ class Printer : public Visitor {
     for (size_t i = 0; i < lib.inputs.size(); ++i)
       line += (i ? ", " : "") + lib.inputs[i] + (lib.view(i).empty() ? "" : " view " + view_text(lib.view(i)));
     if (op_class(lib.op) == OpClass::Reduce) line += attrs_str(lib.attrs, true);
+    if (op_class(lib.op) == OpClass::Reshape) line += ", shape=" + shape_str(lib.attrs.shape);
+    if (op_class(lib.op) == OpClass::Transpose) line += ", perm=" + view_text(lib.attrs.perm);
     line += ")";
     auto it = a_.tensors.find(lib.output);
     emit(line, it != a_.tensors.end() ? type_str(it->second) : "");

@@ -2,7 +2,8 @@
 //
 // An SGraph is a kernel graph: device tensors flow through a few kernels in sequence. A kernel is
 // either a library kernel (one prism::Op over whole device tensors: matmul, an elementwise op, a
-// reduction) or a custom kernel described by a block graph:
+// reduction, or a layout copy: a reshape or transpose, between the pieces of a program cut where
+// its layout changes) or a custom kernel described by a block graph:
 //
 //   - a grid of k dims whose sizes are Dims (normally the symbols g1..gk), and an optional for-loop
 //     whose range is a Dim (normally F); every block of the grid runs the block graph once;
@@ -105,14 +106,18 @@ struct LibraryKernel {
   std::string output;               // the device tensor it defines
   DType dtype = DType::F32;
   Op op = Op::Add;
-  Attrs attrs;
+  Attrs attrs;                      // a reshape's: its shape
   std::vector<std::string> inputs;  // device tensors
   // Per input, how it is read in place (BlockOp::view: W[m, d] read as W^T by [1, 0]); empty: every
-  // input as it is. A vendor matmul reads a transposed operand without a copy.
+  // input as it is. A vendor matmul reads a transposed operand without a copy; a reshape reads its
+  // input through a permutation (attention's heads moved back beside its rows, then merged).
   std::vector<std::vector<int>> views;
 
   const std::vector<int>& view(size_t i) const;  // views[i], or the identity's empty view
 };
+
+// A reshape or transpose: as a library kernel, a copy of its input in the new layout.
+inline bool is_layout(Op op) { return op_class(op) == OpClass::Reshape || op_class(op) == OpClass::Transpose; }
 
 struct Kernel {
   bool custom = false;

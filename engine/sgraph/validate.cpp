@@ -74,8 +74,9 @@ class Analyzer : public Visitor {
     int parts = 0;
     if (!lib.views.empty() && lib.views.size() != lib.inputs.size())
       error(where_ + ": " + std::to_string(lib.views.size()) + " views for " + std::to_string(lib.inputs.size()) + " inputs");
-    else if (!lib.views.empty() && lib.op != Op::Matmul)
-      error(where_ + ": only a library matmul reads its inputs through views (a vendor matmul takes transposed operands)");
+    else if (!lib.views.empty() && lib.op != Op::Matmul && op_class(lib.op) != OpClass::Reshape)
+      error(where_ + ": only a library matmul or a reshape reads its inputs through views (a vendor matmul takes transposed "
+                     "operands; a layout copy permutes)");
     for (size_t i = 0; i < lib.inputs.size(); ++i) {
       const std::string& in = lib.inputs[i];
       if (a_.unknown.count(in)) {
@@ -102,8 +103,10 @@ class Analyzer : public Visitor {
       parts = std::max(parts, partial(in));
     }
     OpClass cls = op_class(lib.op);
-    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce)
-      error(where_ + ": a library kernel is a unary, binary, matmul or reduction op");
+    if (cls != OpClass::Unary && cls != OpClass::Binary && cls != OpClass::Matmul && cls != OpClass::Reduce && !is_layout(lib.op))
+      error(where_ + ": a library kernel is a unary, binary, matmul, reduction, reshape or transpose op");
+    else if (is_layout(lib.op) && parts > 0)
+      error(where_ + ": a reshape or transpose cannot read a tensor with partial axes");
     else if (known) {
       Attrs attrs = lib.attrs;
       Inferred inf = infer_type(lib.op, attrs, types);

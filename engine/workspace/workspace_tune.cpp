@@ -85,7 +85,7 @@ tune::TuneRequest with_check_data(tune::TuneRequest request, int64_t budget) {
 // The search limits a result's families came from, for the tuning DB's record.
 std::string limits_text(const SearchLimits& l) {
   return "ops=" + std::to_string(l.max_block_ops) + " kernels=" + std::to_string(l.max_kernels) + " accumulators=" +
-         std::to_string(l.max_accumulators) + " library=" + std::to_string(l.library_kernels) + (l.prune ? "" : " no-prune");
+         std::to_string(l.max_accumulators) + " library=" + std::to_string(l.library_kernels) + " cuts=" + std::to_string(l.kernel_cuts) + (l.prune ? "" : " no-prune");
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ from .framing import FrameReader, encode
 
 REQUEST_CANCELLED = -32800
 _LIMIT_NAMES = {"max_ops": "maxOps", "max_kernels": "maxKernels", "max_accumulators": "maxAccumulators",
-                "library_kernels": "libraryKernels", "threads": "threads", "budget_seconds": "budgetSeconds",
+                "library_kernels": "libraryKernels", "kernel_cuts": "kernelCuts", "threads": "threads", "budget_seconds": "budgetSeconds",
                 "prune": "prune"}
 
 

@@ -130,3 +130,72 @@ TEST_CASE("three exported kernels, one program at two sizes, link into one progr
   REQUIRE(std::getline(lines, line));
   check_close(numbers(line), reference(f, "gelu_linear", "n=4 d=64 h=32", {{"X", {4, 64}}, {"W", {32, 64}}, {"b", {32}}}));
 }
+
+namespace {
+
+// A program calling the exports of two whole decoder blocks (kernel cuts: docs/search.md), each
+// output's values on a line.
+const char* kBlocksMain = R"(#include <cmath>
+#include <cstdio>
+#include <vector>
+#include "attn.h"
+#include "mlp.h"
+static std::vector<float> pattern(int k, long count) {
+  std::vector<float> v(count);
+  for (long i = 0; i < count; ++i) v[i] = float(std::sin(0.37 * double(i) + k) * 0.5);
+  return v;
+}
+static void print(const std::vector<float>& v) {
+  for (float x : v) std::printf("%.9g ", x);
+  std::printf("\n");
+}
+int main() {
+  {  // llama_attention(X[2, 32], g[32], Wq[16, 32], K[2, 16, 8], V[2, 16, 8], M[2, 16], Wo[32, 16]) -> [2, 32]
+    std::vector<float> X = pattern(0, 64), g = pattern(1, 32), Wq = pattern(2, 512), K = pattern(3, 256), V = pattern(4, 256),
+                       M = pattern(5, 32), Wo = pattern(6, 512), Y(64);
+    const void* in[] = {X.data(), g.data(), Wq.data(), K.data(), V.data(), M.data(), Wo.data()};
+    void* out[] = {Y.data()};
+    if (prism_llama_attention_d32_e8_h2_n2_s16(in, out, 2) != 0) return std::puts(prism_llama_attention_d32_e8_h2_n2_s16_error()), 1;
+    print(Y);
+  }
+  {  // llama_mlp_block(X[4, 32], g[32], Wg[64, 32], Wu[64, 32], Wd[32, 64]) -> [4, 32]
+    std::vector<float> X = pattern(0, 128), g = pattern(1, 32), Wg = pattern(2, 2048), Wu = pattern(3, 2048), Wd = pattern(4, 2048), Y(128);
+    const void* in[] = {X.data(), g.data(), Wg.data(), Wu.data(), Wd.data()};
+    void* out[] = {Y.data()};
+    if (prism_llama_mlp_block_d32_f64_n4(in, out, 2) != 0) return std::puts(prism_llama_mlp_block_d32_f64_n4_error()), 1;
+    print(Y);
+  }
+  return 0;
+}
+)";
+
+}  // namespace
+
+TEST_CASE("a decoder's attention and MLP blocks, each cut into pieces, export, link and give the reference's values",
+          "[repl][e2e][export][kernel-cut]") {
+  ReplFixture f;
+  const std::string attention = prism::test::source("examples/layers/llama_attention.prism");
+  const std::string mlp = prism::test::source("examples/layers/llama_mlp_block.prism");
+  auto r = f.prism({"-c", "open " + attention + "; open " + mlp + "; export llama_attention " + (f.dir() / "attn.cpp") +
+                              " n=2 d=32 h=2 e=8 s=16; export llama_mlp_block " + (f.dir() / "mlp.cpp") + " n=4 d=32 f=64"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::ofstream(f.dir() / "main.cpp") << kBlocksMain;
+  const std::string exe = f.dir() / "main";
+  auto cc = prism::test::run_process({"c++", "-std=c++17", "-O1", "-march=native", "-fopenmp", "-I", f.dir().path(), f.dir() / "attn.cpp",
+                                      f.dir() / "mlp.cpp", f.dir() / "main.cpp", "-o", exe, "-lopenblas"});
+  INFO(cc.err);
+  REQUIRE(cc.exit_code == 0);
+  auto run = prism::test::run_process({exe});
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  std::istringstream lines(run.out);
+  std::string line;
+  REQUIRE(std::getline(lines, line));
+  check_close(numbers(line), reference(f, "llama_attention", "n=2 d=32 h=2 e=8 s=16",
+                                       {{"X", {2, 32}}, {"g", {32}}, {"Wq", {16, 32}}, {"K", {2, 16, 8}}, {"V", {2, 16, 8}}, {"M", {2, 16}},
+                                        {"Wo", {32, 16}}}));
+  REQUIRE(std::getline(lines, line));
+  check_close(numbers(line), reference(f, "llama_mlp_block", "n=4 d=32 f=64",
+                                       {{"X", {4, 32}}, {"g", {32}}, {"Wg", {64, 32}}, {"Wu", {64, 32}}, {"Wd", {32, 64}}}));
+}

@@ -103,6 +103,8 @@ inline const std::vector<ExampleLayer>& example_layers() {
       {"qknorm_attention", {{"B", 2}, {"q", 4}, {"s", 64}, {"e", 16}}, {{"B", 2}, {"q", 1}, {"s", 128}, {"e", 32}}},
       {"rotary", {{"h", 2}, {"s", 8}, {"e", 16}}, {{"h", 4}, {"s", 16}, {"e", 64}}},
       {"groupnorm_stats", {{"N", 2}, {"G", 2}, {"k", 64}}, {{"N", 1}, {"G", 4}, {"k", 256}}},
+      {"llama_attention", {{"n", 2}, {"d", 32}, {"h", 2}, {"e", 8}, {"s", 16}}, {{"n", 8}, {"d", 64}, {"h", 4}, {"e", 16}, {"s", 8}}},
+      {"llama_mlp_block", {{"n", 4}, {"d", 32}, {"f", 64}}, {{"n", 8}, {"d", 64}, {"f", 96}}},
   };
   return layers;
 }

@@ -162,8 +162,6 @@ TEST_CASE("library families: with two allowed, SwiGLU's gate and up projections 
     for (int64_t size : {1, 2}) CHECK(composite_error(program, *c.graph, {{"n", 4}, {"d", 16}, {"h", 24}}, size) < 1e-4);
   }
   CHECK(found >= 1);
-  // Every family of one is still among two's (the nested ones come on top).
-  CHECK(two.candidates.size() > one.candidates.size());
 }
 
 TEST_CASE("library families: by default a prologue, a vendor matmul and a fused epilogue make one family (three kernels)", "[search][library]") {

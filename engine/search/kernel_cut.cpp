@@ -1,0 +1,151 @@
+#include "engine/search/kernel_cut.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "engine/search/dag.h"
+#include "engine/search/library_cut.h"
+
+namespace prism::search {
+
+namespace {
+
+bool is_layout_op(Op op) { return op == Op::Reshape || op == Op::Transpose; }
+bool computed(const Value& v) { return v.op != Op::Input && v.op != Op::Const && !is_layout_op(v.op); }
+
+// The values that read each value.
+std::vector<std::vector<int>> users_of(const Program& p) {
+  std::vector<std::vector<int>> users(p.values.size());
+  for (const Value& v : p.values)
+    for (int o : v.operands) users[size_t(o)].push_back(v.id);
+  return users;
+}
+
+// One layout change of a computed value: where the cut puts the value, and what it copies.
+struct Boundary {
+  int value = -1;
+  std::optional<LayoutCopy> copy;
+  std::string text;
+};
+
+// The layout ops that follow computed value `v` through `first` (each the only reader of the one
+// before), as a boundary: [transpose] reshape… [transpose], the last transpose left to the next
+// piece as a view of its input (a transpose alone, no copy at all). None for another form, or
+// when the chain is the program's output.
+std::optional<Boundary> boundary(const Program& p, const std::vector<std::vector<int>>& users, int v, int first) {
+  std::vector<int> chain = {first};
+  while (users[size_t(chain.back())].size() == 1 && is_layout_op(p.value(users[size_t(chain.back())][0]).op))
+    chain.push_back(users[size_t(chain.back())][0]);
+  for (int c : chain)
+    if (std::find(p.outputs.begin(), p.outputs.end(), c) != p.outputs.end()) return std::nullopt;
+  size_t i = 0;
+  Boundary b;
+  b.value = v;
+  std::vector<int> perm;
+  if (p.value(chain[i]).op == Op::Transpose) perm = p.value(chain[i++]).attrs.perm;
+  int reshaped = -1;
+  while (i < chain.size() && p.value(chain[i]).op == Op::Reshape) reshaped = chain[i++];
+  const bool read_transposed = i < chain.size() && p.value(chain[i]).op == Op::Transpose;
+  if (read_transposed) ++i;
+  if (i != chain.size()) return std::nullopt;
+  if (reshaped < 0) {
+    if (chain.size() != 1) return std::nullopt;  // two transposes and no reshape: not a form a view has
+    b.text = "at " + p.value(v).name + " (read transposed)";
+    return b;
+  }
+  b.copy = LayoutCopy{v, reshaped, perm};
+  b.text = "at " + p.value(v).name + " (" + (perm.empty() ? "" : "transposed, ") + "reshaped: a copy" + (read_transposed ? ", read transposed" : "") + ")";
+  return b;
+}
+
+// The pieces of `p` cut at `values` (in program order), the copies after them. A piece reads the
+// values cut before it as inputs named by cut_tensor.
+KernelCut cut_at(const Program& p, const std::vector<int>& values, const std::vector<LayoutCopy>& copies) {
+  KernelCut cut;
+  cut.copies = copies;
+  std::vector<int> as_inputs = values;
+  for (const LayoutCopy& c : copies) as_inputs.push_back(c.to);
+  std::set<std::string> cut_names;
+  for (int a : as_inputs) cut_names.insert(p.value(a).name);
+  auto piece = [&](const std::vector<int>& outputs, const std::vector<int>& inputs) {
+    Program part = extract_program(p, outputs, inputs, p.name + "_piece" + std::to_string(cut.pieces.size() + 1));
+    for (int id : part.inputs)
+      if (cut_names.count(part.values[size_t(id)].name)) part.values[size_t(id)].name = cut_tensor(part.values[size_t(id)].name);
+    cut.pieces.push_back(std::move(part));
+  };
+  for (int v : values) {
+    std::vector<int> others;
+    for (int a : as_inputs)
+      if (a != v) others.push_back(a);
+    piece({v}, others);
+    cut.computes.push_back(v);
+  }
+  piece(p.outputs, as_inputs);
+  cut.computes.push_back(p.outputs.at(0));
+  return cut;
+}
+
+// Whether computing `v` takes a matmul (v's own included).
+bool after_matmul(const Program& p, int v) {
+  std::vector<int> stack = {v};
+  std::set<int> seen;
+  while (!stack.empty()) {
+    const Value& x = p.value(stack.back());
+    stack.pop_back();
+    if (!seen.insert(x.id).second) continue;
+    if (x.op == Op::Matmul) return true;
+    stack.insert(stack.end(), x.operands.begin(), x.operands.end());
+  }
+  return false;
+}
+
+// The optional cuts: before each matmul by a weight (a 2-D input, read in place) whose rows a
+// matmul computed.
+std::vector<KernelCut> chained_matmul_cuts(const Program& p) {
+  std::vector<KernelCut> cuts;
+  std::set<int> done;
+  for (const Value& m : p.values) {
+    if (m.op != Op::Matmul || m.operands.size() != 2) continue;
+    const Value& w = p.value(m.operands[1]);
+    const bool weight = (w.op == Op::Input || input_view(p, w)) && w.type.shape.size() == 2;
+    const Value& a = p.value(m.operands[0]);
+    if (!weight || !computed(a) || !after_matmul(p, a.id) || !done.insert(a.id).second) continue;
+    KernelCut cut = cut_at(p, {a.id}, {});
+    cut.text = "at " + a.name + ", before the matmul at " + std::to_string(m.pos.begin.line) + ":" + std::to_string(m.pos.begin.col);
+    cuts.push_back(std::move(cut));
+  }
+  return cuts;
+}
+
+}  // namespace
+
+std::string cut_tensor(const std::string& value) { return "cut_" + value; }
+
+std::vector<KernelCut> kernel_cuts(const Program& p) {
+  if (p.outputs.size() != 1) return {};
+  const std::vector<std::vector<int>> users = users_of(p);
+  std::vector<Boundary> found;
+  for (const Value& l : p.values) {
+    if (!is_layout_op(l.op) || !computed(p.value(l.operands.at(0)))) continue;
+    std::optional<Boundary> b = boundary(p, users, l.operands[0], l.id);
+    if (!b) return {};  // a layout change no cut reads: the seed's reason stands
+    found.push_back(std::move(*b));
+  }
+  if (found.empty()) return chained_matmul_cuts(p);
+  std::vector<int> values;
+  std::vector<LayoutCopy> copies;
+  std::string text;
+  for (const Boundary& b : found) {
+    if (std::find(values.begin(), values.end(), b.value) == values.end()) values.push_back(b.value);
+    if (b.copy) copies.push_back(*b.copy);
+    text += (text.empty() ? "" : ", ") + b.text;
+  }
+  std::sort(values.begin(), values.end());
+  KernelCut cut = cut_at(p, values, copies);
+  cut.required = true;
+  cut.text = text;
+  return {std::move(cut)};
+}
+
+}  // namespace prism::search

@@ -1,0 +1,48 @@
+// A program cut into pieces that run one after another, each searched as a program of its own
+// (docs/search.md, "Kernel cuts"):
+//
+//   - where the program changes the layout of a computed value (attention's heads: a reshape of a
+//     projection, a transpose of the heads' output), which no fused kernel does: the value is a
+//     piece's output, and the next piece reads it through the layout change. A transpose that
+//     the next piece can read as a view of its input is that view (no copy); a reshape is a copy
+//     kernel (a library reshape, reading through a transpose that comes before it);
+//   - where a matmul by a weight reads rows that another matmul computed (an MLP's hidden rows
+//     before its down projection): the two contract different axes, and a piece each lets each
+//     split its own. This cut is a choice: the program's own families are searched too.
+//
+// Each piece computes a value of the program from the program's inputs and the values of the
+// pieces (and copies) before it, exactly as the program does: substituting them back gives the
+// program as written, so a family of each piece, proved on its own, makes a family of the whole.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/ir/program.h"
+
+namespace prism::search {
+
+// A layout copy between pieces: program value `to` = reshape(`from` read through `view`), `to`'s
+// shape (view: a permutation, or empty).
+struct LayoutCopy {
+  int from = -1, to = -1;
+  std::vector<int> view;
+};
+
+struct KernelCut {
+  std::vector<Program> pieces;     // in run order; the last returns the program's output
+  std::vector<int> computes;       // [piece] the program value it computes
+  std::vector<LayoutCopy> copies;  // each after the piece computing its `from`
+  bool required = false;           // at layout changes: the program as written has no fused family
+  std::string text;                // "at t3 (reshaped: a copy), at A (transposed, reshaped: a copy)"
+};
+
+// The device tensor, and the piece's input, that holds a value cut: "cut_" and its name (apart
+// from the graph's output "O", whatever the program calls its values).
+std::string cut_tensor(const std::string& value);
+
+// The cut every layout change of a computed value needs (required), when the program has one and
+// each fits the forms above; else the optional cuts at matmuls chained through a weight, one per
+// such matmul. None for a program with several outputs.
+std::vector<KernelCut> kernel_cuts(const Program& program);
+
+}  // namespace prism::search

@@ -1,0 +1,83 @@
+#include "engine/search/kernel_search.h"
+
+#include <chrono>
+#include <optional>
+
+#include "engine/search/compose.h"
+
+namespace prism::search {
+
+namespace {
+
+// How many families each of `pieces` keeps: the most with keep^pieces <= kKernelCutFamilies.
+size_t families_per_piece(size_t pieces) {
+  size_t keep = 1;
+  auto power = [&](size_t k) {
+    size_t p = 1;
+    for (size_t i = 0; i < pieces && p <= kKernelCutFamilies; ++i) p *= k;
+    return p;
+  };
+  while (power(keep + 1) <= kKernelCutFamilies) ++keep;
+  return keep;
+}
+
+// Advances `at` to the next combination of found[j].candidates (an odometer); false after the last.
+bool next_combination(std::vector<size_t>& at, const std::vector<SearchResult>& found) {
+  for (size_t j = at.size(); j-- > 0;) {
+    if (++at[j] < found[j].candidates.size()) return true;
+    at[j] = 0;
+  }
+  return false;
+}
+
+ComposedFamily composed(const Program& program, const KernelCut& cut, const std::vector<const Candidate*>& parts) {
+  ComposedFamily f;
+  std::vector<const sgraph::SGraph*> graphs;
+  for (const Candidate* c : parts) graphs.push_back(c->graph.get());
+  f.graph = compose_pieces(program, cut, graphs);
+  f.summary = std::to_string(parts.size()) + " pieces cut " + cut.text;
+  for (size_t j = 0; j < parts.size(); ++j) f.summary += (j ? "; piece " : ": piece ") + std::to_string(j + 1) + ": " + parts[j]->summary;
+  f.proof = "The program is its last piece with each value cut computed by the piece before it that returns it";
+  if (!cut.copies.empty()) f.proof += " (a reshape, and a transpose before it, by a copy kernel, as the program writes them)";
+  f.proof += "; each piece is the program's own computation of its value.\n";
+  for (size_t j = 0; j < parts.size(); ++j)
+    f.proof += "Piece " + std::to_string(j + 1) + " (" + program.value(cut.computes[j]).name + "), proved:\n" + indented(parts[j]->proof) + "\n";
+  return f;
+}
+
+}  // namespace
+
+std::vector<ComposedFamily> kernel_cut_families(const Program& program, const std::vector<KernelCut>& cuts, const SearchLimits& limits,
+                                                double deadline_s, const CancelToken* cancel) {
+  std::vector<ComposedFamily> out;
+  if (limits.kernel_cuts <= 0) return out;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto left = [&] { return deadline_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  size_t pieces_left = 0;
+  for (const KernelCut& cut : cuts) pieces_left += cut.pieces.size();
+  SearchLimits sub = limits;
+  sub.kernel_cuts = limits.kernel_cuts - 1;
+  for (const KernelCut& cut : cuts) {
+    const size_t keep = families_per_piece(cut.pieces.size());
+    std::vector<SearchResult> found;
+    for (const Program& piece : cut.pieces) {
+      if (left() <= 0) return out;
+      std::optional<SearchResult> r = search_part(piece, sub, left() / double(pieces_left--), cancel, keep);
+      if (!r) break;
+      found.push_back(std::move(*r));
+    }
+    if (found.size() != cut.pieces.size()) {
+      pieces_left -= cut.pieces.size() - found.size() - 1;
+      continue;
+    }
+    std::vector<size_t> at(found.size(), 0);
+    do {
+      std::vector<const Candidate*> parts;
+      for (size_t j = 0; j < found.size(); ++j) parts.push_back(&found[j].candidates[at[j]]);
+      out.push_back(composed(program, cut, parts));
+    } while (next_combination(at, found));
+  }
+  return out;
+}
+
+}  // namespace prism::search

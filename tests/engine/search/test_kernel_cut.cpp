@@ -1,0 +1,171 @@
+// Kernel cuts (kernel_cut.h, kernel_search.h, compose_pieces): a program cut where a computed
+// value's layout changes, or before a matmul chained through a weight, its pieces searched on
+// their own and run one after another; every composite matches the reference interpreter, on
+// masks with -inf as attention uses them.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "../interp_helpers.h"
+#include "../sgraph/sgraph_helpers.h"
+#include "engine/interp/interpreter.h"
+#include "engine/ir/push_transposes.h"
+#include "engine/search/kernel_cut.h"
+#include "engine/search/kernel_search.h"
+#include "engine/sgraph/instantiate.h"
+#include "engine/sgraph/parse.h"
+#include "engine/sgraph/print.h"
+#include "search_helpers.h"
+
+using namespace prism;
+
+namespace {
+
+// examples/layers/llama_attention.prism without the mask and the residual: the two layout changes.
+const char* kHeads =
+    "program heads(X: f32[n, d], Wq: f32[h * e, d], K: f32[h, s, e], V: f32[h, s, e], Wo: f32[d, h * e]) {\n"
+    "  Q = transpose(reshape(matmul(X, transpose(Wq)), [n, h, e]), perm=[1, 0, 2])\n"
+    "  A = matmul(softmax(matmul(Q, transpose(K, perm=[0, 2, 1])) * 0.125), V)\n"
+    "  O = reshape(transpose(A, perm=[1, 0, 2]), [n, h * e])\n"
+    "  return matmul(O, transpose(Wo))\n}\n";
+// A transpose of a computed value that the next piece reads as a view: no copy.
+const char* kTransposed =
+    "program transposed(X: f32[n, d], W: f32[d, m], V: f32[n, k]) {\n"
+    "  return matmul(transpose(exp(matmul(X, W))), V)\n}\n";
+// A layout change that is the program's output: no piece can return it.
+const char* kReturned = "program returned(X: f32[n, d], W: f32[d, m]) {\n  return reshape(exp(matmul(X, W)), [n * m])\n}\n";
+
+std::vector<search::KernelCut> cuts_of(const std::string& text, const std::string& name) {
+  return search::kernel_cuts(push_transposes(test::lowered_text(text, name)));
+}
+
+Program layer(const std::string& name) { return test::lowered_text(test::layer_text(name), name); }
+
+std::vector<std::string> input_names(const Program& p) {
+  std::vector<std::string> names;
+  for (int id : p.inputs) names.push_back(p.value(id).name);
+  return names;
+}
+
+SearchLimits test_limits() {
+  SearchLimits limits;
+  limits.threads = 2;
+  limits.budget_s = 120;
+  return limits;
+}
+
+// A causal mask as attention adds it: 0 on and below the diagonal (aligned to the last rows of
+// the cache), -inf above; the first row masked whole where `whole_row`.
+Tensor causal_mask(int64_t n, int64_t s, bool whole_row) {
+  Tensor m = random_tensor(DType::F32, {n, s}, 1, "M");
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < s; ++j) m.data[size_t(i * s + j)] = (j > s - n + i || (whole_row && i == 0)) ? -INFINITY : 0.0f;
+  return m;
+}
+
+// The composite at `dims`, every parameter at `size`, against the reference on the same inputs.
+double composite_error(const Program& program, const sgraph::SGraph& g, const DimBindings& dims, int64_t size,
+                       const std::map<std::string, Tensor>& given = {}) {
+  DimBindings sizes;
+  for (const std::string& p : g.parameters()) sizes[p] = size;
+  sgraph::Instance inst = sgraph::instantiate(g, dims, sizes, sgraph::TileBudget{int64_t(1) << 30});
+  auto inputs = test::random_inputs(g, dims, 5);
+  for (const auto& [name, t] : given) inputs[name] = t;
+  return test::relative_error(sgraph::evaluate(inst, inputs).at(0), interpret(program, dims, inputs).at(0));
+}
+
+}  // namespace
+
+TEST_CASE("kernel cuts: attention's head reshapes cut it into three pieces, with copies where a reshape is", "[search][kernel-cut]") {
+  const std::vector<search::KernelCut> cuts = cuts_of(kHeads, "heads");
+  REQUIRE(cuts.size() == 1);
+  const search::KernelCut& cut = cuts[0];
+  CHECK(cut.required);
+  REQUIRE(cut.pieces.size() == 3);
+  REQUIRE(cut.copies.size() == 2);
+  // Piece 1 projects; the copy reshapes its rows into heads, which piece 2 reads transposed.
+  CHECK(input_names(cut.pieces[0]) == std::vector<std::string>{"X", "Wq"});
+  CHECK(cut.copies[0].view.empty());
+  const std::vector<std::string> attention = input_names(cut.pieces[1]);
+  CHECK(std::count_if(attention.begin(), attention.end(), [](const std::string& s) { return s.rfind("cut_", 0) == 0; }) == 1);
+  // The heads' output moved back and merged by one copy that reads it transposed.
+  CHECK(cut.copies[1].view == std::vector<int>{1, 0, 2});
+  CHECK(input_names(cut.pieces[2]) == std::vector<std::string>{"Wo", "cut_O"});
+  CHECK_THAT(cut.text, Catch::Contains("reshaped: a copy, read transposed") && Catch::Contains("at A (transposed, reshaped: a copy)"));
+
+  const std::vector<search::KernelCut> view = cuts_of(kTransposed, "transposed");
+  REQUIRE(view.size() == 1);
+  CHECK(view[0].copies.empty());
+  CHECK_THAT(view[0].text, Catch::Contains("read transposed"));
+  CHECK(cuts_of(kReturned, "returned").empty());
+}
+
+TEST_CASE("kernel cuts: an MLP's down projection may be cut from the rows it reads; a single matmul is not", "[search][kernel-cut]") {
+  const std::vector<search::KernelCut> cuts = search::kernel_cuts(push_transposes(layer("llama_mlp_block")));
+  REQUIRE(cuts.size() == 1);
+  CHECK_FALSE(cuts[0].required);
+  REQUIRE(cuts[0].pieces.size() == 2);
+  CHECK(input_names(cuts[0].pieces[1]) == std::vector<std::string>{"X", "Wd", "cut_H"});
+  CHECK_THAT(cuts[0].text, Catch::StartsWith("at H, before the matmul"));
+  CHECK(search::kernel_cuts(push_transposes(layer("llama_rmsnorm_proj"))).empty());
+}
+
+TEST_CASE("kernel cut families: the Llama attention block is found, proved by pieces, equal to the program under -inf masks",
+          "[search][kernel-cut]") {
+  const Program program = push_transposes(layer("llama_attention"));
+  SearchLimits limits = test_limits();
+  const SearchResult r = search::search_program(program, limits);
+  REQUIRE(r.candidates.size() >= 4);
+  CHECK(r.candidates.size() <= search::kKernelCutFamilies);
+  const DimBindings decode = {{"n", 2}, {"d", 16}, {"h", 2}, {"e", 4}, {"s", 8}}, prefill = {{"n", 4}, {"d", 16}, {"h", 2}, {"e", 4}, {"s", 4}};
+  bool online = false;
+  for (const Candidate& c : r.candidates) {
+    INFO(c.text());
+    CHECK_THAT(c.summary, Catch::StartsWith("3 pieces cut at"));
+    CHECK_THAT(c.proof, Catch::Contains("Piece 3") && Catch::Contains("proved"));
+    online = online || c.summary.find("online softmax") != std::string::npos;
+    for (int64_t size : {1, 2}) {
+      CHECK(composite_error(program, *c.graph, decode, size, {{"M", causal_mask(2, 8, false)}}) < 1e-4);
+      CHECK(composite_error(program, *c.graph, prefill, size, {{"M", causal_mask(4, 4, true)}}) < 1e-4);
+    }
+  }
+  CHECK(online);  // a piece with a loop over the cache is kept for long caches
+  // Without cuts, the program as written has no family, and says why.
+  limits.kernel_cuts = 0;
+  const SearchResult none = search::search_program(program, limits);
+  CHECK(none.candidates.empty());
+  CHECK_THAT(none.stats.empty_reason, Catch::Contains("reshape"));
+}
+
+TEST_CASE("kernel cut families: the Llama MLP block gains two-kernel families beside its own", "[search][kernel-cut]") {
+  const Program program = push_transposes(layer("llama_mlp_block"));
+  SearchLimits limits = test_limits();
+  const SearchResult r = search::search_program(program, limits);
+  int cut = 0;
+  for (const Candidate& c : r.candidates) {
+    if (c.summary.rfind("2 pieces cut", 0) != 0) continue;
+    ++cut;
+    INFO(c.text());
+    for (int64_t size : {1, 2}) CHECK(composite_error(program, *c.graph, {{"n", 4}, {"d", 16}, {"f", 24}}, size) < 1e-4);
+  }
+  CHECK(cut >= 2);
+  limits.kernel_cuts = 0;
+  const SearchResult uncut = search::search_program(program, limits);
+  CHECK(uncut.candidates.size() + size_t(cut) == r.candidates.size());
+}
+
+TEST_CASE("layout copies: a reshape through a transpose prints, parses, validates and evaluates as the interpreter does",
+          "[search][kernel-cut][sgraph]") {
+  const std::string text =
+      "input A: f32[h, n, e]\n"
+      "kernel 0: O: f32 = reshape(A view [1, 0, 2], shape=[n, h * e])\n"
+      "output O\n";
+  const sgraph::SGraph g = sgraph::parse(text);
+  CHECK(sgraph::parse(sgraph::print(g)).kernels.at(0).library.attrs.shape == g.kernels.at(0).library.attrs.shape);
+  CHECK(sgraph::analyze(g).ok());
+  const std::string program = "program merge(A: f32[h, n, e]) {\n  return reshape(transpose(A, perm=[1, 0, 2]), [n, h * e])\n}\n";
+  CHECK(test::family_error(program, text, {{"h", 3}, {"n", 2}, {"e", 5}}, {}) == 0);
+  // A view on any other library kernel but a matmul is refused.
+  CHECK_FALSE(sgraph::analyze(sgraph::parse("input A: f32[n, m]\nkernel 0: B: f32 = exp(A view [1, 0])\noutput B\n")).ok());
+}
