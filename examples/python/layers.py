@@ -1,4 +1,6 @@
 """Layers as PyTorch models write them, for prism.from_torch (docs/python.md)."""
+import math
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -29,6 +31,26 @@ class LlamaMLPBlock(nn.Module):
     def forward(self, x):
         h = self.post_attention_layernorm(x)
         return x + self.down_proj(F.silu(self.gate_proj(h)) * self.up_proj(h))
+
+
+class LlamaAttentionBlock(nn.Module):
+    """Llama's decoder attention block at a decode or prefill step, as LlamaAttention writes it:
+    RMSNorm, the query projection viewed as heads and moved in front, scaled softmax attention over
+    the cached keys and values (rotary embedding already applied) with the additive mask, the heads
+    moved back and merged, the output projection and the residual."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.input_layernorm = RMSNorm(dim)
+        self.q_proj = nn.Linear(dim, dim, bias=False)
+        self.o_proj = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x, k_cache, v_cache, mask):
+        q = self.q_proj(self.input_layernorm(x)).view(-1, self.heads, self.head_dim).transpose(0, 1)
+        scores = torch.matmul(q, k_cache.transpose(1, 2)) / math.sqrt(self.head_dim) + mask
+        attention = torch.matmul(torch.softmax(scores, dim=-1), v_cache)
+        return x + self.o_proj(attention.transpose(0, 1).reshape(-1, self.heads * self.head_dim))
 
 
 class GPT2MLP(nn.Module):

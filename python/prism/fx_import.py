@@ -46,12 +46,19 @@ def _identifier(text):
     return re.sub(r"\W", "_", text)
 
 
+_SIZE = object()  # the name of a node that computes sizes (a reshape reads them from the traced shapes)
+
+
 class _Writer:
     """Writes the statements of one traced graph."""
 
-    def __init__(self, graph_module, dims):
+    def __init__(self, graph_module, dims, resized=None):
         self.module = graph_module
         self.dims = dims or {}
+        # The named dims' sizes in the example inputs and in a second trace where each is doubled
+        # (name -> (example, doubled)), and every node's shape in that trace: a size computed from
+        # the dims (a reshape's target) is the expression of them that gives both.
+        self.resized = resized or ({}, {})
         self.names = {}       # node -> prism expression (a name or a literal)
         self.lines = []
         self.inputs = []      # (prism_name, torch_name, kind, type text)
@@ -73,14 +80,49 @@ class _Writer:
         sizes = [str(named.get(axis, named.get(axis - len(shape), size))) for axis, size in enumerate(shape)]
         return f"{prism_dtype}[{', '.join(sizes)}]"
 
+    def size_texts(self, node):
+        """The node's sizes as prism writes them: a number where it is one at every size of the
+        named dims, else the named dim (or a multiple of it, or a product of two) it always equals."""
+        sizes, shapes = self.resized
+        first, second = list(node.meta["tensor_meta"].shape), shapes.get(node)
+        if second is None or len(second) != len(first):
+            return [str(a) for a in first]
+        texts = []
+        for a, b in zip(first, second):
+            texts.append(str(a) if a == b else self._size_expression(node, a, b, sizes))
+        return texts
+
+    def _size_expression(self, node, a, b, sizes):
+        for name, (va, vb) in sizes.items():
+            if a % va == 0 and a // va * vb == b:
+                return name if a == va else f"{a // va} * {name}"
+        for n1, (a1, b1) in sizes.items():
+            for n2, (a2, b2) in sizes.items():
+                if n1 <= n2 and a == a1 * a2 and b == b1 * b2:
+                    return f"{n1} * {n2}"
+        raise self.unsupported(node, f"a size ({a}) that is no multiple of a named dim, nor a product of two")
+
     def add_input(self, shape, dtype, torch_name, kind):
         name = _identifier(torch_name)
         if all(i[0] != name for i in self.inputs):
             self.inputs.append((name, torch_name, kind, self.type_text(shape, dtype, torch_name)))
         return name
 
+    def is_size(self, node):
+        """Whether the node computes sizes, not a tensor: a shape, a size, an item or a product of them."""
+        if node.op not in ("call_function", "call_method") or "tensor_meta" in node.meta:
+            return False
+        if node.op == "call_method" and node.target == "size":
+            return True
+        if node.op == "call_function" and node.target is getattr and node.args[1] == "shape":
+            return True
+        sources = [a for a in node.args if hasattr(a, "op")]
+        return bool(sources) and all(self.names.get(a) is _SIZE for a in sources)
+
     def arg(self, a):
         if hasattr(a, "op"):  # an FX node
+            if self.names[a] is _SIZE:
+                raise UnsupportedOp(f"node '{a.name}' is a size used as a value (prism's sizes are dims, in shapes)")
             return self.names[a]
         if isinstance(a, bool):
             return "1" if a else "0"
@@ -113,6 +155,9 @@ class _Writer:
             self.names[node] = self.add_input(*self.type_of(node), node.target, "input" if node.op == "placeholder" else "parameter")
             return None
         if node.op == "output":
+            return None
+        if self.is_size(node):  # x.shape[0], x.size(1), n * h: read by reshapes from the traced shapes
+            self.names[node] = _SIZE
             return None
         if node.op == "call_function" and node.target is operator.getitem:
             pieces = self.names.get(node.args[0])
@@ -234,7 +279,7 @@ def _permute(w, n):
 
 
 def _reshape(w, n):
-    return f"reshape({w.arg(n.args[0])}, {list(n.meta['tensor_meta'].shape)})"
+    return f"reshape({w.arg(n.args[0])}, [{', '.join(w.size_texts(n))}])"
 
 
 def _identity(w, n):
@@ -429,6 +474,41 @@ def _tuple_unpacking_traced():
         Proxy.__iter__ = original
 
 
+def _resized_shapes(module, example_inputs, dims):
+    """({dim: (example size, doubled)}, {node: shape}) from a trace on inputs with every dim named
+    on the module's inputs doubled; ({}, {}) when none is named, or when the module does not run at
+    the doubled sizes (its sizes are then written as numbers)."""
+    import torch
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    placeholders = [node for node in module.graph.nodes if node.op == "placeholder"]
+    sizes = {}
+    for node, x in zip(placeholders, example_inputs):
+        for axis, name in (dims or {}).get(node.target, {}).items():
+            if isinstance(x, torch.Tensor) and -x.dim() <= axis < x.dim():
+                size = x.shape[axis]
+                if sizes.setdefault(name, (size, 2 * size))[0] != size:
+                    return {}, {}  # one name for two sizes: the import says so later
+    if not sizes:
+        return {}, {}
+    resized = []
+    for node, x in zip(placeholders, example_inputs):
+        if not isinstance(x, torch.Tensor):
+            resized.append(x)
+            continue
+        named = (dims or {}).get(node.target, {})
+        shape = [sizes[named[a]][1] if a in named else (sizes[named[a - x.dim()]][1] if a - x.dim() in named else n)
+                 for a, n in enumerate(x.shape)]
+        resized.append(torch.randn(shape, dtype=x.dtype) if x.is_floating_point() else torch.zeros(shape, dtype=x.dtype))
+    try:
+        with torch.no_grad():
+            ShapeProp(module).propagate(*resized)
+    except Exception:  # noqa: BLE001 - the module fixes a size somewhere: no second trace
+        return {}, {}
+    shapes = {node: list(node.meta["tensor_meta"].shape) for node in module.graph.nodes if hasattr(node.meta.get("tensor_meta"), "shape")}
+    return sizes, shapes
+
+
 def from_torch(fn_or_module, example_inputs, dims=None, name=None):
     """Traces `fn_or_module` (torch.fx.symbolic_trace, with stack traces for error messages) on
     `example_inputs` and returns an Imported program. `dims` names sizes symbolically:
@@ -446,9 +526,10 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None):
         graph = tracer.trace(fn_or_module)
     module = torch.fx.GraphModule(root, graph)
     example_inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
+    resized = _resized_shapes(module, example_inputs, dims)
     with torch.no_grad():
         ShapeProp(module).propagate(*example_inputs)
-    writer = _Writer(module, dims)
+    writer = _Writer(module, dims, resized)
     output = None
     for node in graph.nodes:
         writer.node(node)

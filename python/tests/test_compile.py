@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 import prism  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
-from layers import BertIntermediate, GPT2MLP, LlamaMLPBlock, Phi3MLP, ResidualRMSNorm  # noqa: E402
+from layers import BertIntermediate, GPT2MLP, LlamaAttentionBlock, LlamaMLPBlock, Phi3MLP, ResidualRMSNorm  # noqa: E402
 
 DIM, HIDDEN = 64, 128
 
@@ -190,6 +190,35 @@ def test_scaled_dot_product_attention_with_a_minus_inf_causal_mask(shared_daemon
     got = compiled(q * 4, k, v, mask)  # scores of tens: exp overflows without the max subtracted
     want = module(q * 4, k, v, mask)
     assert torch.isfinite(got).all() and close(got, want, 1e-3, 1e-4)
+    compiled.close()
+
+
+def test_a_decoder_attention_block_with_head_views_runs_under_a_causal_minus_inf_mask(shared_daemon):
+    torch.manual_seed(5)
+    heads, cached = 4, 16
+    module = LlamaAttentionBlock(DIM, heads).eval()
+    with torch.no_grad():
+        module.input_layernorm.weight.add_(torch.rand(DIM))
+
+    def inputs(n):
+        k, v = torch.randn(heads, cached, DIM // heads), torch.randn(heads, cached, DIM // heads)
+        mask = torch.zeros(n, cached)
+        for i in range(n):  # the new rows are the cache's last: each sees its past and itself
+            mask[i, cached - n + i + 1:] = float("-inf")
+        return outlier_rows(n), k, v, mask
+
+    dims = {"x": {0: "n"}, "mask": {0: "n"}}
+    compiled = prism.compile(module, inputs(4), dims=dims, top=1)
+    # The heads' reshapes keep n symbolic, and the search cuts the block where they are.
+    assert "reshape(v_q_proj, [n, 4, 16])" in compiled.program.text
+    for n in (2, 5):
+        x, k, v, mask = inputs(n)
+        got = compiled(x, k, v, mask)
+        with torch.no_grad():
+            want = module(x, k, v, mask)
+        assert torch.isfinite(got).all() and close(got, want, 1e-3, 1e-4)
+        kernel = compiled.kernels[(("n", n),)]
+        assert kernel.eager or "pieces cut" in kernel.tune["best"]["summary"]
     compiled.close()
 
 

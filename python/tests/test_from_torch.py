@@ -108,3 +108,21 @@ def test_equal_pieces_become_one_split_and_a_tuple_return_several_outputs():
     program = prism.from_torch(Halves(), torch.randn(2, 8), dims={"x": {0: "n"}})
     assert "v_chunk_0, v_chunk_1 = split(x, 2, axis=-1)" in program.text
     assert "return v_mul, v_add" in program.text and program.returns_tuple
+
+
+def test_a_reshape_keeps_the_named_dims_symbolic_in_its_target(client):
+    class Rows(torch.nn.Module):
+        def forward(self, x, y):
+            pairs = x.reshape(-1, 32) * 2  # [n, 64] as [2n, 32]
+            return pairs.view(x.shape[0], 2, 32).sum(1) + y.reshape(y.shape[0] * y.shape[1], 32)
+
+    program = prism.from_torch(Rows(), (torch.randn(3, 64), torch.randn(3, 1, 32)), dims={"x": {0: "n"}, "y": {0: "n"}})
+    assert "reshape(x, [2 * n, 32])" in program.text and "[n, 2, 32]" in program.text and "reshape(y, [n, 32])" in program.text
+    assert client.open(text=program.text) == [program.name]
+
+    class Flat(torch.nn.Module):
+        def forward(self, x):
+            return x.reshape(-1) * 2  # a * b * c elements
+
+    with pytest.raises(prism.UnsupportedOp, match=r"a size \(30\) that is no multiple of a named dim, nor a product of two"):
+        prism.from_torch(Flat(), torch.randn(2, 3, 5), dims={"x": {0: "a", 1: "b", 2: "c"}})
