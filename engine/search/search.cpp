@@ -24,6 +24,7 @@
 #include "engine/ir/one_pass_variance.h"
 #include "engine/ir/push_transposes.h"
 #include "engine/ir/raise_ranks.h"
+#include "engine/ir/symbolize_sizes.h"
 #include "engine/search/fingerprint.h"
 #include "engine/search/generator.h"
 #include "engine/search/kernel_search.h"
@@ -32,6 +33,7 @@
 #include "engine/search/verify.h"
 #include "engine/sgraph/canonical.h"
 #include "engine/sgraph/instantiate.h"
+#include "engine/sgraph/parse.h"
 #include "engine/sgraph/print.h"
 #include "engine/sgraph/validate.h"
 
@@ -415,8 +417,34 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
 
 }  // namespace
 
+namespace {
+
+// `r` (a search of `fixed.program`) for the program with fixed sizes: each family's dims for them
+// written as their numbers (docs/search.md, "Fixed sizes").
+SearchResult with_fixed_sizes(SearchResult r, const SymbolizedSizes& fixed, const SearchLimits& limits) {
+  r.limits = limits;
+  r.stats.empty_reason = with_sizes(r.stats.empty_reason, fixed.sizes);
+  for (Candidate& c : r.candidates) {
+    auto graph = std::make_shared<const sgraph::SGraph>(sgraph::canonicalize(sgraph::parse(with_sizes(sgraph::print(*c.graph), fixed.sizes))));
+    c.hash = sgraph::canonical_hash(*graph);
+    c.parameters = graph->parameters();
+    c.graph = std::move(graph);
+    c.summary = with_sizes(c.summary, fixed.sizes);
+    c.proof = with_sizes(c.proof, fixed.sizes);
+  }
+  return r;
+}
+
+}  // namespace
+
 SearchResult search_program(const Program& given, const SearchLimits& limits, const CancelToken* cancel,
                             const std::function<void(const SearchProgress&)>& progress) {
+  if (const SymbolizedSizes fixed = symbolize_sizes(given); !fixed.sizes.empty()) {
+    SearchLimits symbolic = limits;
+    for (const auto& [dim, size] : fixed.sizes) symbolic.bindings[dim] = size;
+    if (limits.bindings.empty()) symbolic.bindings.clear();  // shape-generic stays shape-generic
+    return with_fixed_sizes(search_program(fixed.program, symbolic, cancel, progress), fixed, limits);
+  }
   const auto t0 = Clock::now();
   const bool timed = std::isfinite(limits.budget_s) && limits.budget_s < 1e9;  // else no deadline
   const CancelToken bounded(cancel, timed ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, limits.budget_s)))
