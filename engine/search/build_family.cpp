@@ -64,7 +64,11 @@ class FamilyBuilder {
 
   bool is_output(int v) const { return std::find(outs_.begin(), outs_.end(), v) != outs_.end(); }
   // Output j is saved as O (one output) or O<j+1>, at the program's dtype for it.
-  std::string output_name(size_t j) const { return outs_.size() == 1 ? std::string("O") : "O" + std::to_string(j + 1); }
+  std::string output_name(size_t j) const {
+    return tensor_name(outs_.size() == 1 ? std::string("O") : "O" + std::to_string(j + 1));
+  }
+  // A device tensor the family writes, named apart from the program's inputs (an input called O).
+  std::string tensor_name(const std::string& base) const { return unused_tensor_name(base, program_); }
 
   // The grid's classes: the data-parallel ones, and at most one reduced (C_, the cross-block
   // reduction).
@@ -295,7 +299,7 @@ class FamilyBuilder {
       const int v = saved_[i];
       BlockOp save;
       save.kind = BlockOp::Kind::Save;
-      save.name = C_ < 0 ? output_name(i) : "P" + std::to_string(i + 1);
+      save.name = C_ < 0 ? output_name(i) : tensor_name("P" + std::to_string(i + 1));
       save.dtype = C_ < 0 ? program_.value(program_.outputs.at(i)).type.dtype : DType::F32;
       save.map = map_of(v, plan_.grid, 0, false);
       save.map.loop = Choice::none();
@@ -319,7 +323,7 @@ class FamilyBuilder {
       BlockOp load;
       load.kind = BlockOp::Kind::Load;
       load.name = "p" + std::to_string(i + 1);
-      load.tensor = "P" + std::to_string(i + 1);
+      load.tensor = tensor_name("P" + std::to_string(i + 1));
       load.map = map_of(v, data_parallel_, 1, true);
       load.map.loop = Choice::none();
       loaded[size_t(v)] = push(ops1, load);
@@ -368,7 +372,7 @@ class FamilyBuilder {
     }
     BlockOp save;
     save.kind = BlockOp::Kind::Save;
-    save.name = "O";
+    save.name = output_name(0);
     save.dtype = program_.value(program_.outputs.at(0)).type.dtype;
     save.map = map_of(sink_, data_parallel_, 0, true);
     save.map.loop = Choice::none();

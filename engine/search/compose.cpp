@@ -3,6 +3,8 @@
 #include <map>
 #include <set>
 
+#include "engine/search/dag.h"
+
 namespace prism::search {
 
 namespace {
@@ -52,17 +54,18 @@ sgraph::SGraph compose_library_graph(const Program& program, const LibraryCut& c
     g.kernels.insert(g.kernels.end(), ks.begin(), ks.end());
   }
   sgraph::Kernel lib;
-  lib.library.output = epilogue ? cut.product : "O";
+  const std::string out = unused_tensor_name("O", program);
+  lib.library.output = epilogue ? cut.product : out;
   lib.library.op = Op::Matmul;
   lib.library.dtype = program.value(cut.matmul).type.dtype;
   lib.library.inputs = {cut.left, cut.right};
   if (!cut.left_view.empty() || !cut.right_view.empty()) lib.library.views = {cut.left_view, cut.right_view};
   g.kernels.push_back(lib);
   if (epilogue) {
-    std::vector<sgraph::Kernel> ks = renamed(*epilogue, "epi_", {{epilogue->outputs.at(0), "O"}});
+    std::vector<sgraph::Kernel> ks = renamed(*epilogue, "epi_", {{epilogue->outputs.at(0), out}});
     g.kernels.insert(g.kernels.end(), ks.begin(), ks.end());
   }
-  g.outputs = {"O"};
+  g.outputs = {out};
   return g;
 }
 
@@ -71,7 +74,7 @@ sgraph::SGraph compose_pieces(const Program& program, const KernelCut& cut, cons
   for (int id : program.inputs) g.inputs.push_back({program.value(id).name, program.value(id).type});
   for (size_t j = 0; j < pieces.size(); ++j) {
     const bool last = j + 1 == pieces.size();
-    const std::string out = last ? "O" : cut_tensor(program.value(cut.computes[j]).name);
+    const std::string out = last ? unused_tensor_name("O", program) : cut_tensor(program.value(cut.computes[j]).name);
     std::vector<sgraph::Kernel> ks = renamed(*pieces[j], "p" + std::to_string(j + 1) + "_", {{pieces[j]->outputs.at(0), out}});
     g.kernels.insert(g.kernels.end(), ks.begin(), ks.end());
     for (const LayoutCopy& c : cut.copies) {
@@ -87,7 +90,7 @@ sgraph::SGraph compose_pieces(const Program& program, const KernelCut& cut, cons
       g.kernels.push_back(std::move(copy));
     }
   }
-  g.outputs = {"O"};
+  g.outputs = {unused_tensor_name("O", program)};
   return g;
 }
 

@@ -114,6 +114,14 @@ Program Dag::to_program(const std::string& name, const std::vector<const Value*>
   return p;
 }
 
+std::string unused_tensor_name(std::string base, const Program& program) {
+  auto taken = [&](const std::string& name) {
+    return std::any_of(program.inputs.begin(), program.inputs.end(), [&](int id) { return program.value(id).name == name; });
+  };
+  while (taken(base)) base += "_";
+  return base;
+}
+
 bool is_leaf(const DagValue& v) { return v.op == Op::Input || v.op == Op::Const; }
 
 std::optional<std::vector<int>> input_view(const Program& program, const Value& v) {

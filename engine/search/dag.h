@@ -71,6 +71,10 @@ struct Dag {
 // than two values).
 std::optional<Dag> program_dag(const Program& program, const std::vector<DagValue>& leaves, std::string* why = nullptr);
 
+// `base`, with "_" appended until no input of `program` has the name: a device tensor a family
+// writes ("O", a partial's "P1"), apart from an input the user called O.
+std::string unused_tensor_name(std::string base, const Program& program);
+
 bool is_reduction(Op op);  // sum, max, rms (keepdims, one axis); matmul contracts but is not one
 // Split and concat: they move data along their axis, which every block then holds whole.
 bool is_data_movement(Op op);

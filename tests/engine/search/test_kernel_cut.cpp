@@ -169,3 +169,22 @@ TEST_CASE("layout copies: a reshape through a transpose prints, parses, validate
   // A view on any other library kernel but a matmul is refused.
   CHECK_FALSE(sgraph::analyze(sgraph::parse("input A: f32[n, m]\nkernel 0: B: f32 = exp(A view [1, 0])\noutput B\n")).ok());
 }
+
+TEST_CASE("search: inputs called O and P1 (a family's own tensor names) are read, and the families write apart from them",
+          "[search][kernel-cut]") {
+  // Attention's output projection as a piece searched alone: its input is the merged heads, O.
+  const Program output = test::lowered_text(
+      "program out_proj(X: f32[n, d], O: f32[n, h * e], Wo: f32[d, h * e]) {\n  return X + matmul(O, transpose(Wo))\n}\n", "out_proj");
+  // A cross-block reduction writes partials P1: an input of that name too.
+  const Program partial = test::lowered_text("program partial(P1: f32[n, s]) {\n  return sum(exp(P1), axis=-1)\n}\n", "partial");
+  for (const auto& [program, dims] : {std::pair{output, DimBindings{{"n", 4}, {"d", 8}, {"h", 2}, {"e", 4}}},
+                                      std::pair{partial, DimBindings{{"n", 4}, {"s", 16}}}}) {
+    INFO(program.name);
+    const SearchResult r = search::search_program(program, test_limits());
+    REQUIRE(r.candidates.size() >= 2);
+    for (const Candidate& c : r.candidates) {
+      INFO(c.text());
+      for (int64_t size : {1, 2}) CHECK(composite_error(program, *c.graph, dims, size) < 1e-4);
+    }
+  }
+}
