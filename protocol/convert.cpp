@@ -203,24 +203,18 @@ SearchLimits parse_search_limits(const json& params) {
   SearchLimits limits;
   const json* given = optional_object(params, "limits");
   if (!given) return limits;
-  auto positive = [&](const char* key, int& into) {
+  // An integer limit within [low, high]; `range` says which in the error.
+  auto bounded = [&](const char* key, int& into, int low, int high, const char* range) {
     if (auto v = optional_int(*given, key, "limits")) {
-      if (*v < 1 || *v > 1000) throw invalid_params(std::string("limits.") + key, std::string("'limits.") + key + "' must be between 1 and 1000");
+      if (*v < low || *v > high) throw invalid_params(std::string("limits.") + key, std::string("'limits.") + key + "' must be " + range);
       into = static_cast<int>(*v);
     }
   };
-  positive("maxOps", limits.max_block_ops);
-  positive("maxKernels", limits.max_kernels);
-  positive("maxAccumulators", limits.max_accumulators);
-  positive("threads", limits.threads);
-  auto zero_to_three = [&](const char* key, int& into) {
-    if (auto v = optional_int(*given, key, "limits")) {
-      if (*v < 0 || *v > 3) throw invalid_params(std::string("limits.") + key, std::string("'limits.") + key + "' must be 0 to 3");
-      into = static_cast<int>(*v);
-    }
-  };
-  zero_to_three("libraryKernels", limits.library_kernels);
-  zero_to_three("kernelCuts", limits.kernel_cuts);
+  for (auto [key, into] : {std::pair{"maxOps", &limits.max_block_ops}, {"maxKernels", &limits.max_kernels},
+                           {"maxAccumulators", &limits.max_accumulators}, {"threads", &limits.threads}})
+    bounded(key, *into, 1, 1000, "between 1 and 1000");
+  bounded("libraryKernels", limits.library_kernels, 0, 3, "0 to 3");
+  bounded("kernelCuts", limits.kernel_cuts, 0, 3, "0 to 3");
   if (auto s = optional_number(*given, "budgetSeconds", "limits")) {
     if (!(*s > 0)) throw invalid_params("limits.budgetSeconds", "'limits.budgetSeconds' must be a positive number");
     limits.budget_s = *s;

@@ -77,6 +77,13 @@ TEST_CASE("search/run validates its params", "[protocol][search]") {
   json bad = server.call(*peer, "search/run", {{"program", "rms_linear"}, {"limits", {{"maxOps", 0}}}});
   CHECK(error_code(bad) == -32602);
   CHECK(bad["error"]["data"]["field"] == "limits.maxOps");
+  for (const char* cuts : {"kernelCuts", "libraryKernels"}) {
+    json out_of_range = server.call(*peer, "search/run", {{"program", "rms_linear"}, {"limits", {{cuts, 4}}}});
+    CHECK(out_of_range["error"]["data"]["field"] == std::string("limits.") + cuts);
+    CHECK_THAT(out_of_range["error"]["message"].get<std::string>(), Catch::Contains("must be 0 to 3"));
+  }
+  json none = server.result(*peer, "search/run", {{"program", "rms_linear"}, {"limits", {{"kernelCuts", 0}, {"threads", 1}}}});
+  CHECK(none["limits"]["kernelCuts"] == 0);
   json budget = server.call(*peer, "search/run", {{"program", "rms_linear"}, {"limits", {{"budgetSeconds", -1}}}});
   CHECK(budget["error"]["data"]["field"] == "limits.budgetSeconds");
   json token = server.call(*peer, "search/run", {{"program", "rms_linear"}, {"workDoneToken", json::array()}});

@@ -24,12 +24,10 @@ std::vector<float> pattern(int k, int64_t count) {
 
 // A program calling three exports: llama_rmsnorm_proj at two sizes and gelu_linear, printing
 // each output's values on a line.
-const char* kMain = R"(#include <cmath>
+// The pattern and a printer, in the programs the tests compile.
+const char* kHelpers = R"(#include <cmath>
 #include <cstdio>
 #include <vector>
-#include "a.h"
-#include "b.h"
-#include "c.h"
 static std::vector<float> pattern(int k, long count) {
   std::vector<float> v(count);
   for (long i = 0; i < count; ++i) v[i] = float(std::sin(0.37 * double(i) + k) * 0.5);
@@ -39,6 +37,11 @@ static void print(const std::vector<float>& v) {
   for (float x : v) std::printf("%.9g ", x);
   std::printf("\n");
 }
+)";
+
+const char* kMain = R"(#include "a.h"
+#include "b.h"
+#include "c.h"
 int main() {
   for (long n : {4L, 2L}) {  // llama_rmsnorm_proj(X[n, 64], g[64], W[32, 64]) -> [n, 32]
     std::vector<float> X = pattern(0, n * 64), g = pattern(1, 64), W = pattern(2, 32 * 64), Y(n * 32);
@@ -111,7 +114,7 @@ TEST_CASE("three exported kernels, one program at two sizes, link into one progr
   text << header.rdbuf();
   CHECK_THAT(text.str(), Catch::Contains("int prism_llama_rmsnorm_proj_d64_m32_n4(const void* const* inputs") &&
                              Catch::Contains("inputs:  X f32(4, 64), g f32(64,), W f32(32, 64)"));
-  std::ofstream(f.dir() / "main.cpp") << kMain;
+  std::ofstream(f.dir() / "main.cpp") << kHelpers << kMain;
   const std::string exe = f.dir() / "main";
   auto cc = prism::test::run_process({"c++", "-std=c++17", "-O2", "-march=native", "-fopenmp", "-I", f.dir().path(), f.dir() / "a.cpp",
                                       f.dir() / "b.cpp", f.dir() / "c.cpp", f.dir() / "main.cpp", "-o", exe, "-lopenblas"});
@@ -135,20 +138,8 @@ namespace {
 
 // A program calling the exports of two whole decoder blocks (kernel cuts: docs/search.md), each
 // output's values on a line.
-const char* kBlocksMain = R"(#include <cmath>
-#include <cstdio>
-#include <vector>
-#include "attn.h"
+const char* kBlocksMain = R"(#include "attn.h"
 #include "mlp.h"
-static std::vector<float> pattern(int k, long count) {
-  std::vector<float> v(count);
-  for (long i = 0; i < count; ++i) v[i] = float(std::sin(0.37 * double(i) + k) * 0.5);
-  return v;
-}
-static void print(const std::vector<float>& v) {
-  for (float x : v) std::printf("%.9g ", x);
-  std::printf("\n");
-}
 int main() {
   {  // llama_attention(X[2, 32], g[32], Wq[16, 32], K[2, 16, 8], V[2, 16, 8], M[2, 16], Wo[32, 16]) -> [2, 32]
     std::vector<float> X = pattern(0, 64), g = pattern(1, 32), Wq = pattern(2, 512), K = pattern(3, 256), V = pattern(4, 256),
@@ -180,7 +171,7 @@ TEST_CASE("a decoder's attention and MLP blocks, each cut into pieces, export, l
                               " n=2 d=32 h=2 e=8 s=16; export llama_mlp_block " + (f.dir() / "mlp.cpp") + " n=4 d=32 f=64"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  std::ofstream(f.dir() / "main.cpp") << kBlocksMain;
+  std::ofstream(f.dir() / "main.cpp") << kHelpers << kBlocksMain;
   const std::string exe = f.dir() / "main";
   auto cc = prism::test::run_process({"c++", "-std=c++17", "-O1", "-march=native", "-fopenmp", "-I", f.dir().path(), f.dir() / "attn.cpp",
                                       f.dir() / "mlp.cpp", f.dir() / "main.cpp", "-o", exe, "-lopenblas"});
