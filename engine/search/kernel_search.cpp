@@ -36,7 +36,13 @@ ComposedFamily composed(const Program& program, const KernelCut& cut, const std:
   for (const Candidate* c : parts) graphs.push_back(c->graph.get());
   f.graph = compose_pieces(program, cut, graphs);
   f.summary = std::to_string(parts.size()) + " pieces cut " + cut.text;
-  for (size_t j = 0; j < parts.size(); ++j) f.summary += (j ? "; piece " : ": piece ") + std::to_string(j + 1) + ": " + parts[j]->summary;
+  // One clause per piece (its own clauses joined by dashes), so that a clause every family
+  // shares, which `candidates` prints once, still says which piece it is.
+  for (size_t j = 0; j < parts.size(); ++j) {
+    std::string piece = parts[j]->summary;
+    for (size_t at = 0; (at = piece.find("; ", at)) != std::string::npos;) piece.replace(at, 2, " — ");
+    f.summary += (j ? "; piece " : ": piece ") + std::to_string(j + 1) + ": " + piece;
+  }
   f.proof = "The program is its last piece with each value cut computed by the piece before it that returns it";
   if (!cut.copies.empty()) f.proof += " (a reshape, and a transpose before it, by a copy kernel, as the program writes them)";
   f.proof += "; each piece is the program's own computation of its value.\n";
