@@ -97,6 +97,22 @@ void check_close(const std::vector<float>& got, const std::vector<float>& want) 
   }
 }
 
+// What `main` (after kHelpers) prints, linked with the exports `sources` in the fixture's dir.
+std::string linked_output(const ReplFixture& f, const char* main, const std::vector<std::string>& sources, const std::string& opt) {
+  std::ofstream(f.dir() / "main.cpp") << kHelpers << main;
+  const std::string exe = f.dir() / "main";
+  std::vector<std::string> cc_args = {"c++", "-std=c++17", opt, "-march=native", "-fopenmp", "-I", f.dir().path()};
+  for (const std::string& source : sources) cc_args.push_back(f.dir() / source);
+  for (const std::string& arg : {std::string(f.dir() / "main.cpp"), std::string("-o"), exe, std::string("-lopenblas")}) cc_args.push_back(arg);
+  auto cc = prism::test::run_process(cc_args);
+  INFO(cc.err);
+  REQUIRE(cc.exit_code == 0);
+  auto run = prism::test::run_process({exe});
+  INFO(run.out);
+  REQUIRE(run.exit_code == 0);
+  return run.out;
+}
+
 }  // namespace
 
 TEST_CASE("three exported kernels, one program at two sizes, link into one program and give the reference's values",
@@ -114,16 +130,7 @@ TEST_CASE("three exported kernels, one program at two sizes, link into one progr
   text << header.rdbuf();
   CHECK_THAT(text.str(), Catch::Contains("int prism_llama_rmsnorm_proj_d64_m32_n4(const void* const* inputs") &&
                              Catch::Contains("inputs:  X f32(4, 64), g f32(64,), W f32(32, 64)"));
-  std::ofstream(f.dir() / "main.cpp") << kHelpers << kMain;
-  const std::string exe = f.dir() / "main";
-  auto cc = prism::test::run_process({"c++", "-std=c++17", "-O2", "-march=native", "-fopenmp", "-I", f.dir().path(), f.dir() / "a.cpp",
-                                      f.dir() / "b.cpp", f.dir() / "c.cpp", f.dir() / "main.cpp", "-o", exe, "-lopenblas"});
-  INFO(cc.err);
-  REQUIRE(cc.exit_code == 0);
-  auto run = prism::test::run_process({exe});
-  INFO(run.out);
-  REQUIRE(run.exit_code == 0);
-  std::istringstream lines(run.out);
+  std::istringstream lines(linked_output(f, kMain, {"a.cpp", "b.cpp", "c.cpp"}, "-O2"));
   std::string line;
   for (int64_t n : {4, 2}) {
     REQUIRE(std::getline(lines, line));
@@ -171,16 +178,7 @@ TEST_CASE("a decoder's attention and MLP blocks, each cut into pieces, export, l
                               " n=2 d=32 h=2 e=8 s=16; export llama_mlp_block " + (f.dir() / "mlp.cpp") + " n=4 d=32 f=64"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  std::ofstream(f.dir() / "main.cpp") << kHelpers << kBlocksMain;
-  const std::string exe = f.dir() / "main";
-  auto cc = prism::test::run_process({"c++", "-std=c++17", "-O1", "-march=native", "-fopenmp", "-I", f.dir().path(), f.dir() / "attn.cpp",
-                                      f.dir() / "mlp.cpp", f.dir() / "main.cpp", "-o", exe, "-lopenblas"});
-  INFO(cc.err);
-  REQUIRE(cc.exit_code == 0);
-  auto run = prism::test::run_process({exe});
-  INFO(run.out);
-  REQUIRE(run.exit_code == 0);
-  std::istringstream lines(run.out);
+  std::istringstream lines(linked_output(f, kBlocksMain, {"attn.cpp", "mlp.cpp"}, "-O1"));
   std::string line;
   REQUIRE(std::getline(lines, line));
   check_close(numbers(line), reference(f, "llama_attention", "n=2 d=32 h=2 e=8 s=16",
