@@ -59,23 +59,26 @@ std::vector<ComposedFamily> kernel_cut_families(const Program& program, const st
   if (limits.kernel_cuts <= 0) return out;
   const auto t0 = std::chrono::steady_clock::now();
   auto left = [&] { return deadline_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  size_t pieces_left = 0;
-  for (const KernelCut& cut : cuts) pieces_left += cut.pieces.size();
+  // Each piece's share of what is left: the budget over the pieces not yet searched, this cut's
+  // from piece j on and every later cut's.
+  auto pieces_from = [&](size_t c, size_t j) {
+    size_t n = cuts[c].pieces.size() - j;
+    for (size_t later = c + 1; later < cuts.size(); ++later) n += cuts[later].pieces.size();
+    return double(n);
+  };
   SearchLimits sub = limits;
   sub.kernel_cuts = limits.kernel_cuts - 1;
-  for (const KernelCut& cut : cuts) {
+  for (size_t c = 0; c < cuts.size(); ++c) {
+    const KernelCut& cut = cuts[c];
     const size_t keep = families_per_piece(cut.pieces.size());
     std::vector<SearchResult> found;
-    for (const Program& piece : cut.pieces) {
+    for (size_t j = 0; j < cut.pieces.size(); ++j) {
       if (left() <= 0) return out;
-      std::optional<SearchResult> r = search_part(piece, sub, left() / double(pieces_left--), cancel, keep);
+      std::optional<SearchResult> r = search_part(cut.pieces[j], sub, left() / pieces_from(c, j), cancel, keep);
       if (!r) break;
       found.push_back(std::move(*r));
     }
-    if (found.size() != cut.pieces.size()) {
-      pieces_left -= cut.pieces.size() - found.size() - 1;
-      continue;
-    }
+    if (found.size() != cut.pieces.size()) continue;
     std::vector<size_t> at(found.size(), 0);
     do {
       std::vector<const Candidate*> parts;

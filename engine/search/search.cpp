@@ -441,8 +441,8 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
                             const std::function<void(const SearchProgress&)>& progress) {
   if (const SymbolizedSizes fixed = symbolize_sizes(given); !fixed.sizes.empty()) {
     SearchLimits symbolic = limits;
-    for (const auto& [dim, size] : fixed.sizes) symbolic.bindings[dim] = size;
-    if (limits.bindings.empty()) symbolic.bindings.clear();  // shape-generic stays shape-generic
+    if (!limits.bindings.empty())  // shape-generic stays shape-generic
+      for (const auto& [dim, size] : fixed.sizes) symbolic.bindings[dim] = size;
     return with_fixed_sizes(search_program(fixed.program, symbolic, cancel, progress), fixed, limits);
   }
   const auto t0 = Clock::now();

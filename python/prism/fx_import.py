@@ -481,24 +481,23 @@ def _resized_shapes(module, example_inputs, dims):
     import torch
     from torch.fx.passes.shape_prop import ShapeProp
 
-    placeholders = [node for node in module.graph.nodes if node.op == "placeholder"]
+    inputs = [node for node in module.graph.nodes if node.op == "placeholder"]
+    # Per input, its named axes counted from the front: {axis: name}.
+    named = [{axis % x.dim(): name for axis, name in (dims or {}).get(node.target, {}).items() if -x.dim() <= axis < x.dim()}
+             if isinstance(x, torch.Tensor) else {} for node, x in zip(inputs, example_inputs)]
     sizes = {}
-    for node, x in zip(placeholders, example_inputs):
-        for axis, name in (dims or {}).get(node.target, {}).items():
-            if isinstance(x, torch.Tensor) and -x.dim() <= axis < x.dim():
-                size = x.shape[axis]
-                if sizes.setdefault(name, (size, 2 * size))[0] != size:
-                    return {}, {}  # one name for two sizes: the import says so later
+    for axes, x in zip(named, example_inputs):
+        for axis, name in axes.items():
+            if sizes.setdefault(name, (x.shape[axis], 2 * x.shape[axis]))[0] != x.shape[axis]:
+                return {}, {}  # one name for two sizes: the import says so later
     if not sizes:
         return {}, {}
     resized = []
-    for node, x in zip(placeholders, example_inputs):
+    for axes, x in zip(named, example_inputs):
         if not isinstance(x, torch.Tensor):
             resized.append(x)
             continue
-        named = (dims or {}).get(node.target, {})
-        shape = [sizes[named[a]][1] if a in named else (sizes[named[a - x.dim()]][1] if a - x.dim() in named else n)
-                 for a, n in enumerate(x.shape)]
+        shape = [sizes[axes[a]][1] if a in axes else n for a, n in enumerate(x.shape)]
         resized.append(torch.randn(shape, dtype=x.dtype) if x.is_floating_point() else torch.zeros(shape, dtype=x.dtype))
     try:
         with torch.no_grad():
