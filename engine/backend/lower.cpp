@@ -1,9 +1,11 @@
 #include "engine/backend/lower.h"
 
+#include <algorithm>
 #include <map>
 
 #include "engine/error.h"
 #include "engine/ir/shape.h"
+#include "engine/sgraph/validate.h"
 
 namespace prism::backend {
 
@@ -407,6 +409,34 @@ kir::Stmt library_statement(const sgraph::LibraryKernel& lib, const kir::Program
   return s;
 }
 
+// Every place in a reshape's output reads the tensor it reshapes instead: both are dense and
+// row-major with the same elements, so the place's offsets and strides (at the reshaped shape) are
+// the same there. The reshape's tensor leaves the program.
+void read_reshapes_in_place(kir::Program& p, const std::map<std::string, std::string>& in_place) {
+  if (in_place.empty()) return;
+  auto source = [&](std::string name) {
+    for (auto it = in_place.find(name); it != in_place.end(); it = in_place.find(name)) name = it->second;
+    return name;
+  };
+  auto retarget = [&](kir::Stmt& s) {
+    for (kir::Place& place : s.in) place.tensor = source(place.tensor);
+    s.out.tensor = source(s.out.tensor);
+    if (s.next_b) s.next_b->tensor = source(s.next_b->tensor);
+  };
+  for (kir::Kernel& k : p.kernels) {
+    if (k.custom)
+      for (auto* phase : {&k.block.before, &k.block.body, &k.block.after})
+        for (kir::Stmt& s : *phase) retarget(s);
+    else
+      retarget(k.library);
+    std::vector<std::string> reads;
+    for (const std::string& r : k.reads)
+      if (std::find(reads.begin(), reads.end(), source(r)) == reads.end()) reads.push_back(source(r));
+    k.reads = std::move(reads);
+  }
+  std::erase_if(p.tensors, [&](const kir::Tensor& t) { return in_place.count(t.name) > 0; });
+}
+
 }  // namespace
 
 kir::Program lower(const sgraph::Instance& inst, const LowerOptions& options) {
@@ -429,8 +459,13 @@ kir::Program lower(const sgraph::Instance& inst, const LowerOptions& options) {
       add(out, it->second);
     }
   p.outputs = g.outputs;
+  std::map<std::string, std::string> in_place;  // a reshape read in place -> the tensor it reads
   for (size_t k = 0; k < g.kernels.size(); ++k) {
     const sgraph::Kernel& kernel = g.kernels[k];
+    if (!kernel.custom && sgraph::reshapes_in_place(g, inst.analysis, kernel.library)) {
+      in_place[kernel.library.output] = kernel.library.inputs[0];
+      continue;
+    }
     kir::Kernel out;
     out.custom = kernel.custom;
     out.reads = sgraph::kernel_inputs(kernel);
@@ -439,6 +474,7 @@ kir::Program lower(const sgraph::Instance& inst, const LowerOptions& options) {
     else out.library = library_statement(kernel.library, p, fail);
     p.kernels.push_back(std::move(out));
   }
+  read_reshapes_in_place(p, in_place);
   return p;
 }
 

@@ -55,7 +55,7 @@ std::optional<Boundary> boundary(const Program& p, const std::vector<std::vector
     return b;
   }
   b.copy = LayoutCopy{v, reshaped, perm};
-  b.text = "at " + p.value(v).name + " (" + (perm.empty() ? "" : "transposed, ") + "reshaped: a copy" + (read_transposed ? ", read transposed" : "") + ")";
+  b.text = "at " + p.value(v).name + " (" + (perm.empty() ? "reshaped in place" : "transposed, reshaped: a copy") + (read_transposed ? ", read transposed" : "") + ")";
   return b;
 }
 

@@ -4,8 +4,9 @@
 //   - where the program changes the layout of a computed value (attention's heads: a reshape of a
 //     projection, a transpose of the heads' output), which no fused kernel does: the value is a
 //     piece's output, and the next piece reads it through the layout change. A transpose that
-//     the next piece can read as a view of its input is that view (no copy); a reshape is a copy
-//     kernel (a library reshape, reading through a transpose that comes before it);
+//     the next piece can read as a view of its input is that view (no copy); a reshape is a
+//     library reshape kernel, read in place where no transpose comes before it (no copy:
+//     sgraph::reshapes_in_place), else a copy through that transpose;
 //   - where a matmul by a weight reads rows that another matmul computed (an MLP's hidden rows
 //     before its down projection): the two contract different axes, and a piece each lets each
 //     split its own. This cut is a choice: the program's own families are searched too.
@@ -21,8 +22,8 @@
 
 namespace prism::search {
 
-// A layout copy between pieces: program value `to` = reshape(`from` read through `view`), `to`'s
-// shape (view: a permutation, or empty).
+// A layout change between pieces: program value `to` = reshape(`from` read through `view`), `to`'s
+// shape (view: a permutation, a copy; or empty, read in place).
 struct LayoutCopy {
   int from = -1, to = -1;
   std::vector<int> view;

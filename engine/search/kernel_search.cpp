@@ -44,7 +44,7 @@ ComposedFamily composed(const Program& program, const KernelCut& cut, const std:
     f.summary += (j ? "; piece " : ": piece ") + std::to_string(j + 1) + ": " + piece;
   }
   f.proof = "The program is its last piece with each value cut computed by the piece before it that returns it";
-  if (!cut.copies.empty()) f.proof += " (a reshape, and a transpose before it, by a copy kernel, as the program writes them)";
+  if (!cut.copies.empty()) f.proof += " (each reshape as the program writes it: read in place, or by a copy kernel through the transpose before it)";
   f.proof += "; each piece is the program's own computation of its value.\n";
   for (size_t j = 0; j < parts.size(); ++j)
     f.proof += "Piece " + std::to_string(j + 1) + " (" + program.value(cut.computes[j]).name + "), proved:\n" + indented(parts[j]->proof) + "\n";

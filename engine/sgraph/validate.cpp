@@ -514,4 +514,12 @@ Analysis analyze(const SGraph& graph) { return Analyzer(graph).run(); }
 
 std::vector<std::string> validate(const SGraph& graph) { return analyze(graph).errors; }
 
+bool reshapes_in_place(const SGraph& graph, const Analysis& analysis, const LibraryKernel& lib) {
+  if (op_class(lib.op) != OpClass::Reshape || lib.inputs.size() != 1 || !lib.view(0).empty()) return false;
+  if (std::find(graph.outputs.begin(), graph.outputs.end(), lib.output) != graph.outputs.end()) return false;
+  if (analysis.partial_axes.count(lib.inputs[0]) || analysis.partial_axes.count(lib.output)) return false;
+  auto in = analysis.tensors.find(lib.inputs[0]), out = analysis.tensors.find(lib.output);
+  return in != analysis.tensors.end() && out != analysis.tensors.end() && in->second.dtype == out->second.dtype;
+}
+
 }  // namespace prism::sgraph

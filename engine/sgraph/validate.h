@@ -72,4 +72,10 @@ std::vector<std::string> validate(const SGraph& graph);  // analyze(graph).error
 // computed tile and accumulator is f32.
 int64_t element_bytes(DType dtype);
 
+// A reshape kernel that reads its input as it lies (no view, no partial axes) into a tensor of the
+// same dtype that the graph does not return: the same elements in the same row-major order, so
+// lowering reads the input's buffer at the new shape and the kernel copies nothing
+// (docs/sgraph.md, "Reshapes in place").
+bool reshapes_in_place(const SGraph& graph, const Analysis& analysis, const LibraryKernel& lib);
+
 }  // namespace prism::sgraph

@@ -79,6 +79,7 @@ class CostModel {
   CostEstimate run() {
     const auto& kernels = in_.graph.kernels;
     for (size_t k = 0; k < kernels.size(); ++k) {
+      if (!kernels[k].custom && sgraph::reshapes_in_place(in_.graph, in_.analysis, kernels[k].library)) continue;  // no copy, no launch
       KernelCost c = kernels[k].custom ? custom(k) : library(kernels[k].library);
       add(c);
     }

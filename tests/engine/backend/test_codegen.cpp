@@ -234,6 +234,35 @@ TEST_CASE("codegen: split and concat on tiles, on loads read in place and into a
   }
 }
 
+// A reshape read in place (sgraph::reshapes_in_place): no kernel and no tensor of its own; the
+// fused kernel loads the projection's rows through the reshape and the transpose.
+TEST_CASE("codegen: a reshape and a transpose inside a fused kernel, read in place, match the interpreter", "[codegen][views]") {
+  const DimBindings dims{{"n", 3}, {"d", 8}, {"h", 4}, {"e", 6}, {"s", 5}};
+  CHECK(test::family_error(fam::kHeadsInPlaceProgram, fam::kHeadsInPlace, dims, {{"g1", 2}, {"g2", 3}}) < 1e-5);
+  for (int simd : {32, 64}) {
+    INFO("simd " << simd);
+    CHECK(family_codegen_error(fam::kHeadsInPlace, dims, {{"g1", 2}, {"g2", 3}}, simd) < kTol);
+    CHECK(family_codegen_error(fam::kHeadsInPlace, {{"n", 4}, {"d", 16}, {"h", 2}, {"e", 8}, {"s", 7}}, {{"g1", 1}, {"g2", 1}}, simd) < kTol);
+  }
+  for (bool staged : {false, true}) {
+    const sgraph::Instance inst = sgraph::instantiate(sgraph::parse(fam::kHeadsInPlace), dims, {{"g1", 2}, {"g2", 3}}, sgraph::TileBudget{1 << 20});
+    const backend::kir::Program p = backend::lower(inst, staged ? backend::cuda_lowering() : backend::cpu_lowering());
+    REQUIRE(p.kernels.size() == 3);  // the reshape into heads is no kernel; the merge is a copy
+    CHECK(std::none_of(p.tensors.begin(), p.tensors.end(), [](const backend::kir::Tensor& t) { return t.name == "Q"; }));
+    CHECK(p.kernels[1].reads == std::vector<std::string>{"Y", "K"});
+    const backend::kir::CustomKernel& k = p.kernels[1].block;
+    std::vector<const backend::kir::Place*> q;  // where load q reads: bound in place, or staged
+    for (const auto* phase : {&k.before, &k.body, &k.after})
+      for (const backend::kir::Stmt& st : *phase)
+        if (st.value == 0 && st.kind == backend::kir::Stmt::Kind::Bind) q.push_back(&st.out);
+        else if (st.value == 0 && st.kind == backend::kir::Stmt::Kind::Stage) q.push_back(&st.in.at(0));
+    REQUIRE(q.size() == 1);
+    CHECK(q[0]->tensor == "Y");
+    CHECK(q[0]->strides == std::vector<int64_t>{6, 24, 1});  // Y[n, h*e] read as [h, n, e]
+    CHECK(p.kernels[2].library.kind == backend::kir::Stmt::Kind::Save);
+  }
+}
+
 TEST_CASE("codegen: rms_linear family matches the evaluator", "[codegen]") {
   // d=1024: rows of X 4 KiB apart, so the matmul copies its A tile first (prism_mm's packing).
   CHECK(family_codegen_error(fam::kRmsLinear, {{"n", 16}, {"d", 1024}}, {{"g1", 4}, {"F1", 8}}) < kTol);

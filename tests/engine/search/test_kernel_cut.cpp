@@ -92,7 +92,7 @@ TEST_CASE("kernel cuts: attention's head reshapes cut it into three pieces, with
   // The heads' output moved back and merged by one copy that reads it transposed.
   CHECK(cut.copies[1].view == std::vector<int>{1, 0, 2});
   CHECK(input_names(cut.pieces[2]) == std::vector<std::string>{"Wo", "cut_O"});
-  CHECK_THAT(cut.text, Catch::Contains("reshaped: a copy, read transposed") && Catch::Contains("at A (transposed, reshaped: a copy)"));
+  CHECK_THAT(cut.text, Catch::Contains("reshaped in place, read transposed") && Catch::Contains("at A (transposed, reshaped: a copy)"));
 
   const std::vector<search::KernelCut> view = cuts_of(kTransposed, "transposed");
   REQUIRE(view.size() == 1);

@@ -149,6 +149,27 @@ kernel 0: custom grid=[g1]
 output O
 )";
 
+// Attention's heads as a model writes them: a projection's rows reshaped into heads (read in
+// place: the fused kernel loads Y through the reshape and a transpose, with no copy), the scores
+// per head, moved back beside their rows and merged (a copy through the transpose).
+inline constexpr const char* kHeadsInPlace = R"(input X: f32[n, d]
+input W: f32[d, h * e]
+input K: f32[h, s, e]
+kernel 0: Y: f32 = matmul(X, W)
+kernel 1: Q: f32 = reshape(Y, shape=[n, h, e])
+kernel 2: custom grid=[g1, g2]
+  q = load Q view [1, 0, 2] map {grid: 0->g1 1->g2, loop: -}
+  k = load K view [0, 2, 1] map {grid: 0->g1, loop: -}
+  p = matmul(q, k)
+  save S: f32 = p map {grid: 0->g1 1->g2, loop: -}
+kernel 3: O: f32 = reshape(S view [1, 0, 2], shape=[n, h * s])
+output O
+)";
+inline constexpr const char* kHeadsInPlaceProgram = R"(program heads(X: f32[n, d], W: f32[d, h * e], K: f32[h, s, e]) {
+  Q = transpose(reshape(matmul(X, W), [n, h, e]), perm=[1, 0, 2])
+  return reshape(transpose(matmul(Q, transpose(K, perm=[0, 2, 1])), perm=[1, 0, 2]), [n, h * s])
+})";
+
 inline constexpr const char* kLlamaProgram = R"(program llama(X: f32[n, d], g: f32[d], W: f32[m, d]) {
   return matmul(rms_norm(X, eps=1e-6) * g, transpose(W))
 })";
