@@ -238,7 +238,7 @@ class CustomLowering {
   kir::Place save_box(size_t i) const {
     const BlockOp& op = k_.ops[i];
     const auto& whole = program_.tensor(op.name).shape;
-    auto strides = dense_strides(whole);
+    auto strides = sgraph::view_dims(dense_strides(whole), op.view, int64_t(0));  // a save's view: no partial axes
     const auto& tile = shape_[size_t(op.operands[0])];
     if (whole.size() < tile.size()) fail_("save '" + op.name + "': its tensor has a lower rank than the tile");
     const size_t parts = whole.size() - tile.size();

@@ -1,5 +1,6 @@
 #include "engine/search/compose.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -43,6 +44,24 @@ std::vector<sgraph::Kernel> renamed(const sgraph::SGraph& part, const std::strin
   return out;
 }
 
+// The one save of `tensor` in `ks`, by a custom kernel, whole (no partial axes) and as it lies:
+// it now writes `tensor` in the order that reading it through `view` gives (a permutation keeping
+// the last dim last), so that a reshape reads it in place (sgraph::reshapes_in_place). False, and
+// nothing changed, where there is no such save.
+bool save_through(std::vector<sgraph::Kernel>& ks, const std::string& tensor, const std::vector<int>& view) {
+  std::vector<sgraph::BlockOp*> saves;
+  for (sgraph::Kernel& k : ks)
+    if (!k.custom && k.library.output == tensor) return false;
+    else if (k.custom)
+      for (sgraph::BlockOp& op : k.block.ops)
+        if (op.kind == sgraph::BlockOp::Kind::Save && op.name == tensor) saves.push_back(&op);
+  if (saves.size() != 1 || !saves[0]->view.empty() || view.empty() || view.back() != int(view.size()) - 1) return false;
+  const sgraph::Map& map = saves[0]->map;
+  if (std::any_of(map.grid.begin(), map.grid.end(), [](const sgraph::Choice& c) { return c.is_none(); })) return false;
+  saves[0]->view = sgraph::inverse_view(view);
+  return true;
+}
+
 }  // namespace
 
 sgraph::SGraph compose_library_graph(const Program& program, const LibraryCut& cut, const sgraph::SGraph* prologue,
@@ -76,19 +95,24 @@ sgraph::SGraph compose_pieces(const Program& program, const KernelCut& cut, cons
     const bool last = j + 1 == pieces.size();
     const std::string out = last ? unused_tensor_name("O", program) : cut_tensor(program.value(cut.computes[j]).name);
     std::vector<sgraph::Kernel> ks = renamed(*pieces[j], "p" + std::to_string(j + 1) + "_", {{pieces[j]->outputs.at(0), out}});
-    g.kernels.insert(g.kernels.end(), ks.begin(), ks.end());
-    for (const LayoutCopy& c : cut.copies) {
-      if (c.from != cut.computes[j]) continue;
-      const Value& to = program.value(c.to);
+    std::vector<const LayoutCopy*> copies;
+    for (const LayoutCopy& c : cut.copies)
+      if (c.from == cut.computes[j]) copies.push_back(&c);
+    std::vector<sgraph::Kernel> after;
+    for (const LayoutCopy* c : copies) {
+      const Value& to = program.value(c->to);
       sgraph::Kernel copy;
       copy.library.output = cut_tensor(to.name);
       copy.library.dtype = to.type.dtype;
       copy.library.op = Op::Reshape;
       copy.library.attrs.shape = to.type.shape;
       copy.library.inputs = {out};
-      if (!c.view.empty()) copy.library.views = {c.view};
-      g.kernels.push_back(std::move(copy));
+      // The piece writes its value in the order the copy reads it, where it can: no copy then.
+      if (!c->view.empty() && !(copies.size() == 1 && save_through(ks, out, c->view))) copy.library.views = {c->view};
+      after.push_back(std::move(copy));
     }
+    g.kernels.insert(g.kernels.end(), ks.begin(), ks.end());
+    g.kernels.insert(g.kernels.end(), after.begin(), after.end());
   }
   g.outputs = {unused_tensor_name("O", program)};
   return g;

@@ -17,7 +17,9 @@ sgraph::SGraph compose_library_graph(const Program& program, const LibraryCut& c
 
 // The pieces' kernels (pieces[j]: a family of cut.pieces[j]) in run order, each piece's output
 // renamed to its cut tensor (the last piece's to the graph's "O"), each layout copy a library
-// reshape after the piece it reads. Each piece's parameters and internal tensors are renamed
+// reshape after the piece it reads. A copy through a transpose of a value one custom kernel of
+// its piece saves whole is folded into that save (a save through a view: the piece writes the
+// value transposed), and the reshape reads it in place. Each piece's parameters and internal tensors are renamed
 // apart (p1_, p2_, …). The graph reads the program's inputs, in parameter order.
 sgraph::SGraph compose_pieces(const Program& program, const KernelCut& cut, const std::vector<const sgraph::SGraph*>& pieces);
 

@@ -259,7 +259,7 @@ void run_custom(const sgraph::CustomKernel& k, const std::vector<sgraph::TileInf
   for (size_t i = 0; i < k.ops.size(); ++i) {
     if (!tiles[i].type) throw Cannot{};
     tile[i] = concrete_shape(tiles[i].type->shape, b);
-    if (k.ops[i].kind == BlockOp::Kind::Save) outputs[k.ops[i].name] = filled(tile[i]);
+    if (k.ops[i].kind == BlockOp::Kind::Save) outputs[k.ops[i].name] = filled(sgraph::view_dims(tile[i], k.ops[i].view, int64_t(1)));
   }
   // Where the tile of (block, iteration) starts along each data dim under `map`.
   auto offsets = [&](const sgraph::Map& map, const std::vector<int64_t>& t, const std::vector<int64_t>& block, int64_t f) {
@@ -373,6 +373,8 @@ void run_custom(const sgraph::CustomKernel& k, const std::vector<sgraph::TileInf
     }
     if (i == size_t(-1)) break;
   }
+  for (const BlockOp& op : k.ops)  // a save through a view: into the tensor's own dims
+    if (op.kind == BlockOp::Kind::Save && !op.view.empty()) outputs[op.name] = viewed(outputs.at(op.name), sgraph::inverse_view(op.view));
   for (auto& [name, t] : outputs) tensors[name] = std::move(t);
 }
 

@@ -1,5 +1,6 @@
 #include "engine/search/kernel_search.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 
@@ -30,12 +31,29 @@ bool next_combination(std::vector<size_t>& at, const std::vector<SearchResult>& 
   return false;
 }
 
+// cut.text, saying of each transposed copy that compose_pieces folded into its piece's save
+// that the piece writes the value transposed and the reshape reads it in place.
+std::string cut_text(const Program& program, const KernelCut& cut, const sgraph::SGraph& graph) {
+  std::string text = cut.text;
+  for (const LayoutCopy& c : cut.copies) {
+    if (c.view.empty()) continue;
+    const std::string to = cut_tensor(program.value(c.to).name);
+    const bool folded = std::any_of(graph.kernels.begin(), graph.kernels.end(), [&](const sgraph::Kernel& k) {
+      return !k.custom && k.library.output == to && k.library.view(0).empty();
+    });
+    const std::string copied = "at " + program.value(c.from).name + " (transposed, reshaped: a copy";
+    if (const size_t at = text.find(copied); folded && at != std::string::npos)
+      text.replace(at, copied.size(), "at " + program.value(c.from).name + " (written transposed, reshaped in place");
+  }
+  return text;
+}
+
 ComposedFamily composed(const Program& program, const KernelCut& cut, const std::vector<const Candidate*>& parts) {
   ComposedFamily f;
   std::vector<const sgraph::SGraph*> graphs;
   for (const Candidate* c : parts) graphs.push_back(c->graph.get());
   f.graph = compose_pieces(program, cut, graphs);
-  f.summary = std::to_string(parts.size()) + " pieces cut " + cut.text;
+  f.summary = std::to_string(parts.size()) + " pieces cut " + cut_text(program, cut, f.graph);
   // One clause per piece (its own clauses joined by dashes), so that a clause every family
   // shares, which `candidates` prints once, still says which piece it is.
   for (size_t j = 0; j < parts.size(); ++j) {
@@ -44,7 +62,7 @@ ComposedFamily composed(const Program& program, const KernelCut& cut, const std:
     f.summary += (j ? "; piece " : ": piece ") + std::to_string(j + 1) + ": " + piece;
   }
   f.proof = "The program is its last piece with each value cut computed by the piece before it that returns it";
-  if (!cut.copies.empty()) f.proof += " (each reshape as the program writes it: read in place, or by a copy kernel through the transpose before it)";
+  if (!cut.copies.empty()) f.proof += " (each reshape as the program writes it: read in place, through a transpose the piece before it writes, or by a copy kernel through that transpose)";
   f.proof += "; each piece is the program's own computation of its value.\n";
   for (size_t j = 0; j < parts.size(); ++j)
     f.proof += "Piece " + std::to_string(j + 1) + " (" + program.value(cut.computes[j]).name + "), proved:\n" + indented(parts[j]->proof) + "\n";

@@ -264,7 +264,7 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
     c.verified++;
     Candidate cand;
     auto canon = std::make_shared<const sgraph::SGraph>(sgraph::canonicalize(graph));
-    cand.kernels = int(canon->kernels.size());
+    cand.kernels = sgraph::kernels_run(*canon);
     cand.parameters = canon->parameters();
     cand.graph = std::move(canon);
     cand.summary = summary;

@@ -71,7 +71,7 @@ struct SearchProgress {
 
 struct Candidate {
   int id = 0;                            // 1-based, stable order: by kernel count, then canonical text
-  int kernels = 0;
+  int kernels = 0;                       // that run (sgraph::kernels_run)
   std::shared_ptr<const sgraph::SGraph> graph;  // the family, in canonical form; shared and immutable,
                                                 // from the search to tuning and code generation
   std::string summary;                   // one line, e.g. "1 custom kernel: matmul+rms accumulated over F1, div after"

@@ -157,7 +157,7 @@ class Canonicalizer {
           s = std::string(op_name(op.op)) + " " + (op.op == Op::Const ? constant_str(op.attrs.constant) : attrs_key(op.attrs));
           break;
         case BlockOp::Kind::Accumulate: s = std::string(acc_name(op.acc)) + " " + attrs_key(op.attrs); break;
-        case BlockOp::Kind::Save: s = std::string("save ") + dtype_name(op.dtype) + " " + map_key(op.map) + save_suffix(op); break;
+        case BlockOp::Kind::Save: s = std::string("save ") + dtype_name(op.dtype) + (op.view.empty() ? "" : " view " + view_text(op.view)) + " " + map_key(op.map) + save_suffix(op); break;
       }
       for (int o : op.operands) s.append(" ").append(o >= 0 && size_t(o) < i ? hex(key[size_t(o)]) : "bad");
       key[i] = fnv1a64(s);

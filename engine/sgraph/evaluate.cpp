@@ -88,7 +88,10 @@ class CustomRunner {
     for (size_t i = 0; i < k.ops.size(); ++i) {
       const BlockOp& op = k.ops[i];
       tile_shape_.push_back(tiles[i].type ? concrete_shape(tiles[i].type->shape, b) : std::vector<int64_t>{});
-      if (op.kind == BlockOp::Kind::Save) outputs_[op.name] = Tensor::zeros(op.dtype, tile_shape_.back());
+      if (op.kind == BlockOp::Kind::Save) {  // in the view's dims until the kernel ends
+        outputs_[op.name] = Tensor::zeros(op.dtype, view_dims(tile_shape_.back(), op.view, int64_t(1)));
+        if (!op.view.empty()) saved_views_[op.name] = op.view;
+      }
     }
   }
 
@@ -105,6 +108,10 @@ class CustomRunner {
       if (i == size_t(-1)) break;
     }
     for (auto& [name, t] : outputs_) {
+      if (auto v = saved_views_.find(name); v != saved_views_.end()) {
+        t.data = view_elements(t.data, t.shape, inverse_view(v->second));
+        t.shape = view_dims(t.shape, inverse_view(v->second), int64_t(1));
+      }
       round_all(t.dtype, t.data.data(), t.data.size());
       tensors_[name] = std::move(t);
     }
@@ -304,6 +311,7 @@ class CustomRunner {
   std::map<size_t, Tensor> running_max_;  // a rescaled accumulator's running max, by op
   std::vector<std::vector<int64_t>> tile_shape_;
   std::map<std::string, Tensor> outputs_;
+  std::map<std::string, std::vector<int>> saved_views_;  // a save through a view: its view
   std::vector<int64_t> grid_;
   int64_t loop_ = 1;
 };

@@ -444,6 +444,10 @@ class Parser {
     op.dtype = dtype();
     expect("=");
     op.operands.push_back(operand());
+    if (is_word("view")) {
+      next();
+      op.view = view();
+    }
     expect_word("map");
     op.map = map();
     end_of_line();

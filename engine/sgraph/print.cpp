@@ -87,7 +87,8 @@ class Printer : public Visitor {
   }
 
   void visit_save(const CustomKernel& kernel, int i, const BlockOp& op) override {
-    emit("  save " + op.name + ": " + dtype_name(op.dtype) + " = " + operands(kernel, op) + " map " + map_str(op.map, kernel), tile(i));
+    const std::string view = op.view.empty() ? "" : " view " + view_text(op.view);
+    emit("  save " + op.name + ": " + dtype_name(op.dtype) + " = " + operands(kernel, op) + view + " map " + map_str(op.map, kernel), tile(i));
   }
 
  private:

@@ -55,6 +55,12 @@ std::vector<Dim> view_shape(const std::vector<Dim>& shape, const std::vector<int
   return view_dims(shape, view, Dim(1));
 }
 
+std::vector<int> inverse_view(const std::vector<int>& view) {
+  std::vector<int> inverse(view.size(), 0);
+  for (size_t i = 0; i < view.size(); ++i) inverse.at(size_t(view[i])) = int(i);
+  return inverse;
+}
+
 std::string view_text(const std::vector<int>& view) {
   if (view.empty()) return "";
   std::string s = "[";

@@ -84,6 +84,9 @@ struct BlockOp {
   // is the tensor dim that dim i reads, or kNewAxis for a unit dim the tensor lacks (a gain g[d]
   // read as [1, d] beside an [n, d] tile; W[m, d] read as W^T by view [1, 0]). Empty: the tensor's
   // own dims. Map entries name view dims.
+  // Save: the tile's dims as a view of the tensor written, a permutation that keeps the last dim
+  // last and no partial axis (attention's heads [h, n, e] written as rows [n, h, e], which a
+  // reshape then reads in place): the tensor is laid out in its own dims, the map names view dims.
   static constexpr int kNewAxis = -1;
   std::vector<int> view;
   Op op = Op::Add;            // Compute: unary, binary, matmul, reduce (sum, max, rms), or const
@@ -185,6 +188,9 @@ std::vector<T> view_elements(const std::vector<T>& data, const std::vector<int64
   }
   return result;
 }
+// The permutation that undoes `view` (one without new axes): view_elements of a view's elements
+// through it gives the tensor's own (a save through a view).
+std::vector<int> inverse_view(const std::vector<int>& view);
 // "" for the identity; else "[1, 0]", "[-, 0]" (the text form's view).
 std::string view_text(const std::vector<int>& view);
 

@@ -361,12 +361,35 @@ class Analyzer : public Visitor {
       if (op.map.loop.dim == d) size = size * kernel.loop_range();
       t.shape.push_back(size);
     }
+    if (!op.view.empty() && !saved_through_view(op.view, t.shape, parts)) return define_unknown(op.name);
     out.type = t;
     define(op.name, t, parts);
   }
 
  private:
   std::string at(int i) const { return "kernel " + std::to_string(kernel_) + ": op " + std::to_string(i) + " "; }
+
+  // A save's view (BlockOp::view): `shape`, in the view's dims, becomes the tensor's own; false
+  // after an error.
+  bool saved_through_view(const std::vector<int>& view, std::vector<Dim>& shape, int parts) {
+    const size_t rank = shape.size();
+    std::vector<bool> seen(rank, false);
+    for (int a : view)
+      if (a < 0 || size_t(a) >= rank || seen[size_t(a)]) break;
+      else seen[size_t(a)] = true;
+    if (parts > 0) {
+      error(where_ + ": a save through a view writes whole tiles, not partial results");
+      return false;
+    }
+    if (view.size() != rank || std::find(seen.begin(), seen.end(), false) != seen.end() || view.back() != int(rank) - 1) {
+      error(where_ + ": view " + view_text(view) + " must permute the tile's " + std::to_string(rank) + " dims, keeping the last last");
+      return false;
+    }
+    std::vector<Dim> own(rank, Dim(1));
+    for (size_t i = 0; i < rank; ++i) own[size_t(view[i])] = shape[i];
+    shape = std::move(own);
+    return true;
+  }
 
   // x's cut axes aligned to the right of a result of `rank` axes (numpy broadcasting); an axis x
   // lacks, or whose size is 1, is not cut.
@@ -513,6 +536,14 @@ class Analyzer : public Visitor {
 Analysis analyze(const SGraph& graph) { return Analyzer(graph).run(); }
 
 std::vector<std::string> validate(const SGraph& graph) { return analyze(graph).errors; }
+
+int kernels_run(const SGraph& graph) {
+  auto reshape = [](const Kernel& k) { return !k.custom && op_class(k.library.op) == OpClass::Reshape; };
+  if (std::none_of(graph.kernels.begin(), graph.kernels.end(), reshape)) return int(graph.kernels.size());
+  const Analysis analysis = analyze(graph);
+  return int(std::count_if(graph.kernels.begin(), graph.kernels.end(),
+                           [&](const Kernel& k) { return !reshape(k) || !reshapes_in_place(graph, analysis, k.library); }));
+}
 
 bool reshapes_in_place(const SGraph& graph, const Analysis& analysis, const LibraryKernel& lib) {
   if (op_class(lib.op) != OpClass::Reshape || lib.inputs.size() != 1 || !lib.view(0).empty()) return false;

@@ -77,5 +77,7 @@ int64_t element_bytes(DType dtype);
 // lowering reads the input's buffer at the new shape and the kernel copies nothing
 // (docs/sgraph.md, "Reshapes in place").
 bool reshapes_in_place(const SGraph& graph, const Analysis& analysis, const LibraryKernel& lib);
+// The kernels that run: all but the reshapes read in place.
+int kernels_run(const SGraph& graph);
 
 }  // namespace prism::sgraph

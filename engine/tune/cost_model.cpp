@@ -82,8 +82,8 @@ class CostModel {
       if (!kernels[k].custom && sgraph::reshapes_in_place(in_.graph, in_.analysis, kernels[k].library)) continue;  // no copy, no launch
       KernelCost c = kernels[k].custom ? custom(k) : library(kernels[k].library);
       add(c);
+      ++est_.kernels;
     }
-    est_.kernels = int(kernels.size());
     est_.seconds = memory_s_ + cache_s_ + compute_s_ + overhead_s_;
     double top = std::max({memory_s_, cache_s_, compute_s_, overhead_s_});
     est_.bound = top == overhead_s_ ? "overhead" : top == compute_s_ ? "compute" : top == cache_s_ ? "cache" : "memory";

@@ -16,6 +16,7 @@
 #include "engine/sgraph/instantiate.h"
 #include "engine/sgraph/parse.h"
 #include "engine/sgraph/print.h"
+#include "engine/sgraph/validate.h"
 #include "search_helpers.h"
 
 using namespace prism;
@@ -125,6 +126,13 @@ TEST_CASE("kernel cut families: the Llama attention block is found, proved by pi
     CHECK_THAT(c.summary, Catch::StartsWith("3 pieces cut at"));
     CHECK_THAT(c.proof, Catch::Contains("Piece 3") && Catch::Contains("proved"));
     online = online || c.summary.find("online softmax") != std::string::npos;
+    // No copy: the queries' reshape and the heads' merge are read in place, the attention piece
+    // writing its heads transposed.
+    const sgraph::Analysis a = sgraph::analyze(*c.graph);
+    for (const sgraph::Kernel& k : c.graph->kernels)
+      if (!k.custom && sgraph::is_layout(k.library.op)) CHECK(sgraph::reshapes_in_place(*c.graph, a, k.library));
+    CHECK(c.kernels + 2 == int(c.graph->kernels.size()));
+    CHECK_THAT(c.summary, Catch::Contains("at A (written transposed, reshaped in place)"));
     for (int64_t size : {1, 2}) {
       CHECK(composite_error(program, *c.graph, decode, size, {{"M", causal_mask(2, 8, false)}}) < 1e-4);
       CHECK(composite_error(program, *c.graph, prefill, size, {{"M", causal_mask(4, 4, true)}}) < 1e-4);

@@ -151,23 +151,26 @@ output O
 
 // Attention's heads as a model writes them: a projection's rows reshaped into heads (read in
 // place: the fused kernel loads Y through the reshape and a transpose, with no copy), the scores
-// per head, moved back beside their rows and merged (a copy through the transpose).
+// per head, moved back beside their rows by a save through a view and merged by a reshape read
+// in place: no copy kernel at all.
 inline constexpr const char* kHeadsInPlace = R"(input X: f32[n, d]
 input W: f32[d, h * e]
 input K: f32[h, s, e]
+input U: f32[h * s, m]
 kernel 0: Y: f32 = matmul(X, W)
 kernel 1: Q: f32 = reshape(Y, shape=[n, h, e])
 kernel 2: custom grid=[g1, g2]
   q = load Q view [1, 0, 2] map {grid: 0->g1 1->g2, loop: -}
   k = load K view [0, 2, 1] map {grid: 0->g1, loop: -}
   p = matmul(q, k)
-  save S: f32 = p map {grid: 0->g1 1->g2, loop: -}
-kernel 3: O: f32 = reshape(S view [1, 0, 2], shape=[n, h * s])
+  save S: f32 = p view [1, 0, 2] map {grid: 0->g1 1->g2, loop: -}
+kernel 3: R: f32 = reshape(S, shape=[n, h * s])
+kernel 4: O: f32 = matmul(R, U)
 output O
 )";
-inline constexpr const char* kHeadsInPlaceProgram = R"(program heads(X: f32[n, d], W: f32[d, h * e], K: f32[h, s, e]) {
+inline constexpr const char* kHeadsInPlaceProgram = R"(program heads(X: f32[n, d], W: f32[d, h * e], K: f32[h, s, e], U: f32[h * s, m]) {
   Q = transpose(reshape(matmul(X, W), [n, h, e]), perm=[1, 0, 2])
-  return reshape(transpose(matmul(Q, transpose(K, perm=[0, 2, 1])), perm=[1, 0, 2]), [n, h * s])
+  return matmul(reshape(transpose(matmul(Q, transpose(K, perm=[0, 2, 1])), perm=[1, 0, 2]), [n, h * s]), U)
 })";
 
 inline constexpr const char* kLlamaProgram = R"(program llama(X: f32[n, d], g: f32[d], W: f32[m, d]) {
