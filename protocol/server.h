@@ -150,6 +150,8 @@ class Server {
   json candidates(const json& params);
   void tune(const SessionPtr& session, const Incoming& message);
   json tune_results(const json& params);
+  json export_tuning_db();
+  json import_tuning_db(const json& params);
   void kernel_source(const SessionPtr& session, const Incoming& message);
   void kernel_library(const SessionPtr& session, const Incoming& message);
   // Runs `work` on Options::spawn as a cancellable request; its answer becomes ContentModified

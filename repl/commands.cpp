@@ -91,6 +91,13 @@ const std::vector<CommandSpec>& command_table() {
        "shapes), so the kernel can be called from your code. The kernel is named after the program\n"
        "and its sizes (prism_rms_linear_d4096_n8), so that several exports link into one program.",
        CommandSpec::Arg::Program},
+      {"db", "db export FILE | db import FILE", "write the tuning DB to a file, or merge one in",
+       "`db export FILE` writes every tuning result the daemon holds to FILE; `db import FILE`\n"
+       "merges such a file (another machine's, a batch's) into this daemon's tuning DB. Each result\n"
+       "is filed under the question it answers: the program, the dims, the target with its device\n"
+       "model and toolchain, and the prism that tuned it, so a merged DB never answers one machine's\n"
+       "question with another's measurement. Importing a file twice adds nothing.",
+       CommandSpec::Arg::Subcommand, {"export", "import"}},
       {"daemon", "daemon status|stop", "show the daemon's status, or stop it",
        "`daemon status` prints the daemon's version, pid, uptime, clients and documents.\n"
        "`daemon stop` shuts the daemon down; the next `prism` starts a new one.",

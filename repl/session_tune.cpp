@@ -172,4 +172,25 @@ CommandOutput Session::export_kernel(const std::vector<std::string>& args) {
   return {data, "wrote " + file.string() + " and " + header.string() + ": " + kernel_identity(r) + "\n"};
 }
 
+CommandOutput Session::tuning_db(const std::vector<std::string>& args) {
+  if (args.size() != 2 || (args[0] != "export" && args[0] != "import"))
+    throw CommandError(usage_error("db", "db wants `export FILE` or `import FILE`"));
+  const std::string file = absolute_path(args[1]);
+  if (args[0] == "export") {
+    json r = call("tuningDb/export", json::object());
+    if (std::string problem = write_file_atomically(file, r.value("text", ""), 0666); !problem.empty()) throw CommandError(problem);
+    const int entries = r.value("entries", 0);
+    return {json{{"entries", entries}, {"file", file}}, "wrote " + std::to_string(entries) + " tuning results to " + file + "\n"};
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw CommandError("cannot read " + file);
+  std::ostringstream text;
+  text << in.rdbuf();
+  json r = call("tuningDb/import", {{"text", text.str()}});
+  std::string out = "imported " + file + ": " + std::to_string(r.value("added", 0)) + " added, " + std::to_string(r.value("present", 0)) +
+                    " already held";
+  if (const int rejected = r.value("rejected", 0); rejected > 0) out += ", " + std::to_string(rejected) + " rejected (damaged, or not prism's)";
+  return {r, out + "\n"};
+}
+
 }  // namespace prism::repl

@@ -25,6 +25,8 @@ enum class Target : int { Cpu = 0, Cuda = 1 };
 struct TargetDescription {
   Target target = Target::Cpu;
   std::string model;                   // e.g. "AMD EPYC, 2 cores, AVX-512"
+  std::string toolchain;               // what builds and runs its kernels: the host compiler's
+                                       // version, or the NVRTC and driver versions
   int cores = 1;                       // CPU cores, or a GPU's SMs: the units blocks are spread over
   int64_t l1_bytes = 0, l2_bytes = 0;  // per core
   int64_t l3_bytes = 0;                // total

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "engine/ir/print.h"
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kHeader = "prism-tune 3";
+constexpr const char* kHeader = "prism-tune 4";
 // An entry holds a few dozen rows; a file far larger than this is not one.
 constexpr size_t kMaxEntryBytes = size_t(4) << 20;
 
@@ -29,6 +30,32 @@ std::string clean(std::string s) {
   for (char& c : s)
     if (c == '\t' || c == '\n' || c == '\r') c = ' ';
   return s;
+}
+
+// Text that must come back exactly (the program a key hashes), on one line: backslash, tab and
+// newline escaped.
+std::string escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string unescaped(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '\\' || i + 1 == s.size()) {
+      out += s[i];
+      continue;
+    }
+    const char c = s[++i];
+    out += c == 't' ? '\t' : c == 'n' ? '\n' : c;
+  }
+  return out;
 }
 
 std::string number(double v) {
@@ -67,11 +94,23 @@ std::vector<std::string> split_tabs(const std::string& line) {
 
 }  // namespace
 
-std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target) {
-  std::string text = print_program(lowered) + "\x1f" + sizes_field(bindings) + "\x1f" + tune::target_name(target.target) + "\x1f" + target.model +
-                     "\x1f" + PRISM_VERSION +
-                     "\x1f" + std::to_string(kTunerRevision);
+namespace {
+
+std::string key_of(const std::string& lowered, const std::map<std::string, int64_t>& bindings, backend::Target target, const std::string& model,
+                   const std::string& toolchain, const std::string& prism_version, int revision) {
+  const std::string text = lowered + "\x1f" + sizes_field(bindings) + "\x1f" + tune::target_name(target) + "\x1f" + model + "\x1f" + toolchain +
+                           "\x1f" + prism_version + "\x1f" + std::to_string(revision);
   return content_key(text, "tune:");
+}
+
+}  // namespace
+
+std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target) {
+  return key_of(print_program(lowered), bindings, target.target, target.model, target.toolchain, PRISM_VERSION, kTunerRevision);
+}
+
+std::string entry_key(const TuneResult& r) {
+  return key_of(r.lowered, r.bindings, r.target, r.target_model, r.toolchain, r.prism_version, r.measured.tuner_revision);
 }
 
 std::string format_tune_result(const TuneResult& r) {
@@ -80,6 +119,8 @@ std::string format_tune_result(const TuneResult& r) {
   out << "program\t" << clean(r.program) << "\n";
   out << "version\t" << r.version << "\n";
   out << "target\t" << tune::target_name(r.target) << "\t" << clean(r.target_model) << "\n";
+  out << "prism\t" << escaped(r.prism_version) << "\t" << escaped(r.toolchain) << "\n";
+  out << "lowered\t" << escaped(r.lowered) << "\n";
   out << "bindings\t" << sizes_field(r.bindings) << "\n";
   out << "top\t" << r.top << "\t" << r.threads << "\n";
   out << "machine\t" << number(r.bandwidth_gbs) << "\t" << number(r.peak_gflops) << "\n";
@@ -156,6 +197,10 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         std::optional<backend::Target> target = tune::parse_target(f[1]);
         if (!target) throw std::runtime_error("unknown target");
         r.target = *target;
+      } else if (tag == "prism") {
+        need(3), r.prism_version = unescaped(f[1]), r.toolchain = unescaped(f[2]);
+      } else if (tag == "lowered") {
+        need(2), r.lowered = unescaped(f[1]);
       } else if (tag == "bindings") {
         need(2), r.bindings = parse_sizes(f[1]);
       } else if (tag == "top") {
@@ -247,6 +292,10 @@ void TuneDb::set_warn(std::function<void(const std::string&)> warn) {
 
 std::optional<TuneResult> TuneDb::get(const std::string& key) const {
   std::lock_guard lock(mutex_);
+  return get_locked(key);
+}
+
+std::optional<TuneResult> TuneDb::get_locked(const std::string& key) const {
   if (auto it = memory_.find(key); it != memory_.end()) return it->second;
   if (dir_.empty()) return std::nullopt;
   const std::string file = (fs::path(dir_) / (key + ".tune")).string();
@@ -263,6 +312,10 @@ std::optional<TuneResult> TuneDb::get(const std::string& key) const {
 
 void TuneDb::put(const std::string& key, const TuneResult& result) {
   std::lock_guard lock(mutex_);
+  put_locked(key, result);
+}
+
+void TuneDb::put_locked(const std::string& key, const TuneResult& result) {
   memory_[key] = result;
   if (dir_.empty()) return;
   if (std::string problem = ensure_private_dir(dir_); !problem.empty()) {
@@ -272,6 +325,52 @@ void TuneDb::put(const std::string& key, const TuneResult& result) {
   std::string file = (fs::path(dir_) / (key + ".tune")).string();
   if (std::string problem = write_file_atomically(file, format_tune_result(result)); !problem.empty() && warn_)
     warn_("cannot store a tuning result: " + problem);
+}
+
+std::string TuneDb::export_entries() const {
+  std::lock_guard lock(mutex_);
+  std::set<std::string> keys;
+  for (const auto& [key, result] : memory_) keys.insert(key);
+  std::error_code ec;
+  if (!dir_.empty())
+    for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec))
+      if (e.path().extension() == ".tune") keys.insert(e.path().stem().string());
+  std::string out;
+  for (const std::string& key : keys)
+    if (std::optional<TuneResult> r = get_locked(key)) out += format_tune_result(*r);
+  return out;
+}
+
+DbImport TuneDb::import_entries(std::string_view text) {
+  DbImport done;
+  std::lock_guard lock(mutex_);
+  // An entry runs from its header line to its end line; anything else between entries is damage.
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t start = text.find(kHeader, at);
+    if (start == std::string_view::npos) {
+      done.rejected += text.find_first_not_of(" \n", at) != std::string_view::npos;
+      break;
+    }
+    done.rejected += text.substr(at, start - at).find_first_not_of(" \n") != std::string_view::npos;
+    size_t end = text.size();
+    if (const size_t end_line = text.find("\nend\t", start); end_line != std::string_view::npos)
+      if (const size_t newline = text.find('\n', end_line + 1); newline != std::string_view::npos) end = newline + 1;
+    std::optional<TuneResult> r = parse_tune_result(std::string(text.substr(start, end - start)));
+    at = end;
+    if (!r || r->lowered.empty()) {
+      ++done.rejected;
+      continue;
+    }
+    const std::string key = entry_key(*r);
+    if (get_locked(key)) {
+      ++done.present;
+      continue;
+    }
+    put_locked(key, *r);
+    ++done.added;
+  }
+  return done;
 }
 
 }  // namespace prism::tune

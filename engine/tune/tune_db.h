@@ -7,15 +7,19 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "engine/ir/program.h"
 #include "engine/tune/tuner.h"
 
 namespace prism::tune {
 
-// The key: a hash of the printed program, the bindings, the target's name and model,
+// The key: a hash of the printed program, the bindings, the target's name, model and toolchain,
 // PRISM_VERSION and the tuner's revision (a newer prism may generate better kernels).
 std::string tune_key(const Program& lowered, const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target);
+// The key of the question a result answers, from its own fields: tune_key of the tune that wrote
+// it. What an imported entry is filed under, so it never answers another question.
+std::string entry_key(const TuneResult& result);
 
 // The text form of a result and back, ending with the SHA-256 of the lines above it;
 // parse_tune_result returns nothing for text it cannot read (an older format, a truncated file),
@@ -32,6 +36,13 @@ std::optional<TuneResult> parse_tune_result(const std::string& text);
 // is not among them: the result does not answer for this search.
 bool renumber(TuneResult& result, const std::vector<Candidate>& families);
 
+// What importing entries did (TuneDb::import_entries).
+struct DbImport {
+  int added = 0;     // entries the DB lacked
+  int present = 0;   // entries it held already, under the same key: left as they were
+  int rejected = 0;  // unreadable, damaged since they were written, or not a result prism writes
+};
+
 class TuneDb {
  public:
   explicit TuneDb(std::string dir = "");  // empty: kept in memory only
@@ -44,7 +55,16 @@ class TuneDb {
   // Throws nothing: a DB that cannot be written keeps the result in memory.
   void put(const std::string& key, const TuneResult& result);
 
+  // Sharing a DB (docs/tuning.md, "Sharing a tuning DB"): every readable entry, on disk and in
+  // memory, one after another in its own text form, ordered by key.
+  std::string export_entries() const;
+  // Each entry of `text` (export_entries' form) that this DB lacks, filed under entry_key.
+  DbImport import_entries(std::string_view text);
+
  private:
+  std::optional<TuneResult> get_locked(const std::string& key) const;
+  void put_locked(const std::string& key, const TuneResult& result);
+
   mutable std::mutex mutex_;
   std::string dir_;
   std::function<void(const std::string&)> warn_;

@@ -15,6 +15,7 @@
 #include "engine/backend/storage.h"
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
+#include "engine/ir/print.h"
 #include "engine/sgraph/instantiate.h"
 #include "engine/tune/compare.h"
 #include "engine/tune/cost_model.h"
@@ -433,6 +434,9 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   result.program = lowered.name;
   result.target = backend.target();
   result.target_model = target.model;
+  result.toolchain = target.toolchain;
+  result.lowered = print_program(lowered);
+  result.prism_version = PRISM_VERSION;
   result.bindings = request.bindings;
   result.top = request.top;
   result.threads = backend.threads(request.threads, target);

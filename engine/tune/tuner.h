@@ -83,6 +83,9 @@ struct TuneResult {
   int64_t version = 0;
   backend::Target target = backend::Target::Cpu;
   std::string target_model;    // "AMD EPYC, 2 cores, AVX-512"
+  std::string toolchain;       // what built and ran the kernels (TargetDescription::toolchain)
+  std::string lowered;         // the program as tuned (lowered, printed) and the prism that tuned it:
+  std::string prism_version;   // with the fields above, what the DB key hashes (tune_db.h, entry_key)
   std::map<std::string, int64_t> bindings;
   int top = 0;
   int threads = 0;

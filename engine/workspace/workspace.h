@@ -18,6 +18,7 @@
 #include "engine/egraph/equivalence.h"
 #include "engine/error.h"
 #include "engine/search/search.h"
+#include "engine/tune/tune_db.h"
 #include "engine/tune/tuner.h"
 
 namespace prism {
@@ -180,6 +181,10 @@ class Workspace {
                         const std::function<void(const tune::TuneProgress&)>& progress = {});
   // The tuning results of the program's current version asked in this workspace, latest last.
   std::vector<tune::TuneResult> tune_results(const std::string& program) const;
+  // The tuning DB as one text (every entry, tune_db.h) and back: what `prism db export` and
+  // `db import` carry between machines (docs/tuning.md, "Sharing a tuning DB").
+  std::string export_tuning_db() const;
+  tune::DbImport import_tuning_db(std::string_view entries);
   // A kernel's source: family `candidate` (0: the best of the latest tune) at `bindings` (empty:
   // the latest tune's), with the tuned sizes when that family was timed, else the cost model's;
   // `sizes` (grid sizes and loop ranges, e.g. g1=1) where given.

@@ -203,6 +203,10 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
   return record(result);
 }
 
+std::string Workspace::export_tuning_db() const { return tune_state_->db.export_entries(); }
+
+tune::DbImport Workspace::import_tuning_db(std::string_view entries) { return tune_state_->db.import_entries(entries); }
+
 std::vector<tune::TuneResult> Workspace::tune_results(const std::string& program) const {
   int64_t version = lowered_program(program).second;
   std::lock_guard lock(tune_state_->mutex);

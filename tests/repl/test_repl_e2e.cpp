@@ -306,6 +306,25 @@ TEST_CASE("tune prints the speedup table; code and export give the best kernel",
   auto bad = f.prism({"-c", "tune rms_linear"});
   CHECK(bad.exit_code != 0);
   CHECK(bad.err.find("tune needs the dims") != std::string::npos);
+
+  // The DB shared (issue 51): exported, imported twice by another daemon (the second adds
+  // nothing), whose tune of the same question it then answers.
+  const std::string db = f.dir() / "tune.db";
+  auto exported = f.prism({"-c", "db export " + db});
+  INFO(exported.err);
+  REQUIRE(exported.exit_code == 0);
+  CHECK_THAT(exported.out, Catch::Contains("wrote 1 tuning results to " + db));
+  ReplFixture g;
+  auto imported = g.prism({"--json", "-c", "db import " + db + "; db import " + db + "; open " + example("rms_linear") + "; tune rms_linear n=4 d=64 --top 2"});
+  INFO(imported.err);
+  REQUIRE(imported.exit_code == 0);
+  auto merged = json_lines(imported.out);
+  REQUIRE(merged.size() == 4);
+  CHECK(merged[0]["added"] == 1);
+  CHECK(merged[1]["added"] == 0);
+  CHECK(merged[1]["present"] == 1);
+  CHECK(merged[3]["fromDb"].get<bool>());
+  CHECK(merged[3]["bestMs"] == again[0]["bestMs"]);
 }
 
 TEST_CASE("tune --check-with adds the user's data to the check, and the table names the sets checked", "[repl][e2e][tune][edge_suite]") {

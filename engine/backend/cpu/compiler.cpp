@@ -70,6 +70,8 @@ const std::string& cpu_features() {
 
 }  // namespace
 
+std::string host_compiler_identity() { return compiler_identity(compiler_of(CompileOptions{})); }
+
 std::vector<std::string> disabled_cpu_features() {
   std::vector<std::string> out;
   std::istringstream list(env_or("PRISM_CPU_DISABLE", ""));

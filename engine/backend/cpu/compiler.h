@@ -29,6 +29,9 @@ struct CompiledLibrary {
   double compile_s = 0;  // 0 when cached
 };
 
+// The compiler kernels are built with by default ($CXX, else c++), with its `--version`'s first
+// line: "c++|c++ (Debian 12.2.0-14) 12.2.0".
+std::string host_compiler_identity();
 // $PRISM_CACHE_DIR/kernels, else $XDG_CACHE_HOME/prism/kernels, else ~/.cache/prism/kernels.
 std::string default_kernel_cache_dir();
 

@@ -250,6 +250,7 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   CpuFeatures& cpu = cpu_features(t);
   cpu.simd_bytes = simd_bytes();
   t.model = cpu_model_name() + ", " + std::to_string(t.cores) + (t.cores == 1 ? " core, " : " cores, ") + isa_name(cpu.simd_bytes);
+  t.toolchain = host_compiler_identity();
   // The tile budget of one block: half of L2, leaving the rest for the compiler's temporaries,
   // the next block's prefetched tiles and the other operands streaming through (an assumption).
   t.fast_memory_bytes = t.l2_bytes > 0 ? t.l2_bytes / 2 : 256 * 1024;

@@ -5,6 +5,7 @@
 #include "engine/backend/cuda/bandwidth.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/gpu_features.h"
+#include "engine/backend/cuda/nvrtc.h"
 
 namespace prism::backend::cuda {
 
@@ -39,6 +40,8 @@ TargetDescription describe_cuda_device() {
     peaks = "peaks assumed: an H100 SXM's";
   }
   t.cores = info.sm_count;
+  t.toolchain = nvrtc_status().detail + ", driver for CUDA " + std::to_string(info.driver_version / 1000) + "." +
+                std::to_string(info.driver_version % 1000 / 10);
   t.fast_memory_bytes = info.shared_per_block_optin > 0 ? info.shared_per_block_optin : info.shared_per_block;
   gpu_features(t).arch = info.arch();
   // The bandwidth measured on this device when NVRTC and the driver allow; else the data sheet's.

@@ -44,6 +44,7 @@ struct Driver {
   CUresult (*mem_alloc)(CUdeviceptr*, size_t) = nullptr;
   CUresult (*mem_free)(CUdeviceptr) = nullptr;
   CUresult (*mem_alloc_async)(CUdeviceptr*, size_t, Handle) = nullptr;  // CUDA 11.2 on; optional
+  CUresult (*driver_version)(int*) = nullptr;                            // optional
   CUresult (*mem_free_async)(CUdeviceptr, Handle) = nullptr;
   CUresult (*htod)(CUdeviceptr, const void*, size_t) = nullptr;
   CUresult (*dtoh)(void*, CUdeviceptr, size_t) = nullptr;
@@ -109,6 +110,7 @@ Driver open_driver() {
   std::string optional;  // stream-ordered allocation: allocate_async falls back without it
   bind(h, {"cuMemAllocAsync"}, d.mem_alloc_async, optional);
   bind(h, {"cuMemFreeAsync"}, d.mem_free_async, optional);
+  bind(h, {"cuDriverGetVersion"}, d.driver_version, optional);
   if (!missing.empty()) {
     d.why = "CUDA driver unusable: libcuda.so.1 has no " + missing;
     return d;
@@ -158,6 +160,7 @@ DeviceInfo query(const Driver& d, CUdevice dev) {
   info.shared_per_block_optin = v;
   check(d.device_attribute(&v, kAttrL2Bytes, dev), "cuDeviceGetAttribute");
   info.l2_bytes = v;
+  if (d.driver_version && d.driver_version(&v) == 0) info.driver_version = v;
   return info;
 }
 

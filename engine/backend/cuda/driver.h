@@ -27,6 +27,7 @@ struct DeviceInfo {
   int64_t shared_per_block = 0;        // default limit
   int64_t shared_per_block_optin = 0;  // with the function attribute raised
   int64_t l2_bytes = 0;
+  int driver_version = 0;  // the CUDA version the driver supports, as 1000 * major + 10 * minor (0: unknown)
   std::string arch() const { return "compute_" + std::to_string(cc_major) + std::to_string(cc_minor); }  // for NVRTC
 };
 

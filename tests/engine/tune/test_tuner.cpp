@@ -617,6 +617,54 @@ TEST_CASE("tune DB: the text form round-trips and a damaged file is a miss", "[t
   }));
 }
 
+// Issue 51: a DB exported and imported elsewhere. Each entry is filed under the key its own fields
+// give, so an entry of another device model or toolchain never answers this machine's question.
+TEST_CASE("tune DB: export and import file each entry under its own question; twice adds nothing", "[tune][db]") {
+  tune::TuneResult r;
+  r.program = "p";
+  r.target_model = "Some CPU, 2 cores";
+  r.toolchain = "c++|c++ (Debian 12.2.0-14) 12.2.0";
+  r.prism_version = "1.0.0";
+  r.lowered = "program p(X: f32[n, d]) {\n  return exp(X)\n}\n";  // newlines and a backslash-free text, kept exactly
+  r.bindings = {{"n", 8}, {"d", 64}};
+  r.measured.tuner_revision = tune::kTunerRevision;
+  tune::TuneResult other_device = r, other_toolchain = r;
+  other_device.target_model = "Another CPU, 64 cores";
+  other_toolchain.toolchain = "c++|c++ (Debian 14.1.0) 14.1.0";
+  CHECK(tune::parse_tune_result(tune::format_tune_result(r))->lowered == r.lowered);
+  CHECK(tune::entry_key(r) != tune::entry_key(other_device));
+  CHECK(tune::entry_key(r) != tune::entry_key(other_toolchain));
+
+  test::TempDir here, there;
+  tune::TuneDb source(here.path());
+  source.put(tune::entry_key(r), r);
+  source.put(tune::entry_key(other_device), other_device);
+  const std::string file = source.export_entries();
+  tune::TuneDb merged(there.path());
+  merged.put(tune::entry_key(other_toolchain), other_toolchain);
+  tune::DbImport first = merged.import_entries(file);
+  CHECK(first.added == 2);
+  CHECK(first.present == 0);
+  CHECK(first.rejected == 0);
+  tune::DbImport second = merged.import_entries(file);
+  CHECK(second.added == 0);
+  CHECK(second.present == 2);
+  REQUIRE(merged.get(tune::entry_key(r)));
+  CHECK(merged.get(tune::entry_key(r))->target_model == r.target_model);
+  CHECK(merged.get(tune::entry_key(other_device))->target_model == other_device.target_model);
+  CHECK(tune::TuneDb(there.path()).export_entries().size() > file.size());  // on disk: all three
+
+  // Damage is rejected, entry by entry: an edited field (its checksum), stray text, an entry that
+  // does not say what it tuned.
+  std::string damaged = file;
+  damaged.replace(damaged.find("Some CPU"), 4, "Fast");
+  tune::TuneResult unkeyed = r;
+  unkeyed.lowered.clear();
+  tune::DbImport bad = tune::TuneDb().import_entries(damaged + "stray text\n" + tune::format_tune_result(unkeyed));
+  CHECK(bad.added == 1);  // the other device's entry, untouched
+  CHECK(bad.rejected == 3);
+}
+
 TEST_CASE("tune DB: an entry edited on disk is dropped and tuned again, not served", "[tune][db]") {
   test::TempDir data;
   test::ScopedEnv trusting("PRISM_TUNE_NOISE_LIMIT", "off");

@@ -1,0 +1,21 @@
+// tuningDb/export and tuningDb/import: the tuning DB as one text, to merge machines' DBs
+// (docs/tuning.md, "Sharing a tuning DB"; docs/protocol.md).
+#include "protocol/params.h"
+#include "protocol/server.h"
+
+namespace prism::protocol {
+
+json Server::export_tuning_db() {
+  const std::string text = workspace_.export_tuning_db();
+  int entries = 0;
+  for (size_t at = 0; (at = text.find("\nend\t", at)) != std::string::npos; ++at) ++entries;
+  return {{"entries", entries}, {"text", text}};
+}
+
+json Server::import_tuning_db(const json& raw) {
+  const json& params = params_object(raw);
+  const tune::DbImport done = workspace_.import_tuning_db(require_string(params, "text"));
+  return {{"added", done.added}, {"present", done.present}, {"rejected", done.rejected}};
+}
+
+}  // namespace prism::protocol
