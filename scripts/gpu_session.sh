@@ -7,7 +7,7 @@
 #   scripts/gpu_session.sh pack        (here: strips build/bin's binaries and the libraries they
 #                                       need into .gpu/, which .git/info/exclude ignores)
 # then, on the device, with `.gpu` carried:
-#   scripts/gpu_session.sh run [stage ...]   stages: env tests repl torch python bench sanitize ncu cpu
+#   scripts/gpu_session.sh run [stage ...]   stages: env tests repl torch python bench blocks sanitize ncu cpu
 #                                            (default: env tests repl torch python bench)
 # `cpu` runs the CPU backend's 16-bit and codegen tests on the device machine's own processor (its
 # cores may have AVX-512 BF16 or AMX, which a development machine may lack): the generated kernels
@@ -130,6 +130,8 @@ run_stage() {
     # prism.compile(target="cuda") against the modules on the device's PyTorch (python/tests).
     python) stage python python3 -m pytest -q -p no:cacheprovider python/tests/test_compile.py -k "gpu or cuda or plan_library" ;;
     bench) stage bench build/bin/prism_bench_tune_gpu ${BENCH_ARGS:-} ;;
+    # Decoder blocks against the sum of their pieces tuned one by one (issue 52).
+    blocks) PRISM_NO_BUILD=1 stage blocks bash scripts/bench_blocks.sh --target cuda ;;
     # The generated kernels of every elementwise op and of the device tests, under memcheck and racecheck.
     sanitize) PRISM_KERNEL_TIMEOUT=600 stage sanitize compute-sanitizer --tool memcheck --target-processes all build/bin/prism_tests -# "[#test_tuner_cuda]" ;;
     racecheck) stage racecheck compute-sanitizer --tool racecheck --target-processes all build/bin/prism_tests -# "[#test_cuda_run]" ;;
