@@ -150,6 +150,7 @@ class Server {
   json candidates(const json& params);
   void tune(const SessionPtr& session, const Incoming& message);
   json tune_results(const json& params);
+  void batch(const SessionPtr& session, const Incoming& message);
   json export_tuning_db();
   json import_tuning_db(const json& params);
   void kernel_source(const SessionPtr& session, const Incoming& message);

@@ -91,6 +91,15 @@ const std::vector<CommandSpec>& command_table() {
        "shapes), so the kernel can be called from your code. The kernel is named after the program\n"
        "and its sizes (prism_rms_linear_d4096_n8), so that several exports link into one program.",
        CommandSpec::Arg::Program},
+      {"batch", "batch MANIFEST [--fresh]", "tune a model's programs at every size it lists, as one batch",
+       "MANIFEST is JSON: {\"programs\": [{\"program\": NAME, \"file\": PATH, \"bindings\": [{\"n\": 1,\n"
+       "\"d\": 4096}, …], \"targets\": [\"cpu\"], \"top\": 8}, …]} (files relative to the manifest;\n"
+       "\"targets\" and \"top\" may be given once for all). Each program × bindings × target is a job:\n"
+       "each program is searched once, a job the tuning DB has answered measures nothing (so a\n"
+       "batch that was stopped resumes where it stopped; --fresh measures every job again), a job\n"
+       "that fails is reported and the batch goes on. A progress bar shows the jobs done, failed\n"
+       "and left; the table lists each job's result.",
+       CommandSpec::Arg::Path},
       {"db", "db export FILE | db import FILE", "write the tuning DB to a file, or merge one in",
        "`db export FILE` writes every tuning result the daemon holds to FILE; `db import FILE`\n"
        "merges such a file (another machine's, a batch's) into this daemon's tuning DB. Each result\n"

@@ -186,6 +186,7 @@ CommandOutput Session::execute(const std::string& command, const Origin& origin)
   if (spec->name == "code") return code(args);
   if (spec->name == "export") return export_kernel(args);
   if (spec->name == "db") return tuning_db(args);
+  if (spec->name == "batch") return batch(args);
   if (spec->name == "help") return help(args);
   quit_ = true;  // quit
   return {json{{"quit", true}}, ""};

@@ -106,6 +106,7 @@ class Session {
   CommandOutput code(const std::vector<std::string>& args);
   CommandOutput export_kernel(const std::vector<std::string>& args);
   CommandOutput tuning_db(const std::vector<std::string>& args);
+  CommandOutput batch(const std::vector<std::string>& args);
   CommandOutput egraph();
   CommandOutput help(const std::vector<std::string>& args);
   // Turns a DocumentState into output; throws CommandError when it carries errors.

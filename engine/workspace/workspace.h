@@ -181,6 +181,26 @@ class Workspace {
                         const std::function<void(const tune::TuneProgress&)>& progress = {});
   // The tuning results of the program's current version asked in this workspace, latest last.
   std::vector<tune::TuneResult> tune_results(const std::string& program) const;
+
+  // A batch (docs/tuning.md, "Batches"): jobs, each a tune of an open program, run one after
+  // another. A program is searched once (its first job's tune searches, the others reuse the
+  // result); a job the tuning DB answers measures nothing, so a batch stopped part way resumes
+  // where it stopped; a job that fails is reported and the batch goes on. Throws Cancelled.
+  struct BatchJob {
+    std::string program;
+    tune::TuneRequest request;
+  };
+  struct BatchOutcome {
+    bool ok = false;
+    tune::TuneResult result;  // when ok (from_db: nothing measured)
+    std::string error;        // when not
+  };
+  struct BatchProgress {
+    int done = 0, failed = 0, left = 0;
+    std::string job;  // the one that runs now: "rms_linear d=64 n=4 on cpu"
+  };
+  std::vector<BatchOutcome> tune_batch(const std::vector<BatchJob>& jobs, const CancelToken* cancel = nullptr,
+                                       const std::function<void(const BatchProgress&)>& progress = {});
   // The tuning DB as one text (every entry, tune_db.h) and back: what `prism db export` and
   // `db import` carry between machines (docs/tuning.md, "Sharing a tuning DB").
   std::string export_tuning_db() const;
