@@ -203,7 +203,7 @@ void Server::register_builtins() {
   methods_["tune/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { tune(s, m); }};
   methods_["tune/results"] = Entry{[this](Session&, const json& p) { return tune_results(p); }, {}, {}};
   methods_["batch/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { batch(s, m); }};
-  methods_["tuningDb/export"] = Entry{[this](Session&, const json&) { return export_tuning_db(); }, {}, {}};
+  methods_["tuningDb/export"] = Entry{[this](Session&, const json& p) { return export_tuning_db(p); }, {}, {}};
   methods_["tuningDb/import"] = Entry{[this](Session&, const json& p) { return import_tuning_db(p); }, {}, {}};
   methods_["kernel/source"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { kernel_source(s, m); }};
   methods_["kernel/library"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { kernel_library(s, m); }};

@@ -151,7 +151,7 @@ class Server {
   void tune(const SessionPtr& session, const Incoming& message);
   json tune_results(const json& params);
   void batch(const SessionPtr& session, const Incoming& message);
-  json export_tuning_db();
+  json export_tuning_db(const json& params);
   json import_tuning_db(const json& params);
   void kernel_source(const SessionPtr& session, const Incoming& message);
   void kernel_library(const SessionPtr& session, const Incoming& message);

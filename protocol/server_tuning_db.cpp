@@ -1,12 +1,14 @@
 // tuningDb/export and tuningDb/import: the tuning DB as one text, to merge machines' DBs
 // (docs/tuning.md, "Sharing a tuning DB"; docs/protocol.md).
+#include "protocol/convert.h"
 #include "protocol/params.h"
 #include "protocol/server.h"
 
 namespace prism::protocol {
 
-json Server::export_tuning_db() {
-  const std::string text = workspace_.export_tuning_db();
+json Server::export_tuning_db(const json& raw) {
+  const json& params = raw.is_null() ? json::object() : params_object(raw);
+  const std::string text = workspace_.export_tuning_db(optional_string(params, "program").value_or(""), parse_bindings(params));
   int entries = 0;
   for (size_t at = 0; (at = text.find("\nend\t", at)) != std::string::npos; ++at) ++entries;
   return {{"entries", entries}, {"text", text}};

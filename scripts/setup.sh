@@ -15,6 +15,7 @@ packages=(
   python3-numpy         # tests cross-check .npy files with NumPy
   python3-pytest        # the Python package's tests (python/tests)
   python3-torch         # from_torch and compile, tested against the modules themselves
+  python3-distributed   # prism.batch on a Dask cluster, tested on a LocalCluster
   neovim                # the LSP test drives prismd from Neovim's own client (headless)
 )
 

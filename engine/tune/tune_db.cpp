@@ -327,7 +327,7 @@ void TuneDb::put_locked(const std::string& key, const TuneResult& result) {
     warn_("cannot store a tuning result: " + problem);
 }
 
-std::string TuneDb::export_entries() const {
+std::string TuneDb::export_entries(const std::function<bool(const TuneResult&)>& keep) const {
   std::lock_guard lock(mutex_);
   std::set<std::string> keys;
   for (const auto& [key, result] : memory_) keys.insert(key);
@@ -337,7 +337,7 @@ std::string TuneDb::export_entries() const {
       if (e.path().extension() == ".tune") keys.insert(e.path().stem().string());
   std::string out;
   for (const std::string& key : keys)
-    if (std::optional<TuneResult> r = get_locked(key)) out += format_tune_result(*r);
+    if (std::optional<TuneResult> r = get_locked(key); r && (!keep || keep(*r))) out += format_tune_result(*r);
   return out;
 }
 

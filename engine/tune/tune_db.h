@@ -56,8 +56,8 @@ class TuneDb {
   void put(const std::string& key, const TuneResult& result);
 
   // Sharing a DB (docs/tuning.md, "Sharing a tuning DB"): every readable entry, on disk and in
-  // memory, one after another in its own text form, ordered by key.
-  std::string export_entries() const;
+  // memory, one after another in its own text form, ordered by key; with `keep`, those it keeps.
+  std::string export_entries(const std::function<bool(const TuneResult&)>& keep = {}) const;
   // Each entry of `text` (export_entries' form) that this DB lacks, filed under entry_key.
   DbImport import_entries(std::string_view text);
 

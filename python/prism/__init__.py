@@ -1,9 +1,11 @@
 """prism from Python: a client of prismd (docs/python.md)."""
+from .batch import batch, load_manifest, write_manifest
 from .client import Client, daemon_socket, find_prism_binary
 from .compiled import Compiled, Kernel, compile
 from .errors import ConnectionLost, PrismError, ProgramError, UnsupportedOp
 from .fx_import import Imported, from_torch
 from .torch_backend import register_torch_backend, torch_backend
 
-__all__ = ["Client", "Compiled", "ConnectionLost", "Imported", "Kernel", "PrismError", "ProgramError", "UnsupportedOp", "compile",
-           "daemon_socket", "find_prism_binary", "from_torch", "register_torch_backend", "torch_backend"]
+__all__ = ["Client", "Compiled", "ConnectionLost", "Imported", "Kernel", "PrismError", "ProgramError", "UnsupportedOp", "batch", "compile",
+           "daemon_socket", "find_prism_binary", "from_torch", "load_manifest", "register_torch_backend", "torch_backend",
+           "write_manifest"]

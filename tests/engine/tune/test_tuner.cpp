@@ -640,6 +640,8 @@ TEST_CASE("tune DB: export and import file each entry under its own question; tw
   source.put(tune::entry_key(r), r);
   source.put(tune::entry_key(other_device), other_device);
   const std::string file = source.export_entries();
+  const std::string one = source.export_entries([&](const tune::TuneResult& e) { return e.target_model == other_device.target_model; });
+  CHECK(tune::TuneDb().import_entries(one).added == 1);
   tune::TuneDb merged(there.path());
   merged.put(tune::entry_key(other_toolchain), other_toolchain);
   tune::DbImport first = merged.import_entries(file);

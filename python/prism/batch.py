@@ -1,0 +1,141 @@
+"""prism.batch: a model's tunes as one batch (docs/tuning.md, "Batches").
+
+On one machine the batch is the daemon's `batch/run`. On a Dask cluster each job (a program at
+one bindings on one target) is a Dask task that runs on its worker's host, against that host's
+prismd; the task returns its result and its tuning DB entries, which are imported into the DB of
+the daemon that asked. A worker that dies loses only the job it was running: Dask runs that task
+again on another worker.
+"""
+import json
+import os
+
+from .client import Client
+from .errors import PrismError
+
+
+def load_manifest(manifest):
+    """The jobs of `manifest` (a path to its JSON, or the dict itself), in its order: one per
+    program x bindings x target, each with the program's source text read from its file (a path
+    relative to the manifest's directory, or to the working directory for a dict)."""
+    if isinstance(manifest, (str, os.PathLike)):
+        base = os.path.dirname(os.path.abspath(manifest))
+        with open(manifest) as f:
+            manifest = json.load(f)
+    else:
+        base = os.getcwd()
+    programs = manifest.get("programs") if isinstance(manifest, dict) else None
+    if not isinstance(programs, list):
+        raise ValueError('the manifest needs "programs": [{"program": NAME, "file": PATH, "bindings": [...]}, ...]')
+    jobs = []
+    for i, entry in enumerate(programs):
+        where = f"programs[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("program"), str) or not isinstance(entry.get("file"), str):
+            raise ValueError(f'{where} needs "program" (its name) and "file" (the .prism file defining it)')
+        path = os.path.normpath(os.path.join(base, entry["file"]))
+        with open(path) as f:
+            text = f.read()
+        bindings = entry.get("bindings")
+        if not isinstance(bindings, list) or not bindings or not all(isinstance(b, dict) for b in bindings):
+            raise ValueError(f'{where} needs "bindings": a list of {{DIM: VALUE}} objects')
+        top = entry.get("top", manifest.get("top"))
+        for target in entry.get("targets", manifest.get("targets", ["cpu"])):
+            for b in bindings:
+                job = {"program": entry["program"], "file": path, "text": text, "bindings": dict(b), "target": target}
+                if top is not None:
+                    job["top"] = top
+                jobs.append(job)
+    return jobs
+
+
+def write_manifest(path, programs, targets=("cpu",), top=None):
+    """Writes a manifest at `path` for `programs`, a list of (program, bindings): program an
+    Imported (from_torch: a model's layers) whose source goes to NAME.prism beside the manifest,
+    or the path of a .prism file defining it with its name as (path, name); bindings a list of
+    {DIM: VALUE}. Returns the manifest as a dict."""
+    base = os.path.dirname(os.path.abspath(path))
+    entries = []
+    for program, bindings in programs:
+        if isinstance(program, tuple):
+            file, name = program
+            file = os.path.relpath(os.path.abspath(file), base)
+        else:
+            name, file = program.name, program.name + ".prism"
+            with open(os.path.join(base, file), "w") as f:
+                f.write(program.text)
+        entries.append({"program": name, "file": file, "bindings": [dict(b) for b in bindings]})
+    manifest = {"programs": entries, "targets": list(targets)}
+    if top is not None:
+        manifest["top"] = top
+    with open(path, "w") as f:
+        json.dump(manifest, f, indent=2)
+    return manifest
+
+
+def _tune_params(job, fresh):
+    params = {"program": job["program"], "bindings": job["bindings"], "target": job["target"]}
+    if "top" in job:
+        params["top"] = job["top"]
+    if fresh:
+        params["fresh"] = True
+    return params
+
+
+def run_job(job, fresh=False):
+    """One job on this host's prismd (a Dask task's body): its status ("tuned", "stored": the
+    tuning DB answered, "failed"), its TuneResult or error, and its DB entries as exported."""
+    with Client() as client:
+        client.open(text=job["text"], uri="untitled:batch" + job["file"])
+        out = {"program": job["program"], "bindings": job["bindings"], "target": job["target"]}
+        try:
+            result = client.request("tune/run", _tune_params(job, fresh))
+        except PrismError as e:
+            out.update(status="failed", error=str(e))
+            return out
+        out.update(status="stored" if result.get("fromDb") else "tuned", result=result)
+        out["entries"] = client.request("tuningDb/export", {"program": job["program"], "bindings": job["bindings"]})["text"]
+        return out
+
+
+def batch(manifest, client=None, fresh=False, progress=None):
+    """Tunes every job of `manifest` (load_manifest). `client`: a prism.Client (or None: this
+    user's prismd) runs the batch on this machine; a dask.distributed.Client spreads the jobs
+    over its workers and imports their results into this machine's tuning DB. `fresh` measures
+    every job again. `progress` is called with each job's outcome as it completes (Dask) or with
+    each $/progress value (one machine). Returns {"jobs": [...], "failed", "stored"}, the jobs in
+    the manifest's order, as the protocol's batch/run."""
+    jobs = load_manifest(manifest)
+    if client is None or isinstance(client, Client):
+        return _on_this_machine(jobs, client, fresh, progress)
+    return _on_dask(jobs, client, fresh, progress)
+
+
+def _on_this_machine(jobs, client, fresh, progress):
+    own = client is None
+    client = client or Client()
+    try:
+        for path in dict.fromkeys(job["file"] for job in jobs):
+            client.open(path=path)
+        return client.request("batch/run", {"jobs": [_tune_params(job, fresh) for job in jobs]}, progress=progress)
+    finally:
+        if own:
+            client.close()
+
+
+def _on_dask(jobs, dask_client, fresh, progress):
+    from distributed import as_completed
+
+    futures = [dask_client.submit(run_job, job, fresh, pure=False) for job in jobs]
+    index = {future.key: i for i, future in enumerate(futures)}
+    outcomes = [None] * len(jobs)
+    for future in as_completed(futures):
+        outcome = future.result()
+        outcomes[index[future.key]] = outcome
+        if progress is not None:
+            progress(outcome)
+    entries = "".join(o.get("entries", "") for o in outcomes)
+    with Client() as local:
+        imported = local.request("tuningDb/import", {"text": entries}) if entries else {"added": 0, "present": 0, "rejected": 0}
+    for o in outcomes:
+        o.pop("entries", None)
+    return {"jobs": outcomes, "failed": sum(o["status"] == "failed" for o in outcomes),
+            "stored": sum(o["status"] == "stored" for o in outcomes), "imported": imported}

@@ -1,0 +1,101 @@
+"""prism.batch (issue 51): a model's tunes as one batch, on this machine and on a Dask cluster of
+two workers, each with its own prismd and state, one of them killed while it runs a job."""
+import json
+import os
+import signal
+import subprocess
+
+import distributed
+import pytest
+
+import prism
+from conftest import example
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = os.path.dirname(TESTS)
+
+
+def model_manifest(path):
+    """3 programs x 2 bindings at small sizes, timed once each."""
+    rows = [{"n": 4, "d": 64}, {"n": 8, "d": 64}]
+    return prism.write_manifest(str(path), [
+        ((example("rms_linear"), "rms_linear"), rows),
+        ((example("gated_mlp"), "gated_mlp"), rows),
+        ((example("lora"), "lora"), [dict(r, o=32, r=8) for r in rows]),
+    ], top=1)
+
+
+class OwnDaemon(distributed.WorkerPlugin):
+    """Gives each worker its own prismd, tuning DB and kernel cache, as a host of its own has."""
+
+    def __init__(self, base):
+        self.base = base
+
+    def setup(self, worker):
+        home = os.path.join(self.base, f"worker-{worker.name}")
+        for name in ("XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"):
+            os.makedirs(os.path.join(home, name.lower()), mode=0o700, exist_ok=True)
+            os.environ[name] = os.path.join(home, name.lower())
+        os.environ["PRISM_SOCKET"] = os.path.join(home, "prismd.sock")
+        os.environ["PRISM_IDLE_EXIT"] = "120"  # a daemon the test could not stop goes by itself
+
+
+def stop_worker_daemons(base):
+    for home in os.listdir(base) if os.path.isdir(base) else []:
+        socket = os.path.join(base, home, "prismd.sock")
+        if os.path.exists(socket):
+            subprocess.run([prism.find_prism_binary(), "--socket", socket, "--no-start", "-c", "daemon stop"], capture_output=True, timeout=60)
+
+
+def test_a_manifest_lists_every_program_at_every_bindings_and_target(tmp_path):
+    model_manifest(tmp_path / "model.json")
+    jobs = prism.load_manifest(str(tmp_path / "model.json"))
+    assert [(j["program"], j["bindings"]["n"], j["target"]) for j in jobs] == [
+        (p, n, "cpu") for p in ("rms_linear", "gated_mlp", "lora") for n in (4, 8)]
+    assert all(j["top"] == 1 and "program rms_linear" in jobs[0]["text"] for j in jobs)
+    (tmp_path / "bad.json").write_text(json.dumps({"programs": [{"program": "x", "file": "x.prism"}]}))
+    with pytest.raises(FileNotFoundError):
+        prism.load_manifest(str(tmp_path / "bad.json"))
+    with pytest.raises(ValueError, match="bindings"):
+        (tmp_path / "x.prism").write_text("")
+        prism.load_manifest(str(tmp_path / "bad.json"))
+
+
+def batch_killing_a_worker(manifest, workers, killed):
+    """The batch on a LocalCluster of two workers, each with its own prismd; after the first job
+    ends, a worker with a job in flight is killed (appended to `killed`)."""
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as dask:
+        dask.register_worker_plugin(OwnDaemon(workers))
+
+        def kill_a_busy_worker(outcome):
+            # After the first job, a worker with a job in flight dies; Dask runs that job again.
+            if killed:
+                return
+            busy = [worker for worker, tasks in dask.processing().items() if tasks]
+            for pid in dask.run(os.getpid, workers=busy[:1]).values():
+                os.kill(pid, signal.SIGKILL)
+            killed.append(busy[:1])
+
+        return prism.batch(str(manifest), client=dask, progress=kill_a_busy_worker)
+
+
+def test_a_batch_on_two_dask_workers_survives_a_killed_worker_and_lands_in_this_db(client, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([PACKAGE, TESTS]))  # the workers import prism and this plugin
+    monkeypatch.setenv("PRISM_TUNE_NOISE_LIMIT", "off")  # every result stored, even on a busy machine
+    manifest = tmp_path / "model.json"
+    model_manifest(manifest)
+    killed = []
+    try:
+        r = batch_killing_a_worker(manifest, str(tmp_path / "workers"), killed)
+    finally:
+        stop_worker_daemons(str(tmp_path / "workers"))
+    assert killed and killed[0], "no worker had a job in flight to kill"
+    assert len(r["jobs"]) == 6 and r["failed"] == 0
+    for job in r["jobs"]:
+        assert job["status"] in ("tuned", "stored"), job
+        assert job["result"]["bestMs"] > 0 and job["result"]["rows"][0]["ok"]  # checked against the reference
+    assert r["imported"] == {"added": 6, "present": 0, "rejected": 0}
+    # The rows answer this machine's questions: the same batch here measures nothing.
+    again = prism.batch(str(manifest), client=client)
+    assert again["stored"] == 6 and again["failed"] == 0
