@@ -13,6 +13,37 @@ from .client import Client
 from .errors import PrismError
 
 
+def private_daemons(base):
+    """A Dask worker plugin that gives each worker its own prismd, tuning DB and caches under
+    `base` (worker-NAME/): several workers on one host (a LocalCluster) each keep state as a host
+    of their own would. They share the host's one-tune-at-a-time lock (in $XDG_RUNTIME_DIR), as
+    every tune on one machine must, so their timings stay honest. Register it with
+    `dask_client.register_worker_plugin(...)`."""
+    import distributed
+
+    class PrivateDaemons(distributed.WorkerPlugin):
+        def setup(self, worker):
+            home = os.path.join(base, f"worker-{worker.name}")
+            for name in ("XDG_STATE_HOME", "XDG_CACHE_HOME"):
+                os.makedirs(os.path.join(home, name.lower()), mode=0o700, exist_ok=True)
+                os.environ[name] = os.path.join(home, name.lower())
+            os.environ["PRISM_SOCKET"] = os.path.join(home, "prismd.sock")
+            os.environ.setdefault("PRISM_IDLE_EXIT", "600")  # a daemon no one stops goes by itself
+
+    return PrivateDaemons()
+
+
+def stop_private_daemons(base):
+    """Stops the daemons private_daemons(base) started."""
+    import subprocess
+
+    from .client import find_prism_binary
+    for home in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        socket = os.path.join(base, home, "prismd.sock")
+        if os.path.exists(socket):
+            subprocess.run([find_prism_binary(), "--socket", socket, "--no-start", "-c", "daemon stop"], capture_output=True, timeout=60)
+
+
 def load_manifest(manifest):
     """The jobs of `manifest` (a path to its JSON, or the dict itself), in its order: one per
     program x bindings x target, each with the program's source text read from its file (a path

@@ -3,16 +3,15 @@ two workers, each with its own prismd and state, one of them killed while it run
 import json
 import os
 import signal
-import subprocess
 
 import distributed
 import pytest
 
 import prism
 from conftest import example
+from prism.batch import private_daemons, stop_private_daemons
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
-PACKAGE = os.path.dirname(TESTS)
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def model_manifest(path):
@@ -23,28 +22,6 @@ def model_manifest(path):
         ((example("gated_mlp"), "gated_mlp"), rows),
         ((example("lora"), "lora"), [dict(r, o=32, r=8) for r in rows]),
     ], top=1)
-
-
-class OwnDaemon(distributed.WorkerPlugin):
-    """Gives each worker its own prismd, tuning DB and kernel cache, as a host of its own has."""
-
-    def __init__(self, base):
-        self.base = base
-
-    def setup(self, worker):
-        home = os.path.join(self.base, f"worker-{worker.name}")
-        for name in ("XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"):
-            os.makedirs(os.path.join(home, name.lower()), mode=0o700, exist_ok=True)
-            os.environ[name] = os.path.join(home, name.lower())
-        os.environ["PRISM_SOCKET"] = os.path.join(home, "prismd.sock")
-        os.environ["PRISM_IDLE_EXIT"] = "120"  # a daemon the test could not stop goes by itself
-
-
-def stop_worker_daemons(base):
-    for home in os.listdir(base) if os.path.isdir(base) else []:
-        socket = os.path.join(base, home, "prismd.sock")
-        if os.path.exists(socket):
-            subprocess.run([prism.find_prism_binary(), "--socket", socket, "--no-start", "-c", "daemon stop"], capture_output=True, timeout=60)
 
 
 def test_a_manifest_lists_every_program_at_every_bindings_and_target(tmp_path):
@@ -66,7 +43,7 @@ def batch_killing_a_worker(manifest, workers, killed):
     ends, a worker with a job in flight is killed (appended to `killed`)."""
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as dask:
-        dask.register_worker_plugin(OwnDaemon(workers))
+        dask.register_worker_plugin(private_daemons(workers))
 
         def kill_a_busy_worker(outcome):
             # After the first job, a worker with a job in flight dies; Dask runs that job again.
@@ -81,7 +58,7 @@ def batch_killing_a_worker(manifest, workers, killed):
 
 
 def test_a_batch_on_two_dask_workers_survives_a_killed_worker_and_lands_in_this_db(client, tmp_path, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([PACKAGE, TESTS]))  # the workers import prism and this plugin
+    monkeypatch.setenv("PYTHONPATH", PACKAGE)  # the workers import prism
     monkeypatch.setenv("PRISM_TUNE_NOISE_LIMIT", "off")  # every result stored, even on a busy machine
     manifest = tmp_path / "model.json"
     model_manifest(manifest)
@@ -89,7 +66,7 @@ def test_a_batch_on_two_dask_workers_survives_a_killed_worker_and_lands_in_this_
     try:
         r = batch_killing_a_worker(manifest, str(tmp_path / "workers"), killed)
     finally:
-        stop_worker_daemons(str(tmp_path / "workers"))
+        stop_private_daemons(str(tmp_path / "workers"))
     assert killed and killed[0], "no worker had a job in flight to kill"
     assert len(r["jobs"]) == 6 and r["failed"] == 0
     for job in r["jobs"]:
