@@ -414,6 +414,18 @@ CommandOutput Session::run(const std::vector<std::string>& args) {
   return {r, out.str()};
 }
 
+json Session::call_with_progress(const std::string& method, json params, const std::string& kind) {
+  if (progress_sink_) params["workDoneToken"] = "prism-" + kind + "-" + std::to_string(++progress_tokens_);
+  try {
+    json r = call(method, params);
+    if (progress_sink_) progress_sink_(json{{"kind", "end"}});
+    return r;
+  } catch (...) {
+    if (progress_sink_) progress_sink_(json{{"kind", "end"}});
+    throw;
+  }
+}
+
 CommandOutput Session::daemon(const std::vector<std::string>& args) {
   if (args.size() != 1 || (args[0] != "status" && args[0] != "stop"))
     throw CommandError(usage_error("daemon", "daemon wants `status` or `stop`"));
@@ -547,15 +559,7 @@ CommandOutput Session::search(const std::vector<std::string>& args) {
   }
   json params = {{"program", args[0]}};
   if (!limits.empty()) params["limits"] = limits;
-  if (progress_sink_) params["workDoneToken"] = "prism-search-" + std::to_string(++progress_tokens_);
-  json r;
-  try {
-    r = call("search/run", params);
-  } catch (...) {
-    if (progress_sink_) progress_sink_(json{{"kind", "end"}});
-    throw;
-  }
-  if (progress_sink_) progress_sink_(json{{"kind", "end"}});
+  json r = call_with_progress("search/run", params, "search");
 
   const json stats = r.value("stats", json::object());
   std::ostringstream out;

@@ -87,6 +87,9 @@ class Session {
 
  private:
   json call(const std::string& method, const json& params);
+  // `call` of a long request with a progress bar (a workDoneToken "prism-KIND-N"), ended
+  // whether the request answers or fails.
+  json call_with_progress(const std::string& method, json params, const std::string& kind);
   // initialize/initialized, the version and rebuild warnings, the program names.
   void handshake();
   void on_notification(const json& message);

@@ -82,15 +82,7 @@ CommandOutput Session::batch(const std::vector<std::string>& args) {
   std::vector<std::string> files;
   json params{{"jobs", manifest_jobs(manifest, path.parent_path(), fresh, files)}};
   for (const std::string& file : files) open({file});
-  if (progress_sink_) params["workDoneToken"] = "prism-batch-" + std::to_string(++progress_tokens_);
-  json r;
-  try {
-    r = call("batch/run", params);
-  } catch (...) {
-    if (progress_sink_) progress_sink_(json{{"kind", "end"}});
-    throw;
-  }
-  if (progress_sink_) progress_sink_(json{{"kind", "end"}});
+  json r = call_with_progress("batch/run", params, "batch");
   CommandOutput out{r, batch_report(r)};
   if (const int failed = r.value("failed", 0); failed > 0) out.failure = std::to_string(failed) + " of the batch's jobs failed";
   return out;

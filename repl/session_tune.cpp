@@ -93,15 +93,7 @@ CommandOutput Session::tune(const std::vector<std::string>& given) {
   if (p.numbers.count("--seed")) params["seed"] = p.numbers["--seed"];
   if (p.switches.count("--fresh")) params["fresh"] = true;
   if (!check_with.empty()) params["checkWith"] = check_with;
-  if (progress_sink_) params["workDoneToken"] = "prism-tune-" + std::to_string(++progress_tokens_);
-  json r;
-  try {
-    r = call("tune/run", params);
-  } catch (...) {
-    if (progress_sink_) progress_sink_(json{{"kind", "end"}});
-    throw;
-  }
-  if (progress_sink_) progress_sink_(json{{"kind", "end"}});
+  json r = call_with_progress("tune/run", params, "tune");
 
   // --json: the protocol's result whole (docs/protocol.md, tune/run).
   return {r, tune_report(r, program)};
