@@ -8,10 +8,8 @@ namespace prism::protocol {
 
 json Server::export_tuning_db(const json& raw) {
   const json& params = raw.is_null() ? json::object() : params_object(raw);
-  const std::string text = workspace_.export_tuning_db(optional_string(params, "program").value_or(""), parse_bindings(params));
-  int entries = 0;
-  for (size_t at = 0; (at = text.find("\nend\t", at)) != std::string::npos; ++at) ++entries;
-  return {{"entries", entries}, {"text", text}};
+  const tune::DbExport db = workspace_.export_tuning_db(optional_string(params, "program").value_or(""), parse_bindings(params));
+  return {{"entries", db.entries}, {"text", db.text}};
 }
 
 json Server::import_tuning_db(const json& raw) {

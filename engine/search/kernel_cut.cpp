@@ -55,7 +55,9 @@ std::optional<Boundary> boundary(const Program& p, const std::vector<std::vector
     return b;
   }
   b.copy = LayoutCopy{v, reshaped, perm};
-  b.text = "at " + p.value(v).name + " (" + (perm.empty() ? "reshaped in place" : "transposed, reshaped: a copy") + (read_transposed ? ", read transposed" : "") + ")";
+  const std::string then = read_transposed ? ", read transposed)" : ")";
+  b.text = "at " + p.value(v).name + " (" + (perm.empty() ? "reshaped in place" : "transposed, reshaped: a copy") + then;
+  if (!perm.empty()) b.copy->written = "at " + p.value(v).name + " (written transposed, reshaped in place" + then;
   return b;
 }
 
@@ -112,7 +114,7 @@ std::vector<KernelCut> chained_matmul_cuts(const Program& p) {
     const Value& a = p.value(m.operands[0]);
     if (!weight || !computed(a) || !after_matmul(p, a.id) || !done.insert(a.id).second) continue;
     KernelCut cut = cut_at(p, {a.id}, {});
-    cut.text = "at " + a.name + ", before the matmul at " + std::to_string(m.pos.begin.line) + ":" + std::to_string(m.pos.begin.col);
+    cut.places = {"at " + a.name + ", before the matmul at " + std::to_string(m.pos.begin.line) + ":" + std::to_string(m.pos.begin.col)};
     cuts.push_back(std::move(cut));
   }
   return cuts;
@@ -121,6 +123,15 @@ std::vector<KernelCut> chained_matmul_cuts(const Program& p) {
 }  // namespace
 
 std::string cut_tensor(const std::string& value) { return "cut_" + value; }
+
+std::string KernelCut::text(const std::vector<bool>& folded) const {
+  std::vector<std::string> said = places;
+  for (size_t i = 0; i < copies.size() && i < folded.size(); ++i)
+    if (folded[i] && !copies[i].written.empty()) said.at(copies[i].place) = copies[i].written;
+  std::string out;
+  for (const std::string& s : said) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
 
 std::vector<KernelCut> kernel_cuts(const Program& p) {
   if (p.outputs.size() != 1) return {};
@@ -135,16 +146,19 @@ std::vector<KernelCut> kernel_cuts(const Program& p) {
   if (found.empty()) return chained_matmul_cuts(p);
   std::vector<int> values;
   std::vector<LayoutCopy> copies;
-  std::string text;
+  std::vector<std::string> places;
   for (const Boundary& b : found) {
     if (std::find(values.begin(), values.end(), b.value) == values.end()) values.push_back(b.value);
-    if (b.copy) copies.push_back(*b.copy);
-    text += (text.empty() ? "" : ", ") + b.text;
+    if (b.copy) {
+      copies.push_back(*b.copy);
+      copies.back().place = places.size();
+    }
+    places.push_back(b.text);
   }
   std::sort(values.begin(), values.end());
   KernelCut cut = cut_at(p, values, copies);
   cut.required = true;
-  cut.text = text;
+  cut.places = std::move(places);
   return {std::move(cut)};
 }
 

@@ -27,6 +27,9 @@ namespace prism::search {
 struct LayoutCopy {
   int from = -1, to = -1;
   std::vector<int> view;
+  size_t place = 0;     // its entry in KernelCut::places
+  std::string written;  // that entry where the piece before writes `from` transposed instead
+                        // (compose_pieces folds a copy with a view into its save), else empty
 };
 
 struct KernelCut {
@@ -34,7 +37,11 @@ struct KernelCut {
   std::vector<int> computes;       // [piece] the program value it computes
   std::vector<LayoutCopy> copies;  // each after the piece computing its `from`
   bool required = false;           // at layout changes: the program as written has no fused family
-  std::string text;                // "at t3 (reshaped: a copy), at A (transposed, reshaped: a copy)"
+  std::vector<std::string> places;  // where it cuts, each: "at t3 (reshaped in place, read transposed)"
+
+  // The places, joined: "at t3 (…), at A (transposed, reshaped: a copy)"; copy i with folded[i]
+  // said as its `written` entry.
+  std::string text(const std::vector<bool>& folded = {}) const;
 };
 
 // The device tensor, and the piece's input, that holds a value cut: "cut_" and its name (apart

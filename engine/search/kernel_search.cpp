@@ -31,21 +31,16 @@ bool next_combination(std::vector<size_t>& at, const std::vector<SearchResult>& 
   return false;
 }
 
-// cut.text, saying of each transposed copy that compose_pieces folded into its piece's save
-// that the piece writes the value transposed and the reshape reads it in place.
-std::string cut_text(const Program& program, const KernelCut& cut, const sgraph::SGraph& graph) {
-  std::string text = cut.text;
+// Which of the cut's copies `graph` reads in place (compose_pieces folded a copy through a
+// transpose into its piece's save).
+std::vector<bool> folded_copies(const Program& program, const KernelCut& cut, const sgraph::SGraph& graph) {
+  std::vector<bool> folded;
   for (const LayoutCopy& c : cut.copies) {
-    if (c.view.empty()) continue;
     const std::string to = cut_tensor(program.value(c.to).name);
-    const bool folded = std::any_of(graph.kernels.begin(), graph.kernels.end(), [&](const sgraph::Kernel& k) {
-      return !k.custom && k.library.output == to && k.library.view(0).empty();
-    });
-    const std::string copied = "at " + program.value(c.from).name + " (transposed, reshaped: a copy";
-    if (const size_t at = text.find(copied); folded && at != std::string::npos)
-      text.replace(at, copied.size(), "at " + program.value(c.from).name + " (written transposed, reshaped in place");
+    folded.push_back(std::any_of(graph.kernels.begin(), graph.kernels.end(),
+                                 [&](const sgraph::Kernel& k) { return !k.custom && k.library.output == to && k.library.view(0).empty(); }));
   }
-  return text;
+  return folded;
 }
 
 ComposedFamily composed(const Program& program, const KernelCut& cut, const std::vector<const Candidate*>& parts) {
@@ -53,7 +48,7 @@ ComposedFamily composed(const Program& program, const KernelCut& cut, const std:
   std::vector<const sgraph::SGraph*> graphs;
   for (const Candidate* c : parts) graphs.push_back(c->graph.get());
   f.graph = compose_pieces(program, cut, graphs);
-  f.summary = std::to_string(parts.size()) + " pieces cut " + cut_text(program, cut, f.graph);
+  f.summary = std::to_string(parts.size()) + " pieces cut " + cut.text(folded_copies(program, cut, f.graph));
   // One clause per piece (its own clauses joined by dashes), so that a clause every family
   // shares, which `candidates` prints once, still says which piece it is.
   for (size_t j = 0; j < parts.size(); ++j) {

@@ -88,10 +88,8 @@ class CustomRunner {
     for (size_t i = 0; i < k.ops.size(); ++i) {
       const BlockOp& op = k.ops[i];
       tile_shape_.push_back(tiles[i].type ? concrete_shape(tiles[i].type->shape, b) : std::vector<int64_t>{});
-      if (op.kind == BlockOp::Kind::Save) {  // in the view's dims until the kernel ends
+      if (op.kind == BlockOp::Kind::Save)  // in the view's dims until the kernel ends
         outputs_[op.name] = Tensor::zeros(op.dtype, view_dims(tile_shape_.back(), op.view, int64_t(1)));
-        if (!op.view.empty()) saved_views_[op.name] = op.view;
-      }
     }
   }
 
@@ -107,11 +105,13 @@ class CustomRunner {
       }
       if (i == size_t(-1)) break;
     }
-    for (auto& [name, t] : outputs_) {
-      if (auto v = saved_views_.find(name); v != saved_views_.end()) {
-        t.data = view_elements(t.data, t.shape, inverse_view(v->second));
-        t.shape = view_dims(t.shape, inverse_view(v->second), int64_t(1));
+    for (const BlockOp& op : k_.ops)  // a save through a view: into the tensor's own dims
+      if (op.kind == BlockOp::Kind::Save && !op.view.empty()) {
+        Tensor& t = outputs_.at(op.name);
+        t.data = view_elements(t.data, t.shape, inverse_view(op.view));
+        t.shape = view_dims(t.shape, inverse_view(op.view), int64_t(1));
       }
+    for (auto& [name, t] : outputs_) {
       round_all(t.dtype, t.data.data(), t.data.size());
       tensors_[name] = std::move(t);
     }
@@ -311,7 +311,6 @@ class CustomRunner {
   std::map<size_t, Tensor> running_max_;  // a rescaled accumulator's running max, by op
   std::vector<std::vector<int64_t>> tile_shape_;
   std::map<std::string, Tensor> outputs_;
-  std::map<std::string, std::vector<int>> saved_views_;  // a save through a view: its view
   std::vector<int64_t> grid_;
   int64_t loop_ = 1;
 };

@@ -327,7 +327,7 @@ void TuneDb::put_locked(const std::string& key, const TuneResult& result) {
     warn_("cannot store a tuning result: " + problem);
 }
 
-std::string TuneDb::export_entries(const std::function<bool(const TuneResult&)>& keep) const {
+DbExport TuneDb::export_entries(const std::function<bool(const TuneResult&)>& keep) const {
   std::lock_guard lock(mutex_);
   std::set<std::string> keys;
   for (const auto& [key, result] : memory_) keys.insert(key);
@@ -335,9 +335,12 @@ std::string TuneDb::export_entries(const std::function<bool(const TuneResult&)>&
   if (!dir_.empty())
     for (const fs::directory_entry& e : fs::directory_iterator(dir_, ec))
       if (e.path().extension() == ".tune") keys.insert(e.path().stem().string());
-  std::string out;
+  DbExport out;
   for (const std::string& key : keys)
-    if (std::optional<TuneResult> r = get_locked(key); r && (!keep || keep(*r))) out += format_tune_result(*r);
+    if (std::optional<TuneResult> r = get_locked(key); r && (!keep || keep(*r))) {
+      out.text += format_tune_result(*r);
+      ++out.entries;
+    }
   return out;
 }
 

@@ -36,6 +36,12 @@ std::optional<TuneResult> parse_tune_result(const std::string& text);
 // is not among them: the result does not answer for this search.
 bool renumber(TuneResult& result, const std::vector<Candidate>& families);
 
+// A DB exported (TuneDb::export_entries): its entries, one after another, and how many.
+struct DbExport {
+  std::string text;
+  int entries = 0;
+};
+
 // What importing entries did (TuneDb::import_entries).
 struct DbImport {
   int added = 0;     // entries the DB lacked
@@ -57,7 +63,7 @@ class TuneDb {
 
   // Sharing a DB (docs/tuning.md, "Sharing a tuning DB"): every readable entry, on disk and in
   // memory, one after another in its own text form, ordered by key; with `keep`, those it keeps.
-  std::string export_entries(const std::function<bool(const TuneResult&)>& keep = {}) const;
+  DbExport export_entries(const std::function<bool(const TuneResult&)>& keep = {}) const;
   // Each entry of `text` (export_entries' form) that this DB lacks, filed under entry_key.
   DbImport import_entries(std::string_view text);
 

@@ -204,7 +204,7 @@ class Workspace {
   // The tuning DB as one text (every entry, tune_db.h) and back: what `prism db export` and
   // `db import` carry between machines (docs/tuning.md, "Sharing a tuning DB").
   // With `program`, its entries only; with `bindings` too, those at these bindings.
-  std::string export_tuning_db(const std::string& program = "", const std::map<std::string, int64_t>& bindings = {}) const;
+  tune::DbExport export_tuning_db(const std::string& program = "", const std::map<std::string, int64_t>& bindings = {}) const;
   tune::DbImport import_tuning_db(std::string_view entries);
   // A kernel's source: family `candidate` (0: the best of the latest tune) at `bindings` (empty:
   // the latest tune's), with the tuned sizes when that family was timed, else the cost model's;

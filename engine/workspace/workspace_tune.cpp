@@ -203,7 +203,7 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
   return record(result);
 }
 
-std::string Workspace::export_tuning_db(const std::string& program, const std::map<std::string, int64_t>& bindings) const {
+tune::DbExport Workspace::export_tuning_db(const std::string& program, const std::map<std::string, int64_t>& bindings) const {
   return tune_state_->db.export_entries([&](const tune::TuneResult& r) {
     return (program.empty() || r.program == program) && (bindings.empty() || r.bindings == bindings);
   });

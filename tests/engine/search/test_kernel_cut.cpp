@@ -93,12 +93,12 @@ TEST_CASE("kernel cuts: attention's head reshapes cut it into three pieces, with
   // The heads' output moved back and merged by one copy that reads it transposed.
   CHECK(cut.copies[1].view == std::vector<int>{1, 0, 2});
   CHECK(input_names(cut.pieces[2]) == std::vector<std::string>{"Wo", "cut_O"});
-  CHECK_THAT(cut.text, Catch::Contains("reshaped in place, read transposed") && Catch::Contains("at A (transposed, reshaped: a copy)"));
+  CHECK_THAT(cut.text(), Catch::Contains("reshaped in place, read transposed") && Catch::Contains("at A (transposed, reshaped: a copy)"));
 
   const std::vector<search::KernelCut> view = cuts_of(kTransposed, "transposed");
   REQUIRE(view.size() == 1);
   CHECK(view[0].copies.empty());
-  CHECK_THAT(view[0].text, Catch::Contains("read transposed"));
+  CHECK_THAT(view[0].text(), Catch::Contains("read transposed"));
   CHECK(cuts_of(kReturned, "returned").empty());
 }
 
@@ -108,7 +108,7 @@ TEST_CASE("kernel cuts: an MLP's down projection may be cut from the rows it rea
   CHECK_FALSE(cuts[0].required);
   REQUIRE(cuts[0].pieces.size() == 2);
   CHECK(input_names(cuts[0].pieces[1]) == std::vector<std::string>{"X", "Wd", "cut_H"});
-  CHECK_THAT(cuts[0].text, Catch::StartsWith("at H, before the matmul"));
+  CHECK_THAT(cuts[0].text(), Catch::StartsWith("at H, before the matmul"));
   CHECK(search::kernel_cuts(push_transposes(layer("llama_rmsnorm_proj"))).empty());
 }
 
