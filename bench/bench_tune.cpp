@@ -7,7 +7,8 @@
 // over the best measured). Each row is the median of --repeat tunes (each measured anew), and
 // the summary gives the medians the targets name. Run by scripts/bench_tune.sh, never by
 // the tests. Arguments: workload names to restrict to, --top K (default 8), --repeat N
-// (default 1), --dtype f16|bf16|f32 (repeatable; default f16 and bf16).
+// (default 1), --dtype f16|bf16|f32 (repeatable; default f16 and bf16), --csv FILE (every timed
+// row kept: docs/tuning.md, "Stored measurements").
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
   if (dtypes.empty()) dtypes = {"f16", "bf16"};
   std::vector<char*> args;
   for (auto& a : rest) args.push_back(a.data());
-  const auto [only, top] = parse_args(int(args.size()), args.data());
+  const auto [only, top, csv] = parse_args(int(args.size()), args.data());
 
   const backend::TargetDescription cpu = backend::cpu::describe_cpu();
   const auto before = measured_now(cpu.cores);
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
           request.top = top;
           request.fresh = true;
           tune::TuneResult r = ws.tune(s.workload, request);
+          record_measurements(ws, r, csv);
           threads = r.threads;
           if (r.best < 0) throw std::runtime_error("no candidate passed");
           row.eager.push_back(r.baseline_ms);

@@ -2,7 +2,8 @@
 // dtypes the examples declare (f16): the eager baseline (a kernel per op, cuBLAS matmul), prism's
 // best tuned candidate, the speedup, the fraction of the roofline (data-sheet bandwidth and
 // peaks). Run by scripts/bench_gpu.sh, never by the tests. Arguments: workload names to restrict
-// to, --top K (default 8). Without a device it says why and exits 0.
+// to, --top K (default 8), --csv FILE (every timed row kept: docs/tuning.md, "Stored
+// measurements"). Without a device it says why and exits 0.
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -19,7 +20,7 @@ using namespace prism;
 using namespace prism::bench;
 
 int main(int argc, char** argv) {
-  const auto [only, top] = parse_args(argc, argv);
+  const auto [only, top, csv] = parse_args(argc, argv);
   backend::cuda::CudaStatus device = backend::cuda::cuda_status();
   backend::cuda::NvrtcStatus nvrtc = backend::cuda::nvrtc_status();
   if (!device.available || !nvrtc.available) {
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
     request.top = top;
     try {
       tune::TuneResult r = ws.tune(s.workload, request);
+      record_measurements(ws, r, csv);
       std::string cand = r.best >= 0 ? std::to_string(r.rows[size_t(r.best)].candidate) : "-";
       std::string sizes = r.best >= 0 ? tune::sizes_text(r.rows[size_t(r.best)].sizes) : "-";
       std::printf("| %s | %s | %.4f | %.4f | %.2fx | %.4f | %.0f%% | %s | %s | %s | %.2f | %.1f |\n", s.workload,

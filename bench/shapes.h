@@ -8,12 +8,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "engine/tune/backends.h"
+#include "engine/tune/measurements.h"
 #include "engine/workspace/workspace.h"
 
 namespace prism::bench {
@@ -87,19 +90,37 @@ inline double open_and_search(Workspace& ws, std::set<std::string>& opened, cons
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The tuning benches' command line: workload names to restrict to, --top K (default 8).
+// The tuning benches' command line: workload names to restrict to, --top K (default 8), --csv
+// FILE (every timed row appended as measurements: engine/tune/measurements.h).
 struct Args {
   std::set<std::string> only;
   int top = 8;
+  std::string csv;
 };
 
 inline Args parse_args(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--top") && i + 1 < argc) a.top = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--csv") && i + 1 < argc) a.csv = argv[++i];
     else a.only.insert(argv[i]);
   }
   return a;
+}
+
+// Appends `result`'s rows to the measurements file `path` (its header first when the file is new
+// or empty); nothing when `path` is empty. The families are the workload's search result in `ws`.
+inline void record_measurements(const Workspace& ws, const tune::TuneResult& result, const std::string& path) {
+  if (path.empty() || result.from_db) return;
+  const std::optional<SearchResult> search = ws.search_result(result.program);
+  if (!search) return;
+  const std::vector<tune::StoredRow> rows =
+      tune::measurements(result, search->candidates, tune::backend_for(result.target), ws.described(result.target));
+  FILE* f = std::fopen(path.c_str(), "ab");
+  if (!f) throw std::runtime_error("cannot write " + path);
+  const std::string text = (std::ftell(f) == 0 ? tune::measurements_header() : "") + tune::measurements_csv(rows);
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
 }
 
 }  // namespace prism::bench

@@ -88,10 +88,20 @@ run_tests() {
   done
 }
 
-# A daemon left by an earlier stage would run the tune outside the profiler: stop it first.
+# Nsight Compute on the best kernel (the cost model's first choice, --top 1) of each decode shape,
+# one profiled daemon each: a daemon left by an earlier stage would run the tune outside the
+# profiler, so it is stopped first; the report comes when the worker exits.
+ncu_shapes=("rms_linear n=8 d=4096" "gated_mlp n=8 d=4096")
 run_ncu() {
-  build/bin/prism -c "daemon stop" >/dev/null 2>&1
-  run_stage ncu_
+  local shape
+  for shape in "${ncu_shapes[@]}"; do
+    build/bin/prism -c "daemon stop" >/dev/null 2>&1
+    echo "--- ncu: $shape"
+    ncu --target-processes all -k regex:prism_kernel --launch-count 4 --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --section WarpStateStats \
+      bash -c "build/bin/prism -c 'open examples/${shape%% *}.prism; tune $shape --target cuda --fresh --top 1'
+               build/bin/prism -c 'daemon stop'"
+  done
 }
 
 # The CPU backend on the device's processor: OpenBLAS where the generated kernels link it, then the
@@ -129,13 +139,14 @@ run_stage() {
     torch) stage torch python3 scripts/bench_torch.py ${BENCH_ARGS:-} ;;
     # prism.compile(target="cuda") against the modules on the device's PyTorch (python/tests).
     python) stage python python3 -m pytest -q -p no:cacheprovider python/tests/test_compile.py -k "gpu or cuda or plan_library" ;;
-    bench) stage bench build/bin/prism_bench_tune_gpu ${BENCH_ARGS:-} ;;
+    # Every timed row kept as $out/measurements.csv: commit it as bench/gpu/DATE-DEVICE.csv, where
+    # the regret test ranks it with each later cost model (docs/tuning.md, "Stored measurements").
+    bench) stage bench build/bin/prism_bench_tune_gpu --csv "$out/measurements.csv" ${BENCH_ARGS:-} ;;
     # Decoder blocks against the sum of their pieces tuned one by one (issue 52).
     blocks) PRISM_NO_BUILD=1 stage blocks bash scripts/bench_blocks.sh --target cuda ;;
     # The generated kernels of every elementwise op and of the device tests, under memcheck and racecheck.
     sanitize) PRISM_KERNEL_TIMEOUT=600 stage sanitize compute-sanitizer --tool memcheck --target-processes all build/bin/prism_tests -# "[#test_tuner_cuda]" ;;
     racecheck) stage racecheck compute-sanitizer --tool racecheck --target-processes all build/bin/prism_tests -# "[#test_cuda_run]" ;;
-    # Nsight Compute on the best kernel of one decode shape (the cost model's first choice, --top 1).
     ncu) stage ncu run_ncu ;;
     cpu) stage cpu run_cpu ;;
     cpubench) install_openblas && stage cpubench build/bin/prism_bench_tune ${CPU_BENCH_ARGS:-} ;;
@@ -143,10 +154,6 @@ run_stage() {
     # tune tables show the cost model's ranks beside the measured times, where cpubench prints regret.
     cputune) install_openblas && stage cputune build/bin/prism -c "${CPU_TUNE:?CPU_TUNE names the REPL commands}" ;;
     kernels) install_openblas && stage kernels run_kernels ;;
-    ncu_) ncu --target-processes all -k regex:prism_kernel --launch-count 4 --section SpeedOfLight \
-      --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --section WarpStateStats \
-      bash -c 'build/bin/prism -c "open examples/rms_linear.prism; tune rms_linear n=8 d=4096 --target cuda --fresh --top 1"
-               build/bin/prism -c "daemon stop"' ;;  # under run_ncu; the report comes when the worker exits
     *) echo "unknown stage $1" && return 2 ;;
   esac
 }

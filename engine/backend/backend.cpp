@@ -29,4 +29,11 @@ std::string Backend::library(const Build&, const TargetDescription&, const Compi
   throw Error(Error::Kind::InvalidArgument, std::string("the ") + name() + " target gives no kernel library to call yet; the CPU's does (target \"cpu\")");
 }
 
+std::string Backend::features_text(const TargetDescription&) const { return ""; }
+
+void Backend::read_features(std::string_view text, TargetDescription&) const {
+  if (!parse_feature_words(text).empty())
+    throw Error(Error::Kind::InvalidArgument, std::string("the ") + name() + " target has no features: '" + std::string(text) + "'");
+}
+
 }  // namespace prism::backend

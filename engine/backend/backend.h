@@ -6,6 +6,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/backend/cost_rules.h"
@@ -100,6 +101,11 @@ class Backend {
   virtual Tolerance tolerance(DType dtype) const = 0;
   // What the cost model and the roofline ask of this kind of machine (cost_rules.h).
   virtual const CostRules& cost_rules() const = 0;
+  // A description's features (TargetDescription::features) as "key=value" words and back, for the
+  // measurements kept in the repository (tune/measurements.h); "" where the backend has none.
+  // read_features throws Error{InvalidArgument} for a word it does not know.
+  virtual std::string features_text(const TargetDescription& target) const;
+  virtual void read_features(std::string_view text, TargetDescription& target) const;
 
   // For `export`: the source a user compiles from `generated` (generate()'s build), with the
   // backend's C ABI named after `symbol` (so that several exports link into one program; the

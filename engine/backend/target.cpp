@@ -1,6 +1,9 @@
 #include "engine/backend/target.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
 
 namespace prism::backend {
 
@@ -28,6 +31,37 @@ double TargetDescription::bandwidth_for(double bytes) const {
     return std::max(1.0 / ((1 - t) / g0 + t / g1), bandwidth_gbs);
   }
   return bandwidth_gbs;
+}
+
+std::string feature_words(const std::vector<std::pair<std::string, std::string>>& words) {
+  std::string out;
+  for (const auto& [key, value] : words) out += (out.empty() ? "" : " ") + key + "=" + value;
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> parse_feature_words(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> words;
+  std::istringstream in{std::string(text)};
+  for (std::string word; in >> word;) {
+    const size_t eq = word.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error(Error::Kind::InvalidArgument, "a feature word is not key=value: '" + word + "'");
+    words.emplace_back(word.substr(0, eq), word.substr(eq + 1));
+  }
+  return words;
+}
+
+std::string number_text(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", value);
+  return buf;
+}
+
+double parse_number(std::string_view text, const std::string& what) {
+  const std::string s(text);
+  char* end = nullptr;
+  const double value = s.empty() ? 0 : std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size()) throw Error(Error::Kind::InvalidArgument, what + " is not a number: '" + s + "'");
+  return value;
 }
 
 }  // namespace prism::backend

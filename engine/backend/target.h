@@ -60,6 +60,15 @@ struct TargetDescription {
   double cache_hit_fraction(double bytes) const;
 };
 
+// Features as backends write them (Backend::features_text): "key=value" words, and back. Throws
+// Error{InvalidArgument} for a word without "=".
+std::string feature_words(const std::vector<std::pair<std::string, std::string>>& words);
+std::vector<std::pair<std::string, std::string>> parse_feature_words(std::string_view text);
+// A number as feature words and the measurement files write it (at most 10 significant digits),
+// and back (throws Error{InvalidArgument} naming `what` for text that is not one).
+std::string number_text(double value);
+double parse_number(std::string_view text, const std::string& what);
+
 // `target`'s features as the backend's type F, the backend's defaults when it has none, for the
 // backends' accessors (cpu/cpu_features.h); throws Error{InvalidArgument} when they are another
 // backend's (`kind`: what F describes, "CPU").

@@ -173,6 +173,9 @@ class Workspace {
   int64_t memory_budget() const { return memory_budget_.load(); }
   // The targets this workspace can tune for, each with whether it is available and why not.
   std::vector<tune::TargetStatus> targets() const;
+  // The target's description as this workspace's tunes use it, described (the CPU measured) on
+  // first use. Throws Error{Failed} when describing fails.
+  backend::TargetDescription described(backend::Target target) const;
   // Tunes a program's verified families for concrete dims (searching first, with default
   // limits, when it has no search result at its current version). A question the tuning DB has
   // answered before is answered from it without compiling or running anything (from_db).
@@ -224,8 +227,6 @@ class Workspace {
   struct Impl;
   struct TuneState;
   static std::shared_ptr<TuneState> make_tune_state();
-  // The target's description, described (the CPU measured) on first use.
-  backend::TargetDescription described(backend::Target target) const;
   std::shared_ptr<TuneState> tune_state_;
   void sync_egraph() const;  // brings the resident e-graph up to date with the open programs
   mutable std::mutex mutex_;

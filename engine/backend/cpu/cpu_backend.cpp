@@ -122,6 +122,37 @@ const CostRules& CpuBackend::cost_rules() const {
   return rules;
 }
 
+namespace {
+
+// CpuFeatures' numbers, each named as its field.
+std::vector<std::pair<std::string, double CpuFeatures::*>> feature_fields() {
+  return {{"bf16_dot_gflops", &CpuFeatures::bf16_dot_gflops},
+          {"bf16_dot_peak_gflops", &CpuFeatures::bf16_dot_peak_gflops},
+          {"bf16_amx_gflops", &CpuFeatures::bf16_amx_gflops},
+          {"widen_f16_gflops", &CpuFeatures::widen_f16_gflops},
+          {"widen_bf16_gflops", &CpuFeatures::widen_bf16_gflops}};
+}
+
+}  // namespace
+
+std::string CpuBackend::features_text(const TargetDescription& target) const {
+  const CpuFeatures& f = cpu_features(target);
+  std::vector<std::pair<std::string, std::string>> words{{"simd_bytes", std::to_string(f.simd_bytes)}};
+  for (const auto& [key, field] : feature_fields()) words.emplace_back(key, number_text(f.*field));
+  return feature_words(words);
+}
+
+void CpuBackend::read_features(std::string_view text, TargetDescription& target) const {
+  CpuFeatures& f = cpu_features(target);
+  for (const auto& [key, value] : parse_feature_words(text)) {
+    bool known = key == "simd_bytes";
+    if (known) f.simd_bytes = int(parse_number(value, key));
+    for (const auto& [name, field] : feature_fields())
+      if (name == key) f.*field = parse_number(value, key), known = true;
+    if (!known) throw Error(Error::Kind::InvalidArgument, "the cpu target has no feature '" + key + "'");
+  }
+}
+
 Tolerance CpuBackend::tolerance(DType dtype) const {
   switch (dtype) {
     case DType::F16: return {1e-2, 1e-2};

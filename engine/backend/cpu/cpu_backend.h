@@ -29,6 +29,9 @@ class CpuBackend final : public Backend {
   RunOutcome run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const override;
   Tolerance tolerance(DType dtype) const override;
   const CostRules& cost_rules() const override;
+  // CpuFeatures' fields, each as "name=value" (cpu_features.h).
+  std::string features_text(const TargetDescription& target) const override;
+  void read_features(std::string_view text, TargetDescription& target) const override;
   std::string export_source(const Build& generated, const std::string& symbol) const override;
   std::string header_declarations(const std::string& guard, const std::string& symbol) const override;
   std::string library(const Build& generated, const TargetDescription& target, const CompileSettings& settings) const override;

@@ -105,6 +105,20 @@ const CostRules& CudaBackend::cost_rules() const {
   return rules;
 }
 
+std::string CudaBackend::features_text(const TargetDescription& target) const {
+  const GpuFeatures& f = gpu_features(target);
+  return feature_words({{"arch", f.arch.empty() ? "-" : f.arch}, {"tensor_peak_gflops", number_text(f.tensor_peak_gflops)}});
+}
+
+void CudaBackend::read_features(std::string_view text, TargetDescription& target) const {
+  GpuFeatures& f = gpu_features(target);
+  for (const auto& [key, value] : parse_feature_words(text)) {
+    if (key == "arch") f.arch = value == "-" ? "" : value;
+    else if (key == "tensor_peak_gflops") f.tensor_peak_gflops = parse_number(value, key);
+    else throw Error(Error::Kind::InvalidArgument, "the cuda target has no feature '" + key + "'");
+  }
+}
+
 Tolerance CudaBackend::tolerance(DType dtype) const {
   const double tol = dtype == DType::F16 ? 1e-2 : dtype == DType::BF16 ? 5e-2 : 1e-3;
   return {tol, tol};

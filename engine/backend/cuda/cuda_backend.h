@@ -25,6 +25,9 @@ class CudaBackend final : public Backend {
   // Relative to the output's largest value: f16 1e-2, bf16 5e-2, f32 1e-3.
   Tolerance tolerance(DType dtype) const override;
   const CostRules& cost_rules() const override;
+  // "arch=compute_90 tensor_peak_gflops=989000" (gpu_features.h).
+  std::string features_text(const TargetDescription& target) const override;
+  void read_features(std::string_view text, TargetDescription& target) const override;
   std::string export_source(const Build& generated, const std::string& symbol) const override;
   std::string library(const Build& generated, const TargetDescription& target, const CompileSettings& settings) const override;
   std::string header_declarations(const std::string& guard, const std::string& symbol) const override;
