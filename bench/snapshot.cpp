@@ -96,7 +96,7 @@ void print_ranking(const Program& lowered, const std::vector<Candidate>& candida
                 e.blocks, e.parallel_efficiency, e.bound.c_str());
     for (double k : e.kernel_seconds) std::printf(" k %.17g", k);
     if (i < 12) {
-      const backend::Build b = backend.generate(o.instance, t);
+      const backend::Build b = backend.generate(o.instance, t, {});
       std::printf(" source %016" PRIx64 "%s", digest(b.source), b.error.empty() ? "" : (" error " + b.error).c_str());
       keep(b.source);
     }

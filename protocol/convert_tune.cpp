@@ -16,6 +16,7 @@ json sizes_json(const std::map<std::string, int64_t>& sizes) {
 json row_json(const tune::TuneRow& row) {
   json out{{"candidate", row.candidate},  {"summary", row.summary},         {"sizes", sizes_json(row.sizes)},
            {"costRank", row.cost_rank},   {"predictedMs", row.predicted_ms}, {"ok", row.ok}};
+  if (!row.schedule.empty()) out["schedule"] = sizes_json(row.schedule);
   if (row.ok) {
     out["measuredMs"] = row.measured_ms;
     out["spread"] = row.spread;
@@ -123,9 +124,11 @@ json tune_result_json(const tune::TuneResult& r) {
 namespace {
 // Which kernel a kernel/source or kernel/library answer is about.
 json kernel_json(const tune::KernelSource& k) {
-  return {{"program", k.program}, {"candidate", k.candidate}, {"summary", k.summary},
-          {"bindings", sizes_json(k.bindings)}, {"sizes", sizes_json(k.sizes)}, {"target", tune::target_name(k.target)},
-          {"tuned", k.tuned}, {"symbol", k.symbol}};
+  json out{{"program", k.program}, {"candidate", k.candidate}, {"summary", k.summary},
+           {"bindings", sizes_json(k.bindings)}, {"sizes", sizes_json(k.sizes)}, {"target", tune::target_name(k.target)},
+           {"tuned", k.tuned}, {"symbol", k.symbol}};
+  if (!k.schedule.empty()) out["schedule"] = sizes_json(k.schedule);
+  return out;
 }
 }  // namespace
 

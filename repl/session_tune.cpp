@@ -109,7 +109,7 @@ std::string kernel_identity(const json& r) {
   const std::string basis = r.value("basis", "");
   const std::string why = basis == "your tune" ? " (your last tune)" : basis == "latest tune" ? " (the latest tune, by any client)" : "";
   return r.value("program", "") + " candidate " + std::to_string(r.value("candidate", 0)) + " at " + sizes_of(r.value("bindings", json::object())) +
-         why + " on " + target_words(r.value("target", "cpu")) + ", sizes " + sizes_of(r.value("sizes", json::object())) +
+         why + " on " + target_words(r.value("target", "cpu")) + ", sizes " + sizes_and_schedule(r) +
          (r.value("tuned", false) ? " (tuned)" : " (chosen by the cost model)");
 }
 

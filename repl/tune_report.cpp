@@ -85,6 +85,12 @@ std::string sizes_of(const json& sizes) {
   return s.empty() ? "-" : s;
 }
 
+std::string sizes_and_schedule(const json& row) {
+  const std::string sizes = sizes_of(row.value("sizes", json::object()));
+  const json schedule = row.value("schedule", json::object());
+  return schedule.empty() ? sizes : (sizes == "-" ? "" : sizes + " ") + sizes_of(schedule);
+}
+
 namespace {
 
 // The roofline and, where the best ran faster than the one drawn from the measured peaks, what
@@ -113,7 +119,7 @@ std::string tune_report(const json& r, const std::string& program, int columns) 
   out << program << " " << sizes_of(r.value("bindings", json::object())) << " on " << r.value("target", "") << " ("
       << r.value("targetModel", "") << "; " << number(std::round(r.value("bandwidthGBs", 0.0) * 10) / 10) << " GB/s, "
       << number(std::round(r.value("peakGflops", 0.0))) << " GFLOP/s), " << r.value("threads", 0)
-      << (r.value("target", "") == "cuda" ? " threads per block" : " threads")
+      << (r.value("target", "") == "cuda" ? " threads per block by default" : " threads")
       << from_db_text(r) << "\n";
   Table summary({"EAGER", "BEST", "SPEEDUP", "ROOFLINE", "CANDIDATE", "SIZES", "SUMMARY"});
   // The headline is the best row's own ratios (fill_ratios), so it cannot differ from that row.
@@ -121,7 +127,7 @@ std::string tune_report(const json& r, const std::string& program, int columns) 
   if (best.is_object()) {
     summary.add({ms(r.value("baselineMs", 0.0)), ms(best.value("measuredMs", 0.0)), speedup > 0 ? ratio(speedup) : "-",
                  percent(best.value("rooflineFraction", r.value("rooflineFraction", 0.0))), std::to_string(best.value("candidate", 0)),
-                 sizes_of(best.value("sizes", json::object())), best.value("summary", "")});
+                 sizes_and_schedule(best), best.value("summary", "")});
   } else {
     // Nothing to time is not the same as nothing right: say which.
     const bool none_fit = stats.value("instantiations", int64_t{0}) == 0;
@@ -145,7 +151,7 @@ std::string tune_report(const json& r, const std::string& program, int columns) 
   for (const auto& row : rows) {
     const bool ok = row.value("ok", false);
     const double vs = row.value("vsEager", 0.0);
-    timed.add({std::to_string(row.value("candidate", 0)), sizes_of(row.value("sizes", json::object())),
+    timed.add({std::to_string(row.value("candidate", 0)), sizes_and_schedule(row),
                std::to_string(row.value("costRank", 0)), ms(row.value("predictedMs", 0.0)), ok ? ms(row.value("measuredMs", 0.0)) : "-",
                ok ? spread_text(row) : "-", ok && vs > 0 ? ratio(vs) : "-", ok ? percent(row.value("rooflineFraction", 0.0)) : "-",
                ok ? "ok" : row.value("error", "failed")});

@@ -1,5 +1,7 @@
 #include "engine/backend/backend.h"
 
+#include <algorithm>
+
 #include "engine/error.h"
 
 namespace prism::backend {
@@ -27,6 +29,23 @@ std::string Backend::header_declarations(const std::string&, const std::string&)
 
 std::string Backend::library(const Build&, const TargetDescription&, const CompileSettings&) const {
   throw Error(Error::Kind::InvalidArgument, std::string("the ") + name() + " target gives no kernel library to call yet; the CPU's does (target \"cpu\")");
+}
+
+std::string schedule_text(const Schedule& schedule) {
+  std::string s;
+  for (const auto& [name, value] : schedule) s += (s.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  return s.empty() ? "default" : s;
+}
+
+std::vector<Schedule> Backend::schedules(const TargetDescription&) const { return {Schedule{}}; }
+
+Schedule Backend::resolve_schedule(const Schedule& schedule, const TargetDescription& target) const {
+  const std::vector<Schedule> offered = schedules(target);
+  if (schedule.empty()) return offered.front();
+  if (std::find(offered.begin(), offered.end(), schedule) != offered.end()) return schedule;
+  std::string names;
+  for (const Schedule& s : offered) names += (names.empty() ? "" : ", ") + schedule_text(s);
+  throw Error(Error::Kind::InvalidArgument, std::string("the ") + name() + " target has no schedule " + schedule_text(schedule) + " (it has " + names + ")");
 }
 
 std::string Backend::features_text(const TargetDescription&) const { return ""; }

@@ -4,7 +4,9 @@
 // source of an instance or of the eager baseline, compile them, run and time them in the kernel
 // runner's worker, and the tolerance a result is checked with.
 #pragma once
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +34,13 @@ struct Build {
   bool cached = false;   // compile() found it in a cache
   std::string note;      // how an eager baseline runs where a person would want to know (16-bit matmuls)
 };
+
+// How a backend runs an instance beyond the family's sizes: named choices the tuner measures
+// rather than the cost model deciding them (a GPU's threads per block). Empty: the backend's
+// only way (docs/tuning.md, "Schedules").
+using Schedule = std::map<std::string, int64_t>;
+// "threads=256"; "default" for the empty schedule.
+std::string schedule_text(const Schedule& schedule);
 
 // A build made by `make`; an exception it throws becomes the build's error, after `what`.
 Build make_build(const std::string& what, const std::function<void(Build&)>& make);
@@ -86,8 +95,15 @@ class Backend {
   virtual Program stored(const Program& lowered) const = 0;
   virtual sgraph::SGraph stored(const sgraph::SGraph& family) const = 0;
 
-  // Sources; failures to generate are the build's error, never an exception.
-  virtual Build generate(const sgraph::Instance& instance, const TargetDescription& target) const = 0;
+  // The schedules an instance can run with on `target`, the backend's default first; the tuner
+  // times the default for every instantiation it chooses and the others for the cheapest few.
+  virtual std::vector<Schedule> schedules(const TargetDescription& target) const;
+  // `schedule`, or the default (the first offered) where it is empty. Throws
+  // Error{InvalidArgument} naming the schedules offered when it is not one of them.
+  Schedule resolve_schedule(const Schedule& schedule, const TargetDescription& target) const;
+  // Sources; failures to generate are the build's error, never an exception (a schedule the
+  // backend does not offer among them). An empty schedule is the default.
+  virtual Build generate(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const = 0;
   virtual Build eager(const Program& stored, const DimBindings& dims) const = 0;
   // A build whose kernel crashes ("crash") or never returns ("hang"), to test that a bad kernel
   // costs only its own candidate (PRISM_FAULT_INJECT, tune/tuner.cpp); an error build where the

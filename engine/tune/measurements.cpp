@@ -126,6 +126,8 @@ const std::vector<Column>& columns() {
       {"sizes", [](const StoredRow& m) { return sizes_text(m.sizes); },
        [](const std::string& s, StoredRow& m) { m.sizes = parse_sizes(s, "sizes"); }},
       integer("threads", &StoredRow::threads),
+      {"schedule", [](const StoredRow& m) { return sizes_text(m.schedule); },
+       [](const std::string& s, StoredRow& m) { m.schedule = parse_sizes(s, "schedule"); }},
       integer("cost_rank", &StoredRow::cost_rank),
       number("predicted_ms", &StoredRow::predicted_ms),
       number("memory_bytes", &StoredRow::memory_bytes),
@@ -160,6 +162,7 @@ std::vector<StoredRow> measurements(const TuneResult& result, const std::vector<
     m.family = row.family;
     m.graph = sgraph::print(stored);
     m.sizes = row.sizes;
+    m.schedule = row.schedule;
     m.threads = result.threads;
     m.cost_rank = row.cost_rank;
     m.predicted_ms = row.predicted_ms;
@@ -234,21 +237,24 @@ std::vector<ShapeRegret> model_regret(const std::vector<StoredRow>& rows) {
     ShapeRegret r;
     std::tie(r.device, r.date, r.workload, std::ignore) = key;
     r.bindings = shape.front()->bindings;
-    double first_estimate = 0;
+    // The model's order: its estimate, then the rank it gave then, then the backend's default
+    // schedule before the others (the model does not price schedules: the tuner times them).
+    std::tuple<double, int, bool> first{};
     for (const StoredRow* m : shape) {
       r.best_ms = r.best_ms > 0 ? std::min(r.best_ms, m->measured_ms) : m->measured_ms;
-      double seconds = 0;
+      std::tuple<double, int, bool> order;
       try {
         const DimBindings dims(m->bindings.begin(), m->bindings.end()), sizes(m->sizes.begin(), m->sizes.end());
-        seconds = estimate_cost(sgraph::instantiate(sgraph::parse(m->graph), dims, sizes, m->target.tile_budget()), m->target).seconds;
+        const backend::Backend& backend = backend_for(m->target.target);
+        order = {estimate_cost(sgraph::instantiate(sgraph::parse(m->graph), dims, sizes, m->target.tile_budget()), m->target).seconds,
+                 m->cost_rank, backend.resolve_schedule({}, m->target) != backend.resolve_schedule(m->schedule, m->target)};
       } catch (const std::exception& e) {
         r.unranked.push_back("candidate " + std::to_string(m->candidate) + " " + sizes_text(m->sizes) + ": " + e.what());
         continue;
       }
-      ++r.ranked;
-      if (r.ranked == 1 || seconds < first_estimate) {
-        first_estimate = seconds;
-        r.first_candidate = m->candidate, r.first_sizes = m->sizes, r.first_ms = m->measured_ms;
+      if (++r.ranked == 1 || order < first) {
+        first = order;
+        r.first_candidate = m->candidate, r.first_sizes = m->sizes, r.first_schedule = m->schedule, r.first_ms = m->measured_ms;
       }
     }
     r.regret = r.ranked > 0 && r.best_ms > 0 ? r.first_ms / r.best_ms : 0;

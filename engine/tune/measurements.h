@@ -24,7 +24,8 @@ struct StoredRow {
   uint64_t family = 0;                       // its canonical hash
   std::string graph;                         // the family as the backend stored it (sgraph/print.h)
   std::map<std::string, int64_t> sizes;      // grid sizes and loop ranges
-  int threads = 0;                           // a GPU's threads per block, the CPU's threads
+  int threads = 0;                           // the CPU's threads, a GPU's default threads per block
+  backend::Schedule schedule;                // the backend's choices beyond the sizes (a GPU's threads per block)
   int cost_rank = 0;                         // among every instantiation, when it was measured
   double predicted_ms = 0;                   // that cost model's estimate
   double memory_bytes = 0, flops = 0;        // the compulsory bytes and the flops of the instance
@@ -51,8 +52,9 @@ std::vector<StoredRow> parse_measurements(std::string_view csv);
 
 // The cost model's regret on one shape measured on one machine on one day: its first choice is
 // the ok row it estimates cheapest today (sgraph::instantiate of the stored graph at the stored
-// sizes, estimate_cost on the stored description); the regret is that row's measured time over
-// the best measured (1: the model alone would have picked the best).
+// sizes, estimate_cost on the stored description; among equal estimates the lower rank it had,
+// then the backend's default schedule); the regret is that row's measured time over the best
+// measured (1: the model alone would have picked the best).
 struct ShapeRegret {
   std::string device, date, workload;
   std::map<std::string, int64_t> bindings;
@@ -60,6 +62,7 @@ struct ShapeRegret {
   std::vector<std::string> unranked;  // ok rows that no longer parse or instantiate, and why
   int first_candidate = 0;
   std::map<std::string, int64_t> first_sizes;
+  backend::Schedule first_schedule;
   double first_ms = 0, best_ms = 0, regret = 0;  // regret 0 where nothing was ranked
 };
 std::vector<ShapeRegret> model_regret(const std::vector<StoredRow>& rows);

@@ -142,7 +142,7 @@ std::string format_tune_result(const TuneResult& r) {
     out << "row\t" << row.candidate << "\t" << sizes_field(row.sizes) << "\t" << row.cost_rank << "\t" << number(row.predicted_ms)
         << "\t" << number(row.measured_ms) << "\t" << number(row.max_error) << "\t" << (row.ok ? 1 : 0) << "\t"
         << clean(row.summary) << "\t" << clean(row.error) << "\t" << number(row.spread) << "\t" << (row.noisy ? 1 : 0) << "\t"
-        << row.family << "\n";
+        << row.family << "\t" << sizes_field(row.schedule) << "\n";
   // The checksum of everything above: an entry edited or damaged after it was written is a miss.
   const std::string body = out.str();
   return body + "end\t" + sha256_hex(body) + "\n";
@@ -249,6 +249,7 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         row.spread = std::stod(f[10]);
         row.noisy = f[11] == "1";
         row.family = std::stoull(f[12]);
+        if (f.size() > 13) row.schedule = parse_sizes(f[13]);  // entries before schedules have none
         r.rows.push_back(std::move(row));
       }
     }

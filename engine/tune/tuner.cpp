@@ -76,6 +76,7 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
     }
   }
   std::stable_sort(options.begin(), options.end(), [](const Option& a, const Option& b) { return a.predicted_s < b.predicted_s; });
+  for (size_t i = 0; i < options.size(); ++i) options[i].rank = int(i) + 1;
   return options;
 }
 
@@ -147,6 +148,21 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
   return chosen;
 }
 
+std::vector<Option> timed_options(const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
+                                  const std::vector<backend::Schedule>& schedules, int explored) {
+  std::vector<Option> timed;
+  for (size_t i : chosen) {
+    timed.push_back(ranked[i]);
+    timed.back().schedule = schedules.front();
+  }
+  for (size_t c = 0; c < chosen.size() && int(c) < explored; ++c)
+    for (size_t s = 1; s < schedules.size(); ++s) {
+      timed.push_back(ranked[chosen[c]]);
+      timed.back().schedule = schedules[s];
+    }
+  return timed;
+}
+
 // Fault injection, to test that a bad kernel costs only its own candidate (docs/tuning.md):
 // PRISM_FAULT_INJECT="crash@1,hang@2" replaces the 1st / 2nd chosen instantiation by a kernel that
 // crashes / never returns (Backend::fault). Empty when unset.
@@ -209,25 +225,26 @@ void record_run(TuneRow& row, const backend::RunOutcome& outcome, const std::fun
   row.measured_ms = outcome.median_ms;
 }
 
-void check_items(TuneResult& result, const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
-                 const std::vector<Candidate>& families, const std::function<void(size_t item, TuneRow& row)>& check_item,
+void check_items(TuneResult& result, const std::vector<Option>& timed, const std::vector<Candidate>& families,
+                 const std::function<void(size_t item, TuneRow& row)>& check_item,
                  const std::function<void(const std::string& phase, int done, int total)>& report) {
-  const int total = int(chosen.size()) + 1;
+  const int total = int(timed.size()) + 1;
   report("checking", 0, total);
   TuneRow baseline;
   check_item(0, baseline);
   if (baseline.ok) result.baseline_ms = baseline.measured_ms;
   else result.baseline_error = baseline.error;
   result.transient = baseline.transient;
-  for (size_t i = 0; i < chosen.size(); ++i) {
+  for (size_t i = 0; i < timed.size(); ++i) {
     report("checking", int(i) + 1, total);
-    const Option& o = ranked[chosen[i]];
+    const Option& o = timed[i];
     TuneRow row;
     row.candidate = families[o.family].id;
     row.family = families[o.family].hash;
     row.summary = families[o.family].summary;
     row.sizes = std::map<std::string, int64_t>(o.sizes.begin(), o.sizes.end());
-    row.cost_rank = int(chosen[i]) + 1;
+    row.schedule = o.schedule;
+    row.cost_rank = o.rank;
     row.predicted_ms = o.predicted_s * 1e3;
     check_item(i + 1, row);
     result.transient = result.transient || row.transient;
@@ -468,16 +485,16 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   for (const auto& family : families) graphs.push_back(backend.stored(*family.graph));
   std::vector<Option> ranked = rank_options(graphs, dims, target, cancel);
   result.stats.instantiations = ranked.size();
-  std::vector<size_t> chosen = choose(ranked, request.top);
+  const std::vector<Option> timed = timed_options(ranked, choose(ranked, request.top), backend.schedules(target));
 
   // Builds: the eager baseline first, then the chosen instantiations; all compiled at once.
   std::vector<backend::Build> builds{backend.eager(program, dims)};
   result.baseline_note = builds.front().note;
   const std::map<size_t, std::string> faults = planted_faults();
-  for (size_t i = 0; i < chosen.size(); ++i) {
+  for (size_t i = 0; i < timed.size(); ++i) {
     if (cancel) cancel->check();
     auto fault = faults.find(i);
-    builds.push_back(fault != faults.end() ? backend.fault(fault->second) : backend.generate(ranked[chosen[i]].instance, target));
+    builds.push_back(fault != faults.end() ? backend.fault(fault->second) : backend.generate(timed[i].instance, target, timed[i].schedule));
   }
   report("compiling", 0, int(builds.size()));
   auto compile_start = Clock::now();
@@ -513,7 +530,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
     }
     record_run(row, backend.run(runner, builds[i], run, cancel), check);
   };
-  check_items(result, ranked, chosen, families, check_build, report);
+  check_items(result, timed, families, check_build, report);
   // The edge suite and the user's data (edge_check.h): the inputs once per set, one run per
   // build; then the seeded inputs again for the timing.
   std::vector<MakeInputSet> sets = edge_suite(program, dims, named, request.seed);
@@ -544,7 +561,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   result.measured.tuner_revision = kTunerRevision;
   result.measured.seed = request.seed;
   result.stats.total_s = seconds_since(start);
-  report("done", int(chosen.size()) + 1, int(chosen.size()) + 1);
+  report("done", int(timed.size()) + 1, int(timed.size()) + 1);
   return result;
 }
 
@@ -567,11 +584,12 @@ std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance) 
 
 KernelChoice kernel_for(const backend::Backend& backend, const Program& lowered, const Candidate& family,
                         const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target,
-                        const std::map<std::string, int64_t>* sizes) {
+                        const std::map<std::string, int64_t>* sizes, const backend::Schedule& schedule) {
   sgraph::Instance instance = choose_instance(lowered, backend.stored(*family.graph), family.id, bindings, target, sizes);
-  backend::Build build = backend.generate(instance, target);
-  if (!build.error.empty()) throw Error(Error::Kind::InvalidArgument, build.error);
   KernelChoice choice;
+  choice.schedule = backend.resolve_schedule(schedule, target);
+  backend::Build build = backend.generate(instance, target, choice.schedule);
+  if (!build.error.empty()) throw Error(Error::Kind::InvalidArgument, build.error);
   choice.sizes = instance_sizes(instance);
   choice.build = std::move(build);
   choice.estimate = estimate_cost(instance, target);

@@ -41,6 +41,7 @@ struct TuneRow {
   uint64_t family = 0;                   // its Candidate::hash: how a stored row finds its family in a later search (renumber)
   std::string summary;                   // the family's one-line summary
   std::map<std::string, int64_t> sizes;  // its grid sizes and loop ranges
+  backend::Schedule schedule;            // how the backend ran it (a GPU's threads per block; empty on the CPU)
   int cost_rank = 0;                     // 1-based rank by the cost model among all instantiations
   double predicted_ms = 0;               // the cost model's estimate
   double measured_ms = 0;                // median of its round times (ok rows; engine/tune/timing.h)
@@ -129,7 +130,7 @@ struct TuneEnvironment {
 
 // Bumped whenever code generation, the cost model or the timing method changes what a tune would
 // answer, so results of an older tuner (same PRISM_VERSION, e.g. a development build) are not reused.
-constexpr int kTunerRevision = 43;  // what each revision changed: docs/tuning.md, "Tuner revisions"
+constexpr int kTunerRevision = 44;  // what each revision changed: docs/tuning.md, "Tuner revisions"
 
 // Every ratio of a result from its times, by one definition (docs/tuning.md, "The table"): a
 // row's speedup is the eager baseline's median over the row's, both medians of the same
@@ -151,6 +152,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
 // One family at concrete dims: the best instantiation by the cost model, or by `sizes` when given.
 struct KernelChoice {
   std::map<std::string, int64_t> sizes;
+  backend::Schedule schedule;  // as the backend resolved it (its default where none was asked)
   backend::Build build;     // generate()'s: its source (the CPU's implements engine/backend/cpu/abi.h)
                             // and what running it needs (a CUDA plan)
   CostEstimate estimate;    // the cost model's, for this instance on the target
@@ -163,11 +165,12 @@ sgraph::Instance choose_instance(const Program& lowered, const sgraph::SGraph& g
                                  const std::map<std::string, int64_t>* sizes = nullptr);
 // An instance's grid sizes and loop ranges (without the tensor dims).
 std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance);
-// The family's source on `backend` for `target` at `bindings`. Throws Error{InvalidArgument}
-// (bindings, sizes, no valid instantiation, a family the backend cannot generate).
+// The family's source on `backend` for `target` at `bindings`, with `schedule` (empty: the
+// backend's default). Throws Error{InvalidArgument} (bindings, sizes, no valid instantiation, a
+// schedule the backend does not offer, a family the backend cannot generate).
 KernelChoice kernel_for(const backend::Backend& backend, const Program& lowered, const Candidate& family,
                         const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target,
-                        const std::map<std::string, int64_t>* sizes = nullptr);
+                        const std::map<std::string, int64_t>* sizes = nullptr, const backend::Schedule& schedule = {});
 
 // What the workspace answers for kernel/source and export.
 struct KernelSource {
@@ -175,6 +178,7 @@ struct KernelSource {
   int candidate = 0;
   std::string summary;
   std::map<std::string, int64_t> bindings, sizes;
+  backend::Schedule schedule;  // the backend's (a GPU's threads per block; empty on the CPU)
   backend::Target target = backend::Target::Cpu;
   bool tuned = false;   // sizes from a timed instantiation (else the caller's or the cost model's)
   std::string source;   // the backend's source (the CPU's implements engine/backend/cpu/abi.h)

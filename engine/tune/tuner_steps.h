@@ -19,12 +19,14 @@
 
 namespace prism::tune::steps {
 
-// One instantiation of one family, with its cost.
+// One instantiation of one family, with its cost, and the schedule it is timed with.
 struct Option {
   size_t family = 0;
   sgraph::Instance instance;
   DimBindings sizes;
   double predicted_s = 0;
+  int rank = 0;                // 1-based, among every instantiation by cost
+  backend::Schedule schedule;  // the backend's (empty: its default)
 };
 
 // Throws Error{InvalidArgument} for a missing, non-positive or unknown dim.
@@ -35,6 +37,12 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
 // The top K by cost (in rank order), at most half of them (rounded up) from one family and, while
 // other tile sizes are left, at most a quarter with the same tile sizes.
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top);
+// What is timed: each chosen option at the first of `schedules` (the backend's default), then the
+// first `explored` chosen ones at each other schedule (docs/tuning.md, "Schedules"). The cost
+// model does not price schedules yet: the device measures them.
+constexpr int kScheduleExplored = 2;
+std::vector<Option> timed_options(const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
+                                  const std::vector<backend::Schedule>& schedules, int explored = kScheduleExplored);
 // The program's result on seeded random inputs in [-1, 1], or where it overflows there (inf or
 // NaN) on the first of [-1/4, 1/4], [-1/16, 1/16], [-1/64, 1/64] where it does not: `inputs` and
 // `named` are those inputs, result.input_range and input_note say which and why. Throws
@@ -52,11 +60,10 @@ Comparison check_outputs(const backend::Backend& backend, const std::vector<Tens
 // ("wrong result: …") and the median time.
 void record_run(TuneRow& row, const backend::RunOutcome& outcome,
                 const std::function<Comparison(const std::vector<Tensor>&)>& check);
-// Checks the eager baseline (item 0) and then each chosen instantiation (item i + 1) with
-// `check_item`, reporting "checking" progress, and fills the result's baseline and rows (in
-// chosen order; their times are a first, single call's).
-void check_items(TuneResult& result, const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
-                 const std::vector<Candidate>& families, const std::function<void(size_t item, TuneRow& row)>& check_item,
+// Checks the eager baseline (item 0) and then each timed option (item i + 1) with `check_item`,
+// reporting "checking" progress, and fills the result's baseline and rows (in that order; their
+// times are a first, single call's).
+void check_items(TuneResult& result, const std::vector<Option>& timed, const std::vector<Candidate>& families, const std::function<void(size_t item, TuneRow& row)>& check_item,
                  const std::function<void(const std::string& phase, int done, int total)>& report);
 // After check_items: times the baseline and the rows that passed in interleaved rounds
 // (`time_item(i)`: one round of check item i), reporting "timing" progress, and sets their

@@ -26,6 +26,7 @@ json mlp_result(double baseline_ms, double best_ms) {
   slower["measuredMs"] = best_ms * 1.3;
   slower["vsEager"] = baseline_ms / (best_ms * 1.3);
   slower["rooflineFraction"] = 0.0039 / (best_ms * 1.3);
+  slower["schedule"] = {{"threads", 512}};  // timed at another schedule than the default (tuner_steps.h)
   json failed = {{"candidate", 7}, {"sizes", {{"g1", 2}}}, {"costRank", 3}, {"predictedMs", 0.05}, {"ok", false},
                  {"error", "wrong result: output 0 differs at (3, 17)"}};
   return {{"program", "rmsnorm_mlp"}, {"target", "cuda"}, {"targetModel", "NVIDIA H200"}, {"bindings", {{"n", 8}, {"d", 2048}}},
@@ -45,6 +46,7 @@ TEST_CASE("tune report: the summary row, every timed candidate with its rank, an
   CHECK(text.find("22.2 µs  38.5 µs  0.58x") != std::string::npos);
   CHECK(text.find("wrong result: output 0 differs at (3, 17)") != std::string::npos);
   CHECK(text.find("3 of 10218 instantiations timed") != std::string::npos);
+  CHECK(text.find("F1=4 g1=8 threads=512") != std::string::npos);  // a schedule follows the sizes
   CHECK(text.find("roofline 3.9 µs (memory-bound; the working set stays in the caches)") != std::string::npos);
 }
 

@@ -29,13 +29,16 @@ Program CpuBackend::stored(const Program& lowered) const { return lowered; }
 
 sgraph::SGraph CpuBackend::stored(const sgraph::SGraph& family) const { return family; }
 
-Build CpuBackend::generate(const sgraph::Instance& instance, const TargetDescription& target) const {
+Build CpuBackend::generate(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const {
   CodegenOptions options;
   options.simd_bytes = cpu_features(target).simd_bytes;
   options.cores = target.cores;
   options.amx = cpu_features(target).bf16_amx_gflops > 0;
   options.cache_bytes = int64_t(target.cache_capacity());
-  return make_build("cannot generate code", [&](Build& b) { b.source = generate_cpu_source(instance, options); });
+  return make_build("cannot generate code", [&](Build& b) {
+    resolve_schedule(schedule, target);
+    b.source = generate_cpu_source(instance, options);
+  });
 }
 
 Build CpuBackend::eager(const Program& stored, const DimBindings& dims) const {

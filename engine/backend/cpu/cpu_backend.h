@@ -22,7 +22,8 @@ class CpuBackend final : public Backend {
   int threads(int requested, const TargetDescription& target) const override;
   Program stored(const Program& lowered) const override;
   sgraph::SGraph stored(const sgraph::SGraph& family) const override;
-  Build generate(const sgraph::Instance& instance, const TargetDescription& target) const override;
+  // The CPU has one schedule (threads are the request's): `schedule` must be empty.
+  Build generate(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const override;
   Build eager(const Program& stored, const DimBindings& dims) const override;
   Build fault(const std::string& kind) const override;
   void compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const override;

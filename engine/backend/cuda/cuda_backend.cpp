@@ -46,11 +46,15 @@ TargetDescription CudaBackend::describe(const std::string&) const {
 
 int CudaBackend::threads(int, const TargetDescription&) const { return kThreadsPerBlock; }
 
-Build CudaBackend::generate(const sgraph::Instance& instance, const TargetDescription& target) const {
+std::vector<Schedule> CudaBackend::schedules(const TargetDescription&) const {
+  return {{{"threads", kThreadsPerBlock}}, {{"threads", 256}}, {{"threads", 512}}};
+}
+
+Build CudaBackend::generate(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const {
   CudaCodegenOptions options;
-  options.threads_per_block = kThreadsPerBlock;
   options.shared_memory_bytes = target.fast_memory_bytes;
   return make_build("cannot generate CUDA code", [&](Build& b) {
+    options.threads_per_block = int(resolve_schedule(schedule, target).at("threads"));
     const kir::Program lowered = lower(instance, cuda_lowering());
     CudaSource cuda = generate_cuda_source(lowered, options);
     b.source = launches(cuda) + cuda.source;

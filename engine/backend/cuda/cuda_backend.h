@@ -18,7 +18,9 @@ class CudaBackend final : public Backend {
   int threads(int requested, const TargetDescription& target) const override;
   Program stored(const Program& lowered) const override { return lowered; }
   sgraph::SGraph stored(const sgraph::SGraph& family) const override { return family; }
-  Build generate(const sgraph::Instance& instance, const TargetDescription& target) const override;
+  // threads=128 (the default), 256 and 512 threads per block (docs/tuning.md, "Schedules").
+  std::vector<Schedule> schedules(const TargetDescription& target) const override;
+  Build generate(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const override;
   Build eager(const Program& stored, const DimBindings& dims) const override;
   void compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const override;
   RunOutcome run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const override;

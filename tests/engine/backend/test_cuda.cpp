@@ -712,6 +712,31 @@ TEST_CASE("cuda: tensor-core matmuls and vector loads, run on the host, match th
   }
 }
 
+// The CUDA backend's schedules (cuda_backend.h): every statement form at 256 and 512 threads per
+// block: scalar and tensor-core matmuls, mma.sync, double-buffered loads, row reductions, an online
+// softmax, a library kernel and a cross-block sum.
+TEST_CASE("cuda: generated code at 256 and 512 threads per block, run on the host, matches the evaluator", "[cuda][schedule]") {
+  std::string combined = std::string(fam::kSplitContractionPartials) + "kernel 1: O: f32 = sum(P, axis=0, keepdims=false)\noutput O\n";
+  for (int threads : {256, 512}) {
+    INFO(threads << " threads per block");
+    CudaCodegenOptions options;
+    options.threads_per_block = threads;
+    CHECK(has(cuda_source(fam::kRmsLinear, {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, options), "__launch_bounds__(" + std::to_string(threads) + ")"));
+    CHECK(emulated_error(fam::kRmsLinear, {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, options) < kHalfTol);
+    CHECK(emulated_error(fam::kRmsLinear, {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 2}}, options) < kHalfTol);  // mma.sync, 2 rows
+    CHECK(emulated_error(fam::kGatedMlp, {{"n", 4}, {"d", 48}}, {{"g1", 2}, {"F1", 3}}, options) < kHalfTol);
+    CHECK(emulated_error(fam::kAttention, {{"B", 4}, {"q", 1}, {"s", 64}, {"e", 16}}, {{"g1", 2}, {"g2", 2}, {"F1", 2}, {"g3", 2}, {"F2", 2}},
+                         options) < kHalfTol);
+    CHECK(emulated_error(kMaxRmsFamily, {{"n", 6}, {"d", 256}}, {{"g1", 3}, {"F1", 4}}, options) < 2e-2);
+    CHECK(emulated_error(kLibraryFamily, {{"b", 3}, {"m", 5}, {"k", 7}, {"n", 19}}, {}, options) < 2e-2);
+    CHECK(emulated_error(combined, {{"n", 4}, {"d", 32}, {"m", 24}}, {{"g1", 4}}, options) < 1e-5);
+    for (const TensorCoreCase& c : tensor_core_cases()) {
+      INFO(c.family << c.path);
+      CHECK(emulated_error(c.family, c.dims, c.sizes, options) < c.tol);
+    }
+  }
+}
+
 TEST_CASE("cuda: tensor-core families compile with NVRTC", "[cuda]") {
   if (!have_nvrtc()) return;
   for (const TensorCoreCase& c : tensor_core_cases()) {

@@ -62,8 +62,8 @@ class FakeBackend final : public backend::Backend {
   int threads(int requested, const backend::TargetDescription& t) const override { return cpu_.threads(requested, t); }
   Program stored(const Program& lowered) const override { return cpu_.stored(lowered); }
   sgraph::SGraph stored(const sgraph::SGraph& family) const override { return cpu_.stored(family); }
-  backend::Build generate(const sgraph::Instance& instance, const backend::TargetDescription& t) const override {
-    return cpu_.generate(instance, t);
+  backend::Build generate(const sgraph::Instance& instance, const backend::TargetDescription& t, const backend::Schedule& s) const override {
+    return cpu_.generate(instance, t, s);
   }
   backend::Build eager(const Program& stored, const DimBindings& dims) const override { return cpu_.eager(stored, dims); }
   void compile(std::vector<backend::Build>& builds, const backend::TargetDescription& t, const backend::CompileSettings& s) const override {

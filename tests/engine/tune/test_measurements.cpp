@@ -56,6 +56,7 @@ FakeTune fake_tune(const std::vector<double>& times) {
     row.candidate = family.id;
     row.family = family.hash;
     row.sizes = {all[i].begin(), all[i].end()};
+    row.schedule = {{"threads", i == 1 ? 256 : 128}};
     row.cost_rank = int(i) + 1;
     row.ok = times[i] > 0;
     row.measured_ms = times[i];
@@ -103,6 +104,7 @@ TEST_CASE("measurements: a GPU tune's rows round-trip through CSV with the famil
     CHECK(back[i].workload == "rms_linear");
     CHECK(back[i].bindings == t.result.bindings);
     CHECK(back[i].sizes == t.result.rows[i].sizes);
+    CHECK(back[i].schedule == t.result.rows[i].schedule);
     CHECK(back[i].family == t.result.rows[i].family);
     CHECK(back[i].graph == rows[i].graph);
     CHECK(back[i].ok == rows[i].ok);
@@ -144,6 +146,17 @@ TEST_CASE("measurements: the regret is the measured time of today's first choice
   // The first choice the fastest: regret 1.
   rows[first].measured_ms = 0.010;
   CHECK(model_regret(rows)[0].regret == Approx(1.0));
+  // The same instance at another schedule ties in the model, which takes the default (128
+  // threads) first: that one ran faster at 512 threads, so the regret is the default's time over it.
+  rows[first].schedule = {{"threads", 128}};
+  StoredRow wide = rows[first];
+  wide.schedule = {{"threads", 512}};
+  wide.measured_ms = 0.008;
+  rows.push_back(wide);
+  r = model_regret(rows);
+  CHECK(r[0].first_schedule == backend::Schedule{{"threads", 128}});
+  CHECK(r[0].regret == Approx(0.010 / 0.008));
+  rows.pop_back();
   // A row whose family no longer reads is left out and says why; another day is another shape.
   rows[first].graph = "kernel ???";
   rows[3].date = "2026-12-01";

@@ -12,6 +12,8 @@
 #include "engine/interp/interpreter.h"
 #include "engine/tune/compare.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cuda/describe.h"
+#include "engine/tune/backends.h"
 #include "engine/tune/tune_db.h"
 #include "engine/tune/tuner_steps.h"
 #include "engine/workspace/workspace.h"
@@ -545,6 +547,7 @@ TEST_CASE("tune DB: the text form round-trips and a damaged file is a miss", "[t
   ok.candidate = 3;
   ok.summary = "1 custom kernel: matmul\tsum";
   ok.sizes = {{"g1", 64}, {"F1", 16}};
+  ok.schedule = {{"threads", 256}};
   ok.ok = true;
   ok.measured_ms = 2.5;
   tune::TuneRow bad;
@@ -568,6 +571,8 @@ TEST_CASE("tune DB: the text form round-trips and a damaged file is a miss", "[t
   CHECK(back->bindings == r.bindings);
   CHECK(back->rows.size() == 2);
   CHECK(back->rows[0].sizes == ok.sizes);
+  CHECK(back->rows[0].schedule == ok.schedule);
+  CHECK(back->rows[1].schedule.empty());
   CHECK(back->rows[0].summary == "1 custom kernel: matmul sum");
   CHECK(back->rows[1].error == "the kernel crashed (SIGSEGV) at line 2");
   CHECK_FALSE(back->rows[1].ok);
@@ -869,6 +874,36 @@ TEST_CASE("tuner: the timed top K mixes families and tile sizes", "[tune]") {
   CHECK(tune::steps::choose(reductions, 2) == std::vector<size_t>{0, 8});  // as without it
   CHECK(tune::steps::choose(ranked, 2) == std::vector<size_t>{0, 8});
   CHECK(tune::steps::choose(mixed, 2) == std::vector<size_t>{0, 10});
+}
+
+TEST_CASE("tuner: each chosen option is timed at the default schedule, the cheapest two at every other too", "[tune][schedule]") {
+  namespace fam = test::families;
+  std::vector<tune::steps::Option> ranked;
+  for (int64_t f1 : {32, 64, 16, 128}) ranked.push_back(option(0, fam::kRmsLinear, {{"F1", f1}, {"g1", 8}}, 1.0 + double(f1) / 1000));
+  for (size_t i = 0; i < ranked.size(); ++i) ranked[i].rank = int(i) + 1;
+  const std::vector<backend::Schedule> threads{{{"threads", 128}}, {{"threads", 256}}, {{"threads", 512}}};
+  const std::vector<tune::steps::Option> timed = tune::steps::timed_options(ranked, {0, 2, 3}, threads);
+  std::vector<std::pair<int, int64_t>> got;  // (rank, threads)
+  for (const auto& o : timed) got.emplace_back(o.rank, o.schedule.at("threads"));
+  CHECK(got == std::vector<std::pair<int, int64_t>>{{1, 128}, {3, 128}, {4, 128}, {1, 256}, {1, 512}, {3, 256}, {3, 512}});
+  // A backend with one schedule (the CPU's): the chosen options alone.
+  const std::vector<tune::steps::Option> once = tune::steps::timed_options(ranked, {0, 2}, {backend::Schedule{}});
+  REQUIRE(once.size() == 2);
+  CHECK(once[1].rank == 3);
+  CHECK(once[1].schedule.empty());
+  // The CUDA backend offers 128 (its default), 256 and 512 threads per block and refuses others by name.
+  const backend::Backend& cuda = tune::backend_for(backend::Target::Cuda);
+  const backend::TargetDescription h100 = backend::cuda::cuda_h100_data();
+  CHECK(cuda.schedules(h100) == threads);
+  CHECK(cuda.resolve_schedule({}, h100) == threads[0]);
+  CHECK_THROWS_WITH(cuda.resolve_schedule({{"threads", 96}}, h100), Catch::Contains("no schedule threads=96") && Catch::Contains("threads=512"));
+  CHECK_THROWS_WITH(tune::backend_for(backend::Target::Cpu).resolve_schedule({{"threads", 256}}, h100), Catch::Contains("(it has default)"));
+  const backend::Build bad = cuda.generate(ranked[0].instance, h100, {{"threads", 96}});
+  CHECK_THAT(bad.error, Catch::Contains("no schedule threads=96"));
+  const backend::Build wide = cuda.generate(ranked[0].instance, h100, {{"threads", 512}});
+  REQUIRE(wide.error.empty());
+  CHECK_THAT(wide.source, Catch::Contains("__launch_bounds__(512)"));
+  CHECK_THAT(wide.launch, Catch::Contains("512"));
 }
 
 TEST_CASE("tuner: the numeric check passes a NaN or an infinity only where the reference has it", "[tune]") {
