@@ -4,8 +4,9 @@ from .client import Client, daemon_socket, find_prism_binary
 from .compiled import Compiled, Kernel, compile
 from .errors import ConnectionLost, PrismError, ProgramError, UnsupportedOp
 from .fx_import import Imported, from_torch
+from .model_layers import ModelLayers, model_manifest
 from .torch_backend import register_torch_backend, torch_backend
 
-__all__ = ["Client", "Compiled", "ConnectionLost", "Imported", "Kernel", "PrismError", "ProgramError", "UnsupportedOp", "batch", "compile",
-           "daemon_socket", "find_prism_binary", "from_torch", "load_manifest", "register_torch_backend", "torch_backend",
+__all__ = ["Client", "Compiled", "ConnectionLost", "Imported", "Kernel", "ModelLayers", "PrismError", "ProgramError", "UnsupportedOp", "batch", "compile",
+           "daemon_socket", "find_prism_binary", "from_torch", "load_manifest", "model_manifest", "register_torch_backend", "torch_backend",
            "write_manifest"]

@@ -1,0 +1,114 @@
+"""prism.model_manifest (issue 51): a whole model, written as Llama writes it, split into its
+distinct layers, written as a batch manifest, each layer's program computing what its module does,
+and the batch tuned on this machine."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import prism
+
+torch = pytest.importorskip("torch")
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
+import layers  # noqa: E402
+
+from torch import nn  # noqa: E402
+
+DIM, HIDDEN, HEADS, VOCAB, CACHE = 32, 64, 4, 50, 16
+
+
+class Decoder(nn.Module):
+    """A Llama decoder layer at a decode step: the attention block (keys and values cached,
+    rotary applied), then the MLP block."""
+
+    def __init__(self):
+        super().__init__()
+        self.self_attn = layers.LlamaAttentionBlock(DIM, HEADS)
+        self.mlp = layers.LlamaMLPBlock(DIM, HIDDEN)
+
+    def forward(self, x, k_cache, v_cache, mask):
+        return self.mlp(self.self_attn(x, k_cache, v_cache, mask))
+
+
+class TinyLlama(nn.Module):
+    """Token embedding, two decoder layers in an nn.ModuleList, the final RMSNorm, the LM head."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(VOCAB, DIM)
+        self.layers = nn.ModuleList([Decoder() for _ in range(2)])
+        self.norm = layers.RMSNorm(DIM)
+        self.lm_head = nn.Linear(DIM, VOCAB, bias=False)
+
+    def forward(self, ids, k_cache, v_cache, mask):
+        x = self.embed_tokens(ids)
+        for layer in self.layers:
+            x = layer(x, k_cache, v_cache, mask)
+        return self.lm_head(self.norm(x))
+
+
+def example(tokens=3):
+    """The model and an input of `tokens` tokens (no other size is 3): caches of CACHE positions
+    and a causal mask whose masked scores are -inf."""
+    torch.manual_seed(0)
+    model = TinyLlama().eval()
+    head = DIM // HEADS
+    mask = torch.triu(torch.full((tokens, CACHE), float("-inf")), diagonal=CACHE - tokens + 1)
+    inputs = (torch.randint(0, VOCAB, (tokens,)), torch.randn(HEADS, CACHE, head), torch.randn(HEADS, CACHE, head), mask)
+    return model, inputs
+
+
+def test_a_model_splits_into_its_distinct_layers_and_writes_a_manifest(tmp_path):
+    model, inputs = example()
+    found = prism.model_manifest(str(tmp_path / "model.json"), model, inputs, tokens=[1, 8], top=1)
+    # The two decoder layers are one program; the embedding (int64 ids) is left out, saying why.
+    assert [(p.name, names) for p, names in found.programs] == [("decoder", ["layers.0", "layers.1"]), ("rms_norm", ["norm"]),
+                                                                ("linear", ["lm_head"])]
+    assert [name for name, _ in found.skipped] == ["embed_tokens"]
+    assert "int64" in found.skipped[0][1]
+    decoder = found.programs[0][0].text
+    assert "x: f32[n, 32]" in decoder and "mask: f32[n, 16]" in decoder and "k_cache: f32[4, 16, 8]" in decoder
+    jobs = prism.load_manifest(str(tmp_path / "model.json"))
+    assert [(j["program"], j["bindings"]) for j in jobs] == [(p, {"n": n}) for p in ("decoder", "rms_norm", "linear") for n in (1, 8)]
+    assert all(j["top"] == 1 and os.path.exists(j["file"]) for j in jobs)
+
+
+def test_no_layer_that_imports_is_an_error_that_says_why(tmp_path):
+    class Tokens(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(VOCAB, DIM)
+
+        def forward(self, ids):
+            return self.embed(ids)
+
+    with pytest.raises(ValueError, match="embed: UnsupportedOp"):
+        prism.model_manifest(str(tmp_path / "model.json"), Tokens(), torch.randint(0, VOCAB, (3,)), tokens=[1])
+
+
+def test_the_decoder_program_computes_what_each_decoder_layer_computes_under_a_causal_mask(client, tmp_path):
+    model, inputs = example()
+    found = prism.model_manifest(str(tmp_path / "model.json"), model, inputs, tokens=[1])
+    program, names = found.programs[0]
+    assert client.open(text=program.text) == [program.name]
+    ids, k_cache, v_cache, mask = inputs
+    x = model.embed_tokens(ids).detach() * 3  # activations larger than the embedding's
+    for name in names:
+        layer = dict(model.named_modules())[name]
+        files = {}
+        for (input_name, _, _), tensor in zip(program.inputs, program.arguments(layer, x, k_cache, v_cache, mask)):
+            files[input_name] = str(tmp_path / f"{input_name}.npy")
+            np.save(files[input_name], tensor.detach().numpy())
+        out = str(tmp_path / "out.npy")
+        client.run(program.name, {"n": 3}, inputs=files, output=out)
+        want = layer(x, k_cache, v_cache, mask).detach().numpy()
+        np.testing.assert_allclose(np.load(out), want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_the_models_batch_tunes_every_layer_on_this_machine(client, tmp_path):
+    model, inputs = example()
+    prism.model_manifest(str(tmp_path / "model.json"), model, inputs, tokens=[2], top=1)
+    result = prism.batch(str(tmp_path / "model.json"), client=client)
+    assert not result["failed"], result
+    assert [(job["program"], job["status"]) for job in result["jobs"]] == [(p, "tuned") for p in ("decoder", "rms_norm", "linear")]
