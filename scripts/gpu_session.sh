@@ -9,6 +9,10 @@
 # then, on the device, with `.gpu` carried:
 #   scripts/gpu_session.sh run [stage ...]   stages: env tests repl torch python bench blocks sanitize ncu cpu
 #                                            (default: env tests repl torch python bench)
+#   scripts/gpu_session.sh run check         issue 48's whole check in at most 8 minutes, so two fit
+#                                            in a 15-minute lease: env (30 s), the [cuda] tests (150 s),
+#                                            the table with every row kept as measurements.csv
+#                                            (240 s), Nsight Compute on two decode shapes (60 s)
 # `cpu` runs the CPU backend's 16-bit and codegen tests on the device machine's own processor (its
 # cores may have AVX-512 BF16 or AMX, which a development machine may lack): the generated kernels
 # link OpenBLAS, which the image lacks, so `pack` carries it compressed. `cpubench` runs
@@ -171,7 +175,14 @@ case ${1:-} in
     environment
     stages=("$@")
     [ ${#stages[@]} -eq 0 ] && stages=(env tests repl torch python bench)
-    for s in "${stages[@]}"; do run_stage "$s"; done
+    if [ "${stages[*]}" = check ]; then
+      STAGE_TIMEOUT=30 run_stage env
+      STAGE_TIMEOUT=150 run_stage tests
+      STAGE_TIMEOUT=240 BENCH_ARGS=${BENCH_ARGS:---top 4} run_stage bench  # 4 + 4 schedule variants: the 8 builds a row took before schedules
+      STAGE_TIMEOUT=60 run_stage ncu
+    else
+      for s in "${stages[@]}"; do run_stage "$s"; done
+    fi
     build/bin/prism -c "daemon stop" >/dev/null 2>&1 || true
     ;;
   *) echo "usage: $0 pack | run [stage ...]" >&2 && exit 2 ;;
