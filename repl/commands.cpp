@@ -55,6 +55,8 @@ const std::vector<CommandSpec>& command_table() {
        CommandSpec::Arg::Program},
       {"candidates", "candidates NAME", "list the verified families the last search found",
        "One row per family: its id, how many kernels, its symbolic parameters, and a summary.\n"
+       "What every family shares (clauses, the ops they all begin with) is said once above the\n"
+       "table; each row keeps what tells it apart, wrapped to the terminal, never cut.\n"
        "With --json, one object per family (id, kernels, text, verified, summary, parameters).",
        CommandSpec::Arg::Program},
       {"explain", "explain NAME K [--no-proof]", "show family K's structure and its equivalence proof",

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 
@@ -104,7 +105,32 @@ Table Table::without(const std::vector<std::string>& headers) const {
   return narrow;
 }
 
+Table Table::columns_between(size_t first, size_t last) const {
+  Table part(std::vector<std::string>(headers_.begin() + long(first), headers_.begin() + long(last)));
+  for (const auto& r : rows_) {
+    std::vector<std::string> cells;
+    for (size_t i = first; i < last; ++i) cells.push_back(i < r.size() ? r[i] : "");
+    part.add(std::move(cells));
+  }
+  part.wrap_ = wrap_;
+  return part;
+}
+
 std::string Table::render(const std::string& indent, int columns) const {
+  if (columns > 0 && split_ && !headers_.empty()) {
+    const std::vector<size_t> width = widths();
+    size_t total = display_width(indent);
+    for (size_t w : width) total += w + 2;
+    if (total - 2 >= size_t(columns)) {
+      std::string out;
+      for (size_t first = 0, last; first < width.size(); first = last) {
+        size_t used = display_width(indent) + width[first];
+        for (last = first + 1; last < width.size() && used + 2 + width[last] < size_t(columns); ++last) used += 2 + width[last];
+        out += columns_between(first, last).render(indent, columns);
+      }
+      return out;
+    }
+  }
   if (columns > 0 && !droppable_.empty() && !headers_.empty()) {
     if (const std::vector<std::string> dropped = too_wide(indent, columns); !dropped.empty()) {
       return without(dropped).render(indent, columns) + indent + "(" + join(dropped, ", ") + " left out to fit " + std::to_string(columns) +
@@ -143,21 +169,58 @@ std::string Table::render(const std::string& indent, int columns) const {
 }
 
 namespace {
-std::vector<std::string> clauses_of(const std::string& summary) {
+
+// The pieces of `text` between the `sep`s: a summary's clauses ("; "), a clause's ops (", ").
+std::vector<std::string> split_on(const std::string& text, const std::string& sep) {
   std::vector<std::string> out;
   for (size_t at = 0;;) {
-    const size_t end = summary.find("; ", at);
-    out.push_back(summary.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    const size_t end = text.find(sep, at);
+    out.push_back(text.substr(at, end == std::string::npos ? std::string::npos : end - at));
     if (end == std::string::npos) return out;
-    at = end + 2;
+    at = end + sep.size();
   }
 }
+
+// Where a clause lists a kernel's ops ("1 custom kernel: matmul, exp"), where they start; else npos.
+size_t ops_start(const std::string& clause) {
+  for (const char* head : {"kernel: ", "kernels: "})
+    if (const size_t at = clause.find(head); at != std::string::npos) return at + std::strlen(head);
+  return std::string::npos;
+}
+
+// The ops every summary's first op list begins with, when every summary has one and they share
+// at least three; then each row's rest keeps its ops after them, marked "…".
+void share_op_prefix(SharedClauses& out) {
+  std::vector<std::vector<std::string>> ops;
+  for (const std::string& rest : out.rest) {
+    const size_t at = ops_start(rest);
+    if (at == std::string::npos) return;
+    const size_t end = rest.find("; ", at);
+    ops.push_back(split_on(rest.substr(at, end == std::string::npos ? std::string::npos : end - at), ", "));
+  }
+  size_t common = ops.empty() ? 0 : ops[0].size();
+  for (const auto& o : ops) {
+    size_t k = 0;
+    while (k < common && k < o.size() && o[k] == ops[0][k]) ++k;
+    common = k;
+  }
+  if (ops.size() < 2 || common < 3) return;
+  for (size_t r = 0; r < out.rest.size(); ++r) {
+    std::string& rest = out.rest[r];
+    const size_t at = ops_start(rest), end = rest.find("; ", at);
+    const std::vector<std::string> tail(ops[r].begin() + long(common), ops[r].end());
+    rest = rest.substr(0, at) + "…" + join(tail, ", ") + (end == std::string::npos ? "" : rest.substr(end));
+  }
+  const std::vector<std::string> prefix(ops[0].begin(), ops[0].begin() + long(common));
+  out.shared += (out.shared.empty() ? "" : "; ") + std::string("ops begin ") + join(prefix, ", ") + " (… below)";
+}
+
 }  // namespace
 
 SharedClauses shared_clauses(const std::vector<std::string>& summaries) {
   SharedClauses out;
   std::vector<std::vector<std::string>> clauses;
-  for (const auto& s : summaries) clauses.push_back(clauses_of(s));
+  for (const auto& s : summaries) clauses.push_back(split_on(s, "; "));
   std::vector<std::string> shared;
   if (summaries.size() >= 2)
     for (const auto& c : clauses[0])
@@ -170,6 +233,7 @@ SharedClauses shared_clauses(const std::vector<std::string>& summaries) {
       if (std::find(shared.begin(), shared.end(), c) == shared.end()) rest.push_back(c);
     out.rest.push_back(rest.empty() ? "(only the shared clauses)" : join(rest, "; "));
   }
+  share_op_prefix(out);
   return out;
 }
 

@@ -17,6 +17,9 @@ class Table {
   // Columns that may be left out, first to last, where the table would not fit `columns` (a
   // note under the table names them); the last column is never left out.
   void drop_when_narrow(std::vector<std::string> headers) { droppable_ = std::move(headers); }
+  // Where the table would not fit `columns`, it is printed as several tables of consecutive
+  // columns, each fitting (a row of counts whose headers are long).
+  void split_when_narrow() { split_ = true; }
   // Columns padded to their widest cell, two spaces apart; no trailing blanks. With `columns`
   // (a terminal's width), a last column that would not fit is cut with "..." or wrapped (the
   // other columns are short; the last holds free text such as a family's summary).
@@ -33,7 +36,10 @@ class Table {
   std::vector<std::string> too_wide(const std::string& indent, int columns) const;
   Table without(const std::vector<std::string>& headers) const;
 
-  bool wrap_ = false;
+  // Consecutive columns [first, last) as a table of their own.
+  Table columns_between(size_t first, size_t last) const;
+
+  bool wrap_ = false, split_ = false;
   std::vector<std::string> droppable_;
 };
 
@@ -53,7 +59,9 @@ std::string fit_columns(const std::string& text, size_t columns);
 
 // Summaries made of "; "-separated clauses, split into the clauses every one of them has (in the
 // first's order) and, per summary, the clauses left: what tells the families apart. A summary with
-// none left is "(only the shared clauses)". Fewer than two summaries: nothing shared.
+// none left is "(only the shared clauses)". Fewer than two summaries: nothing shared. Where every
+// summary's ops ("… kernel: matmul, sqrt, div, …") begin with the same three or more, `shared`
+// says so ("ops begin: matmul, sqrt, div") and each row keeps its ops after them ("…div, matmul").
 struct SharedClauses {
   std::string shared;
   std::vector<std::string> rest;

@@ -571,6 +571,7 @@ CommandOutput Session::search(const std::vector<std::string>& args) {
   auto n = [&](const char* k) { return std::to_string(stats.value(k, int64_t{0})); };
   t.add({n("generated"), n("prunedExpression"), n("prunedDims"), n("prunedStructure"), n("prunedHardware"),
          n("duplicates"), n("fingerprinted"), n("rejected"), n("unproved"), n("verified")});
+  t.split_when_narrow();
   out << t.render();
   if (r.value("candidates", 0) == 0) out << "nothing found: " << stats.value("emptyReason", std::string("no family verified")) << "\n";
   else out << "`candidates " << args[0] << "` lists them.\n";
@@ -589,6 +590,7 @@ CommandOutput Session::candidates(const std::vector<std::string>& args) {
   for (const auto& c : families) summaries.push_back(c.value("summary", ""));
   const SharedClauses split = shared_clauses(summaries);
   Table t({"ID", "KERNELS", "PARAMETERS", "VERIFIED", split.shared.empty() ? "SUMMARY" : "DIFFERS IN"});
+  t.wrap_last();  // what tells families apart is often the end of a summary: none is cut
   size_t row = 0;
   for (const auto& c : families) {
     std::vector<std::string> parameters;

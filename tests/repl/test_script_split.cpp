@@ -119,6 +119,14 @@ TEST_CASE("tables align columns and diagnostics point at the column", "[repl][fo
   CHECK(tensor_type({{"dtype", "f32"}, {"shape", {8, 64}}}) == "f32[8, 64]");
 }
 
+TEST_CASE("a table of long headers too wide for the terminal is printed as tables of its columns", "[repl][format]") {
+  Table t({"GENERATED", "PRUNED: EXPRESSION", "DIMS", "STRUCTURE", "VERIFIED"});
+  t.add({"46", "836013", "1656586", "575584", "6"});
+  t.split_when_narrow();
+  CHECK(t.render("", 0) == "GENERATED  PRUNED: EXPRESSION  DIMS     STRUCTURE  VERIFIED\n46         836013              1656586  575584     6\n");
+  CHECK(t.render("", 40) == "GENERATED  PRUNED: EXPRESSION  DIMS\n46         836013              1656586\nSTRUCTURE  VERIFIED\n575584     6\n");
+}
+
 TEST_CASE("the progress bar fits its line in the terminal's columns", "[repl][format]") {
   char* text = nullptr;
   size_t size = 0;
@@ -162,6 +170,17 @@ TEST_CASE("candidates: the clauses every family shares are said once, each row k
                                           "1 custom kernel: matmul, exp, sum; grid g1 splits B"});
   CHECK(s.shared == "1 custom kernel: matmul, exp, sum; grid g1 splits B");
   CHECK(s.rest == std::vector<std::string>{"loop F1 over s", "grid g2 splits q", "(only the shared clauses)"});
+  // Causal attention's families (issue 49): no clause is shared by all, but every op list begins
+  // alike; each row keeps the ops after that start and its own clauses.
+  const SharedClauses ops = shared_clauses({"1 custom kernel: matmul, sqrt, div, add, max, sub, exp, sum, div, matmul",
+                                            "1 custom kernel: matmul, sqrt, div, add, max, sub, exp, sum, matmul, div; grid g1 splits B",
+                                            "2 custom kernels: matmul, sqrt, div, add, max, sub, exp, sum, matmul, div; grid g1 reduces s"});
+  CHECK(ops.shared == "ops begin matmul, sqrt, div, add, max, sub, exp, sum (… below)");
+  CHECK(ops.rest == std::vector<std::string>{"1 custom kernel: …div, matmul", "1 custom kernel: …matmul, div; grid g1 splits B",
+                                             "2 custom kernels: …matmul, div; grid g1 reduces s"});
+  // Two shared ops are not worth a line; a summary without an op list leaves every row whole.
+  CHECK(shared_clauses({"1 custom kernel: a, b, c", "1 custom kernel: a, b, d"}).shared.empty());
+  CHECK(shared_clauses({"1 custom kernel: a, b, c, d", "library matmul"}).rest[0] == "1 custom kernel: a, b, c, d");
   const SharedClauses one = shared_clauses({"2 custom kernels: a; b"});
   CHECK(one.shared.empty());
   CHECK(one.rest == std::vector<std::string>{"2 custom kernels: a; b"});
