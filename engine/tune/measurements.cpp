@@ -144,6 +144,17 @@ const std::vector<Column>& columns() {
   return kColumns;
 }
 
+// Whether a row ran at its backend's default schedule (a schedule the backend no longer offers is
+// not the default).
+bool is_default_schedule(const StoredRow& m) {
+  try {
+    const backend::Backend& backend = backend_for(m.target.target);
+    return backend.resolve_schedule({}, m.target) == backend.resolve_schedule(m.schedule, m.target);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 std::vector<StoredRow> measurements(const TuneResult& result, const std::vector<Candidate>& families, const backend::Backend& backend,
@@ -240,14 +251,17 @@ std::vector<ShapeRegret> model_regret(const std::vector<StoredRow>& rows) {
     // The model's order: its estimate, then the rank it gave then, then the backend's default
     // schedule before the others (the model does not price schedules: the tuner times them).
     std::tuple<double, int, bool> first{};
+    std::pair<int, bool> stored_order{};  // the stored model's: rank, then the default schedule
+    double stored_ms = 0;
     for (const StoredRow* m : shape) {
       r.best_ms = r.best_ms > 0 ? std::min(r.best_ms, m->measured_ms) : m->measured_ms;
+      const bool alternative = !is_default_schedule(*m);
+      if (stored_ms == 0 || std::pair{m->cost_rank, alternative} < stored_order) stored_order = {m->cost_rank, alternative}, stored_ms = m->measured_ms;
       std::tuple<double, int, bool> order;
       try {
         const DimBindings dims(m->bindings.begin(), m->bindings.end()), sizes(m->sizes.begin(), m->sizes.end());
-        const backend::Backend& backend = backend_for(m->target.target);
         order = {estimate_cost(sgraph::instantiate(sgraph::parse(m->graph), dims, sizes, m->target.tile_budget()), m->target).seconds,
-                 m->cost_rank, backend.resolve_schedule({}, m->target) != backend.resolve_schedule(m->schedule, m->target)};
+                 m->cost_rank, alternative};
       } catch (const std::exception& e) {
         r.unranked.push_back("candidate " + std::to_string(m->candidate) + " " + sizes_text(m->sizes) + ": " + e.what());
         continue;
@@ -258,6 +272,7 @@ std::vector<ShapeRegret> model_regret(const std::vector<StoredRow>& rows) {
       }
     }
     r.regret = r.ranked > 0 && r.best_ms > 0 ? r.first_ms / r.best_ms : 0;
+    r.stored_regret = r.best_ms > 0 ? stored_ms / r.best_ms : 0;
     out.push_back(std::move(r));
   }
   return out;

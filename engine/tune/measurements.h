@@ -64,6 +64,8 @@ struct ShapeRegret {
   std::map<std::string, int64_t> first_sizes;
   backend::Schedule first_schedule;
   double first_ms = 0, best_ms = 0, regret = 0;  // regret 0 where nothing was ranked
+  // The same for the model that measured them: its first choice by the stored cost ranks.
+  double stored_regret = 0;
 };
 std::vector<ShapeRegret> model_regret(const std::vector<StoredRow>& rows);
 

@@ -166,34 +166,58 @@ TEST_CASE("measurements: the regret is the measured time of today's first choice
   CHECK(today.unranked.size() == (first == 3 ? 0u : 1u));
 }
 
+namespace {
+
+// Every shape of every stored measurement file under bench/DIR/ (none where there is none).
+std::vector<ShapeRegret> stored_shapes(const std::string& dir_name) {
+  const std::filesystem::path dir = std::filesystem::path(PRISM_SOURCE_DIR) / "bench" / dir_name;
+  std::vector<ShapeRegret> shapes;
+  if (!std::filesystem::is_directory(dir)) return shapes;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".csv") continue;
+    INFO(entry.path());
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (ShapeRegret& s : model_regret(parse_measurements(text))) shapes.push_back(std::move(s));
+  }
+  return shapes;
+}
+
+std::string shape_name(const ShapeRegret& s) { return s.device + " " + s.date + " " + s.workload + " " + sizes_text(s.bindings); }
+
+}  // namespace
+
 // Issue 48: every stored GPU measurement is ranked again by today's cost model; its first choice
 // is within 10% of the best measured on at least 80% of the shapes (docs/tuning.md, "Stored
 // measurements"). Files under bench/gpu/ come from scripts/gpu_session.sh's bench stage.
 TEST_CASE("measurements: today's cost model ranks the stored GPU measurements with regret under 1.10 on 80% of shapes", "[tune][measurements][regret]") {
-  const std::filesystem::path dir = std::filesystem::path(PRISM_SOURCE_DIR) / "bench" / "gpu";
-  std::vector<ShapeRegret> shapes;
-  int files = 0;
-  if (std::filesystem::is_directory(dir))
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-      if (entry.path().extension() != ".csv") continue;
-      ++files;
-      INFO(entry.path());
-      std::ifstream in(entry.path(), std::ios::binary);
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      std::vector<StoredRow> rows = parse_measurements(text);
-      for (ShapeRegret& s : model_regret(rows)) shapes.push_back(std::move(s));
-    }
+  const std::vector<ShapeRegret> shapes = stored_shapes("gpu");
   if (shapes.empty()) {
-    WARN("no GPU measurements are stored under bench/gpu/ yet (" << files << " files): nothing to rank");
+    WARN("no GPU measurements are stored under bench/gpu/ yet: nothing to rank");
     return;
   }
   int good = 0;
   for (const ShapeRegret& s : shapes) {
-    INFO(s.device << " " << s.date << " " << s.workload << " " << sizes_text(s.bindings) << ": regret " << s.regret);
+    INFO(shape_name(s) << ": regret " << s.regret);
     CHECK(s.unranked.empty());  // a stored family that no longer reads needs its file converted
     CHECK(s.ranked > 0);
     good += s.regret > 0 && s.regret < 1.10;
   }
   INFO(good << " of " << shapes.size() << " shapes under 1.10");
   CHECK(double(good) >= 0.8 * double(shapes.size()));
+}
+
+// The CPU's stored rows (bench/cpu/, prism_bench_tune --csv) guard its cost model: on no shape
+// does today's model pick a first choice slower than 1.10 of the best where the model that
+// measured them picked a faster one.
+TEST_CASE("measurements: on the stored CPU rows today's cost model is no worse than the one that measured them", "[tune][measurements][regret]") {
+  const std::vector<ShapeRegret> shapes = stored_shapes("cpu");
+  REQUIRE(shapes.size() >= 10);
+  for (const ShapeRegret& s : shapes) {
+    INFO(shape_name(s) << ": regret " << s.regret << ", when stored " << s.stored_regret << "; first choice now candidate "
+                       << s.first_candidate << " " << sizes_text(s.first_sizes));
+    CHECK(s.unranked.empty());
+    CHECK(s.ranked > 0);
+    CHECK(s.regret <= std::max(s.stored_regret, 1.10) + 1e-9);
+  }
 }
