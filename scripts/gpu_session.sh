@@ -78,18 +78,23 @@ run_env() {
 }
 
 # Every [cuda] test, a process per test of test_cuda.cpp (host emulation, CPU-bound) on all cores
-# beside one process for the tests that use the device; a summary line per process.
+# beside one process for the tests that use the device; a summary line per process as it ends, so
+# that a stage cut by its time limit still says what passed (the device's log on the way out).
+tests_dir=/tmp/prism-tests
+test_summary() {  # LOG: a line with its result, the whole log where it did not pass
+  echo "--- $(basename "$1"): $(grep -E '^(All tests passed|test cases:)' "$1" | tail -1)"
+  grep -qE '^All tests passed' "$1" || cat "$1"
+}
+export -f test_summary
 run_tests() {
-  local dir=/tmp/prism-tests
-  rm -rf "$dir" && mkdir -p "$dir"
-  build/bin/prism_tests "[cuda]~[#test_cuda]" -# --durations yes >"$dir/device.log" 2>&1 &
+  rm -rf "$tests_dir" && mkdir -p "$tests_dir"
+  trap 'test_summary "$tests_dir/device.log"; exit 124' TERM
+  build/bin/prism_tests "[cuda]~[#test_cuda]" -# --durations yes >"$tests_dir/device.log" 2>&1 &
   build/bin/prism_tests -# "[#test_cuda]" --list-test-names-only | grep -v "^$" | awk '{print NR "|" $0}' |
-    xargs -P "$(nproc)" -d '\n' -I{} bash -c 'i=${1%%|*}; name=${1#*|}; spec=$name; [[ $name == *,* ]] && spec="${name%%,*}*"; build/bin/prism_tests "$spec" --durations yes >'"$dir"'/host-$i.log 2>&1' _ {}
-  wait
-  for f in "$dir"/device.log "$dir"/host-*.log; do
-    echo "--- $(basename "$f"): $(grep -E '^(All tests passed|test cases:)' "$f" | tail -1)"
-    grep -qE '^All tests passed' "$f" || cat "$f"
-  done
+    xargs -P "$(nproc)" -d '\n' -I{} bash -c 'i=${1%%|*}; name=${1#*|}; spec=$name; [[ $name == *,* ]] && spec="${name%%,*}*"
+      build/bin/prism_tests "$spec" --durations yes >'"$tests_dir"'/host-$i.log 2>&1; test_summary '"$tests_dir"'/host-$i.log' _ {} &
+  wait  # in the background and waited for, so that the TERM trap runs at once
+  test_summary "$tests_dir/device.log"
 }
 
 # Nsight Compute on the best kernel (the cost model's first choice, --top 1) of each decode shape,
