@@ -1,5 +1,5 @@
 """prism from Python: a client of prismd (docs/python.md)."""
-from .batch import batch, load_manifest, write_manifest
+from .batch import batch, batch_on_gpus, load_manifest, visible_gpus, write_manifest
 from .client import Client, daemon_socket, find_prism_binary
 from .compiled import Compiled, Kernel, compile
 from .errors import ConnectionLost, PrismError, ProgramError, UnsupportedOp
@@ -7,6 +7,6 @@ from .fx_import import Imported, from_torch
 from .model_layers import ModelLayers, model_manifest
 from .torch_backend import register_torch_backend, torch_backend
 
-__all__ = ["Client", "Compiled", "ConnectionLost", "Imported", "Kernel", "ModelLayers", "PrismError", "ProgramError", "UnsupportedOp", "batch", "compile",
+__all__ = ["Client", "Compiled", "ConnectionLost", "Imported", "Kernel", "ModelLayers", "PrismError", "ProgramError", "UnsupportedOp", "batch", "batch_on_gpus", "compile",
            "daemon_socket", "find_prism_binary", "from_torch", "load_manifest", "model_manifest", "register_torch_backend", "torch_backend",
-           "write_manifest"]
+           "visible_gpus", "write_manifest"]

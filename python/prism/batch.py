@@ -13,24 +13,71 @@ from .client import Client
 from .errors import PrismError
 
 
-def private_daemons(base):
+def private_daemons(base, gpus=None):
     """A Dask worker plugin that gives each worker its own prismd, tuning DB and caches under
     `base` (worker-NAME/): several workers on one host (a LocalCluster) each keep state as a host
     of their own would. They share the host's one-tune-at-a-time lock (in $XDG_RUNTIME_DIR), as
-    every tune on one machine must, so their timings stay honest. Register it with
+    every tune on one machine must, so their timings stay honest. With `gpus` (device ids, as
+    CUDA_VISIBLE_DEVICES names them), worker k sees only GPU gpus[k] and has a tune lock of its
+    own: one runner per device, whose kernels are timed on that device alone (the CPU's work of
+    two GPU tunes, compiling and the reference, overlaps). Register it with
     `dask_client.register_worker_plugin(...)`."""
     import distributed
 
     class PrivateDaemons(distributed.WorkerPlugin):
         def setup(self, worker):
             home = os.path.join(base, f"worker-{worker.name}")
-            for name in ("XDG_STATE_HOME", "XDG_CACHE_HOME"):
+            private = ("XDG_STATE_HOME", "XDG_CACHE_HOME") + (("XDG_RUNTIME_DIR",) if gpus else ())
+            for name in private:
                 os.makedirs(os.path.join(home, name.lower()), mode=0o700, exist_ok=True)
                 os.environ[name] = os.path.join(home, name.lower())
+            if gpus:
+                os.environ["CUDA_VISIBLE_DEVICES"] = str(gpus[int(worker.name) % len(gpus)])
             os.environ["PRISM_SOCKET"] = os.path.join(home, "prismd.sock")
             os.environ.setdefault("PRISM_IDLE_EXIT", "600")  # a daemon no one stops goes by itself
 
     return PrivateDaemons()
+
+
+def visible_gpus():
+    """This machine's GPUs as CUDA_VISIBLE_DEVICES names them: that variable's list where it is
+    set, else one id per line of `nvidia-smi -L`; empty where there is none."""
+    import subprocess
+
+    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
+        return [d for d in os.environ["CUDA_VISIBLE_DEVICES"].split(",") if d.strip()]
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(line for line in listed.splitlines() if line.startswith("GPU "))]
+
+
+def batch_on_gpus(manifest, gpus=None, base=None, fresh=False, progress=None):
+    """Every job of `manifest` spread over this machine's GPUs (`gpus`: device ids; default
+    visible_gpus()): a Dask LocalCluster of one worker per GPU, each with its own prismd that
+    sees that GPU alone (private_daemons(base, gpus)), the results imported into this user's
+    daemon's tuning DB as prism.batch does. `base` holds the workers' state (default: a
+    temporary directory, removed after). Raises ValueError where there is no GPU."""
+    import shutil
+    import tempfile
+
+    import distributed
+
+    gpus = list(gpus) if gpus is not None else visible_gpus()
+    if not gpus:
+        raise ValueError("no GPU is visible here (CUDA_VISIBLE_DEVICES, nvidia-smi -L): run prism.batch on this machine's prismd instead")
+    own_base = base is None
+    base = base or tempfile.mkdtemp(prefix="prism-gpus-")
+    try:
+        with distributed.LocalCluster(n_workers=len(gpus), threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as dask:
+            dask.register_worker_plugin(private_daemons(base, gpus))
+            return batch(manifest, client=dask, fresh=fresh, progress=progress)
+    finally:
+        stop_private_daemons(base)
+        if own_base:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def stop_private_daemons(base):
@@ -117,6 +164,8 @@ def run_job(job, fresh=False):
     with Client() as client:
         client.open(text=job["text"], uri="untitled:batch" + job["file"])
         out = {"program": job["program"], "bindings": job["bindings"], "target": job["target"]}
+        if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
+            out["gpu"] = os.environ["CUDA_VISIBLE_DEVICES"]  # the one GPU this worker's daemon sees
         try:
             result = client.request("tune/run", _tune_params(job, fresh))
         except PrismError as e:

@@ -76,3 +76,33 @@ def test_a_batch_on_two_dask_workers_survives_a_killed_worker_and_lands_in_this_
     # The rows answer this machine's questions: the same batch here measures nothing.
     again = prism.batch(str(manifest), client=client)
     assert again["stored"] == 6 and again["failed"] == 0
+
+
+def test_one_worker_per_gpu_sees_its_gpu_alone_with_its_own_daemon_and_lock(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", PACKAGE)
+    base = str(tmp_path / "gpus")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as dask:
+        dask.register_worker_plugin(private_daemons(base, gpus=["2", "5"]))
+        seen = dask.run(lambda: (os.environ["CUDA_VISIBLE_DEVICES"], os.environ["PRISM_SOCKET"], os.environ["XDG_RUNTIME_DIR"]))
+    devices = sorted(d for d, _, _ in seen.values())
+    assert devices == ["2", "5"]
+    assert len({s for _, s, _ in seen.values()}) == 2 and len({r for _, _, r in seen.values()}) == 2  # a daemon and a lock each
+    assert all(r.startswith(base) for _, _, r in seen.values())
+
+
+def test_a_batch_spread_over_gpus_runs_every_job_on_one_of_them_and_lands_in_this_db(client, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", PACKAGE)
+    monkeypatch.setenv("PRISM_TUNE_NOISE_LIMIT", "off")
+    manifest = tmp_path / "model.json"
+    rows = [{"n": 4, "d": 64}, {"n": 8, "d": 64}]
+    prism.write_manifest(str(manifest), [((example("rms_linear"), "rms_linear"), rows), ((example("gated_mlp"), "gated_mlp"), rows)], top=1)
+    # No GPU here: the CPU target stands in; each worker is told its GPU all the same.
+    r = prism.batch_on_gpus(str(manifest), gpus=["0", "1"], base=str(tmp_path / "gpus"))
+    assert r["failed"] == 0 and len(r["jobs"]) == 4
+    assert all(job["status"] == "tuned" and job["gpu"] in ("0", "1") for job in r["jobs"])
+    assert r["imported"]["added"] == 4
+    assert prism.batch(str(manifest), client=client)["stored"] == 4
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(ValueError, match="no GPU is visible"):
+        prism.batch_on_gpus(str(manifest))
