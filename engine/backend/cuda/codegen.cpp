@@ -195,8 +195,11 @@ class KernelPrinter {
         return code;
       }
     }
-    if (const std::string type = mma_type(s); !type.empty())
-      if (std::string code = emit_mma_matmul(a, b, out, type.c_str(), ctx); !code.empty()) return code;
+    if (const std::string type = mma_type(s); !type.empty()) {
+      bool tile = false;
+      const bool f32_tile = tile_storage(s.out, tile) == DType::F32 && tile;  // a split k adds into it
+      if (std::string code = emit_mma_matmul(a, b, out, type.c_str(), ctx, f32_tile); !code.empty()) return code;
+    }
     return emit_matmul(a, b, out, ctx);
   }
 

@@ -26,7 +26,14 @@ std::string read(const std::string& p, const std::string& row, int64_t rs, bool 
 
 }  // namespace
 
-std::string emit_mma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx) {
+int64_t mma_k_split(int64_t tiles, int64_t k, int threads) {
+  const int64_t warps = threads / 32, steps = (k + 15) / 16;
+  int64_t split = 1;
+  while (tiles * split * 2 <= warps && split * 2 <= steps) split *= 2;
+  return split;
+}
+
+std::string emit_mma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx, bool out_f32_shared) {
   const size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
   if (ra < 2 || rb < 2 || ro < 2 || ctx.spread != Spread::Block) return "";
   const int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
@@ -39,46 +46,73 @@ std::string emit_mma_matmul(const View& a, const View& b, const View& out, const
   const int64_t ldo = out.strides[ro - 2], co = out.strides[ro - 1];
   const std::string bf = std::string(type) == "__nv_bfloat16" ? "true" : "false";
 
-  const std::string ind = ctx.indent, in2 = ind + "  ", in3 = in2 + "  ", in4 = in3 + "  ";
-  std::string s = ind + "// tensor cores: mma.sync m16n8k16, operands rounded to " + type + " in registers\n" + ind + "{\n";
-  s += in2 + "const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;\n";
-  s += in2 + "for (int t = threadIdx.x >> 5; t < " + std::to_string(tiles) + "; t += " + std::to_string(ctx.threads / 32) + ") {\n";
-  if (element_count(batch) > 1) {
-    s += in3 + "const int bi = t / " + std::to_string(tm * tn) + ";\n";
-    s += coordinates(batch, "bi", "i", in3, ctx);
-  }
-  s += in3 + "const int r0 = t / " + std::to_string(tn) + " % " + std::to_string(tm) + " * 16 + g, r1 = r0 + 8;\n";
-  s += in3 + "const int c = t % " + std::to_string(tn) + " * 8 + g, oc = t % " + std::to_string(tn) + " * 8 + 2 * q;\n";
-  s += in3 + "const auto* ap = &" + a.ptr + "[" + offset(sa, batch, "i", ctx) + "];\n";
-  s += in3 + "const auto* bp = &" + b.ptr + "[" + offset(sb, batch, "i", ctx) + "];\n";
-  s += in3 + "float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n";
-  s += in3 + "for (int kk = 0; kk < " + std::to_string(k) + "; kk += 16) {\n";
-  s += in4 + "const int k0 = kk + 2 * q, k1 = k0 + 8;\n";
-  auto A = [&](const char* r, const std::string& kk) { return read("ap", r, lda, row_test, m, kk, ka, k_test, k); };
-  auto B = [&](const std::string& kk) { return read("bp", kk, kb, k_test, k, "c", ldb, col_test, n); };
-  auto pack = [&](const std::string& lo, const std::string& hi) { return "prism_pack16<" + bf + ">(" + lo + ", " + hi + ")"; };
-  s += in4 + "prism_mma16816<" + bf + ">(d,\n";
-  s += in4 + "    " + pack(A("r0", "k0"), A("r0", "k0 + 1")) + ",\n";
-  s += in4 + "    " + pack(A("r1", "k0"), A("r1", "k0 + 1")) + ",\n";
-  s += in4 + "    " + pack(A("r0", "k1"), A("r0", "k1 + 1")) + ",\n";
-  s += in4 + "    " + pack(A("r1", "k1"), A("r1", "k1 + 1")) + ",\n";
-  s += in4 + "    " + pack(B("k0"), B("k0 + 1")) + ",\n";
-  s += in4 + "    " + pack(B("k1"), B("k1 + 1")) + ");\n";
-  s += in3 + "}\n";
-  // d[0], d[1]: row r0, columns oc and oc + 1; d[2], d[3]: row r1.
-  const std::string base = out.ptr + "[" + offset(so, batch, "i", ctx) + " + ";
-  for (int half = 0; half < 2; ++half) {
-    const std::string r = half ? "r1" : "r0";
-    std::string body;
-    for (int j = 0; j < 2; ++j) {
-      const std::string col = j ? "oc + 1" : "oc";
-      const std::string put = "prism_put(&" + base + r + " * " + std::to_string(ldo) + " + (" + col + ") * " + std::to_string(co) + "], d[" +
-                              std::to_string(2 * half + j) + "]);";
-      body += in4 + (col_test ? "if (" + col + " < " + std::to_string(n) + ") " : "") + put + "\n";
+  const int64_t split = out_f32_shared ? mma_k_split(tiles, k, ctx.threads) : 1;
+  const std::string ind = ctx.indent, in2 = ind + "  ", in3 = in2 + "  ";
+  // One tile's work at indentation `at`: its coordinates, then its k loop (from `from`, every
+  // `step`) into d, computed where `compute` holds (a warp-uniform condition, "" for always).
+  auto tile = [&](const std::string& at, const std::string& from, int64_t step, const std::string& compute) {
+    std::string code;
+    if (element_count(batch) > 1) {
+      code += at + "const int bi = t / " + std::to_string(tm * tn) + ";\n";
+      code += coordinates(batch, "bi", "i", at, ctx);
     }
-    s += row_test ? in3 + "if (" + r + " < " + std::to_string(m) + ") {\n" + body + in3 + "}\n" : body;
+    code += at + "const int r0 = t / " + std::to_string(tn) + " % " + std::to_string(tm) + " * 16 + g, r1 = r0 + 8;\n";
+    code += at + "const int c = t % " + std::to_string(tn) + " * 8 + g, oc = t % " + std::to_string(tn) + " * 8 + 2 * q;\n";
+    code += at + "const auto* ap = &" + a.ptr + "[" + offset(sa, batch, "i", ctx) + "];\n";
+    code += at + "const auto* bp = &" + b.ptr + "[" + offset(sb, batch, "i", ctx) + "];\n";
+    code += at + "float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n";
+    const std::string loop = compute.empty() ? at : at + "  ", body = loop + "  ";
+    if (!compute.empty()) code += at + "if (" + compute + ") {\n";
+    code += loop + "for (int kk = " + from + "; kk < " + std::to_string(k) + "; kk += " + std::to_string(step) + ") {\n";
+    code += body + "const int k0 = kk + 2 * q, k1 = k0 + 8;\n";
+    auto A = [&](const char* r, const std::string& kk) { return read("ap", r, lda, row_test, m, kk, ka, k_test, k); };
+    auto B = [&](const std::string& kk) { return read("bp", kk, kb, k_test, k, "c", ldb, col_test, n); };
+    auto pack = [&](const std::string& lo, const std::string& hi) { return "prism_pack16<" + bf + ">(" + lo + ", " + hi + ")"; };
+    code += body + "prism_mma16816<" + bf + ">(d,\n";
+    code += body + "    " + pack(A("r0", "k0"), A("r0", "k0 + 1")) + ",\n";
+    code += body + "    " + pack(A("r1", "k0"), A("r1", "k0 + 1")) + ",\n";
+    code += body + "    " + pack(A("r0", "k1"), A("r0", "k1 + 1")) + ",\n";
+    code += body + "    " + pack(A("r1", "k1"), A("r1", "k1 + 1")) + ",\n";
+    code += body + "    " + pack(B("k0"), B("k0 + 1")) + ",\n";
+    code += body + "    " + pack(B("k1"), B("k1 + 1")) + ");\n";
+    code += loop + "}\n";
+    if (!compute.empty()) code += at + "}\n";
+    return code;
+  };
+  // d[0], d[1]: row r0, columns oc and oc + 1; d[2], d[3]: row r1, written ("put") or added ("add").
+  const std::string base = out.ptr + "[" + offset(so, batch, "i", ctx) + " + ";
+  auto store = [&](const std::string& at, bool add) {
+    std::string code;
+    for (int half = 0; half < 2; ++half) {
+      const std::string r = half ? "r1" : "r0";
+      std::string body;
+      for (int j = 0; j < 2; ++j) {
+        const std::string col = j ? "oc + 1" : "oc", place = base + r + " * " + std::to_string(ldo) + " + (" + col + ") * " + std::to_string(co) + "]",
+                          value = "d[" + std::to_string(2 * half + j) + "]";
+        const std::string write = add ? "atomicAdd(&" + place + ", " + value + ");" : "prism_put(&" + place + ", " + value + ");";
+        body += at + (row_test ? "  " : "") + (col_test ? "if (" + col + " < " + std::to_string(n) + ") " : "") + write + "\n";
+      }
+      code += row_test ? at + "if (" + r + " < " + std::to_string(m) + ") {\n" + body + at + "}\n" : body;
+    }
+    return code;
+  };
+  std::string s = ind + "// tensor cores: mma.sync m16n8k16, operands rounded to " + type + " in registers" +
+                  (split > 1 ? ", k split over " + std::to_string(split) + " warps a tile" : "") + "\n" + ind + "{\n";
+  s += in2 + "const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;\n";
+  if (split == 1) {
+    s += in2 + "for (int t = threadIdx.x >> 5; t < " + std::to_string(tiles) + "; t += " + std::to_string(ctx.threads / 32) + ") {\n";
+    s += tile(in3, "0", 16, "") + store(in3, false) + in2 + "}\n";
+    return s + ind + "}\n";
   }
-  return s + in2 + "}\n" + ind + "}\n";
+  // Warp w takes tile w % tiles and slice w / tiles of k (warps past tiles * split only meet the
+  // barrier); the first slice stores its partial, and after the barrier the others add theirs.
+  const std::string parts = std::to_string(split);
+  s += in2 + "const int t = (threadIdx.x >> 5) % " + std::to_string(tiles) + ", part = (threadIdx.x >> 5) / " + std::to_string(tiles) + ";\n";
+  s += tile(in2, "part * 16", 16 * split, "part < " + parts);
+  s += in2 + "if (part == 0) {\n" + store(in3, false) + in2 + "}\n";
+  s += in2 + "__syncthreads();\n";
+  s += in2 + "if (part > 0 && part < " + parts + ") {\n" + store(in3, true) + in2 + "}\n";
+  return s + ind + "}\n";
 }
 
 }  // namespace prism::backend::cuda::detail

@@ -79,8 +79,15 @@ std::string emit_wmma_matmul(const View& a, const View& b, const View& out, cons
 // warps, a warp per 16 x 8 output tile: each lane reads its fragment elements from a and b where
 // they lie (any strides, any element type, rows, columns and k past the sizes read as 0) and
 // rounds them to `type` (__half or __nv_bfloat16) in registers. For matmuls WMMA cannot take: an
-// operand computed in f32, fewer than 8 rows, unaligned tiles.
-std::string emit_mma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx);
+// operand computed in f32, fewer than 8 rows, unaligned tiles. Where the block has at least twice
+// as many warps as output tiles (a decode block's few rows on 256 or 512 threads) and `out` is an
+// f32 tile in shared memory (`out_f32_shared`), k is split across them too: SPLIT warps per tile,
+// each a slice of k, the first storing its partial and the others adding theirs with atomicAdd
+// after a __syncthreads (docs/tuning.md, "Schedules").
+std::string emit_mma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx, bool out_f32_shared = false);
+// The warps per output tile emit_mma_matmul splits k over: a power of two, at most warps / tiles
+// and k's 16-wide steps; 1 where it does not split.
+int64_t mma_k_split(int64_t tiles, int64_t k, int threads);
 
 // Index text shared by the emitters. "int" in a block, "long long" over the grid.
 const char* index_type(const EmitContext& ctx);

@@ -678,6 +678,34 @@ TEST_CASE("cuda: matmuls WMMA cannot take (few rows, an f32 operand computed in 
   CHECK(has(scalar, "// scalar matmul"));
 }
 
+TEST_CASE("cuda: a decode block's mma.sync matmul with more warps than output tiles splits k over them, and matches", "[cuda][schedule]") {
+  using detail::mma_k_split;
+  CHECK(mma_k_split(8, 32, 128) == 1);   // 4 warps, 8 tiles: a warp a tile at most
+  CHECK(mma_k_split(8, 32, 512) == 2);   // 16 warps: two a tile, k's two 16-wide steps one each
+  CHECK(mma_k_split(2, 128, 512) == 8);  // 2 tiles, 8 steps of k: 8 warps a tile
+  CHECK(mma_k_split(2, 40, 512) == 2);   // k of 40: three steps, two slices
+  const std::string split = "k split over ";
+  CudaCodegenOptions wide;
+  wide.threads_per_block = 512;
+  // 4 rows a block against 16 columns of W (two 16 x 8 tiles) over k = 128 and 32, against 8
+  // columns (one tile) over k = 40 (three 16-wide steps, the last cut), f16.
+  for (const auto& [d, g1, f1, parts] : {std::tuple{int64_t(128), int64_t(8), int64_t(1), 8}, std::tuple{int64_t(64), int64_t(4), int64_t(2), 2},
+                                         std::tuple{int64_t(40), int64_t(5), int64_t(1), 2}}) {
+    const DimBindings at{{"n", 4}, {"d", d}}, with{{"g1", g1}, {"F1", f1}};
+    INFO("d=" << d << " g1=" << g1 << " F1=" << f1);
+    const std::string code = cuda_source(fam::kRmsLinear, at, with, wide);
+    CHECK(has(code, split + std::to_string(parts) + " warps a tile"));
+    CHECK(has(code, "atomicAdd(&"));
+    CHECK(emulated_error(fam::kRmsLinear, at, with, wide) < kHalfTol);
+    CHECK(family_compiles(fam::kRmsLinear, at, with, wide) > 0);  // NVRTC, compute_90
+    CHECK_NOTHROW(compile_to_ptx(code, "compute_80", cache_dir()));
+  }
+  // 128 threads: two tiles split k over two warps each; eight tiles keep a warp a tile, as before.
+  CHECK(has(cuda_source(fam::kRmsLinear, {{"n", 4}, {"d", 128}}, {{"g1", 8}, {"F1", 1}}), split + "2 warps a tile"));
+  CHECK(emulated_error(fam::kRmsLinear, {{"n", 4}, {"d", 128}}, {{"g1", 8}, {"F1", 1}}) < kHalfTol);
+  CHECK_FALSE(has(cuda_source(fam::kRmsLinear, {{"n", 4}, {"d", 128}}, {{"g1", 2}, {"F1", 1}}), split));
+}
+
 TEST_CASE("cuda: a loop's loads run one iteration ahead into second slots where they fit, and match", "[cuda]") {
   // rms_linear over 4 iterations: W's and X's tiles staged in the body, twice.
   const DimBindings dims{{"n", 8}, {"d", 64}}, sizes{{"g1", 2}, {"F1", 4}};

@@ -6,6 +6,7 @@
 // warp, shared memory one buffer. Slow, and only for tiny sizes. Accesses that need alignment on a GPU (uint4
 // vectors, wmma pointers in mma.h) check it here and abort with a message when it is missing.
 #pragma once
+#include <atomic>
 #include <barrier>
 #include <math.h>
 #include <cstdint>
@@ -83,6 +84,8 @@ inline unsigned __shfl_sync(unsigned, unsigned v, int from) {
   prism_warp_barriers[w]->arrive_and_wait();
   return r;
 }
+// Threads of a block adding into one shared float (a matmul's k split over warps).
+inline float atomicAdd(float* p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
 inline float __int_as_float(unsigned bits) {
   float f;
   std::memcpy(&f, &bits, 4);
