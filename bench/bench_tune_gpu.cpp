@@ -1,9 +1,10 @@
-// The speedup table on the GPU (issue 6): every workload of docs/design.md §8 at its shapes, at the
-// dtypes the examples declare (f16): the eager baseline (a kernel per op, cuBLAS matmul), prism's
-// best tuned candidate, the speedup, the fraction of the roofline (data-sheet bandwidth and
-// peaks). Run by scripts/bench_gpu.sh, never by the tests. Arguments: workload names to restrict
-// to, --top K (default 8), --csv FILE (every timed row kept: docs/tuning.md, "Stored
-// measurements"). Without a device it says why and exits 0.
+// The speedup table on the GPU (issue 6): every workload of docs/design.md §8 at its shapes and
+// issue 48's target shapes (bench/shapes.h), at f16 (a layer examples/layers declares at f32 is
+// stored at f16): the eager baseline (a kernel per op, cuBLAS matmul), prism's best tuned
+// candidate, the speedup, the fraction of the roofline (data-sheet bandwidth and peaks). Run by
+// scripts/bench_gpu.sh, never by the tests. Arguments: workload names to restrict to, --top K
+// (default 8), --csv FILE (every timed row kept: docs/tuning.md, "Stored measurements").
+// Without a device it says why and exits 0.
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -37,7 +38,7 @@ int main(int argc, char** argv) {
     if (!only.empty() && !only.count(s.workload)) continue;
     SearchLimits limits;
     limits.fast_memory_bytes = kGpuOptInSharedBytes;
-    const double search_s = open_and_search(ws, opened, s.workload, limits);
+    const double search_s = open_and_search(ws, opened, s.workload, limits, "f16");
     tune::TuneRequest request;
     request.target = backend::Target::Cuda;
     request.bindings = s.bindings;

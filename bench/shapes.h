@@ -57,33 +57,44 @@ inline std::vector<Shape> shapes() {
   return out;
 }
 
-// The GPU table's extra shape (issue 16): Mirage issue #658's rms_norm(2, 4096) @ W(4096, 6144).
+// The GPU table's extra shapes: Mirage issue #658's rms_norm(2, 4096) @ W(4096, 6144) (issue 16);
+// issue 48's targets: Llama-3-8B's SwiGLU feed-forward at 8 tokens (examples/layers, nn.Linear
+// weights) and decode attention over 4096 and 8192 cached keys (32 heads of 128).
 inline std::vector<Shape> gpu_shapes() {
   std::vector<Shape> out = shapes();
   out.push_back({"rms_proj", {{"n", 2}, {"d", 4096}, {"o", 6144}}});
+  out.push_back({"swiglu_ffn", {{"n", 8}, {"d", 4096}, {"h", 14336}}});
+  for (int64_t s : {4096, 8192}) out.push_back({"attention", {{"B", 32}, {"q", 1}, {"s", s}, {"e", 128}}});
   return out;
 }
 
-// Opens the program file at `path` (absolute) with its declared f16 tensors stored at `dtype`
-// when one is given, and opens it in `ws`; returns the name of the first program it defines.
+// Opens the program file at `path` (absolute) with its declared f16 and f32 tensors stored at
+// `dtype` when one is given, and opens it in `ws`; returns the name of the first program it defines.
 inline std::string open_file(Workspace& ws, const std::string& path, const std::string& dtype = "") {
   std::string text = read(path);
   if (!dtype.empty())
-    for (size_t at = 0; (at = text.find("f16[", at)) != std::string::npos; at += dtype.size()) text.replace(at, 3, dtype);
+    for (const char* declared : {"f16[", "f32["})
+      for (size_t at = 0; (at = text.find(declared, at)) != std::string::npos; at += dtype.size())
+        if (at == 0 || text[at - 1] != 'b') text.replace(at, 3, dtype);  // not bf16[
   const DocumentState state = ws.open("file://" + path, text, 1);
   if (state.programs.empty()) throw std::runtime_error(path + " defines no program that compiles");
   return state.programs.front();
 }
 
-// Opens and searches `workload` the first time it is asked for (its example file, `limits`),
-// with its declared f16 tensors stored at `dtype` when one is given; returns the search's
-// seconds, 0 when it was already open.
+// Opens and searches `workload` the first time it is asked for (its file in examples/,
+// examples/layers/ or the bench's own bench/programs/; `limits`), with its declared f16 and f32
+// tensors stored at `dtype` when one is given; returns the search's seconds, 0 when it was already open.
 inline double open_and_search(Workspace& ws, std::set<std::string>& opened, const std::string& workload, const SearchLimits& limits,
                               const std::string& dtype = "") {
   if (!opened.insert(workload).second) return 0;
-  std::string path = std::string(PRISM_SOURCE_DIR) + "/examples/" + workload + ".prism";
-  if (FILE* f = std::fopen(path.c_str(), "rb")) std::fclose(f);
-  else path = std::string(PRISM_SOURCE_DIR) + "/bench/programs/" + workload + ".prism";  // the bench's own programs
+  std::string path;
+  for (const char* dir : {"/examples/", "/examples/layers/", "/bench/programs/"}) {
+    path = std::string(PRISM_SOURCE_DIR) + dir + workload + ".prism";
+    if (FILE* f = std::fopen(path.c_str(), "rb")) {
+      std::fclose(f);
+      break;
+    }
+  }
   open_file(ws, path, dtype);
   auto t0 = std::chrono::steady_clock::now();
   ws.search(workload, limits);
