@@ -697,6 +697,7 @@ TEST_CASE("cuda: a decode block's mma.sync matmul with more warps than output ti
     CHECK(has(code, split + std::to_string(parts) + " warps a tile"));
     CHECK(has(code, "atomicAdd(&"));
     CHECK(emulated_error(fam::kRmsLinear, at, with, wide) < kHalfTol);
+    if (!have_nvrtc()) continue;
     CHECK(family_compiles(fam::kRmsLinear, at, with, wide) > 0);  // NVRTC, compute_90
     CHECK_NOTHROW(compile_to_ptx(code, "compute_80", cache_dir()));
   }
