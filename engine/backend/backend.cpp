@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/error.h"
+#include "engine/util/text.h"
 
 namespace prism::backend {
 
@@ -31,11 +32,7 @@ std::string Backend::library(const Build&, const TargetDescription&, const Compi
   throw Error(Error::Kind::InvalidArgument, std::string("the ") + name() + " target gives no kernel library to call yet; the CPU's does (target \"cpu\")");
 }
 
-std::string schedule_text(const Schedule& schedule) {
-  std::string s;
-  for (const auto& [name, value] : schedule) s += (s.empty() ? "" : " ") + name + "=" + std::to_string(value);
-  return s.empty() ? "default" : s;
-}
+std::string schedule_text(const Schedule& schedule) { return schedule.empty() ? "default" : key_values(schedule); }
 
 std::vector<Schedule> Backend::schedules(const TargetDescription&) const { return {Schedule{}}; }
 

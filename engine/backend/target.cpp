@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "engine/util/text.h"
+
 namespace prism::backend {
 
 double TargetDescription::cache_hit_fraction(double bytes) const {
@@ -33,11 +35,7 @@ double TargetDescription::bandwidth_for(double bytes) const {
   return bandwidth_gbs;
 }
 
-std::string feature_words(const std::vector<std::pair<std::string, std::string>>& words) {
-  std::string out;
-  for (const auto& [key, value] : words) out += (out.empty() ? "" : " ") + key + "=" + value;
-  return out;
-}
+std::string feature_words(const std::vector<std::pair<std::string, std::string>>& words) { return key_values(words); }
 
 std::vector<std::pair<std::string, std::string>> parse_feature_words(std::string_view text) {
   std::vector<std::pair<std::string, std::string>> words;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
 
 #include "engine/error.h"
 #include "engine/sgraph/parse.h"
@@ -65,26 +66,32 @@ std::string hash_text(uint64_t hash) {
   return buf;
 }
 
-template <typename T>
-Column integer(const char* name, T StoredRow::*field) {
-  return {name, [field](const StoredRow& m) { return std::to_string(m.*field); },
-          [field, name](const std::string& s, StoredRow& m) { m.*field = T(parse_integer(s, name)); }};
+// Where a column's field lives: the row itself or its target description.
+template <typename Owner, typename Row>
+auto& part(Row& m) {
+  if constexpr (std::is_same_v<Owner, StoredRow>) return m;
+  else return m.target;
 }
-Column number(const char* name, double StoredRow::*field) {
-  return {name, [field](const StoredRow& m) { return number_text(m.*field); },
-          [field, name](const std::string& s, StoredRow& m) { m.*field = parse_number(s, name); }};
+
+template <typename T, typename Owner>
+Column integer(const char* name, T Owner::*field) {
+  return {name, [field](const StoredRow& m) { return std::to_string(part<Owner>(m).*field); },
+          [field, name](const std::string& s, StoredRow& m) { part<Owner>(m).*field = T(parse_integer(s, name)); }};
 }
-Column text(const char* name, std::string StoredRow::*field) {
-  return {name, [field](const StoredRow& m) { return m.*field; }, [field](const std::string& s, StoredRow& m) { m.*field = s; }};
+template <typename Owner>
+Column number(const char* name, double Owner::*field) {
+  return {name, [field](const StoredRow& m) { return number_text(part<Owner>(m).*field); },
+          [field, name](const std::string& s, StoredRow& m) { part<Owner>(m).*field = parse_number(s, name); }};
 }
-template <typename T>
-Column target_integer(const char* name, T backend::TargetDescription::*field) {
-  return {name, [field](const StoredRow& m) { return std::to_string(m.target.*field); },
-          [field, name](const std::string& s, StoredRow& m) { m.target.*field = T(parse_integer(s, name)); }};
+template <typename Owner>
+Column text(const char* name, std::string Owner::*field) {
+  return {name, [field](const StoredRow& m) { return part<Owner>(m).*field; },
+          [field](const std::string& s, StoredRow& m) { part<Owner>(m).*field = s; }};
 }
-Column target_number(const char* name, double backend::TargetDescription::*field) {
-  return {name, [field](const StoredRow& m) { return number_text(m.target.*field); },
-          [field, name](const std::string& s, StoredRow& m) { m.target.*field = parse_number(s, name); }};
+// Named sizes as sizes_text writes them ("d=4096 n=8", "-" for none).
+Column sizes(const char* name, std::map<std::string, int64_t> StoredRow::*field) {
+  return {name, [field](const StoredRow& m) { return sizes_text(m.*field); },
+          [field, name](const std::string& s, StoredRow& m) { m.*field = parse_sizes(s, name); }};
 }
 
 // The columns in file order: the machine, the shape, the row, and the family's text last (it
@@ -98,24 +105,23 @@ const std::vector<Column>& columns() {
          if (!target) throw Error(Error::Kind::InvalidArgument, "no target is named '" + s + "' (" + target_names() + ")");
          m.target.target = *target;
        }},
-      {"device", [](const StoredRow& m) { return m.target.model; }, [](const std::string& s, StoredRow& m) { m.target.model = s; }},
-      {"toolchain", [](const StoredRow& m) { return m.target.toolchain; }, [](const std::string& s, StoredRow& m) { m.target.toolchain = s; }},
-      target_integer("cores", &backend::TargetDescription::cores),
-      target_integer("l1_bytes", &backend::TargetDescription::l1_bytes),
-      target_integer("l2_bytes", &backend::TargetDescription::l2_bytes),
-      target_integer("l3_bytes", &backend::TargetDescription::l3_bytes),
-      target_number("bandwidth_gbs", &backend::TargetDescription::bandwidth_gbs),
-      target_number("cache_bandwidth_gbs", &backend::TargetDescription::cache_bandwidth_gbs),
-      target_number("peak_gflops", &backend::TargetDescription::peak_gflops),
-      target_integer("fast_memory_bytes", &backend::TargetDescription::fast_memory_bytes),
-      target_integer("described_measured", &backend::TargetDescription::measured),
+      text("device", &backend::TargetDescription::model),
+      text("toolchain", &backend::TargetDescription::toolchain),
+      integer("cores", &backend::TargetDescription::cores),
+      integer("l1_bytes", &backend::TargetDescription::l1_bytes),
+      integer("l2_bytes", &backend::TargetDescription::l2_bytes),
+      integer("l3_bytes", &backend::TargetDescription::l3_bytes),
+      number("bandwidth_gbs", &backend::TargetDescription::bandwidth_gbs),
+      number("cache_bandwidth_gbs", &backend::TargetDescription::cache_bandwidth_gbs),
+      number("peak_gflops", &backend::TargetDescription::peak_gflops),
+      integer("fast_memory_bytes", &backend::TargetDescription::fast_memory_bytes),
+      integer("described_measured", &backend::TargetDescription::measured),
       {"read_curve", [](const StoredRow& m) { return curve_text(m.target.read_curve); },
        [](const std::string& s, StoredRow& m) { m.target.read_curve = parse_curve(s); }},
       {"features", [](const StoredRow& m) { return backend_for(m.target.target).features_text(m.target); },
        [](const std::string& s, StoredRow& m) { backend_for(m.target.target).read_features(s, m.target); }},
       text("workload", &StoredRow::workload),
-      {"bindings", [](const StoredRow& m) { return sizes_text(m.bindings); },
-       [](const std::string& s, StoredRow& m) { m.bindings = parse_sizes(s, "bindings"); }},
+      sizes("bindings", &StoredRow::bindings),
       integer("candidate", &StoredRow::candidate),
       {"family", [](const StoredRow& m) { return hash_text(m.family); },
        [](const std::string& s, StoredRow& m) {
@@ -123,11 +129,9 @@ const std::vector<Column>& columns() {
          m.family = std::strtoull(s.c_str(), &end, 16);
          if (s.empty() || *end) throw Error(Error::Kind::InvalidArgument, "family is not a hexadecimal hash: '" + s + "'");
        }},
-      {"sizes", [](const StoredRow& m) { return sizes_text(m.sizes); },
-       [](const std::string& s, StoredRow& m) { m.sizes = parse_sizes(s, "sizes"); }},
+      sizes("sizes", &StoredRow::sizes),
       integer("threads", &StoredRow::threads),
-      {"schedule", [](const StoredRow& m) { return sizes_text(m.schedule); },
-       [](const std::string& s, StoredRow& m) { m.schedule = parse_sizes(s, "schedule"); }},
+      sizes("schedule", &StoredRow::schedule),
       integer("cost_rank", &StoredRow::cost_rank),
       number("predicted_ms", &StoredRow::predicted_ms),
       number("memory_bytes", &StoredRow::memory_bytes),

@@ -430,11 +430,7 @@ double regret(const TuneResult& result) {
   return first && result.best_ms > 0 ? first->measured_ms / result.best_ms : 0;
 }
 
-std::string sizes_text(const std::map<std::string, int64_t>& sizes) {
-  std::string s;
-  for (const auto& [name, value] : sizes) s += (s.empty() ? "" : " ") + name + "=" + std::to_string(value);
-  return s.empty() ? "-" : s;
-}
+std::string sizes_text(const std::map<std::string, int64_t>& sizes) { return sizes.empty() ? "-" : key_values(sizes); }
 
 TuneResult tune_families(const backend::Backend& backend, const Program& lowered, const std::vector<Candidate>& families,
                          const TuneRequest& request, const TuneEnvironment& env, const CancelToken* cancel,
