@@ -701,6 +701,23 @@ TEST_CASE("cuda: a decode block's mma.sync matmul with more warps than output ti
     CHECK(family_compiles(fam::kRmsLinear, at, with, wide) > 0);  // NVRTC, compute_90
     CHECK_NOTHROW(compile_to_ptx(code, "compute_80", cache_dir()));
   }
+  // A layer as Llama writes it (f32 statistics of f16 activations with outliers, eps, a gain, an
+  // nn.Linear [out, in] weight) on activations whose f16 sum of squares overflows, at 512 threads.
+  const test::WideLayer& llama = test::wide_layers().front();
+  const Program lowered = test::lowered_text(llama.text, llama.name);
+  const auto named = test::wide_inputs(lowered);
+  const Tensor want = interpret(lowered, test::wide_dims(), named).at(0);
+  int checked = 0, split_families = 0;
+  for (const auto& c : gpu_search(llama.text, llama.name).candidates) {
+    std::optional<sgraph::Instance> inst = middle_instance(*c.graph, test::wide_dims());
+    if (!inst) continue;
+    INFO("family\n" << sgraph::print(inst->graph));
+    CHECK(test::relative_error(emulated_outputs(*inst, test::graph_inputs(inst->graph, named), wide).at(0), want) < kHalfTol);
+    split_families += has(generate_cuda_source(*inst, wide).source, split);
+    if (++checked == 2) break;
+  }
+  CHECK(checked > 0);
+  CHECK(split_families > 0);
   // 128 threads: two tiles split k over two warps each; eight tiles keep a warp a tile, as before.
   CHECK(has(cuda_source(fam::kRmsLinear, {{"n", 4}, {"d", 128}}, {{"g1", 8}, {"F1", 1}}), split + "2 warps a tile"));
   CHECK(emulated_error(fam::kRmsLinear, {{"n", 4}, {"d", 128}}, {{"g1", 8}, {"F1", 1}}) < kHalfTol);
