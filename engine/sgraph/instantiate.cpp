@@ -85,9 +85,14 @@ std::optional<std::string> check_bindings(const Analysis& a, const DimBindings& 
 }
 
 Instance instantiate(const SGraph& graph, const DimBindings& dims, const DimBindings& sizes, const TileBudget& budget) {
+  return instantiate(graph, analyze(graph), dims, sizes, budget);
+}
+
+Instance instantiate(const SGraph& graph, const Analysis& analysis, const DimBindings& dims, const DimBindings& sizes,
+                     const TileBudget& budget) {
   auto vars = graph.variables();
   if (!vars.empty()) invalid("the family still has open map choices (?" + vars[0] + "); concretize it first");
-  Instance inst{graph, dims, analyze(graph)};
+  Instance inst{graph, dims, analysis};
   if (!inst.analysis.ok()) invalid("the family is invalid: " + inst.analysis.errors[0]);
   auto params = graph.parameters();
   for (const auto& [name, value] : sizes) {

@@ -66,11 +66,12 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
   std::vector<Option> options;
   for (size_t f = 0; f < graphs.size(); ++f) {
     if (cancel) cancel->check();
+    const sgraph::Analysis analysis = sgraph::analyze(graphs[f]);
     for (const DimBindings& sizes : sgraph::enumerate(graphs[f], dims, target.tile_budget())) {
       Option o;
       o.family = f;
       o.sizes = sizes;
-      o.instance = sgraph::instantiate(graphs[f], dims, sizes, target.tile_budget());
+      o.instance = sgraph::instantiate(graphs[f], analysis, dims, sizes, target.tile_budget());
       o.predicted_s = estimate_cost(o.instance, target).seconds;
       options.push_back(std::move(o));
     }
@@ -566,11 +567,21 @@ sgraph::Instance choose_instance(const Program& lowered, const sgraph::SGraph& g
                                  const std::map<std::string, int64_t>* sizes) {
   const DimBindings dims(bindings.begin(), bindings.end());
   check_bindings(lowered, dims);
-  if (sizes) return sgraph::instantiate(graph, dims, DimBindings(sizes->begin(), sizes->end()), target.tile_budget());
-  std::vector<Option> ranked = rank_options({graph}, dims, target, nullptr);
-  if (ranked.empty())
+  const sgraph::Analysis analysis = sgraph::analyze(graph);
+  if (sizes) return sgraph::instantiate(graph, analysis, dims, DimBindings(sizes->begin(), sizes->end()), target.tile_budget());
+  // rank_options' first, without keeping every instance: one probe whose sizes change.
+  sgraph::Instance probe{graph, dims, analysis};
+  std::optional<DimBindings> cheapest;
+  double cheapest_s = 0;
+  for (const DimBindings& option : sgraph::enumerate(graph, dims, target.tile_budget())) {
+    probe.bindings = dims;
+    probe.bindings.insert(option.begin(), option.end());
+    const double seconds = estimate_cost(probe, target).seconds;
+    if (!cheapest || seconds < cheapest_s) cheapest = option, cheapest_s = seconds;
+  }
+  if (!cheapest)
     throw Error(Error::Kind::InvalidArgument, "candidate " + std::to_string(family_id) + " has no valid instantiation at these dims");
-  return std::move(ranked[0].instance);
+  return sgraph::instantiate(graph, analysis, dims, *cheapest, target.tile_budget());
 }
 
 std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance) {

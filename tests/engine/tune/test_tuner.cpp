@@ -12,6 +12,7 @@
 #include "engine/interp/interpreter.h"
 #include "engine/tune/compare.h"
 #include "engine/backend/cpu/cpu_backend.h"
+#include "engine/backend/cpu/describe.h"
 #include "engine/backend/cuda/describe.h"
 #include "engine/tune/backends.h"
 #include "engine/tune/tune_db.h"
@@ -822,7 +823,12 @@ output O
 // An option of family number `family` (sGraph text) at n=8, d=256 with `sizes`, and its cost.
 tune::steps::Option option(size_t family, const std::string& text, const DimBindings& sizes, double cost) {
   sgraph::Instance inst = sgraph::instantiate(sgraph::parse(text), {{"n", 8}, {"d", 256}}, sizes, sgraph::TileBudget{int64_t(1) << 30});
-  return {family, std::move(inst), sizes, cost};
+  tune::steps::Option o;
+  o.family = family;
+  o.instance = std::move(inst);
+  o.sizes = sizes;
+  o.predicted_s = cost;
+  return o;
 }
 
 }  // namespace
@@ -904,6 +910,39 @@ TEST_CASE("tuner: each chosen option is timed at the default schedule, the cheap
   REQUIRE(wide.error.empty());
   CHECK_THAT(wide.source, Catch::Contains("__launch_bounds__(512)"));
   CHECK_THAT(wide.launch, Catch::Contains("512"));
+}
+
+TEST_CASE("tuner: an untuned kernel's instance is the cost model's first, found without keeping every instance", "[tune]") {
+  namespace fam = test::families;
+  const backend::TargetDescription cpu = backend::cpu::describe_cpu();
+  const backend::TargetDescription h100 = backend::cuda::cuda_h100_data();
+  struct Case {
+    const char* name;
+    const char* program;
+    const char* family;
+    DimBindings dims;
+  };
+  for (const Case& c : {Case{"rms_linear", fam::kRmsLinearProgram, fam::kRmsLinear, {{"n", 8}, {"d", 256}}},
+                        Case{"gated_mlp", fam::kGatedMlpProgram, fam::kGatedMlp, {{"n", 16}, {"d", 512}}},
+                        Case{"attention", fam::kAttentionProgram, fam::kAttention, {{"B", 4}, {"q", 1}, {"e", 64}, {"s", 512}}}}) {
+    const Program lowered = test::lowered_text(c.program, c.name);
+    const sgraph::SGraph graph = sgraph::parse(c.family);
+    const std::map<std::string, int64_t> bindings(c.dims.begin(), c.dims.end());
+    for (const backend::TargetDescription& target : {cpu, h100}) {
+      const std::vector<tune::steps::Option> ranked = tune::steps::rank_options({graph}, c.dims, target, nullptr);
+      REQUIRE(ranked.size() > 1);
+      const sgraph::Instance chosen = tune::choose_instance(lowered, graph, 1, bindings, target);
+      CAPTURE(c.name, target.model);
+      CHECK(chosen.bindings == ranked[0].instance.bindings);
+      CHECK(tune::estimate_cost(chosen, target).seconds == ranked[0].predicted_s);
+    }
+  }
+  // No valid instantiation (a tile budget nothing fits): the error names the candidate.
+  backend::TargetDescription tiny = cpu;
+  tiny.fast_memory_bytes = 16;
+  CHECK_THROWS_WITH(tune::choose_instance(test::lowered_text(fam::kRmsLinearProgram, "rms_linear"), sgraph::parse(fam::kRmsLinear), 3,
+                                          {{"n", 8}, {"d", 256}}, tiny),
+                    Catch::Contains("candidate 3 has no valid instantiation"));
 }
 
 TEST_CASE("tuner: the numeric check passes a NaN or an infinity only where the reference has it", "[tune]") {
