@@ -90,13 +90,13 @@ void print_ranking(const Program& lowered, const std::vector<Candidate>& candida
   std::printf("  ranking %s: %zu options\n", t.model.c_str(), ranked.size());
   for (size_t i = 0; i < ranked.size(); ++i) {
     const tune::steps::Option& o = ranked[i];
-    const tune::CostEstimate e = tune::estimate_cost(o.instance, t);
+    const tune::CostEstimate e = tune::estimate_cost(o.instance(), t);
     std::printf("    %zu family %zu %s: %.17g mem %.17g cache %.17g scratch %.17g flops %.17g blocks %" PRId64 " eff %.17g %s", i, o.family,
                 tune::sizes_text({o.sizes.begin(), o.sizes.end()}).c_str(), e.seconds, e.memory_bytes, e.cache_bytes, e.scratch_bytes, e.flops,
                 e.blocks, e.parallel_efficiency, e.bound.c_str());
     for (double k : e.kernel_seconds) std::printf(" k %.17g", k);
     if (i < 12) {
-      const backend::Build b = backend.generate(o.instance, t, {});
+      const backend::Build b = backend.generate(o.instance(), t, {});
       std::printf(" source %016" PRIx64 "%s", digest(b.source), b.error.empty() ? "" : (" error " + b.error).c_str());
       keep(b.source);
     }

@@ -60,19 +60,39 @@ void check_bindings(const Program& lowered, const DimBindings& bindings) {
       throw Error(Error::Kind::InvalidArgument, "'" + name + "' is not a dim of " + lowered.name + " (its dims: " + join(lowered.dims, ", ") + ")", name);
 }
 
-// Every valid instantiation of every family, cheapest first by the cost model.
+std::shared_ptr<const RankedFamily> ranked_family(sgraph::SGraph graph, const DimBindings& dims) {
+  auto family = std::make_shared<RankedFamily>();
+  family->analysis = sgraph::analyze(graph);
+  family->roles = graph.parameter_roles();
+  family->graph = std::move(graph);
+  family->dims = dims;
+  return family;
+}
+
+sgraph::Instance Option::instance() const {
+  sgraph::Instance instance{shared->graph, shared->dims, shared->analysis};
+  instance.bindings.insert(sizes.begin(), sizes.end());
+  return instance;
+}
+
+// Every valid instantiation of every family, cheapest first by the cost model. Each is priced on
+// one probe instance of its family whose bindings change (docs/tuning.md, "The flow of one
+// `tune`", step 3).
 std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims,
                                  const backend::TargetDescription& target, const CancelToken* cancel) {
   std::vector<Option> options;
   for (size_t f = 0; f < graphs.size(); ++f) {
     if (cancel) cancel->check();
-    const sgraph::Analysis analysis = sgraph::analyze(graphs[f]);
-    for (const DimBindings& sizes : sgraph::enumerate(graphs[f], dims, target.tile_budget())) {
+    const std::shared_ptr<const RankedFamily> family = ranked_family(graphs[f], dims);
+    sgraph::Instance probe{family->graph, dims, family->analysis};
+    for (DimBindings& sizes : sgraph::enumerate(family->graph, dims, target.tile_budget())) {
+      probe.bindings = dims;
+      probe.bindings.insert(sizes.begin(), sizes.end());
       Option o;
       o.family = f;
-      o.sizes = sizes;
-      o.instance = sgraph::instantiate(graphs[f], analysis, dims, sizes, target.tile_budget());
-      o.predicted_s = estimate_cost(o.instance, target).seconds;
+      o.shared = family;
+      o.predicted_s = estimate_cost(probe, target).seconds;
+      o.sizes = std::move(sizes);
       options.push_back(std::move(o));
     }
   }
@@ -83,13 +103,13 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
 
 namespace {
 
-// The tiling an instance describes, by the roles of its parameters (grid size or loop range: read
+// The tiling an option describes, by the roles of its parameters (grid size or loop range: read
 // off its kernels, not off how the family names them): the grid sizes other than 1 and the loop
 // ranges, each sorted. "F1=64 g1=8" and "F1=64 g1=1 g2=8" are one tiling.
-std::string tiling_key(const sgraph::Instance& instance) {
+std::string tiling_key(const Option& option) {
   std::vector<int64_t> grid, loop;
-  for (const sgraph::SGraph::Parameter& p : instance.graph.parameter_roles()) {
-    const int64_t value = instance.bindings.at(p.name);
+  for (const sgraph::SGraph::Parameter& p : option.shared->roles) {
+    const int64_t value = option.sizes.at(p.name);
     if (p.role == sgraph::SGraph::Parameter::Role::Loop) loop.push_back(value);
     else if (value != 1) grid.push_back(value);
   }
@@ -118,7 +138,7 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
   const int family_cap = std::max(1, (top + 1) / 2), sizes_cap = std::max(1, (top + 3) / 4);
   int vendors = 0;
   auto matmuls = [&](size_t i) {
-    const auto& ks = ranked[i].instance.graph.kernels;
+    const auto& ks = ranked[i].shared->graph.kernels;
     return int(std::count_if(ks.begin(), ks.end(), [](const sgraph::Kernel& k) { return k.vendor_matmul(); }));
   };
   auto vendor = [&](size_t i) { return matmuls(i) > 0; };
@@ -129,7 +149,7 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
       if (matmuls(i) == count) {
         taken[i] = true;
         ++per_family[ranked[i].family];
-        ++per_sizes[tiling_key(ranked[i].instance)];
+        ++per_sizes[tiling_key(ranked[i])];
         vendors += count > 0;
         chosen.push_back(i);
         break;
@@ -137,7 +157,7 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
   for (int pass = 0; pass < 2; ++pass)
     for (size_t i = 0; i < ranked.size() && int(chosen.size()) < top; ++i) {
       if (taken[i] || per_family[ranked[i].family] >= family_cap) continue;
-      const std::string sizes = tiling_key(ranked[i].instance);
+      const std::string sizes = tiling_key(ranked[i]);
       if (pass == 0 && (per_sizes[sizes] >= sizes_cap || (vendor(i) && vendors >= sizes_cap))) continue;
       vendors += vendor(i);
       taken[i] = true;
@@ -491,7 +511,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   for (size_t i = 0; i < timed.size(); ++i) {
     if (cancel) cancel->check();
     auto fault = faults.find(i);
-    builds.push_back(fault != faults.end() ? backend.fault(fault->second) : backend.generate(timed[i].instance, target, timed[i].schedule));
+    builds.push_back(fault != faults.end() ? backend.fault(fault->second) : backend.generate(timed[i].instance(), target, timed[i].schedule));
   }
   report("compiling", 0, int(builds.size()));
   auto compile_start = Clock::now();
@@ -567,21 +587,11 @@ sgraph::Instance choose_instance(const Program& lowered, const sgraph::SGraph& g
                                  const std::map<std::string, int64_t>* sizes) {
   const DimBindings dims(bindings.begin(), bindings.end());
   check_bindings(lowered, dims);
-  const sgraph::Analysis analysis = sgraph::analyze(graph);
-  if (sizes) return sgraph::instantiate(graph, analysis, dims, DimBindings(sizes->begin(), sizes->end()), target.tile_budget());
-  // rank_options' first, without keeping every instance: one probe whose sizes change.
-  sgraph::Instance probe{graph, dims, analysis};
-  std::optional<DimBindings> cheapest;
-  double cheapest_s = 0;
-  for (const DimBindings& option : sgraph::enumerate(graph, dims, target.tile_budget())) {
-    probe.bindings = dims;
-    probe.bindings.insert(option.begin(), option.end());
-    const double seconds = estimate_cost(probe, target).seconds;
-    if (!cheapest || seconds < cheapest_s) cheapest = option, cheapest_s = seconds;
-  }
-  if (!cheapest)
+  if (sizes) return sgraph::instantiate(graph, dims, DimBindings(sizes->begin(), sizes->end()), target.tile_budget());
+  const std::vector<Option> ranked = rank_options({graph}, dims, target, nullptr);
+  if (ranked.empty())
     throw Error(Error::Kind::InvalidArgument, "candidate " + std::to_string(family_id) + " has no valid instantiation at these dims");
-  return sgraph::instantiate(graph, analysis, dims, *cheapest, target.tile_budget());
+  return ranked[0].instance();
 }
 
 std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,14 +20,25 @@
 
 namespace prism::tune::steps {
 
+// What every instantiation of one family shares, kept once however many there are.
+struct RankedFamily {
+  sgraph::SGraph graph;                          // as the backend stores it
+  sgraph::Analysis analysis;                     // analyze(graph)
+  DimBindings dims;                              // the tensor dims
+  std::vector<sgraph::SGraph::Parameter> roles;  // graph.parameter_roles()
+};
+std::shared_ptr<const RankedFamily> ranked_family(sgraph::SGraph graph, const DimBindings& dims);
+
 // One instantiation of one family, with its cost, and the schedule it is timed with.
 struct Option {
   size_t family = 0;
-  sgraph::Instance instance;
-  DimBindings sizes;
+  std::shared_ptr<const RankedFamily> shared;
+  DimBindings sizes;  // the grid sizes and loop ranges
   double predicted_s = 0;
   int rank = 0;                // 1-based, among every instantiation by cost
   backend::Schedule schedule;  // the backend's (empty: its default)
+  // The instance these sizes make of the family (a copy of its graph: made for the few built).
+  sgraph::Instance instance() const;
 };
 
 // Throws Error{InvalidArgument} for a missing, non-positive or unknown dim.

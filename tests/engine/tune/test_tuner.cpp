@@ -822,10 +822,12 @@ output O
 
 // An option of family number `family` (sGraph text) at n=8, d=256 with `sizes`, and its cost.
 tune::steps::Option option(size_t family, const std::string& text, const DimBindings& sizes, double cost) {
-  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(text), {{"n", 8}, {"d", 256}}, sizes, sgraph::TileBudget{int64_t(1) << 30});
+  const DimBindings dims = {{"n", 8}, {"d", 256}};
+  sgraph::SGraph graph = sgraph::parse(text);
+  sgraph::instantiate(graph, dims, sizes, sgraph::TileBudget{int64_t(1) << 30});  // valid sizes
   tune::steps::Option o;
   o.family = family;
-  o.instance = std::move(inst);
+  o.shared = tune::steps::ranked_family(std::move(graph), dims);
   o.sizes = sizes;
   o.predicted_s = cost;
   return o;
@@ -904,9 +906,9 @@ TEST_CASE("tuner: each chosen option is timed at the default schedule, the cheap
   CHECK(cuda.resolve_schedule({}, h100) == threads[0]);
   CHECK_THROWS_WITH(cuda.resolve_schedule({{"threads", 96}}, h100), Catch::Contains("no schedule threads=96") && Catch::Contains("threads=512"));
   CHECK_THROWS_WITH(tune::backend_for(backend::Target::Cpu).resolve_schedule({{"threads", 256}}, h100), Catch::Contains("(it has default)"));
-  const backend::Build bad = cuda.generate(ranked[0].instance, h100, {{"threads", 96}});
+  const backend::Build bad = cuda.generate(ranked[0].instance(), h100, {{"threads", 96}});
   CHECK_THAT(bad.error, Catch::Contains("no schedule threads=96"));
-  const backend::Build wide = cuda.generate(ranked[0].instance, h100, {{"threads", 512}});
+  const backend::Build wide = cuda.generate(ranked[0].instance(), h100, {{"threads", 512}});
   REQUIRE(wide.error.empty());
   CHECK_THAT(wide.source, Catch::Contains("__launch_bounds__(512)"));
   CHECK_THAT(wide.launch, Catch::Contains("512"));
@@ -933,7 +935,7 @@ TEST_CASE("tuner: an untuned kernel's instance is the cost model's first, found 
       REQUIRE(ranked.size() > 1);
       const sgraph::Instance chosen = tune::choose_instance(lowered, graph, 1, bindings, target);
       CAPTURE(c.name, target.model);
-      CHECK(chosen.bindings == ranked[0].instance.bindings);
+      CHECK(chosen.bindings == ranked[0].instance().bindings);
       CHECK(tune::estimate_cost(chosen, target).seconds == ranked[0].predicted_s);
     }
   }
