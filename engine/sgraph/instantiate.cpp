@@ -1,6 +1,7 @@
 #include "engine/sgraph/instantiate.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "engine/error.h"
 
@@ -52,35 +53,79 @@ void for_each_combination(const std::map<std::string, std::vector<int64_t>>& can
 
 }  // namespace
 
-std::optional<std::string> check_bindings(const Analysis& a, const DimBindings& all, const TileBudget& budget) {
+namespace {
+
+// One condition check_bindings checks: a constraint of the analysis, a tile dim that must be a
+// positive integer, or a kernel's footprint within the budget.
+struct Condition {
+  enum class Kind { Constraint, TileDim, Footprint } kind;
+  const Constraint* constraint = nullptr;
+  const Dim* dim = nullptr;  // TileDim: the dim; Footprint: the bytes
+  size_t kernel = 0, op = 0;
+};
+
+std::vector<Condition> conditions(const Analysis& a) {
+  std::vector<Condition> out;
+  for (const Constraint& c : a.constraints) out.push_back({Condition::Kind::Constraint, &c});
+  for (size_t k = 0; k < a.tiles.size(); ++k)
+    for (size_t i = 0; i < a.tiles[k].size(); ++i)
+      if (a.tiles[k][i].type)
+        for (const Dim& d : a.tiles[k][i].type->shape) out.push_back({Condition::Kind::TileDim, nullptr, &d, k, i});
+  for (size_t k = 0; k < a.footprint.size(); ++k)
+    if (a.footprint[k]) out.push_back({Condition::Kind::Footprint, nullptr, &*a.footprint[k], k});
+  return out;
+}
+
+// Why `c` fails at `all`, or none. With explain false a failure says nothing ("").
+std::optional<std::string> failure(const Condition& c, const DimBindings& all, const TileBudget& budget, bool explain) {
   try {
-    for (const Constraint& c : a.constraints) {
-      Rational x = c.a.evaluate(all), y = c.b.evaluate(all);
-      if (c.kind == Constraint::Kind::Equal) {
-        if (!(x == y)) return bindings_str(c.a, all) + " and " + bindings_str(c.b, all) + " differ (" + c.where + ")";
-      } else if (y.is_zero() || !(x / y).is_integer() || (x / y).num() < 1) {
-        return bindings_str(c.b, all) + " does not divide " + bindings_str(c.a, all) + " (" + c.where + ")";
+    switch (c.kind) {
+      case Condition::Kind::Constraint: {
+        const Constraint& k = *c.constraint;
+        Rational x = k.a.evaluate(all), y = k.b.evaluate(all);
+        if (k.kind == Constraint::Kind::Equal) {
+          if (x == y) return std::nullopt;
+          return explain ? bindings_str(k.a, all) + " and " + bindings_str(k.b, all) + " differ (" + k.where + ")" : "";
+        }
+        if (!y.is_zero() && (x / y).is_integer() && (x / y).num() >= 1) return std::nullopt;
+        return explain ? bindings_str(k.b, all) + " does not divide " + bindings_str(k.a, all) + " (" + k.where + ")" : "";
+      }
+      case Condition::Kind::TileDim: {
+        Rational v = c.dim->evaluate(all);
+        if (v.is_integer() && v.num() >= 1) return std::nullopt;
+        return explain ? "kernel " + std::to_string(c.kernel) + ": op " + std::to_string(c.op) + " has dim " + c.dim->str() + " = " +
+                             v.str() + ", not a positive integer"
+                       : "";
+      }
+      case Condition::Kind::Footprint: {
+        Rational bytes = c.dim->evaluate(all);
+        if (bytes.to_double() <= double(budget.fast_memory_bytes)) return std::nullopt;
+        return explain ? "kernel " + std::to_string(c.kernel) + " needs " + bytes.str() + " bytes of fast memory per block but a block has " +
+                             std::to_string(budget.fast_memory_bytes)
+                       : "";
       }
     }
-    for (size_t k = 0; k < a.tiles.size(); ++k)
-      for (size_t i = 0; i < a.tiles[k].size(); ++i)
-        if (a.tiles[k][i].type)
-          for (const Dim& d : a.tiles[k][i].type->shape) {
-            Rational v = d.evaluate(all);
-            if (!v.is_integer() || v.num() < 1)
-              return "kernel " + std::to_string(k) + ": op " + std::to_string(i) + " has dim " + d.str() + " = " + v.str() +
-                     ", not a positive integer";
-          }
-    for (size_t k = 0; k < a.footprint.size(); ++k) {
-      if (!a.footprint[k]) continue;
-      Rational bytes = a.footprint[k]->evaluate(all);
-      if (bytes.to_double() > double(budget.fast_memory_bytes))
-        return "kernel " + std::to_string(k) + " needs " + bytes.str() + " bytes of fast memory per block but a block has " +
-               std::to_string(budget.fast_memory_bytes);
-    }
   } catch (const DimError& e) {
-    return e.what();
+    return explain ? e.what() : "";
   }
+  return std::nullopt;
+}
+
+const Dim& condition_dim(const Condition& c) { return c.kind == Condition::Kind::Constraint ? c.constraint->a : *c.dim; }
+
+// The symbols a condition reads (a constraint's two sides together).
+std::vector<std::string> condition_symbols(const Condition& c) {
+  std::vector<std::string> out = condition_dim(c).symbols();
+  if (c.kind == Condition::Kind::Constraint)
+    for (const std::string& s : c.constraint->b.symbols()) out.push_back(s);
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> check_bindings(const Analysis& a, const DimBindings& all, const TileBudget& budget) {
+  for (const Condition& c : conditions(a))
+    if (auto why = failure(c, all, budget, true)) return why;
   return std::nullopt;
 }
 
@@ -139,15 +184,41 @@ std::vector<DimBindings> enumerate(const SGraph& graph, const DimBindings& dims,
   Analysis a = analyze(graph);
   if (!a.ok() || !graph.is_concrete()) return out;
   auto cands = candidate_values(graph, dims, options);
-  auto params = graph.parameters();
-  for_each_combination(cands, params, dims, [&](const DimBindings& all) {
-    if (!check_bindings(a, all, budget)) {
+  const std::vector<std::string> params = graph.parameters();
+  for (const std::string& p : params)
+    if (cands.at(p).empty()) return out;
+  // The combinations in the order of an odometer whose first parameter turns fastest: a depth-first
+  // walk binding the last parameter first. Each condition is checked at the depth that binds the
+  // last of its parameters, so a failing one cuts every combination below it.
+  const size_t n = params.size();
+  std::vector<std::vector<Condition>> at_depth(n + 1);  // [0]: no parameter
+  for (const Condition& c : conditions(a)) {
+    size_t depth = 0;
+    for (const std::string& s : condition_symbols(c)) {
+      auto it = std::find(params.begin(), params.end(), s);
+      if (it != params.end()) depth = std::max(depth, n - size_t(it - params.begin()));
+    }
+    at_depth[depth].push_back(c);
+  }
+  DimBindings all = dims;
+  auto holds = [&](size_t depth) {
+    return std::none_of(at_depth[depth].begin(), at_depth[depth].end(), [&](const Condition& c) { return failure(c, all, budget, false); });
+  };
+  std::function<bool(size_t)> walk = [&](size_t depth) {  // false: the limit is reached
+    if (depth == n) {
       DimBindings sizes;
       for (const std::string& p : params) sizes[p] = all.at(p);
-      out.push_back(sizes);
+      out.push_back(std::move(sizes));
+      return out.size() < limit;
     }
-    return out.size() < limit;
-  });
+    const std::string& p = params[n - 1 - depth];
+    for (int64_t v : cands.at(p)) {
+      all[p] = v;
+      if (holds(depth + 1) && !walk(depth + 1)) return false;
+    }
+    return true;
+  };
+  if (holds(0)) walk(0);
   return out;
 }
 

@@ -78,3 +78,58 @@ TEST_CASE("the memory lower bound drops families whose smallest tiles cannot fit
   CHECK(memory_lower_bound(whole, {{"d", 64}}, TileBudget{2 * 64 * 64 * 4}).empty());
   CHECK(memory_lower_bound(whole, {{"d", 64}}, TileBudget{2 * 64 * 64 * 4 - 1}).size() == 1);
 }
+
+namespace {
+
+// enumerate()'s contract spelled out the slow way: every combination of the candidate values, the
+// first parameter turning fastest, that check_bindings accepts, up to `limit`.
+std::vector<DimBindings> every_combination(const SGraph& g, const DimBindings& dims, const TileBudget& budget, size_t limit) {
+  std::vector<DimBindings> out;
+  const Analysis a = analyze(g);
+  const auto cands = candidate_values(g, dims);
+  const std::vector<std::string> params = g.parameters();
+  std::vector<size_t> idx(params.size(), 0);
+  for (const std::string& p : params)
+    if (cands.at(p).empty()) return out;
+  while (out.size() < limit) {
+    DimBindings all = dims, sizes;
+    for (size_t i = 0; i < params.size(); ++i) all[params[i]] = sizes[params[i]] = cands.at(params[i])[idx[i]];
+    if (!check_bindings(a, all, budget)) out.push_back(sizes);
+    size_t i = 0;
+    while (i < params.size() && ++idx[i] == cands.at(params[i]).size()) idx[i++] = 0;
+    if (i == params.size()) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("enumerate cuts failing combinations early and lists what trying every one lists, in its order", "[sgraph][instantiate]") {
+  struct Case {
+    const char* family;
+    DimBindings dims;
+  };
+  const std::vector<Case> cases = {
+      {fam::kRmsLinear, {{"n", 8}, {"d", 64}}},
+      {fam::kRmsLinear, {{"n", 48}, {"d", 4096}}},
+      {fam::kGatedMlp, {{"n", 16}, {"d", 1024}}},
+      {fam::kAttention, {{"B", 32}, {"q", 1}, {"e", 128}, {"s", 8192}}},
+      {fam::kAttention, {{"B", 2}, {"q", 64}, {"e", 64}, {"s", 256}}},
+      {fam::kLora, {{"n", 4}, {"d", 256}, {"m", 512}, {"r", 8}}},
+      {fam::kRotary, {{"h", 8}, {"s", 64}, {"e", 32}}},
+      {fam::kHeadsInPlace, {{"n", 4}, {"d", 64}, {"h", 4}, {"e", 16}, {"s", 32}, {"m", 64}}},
+      {fam::kLlama, {{"n", 2}, {"d", 4096}, {"m", 4096}}},
+      {fam::kOnlineSoftmax, {{"n", 8}, {"s", 1024}, {"e", 64}}},
+  };
+  for (const Case& c : cases) {
+    const SGraph g = parse(c.family);
+    for (int64_t bytes : {int64_t(2048), int64_t(48 * 1024), int64_t(1) << 40})
+      for (size_t limit : {size_t(3), size_t(4096)}) {
+        CAPTURE(c.family, c.dims, bytes, limit);
+        const std::vector<DimBindings> want = every_combination(g, c.dims, {bytes}, limit);
+        CHECK(enumerate(g, c.dims, {bytes}, {}, limit) == want);
+      }
+  }
+  // A budget nothing fits leaves nothing.
+  CHECK(enumerate(parse(fam::kRmsLinear), {{"n", 8}, {"d", 64}}, {16}).empty());
+}
