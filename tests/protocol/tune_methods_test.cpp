@@ -112,7 +112,7 @@ TEST_CASE("tune/run and kernel/source validate their params", "[protocol][tune]"
   CHECK(server.result(*peer, "tune/results", {{"program", "rms_linear"}})["results"].empty());
   json tpu = server.call(*peer, "kernel/source", {{"program", "rms_linear"}, {"bindings", {{"n", 8}, {"d", 64}}}, {"target", "tpu"}});
   CHECK(error_code(tpu) == -32602);
-  CHECK_THAT(tpu["error"]["message"].get<std::string>(), Catch::Contains("unknown target 'tpu' (targets: cpu, cuda)"));
+  CHECK_THAT(tpu["error"]["message"].get<std::string>(), Catch::Contains("unknown target 'tpu' (targets: cpu, cuda"));
   CHECK(error_code(server.call(*peer, "tune/run", {{"program", "rms_linear"}, {"bindings", {{"n", 4}, {"d", 64}}}, {"target", "gpu"}})) == -32602);
 }
 
