@@ -111,13 +111,11 @@ std::optional<std::string> failure(const Condition& c, const DimBindings& all, c
   return std::nullopt;
 }
 
-const Dim& condition_dim(const Condition& c) { return c.kind == Condition::Kind::Constraint ? c.constraint->a : *c.dim; }
-
 // The symbols a condition reads (a constraint's two sides together).
 std::vector<std::string> condition_symbols(const Condition& c) {
-  std::vector<std::string> out = condition_dim(c).symbols();
-  if (c.kind == Condition::Kind::Constraint)
-    for (const std::string& s : c.constraint->b.symbols()) out.push_back(s);
+  if (c.kind != Condition::Kind::Constraint) return c.dim->symbols();
+  std::vector<std::string> out = c.constraint->a.symbols();
+  for (const std::string& s : c.constraint->b.symbols()) out.push_back(s);
   return out;
 }
 
@@ -130,14 +128,9 @@ std::optional<std::string> check_bindings(const Analysis& a, const DimBindings& 
 }
 
 Instance instantiate(const SGraph& graph, const DimBindings& dims, const DimBindings& sizes, const TileBudget& budget) {
-  return instantiate(graph, analyze(graph), dims, sizes, budget);
-}
-
-Instance instantiate(const SGraph& graph, const Analysis& analysis, const DimBindings& dims, const DimBindings& sizes,
-                     const TileBudget& budget) {
   auto vars = graph.variables();
   if (!vars.empty()) invalid("the family still has open map choices (?" + vars[0] + "); concretize it first");
-  Instance inst{graph, dims, analysis};
+  Instance inst{graph, dims, analyze(graph)};
   if (!inst.analysis.ok()) invalid("the family is invalid: " + inst.analysis.errors[0]);
   auto params = graph.parameters();
   for (const auto& [name, value] : sizes) {

@@ -35,9 +35,6 @@ struct Instance {
 // extra symbol, a structural error (validate.h), a constraint that fails ("g1=3 does not divide
 // d=64 (kernel 0: …)"), or a kernel over the memory budget.
 Instance instantiate(const SGraph& graph, const DimBindings& dims, const DimBindings& sizes, const TileBudget& budget);
-// The same with `analysis` = analyze(graph) computed once by the caller, for many sizes of one family.
-Instance instantiate(const SGraph& graph, const Analysis& analysis, const DimBindings& dims, const DimBindings& sizes,
-                     const TileBudget& budget);
 
 // The first reason these bindings (tensor dims and sizes together) are not a valid instance of
 // an analysed concrete graph, or none.
