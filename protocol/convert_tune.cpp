@@ -40,6 +40,7 @@ json measured_json(const tune::Measured& m) {
           {"ratioSpread", m.ratio_spread},
           {"contention", m.contention},
           {"remeasured", m.remeasured},
+          {"confirmed", m.confirmed},
           {"noisy", m.noisy},
           {"queued", m.queued},
           {"tunerRevision", m.tuner_revision},

@@ -15,7 +15,7 @@ json Server::export_tuning_db(const json& raw) {
 json Server::import_tuning_db(const json& raw) {
   const json& params = params_object(raw);
   const tune::DbImport done = workspace_.import_tuning_db(require_string(params, "text"));
-  return {{"added", done.added}, {"present", done.present}, {"rejected", done.rejected}};
+  return {{"added", done.added}, {"present", done.present}, {"merged", done.merged}, {"rejected", done.rejected}, {"problems", done.problems}};
 }
 
 }  // namespace prism::protocol

@@ -29,6 +29,9 @@ std::string percent(double v) {
 
 // ", from the tuning DB (measured 2026-11-24 11:50 UTC)" when the answer came from the DB.
 std::string from_db_text(const json& r) {
+  // An imported claim is never shown as this machine's: it was measured here first.
+  if (const std::string confirmed = r.value("measured", json::object()).value("confirmed", ""); !confirmed.empty())
+    return ", the rows of a result imported " + confirmed.substr(0, 10) + " measured here";
   if (!r.value("fromDb", false)) return "";
   std::string at = r.value("measured", json::object()).value("at", "");
   if (at.size() >= 16) at = at.substr(0, 10) + " " + at.substr(11, 5) + " UTC";

@@ -43,6 +43,7 @@ Roofline program_roofline(const Program& lowered, const DimBindings& bindings, c
   r.bandwidth_gbs = bound_bandwidth_gbs(target, r.compulsory_bytes);
   r.level = target.cache_hit_fraction(r.compulsory_bytes) >= 0.5 ? "cache" : "memory";
   r.memory_s = r.bandwidth_gbs > 0 ? r.compulsory_bytes / (r.bandwidth_gbs * 1e9) : 0;
+  r.peak_gflops = target.peak_gflops;
   r.compute_s = target.peak_gflops > 0 ? r.flops / (target.peak_gflops * 1e9) : 0;
   r.seconds = std::max(r.memory_s, r.compute_s);
   r.bound = r.compute_s > r.memory_s ? "compute" : "memory";

@@ -16,6 +16,7 @@ struct Roofline {
   double flops = 0;             // matmul 2*m*n*k (batched), elementwise/reduction 1 per element visited (transcendentals count 1)
   double memory_s = 0, compute_s = 0;
   double bandwidth_gbs = 0;     // the bandwidth memory_s assumes (bound_bandwidth_gbs)
+  double peak_gflops = 0;       // the peak compute_s assumes (the target's)
   std::string level;            // where most of the working set lives between calls: "memory" or "cache"
   double seconds = 0;           // max(memory_s, compute_s)
   std::string bound;            // "memory" or "compute"

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +12,7 @@
 
 #include "engine/ir/print.h"
 #include "engine/tune/backends.h"
+#include "engine/tune/tuner_steps.h"
 #include "engine/util/cache.h"
 #include "engine/util/private_files.h"
 #include "engine/util/sha256.h"
@@ -138,6 +140,8 @@ std::string format_tune_result(const TuneResult& r) {
       << number(m.steal) << "\t" << number(m.baseline_spread) << "\t" << number(m.ratio_spread) << "\t" << (m.noisy ? 1 : 0) << "\t"
       << (m.queued ? 1 : 0) << "\t" << m.tuner_revision << "\t" << m.seed << "\t" << clean(m.search) << "\t" << clean(m.contention)
       << "\t" << clean(m.remeasured) << "\n";
+  if (!m.imported.empty()) out << "imported\t" << clean(m.imported) << "\n";
+  if (!m.confirmed.empty()) out << "confirmed\t" << clean(m.confirmed) << "\n";
   for (const auto& row : r.rows)
     out << "row\t" << row.candidate << "\t" << sizes_field(row.sizes) << "\t" << row.cost_rank << "\t" << number(row.predicted_ms)
         << "\t" << number(row.measured_ms) << "\t" << number(row.max_error) << "\t" << (row.ok ? 1 : 0) << "\t"
@@ -234,6 +238,10 @@ std::optional<TuneResult> parse_tune_result(const std::string& text) {
         m.foreign_cores = std::stod(f[4]), m.steal = std::stod(f[5]), m.baseline_spread = std::stod(f[6]), m.ratio_spread = std::stod(f[7]);
         m.noisy = f[8] == "1", m.queued = f[9] == "1", m.tuner_revision = std::stoi(f[10]), m.seed = std::stoull(f[11]);
         m.search = f[12], m.contention = f[13], m.remeasured = f[14];
+      } else if (tag == "imported") {
+        need(2), r.measured.imported = f[1];
+      } else if (tag == "confirmed") {
+        need(2), r.measured.confirmed = f[1];
       } else if (tag == "row") {
         need(13);
         TuneRow row;
@@ -345,7 +353,41 @@ DbExport TuneDb::export_entries(const std::function<bool(const TuneResult&)>& ke
   return out;
 }
 
-DbImport TuneDb::import_entries(std::string_view text) {
+std::string implausible_claim(const TuneResult& r, double roofline_ms) {
+  double product = 1;
+  for (const auto& [dim, value] : r.bindings) product *= double(value);
+  for (const TuneRow& row : r.rows) {
+    for (const auto& [name, value] : row.sizes)
+      if (value < 1 || double(value) > product)
+        return "candidate " + std::to_string(row.candidate) + " claims " + name + "=" + std::to_string(value) + ", no size at " + sizes_field(r.bindings);
+    if (row.ok && roofline_ms > 0 && row.measured_ms < roofline_ms / 4)
+      return "candidate " + std::to_string(row.candidate) + " claims " + number(row.measured_ms) + " ms, under a quarter of this machine's roofline (" +
+             number(roofline_ms) + " ms)";
+  }
+  return "";
+}
+
+namespace {
+
+// The same instantiation: family, sizes and schedule.
+bool same_instantiation(const TuneRow& a, const TuneRow& b) { return a.family == b.family && a.sizes == b.sizes && a.schedule == b.schedule; }
+
+// `claim`'s rows that `into` lacks, joined to it; ok rows by time first, `best` the fastest.
+void join_claims(TuneResult& into, const TuneResult& claim) {
+  for (const TuneRow& row : claim.rows)
+    if (std::none_of(into.rows.begin(), into.rows.end(), [&](const TuneRow& r) { return same_instantiation(r, row); }))
+      into.rows.push_back(row);
+  std::stable_sort(into.rows.begin(), into.rows.end(), [](const TuneRow& a, const TuneRow& b) {
+    return a.ok != b.ok ? a.ok : a.ok && a.measured_ms < b.measured_ms;
+  });
+  into.best = !into.rows.empty() && into.rows.front().ok ? 0 : -1;
+  fill_ratios(into);
+}
+
+}  // namespace
+
+DbImport TuneDb::import_entries(std::string_view text, const ImportCheck& refute) {
+  const std::string now = steps::utc_now();
   DbImport done;
   std::lock_guard lock(mutex_);
   // An entry runs from its header line to its end line; anything else between entries is damage.
@@ -366,9 +408,23 @@ DbImport TuneDb::import_entries(std::string_view text) {
       ++done.rejected;
       continue;
     }
+    if (std::string why = refute ? refute(*r) : ""; !why.empty()) {
+      ++done.rejected;
+      if (done.problems.size() < 8) done.problems.push_back(r->program + " at " + sizes_field(r->bindings) + ": " + why);
+      continue;
+    }
+    r->measured.imported = now;  // whatever the entry says: here it is another machine's claim
+    r->measured.confirmed.clear();
     const std::string key = entry_key(*r);
-    if (get_locked(key)) {
+    std::optional<TuneResult> held = get_locked(key);
+    if (held && held->measured.imported.empty()) {
       ++done.present;
+      continue;
+    }
+    if (held) {
+      join_claims(*held, *r);
+      put_locked(key, *held);
+      ++done.merged;
       continue;
     }
     put_locked(key, *r);

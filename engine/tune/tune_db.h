@@ -45,9 +45,21 @@ struct DbExport {
 // What importing entries did (TuneDb::import_entries).
 struct DbImport {
   int added = 0;     // entries the DB lacked
-  int present = 0;   // entries it held already, under the same key: left as they were
-  int rejected = 0;  // unreadable, damaged since they were written, or not a result prism writes
+  int present = 0;   // entries it held already, measured here: left as they were
+  int merged = 0;    // entries another import had claimed too: their rows joined, to be measured here
+  int rejected = 0;  // unreadable, damaged since they were written, not a result prism writes, or
+                     // a claim this machine refutes (`problems` says why)
+  std::vector<std::string> problems;  // why each refuted claim was (at most a few, the rest counted)
 };
+
+// Why an imported result cannot be true here, or "" (TuneDb::import_entries' `refute`).
+using ImportCheck = std::function<std::string(const TuneResult&)>;
+
+// What can be checked of an imported result without its program's search: every size is a
+// positive number no larger than the product of the bindings, and no row claims a time below a
+// quarter of `roofline_ms` (this machine's roofline for the program; 0: not known here). "" when
+// it holds.
+std::string implausible_claim(const TuneResult& result, double roofline_ms);
 
 class TuneDb {
  public:
@@ -64,8 +76,13 @@ class TuneDb {
   // Sharing a DB (docs/tuning.md, "Sharing a tuning DB"): every readable entry, on disk and in
   // memory, one after another in its own text form, ordered by key; with `keep`, those it keeps.
   DbExport export_entries(const std::function<bool(const TuneResult&)>& keep = {}) const;
-  // Each entry of `text` (export_entries' form) that this DB lacks, filed under entry_key.
-  DbImport import_entries(std::string_view text);
+  // Each entry of `text` (export_entries' form), filed under entry_key as another machine's claim
+  // (Measured::imported): never served as this machine's answer until a tune has measured its
+  // rows here. An entry `refute` finds a reason against is rejected; one whose key holds a result
+  // measured here is left out (present); one whose key holds another unconfirmed claim has its
+  // rows joined to it, so that no claim can keep another from being measured (docs/tuning.md,
+  // "Sharing a tuning DB").
+  DbImport import_entries(std::string_view text, const ImportCheck& refute = {});
 
  private:
   std::optional<TuneResult> get_locked(const std::string& key) const;

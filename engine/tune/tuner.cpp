@@ -184,6 +184,30 @@ std::vector<Option> timed_options(const std::vector<Option>& ranked, const std::
   return timed;
 }
 
+Roofline stored_roofline(const Program& stored, const DimBindings& dims, const backend::TargetDescription& target) {
+  const DType storage = stored.inputs.empty() ? DType::F32 : stored.value(stored.inputs.front()).type.dtype;
+  backend::TargetDescription roof_target = target;
+  roof_target.peak_gflops = roofline_peak_gflops(target, storage);
+  return program_roofline(stored, dims, roof_target);
+}
+
+std::vector<Option> claimed_options(const std::vector<Option>& ranked, const std::vector<Candidate>& families,
+                                    const std::vector<TuneRow>& claimed, const std::vector<backend::Schedule>& schedules) {
+  std::vector<Option> out;
+  std::set<std::pair<size_t, std::string>> seen;
+  for (const TuneRow& row : claimed) {
+    const auto match = std::find_if(ranked.begin(), ranked.end(), [&](const Option& o) {
+      return families[o.family].hash == row.family && o.sizes == DimBindings(row.sizes.begin(), row.sizes.end());
+    });
+    if (match == ranked.end()) continue;
+    const bool offered = std::find(schedules.begin(), schedules.end(), row.schedule) != schedules.end();
+    Option option = *match;
+    option.schedule = offered ? row.schedule : schedules.front();
+    if (seen.insert({size_t(match - ranked.begin()), backend::schedule_text(option.schedule)}).second) out.push_back(std::move(option));
+  }
+  return out;
+}
+
 // Fault injection, to test that a bad kernel costs only its own candidate (docs/tuning.md):
 // PRISM_FAULT_INJECT="crash@1,hang@2" replaces the 1st / 2nd chosen instantiation by a kernel that
 // crashes / never returns (Backend::fault). Empty when unset.
@@ -487,22 +511,22 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   if (!request.check_with.empty()) user = user_input_set(program, dims, named, request.check_with, cancel);
   std::vector<DType> out_dtypes;
   for (int id : program.outputs) out_dtypes.push_back(program.value(id).type.dtype);
-  const DType storage = program.inputs.empty() ? DType::F32 : program.value(program.inputs.front()).type.dtype;
-  backend::TargetDescription roof_target = target;
-  roof_target.peak_gflops = roofline_peak_gflops(target, storage);
-  Roofline roof = program_roofline(program, dims, roof_target);
+  const Roofline roof = stored_roofline(program, dims, target);
   result.roofline_ms = roof.seconds * 1e3;
   // "cache": memory-bound, but the working set fits in the last-level cache and is read from there.
   result.roofline_bound = roof.bound == "memory" && roof.level == "cache" ? "cache" : roof.bound;
   result.bandwidth_gbs = roof.bandwidth_gbs;
-  result.peak_gflops = roof_target.peak_gflops;
+  result.peak_gflops = roof.peak_gflops;
 
   report("ranking", 0, int(families.size()));
   std::vector<sgraph::SGraph> graphs;
   for (const auto& family : families) graphs.push_back(backend.stored(*family.graph));
   std::vector<Option> ranked = rank_options(graphs, dims, target, cancel);
   result.stats.instantiations = ranked.size();
-  const std::vector<Option> timed = timed_options(ranked, choose(ranked, request.top), backend.schedules(target));
+  // An import's claimed rows where any is valid here (measured before it is served), else the
+  // cost model's top K.
+  std::vector<Option> timed = claimed_options(ranked, families, request.claimed, backend.schedules(target));
+  if (timed.empty()) timed = timed_options(ranked, choose(ranked, request.top), backend.schedules(target));
 
   // Builds: the eager baseline first, then the chosen instantiations; all compiled at once.
   std::vector<backend::Build> builds{backend.eager(program, dims)};

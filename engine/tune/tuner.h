@@ -21,21 +21,6 @@
 
 namespace prism::tune {
 
-struct TuneRequest {
-  backend::Target target = backend::Target::Cpu;
-  std::map<std::string, int64_t> bindings;  // every dim of the program
-  int top = 8;           // instantiations compiled and timed (by cost rank, at most half from one family)
-  int threads = 0;       // the CPU's kernel threads; 0: the target's cores (a GPU's threads per block are the backend's)
-  uint64_t seed = 0;     // random inputs (engine/interp/tensor.h)
-  bool fresh = false;    // measure again even when the tuning DB holds the answer
-  // `--check-with X=x.npy`: one more set for the numeric check (edge_check.h), the user's data in
-  // place of those inputs. What a client gives: input -> .npy path; the workspace reads each file
-  // into `check_with`, which is what tune_families uses. A tune with them is never answered from
-  // the tuning DB.
-  std::map<std::string, std::string> check_with_files;
-  std::map<std::string, Tensor> check_with;
-};
-
 struct TuneRow {
   int candidate = 0;                     // the family's Candidate::id
   uint64_t family = 0;                   // its Candidate::hash: how a stored row finds its family in a later search (renumber)
@@ -53,6 +38,26 @@ struct TuneRow {
   bool ok = false;
   std::string error;                     // compile error, crash, time-out, wrong result
   bool transient = false;                // the failure was not the kernel's (RunOutcome::transient)
+};
+
+struct TuneRequest {
+  backend::Target target = backend::Target::Cpu;
+  std::map<std::string, int64_t> bindings;  // every dim of the program
+  int top = 8;           // instantiations compiled and timed (by cost rank, at most half from one family)
+  int threads = 0;       // the CPU's kernel threads; 0: the target's cores (a GPU's threads per block are the backend's)
+  uint64_t seed = 0;     // random inputs (engine/interp/tensor.h)
+  bool fresh = false;    // measure again even when the tuning DB holds the answer
+  // `--check-with X=x.npy`: one more set for the numeric check (edge_check.h), the user's data in
+  // place of those inputs. What a client gives: input -> .npy path; the workspace reads each file
+  // into `check_with`, which is what tune_families uses. A tune with them is never answered from
+  // the tuning DB.
+  std::map<std::string, std::string> check_with_files;
+  std::map<std::string, Tensor> check_with;
+  // Rows another machine claims (an imported DB entry, renumbered to these families): when any of
+  // them is a valid instantiation here, exactly those are built, checked and timed, in place of
+  // the cost model's top K, so an import is measured here before it is served (docs/tuning.md,
+  // "Sharing a tuning DB"). Rows whose family or sizes are not valid here are dropped.
+  std::vector<TuneRow> claimed;
 };
 
 struct TuneStats {
@@ -77,6 +82,11 @@ struct Measured {
   int tuner_revision = 0;
   uint64_t seed = 0;
   std::string search;            // the search limits the families came from ("ops=8 kernels=2 …")
+  // Another machine's claim, not measured here: when it was imported (UTC). Such an entry is
+  // never served as this machine's answer; a tune measures its rows here first.
+  std::string imported;
+  // A result measured here to confirm an import: when that import was made (UTC); "" otherwise.
+  std::string confirmed;
 };
 
 struct TuneResult {

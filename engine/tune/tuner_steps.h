@@ -15,6 +15,7 @@
 #include "engine/ir/program.h"
 #include "engine/sgraph/instantiate.h"
 #include "engine/tune/compare.h"
+#include "engine/tune/roofline.h"
 #include "engine/backend/target.h"
 #include "engine/tune/tuner.h"
 
@@ -55,6 +56,16 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top);
 constexpr int kScheduleExplored = 2;
 std::vector<Option> timed_options(const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
                                   const std::vector<backend::Schedule>& schedules, int explored = kScheduleExplored);
+// The roofline of `stored` (the program at the backend's storage dtypes) at `dims` on `target`,
+// the peak being that of the instructions its matmuls run on (roofline_peak_gflops).
+Roofline stored_roofline(const Program& stored, const DimBindings& dims, const backend::TargetDescription& target);
+// The options `claimed` names (TuneRequest::claimed): each row whose family (by hash, among
+// `families`, in the order `ranked` numbers them) and sizes are one of `ranked`'s, with its
+// schedule when the backend offers it (else the default), in the rows' order, each once. Rows
+// that match nothing are left out: a claim of sizes that do not divide or do not fit is no
+// instantiation here.
+std::vector<Option> claimed_options(const std::vector<Option>& ranked, const std::vector<Candidate>& families,
+                                    const std::vector<TuneRow>& claimed, const std::vector<backend::Schedule>& schedules);
 // The program's result on seeded random inputs in [-1, 1], or where it overflows there (inf or
 // NaN) on the first of [-1/4, 1/4], [-1/16, 1/16], [-1/64, 1/64] where it does not: `inputs` and
 // `named` are those inputs, result.input_range and input_note say which and why. Throws

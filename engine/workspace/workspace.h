@@ -154,6 +154,9 @@ class Workspace {
   // The stored result for the program's CURRENT version, if any (an edit invalidates it).
   std::optional<SearchResult> search_result(const std::string& program) const;
 
+  // This machine's roofline (ms) for the program an imported result names, at its bindings; 0
+  // when its target is not here or its program text does not compile.
+  double claimed_roofline_ms(const tune::TuneResult& result) const;
   // The lowered program and the version of its document. Throws NotFound.
   std::pair<Program, int64_t> lowered_program(const std::string& program) const;
 

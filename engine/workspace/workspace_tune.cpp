@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "engine/io/npy.h"
+#include "engine/lang/compile.h"
 #include "engine/ir/shape.h"
 #include "engine/tune/backends.h"
 #include "engine/tune/cost_model.h"
@@ -168,10 +169,20 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
     list.push_back(r);
     return r;
   };
+  // Another machine's claim for this question (an import not yet measured here): its rows,
+  // renumbered to this search's families, are what this tune measures first.
+  tune::TuneRequest measured_request = request;
+  std::string claimed_at;
   auto from_db = [&]() -> std::optional<tune::TuneResult> {
     std::optional<tune::TuneResult> hit = tune_state_->db.get(key);
     if (!hit || hit->top < request.top || (request.threads != 0 && hit->threads != request.threads)) return std::nullopt;
     if (!tune::renumber(*hit, found->candidates)) return std::nullopt;
+    if (!hit->measured.imported.empty()) {
+      claimed_at = hit->measured.imported;
+      for (const tune::TuneRow& row : hit->rows)
+        if (row.ok) measured_request.claimed.push_back(row);
+      return std::nullopt;
+    }
     hit->from_db = true;
     hit->stats.compiled = hit->stats.cached = 0;
     return hit;
@@ -192,7 +203,8 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
   env.target = target;
   env.kernel_cache_dir = tune_state_->kernel_cache_dir();
   env.timing = tune::timing_policy_from_env();
-  tune::TuneResult result = tune::tune_families(backend, lowered, found->candidates, request, env, cancel, progress);
+  tune::TuneResult result = tune::tune_families(backend, lowered, found->candidates, measured_request, env, cancel, progress);
+  if (!measured_request.claimed.empty()) result.measured.confirmed = claimed_at;
   result.program = program;
   result.version = version;
   result.measured.queued = lock.waited();
@@ -209,7 +221,27 @@ tune::DbExport Workspace::export_tuning_db(const std::string& program, const std
   });
 }
 
-tune::DbImport Workspace::import_tuning_db(std::string_view entries) { return tune_state_->db.import_entries(entries); }
+tune::DbImport Workspace::import_tuning_db(std::string_view entries) {
+  // What this machine can check of a claim before any search: its sizes, and its times against
+  // this machine's roofline for the program the entry names (when that target is here).
+  return tune_state_->db.import_entries(entries, [this](const tune::TuneResult& r) {
+    return tune::implausible_claim(r, claimed_roofline_ms(r));
+  });
+}
+
+double Workspace::claimed_roofline_ms(const tune::TuneResult& r) const {
+  const backend::Backend& backend = tune::backend_for(r.target);
+  if (!backend.availability().available) return 0;
+  CompileResult compiled = compile_text(r.lowered, "<imported>");
+  if (compiled.programs.size() != 1) return 0;
+  const DimBindings dims(r.bindings.begin(), r.bindings.end());
+  try {
+    tune::steps::check_bindings(compiled.programs.front(), dims);
+    return tune::steps::stored_roofline(backend.stored(compiled.programs.front()), dims, described(r.target)).seconds * 1e3;
+  } catch (const Error&) {
+    return 0;  // bindings that do not fit the program: the claim's key names no question here
+  }
+}
 
 std::vector<tune::TuneResult> Workspace::tune_results(const std::string& program) const {
   int64_t version = lowered_program(program).second;
@@ -241,7 +273,9 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
   const backend::TargetDescription description = described(target);
   // Tuned before a restart: the tuning DB holds the answer.
   std::optional<tune::TuneResult> stored;
-  if (!match && (stored = tune_state_->db.get(tune::tune_key(lowered, k.bindings, description)))) match = &*stored;
+  // (Another machine's claim, not measured here, is no answer: its sizes may not even fit.)
+  if (!match && (stored = tune_state_->db.get(tune::tune_key(lowered, k.bindings, description))) && stored->measured.imported.empty())
+    match = &*stored;
   // The tune numbered the families of an earlier search, maybe not this one's.
   if (match && !tune::renumber(*match, found->candidates)) match = nullptr;
   if (candidate == 0 && match && match->best >= 0) candidate = match->rows[size_t(match->best)].candidate;

@@ -307,24 +307,31 @@ TEST_CASE("tune prints the speedup table; code and export give the best kernel",
   CHECK(bad.exit_code != 0);
   CHECK(bad.err.find("tune needs the dims") != std::string::npos);
 
-  // The DB shared (issue 51): exported, imported twice by another daemon (the second adds
-  // nothing), whose tune of the same question it then answers.
+  // The DB shared (issue 51): exported, imported twice by another daemon (the second joins the
+  // same rows to the first: nothing new). Its first tune of the same question measures exactly the
+  // claimed rows here before it serves them (issue 61, 3); the next is answered by the DB.
   const std::string db = f.dir() / "tune.db";
   auto exported = f.prism({"-c", "db export " + db});
   INFO(exported.err);
   REQUIRE(exported.exit_code == 0);
   CHECK_THAT(exported.out, Catch::Contains("wrote 1 tuning results to " + db));
   ReplFixture g;
-  auto imported = g.prism({"--json", "-c", "db import " + db + "; db import " + db + "; open " + example("rms_linear") + "; tune rms_linear n=4 d=64 --top 2"});
+  auto imported = g.prism({"--json", "-c", "db import " + db + "; db import " + db + "; open " + example("rms_linear") +
+                                               "; tune rms_linear n=4 d=64 --top 2; tune rms_linear n=4 d=64 --top 2"});
   INFO(imported.err);
   REQUIRE(imported.exit_code == 0);
   auto merged = json_lines(imported.out);
-  REQUIRE(merged.size() == 4);
+  REQUIRE(merged.size() == 5);
   CHECK(merged[0]["added"] == 1);
   CHECK(merged[1]["added"] == 0);
-  CHECK(merged[1]["present"] == 1);
-  CHECK(merged[3]["fromDb"].get<bool>());
-  CHECK(merged[3]["bestMs"] == again[0]["bestMs"]);
+  CHECK(merged[1]["merged"] == 1);
+  CHECK_FALSE(merged[3]["fromDb"].get<bool>());
+  CHECK_FALSE(merged[3]["measured"]["confirmed"].get<std::string>().empty());
+  size_t claimed = 0;
+  for (const auto& row : again[0]["rows"]) claimed += row["ok"].get<bool>();
+  CHECK(merged[3]["rows"].size() == claimed);
+  CHECK(merged[4]["fromDb"].get<bool>());
+  CHECK(merged[4]["bestMs"] == merged[3]["bestMs"]);
 }
 
 // Issue 51: a model's programs as one batch (two programs at two sizes here; 3 x 2, on Dask too, in

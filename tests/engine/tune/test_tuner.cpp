@@ -659,8 +659,11 @@ TEST_CASE("tune DB: export and import file each entry under its own question; tw
   CHECK(first.rejected == 0);
   tune::DbImport second = merged.import_entries(file);
   CHECK(second.added == 0);
-  CHECK(second.present == 2);
+  CHECK(second.present == 0);
+  CHECK(second.merged == 2);  // the same claims again: joined, nothing new (issue 61, 3)
   REQUIRE(merged.get(tune::entry_key(r)));
+  CHECK_FALSE(merged.get(tune::entry_key(r))->measured.imported.empty());  // another machine's claim
+  CHECK(merged.get(tune::entry_key(other_toolchain))->measured.imported.empty());  // measured here: kept as it was
   CHECK(merged.get(tune::entry_key(r))->target_model == r.target_model);
   CHECK(merged.get(tune::entry_key(other_device))->target_model == other_device.target_model);
   CHECK(tune::TuneDb(there.path()).export_entries().entries == 3);  // on disk: all three
