@@ -47,4 +47,9 @@ void remove_sealed_file(const std::string& path) {
   ::unlink(seal_of(path).c_str());
 }
 
+void remove_sealed_file(const PrivateDir& dir, const std::string& name) {
+  dir.remove(name);
+  dir.remove(seal_of(name));
+}
+
 }  // namespace prism

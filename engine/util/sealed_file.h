@@ -25,5 +25,6 @@ FileContents read_sealed_file(const PrivateDir& dir, const std::string& name, si
 
 // Removes the entry and its checksum.
 void remove_sealed_file(const std::string& path);
+void remove_sealed_file(const PrivateDir& dir, const std::string& name);
 
 }  // namespace prism

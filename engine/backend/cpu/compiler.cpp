@@ -102,6 +102,11 @@ namespace {
 // The kernel cache held open: checked from the cache root down (docs/protocol.md "Security").
 // The cache holds code this user will run, so it is refused when anyone else could have written
 // to any directory of it.
+// An ELF shared object's header: the magic and ET_DYN. What a compiler's -shared output starts with.
+bool is_shared_object(const std::string& bytes) {
+  return bytes.size() >= 18 && bytes.compare(0, 4, "\x7f" "ELF") == 0 && bytes[16] == 3 && bytes[17] == 0;
+}
+
 PrivateDir open_kernel_cache(const CompileOptions& options) {
   const std::string dir = options.cache_dir.empty() ? default_kernel_cache_dir() : options.cache_dir;
   if (dir.empty()) throw Error(Error::Kind::Failed, "no kernel cache: set PRISM_CACHE_DIR or HOME");
@@ -125,11 +130,12 @@ CompiledLibrary compile_library(const std::string& source, const CompileOptions&
   const PrivateDir cache = open_kernel_cache(options);
   const std::string name = result.key + ".so";
   result.path = cache.path() + "/" + name;
-  if (read_sealed_file(cache, name, kMaxLibraryBytes).bytes) {
+  if (const FileContents cached = read_sealed_file(cache, name, kMaxLibraryBytes); cached.bytes && is_shared_object(*cached.bytes)) {
     result.cached = true;
     return result;
   }
-  // Missing, truncated (a kill -9 mid-write by an old prism) or changed: built again, and the
+  // Missing, truncated (a kill -9 mid-write by an old prism), changed, or not a shared object (a
+  // compiler of an older prism that exited 0 on garbage): built again, and the
   // rename below replaces it. The compiler runs in the cache directory itself (its descriptor),
   // with names relative to it: what it reads and writes is in the directory that was checked.
   static std::atomic<uint64_t> counter{0};
@@ -159,7 +165,12 @@ CompiledLibrary compile_library(const std::string& source, const CompileOptions&
   }
   ::fchmodat(cache.fd(), obj.c_str(), 0600, 0);  // whatever the umask made it
   FileContents built = cache.read(obj, kMaxLibraryBytes);
-  std::string problem = built.bytes ? write_seal(cache, name, *built.bytes) : built.error;
+  // A compiler that exits 0 yet wrote no shared object (a broken wrapper, a full disk) must not
+  // leave an entry that every later load fails on.
+  std::string problem = !built.bytes ? built.error
+                        : !is_shared_object(*built.bytes)
+                            ? "the compiler '" + compiler + "' exited 0 but wrote no shared object (" + std::to_string(built.bytes->size()) + " bytes)"
+                            : write_seal(cache, name, *built.bytes);
   if (problem.empty()) problem = cache.rename(obj, name);
   if (!problem.empty()) {
     cache.remove(obj);
@@ -207,6 +218,8 @@ LoadedLibrary::LoadedLibrary(const std::string& path) : path_(path) {
   dir.remove(copy);  // the mapping keeps it alive
   if (!handle_) {
     const char* why = ::dlerror();
+    // An entry that does not load is never served again: the next compile builds it anew.
+    remove_sealed_file(dir, file.filename().string());
     throw Error(Error::Kind::Failed, "cannot load " + path + ": " + (why ? why : "unknown error"));
   }
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/compiler.h"
@@ -109,6 +110,42 @@ TEST_CASE("compiler: a truncated or swapped cached object is found, never loaded
   CompiledLibrary other = compile_library(kDouble, options);
   std::filesystem::copy_file(other.path, rebuilt.path, std::filesystem::copy_options::overwrite_existing);
   CHECK_THROWS_WITH(LoadedLibrary(rebuilt.path), Catch::Contains("does not match its checksum"));
+}
+
+TEST_CASE("compiler: a compiler that exits 0 on garbage leaves nothing; an entry that does not load is rebuilt", "[backend][compiler][cache]") {
+  // Issue 61, 9: a compiler wrapper that exited 0 but wrote garbage left a sealed .so that failed
+  // every later tune ("file too short"), even after the compiler was fixed.
+  test::TempDir dir;
+  const std::string fake = dir / "fake-cxx";
+  {
+    std::ofstream script(fake);
+    script << "#!/bin/sh\n# writes garbage where -o points and exits 0\nwhile [ $# -gt 1 ]; do\n"
+              "  if [ \"$1\" = -o ]; then echo garbage > \"$2\"; fi\n  shift\ndone\nexit 0\n";
+  }
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  CompileOptions options;
+  options.cache_dir = dir / "kernels";
+  options.compiler = fake;
+  CHECK_THROWS_WITH(compile_library(kDouble, options), Catch::Contains("exited 0 but wrote no shared object"));
+  for (const auto& entry : std::filesystem::directory_iterator(options.cache_dir))
+    FAIL_CHECK("left in the cache: " << entry.path().filename().string());
+
+  // An entry that passes its checksum yet does not load (an older prism stored it): the load
+  // fails once, removes it, and the next compile builds it anew.
+  options.compiler.clear();
+  CompiledLibrary good = compile_library(kDouble, options);
+  plant(good.path, "garbage\n");
+  CHECK_THROWS_WITH(LoadedLibrary(good.path), Catch::Contains("cannot load"));
+  CHECK_FALSE(std::filesystem::exists(good.path));
+  CHECK_FALSE(std::filesystem::exists(good.path + ".sha256"));
+  CompiledLibrary rebuilt = compile_library(kDouble, options);
+  CHECK_FALSE(rebuilt.cached);
+  CHECK_NOTHROW(LoadedLibrary(rebuilt.path));
+
+  // A sealed entry that is no shared object is rebuilt by the compile itself, never served.
+  plant(rebuilt.path, "garbage\n");
+  CHECK_FALSE(compile_library(kDouble, options).cached);
+  CHECK_NOTHROW(LoadedLibrary(rebuilt.path));
 }
 
 TEST_CASE("compiler: a kernel cache others can write to is refused", "[backend][compiler][cache]") {
