@@ -1,5 +1,7 @@
 #include "daemon/connection.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 
 namespace prism::daemon {
@@ -11,10 +13,16 @@ Connection::Connection(boost::asio::io_context& io, std::unique_ptr<Channel> cha
       trusted_(trusted),
       limits_(limits),
       authentication_timer_(io),
+      resume_timer_(io),
       server_(server),
       reader_(trusted ? limits.max_message_bytes : std::min(limits.max_message_bytes, limits.unauthenticated_message_bytes)),
       log_(log),
       on_closed_(std::move(on_closed)) {}
+
+void Connection::log(const std::string& text) {
+  if (authenticated()) log_.line(name() + text);
+  else log_.peer_line(name() + text);
+}
 
 std::string Connection::name() const {
   return "client " + std::to_string(session_ ? session_->id() : 0) + " (" + channel_->describe() + ")";
@@ -37,7 +45,7 @@ void Connection::start() {
     });
   };
   session_ = server_.connect(std::move(callbacks), trusted_);
-  log_.line(name() + " connected");
+  log(" connected");
   if (!trusted_) watch_authentication();
   read();
 }
@@ -47,15 +55,31 @@ void Connection::watch_authentication() {
   authentication_timer_.async_wait([weak = std::weak_ptr<Connection>(shared_from_this())](const boost::system::error_code& error) {
     auto self = weak.lock();
     if (error || !self || self->closed_ || self->authenticated()) return;
-    self->log_.line(self->name() + ": closed: no token within " +
-                    std::to_string(self->limits_.authentication_deadline.count()) + " ms");
+    self->log(": closed: no token within " + std::to_string(self->limits_.authentication_deadline.count()) + " ms");
     self->close_now();
   });
 }
 
 void Connection::send(std::string body) {
-  boost::asio::post(io_, [self = shared_from_this(), frame = protocol::encode_frame(body)]() mutable {
-    self->enqueue(std::move(frame));
+  std::string frame = protocol::encode_frame(body);
+  unwritten_bytes_ += frame.size();
+  boost::asio::post(io_, [self = shared_from_this(), frame = std::move(frame)]() mutable {
+    const size_t size = frame.size();
+    if (!self->enqueue(std::move(frame))) self->unwritten_bytes_ -= size;
+  });
+}
+
+bool Connection::backlogged() const {
+  return unwritten_bytes_ > limits_.max_unwritten_reply_bytes || (session_ && session_->requests_in_flight() >= limits_.max_requests_in_flight);
+}
+
+void Connection::resume_when_drained() {
+  backlog_seen_ = true;
+  resume_timer_.expires_after(std::chrono::milliseconds(5));
+  resume_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+    if (error || self->closed_ || self->closing_) return;
+    if (self->backlogged()) self->resume_when_drained();
+    else self->read();
   });
 }
 
@@ -70,7 +94,7 @@ void Connection::on_read(const boost::system::error_code& error, size_t bytes) {
   if (closed_ || closing_) return;
   if (error) {
     if (error != boost::asio::error::eof && error != boost::asio::error::operation_aborted)
-      log_.line(name() + ": read failed: " + error.message());
+      log(": read failed: " + error.message());
     finish(-1);
     return;
   }
@@ -85,7 +109,7 @@ void Connection::on_read(const boost::system::error_code& error, size_t bytes) {
       else
         server_.frame_error(session_, event);
     } catch (const std::exception& e) {
-      log_.line(name() + ": internal error: " + e.what());
+      log(std::string(": internal error: ") + e.what());
       send(protocol::to_wire(protocol::make_error(nullptr, protocol::kInternalError,
                                                   std::string("internal error: ") + e.what())));
     }
@@ -99,13 +123,16 @@ void Connection::on_read(const boost::system::error_code& error, size_t bytes) {
     reader_.set_max_body_bytes(limits_.max_message_bytes);
     authentication_timer_.cancel();
   }
-  if (!closing_) read();
+  if (closing_) return;
+  if (backlogged()) resume_when_drained();
+  else read();
 }
 
-void Connection::enqueue(std::string frame) {
-  if (closed_) return;
+bool Connection::enqueue(std::string frame) {
+  if (closed_) return false;
   queue_.push_back(std::move(frame));
   if (!writing_) write_next();
+  return true;
 }
 
 void Connection::write_next() {
@@ -119,10 +146,11 @@ void Connection::write_next() {
                         [self = shared_from_this()](const boost::system::error_code& error, size_t) {
                           if (self->closed_) return;
                           if (error) {
-                            self->log_.line(self->name() + ": write failed: " + error.message());
+                            self->log(": write failed: " + error.message());
                             self->finish(-1);
                             return;
                           }
+                          self->unwritten_bytes_ -= self->queue_.front().size();
                           self->queue_.pop_front();
                           self->write_next();
                         });
@@ -140,10 +168,15 @@ void Connection::finish(int exit_code) {
   if (closed_) return;
   closed_ = true;
   authentication_timer_.cancel();
+  resume_timer_.cancel();
+  for (const auto& frame : queue_) unwritten_bytes_ -= frame.size();
   queue_.clear();
   channel_->close();
   server_.disconnect(session_);
-  log_.line(name() + " disconnected");
+  log(" disconnected");
+  // A backlog's buffers went back to malloc, which keeps them unless asked: give them to the
+  // system, so a flood's peak does not stay the daemon's size.
+  if (backlog_seen_) ::malloc_trim(0);
   if (on_closed_) on_closed_(*this, exit_code);
 }
 

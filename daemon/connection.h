@@ -2,6 +2,7 @@
 // I/O thread; send() may be called from any thread (worker replies are posted over).
 #pragma once
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -23,10 +24,17 @@ namespace prism::daemon {
 // (docs/protocol.md "Security"): one message of at most `unauthenticated_message_bytes`, for at
 // most `authentication_deadline`; anything but a successful `initialize` is answered, then the
 // connection is closed.
+//
+// And what a client that sends without reading its replies may cost (issue 61, 7): once its
+// unwritten replies pass `max_unwritten_reply_bytes`, or `max_requests_in_flight` of its requests
+// are being worked on, its socket is not read until they drain, so the daemon's memory stays
+// bounded and the client's own sends block instead.
 struct ConnectionLimits {
   size_t max_message_bytes = 64u << 20;
   size_t unauthenticated_message_bytes = 64u << 10;  // an `initialize` with its token is far smaller
   std::chrono::milliseconds authentication_deadline{10000};
+  size_t max_unwritten_reply_bytes = 16u << 20;
+  size_t max_requests_in_flight = 256;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -54,8 +62,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   void read();
   void on_read(const boost::system::error_code& error, size_t bytes);
+  // Too much unwritten or in flight: reading waits (ConnectionLimits).
+  bool backlogged() const;
+  // Reads again once the backlog has drained, checking every few milliseconds meanwhile.
+  void resume_when_drained();
+  // A line about this client: rate-limited while it has not authenticated (Logger::peer_line).
+  void log(const std::string& text);
   void watch_authentication();
-  void enqueue(std::string frame);
+  bool enqueue(std::string frame);  // false: closed, the frame dropped
   void write_next();
   void finish(int exit_code);
 
@@ -64,6 +78,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool trusted_;
   ConnectionLimits limits_;
   boost::asio::steady_timer authentication_timer_;
+  boost::asio::steady_timer resume_timer_;
   protocol::Server& server_;
   protocol::FrameReader reader_;
   Logger& log_;
@@ -71,6 +86,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   protocol::SessionPtr session_;
   std::array<char, 65536> buffer_{};
   std::deque<std::string> queue_;
+  std::atomic<size_t> unwritten_bytes_{0};  // framed by send(), not yet written
+  bool backlog_seen_ = false;               // reading waited at least once: memory to give back
   bool writing_ = false;
   bool closing_ = false;
   bool closed_ = false;

@@ -28,6 +28,7 @@ Daemon::Daemon(const Options& options, Logger& log)
   server_options.stop = [this] { asio::post(io_, [this] { stop(0, "daemon/stop"); }); };
   server_options.status = [this] { return status_fields(); };
   server_options.log = [this](const std::string& line) { log_.line(line); };
+  server_options.peer_log = [this](const std::string& line) { log_.peer_line(line); };
   workspace_.set_log([this](const std::string& line) { log_.line(line); });
   if (options_.memory_budget > 0) workspace_.set_memory_budget(options_.memory_budget);
   // The tuning DB is worth keeping for every daemon, an editor's too.

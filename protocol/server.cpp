@@ -56,14 +56,20 @@ void Server::log(const std::string& line) const {
   if (options_.log) options_.log(clipped(line, 2048));
 }
 
+void Server::log_about(const Session& session, const std::string& line) const {
+  const std::string text = "client " + std::to_string(session.id()) + ": " + line;
+  if (!session.trusted && !session.initialized && options_.peer_log) options_.peer_log(clipped(text, 2048));
+  else log(text);
+}
+
 void Server::frame_error(const SessionPtr& session, const FrameEvent& event) {
   int code = event.kind == FrameEvent::Kind::Oversize ? kInvalidRequest : kParseError;
-  log("client " + std::to_string(session->id()) + ": " + std::to_string(code) + " " + event.error);
+  log_about(*session, std::to_string(code) + " " + event.error);
   session->send(make_error(nullptr, code, event.error));
   // Before the token a frame error ends the connection like any other message (docs/protocol.md
   // "Security"): bad headers must not buy an unauthenticated peer log lines and memory.
   if (!session->trusted && !session->initialized) {
-    log("client " + std::to_string(session->id()) + ": closed: not authenticated");
+    log_about(*session, "closed: not authenticated");
     session->close(1);
   }
 }
@@ -75,7 +81,7 @@ void Server::receive(const SessionPtr& session, std::string_view body) {
   try {
     receive_guarded(session, body, id);
   } catch (const std::exception& e) {
-    log("client " + std::to_string(session->id()) + ": internal error: " + e.what());
+    log_about(*session, std::string("internal error: ") + e.what());
     session->send(make_error(id, kInternalError, std::string("internal error: ") + e.what()));
   }
 }
@@ -83,17 +89,16 @@ void Server::receive(const SessionPtr& session, std::string_view body) {
 void Server::receive_guarded(const SessionPtr& session, std::string_view body, json& id) {
   ParseResult parsed = parse_message(body);
   if (auto* reply = std::get_if<json>(&parsed)) {
-    log("client " + std::to_string(session->id()) + ": " + std::to_string((*reply)["error"]["code"].get<int>()) +
-        " " + (*reply)["error"]["message"].get<std::string>());
+    log_about(*session, std::to_string((*reply)["error"]["code"].get<int>()) + " " + (*reply)["error"]["message"].get<std::string>());
     session->send(*reply);
     if (!session->trusted && !session->initialized) session->close(1);
     return;
   }
   if (auto* response = std::get_if<ClientResponse>(&parsed)) {
     if (!session->take_reply(response->id, response->result, response->error))
-      log("client " + std::to_string(session->id()) + ": ignored a response to no request of ours (id " + clipped(response->id.dump(), 200) + ")");
+      log_about(*session, "ignored a response to no request of ours (id " + clipped(response->id.dump(), 200) + ")");
     else if (!response->error.is_null())
-      log("client " + std::to_string(session->id()) + ": our request " + clipped(response->id.dump(), 200) + " failed: " + clipped(response->error.dump(), 400));
+      log_about(*session, "our request " + clipped(response->id.dump(), 200) + " failed: " + clipped(response->error.dump(), 400));
     return;
   }
   const Incoming& message = std::get<Incoming>(parsed);
@@ -101,14 +106,14 @@ void Server::receive_guarded(const SessionPtr& session, std::string_view body, j
   dispatch(session, message);
   // An unauthenticated peer gets one answer, then the door (after the reply is written).
   if (!session->trusted && !session->initialized) {
-    log("client " + std::to_string(session->id()) + ": closed: not authenticated");
+    log_about(*session, "closed: not authenticated");
     session->close(1);
   }
 }
 
 json Server::error_reply(const Session& session, const Incoming& message, int code, const std::string& text,
                          const json& data) {
-  log("client " + std::to_string(session.id()) + ": " + message.method + ": " + std::to_string(code) + " " + text);
+  log_about(session, message.method + ": " + std::to_string(code) + " " + text);
   return make_error(message.id.value_or(nullptr), code, text, data);
 }
 

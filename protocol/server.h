@@ -38,6 +38,9 @@ class Server {
     std::function<json()> status;
     // One line per error response and per notable event.
     std::function<void(const std::string&)> log;
+    // The same about a session that has not authenticated (a TCP peer before its token), which
+    // anyone on the machine can cause: the daemon rate-limits these. Unset: `log`.
+    std::function<void(const std::string&)> peer_log;
     // After every open/change/close, in edit order (called under the document lock).
     std::function<void()> documents_changed;
     // The secret an untrusted session (TCP) presents as initializationOptions.token, and the file
@@ -83,6 +86,8 @@ class Server {
   json error_reply(const Session& session, const Incoming& message, int code, const std::string& text,
                    const json& data = nullptr);
   void log(const std::string& line) const;
+  // A line about `session`: through peer_log while it has not authenticated.
+  void log_about(const Session& session, const std::string& line) const;
 
   // Lifecycle and daemon.
   json initialize(Session& session, const json& params);
@@ -105,6 +110,11 @@ class Server {
                        bool reject_errors, bool from_disk);
   Edited change_document(Session& session, const std::string& uri, int64_t version, const std::vector<TextChange>& changes);
   void close_document(const std::string& uri);
+  // An editor's edit (didChange) that prism could not take: its buffer and the daemon's text now
+  // differ, so the document is out of sync until it is opened again or saved with its text. The
+  // editor is told at once (window/showMessage, and an error diagnostic at the top of the
+  // document) and later changes to it are dropped. Takes docs_mutex_.
+  void refuse_edit(Session& session, const std::string& uri, const std::string& why);
   // Sends the diagnostics to every session that opened or changed `uri` (each in its dialect,
   // send_diagnostics). Caller holds docs_mutex_.
   void publish(const std::string& uri, const DocumentState& state, const std::string& text);
@@ -176,6 +186,8 @@ class Server {
   // sent (an editor's buffer, never re-read from disk).
   std::map<std::string, DiskStamp> disk_;
   std::set<std::string> client_text_;
+  // Documents whose last edit was refused (refuse_edit): their later changes are dropped.
+  std::set<std::string> out_of_sync_;
   // Runs in flight by the uri that defines their program: an edit of that uri stops them early
   // (their answer is ContentModified, not a stale result).
   struct ActiveRun {

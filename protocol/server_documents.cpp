@@ -117,6 +117,7 @@ Server::Edited Server::open_document(Session& session, const std::string& uri, c
   }
   DocumentState state = workspace_.open(uri, text, version, replace, reject_errors);
   if (state.rejected) return {state, text};
+  out_of_sync_.erase(uri);  // the whole text again: in sync
   mark_modified(uri);
   if (from_disk) {
     client_text_.erase(uri);
@@ -160,11 +161,28 @@ Server::Edited Server::change_document(Session& session, const std::string& uri,
   return {state, updated};
 }
 
+void Server::refuse_edit(Session& session, const std::string& uri, const std::string& why) {
+  const std::string words = "prism did not take the last edit of this document (" + why +
+                            "); until it is closed and opened again, or saved, prism works on its older text";
+  {
+    std::lock_guard lock(docs_mutex_);
+    auto state = workspace_.document(uri);
+    auto text = workspace_.text(uri);
+    if (!state || !text) return;  // not open: there is nothing to be out of sync with
+    out_of_sync_.insert(uri);
+    state->diagnostics.insert(state->diagnostics.begin(), Diagnostic{uri, {}, Severity::Error, words});
+    publish(uri, *state, *text);
+  }
+  session.send(make_notification("window/showMessage", {{"type", 1}, {"message", uri + ": " + words + "."}}));
+  log_about(session, "refused an edit of " + uri + ": " + why);
+}
+
 void Server::close_document(const std::string& uri) {
   std::lock_guard lock(docs_mutex_);
   if (!workspace_.document(uri)) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
   mark_modified(uri);
   workspace_.close(uri);
+  out_of_sync_.erase(uri);
   subscribers_.erase(uri);
   disk_.erase(uri);
   client_text_.erase(uri);

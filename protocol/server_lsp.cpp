@@ -170,8 +170,22 @@ void Server::did_change(Session& session, const json& raw) {
   const json& params = params_object(raw);
   const json& doc = text_document(params);
   session.lsp = true;
-  change_document(session, require_string(doc, "uri", "textDocument"), require_int(doc, "version", "textDocument"),
-                  parse_changes(require_array(params, "contentChanges")));
+  const std::string uri = require_string(doc, "uri", "textDocument");
+  const int64_t version = require_int(doc, "version", "textDocument");
+  const std::vector<TextChange> changes = parse_changes(require_array(params, "contentChanges"));
+  {
+    std::lock_guard lock(docs_mutex_);
+    if (out_of_sync_.count(uri)) return;  // told once already; the changes apply to a text prism lacks
+  }
+  // A notification has no answer: a refused edit is told to the editor, never only logged.
+  try {
+    change_document(session, uri, version, changes);
+  } catch (const RpcFailure& e) {
+    if (!workspace_.document(uri)) throw;  // not open: the usual error
+    refuse_edit(session, uri, e.what());
+  } catch (const Error& e) {
+    refuse_edit(session, uri, e.what());
+  }
 }
 
 void Server::did_close(Session&, const json& raw) { close_document(require_string(text_document(params_object(raw)), "uri", "textDocument")); }
@@ -183,7 +197,15 @@ void Server::did_save(Session& session, const json& raw) {
   if (auto text = optional_string(params, "text")) {
     auto state = workspace_.document(uri);
     if (!state) throw RpcFailure(kRequestFailed, "document '" + uri + "' is not open");
-    change_document(session, uri, state->version + 1, {TextChange{std::nullopt, *text}});
+    {
+      std::lock_guard lock(docs_mutex_);
+      out_of_sync_.erase(uri);  // the whole text: in sync again once it is taken
+    }
+    try {
+      change_document(session, uri, state->version + 1, {TextChange{std::nullopt, *text}});
+    } catch (const Error& e) {
+      refuse_edit(session, uri, e.what());
+    }
   }
 }
 

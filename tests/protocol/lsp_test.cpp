@@ -190,3 +190,47 @@ TEST_CASE("references, inlay hints and completion", "[protocol][lsp]") {
   for (const char* expected : {"matmul", "rms_norm", "softmax", "Y", "Z", "m", "return", "bf16"}) CHECK(labels.count(expected) == 1);
   CHECK(labels.count("W") == 0);  // rms_linear's, not in scope here
 }
+
+TEST_CASE("an edit prism does not take is told to the editor, and the document waits to be reopened", "[protocol][lsp][security]") {
+  // Issue 61, 10: a didChange past the 16 MiB limit was dropped with a log line on the daemon's
+  // side only, and the editor and the daemon then held different texts.
+  InProcess server;
+  auto editor = server.initialized();
+  server.send(*editor, note("textDocument/didOpen", {{"textDocument", {{"uri", kUri}, {"languageId", "prism"}, {"version", 1}, {"text", kText}}}}));
+  REQUIRE(next_of(*editor, "textDocument/publishDiagnostics"));
+
+  const std::string huge(size_t(17) << 20, ' ');
+  server.send(*editor, note("textDocument/didChange", {{"textDocument", {{"uri", kUri}, {"version", 2}}}, {"contentChanges", {{{"text", huge + kText}}}}}));
+  // The diagnostic, then the message.
+  auto diagnostics = next_of(*editor, "textDocument/publishDiagnostics");
+  REQUIRE(diagnostics);
+  REQUIRE_FALSE((*diagnostics)["diagnostics"].empty());
+  CHECK_THAT((*diagnostics)["diagnostics"][0]["message"].get<std::string>(), Catch::Contains("until it is closed and opened again"));
+  CHECK((*diagnostics)["diagnostics"][0]["range"]["start"] == json({{"line", 0}, {"character", 0}}));
+  auto shown = next_of(*editor, "window/showMessage");
+  REQUIRE(shown);
+  CHECK((*shown)["type"] == 1);
+  CHECK_THAT((*shown)["message"].get<std::string>(), Catch::Contains("did not take the last edit") && Catch::Contains("16 MiB"));
+
+  // A later incremental change would apply to a text prism does not have: dropped, and nothing said again.
+  server.seen.clear();
+  server.send(*editor, note("textDocument/didChange",
+                            {{"textDocument", {{"uri", kUri}, {"version", 3}}},
+                             {"contentChanges", {{{"range", {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}}, {"text", "# x\n"}}}}}));
+  CHECK(server.result(*editor, "program/list")["programs"].size() == 1);  // answered in order: the change was handled
+  for (const json& m : server.seen) CHECK(m.value("method", "") != "window/showMessage");
+  for (const json& m : server.seen) CHECK(m.value("method", "") != "textDocument/publishDiagnostics");
+
+  // Opened again with the editor's text: in sync, and changes apply.
+  server.send(*editor, note("textDocument/didClose", {{"textDocument", {{"uri", kUri}}}}));
+  server.send(*editor, note("textDocument/didOpen", {{"textDocument", {{"uri", kUri}, {"languageId", "prism"}, {"version", 4}, {"text", kText}}}}));
+  diagnostics = next_of(*editor, "textDocument/publishDiagnostics");
+  REQUIRE(diagnostics);
+  CHECK((*diagnostics)["diagnostics"].empty());
+  server.send(*editor, note("textDocument/didChange",
+                            {{"textDocument", {{"uri", kUri}, {"version", 5}}},
+                             {"contentChanges", {{{"range", {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}}, {"text", "# x\n"}}}}}));
+  diagnostics = next_of(*editor, "textDocument/publishDiagnostics");
+  REQUIRE(diagnostics);
+  CHECK((*diagnostics)["version"] == 5);
+}

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -370,4 +371,127 @@ TEST_CASE("idle TCP peers without a token cannot take the daemon's descriptors",
   CHECK(local->request("initialize", {{"capabilities", json::object()}}, 5s).contains("capabilities"));
   CHECK(local->request("daemon/status", json::object(), 5s)["clients"] == 1 + 16);
   CHECK_THAT(log_with(daemon, "16 are already waiting"), Catch::Contains("16 are already waiting to present the token"));
+}
+
+namespace {
+
+// The resident memory of process `pid`, in bytes (VmRSS), or -1.
+int64_t resident_bytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  return -1;
+}
+
+// One framed JSON-RPC message.
+std::string framed(const json& message) {
+  const std::string body = message.dump();
+  return "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// A Unix-socket connection that writes without reading, for a flood.
+class RawUnix {
+ public:
+  explicit RawUnix(const std::string& path) : fd_(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_un at{};
+    at.sun_family = AF_UNIX;
+    std::snprintf(at.sun_path, sizeof at.sun_path, "%s", path.c_str());
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&at), sizeof at) == 0);
+  }
+  ~RawUnix() { ::close(fd_); }
+  RawUnix(const RawUnix&) = delete;
+  RawUnix& operator=(const RawUnix&) = delete;
+  // Sends what the socket takes within `patience`; how many bytes that was.
+  size_t send_some(const std::string& bytes, std::chrono::milliseconds patience) {
+    size_t done = 0;
+    for (const auto until = std::chrono::steady_clock::now() + patience; done < bytes.size() && std::chrono::steady_clock::now() < until;) {
+      const ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) done += size_t(n);
+      else std::this_thread::sleep_for(1ms);
+    }
+    return done;
+  }
+  // Reads until `count` replies ("\"id\":") came or `timeout` passed; how many came.
+  size_t read_replies(size_t count, std::chrono::milliseconds timeout) {
+    size_t seen = 0;
+    std::string tail;
+    for (const auto until = std::chrono::steady_clock::now() + timeout; seen < count && std::chrono::steady_clock::now() < until;) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char chunk[1 << 16];
+      const ssize_t n = ::recv(fd_, chunk, sizeof chunk, 0);
+      if (n <= 0) break;
+      tail.append(chunk, size_t(n));
+      for (size_t at; (at = tail.find("Content-Length:")) != std::string::npos;) {
+        ++seen;
+        tail.erase(0, at + 15);
+      }
+    }
+    return seen;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+TEST_CASE("a client that sends without reading its replies costs the daemon bounded memory", "[protocol][daemon][security][flood]") {
+  // Issue 61, 7: 2.9M requests without reading a reply grew prismd from 687 MB to 1.6 GB. Now a
+  // connection is not read while 16 MiB of its replies wait to be written: its sends block.
+  TempDir dir;
+  Prismd daemon({"--socket", dir.socket()});
+  REQUIRE(daemon.wait_ready());
+  RawUnix flood(dir.socket());
+  REQUIRE(flood.send_some(framed({{"jsonrpc", "2.0"}, {"id", 0}, {"method", "initialize"}, {"params", {{"capabilities", json::object()}}}}), 5s) > 0);
+  const std::string program = "program p(X: f32[n, d], W: f32[d, d]) {\n" + std::string(1500, ' ') + "\n  return X @ W\n}\n";
+  flood.send_some(framed({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "program/open"}, {"params", {{"uri", "file:///p.prism"}, {"text", program}}}}), 5s);
+  const int64_t before = resident_bytes(daemon.pid());
+  // program/show answers with the program's text: about 2 KB a reply, 100k of them would be 200 MB.
+  std::string requests;
+  std::vector<size_t> ends;  // where each request ends
+  for (size_t i = 0; i < 100000; ++i) {
+    requests += framed({{"jsonrpc", "2.0"}, {"id", int64_t(i + 2)}, {"method", "program/show"}, {"params", {{"program", "p"}}}});
+    ends.push_back(requests.size());
+  }
+  const size_t sent = flood.send_some(requests, 20s);
+  INFO("sent " << sent << " of " << requests.size() << " bytes; RSS before " << before);
+  CHECK(sent < requests.size());  // the daemon stopped reading: the client's sends block
+  const int64_t during = resident_bytes(daemon.pid());
+  INFO("RSS during " << during);
+  CHECK(during - before < (int64_t(120) << 20));
+
+  // The owner's other clients are served meanwhile.
+  auto other = Client::connect_unix(dir.socket());
+  CHECK(other->request("initialize", {{"capabilities", json::object()}}, 10s).contains("capabilities"));
+  CHECK(other->request("program/list", json::object(), 10s)["programs"].size() == 1);
+  // And the flood's replies all come once it reads them, none lost.
+  const size_t whole = size_t(std::upper_bound(ends.begin(), ends.end(), sent) - ends.begin());
+  CHECK(flood.read_replies(whole + 2, 120s) >= whole + 2);  // with initialize's and program/open's (and notifications)
+}
+
+TEST_CASE("a flood of token-less TCP peers writes a bounded log, and says how much it left out", "[protocol][daemon][security][flood]") {
+  // Issue 61, 8: 510k token-less connections in 20 s wrote 1.5M lines (112 MB) to the owner's log.
+  TempDir dir;
+  Prismd daemon({"--socket", dir.socket(), "--listen", "tcp:127.0.0.1:0"});
+  const int port = ready_tcp_port(daemon);
+  const std::string log_before = daemon.stderr_text();
+  const size_t lines_before = size_t(std::count(log_before.begin(), log_before.end(), '\n'));
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 600; ++i) {
+    RawTcp peer(port);
+    peer.send(framed({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", {{"initializationOptions", {{"token", "0"}}}}}}));
+    peer.until_closed(5s);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The owner's client: logged in full, and its line comes after the count of what was left out.
+  auto owner = Client::connect_unix(dir.socket());
+  owner->request("initialize", {{"capabilities", json::object()}}, 10s);
+  CHECK_THROWS(owner->request("no/such/method", json::object(), 10s));
+  const std::string log = log_with(daemon, "no/such/method");
+  const size_t lines = size_t(std::count(log.begin(), log.end(), '\n')) - lines_before;
+  INFO(seconds << " s, " << lines << " lines\n" << log.substr(log.size() > 4000 ? log.size() - 4000 : 0));
+  CHECK(lines <= size_t(50 + 2 * seconds + 10));  // 600 peers would write about 2,400 lines
+  CHECK_THAT(log, Catch::Contains("line(s) about peers without the token"));
+  CHECK_THAT(log, Catch::Contains("no/such/method"));
 }
