@@ -15,6 +15,51 @@ namespace prism::repl {
 
 using json = nlohmann::json;
 
+namespace {
+
+// The length of the UTF-8 sequence at `at` (2 to 4), or 0 when the bytes there are not one.
+size_t utf8_sequence(const std::string& text, size_t at) {
+  const auto byte = [&](size_t i) { return i < text.size() ? static_cast<unsigned char>(text[i]) : 0u; };
+  const unsigned lead = byte(at);
+  const size_t length = lead >= 0xF0 && lead <= 0xF4 ? 4 : lead >= 0xE0 && lead < 0xF0 ? 3 : lead >= 0xC2 && lead < 0xE0 ? 2 : 0;
+  for (size_t i = 1; i < length; ++i)
+    if ((byte(at + i) & 0xC0) != 0x80) return 0;
+  return length;
+}
+
+std::string escaped(const char* format, unsigned value) {
+  char buf[12];
+  std::snprintf(buf, sizeof buf, format, value);
+  return buf;
+}
+
+}  // namespace
+
+std::string visible_text(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      out += (c < 0x20 && c != '\n' && c != '\t') || c == 0x7F ? escaped("\\x%02x", c) : std::string(1, char(c));
+      ++i;
+      continue;
+    }
+    const size_t length = utf8_sequence(text, i);
+    if (length == 0) {
+      out += escaped("\\x%02x", c);
+      ++i;
+    } else if (length == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
+      out += escaped("\\u%04x", static_cast<unsigned char>(text[i + 1]));  // U+0080..U+009F: C1 controls
+      i += 2;
+    } else {
+      out.append(text, i, length);
+      i += length;
+    }
+  }
+  return out;
+}
+
 size_t display_width(const std::string& text) {
   return size_t(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }

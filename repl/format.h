@@ -52,6 +52,12 @@ std::string fit_lines(const std::string& text, int columns);
 // line of its own).
 std::vector<std::string> wrap_words(const std::string& text, size_t columns);
 
+// `text` safe to print on a terminal: every control character but newline and tab (ESC, CR,
+// backspace, DEL, the C1 controls such as U+009B, a CSI) and every byte that is not UTF-8 are
+// written as visible escapes ("\x1b", "\u009b"), so that text from a file, another client or the
+// user's own input can never move the cursor, recolour or retitle the terminal.
+std::string visible_text(const std::string& text);
+
 // Columns `text` takes on a terminal: its UTF-8 code points ("±" is two bytes, one column).
 size_t display_width(const std::string& text);
 // At most `columns` columns of `text`: itself when it fits, else its start and "...".

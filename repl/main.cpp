@@ -55,7 +55,8 @@ void print_output(const CommandOutput& out, bool json) {
   } else if (json) {
     if (!out.data.is_null()) std::cout << out.data.dump() << "\n";
   } else {
-    std::cout << (out.verbatim ? out.text : fit_lines(out.text, Table::terminal_columns()));
+    // What the daemon answered may hold text from files and other clients: never raw escapes.
+    std::cout << visible_text(out.verbatim ? out.text : fit_lines(out.text, Table::terminal_columns()));
   }
   std::cout.flush();
 }
@@ -97,9 +98,10 @@ std::string rpc_word(const RpcError& e, const std::string& command) {
 void report_error(const ScriptCommand& cmd, bool json, bool interactive, const std::string& where, const std::string& message,
                   const std::string& word, bool located, int code = 0, const nlohmann::json& data = nullptr) {
   const ErrorPlace place = place_of(cmd, where, word);
-  if (located) std::cerr << message << "\n";
-  else if (interactive) std::cerr << "error: " << message << "\n";
-  else std::cerr << "prism: " << place.text() << ": error: " << message << "\n";
+  const std::string shown = visible_text(message);  // it may quote the command, or a file's text
+  if (located) std::cerr << shown << "\n";
+  else if (interactive) std::cerr << "error: " << shown << "\n";
+  else std::cerr << "prism: " << visible_text(place.text()) << ": error: " << shown << "\n";
   if (!json) return;
   nlohmann::json error = {{"message", message}, {"file", place.file}, {"line", place.line}, {"column", place.column}, {"command", cmd.text}};
   if (code != 0) error["code"] = code;
@@ -109,7 +111,7 @@ void report_error(const ScriptCommand& cmd, bool json, bool interactive, const s
 
 // What the daemon announced (another client's definition, a reloaded file, a new daemon), on stderr.
 void print_notes(Session& session, bool interactive) {
-  for (const std::string& note : session.take_notes()) std::cerr << (interactive ? "" : "prism: ") << "note: " << note << "\n";
+  for (const std::string& note : session.take_notes()) std::cerr << (interactive ? "" : "prism: ") << "note: " << visible_text(note) << "\n";
 }
 
 // Runs one command and reports its outcome; returns false when it failed.

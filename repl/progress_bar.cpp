@@ -21,7 +21,7 @@ int ProgressBar::width() const {
 void ProgressBar::update(const nlohmann::json& value) {
   std::string kind = value.value("kind", "");
   if (kind == "begin") {
-    title_ = value.value("title", "");
+    title_ = visible_text(value.value("title", ""));
     started_ = std::chrono::steady_clock::now();
   }
   if (kind == "end") {
@@ -41,7 +41,7 @@ void ProgressBar::update(const nlohmann::json& value) {
   // \r and "erase to end of line": the display stays on one line however often it changes.
   char elapsed[32];
   std::snprintf(elapsed, sizeof elapsed, "  %.1f s", seconds);
-  const std::string message = value.value("message", "");
+  const std::string message = visible_text(value.value("message", ""));  // the daemon may quote a file
   // The last column stays free, so the cursor never wraps (a wrapped line cannot be redrawn).
   const int room = std::max(width() - 1 - int(std::string(elapsed).size()), 8);
   std::string line = fit_columns(title_ + " " + bar + message, size_t(room)) + elapsed;

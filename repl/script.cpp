@@ -124,4 +124,11 @@ std::vector<std::string> split_words(std::string_view command) {
   return words;
 }
 
+size_t unclosed_quote(std::string_view command) {
+  size_t open = std::string_view::npos;
+  for (size_t i = 0; i < command.size(); ++i)
+    if (command[i] == '"') open = open == std::string_view::npos ? i : std::string_view::npos;
+  return open;
+}
+
 }  // namespace prism::repl

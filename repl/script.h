@@ -38,6 +38,8 @@ class CommandSplitter {
 
 // Words of one command: whitespace-separated, with "double quotes" grouping (for paths).
 std::vector<std::string> split_words(std::string_view command);
+// Where a `"` that is never closed stands in `command` (0-based), or npos when every quote closes.
+size_t unclosed_quote(std::string_view command);
 
 // True when the command starts a program block (`program NAME(...) {`).
 bool is_program_block(std::string_view command);

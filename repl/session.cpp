@@ -8,7 +8,11 @@
 #include <set>
 #include <sstream>
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "engine/util/text.h"
 #include "protocol/framing.h"
@@ -163,6 +167,8 @@ void Session::refresh_program_names() {
 
 CommandOutput Session::execute(const std::string& command, const Origin& origin) {
   if (is_program_block(command)) return define_program(command, origin);
+  if (const size_t quote = unclosed_quote(command); quote != std::string::npos)
+    throw CommandError("unterminated quote: this '\"' is never closed").at(command.substr(quote));
   std::vector<std::string> words = split_words(command);
   if (words.empty()) return {};
   std::string name = words[0];
@@ -250,10 +256,22 @@ CommandOutput Session::define_program(const std::string& text, const Origin& ori
   }
 }
 
+namespace {
+// Why `path` cannot be opened as a program file, in words ("no such file", "a directory", "not a
+// regular file (a FIFO)"); empty when it is a regular file. Nothing is read: a FIFO never blocks.
+std::string not_openable(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return errno == ENOENT ? "no such file" : std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return "it is a directory, not a .prism file";
+  if (!S_ISREG(st.st_mode)) return "not a regular file (" + std::string(S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device") + ")";
+  return "";
+}
+}  // namespace
+
 CommandOutput Session::open(const std::vector<std::string>& args) {
   if (args.size() != 1) throw CommandError(usage_error("open", "open takes one path"));
   std::string path = absolute_path(args[0]);
-  if (!std::filesystem::is_regular_file(path)) throw CommandError("cannot open " + args[0] + ": no such file");
+  if (std::string why = not_openable(path); !why.empty()) throw CommandError("cannot open " + args[0] + ": " + why).at(args[0]);
   json state = call("program/open", {{"uri", "file://" + path}, {"replace", true}});
   return document_report(state, "opened " + display_path(path));
 }
@@ -378,6 +396,7 @@ CommandOutput Session::run(const std::vector<std::string>& args) {
       std::string dim = a.substr(0, eq), v = a.substr(eq + 1);
       if (dim.empty() || !parse_int(v, n) || n <= 0)
         throw CommandError(usage_error("run", "binding '" + a + "' wants DIM=POSITIVE_INTEGER")).at(a);
+      if (params.contains("bindings") && params["bindings"].contains(dim)) throw CommandError(usage_error("run", dim + " given twice")).at(a);
       params["bindings"][dim] = n;
     } else {
       throw CommandError(usage_error("run", "unexpected argument '" + a + "'")).at(a);

@@ -37,6 +37,7 @@ Parsed parse_args(const std::string& command, const std::vector<std::string>& ar
       if (i + 1 >= args.size()) throw CommandError(usage_error(command, a + " needs a value")).at(a);
       const std::string& v = args[++i];
       if (a == "--target") {
+        if (p.target_given) throw CommandError(usage_error(command, "--target given twice")).at(a);
         p.target = v;
         p.target_given = true;
         continue;
@@ -45,13 +46,13 @@ Parsed parse_args(const std::string& command, const std::vector<std::string>& ar
         throw CommandError(usage_error(command, "unexpected argument '" + a + "'")).at(a);
       int64_t n = 0;
       if (!parse_int(v, n) || n < 1) throw CommandError(usage_error(command, a + " wants a positive integer, not '" + v + "'")).at(a + " " + v);
-      p.numbers[a] = n;
+      if (!p.numbers.emplace(a, n).second) throw CommandError(usage_error(command, a + " given twice")).at(a);
     } else if (size_t eq = a.find('='); eq != std::string::npos) {
       int64_t n = 0;
       std::string dim = a.substr(0, eq), v = a.substr(eq + 1);
       if (dim.empty() || !parse_int(v, n) || n <= 0)
         throw CommandError(usage_error(command, "binding '" + a + "' wants DIM=POSITIVE_INTEGER")).at(a);
-      p.bindings[dim] = n;
+      if (!p.bindings.emplace(dim, n).second) throw CommandError(usage_error(command, dim + " given twice")).at(a);
     } else {
       p.positional.push_back(a);
     }
@@ -72,11 +73,18 @@ json take_check_with(std::vector<std::string>& args) {
     const size_t eq = v.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
       throw CommandError(usage_error("tune", "--check-with wants INPUT=PATH, not '" + v + "'")).at(v);
+    if (data.contains(v.substr(0, eq))) throw CommandError(usage_error("tune", "--check-with " + v.substr(0, eq) + " given twice")).at(v);
     data[v.substr(0, eq)] = absolute_path(v.substr(eq + 1));
     args.erase(args.begin() + long(i), args.begin() + long(i) + 2);
   }
   return data;
 }
+
+// The largest DB file `db import` reads: what one request to the daemon may carry, less its framing.
+constexpr size_t kMaxImportBytes = size_t(48) << 20;
+
+// "the CPU", "the GPU", or another registered target's name.
+std::string target_words(const std::string& target) { return target == "cpu" ? "the CPU" : target == "cuda" ? "the GPU" : target; }
 
 }  // namespace
 
@@ -95,13 +103,16 @@ CommandOutput Session::tune(const std::vector<std::string>& given) {
   if (!check_with.empty()) params["checkWith"] = check_with;
   json r = call_with_progress("tune/run", params, "tune");
 
-  // --json: the protocol's result whole (docs/protocol.md, tune/run).
-  return {r, tune_report(r, program)};
+  // --json: the protocol's result whole (docs/protocol.md, tune/run). A tune with no best printed
+  // its table, yet failed: a script stops there (exit 1).
+  CommandOutput out{r, tune_report(r, program)};
+  if (r.value("best", json()).is_null())
+    out.failure = "no kernel of '" + program + "' passed its check at " + sizes_of(r.value("bindings", json::object())) +
+                  " on " + target_words(r.value("target", "cpu"));
+  return out;
 }
 
 namespace {
-// "the CPU", "the GPU", or another registered target's name.
-std::string target_words(const std::string& target) { return target == "cpu" ? "the CPU" : target == "cuda" ? "the GPU" : target; }
 
 // What a kernel/source answer is about: "rms_linear candidate 4 at d=1024 n=8 (your last tune),
 // sizes F1=8 g1=1 (tuned)".
@@ -174,15 +185,20 @@ CommandOutput Session::tuning_db(const std::vector<std::string>& args) {
     const int entries = r.value("entries", 0);
     return {json{{"entries", entries}, {"file", file}}, "wrote " + std::to_string(entries) + " tuning results to " + file + "\n"};
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw CommandError("cannot read " + file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  json r = call("tuningDb/import", {{"text", text.str()}});
+  // Only a regular file, whole and within what one message may carry: a FIFO, a device or a
+  // directory is refused without reading it (docs/protocol.md, "Security").
+  const FileContents text = read_regular_file(file, kMaxImportBytes);
+  if (!text.bytes) throw CommandError("db import: " + text.error).at(args[1]);
+  json r = call("tuningDb/import", {{"text", *text.bytes}});
   std::string out = "imported " + file + ": " + std::to_string(r.value("added", 0)) + " added, " + std::to_string(r.value("present", 0)) +
-                    " already held";
-  if (const int rejected = r.value("rejected", 0); rejected > 0) out += ", " + std::to_string(rejected) + " rejected (damaged, or not prism's)";
-  return {r, out + "\n"};
+                    " already measured here";
+  if (const int merged = r.value("merged", 0); merged > 0) out += ", " + std::to_string(merged) + " joined to another import's claim";
+  if (const int rejected = r.value("rejected", 0); rejected > 0) out += ", " + std::to_string(rejected) + " rejected (damaged, not prism's, or impossible here)";
+  out += "\n";
+  for (const auto& problem : r.value("problems", std::vector<std::string>{})) out += "  rejected: " + problem + "\n";
+  // Another machine's figures: a tune here measures them before it serves them.
+  if (r.value("added", 0) + r.value("merged", 0) > 0) out += "imported results are measured here by the first tune that asks for them\n";
+  return {r, out};
 }
 
 }  // namespace prism::repl

@@ -52,7 +52,7 @@ std::string bytes_text(int64_t bytes) {
 void check_memory_budget(const std::string& what, int64_t need, int64_t budget) {
   if (need <= budget) return;
   throw Error(Error::Kind::InvalidArgument,
-              what + " needs about " + (need == kUnbounded ? std::string("more than any machine has") : bytes_text(need)) +
+              what + (need == kUnbounded ? std::string(" needs more memory than any machine has") : " needs about " + bytes_text(need)) +
                   ", more than the memory budget of " + bytes_text(budget) + " (smaller dims, or a larger budget: prismd --memory-budget)");
 }
 

@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
+#include "engine/interp/footprint.h"
 #include "engine/interp/half.h"
 #include "interp_helpers.h"
 
@@ -225,4 +227,16 @@ TEST_CASE("interpretation is cancellable", "[engine][interp]") {
   } catch (const Error& e) {
     CHECK(e.kind() == Error::Kind::Cancelled);
   }
+}
+
+TEST_CASE("a request over the memory budget says how much it needs, or that no machine has it", "[engine][interp][errors]") {
+  // Issue 61, 12: an overflowing estimate read "needs about more than any machine has".
+  CHECK_NOTHROW(check_memory_budget("running 'p'", 1024, 2048));
+  CHECK_THROWS_WITH(check_memory_budget("running 'p'", int64_t(3) << 30, int64_t(1) << 30),
+                    Catch::StartsWith("running 'p' needs about 3.0 GiB, more than the memory budget of 1.0 GiB"));
+  const int64_t unbounded = std::numeric_limits<int64_t>::max();
+  CHECK_THROWS_WITH(check_memory_budget("running 'p'", unbounded, int64_t(1) << 30),
+                    Catch::StartsWith("running 'p' needs more memory than any machine has, more than the memory budget of 1.0 GiB"));
+  const Program huge = only_program("program p(X: f32[n, d]) {\n  return X * 2\n}\n");
+  CHECK(interpreter_bytes(huge, {{"n", int64_t(1) << 40}, {"d", int64_t(1) << 40}}) == unbounded);
 }

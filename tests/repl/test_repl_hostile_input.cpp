@@ -1,0 +1,138 @@
+// What the REPL does with input that is odd or hostile (issue 61): files that are not regular,
+// escapes in text it prints, duplicated arguments, unclosed quotes, a tune that finds nothing.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "repl/format.h"
+#include "repl/repl_fixture.h"
+#include "support/subprocess.h"
+
+using prism::test::example;
+using prism::test::ReplFixture;
+
+namespace {
+
+// No raw ESC and no C1 CSI in what the REPL printed.
+bool has_raw_escape(const std::string& text) {
+  return text.find('\x1b') != std::string::npos || text.find("\xc2\x9b") != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("visible_text writes control characters and stray bytes as escapes", "[repl][security]") {
+  using prism::repl::visible_text;
+  CHECK(visible_text("plain ± text\n\tnext") == "plain ± text\n\tnext");
+  CHECK(visible_text("a\x1b[31mred\x1b]0;title\x07") == "a\\x1b[31mred\\x1b]0;title\\x07");
+  CHECK(visible_text("cr\rback\bdel\x7f") == "cr\\x0dback\\x08del\\x7f");
+  CHECK(visible_text("c1 \xc2\x9b" "2J") == "c1 \\u009b2J");      // U+009B, a CSI
+  CHECK(visible_text("raw \x9b" "2J \xff") == "raw \\x9b2J \\xff");  // not UTF-8
+  CHECK(visible_text("cut \xe2\x82") == "cut \\xe2\\x82");           // a sequence cut short
+}
+
+TEST_CASE("db import reads only a regular file and says why not otherwise", "[repl][security]") {
+  ReplFixture f;
+  const std::string dir = f.dir() / "imports";
+  std::filesystem::create_directories(dir);
+  const std::string fifo = dir + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+
+  auto from_fifo = f.prism({"-c", "db import " + fifo});  // must not hang
+  CHECK(from_fifo.exit_code == 1);
+  CHECK_THAT(from_fifo.err, Catch::Contains("not a regular file (a FIFO)"));
+
+  auto from_dir = f.prism({"-c", "db import " + dir});
+  CHECK(from_dir.exit_code == 1);
+  CHECK_THAT(from_dir.err, Catch::Contains("not a regular file (a directory)"));
+
+  auto from_device = f.prism({"-c", "db import /dev/zero"});  // never read: it would grow without end
+  CHECK(from_device.exit_code == 1);
+  CHECK_THAT(from_device.err, Catch::Contains("not a regular file (a device)"));
+
+  auto missing = f.prism({"-c", "db import " + dir + "/none.db"});
+  CHECK(missing.exit_code == 1);
+  CHECK_THAT(missing.err, Catch::Contains("none.db"));
+}
+
+TEST_CASE("open of a directory, a FIFO or a device says what it is", "[repl][security]") {
+  ReplFixture f;
+  const std::string dir = f.dir() / "things";
+  std::filesystem::create_directories(dir);
+  const std::string fifo = dir + "/fifo.prism";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto a_dir = f.prism({"-c", "open " + dir});
+  CHECK(a_dir.exit_code == 1);
+  CHECK_THAT(a_dir.err, Catch::Contains("is a directory"));
+  auto a_fifo = f.prism({"-c", "open " + fifo});
+  CHECK(a_fifo.exit_code == 1);
+  CHECK_THAT(a_fifo.err, Catch::Contains("not a regular file (a FIFO)"));
+  auto a_device = f.prism({"-c", "open /dev/null"});
+  CHECK(a_device.exit_code == 1);
+  CHECK_THAT(a_device.err, Catch::Contains("not a regular file (a device)"));
+  auto missing = f.prism({"-c", "open " + dir + "/none.prism"});
+  CHECK(missing.exit_code == 1);
+  CHECK_THAT(missing.err, Catch::Contains("no such file"));
+}
+
+TEST_CASE("escapes in a command and in a daemon's answer reach the terminal as text", "[repl][security]") {
+  ReplFixture f;
+  // The REPL's own input echoed in an error.
+  auto typed = f.prism({"-c", "frob\x1b[31m\x07nicate"});
+  CHECK(typed.exit_code == 1);
+  CHECK_FALSE(has_raw_escape(typed.err));
+  CHECK_THAT(typed.err, Catch::Contains("frob\\x1b[31m\\x07nicate"));
+  // A file name with an escape, in a daemon's error and in the REPL's.
+  const std::string odd = f.dir() / "odd\x1b[2Jname.prism";
+  auto missing = f.prism({"-c", "open \"" + odd + "\""});
+  CHECK(missing.exit_code == 1);
+  CHECK_FALSE(has_raw_escape(missing.err));
+  // A program that prints its name in every answer: escapes cannot be in a name, but a file's
+  // comment lines are echoed in diagnostics.
+  const std::string bad = f.dir() / "bad.prism";
+  std::ofstream(bad) << "# \x1b[31mred\xc2\x9b" "2J\nprogram p(X: f32[n]) {\n  return frob(X) \x1b[0m\n}\n";
+  auto diagnosed = f.prism({"-c", "open " + bad});
+  CHECK(diagnosed.exit_code == 1);
+  CHECK_FALSE(has_raw_escape(diagnosed.err));
+  CHECK_FALSE(has_raw_escape(diagnosed.out));
+}
+
+TEST_CASE("a dim, a flag or a target given twice is an error, not the last one silently", "[repl][errors]") {
+  ReplFixture f;
+  const std::string open = "open " + example("rms_linear") + "; ";
+  auto run = f.prism({"-c", open + "run rms_linear n=8 n=9 d=16"});
+  CHECK(run.exit_code == 1);
+  CHECK_THAT(run.err, Catch::Contains("n given twice"));
+  auto tune = f.prism({"-c", open + "tune rms_linear n=8 d=16 d=32"});
+  CHECK(tune.exit_code == 1);
+  CHECK_THAT(tune.err, Catch::Contains("d given twice"));
+  auto top = f.prism({"-c", open + "tune rms_linear n=8 d=16 --top 2 --top 3"});
+  CHECK(top.exit_code == 1);
+  CHECK_THAT(top.err, Catch::Contains("--top given twice"));
+  auto target = f.prism({"-c", open + "code rms_linear n=8 d=16 --target cpu --target cuda"});
+  CHECK(target.exit_code == 1);
+  CHECK_THAT(target.err, Catch::Contains("--target given twice"));
+}
+
+TEST_CASE("an unterminated quote is an error at the quote, not an unknown command", "[repl][errors]") {
+  ReplFixture f;
+  auto r = f.prism({"-c", "open \"examples/rms_linear.prism"});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("unterminated quote") && Catch::Contains("-c:1:6:"));
+  CHECK_THAT(r.err, !Catch::Contains("unknown command"));
+  auto first = f.prism({"-c", "\"open examples/rms_linear.prism"});
+  CHECK(first.exit_code == 1);
+  CHECK_THAT(first.err, Catch::Contains("unterminated quote") && !Catch::Contains("unknown command"));
+}
+
+TEST_CASE("a script's tune where no kernel passes its check prints its table and exits 1", "[repl][tune][errors]") {
+  ReplFixture f;
+  f.extra_env["PRISM_FAULT_INJECT"] = "crash@1,crash@2,crash@3,crash@4";  // every kernel timed crashes
+  auto r = f.prism({"-c", "open " + example("rms_linear") + "; tune rms_linear n=4 d=64 --top 2 --fresh"});
+  INFO(r.out << r.err);
+  CHECK_THAT(r.out, Catch::Contains("no candidate passed its check"));  // the table is printed
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("no kernel of 'rms_linear' passed its check at d=64 n=4 on the CPU"));
+}
