@@ -3,14 +3,15 @@
 On one machine the batch is the daemon's `batch/run`. On a Dask cluster each job (a program at
 one bindings on one target) is a Dask task that runs on its worker's host, against that host's
 prismd; the task returns its result and its tuning DB entries, which are imported into the DB of
-the daemon that asked. A worker that dies loses only the job it was running: Dask runs that task
-again on another worker.
+the daemon that asked as each job completes. A worker that dies loses only the job it was
+running: Dask runs that task again on another worker, and a task that still fails is submitted once
+more, then reported failed; the jobs that finished keep their entries.
 """
 import json
 import os
 
 from .client import Client
-from .errors import PrismError
+from .errors import ConnectionLost, PrismError
 
 
 def private_daemons(base, gpus=None):
@@ -160,20 +161,24 @@ def _tune_params(job, fresh):
 
 def run_job(job, fresh=False):
     """One job on this host's prismd (a Dask task's body): its status ("tuned", "stored": the
-    tuning DB answered, "failed"), its TuneResult or error, and its DB entries as exported."""
-    with Client() as client:
-        client.open(text=job["text"], uri="untitled:batch" + job["file"])
-        out = {"program": job["program"], "bindings": job["bindings"], "target": job["target"]}
-        if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
-            out["gpu"] = os.environ["CUDA_VISIBLE_DEVICES"]  # the one GPU this worker's daemon sees
-        try:
+    tuning DB answered, "failed"), its TuneResult or error, and its DB entries as exported. A
+    daemon that cannot be reached or goes away is a failed job, in words, not an exception."""
+    out = {"program": job["program"], "bindings": job["bindings"], "target": job["target"]}
+    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
+        out["gpu"] = os.environ["CUDA_VISIBLE_DEVICES"]  # the one GPU this worker's daemon sees
+    try:
+        with Client() as client:
+            client.open(text=job["text"], uri="untitled:batch" + job["file"])
             result = client.request("tune/run", _tune_params(job, fresh))
-        except PrismError as e:
-            out.update(status="failed", error=str(e))
-            return out
-        out.update(status="stored" if result.get("fromDb") else "tuned", result=result)
-        out["entries"] = client.request("tuningDb/export", {"program": job["program"], "bindings": job["bindings"]})["text"]
+            entries = client.request("tuningDb/export", {"program": job["program"], "bindings": job["bindings"]})["text"]
+    except PrismError as e:
+        out.update(status="failed", error=str(e))
         return out
+    except (ConnectionLost, OSError) as e:  # the daemon went away: the job may run again elsewhere
+        out.update(status="failed", error=str(e), lost=True)
+        return out
+    out.update(status="stored" if result.get("fromDb") else "tuned", result=result, entries=entries)
+    return out
 
 
 def batch(manifest, client=None, fresh=False, progress=None):
@@ -202,20 +207,50 @@ def _on_this_machine(jobs, client, fresh, progress):
 
 
 def _on_dask(jobs, dask_client, fresh, progress):
+    """Each job as a Dask task; each outcome's entries imported into this machine's DB as it
+    arrives, so a later failure loses none of them. A task that raised (its worker or daemon
+    lost) is submitted once more; failing again, it is a failed job with the error's words."""
     from distributed import as_completed
 
-    futures = [dask_client.submit(run_job, job, fresh, pure=False) for job in jobs]
-    index = {future.key: i for i, future in enumerate(futures)}
-    outcomes = [None] * len(jobs)
-    for future in as_completed(futures):
-        outcome = future.result()
-        outcomes[index[future.key]] = outcome
-        if progress is not None:
-            progress(outcome)
-    entries = "".join(o.get("entries", "") for o in outcomes)
+    outcomes, tries = [None] * len(jobs), [0] * len(jobs)
+    index = {}
+    imported = {"added": 0, "present": 0, "rejected": 0}
+
+    def submit(i):
+        tries[i] += 1
+        future = dask_client.submit(run_job, jobs[i], fresh, pure=False)
+        index[future.key] = i
+        return future
+
     with Client() as local:
-        imported = local.request("tuningDb/import", {"text": entries}) if entries else {"added": 0, "present": 0, "rejected": 0}
-    for o in outcomes:
-        o.pop("entries", None)
+        queue = as_completed([submit(i) for i in range(len(jobs))])
+        for future in queue:
+            i = index.pop(future.key)
+            try:
+                outcome = future.result()
+            except Exception as e:  # noqa: BLE001 - a lost worker raises whatever distributed raises
+                outcome = _failed(jobs[i], e)
+            if outcome.pop("lost", False) and tries[i] < 2:
+                queue.add(submit(i))
+                continue
+            _import_entries(local, outcome, imported)
+            outcomes[i] = outcome
+            if progress is not None:
+                progress(outcome)
     return {"jobs": outcomes, "failed": sum(o["status"] == "failed" for o in outcomes),
             "stored": sum(o["status"] == "stored" for o in outcomes), "imported": imported}
+
+
+def _failed(job, error):
+    """A job whose task raised (its worker lost), as run_job reports a job whose daemon was lost."""
+    return {"program": job["program"], "bindings": job["bindings"], "target": job["target"], "status": "failed",
+            "error": str(error) or type(error).__name__, "lost": True}
+
+
+def _import_entries(local, outcome, imported):
+    """The outcome's DB entries into the local daemon's DB (taken out of the outcome); the answer's
+    counts added to `imported`'s, its lists (the reasons for rejections) joined to its."""
+    entries = outcome.pop("entries", "")
+    if entries:
+        for key, value in local.request("tuningDb/import", {"text": entries}).items():
+            imported[key] = imported.get(key, [] if isinstance(value, list) else 0) + value

@@ -7,8 +7,10 @@ the start-up live in one place: repl/daemon_launcher.cpp.
 import itertools
 import json
 import os
+import pwd
 import shutil
 import socket
+import struct
 import subprocess
 
 from .errors import ConnectionLost, PrismError, ProgramError
@@ -48,6 +50,24 @@ def daemon_socket(prism_binary=None, autostart=True, timeout=60):
     return status["socket"]
 
 
+def _peer_refusal(sock, path):
+    """Why the server on `sock` is not this user's own prismd (its uid from SO_PEERCRED, as the
+    REPL checks in repl/client.cpp); "" when it is. Another user's server is never talked to: it
+    could name a library for this process to load."""
+    try:
+        _, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except OSError as e:
+        return f"refusing prismd at {path}: cannot tell which user serves the socket ({e.strerror})"
+    if uid == os.geteuid():
+        return ""
+    try:
+        name = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        name = "unknown"
+    return (f"refusing prismd at {path}: the socket is served by uid {uid} (user {name}), not by you "
+            f"(uid {os.geteuid()}); another user's daemon could hand this process code to run")
+
+
 def _diagnostics(state):
     """A DocumentState's errors as (line, column, message), 1-based."""
     return [(d["range"]["start"]["line"] + 1, d["range"]["start"]["character"] + 1, d["message"])
@@ -56,7 +76,8 @@ def _diagnostics(state):
 
 class Client:
     """One connection to prismd. Each method sends one request and returns its JSON result as
-    Python values; a JSON-RPC error raises PrismError, a lost daemon ConnectionLost. search and
+    Python values; a JSON-RPC error raises PrismError, a lost daemon ConnectionLost, and so does a
+    socket served by another user (nothing is sent to it). search and
     tune take `progress`, called with each `$/progress` value. Ctrl-C while a request runs
     cancels it on the daemon (`$/cancelRequest`), waits for its answer, then raises
     KeyboardInterrupt: the connection stays usable."""
@@ -67,7 +88,12 @@ class Client:
         try:
             self._socket.connect(path)
         except OSError as e:
+            self._socket.close()
             raise ConnectionLost(f"cannot connect to prismd at {path}: {e}") from None
+        refusal = _peer_refusal(self._socket, path)
+        if refusal:
+            self._socket.close()
+            raise ConnectionLost(refusal)
         self._socket.settimeout(timeout)
         self.socket_path = path
         self._reader = FrameReader()

@@ -2,8 +2,9 @@
 
 The module is imported (from_torch), opened in prismd and searched once; at each new set of sizes
 it is called with, the program is tuned on the target (or answered by the tuning DB) and the
-best kernel's library (kernel/library) is loaded into this process and called on the tensors'
-memory (docs/python.md, "prism.compile").
+best kernel's library (kernel/library) is loaded into this process, once checked as the daemon
+checks its own (checked_files.py), and called on the tensors' memory (docs/python.md,
+"prism.compile").
 """
 import ctypes
 import functools
@@ -13,6 +14,7 @@ import os
 import threading
 import warnings
 
+from .checked_files import load_library, read_checked_bytes
 from .client import Client, find_prism_binary
 from .errors import ConnectionLost, PrismError
 from .fx_import import from_torch
@@ -20,22 +22,23 @@ from .fx_import import from_torch
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 _TARGETS = ("cpu", "cuda")  # each also the torch device type its tensors are on
 _COMPILED = itertools.count(1)
-# One lock per library file: the same library loaded twice (two callables of one program) is one
+# One lock per loaded library: the same library loaded twice (two callables of one program) is one
 # handle whose tensor table and scratch both share.
 _LIBRARY_LOCKS = {}
 _LIBRARY_LOCKS_LOCK = threading.Lock()
 
 
-def _library_lock(path):
+def _library_lock(lib):
     with _LIBRARY_LOCKS_LOCK:
-        return _LIBRARY_LOCKS.setdefault(os.path.realpath(path), threading.Lock())
+        return _LIBRARY_LOCKS.setdefault(lib._handle, threading.Lock())
 
 
 class _CpuLibrary:
-    """A kernel library with the C ABI of engine/backend/cpu/abi.h, called on host memory."""
+    """A kernel library with the C ABI of engine/backend/cpu/abi.h, called on host memory; loaded
+    only when its directory, the file and its seal pass checked_files' checks."""
 
     def __init__(self, path, threads):
-        self._lib = ctypes.CDLL(path)
+        self._lib = load_library(path)
         self._entry = self._lib.prism_entry
         self._entry.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
         self._entry.restype = ctypes.c_int
@@ -43,8 +46,8 @@ class _CpuLibrary:
         self._error.restype = ctypes.c_char_p
         self._threads = threads
         # The library keeps its tensor table and scratch between calls: one call at a time, over
-        # every Kernel that loaded the same file.
-        self._lock = _library_lock(path)
+        # every Kernel that loaded the same library.
+        self._lock = _library_lock(self._lib)
 
     def run(self, ins, outs, device):
         with self._lock:
@@ -70,12 +73,16 @@ def _plan_library():
 
 class _CudaPlan:
     """A tuned CUDA plan run by libprism_cuda_plan on the tensors' device pointers, on the current
-    stream of their device."""
+    stream of their device; read only when its directory, the file and its seal pass
+    checked_files' checks."""
 
     def __init__(self, path):
         self._lib = _plan_library()
-        with open(path, "rb") as f:
-            self._plan = self._lib.prism_plan_load(f.read())
+        try:
+            text = read_checked_bytes(path)
+        except PrismError as e:
+            raise PrismError(None, f"cannot load the CUDA plan {path}: {e}") from None
+        self._plan = self._lib.prism_plan_load(text)
         if not self._plan:
             raise PrismError(None, f"cannot load the CUDA plan {path}: {self._lib.prism_plan_error().decode()}")
 

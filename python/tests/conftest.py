@@ -30,3 +30,14 @@ def client(daemon_env):
 
 def example(name):
     return os.path.abspath(os.path.join(EXAMPLES, name + ".prism"))
+
+
+@pytest.fixture
+def quiet_client(daemon_env, monkeypatch):
+    """`client`, its daemon started with the noise limit off: every tune's result is stored, even
+    where a busy machine makes rounds disagree (a test that counts what the DB answers)."""
+    monkeypatch.setenv("PRISM_TUNE_NOISE_LIMIT", "off")
+    c = prism.Client(timeout=120)
+    yield c
+    c.stop_daemon()
+

@@ -1,6 +1,8 @@
 """prism.Client against a real prismd: requests, errors, progress, cancellation, a lost daemon."""
 import os
+import pwd
 import signal
+import socket
 import time
 
 import pytest
@@ -96,3 +98,55 @@ def test_without_autostart_no_daemon_is_an_error_that_says_so(daemon_env):
     with pytest.raises(prism.ConnectionLost) as caught:
         prism.Client(autostart=False)
     assert "no prismd answers" in str(caught.value)
+
+
+def serve_as_nobody(listener, ready, report):
+    """A forked child's body: listen on `listener` as uid 65534 (SO_PEERCRED gives a client the
+    credentials the server had at listen()), say so on `ready`, accept one client and write on
+    `report` how many bytes it sent."""
+    received = b""
+    try:
+        os.setgid(65534)
+        os.setuid(65534)
+        listener.listen(1)
+        os.write(ready, b"1")
+        listener.settimeout(20)
+        conn, _ = listener.accept()
+        conn.settimeout(20)
+        while True:
+            data = conn.recv(65536)
+            if not data:
+                break
+            received += data
+    finally:
+        os.write(report, str(len(received)).encode())
+        os._exit(0)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can run a server as another user")
+def test_a_socket_served_by_another_user_is_refused_and_sent_nothing(tmp_path):
+    path = str(tmp_path / "prismd.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    ready, ready_w = os.pipe()
+    report, report_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        serve_as_nobody(listener, ready_w, report_w)
+    os.close(ready_w)
+    os.close(report_w)
+    try:
+        assert os.read(ready, 1) == b"1"  # listening: a connect before would see root's credentials
+        with pytest.raises(prism.ConnectionLost) as caught:
+            prism.Client(socket_path=path, autostart=False)
+        assert str(caught.value) == (
+            f"refusing prismd at {path}: the socket is served by uid 65534 (user {pwd.getpwuid(65534).pw_name}), "
+            "not by you (uid 0); another user's daemon could hand this process code to run")
+        assert os.read(report, 16) == b"0"  # nothing was sent to it
+    finally:
+        if os.waitpid(child, os.WNOHANG) == (0, 0):
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+        for fd in (ready, report):
+            os.close(fd)
+        listener.close()

@@ -12,6 +12,7 @@
 #include "engine/backend/lower.h"
 #include "engine/util/cache.h"
 #include "engine/util/private_files.h"
+#include "engine/util/sealed_file.h"
 #include "engine/util/text.h"
 
 namespace prism::backend::cuda {
@@ -146,7 +147,10 @@ std::string CudaBackend::library(const Build& generated, const TargetDescription
   const std::string dir = (settings.cache_dir.empty() ? prism_cache_dir("kernels") : settings.cache_dir) + "/plans";
   if (std::string problem = ensure_private_dir(dir); !problem.empty()) throw Error(Error::Kind::Failed, problem);
   const std::string path = dir + "/" + content_key(builds[0].runnable, "plan") + ".plan";
-  if (std::string problem = write_file_atomically(path, builds[0].runnable); !problem.empty()) throw Error(Error::Kind::Failed, problem);
+  // Sealed as the kernel cache's entries are: a caller reads it only when its checksum matches.
+  std::string problem = write_seal(path, builds[0].runnable);
+  if (problem.empty()) problem = write_file_atomically(path, builds[0].runnable);
+  if (!problem.empty()) throw Error(Error::Kind::Failed, problem);
   return path;
 }
 
