@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/util/private_files.h"
 #include "engine/util/text.h"
 #include "protocol/framing.h"
 #include "repl/commands.h"
@@ -257,14 +258,12 @@ CommandOutput Session::define_program(const std::string& text, const Origin& ori
 }
 
 namespace {
-// Why `path` cannot be opened as a program file, in words ("no such file", "a directory", "not a
-// regular file (a FIFO)"); empty when it is a regular file. Nothing is read: a FIFO never blocks.
+// Why `path` cannot be opened as a program file, in words ("no such file", "… is not a regular
+// file (a FIFO)"); empty when it is a regular file. Nothing is read: a FIFO never blocks.
 std::string not_openable(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return errno == ENOENT ? "no such file" : std::strerror(errno);
-  if (S_ISDIR(st.st_mode)) return "it is a directory, not a .prism file";
-  if (!S_ISREG(st.st_mode)) return "not a regular file (" + std::string(S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device") + ")";
-  return "";
+  return not_regular_reason(path, st.st_mode);
 }
 }  // namespace
 

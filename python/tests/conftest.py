@@ -11,13 +11,19 @@ import prism  # noqa: E402
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
+def use_private_daemon(patch, root):
+    """Points the environment (through `patch`, a pytest MonkeyPatch) at a prismd of its own under
+    `root`: its socket, state, cache and runtime directories, never the user's."""
+    for name in ("XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"):
+        directory = root / name.lower()
+        directory.mkdir(mode=0o700)
+        patch.setenv(name, str(directory))
+    patch.setenv("PRISM_SOCKET", str(root / "run" / "prismd.sock"))
+
+
 @pytest.fixture
 def daemon_env(tmp_path, monkeypatch):
-    for name in ("XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"):
-        directory = tmp_path / name.lower()
-        directory.mkdir(mode=0o700)
-        monkeypatch.setenv(name, str(directory))
-    monkeypatch.setenv("PRISM_SOCKET", str(tmp_path / "run" / "prismd.sock"))
+    use_private_daemon(monkeypatch, tmp_path)
     return tmp_path
 
 

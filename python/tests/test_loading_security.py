@@ -13,6 +13,7 @@ import threading
 import pytest
 
 import prism
+from conftest import use_private_daemon
 from prism import checked_files
 from prism.compiled import _CpuLibrary, _CudaPlan
 
@@ -29,11 +30,7 @@ def built(tmp_path_factory):
     """A private prismd and the library it compiled for rms at SIZES: (its path, its threads)."""
     root = tmp_path_factory.mktemp("daemon")
     with pytest.MonkeyPatch.context() as patch:
-        for name in ("XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"):
-            directory = root / name.lower()
-            directory.mkdir(mode=0o700)
-            patch.setenv(name, str(directory))
-        patch.setenv("PRISM_SOCKET", str(root / "run" / "prismd.sock"))
+        use_private_daemon(patch, root)
         with prism.Client(timeout=120) as client:
             client.open(text=RMS)
             client.search("rms")

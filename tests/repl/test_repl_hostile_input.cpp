@@ -21,6 +21,24 @@ bool has_raw_escape(const std::string& text) {
   return text.find('\x1b') != std::string::npos || text.find("\xc2\x9b") != std::string::npos;
 }
 
+// `command PATH` on a directory, a FIFO, a device and a missing file: each refused at once (a
+// FIFO must not hang, /dev/zero must not be read), saying what the path is.
+void check_refuses_what_is_not_a_file(const ReplFixture& f, const std::string& command) {
+  const std::string dir = f.dir() / (command.substr(0, 2) + "-things");
+  std::filesystem::create_directories(dir);
+  const std::string fifo = dir + "/fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {dir, "not a regular file (a directory)"}, {fifo, "not a regular file (a FIFO)"},
+      {"/dev/zero", "not a regular file (a device)"}, {dir + "/none", "none"}};
+  for (const auto& [path, words] : cases) {
+    auto r = f.prism({"-c", command + " " + path});
+    INFO(command << " " << path << ": " << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains(words));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("visible_text writes control characters and stray bytes as escapes", "[repl][security]") {
@@ -35,46 +53,13 @@ TEST_CASE("visible_text writes control characters and stray bytes as escapes", "
 
 TEST_CASE("db import reads only a regular file and says why not otherwise", "[repl][security]") {
   ReplFixture f;
-  const std::string dir = f.dir() / "imports";
-  std::filesystem::create_directories(dir);
-  const std::string fifo = dir + "/fifo";
-  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-
-  auto from_fifo = f.prism({"-c", "db import " + fifo});  // must not hang
-  CHECK(from_fifo.exit_code == 1);
-  CHECK_THAT(from_fifo.err, Catch::Contains("not a regular file (a FIFO)"));
-
-  auto from_dir = f.prism({"-c", "db import " + dir});
-  CHECK(from_dir.exit_code == 1);
-  CHECK_THAT(from_dir.err, Catch::Contains("not a regular file (a directory)"));
-
-  auto from_device = f.prism({"-c", "db import /dev/zero"});  // never read: it would grow without end
-  CHECK(from_device.exit_code == 1);
-  CHECK_THAT(from_device.err, Catch::Contains("not a regular file (a device)"));
-
-  auto missing = f.prism({"-c", "db import " + dir + "/none.db"});
-  CHECK(missing.exit_code == 1);
-  CHECK_THAT(missing.err, Catch::Contains("none.db"));
+  check_refuses_what_is_not_a_file(f, "db import");
 }
 
 TEST_CASE("open of a directory, a FIFO or a device says what it is", "[repl][security]") {
   ReplFixture f;
-  const std::string dir = f.dir() / "things";
-  std::filesystem::create_directories(dir);
-  const std::string fifo = dir + "/fifo.prism";
-  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  auto a_dir = f.prism({"-c", "open " + dir});
-  CHECK(a_dir.exit_code == 1);
-  CHECK_THAT(a_dir.err, Catch::Contains("is a directory"));
-  auto a_fifo = f.prism({"-c", "open " + fifo});
-  CHECK(a_fifo.exit_code == 1);
-  CHECK_THAT(a_fifo.err, Catch::Contains("not a regular file (a FIFO)"));
-  auto a_device = f.prism({"-c", "open /dev/null"});
-  CHECK(a_device.exit_code == 1);
-  CHECK_THAT(a_device.err, Catch::Contains("not a regular file (a device)"));
-  auto missing = f.prism({"-c", "open " + dir + "/none.prism"});
-  CHECK(missing.exit_code == 1);
-  CHECK_THAT(missing.err, Catch::Contains("no such file"));
+  check_refuses_what_is_not_a_file(f, "open");
+  CHECK_THAT(f.prism({"-c", "open " + f.dir() / "none.prism"}).err, Catch::Contains("no such file"));
 }
 
 TEST_CASE("escapes in a command and in a daemon's answer reach the terminal as text", "[repl][security]") {
