@@ -316,6 +316,7 @@ TEST_CASE("tune prints the speedup table; code and export give the best kernel",
   REQUIRE(exported.exit_code == 0);
   CHECK_THAT(exported.out, Catch::Contains("wrote 1 tuning results to " + db));
   ReplFixture g;
+  g.extra_env["PRISM_TUNE_NOISE_LIMIT"] = "off";  // the claim's measurement stored, even on a busy machine
   auto imported = g.prism({"--json", "-c", "db import " + db + "; db import " + db + "; open " + example("rms_linear") +
                                                "; tune rms_linear n=4 d=64 --top 2; tune rms_linear n=4 d=64 --top 2"});
   INFO(imported.err);
