@@ -87,18 +87,17 @@ TEST_CASE("escapes in a command and in a daemon's answer reach the terminal as t
 TEST_CASE("a dim, a flag or a target given twice is an error, not the last one silently", "[repl][errors]") {
   ReplFixture f;
   const std::string open = "open " + example("rms_linear") + "; ";
-  auto run = f.prism({"-c", open + "run rms_linear n=8 n=9 d=16"});
-  CHECK(run.exit_code == 1);
-  CHECK_THAT(run.err, Catch::Contains("n given twice"));
-  auto tune = f.prism({"-c", open + "tune rms_linear n=8 d=16 d=32"});
-  CHECK(tune.exit_code == 1);
-  CHECK_THAT(tune.err, Catch::Contains("d given twice"));
-  auto top = f.prism({"-c", open + "tune rms_linear n=8 d=16 --top 2 --top 3"});
-  CHECK(top.exit_code == 1);
-  CHECK_THAT(top.err, Catch::Contains("--top given twice"));
-  auto target = f.prism({"-c", open + "code rms_linear n=8 d=16 --target cpu --target cuda"});
-  CHECK(target.exit_code == 1);
-  CHECK_THAT(target.err, Catch::Contains("--target given twice"));
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"run rms_linear n=8 n=9 d=16", "n given twice"},
+      {"tune rms_linear n=8 d=16 d=32", "d given twice"},
+      {"tune rms_linear n=8 d=16 --top 2 --top 3", "--top given twice"},
+      {"code rms_linear n=8 d=16 --target cpu --target cuda", "--target given twice"}};
+  for (const auto& [command, words] : cases) {
+    auto r = f.prism({"-c", open + command});
+    INFO(command << ": " << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains(words));
+  }
 }
 
 TEST_CASE("an unterminated quote is an error at the quote, not an unknown command", "[repl][errors]") {
