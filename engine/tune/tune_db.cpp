@@ -389,8 +389,9 @@ void join_claims(TuneResult& into, const TuneResult& claim) {
 DbImport TuneDb::import_entries(std::string_view text, const ImportCheck& refute) {
   const std::string now = steps::utc_now();
   DbImport done;
-  std::lock_guard lock(mutex_);
   // An entry runs from its header line to its end line; anything else between entries is damage.
+  // Each is parsed and checked (`refute` may compile its program and describe this machine)
+  // before the DB's lock is taken: a tune's DB lookups never wait on that.
   size_t at = 0;
   while (at < text.size()) {
     const size_t start = text.find(kHeader, at);
@@ -416,6 +417,7 @@ DbImport TuneDb::import_entries(std::string_view text, const ImportCheck& refute
     r->measured.imported = now;  // whatever the entry says: here it is another machine's claim
     r->measured.confirmed.clear();
     const std::string key = entry_key(*r);
+    std::lock_guard lock(mutex_);
     std::optional<TuneResult> held = get_locked(key);
     if (held && held->measured.imported.empty()) {
       ++done.present;

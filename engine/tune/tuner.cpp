@@ -197,7 +197,7 @@ std::vector<Option> claimed_options(const std::vector<Option>& ranked, const std
   std::set<std::pair<size_t, std::string>> seen;
   for (const TuneRow& row : claimed) {
     const auto match = std::find_if(ranked.begin(), ranked.end(), [&](const Option& o) {
-      return families[o.family].hash == row.family && o.sizes == DimBindings(row.sizes.begin(), row.sizes.end());
+      return families[o.family].hash == row.family && o.sizes == row.sizes;
     });
     if (match == ranked.end()) continue;
     const bool offered = std::find(schedules.begin(), schedules.end(), row.schedule) != schedules.end();

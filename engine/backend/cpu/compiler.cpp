@@ -99,14 +99,14 @@ std::string default_kernel_cache_dir() {
 
 namespace {
 
-// The kernel cache held open: checked from the cache root down (docs/protocol.md "Security").
-// The cache holds code this user will run, so it is refused when anyone else could have written
-// to any directory of it.
 // An ELF shared object's header: the magic and ET_DYN. What a compiler's -shared output starts with.
 bool is_shared_object(const std::string& bytes) {
   return bytes.size() >= 18 && bytes.compare(0, 4, "\x7f" "ELF") == 0 && bytes[16] == 3 && bytes[17] == 0;
 }
 
+// The kernel cache held open: checked from the cache root down (docs/protocol.md "Security").
+// The cache holds code this user will run, so it is refused when anyone else could have written
+// to any directory of it.
 PrivateDir open_kernel_cache(const CompileOptions& options) {
   const std::string dir = options.cache_dir.empty() ? default_kernel_cache_dir() : options.cache_dir;
   if (dir.empty()) throw Error(Error::Kind::Failed, "no kernel cache: set PRISM_CACHE_DIR or HOME");
