@@ -110,8 +110,12 @@ Id TensorGraph::constant(const Constant& given) {
   if (!c.exact)
     if (auto r = short_dyadic(c.number)) c.exact = Dim::constant(*r);
   std::string key;
-  if (c.exact) key = "x:" + c.exact->canonical();
-  else {
+  if (c.exact) {
+    // A constant written as a division by a dim that may be zero is not the number it folds to
+    // ((d-7)/(d-7) is no 1 at d = 7, ir/dim.h): its divisors are part of its key.
+    key = "x:" + c.exact->canonical();
+    for (const Dim& d : c.exact->zero_divisors()) key += " /" + d.canonical();
+  } else {
     uint64_t bits;
     std::memcpy(&bits, &c.number, sizeof bits);
     key = "n:" + std::to_string(bits);

@@ -63,6 +63,7 @@ void Dim::add_term(const Monomial& m, const Rational& c) {
 }
 
 void Dim::merge_atoms_from(const Dim& o) {
+  for (const auto& [k, d] : o.zero_divisors_) zero_divisors_.emplace(k, d);
   for (const auto& k : o.order_)
     if (std::find(order_.begin(), order_.end(), k) == order_.end()) order_.push_back(k);
   for (const auto& [k, s] : o.sums_) sums_.emplace(k, s);
@@ -101,6 +102,7 @@ Dim Dim::operator*(const Dim& o) const {
   Dim r;
   r.order_ = order_;
   r.sums_ = sums_;
+  r.zero_divisors_ = zero_divisors_;
   r.merge_atoms_from(o);
   for (const auto& [ma, ca] : terms_)
     for (const auto& [mb, cb] : o.terms_) r.add_term(multiply(ma, mb), ca * cb);
@@ -123,6 +125,12 @@ Dim Dim::operator/(const Dim& o) const {
     // A sum has no polynomial inverse: it becomes one opaque atom with exponent -1.
     inverse = o.as_atom();
     inverse.terms_ = {{{{inverse.order_[0], -1}}, Rational(1)}};
+  }
+  inverse.zero_divisors_ = o.zero_divisors_;
+  if (!o.provably_nonzero()) {
+    Dim divisor = o;
+    divisor.zero_divisors_.clear();
+    inverse.zero_divisors_.emplace(divisor.canonical(), std::make_shared<const Dim>(std::move(divisor)));
   }
   return *this * inverse;
 }
@@ -228,7 +236,39 @@ std::string Dim::print(bool canonical_order) const {
 std::string Dim::str() const { return print(false); }
 std::string Dim::canonical() const { return print(true); }
 
+bool Dim::provably_nonzero() const {
+  if (terms_.empty()) return false;
+  if (terms_.size() == 1) {
+    // c * a^i * b^j: nonzero when every opaque atom is.
+    for (const auto& [k, e] : terms_.begin()->first)
+      if (auto s = sums_.find(k); s != sums_.end() && !s->second->provably_nonzero()) return false;
+    return true;
+  }
+  // A sum: positive when every term is a positive coefficient times positive atoms.
+  for (const auto& [m, c] : terms_) {
+    if (c.num() <= 0) return false;
+    for (const auto& [k, e] : m) {
+      auto s = sums_.find(k);
+      if (s != sums_.end() && !(s->second->terms_.size() > 1 && s->second->provably_nonzero())) return false;
+    }
+  }
+  return true;
+}
+
+std::vector<Dim> Dim::zero_divisors() const {
+  std::vector<Dim> out;
+  for (const auto& [k, d] : zero_divisors_) out.push_back(*d);
+  return out;
+}
+
 Rational Dim::evaluate(const DimBindings& bindings) const {
+  for (const auto& [k, d] : zero_divisors_) {
+    if (!d->evaluate(bindings).is_zero()) continue;
+    std::string where;
+    for (const auto& s : d->symbols())
+      if (auto b = bindings.find(s); b != bindings.end()) where += (where.empty() ? "" : ", ") + s + "=" + std::to_string(b->second);
+    throw DimError("divides by " + d->str() + ", which is 0 at " + where + " (in " + str() + ", as folded)");
+  }
   Rational total(0);
   for (const auto& [m, c] : terms_) {
     Rational t = c;

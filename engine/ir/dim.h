@@ -6,6 +6,11 @@
 // dividing by a sum of several terms (d/(n+1)) keeps that sum as one atom. Equality compares the
 // canonical terms only; each Dim also remembers the order its names were first seen in, so
 // printing reproduces the user's spelling (n*d stays "n*d", d*n stays "d*n").
+//
+// Division by a sum that may be zero at some binding (d-7, n-d) is remembered even where it
+// cancels: (d-7)/(d-7) is 1 in the canonical form, but evaluating it at d = 7 throws, as the
+// division it was written as would (docs/design.md, "Numerics"). A sum of dims with positive
+// coefficients (d+1) cannot be zero, since dims are positive, and is not remembered.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -45,13 +50,19 @@ class Dim {
   std::optional<std::string> as_symbol() const;
   // Dim names this expression mentions (inside opaque sums too), in display order.
   std::vector<std::string> symbols() const;
+  // True when no binding of positive dims makes this zero: a nonzero constant, a product of dims
+  // and such sums, or a sum of such terms with positive coefficients.
+  bool provably_nonzero() const;
+  // The divisors that may be zero at some binding, as written (kept through cancellation).
+  std::vector<Dim> zero_divisors() const;
 
   // In the language, e.g. "d/2", "n*d", "2*d+1", "d/(n+1)".
   std::string str() const;
   // Order-independent text of the canonical form; equal Dims have equal keys.
   std::string canonical() const;
 
-  // Exact value under bindings; throws DimError naming an unbound dim.
+  // Exact value under bindings; throws DimError naming an unbound dim, or a divisor that is zero
+  // at them (even one that cancelled).
   Rational evaluate(const DimBindings& bindings) const;
   // A size: must evaluate to a positive integer, else DimError naming the expression and bindings.
   int64_t evaluate_size(const DimBindings& bindings) const;
@@ -70,6 +81,8 @@ class Dim {
   std::map<Monomial, Rational> terms_;                       // no zero coefficients
   std::map<std::string, std::shared_ptr<const Dim>> sums_;   // opaque atom key -> its sum
   std::vector<std::string> order_;                           // atom keys in display order
+  // Divisors that may be zero (not provably_nonzero), by canonical text; not part of equality.
+  std::map<std::string, std::shared_ptr<const Dim>> zero_divisors_;
 };
 
 // "[n, d/2]"

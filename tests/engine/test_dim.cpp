@@ -85,3 +85,27 @@ TEST_CASE("dims list their symbols in display order", "[engine][dim]") {
   CHECK(Dim(4).as_integer() == 4);
   CHECK(!(Dim(4) / Dim(3)).as_integer());
 }
+
+TEST_CASE("a division by a dim that may be zero is remembered through cancellation", "[engine][dim]") {
+  const Dim d = s("d"), n = s("n");
+  const Dim one = (d - Dim(7)) / (d - Dim(7));
+  CHECK(one == Dim(1));  // the canonical form cancels ...
+  CHECK(one.evaluate({{"d", 8}}) == Rational(1));
+  try {  // ... but at d = 7 it is the division it was written as
+    (void)one.evaluate({{"d", 7}});
+    FAIL("expected an error");
+  } catch (const DimError& e) {
+    CHECK(std::string(e.what()).find("divides by d-7, which is 0 at d=7") != std::string::npos);
+  }
+  CHECK_THROWS_AS((n / (n - d) * (n - d)).evaluate_size({{"n", 4}, {"d", 4}}), DimError);
+  // Positive divisors are not remembered: dims are positive.
+  CHECK((d / (n + Dim(1)) * (n + Dim(1))).zero_divisors().empty());
+  CHECK((d / n).zero_divisors().empty());
+  CHECK(s("n").provably_nonzero());
+  CHECK((n + d).provably_nonzero());
+  CHECK((Dim(3) * n * d).provably_nonzero());
+  CHECK(!(n - d).provably_nonzero());
+  CHECK(!(d - Dim(7)).provably_nonzero());
+  CHECK(!Dim(0).provably_nonzero());
+  CHECK((d / (d - Dim(7))).zero_divisors().size() == 1);
+}
