@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "engine/error.h"
 #include "engine/interp/half.h"
@@ -48,10 +49,21 @@ void for_each_broadcast(const std::vector<int64_t>& out_shape, const std::vector
   }
 }
 
+// A sum accumulated in double keeps f32's range: a partial sum past it is the infinity an f32
+// accumulator would hold, so a wider accumulator never hides an overflow every f32 program has.
+template <typename Acc>
+Acc in_f32_range(Acc x) {
+  if constexpr (std::is_same_v<Acc, double>)
+    if (std::fabs(x) > double(std::numeric_limits<float>::max())) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  return x;
+}
+
 class Interpreter : public Visitor {
  public:
-  Interpreter(const Program& p, const DimBindings& b, const std::map<std::string, Tensor>& in, const CancelToken* c, bool move = false)
-      : p_(p), bindings_(b), inputs_(in), cancel_(c), move_(move), values_(p.values.size()), last_use_(p.values.size(), -1) {
+  enum class Mode { Plain, Moved, ExactSums, KernelSums };
+  Interpreter(const Program& p, const DimBindings& b, const std::map<std::string, Tensor>& in, const CancelToken* c, Mode mode = Mode::Plain)
+      : p_(p), bindings_(b), inputs_(in), cancel_(c), move_(mode == Mode::Moved), exact_(mode == Mode::ExactSums),
+        f32_sums_(mode == Mode::KernelSums), values_(p.values.size()), last_use_(p.values.size(), -1) {
     for (const auto& v : p.values)
       for (int o : v.operands) last_use_[size_t(o)] = v.id;
     for (int o : p.outputs) last_use_[size_t(o)] = int(p.values.size());
@@ -150,26 +162,33 @@ class Interpreter : public Visitor {
     Tensor out = Tensor::zeros(v.type.dtype, shape);
     const float* src = x.data.data();
     float* dst = out.data.data();
-    bool is_max = v.op == Op::Max, is_rms = v.op == Op::Rms;
-    std::vector<float> acc(static_cast<size_t>(inner));
+    if (v.op == Op::Max) reduce_rows<float>(src, dst, outer, k, inner, Op::Max);
+    else if (f32_sums_) reduce_rows<float>(src, dst, outer, k, inner, v.op);
+    else reduce_rows<double>(src, dst, outer, k, inner, v.op);
+    finish(v, std::move(out));
+  }
+
+  // dst[o, i] = the reduction of src[o, :, i] over its k rows, accumulated in Acc.
+  template <typename Acc>
+  void reduce_rows(const float* src, float* dst, int64_t outer, int64_t k, int64_t inner, Op op) {
+    const bool is_max = op == Op::Max, is_rms = op == Op::Rms;
+    std::vector<Acc> acc(static_cast<size_t>(inner));
     for (int64_t o = 0; o < outer; ++o) {
       poll();
-      std::fill(acc.begin(), acc.end(), is_max ? -std::numeric_limits<float>::infinity() : 0.0f);
+      std::fill(acc.begin(), acc.end(), is_max ? -std::numeric_limits<Acc>::infinity() : Acc(0));
       for (int64_t j = 0; j < k; ++j) {
         const float* row = src + (o * k + j) * inner;
         if (is_max) {
           for (int64_t i = 0; i < inner; ++i)
             if (row[i] > acc[size_t(i)] || std::isnan(row[i])) acc[size_t(i)] = std::isnan(acc[size_t(i)]) ? acc[size_t(i)] : row[i];
         } else if (is_rms) {
-          for (int64_t i = 0; i < inner; ++i) acc[size_t(i)] += row[i] * row[i];
+          for (int64_t i = 0; i < inner; ++i) acc[size_t(i)] = in_f32_range(acc[size_t(i)] + Acc(row[i]) * Acc(row[i]));
         } else {
-          for (int64_t i = 0; i < inner; ++i) acc[size_t(i)] += row[i];
+          for (int64_t i = 0; i < inner; ++i) acc[size_t(i)] = in_f32_range(acc[size_t(i)] + Acc(row[i]));
         }
       }
-      for (int64_t i = 0; i < inner; ++i)
-        dst[o * inner + i] = is_rms ? std::sqrt(acc[size_t(i)] / float(k)) : acc[size_t(i)];
+      for (int64_t i = 0; i < inner; ++i) dst[o * inner + i] = float(is_rms ? std::sqrt(acc[size_t(i)] / Acc(k)) : acc[size_t(i)]);
     }
-    finish(v, std::move(out));
   }
 
   void visit_transpose(const Value& v) override {
@@ -298,11 +317,23 @@ class Interpreter : public Visitor {
 
   // c[m, n] = a[m, k] @ b[k, n], i-k-j order so the inner loop streams rows of b and c; rows run
   // in parallel. Accumulates in f32; the caller rounds once.
+  // With exact sums, in double (then rounded to f32 once).
   void matmul_2d(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n) {
     auto rows = [&](const tbb::blocked_range<int64_t>& r) {
+      std::vector<double> wide(exact_ ? size_t(n) : 0);
       for (int64_t i = r.begin(); i < r.end(); ++i) {
         poll();
         float* ci = c + i * n;
+        if (exact_) {
+          std::fill(wide.begin(), wide.end(), 0.0);
+          for (int64_t p = 0; p < k; ++p) {
+            const double aip = a[i * k + p];
+            const float* bp = b + p * n;
+            for (int64_t j = 0; j < n; ++j) wide[size_t(j)] = in_f32_range(wide[size_t(j)] + aip * double(bp[j]));
+          }
+          for (int64_t j = 0; j < n; ++j) ci[j] = float(wide[size_t(j)]);
+          continue;
+        }
         for (int64_t p = 0; p < k; ++p) {
           float aip = a[i * k + p];
           const float* bp = b + p * n;
@@ -318,7 +349,7 @@ class Interpreter : public Visitor {
   const DimBindings& bindings_;
   const std::map<std::string, Tensor>& inputs_;
   const CancelToken* cancel_;
-  const bool move_;
+  const bool move_, exact_, f32_sums_;
   std::vector<Tensor> values_;
   std::vector<int> last_use_;
 
@@ -358,7 +389,17 @@ std::vector<Tensor> interpret(const Program& lowered, const DimBindings& binding
 
 std::vector<Tensor> interpret_moved(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
                                     const CancelToken* cancel) {
-  return Interpreter(lowered, bindings, inputs, cancel, true).run();
+  return Interpreter(lowered, bindings, inputs, cancel, Interpreter::Mode::Moved).run();
+}
+
+std::vector<Tensor> interpret_exact_sums(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
+                                         const CancelToken* cancel) {
+  return Interpreter(lowered, bindings, inputs, cancel, Interpreter::Mode::ExactSums).run();
+}
+
+std::vector<Tensor> interpret_as_kernels(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
+                                         const CancelToken* cancel) {
+  return Interpreter(lowered, bindings, inputs, cancel, Interpreter::Mode::KernelSums).run();
 }
 
 }  // namespace prism

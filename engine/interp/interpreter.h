@@ -1,8 +1,10 @@
 // The reference interpreter: the ground truth every later backend is checked against.
 //
 // It evaluates a lowered program (primitives only) for concrete dim bindings. Arithmetic is f32;
-// every op's result is rounded to its dtype's storage (f16/bf16 round-to-nearest-even), and matmul
-// and reductions accumulate in f32 before that one rounding. Scalar constants are f32.
+// every op's result is rounded to its dtype's storage (f16/bf16 round-to-nearest-even). Matmul
+// accumulates in f32, reductions (sum, rms) in double, each rounded once: a mean of a row with a
+// large mean is then the mean, not the rounding of its f32 running sum (docs/design.md,
+// "Numerics"). Scalar constants are f32.
 // Elementwise ops compute the op table's formulas (ir/ops.h: gelu is the exact erf form, relu keeps
 // NaN); max propagates NaN. The CancelToken is polled between ops and inside long loops.
 #pragma once
@@ -38,5 +40,14 @@ std::vector<Tensor> interpret(const Program& lowered, const DimBindings& binding
 // (tune/compare.h, compare_conditioned; docs/tuning.md, "The edge suite").
 std::vector<Tensor> interpret_moved(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
                                     const CancelToken* cancel = nullptr);
+
+// The same with matmul accumulated in double too: the reference the floating-point checks measure
+// a computation's error against (docs/design.md, "Numerics").
+std::vector<Tensor> interpret_exact_sums(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
+                                         const CancelToken* cancel = nullptr);
+// The same with every sum accumulated in f32 in order, as a kernel's loop does: how a form fares
+// in a kernel, where a sum carries the error of its order.
+std::vector<Tensor> interpret_as_kernels(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
+                                         const CancelToken* cancel = nullptr);
 
 }  // namespace prism

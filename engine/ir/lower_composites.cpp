@@ -62,8 +62,13 @@ class Lowering : public Visitor {
         }
         break;
       case Op::LayerNorm: {
-        // As torch.nn.LayerNorm without its affine: the biased variance of the centred row.
-        int centred = emit(Op::Sub, {x, mean(x, -1, true, v.pos)}, {}, v.pos);
+        // As torch.nn.LayerNorm without its affine: the biased variance of the centred row. The
+        // row is centred twice: a mean summed in f32 is off by the rounding of a sum as large as
+        // the row's mean times its length, which on a row with a large mean and a small spread is
+        // a large part of the spread; the second mean, of values the size of the spread, takes
+        // that error out, as PyTorch's Welford statistics do (docs/design.md, "Numerics").
+        int once = emit(Op::Sub, {x, mean(x, -1, true, v.pos)}, {}, v.pos);
+        int centred = emit(Op::Sub, {once, mean(once, -1, true, v.pos)}, {}, v.pos);
         int var = mean(emit(Op::Mul, {centred, centred}, {}, v.pos), -1, true, v.pos);
         int shifted = emit(Op::Add, {var, constant(decimal_constant(v.attrs.eps.value_or(1e-5)), v.pos)}, {}, v.pos);
         result = emit(Op::Div, {centred, emit(Op::Sqrt, {shifted}, {}, v.pos)}, {}, v.pos);

@@ -274,8 +274,8 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
   };
 
   // A program with a variance may be computed in one pass (one_pass_variance.h), which is exact
-  // only in real arithmetic: every computation of such a program is also checked on inputs whose
-  // mean is large against their spread, where that form cancels.
+  // only in real arithmetic: the check on mean-shifted rows (NumericCheck::unstable) keeps it
+  // only where the dtype cannot resolve a mean large enough to make it cancel.
   const std::optional<Program> one_pass = one_pass_variance(program);
   bounded.check();
   const std::function<void(const Dag&)> emit = [&](const Dag& dag) {
@@ -286,10 +286,11 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
       c.rejected++;
       return;
     }
-    if (one_pass && !check.dag_matches_offset(dag, &bounded)) {
+    // Proved over the reals is not enough: in floats the computation must keep what the program
+    // keeps (verify.h, NumericCheck::unstable; docs/design.md, "Numerics").
+    if (auto why = check.unstable(dag, &bounded)) {
       c.rejected++;
-      c.why("rejected", "it loses precision on inputs whose mean is large against their spread (all moved by " +
-                            std::to_string(int(NumericCheck::kOffset)) + "), as a one-pass variance does");
+      c.why("rejected", "it is less stable in floating point than the program: " + *why);
       return;
     }
     const Indices ix = analyze_indices(dag);

@@ -2,6 +2,7 @@
 
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "engine/egraph/from_program.h"
 #include "engine/error.h"
+#include "engine/interp/float_edges.h"
 #include "engine/interp/half.h"
 #include "engine/interp/interpreter.h"
 #include "engine/ir/infer_shapes.h"
@@ -21,12 +23,17 @@ namespace prism::search {
 
 namespace {
 
-// The largest difference over the reference's largest magnitude, or over `floor` when that is
-// larger (outputs near zero are compared absolutely).
-double relative_error(const Tensor& a, const Tensor& b, double floor = 1) {
+// The largest difference over the reference's largest finite magnitude, or over 1 when that is
+// larger (outputs near zero are compared absolutely). A reference value that is NaN or infinite
+// is matched only by the same (an infinity once made the scale infinite and every error 0).
+double relative_error(const Tensor& a, const Tensor& b) {
   if (a.shape != b.shape) return INFINITY;
-  double diff = 0, scale = floor;
+  double diff = 0, scale = 1;
   for (size_t i = 0; i < a.data.size(); ++i) {
+    if (!std::isfinite(b.data[i])) {
+      if (a.data[i] == b.data[i] || (std::isnan(a.data[i]) && std::isnan(b.data[i]))) continue;
+      return INFINITY;
+    }
     double d = std::fabs(double(a.data[i]) - double(b.data[i]));
     if (std::isnan(d)) return INFINITY;
     diff = std::max(diff, d);
@@ -81,31 +88,66 @@ NumericCheck::NumericCheck(const Program& program, const CancelToken* cancel) : 
     round_all(t.dtype, t.data.data(), t.data.size());
   }
   reference_ = interpret(program, dims_, inputs_, cancel);
-  // The draw in [-1, 1) has std 1/sqrt(3).
+}
+
+namespace {
+
+// Every value at f32 (inputs too: they arrive rounded to their declared dtypes).
+Program widened(Program p) {
+  for (Value& v : p.values) v.type.dtype = DType::F32;
+  return p;
+}
+
+// Activations (and mask candidates, which may be the scores of S + M) drawn in [-1, 1) times
+// 100 sqrt(3): std 100. Weights stay as seeded.
+std::map<std::string, Tensor> std_100(const Program& program, const DimBindings& dims, const std::map<std::string, Tensor>& seeded) {
+  std::map<std::string, Tensor> drawn, named = seeded;
+  random_inputs(program, dims, 17, &drawn);
   const InputRoles roles = input_roles(program);
-  bool any = false;
-  large_inputs_ = inputs_;
   for (size_t i = 0; i < program.inputs.size(); ++i) {
-    if (!roles.activation(i)) continue;
-    Tensor& t = large_inputs_[program.value(program.inputs[i]).name] = drawn.at(program.value(program.inputs[i]).name);
+    if (roles.weight[i]) continue;
+    Tensor& t = named[program.value(program.inputs[i]).name] = drawn.at(program.value(program.inputs[i]).name);
     for (float& x : t.data) x *= float(100 * std::sqrt(3.0));
     round_all(t.dtype, t.data.data(), t.data.size());
-    any = true;
   }
-  if (any) large_reference_ = interpret(program, dims_, large_inputs_, cancel);
-  else large_inputs_.clear();
+  return named;
+}
+
+}  // namespace
+
+const std::vector<NumericCheck::EdgeSet>& NumericCheck::edge_sets(const CancelToken* cancel) const {
+  std::call_once(edges_once_, [&] {
+    tbb::this_task_arena::isolate([&] {
+      wide_program_ = widened(program_);
+      std::vector<std::pair<std::string, std::map<std::string, Tensor>>> sets;
+      sets.emplace_back("activations of std 100", std_100(program_, dims_, inputs_));
+      for (const FloatEdge& e : float_edges(program_, dims_, inputs_, 17)) sets.emplace_back(e.name, e.make());
+      for (auto& [name, inputs] : sets) {
+        // A set on which the program itself overflows judges nothing (float_edges.h).
+        if (overflows_inside(program_, dims_, inputs, cancel) || overflows_inside(wide_program_, dims_, inputs, cancel)) continue;
+        EdgeSet set{name, std::move(inputs), {}, {}, {}, {}};
+        set.declared = interpret(program_, dims_, set.inputs, cancel);
+        set.exact = interpret_exact_sums(wide_program_, dims_, set.inputs, cancel);
+        set.wide = interpret_as_kernels(wide_program_, dims_, set.inputs, cancel);
+        for (size_t o = 0; o < set.exact.size(); ++o) set.wide_error.push_back(error_where_finite(set.wide[o], set.exact[o], set.wide[o]));
+        edge_sets_.push_back(std::move(set));
+      }
+    });
+  });
+  return edge_sets_;
 }
 
 std::optional<std::string> NumericCheck::overflows(const sgraph::Instance& family, const CancelToken* cancel) const {
-  if (large_reference_.empty()) return std::nullopt;
-  std::vector<Tensor> got = tbb::this_task_arena::isolate([&] { return sgraph::evaluate(family, large_inputs_, cancel); });
-  for (size_t o = 0; o < got.size() && o < large_reference_.size(); ++o) {
-    int64_t bad = 0;
-    for (size_t i = 0; i < got[o].data.size() && i < large_reference_[o].data.size(); ++i)
-      bad += std::isfinite(large_reference_[o].data[i]) && !std::isfinite(got[o].data[i]);
-    if (bad > 0)
-      return "overflows: " + std::to_string(bad) + " values of output " + std::to_string(o) +
-             " are NaN or infinite on activations of std 100 where the program's are finite";
+  for (const EdgeSet& set : edge_sets(cancel)) {
+    std::vector<Tensor> got = tbb::this_task_arena::isolate([&] { return sgraph::evaluate(family, set.inputs, cancel); });
+    for (size_t o = 0; o < got.size() && o < set.declared.size(); ++o) {
+      int64_t bad = 0;
+      for (size_t i = 0; i < got[o].data.size() && i < set.declared[o].data.size(); ++i)
+        bad += std::isfinite(set.declared[o].data[i]) && !std::isfinite(got[o].data[i]);
+      if (bad > 0)
+        return "overflows: " + std::to_string(bad) + " values of output " + std::to_string(o) + " are NaN or infinite on " + set.name +
+               " where the program's are finite";
+    }
   }
   return std::nullopt;
 }
@@ -131,12 +173,6 @@ std::optional<std::string> NumericCheck::mismatch(const sgraph::SGraph& family, 
 
 namespace {
 
-// Every value at f32 (inputs too: they arrive rounded to their declared dtypes).
-Program widened(Program p) {
-  for (Value& v : p.values) v.type.dtype = DType::F32;
-  return p;
-}
-
 // The DAG as a program over `program`'s parameters.
 Program dag_program(const Dag& dag, const Program& program) {
   std::vector<const Value*> params;
@@ -147,39 +183,44 @@ Program dag_program(const Dag& dag, const Program& program) {
 }  // namespace
 
 bool NumericCheck::dag_matches(const Dag& dag, const CancelToken* cancel) const {
-  return matches([&] { return dag_program(dag, program_); }, inputs_, reference_, 1, cancel);
-}
-
-bool NumericCheck::dag_matches_offset(const Dag& dag, const CancelToken* cancel) const {
-  // Both the program and the DAG computed at f32, as kernels accumulate: what is judged is the
-  // form's cancellation, not the rounding of a 16-bit program's every op (which on data moved
-  // by 8 leaves a bf16 row only a few distinct values, whatever the form).
-  std::call_once(offset_once_, [&] {
-    offset_program_ = widened(program_);
-    offset_inputs_ = inputs_;
-    for (auto& [name, t] : offset_inputs_) {
-      for (float& x : t.data) x += kOffset;
-      round_all(t.dtype, t.data.data(), t.data.size());
-    }
-    offset_reference_ = tbb::this_task_arena::isolate([&] { return interpret(offset_program_, dims_, offset_inputs_); });
-  });
-  // Relative to the outputs' own magnitude, however small: a variance of these inputs is about
-  // 0.02, below the usual floor of 1, and an error as large as it must not pass.
-  return matches([&] { return widened(dag_program(dag, offset_program_)); }, offset_inputs_, offset_reference_, 1e-30, cancel);
-}
-
-bool NumericCheck::matches(const std::function<Program()>& form, const std::map<std::string, Tensor>& inputs,
-                           const std::vector<Tensor>& reference, double floor, const CancelToken* cancel) const {
   try {
-    std::vector<Tensor> got = tbb::this_task_arena::isolate([&] { return interpret(form(), dims_, inputs, cancel); });
-    if (got.size() != reference.size()) return false;
+    std::vector<Tensor> got = tbb::this_task_arena::isolate([&] { return interpret(dag_program(dag, program_), dims_, inputs_, cancel); });
+    if (got.size() != reference_.size()) return false;
     for (size_t o = 0; o < got.size(); ++o)
-      if (relative_error(got[o], reference[o], floor) > kTolerance) return false;
+      if (relative_error(got[o], reference_[o]) > kTolerance) return false;
     return true;
-  } catch (const Error& e) {
+  } catch (const Error& e) {  // building or running it fails: no match
     if (e.kind() == Error::Kind::Cancelled) throw;
     return false;
   }
+}
+
+std::optional<std::string> NumericCheck::unstable(const Dag& dag, const CancelToken* cancel) const {
+  const std::vector<EdgeSet>& sets = edge_sets(cancel);
+  Program form;
+  try {
+    form = widened(dag_program(dag, wide_program_));
+  } catch (const Error& e) {
+    return std::string("does not build: ") + e.what();
+  }
+  for (const EdgeSet& set : sets) {
+    std::vector<Tensor> got;
+    try {
+      got = tbb::this_task_arena::isolate([&] { return interpret_as_kernels(form, dims_, set.inputs, cancel); });
+    } catch (const Error& e) {
+      if (e.kind() == Error::Kind::Cancelled) throw;
+      return "does not run on " + set.name + ": " + e.what();
+    }
+    for (size_t o = 0; o < got.size() && o < set.exact.size(); ++o) {
+      const double allowed = 4 * set.wide_error[o] + dtype_tolerance(program_.value(program_.outputs[o]).type.dtype);
+      const double error = error_where_finite(got[o], set.exact[o], set.wide[o]);
+      if (error <= allowed) continue;
+      return "on " + set.name + ", output " + std::to_string(o) +
+             (std::isinf(error) ? " has NaN or infinite values where the program's are finite"
+                                : " is off by " + std::to_string(error) + " (relative) where the program is within " + std::to_string(set.wide_error[o]));
+    }
+  }
+  return std::nullopt;
 }
 
 Prover::Prover(const Program& program) : program_(program) {}

@@ -50,42 +50,45 @@ std::string family_key(const Dag& dag, const Family& family);
 
 class NumericCheck {
  public:
-  // Runs the program on its check inputs (twice); throws Error{Cancelled} when `cancel` fires.
+  // Runs the program on its check inputs; throws Error{Cancelled} when `cancel` fires.
   explicit NumericCheck(const Program& program, const CancelToken* cancel = nullptr);
   // Empty when the family matches the reference at the tiny instance; else why not.
   std::optional<std::string> mismatch(const sgraph::SGraph& family, const CancelToken* cancel) const;
   // The DAG alone (whole tensors, no parallelization) against the reference.
   bool dag_matches(const Dag& dag, const CancelToken* cancel) const;
-  // The same with every input moved by kOffset, both sides computed at f32 as kernels do: data
-  // whose mean is large against its spread, where a one-pass variance (sum(x^2) - k m^2)
-  // cancels and the two-pass form does not. A form that computes the program's value only on
-  // centred data is no equal kernel.
-  static constexpr float kOffset = 8.0f;
-  bool dag_matches_offset(const Dag& dag, const CancelToken* cancel) const;
+  // The DAG at f32 on every floating-point edge set (interp/float_edges.h) against the program's
+  // value there with exact sums: where the program is finite the DAG must be, and no further
+  // from that value than four times the program's own error plus the output dtype's tolerance. A
+  // form exact only over the reals (exp(S) * exp(-max S), a one-pass variance) that loses what
+  // the program keeps is no equal kernel (docs/design.md, "Numerics"). Empty when it holds; else
+  // why not, naming the set.
+  std::optional<std::string> unstable(const Dag& dag, const CancelToken* cancel) const;
   const DimBindings& dims() const { return dims_; }
-  // Activations of std 100 (ir/input_roles.h; weights and masks as drawn): a family with NaN or
-  // an infinity where the program is finite on them overflows where the program does not
-  // (exp(S) * exp(-max S) for a softmax's exp(S - max S)) and is no equal kernel. Empty when it
-  // does not; else why.
+  // On activations of std 100 (and mask candidates beside them, ir/input_roles.h) and on every
+  // floating-point edge set, at the program's dtypes: a family with NaN or an infinity where the
+  // program is finite overflows where the program does not (exp(S) * exp(-max S) for a softmax's
+  // exp(S - max S); a 16-bit partial past the range) and is no equal kernel. Empty when it does
+  // not; else why, naming the set.
   std::optional<std::string> overflows(const sgraph::Instance& family, const CancelToken* cancel) const;
 
  private:
-  // `form()` (a DAG as a program; an error building or running it is a mismatch) against
-  // `reference` on `inputs`.
-  bool matches(const std::function<Program()>& form, const std::map<std::string, Tensor>& inputs, const std::vector<Tensor>& reference,
-               double floor, const CancelToken* cancel) const;
-
   const Program& program_;
   DimBindings dims_;
   std::map<std::string, Tensor> inputs_;
   std::vector<Tensor> reference_;  // every output
-  std::map<std::string, Tensor> large_inputs_;  // activations of std 100, when the program has any
-  std::vector<Tensor> large_reference_;
-  // The program at f32, the offset inputs and its outputs on them, made on first use.
-  mutable std::once_flag offset_once_;
-  mutable Program offset_program_;
-  mutable std::map<std::string, Tensor> offset_inputs_;
-  mutable std::vector<Tensor> offset_reference_;
+  // An input set where floats and the reals part, with the program's values on it.
+  struct EdgeSet {
+    std::string name;
+    std::map<std::string, Tensor> inputs;
+    std::vector<Tensor> declared;            // the program at its dtypes
+    std::vector<Tensor> exact, wide;         // at f32, with exact sums and as kernels sum
+    std::vector<double> wide_error;          // wide's error against exact, per output
+  };
+  // Made on first use: std 100 and the float edges, less those the program overflows inside.
+  const std::vector<EdgeSet>& edge_sets(const CancelToken* cancel) const;
+  mutable std::once_flag edges_once_;
+  mutable Program wide_program_;
+  mutable std::vector<EdgeSet> edge_sets_;
 };
 
 // Sizes for the numeric check: g1=2, g2=3, g3=2, g4=3, F1=4 (others 2).

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engine/error.h"
+#include "engine/interp/float_edges.h"
 #include "engine/interp/half.h"
 #include "engine/interp/interpreter.h"
 #include "engine/ir/input_domains.h"
@@ -31,15 +32,6 @@ int64_t coordinate(const std::vector<int64_t>& shape, int64_t flat, int axis) {
 }
 
 void round_tensor(Tensor& t) { round_all(t.dtype, t.data.data(), t.data.size()); }
-
-// The program with every value it computes an output: its own outputs first, then the rest.
-Program every_value(const Program& p) {
-  Program q = p;
-  for (const Value& v : p.values)
-    if (v.op != Op::Input && v.op != Op::Const && std::find(p.outputs.begin(), p.outputs.end(), v.id) == p.outputs.end())
-      q.outputs.push_back(v.id);
-  return q;
-}
 
 // What every set shares: the program, its dims, the seeded inputs and what each input is.
 struct Suite {
@@ -94,7 +86,7 @@ struct Suite {
       bool f16 = false;
       for (int id : program.inputs) f16 = f16 || program.value(id).type.dtype == DType::F16;
       const std::vector<float> sizes = f16 ? std::vector<float>{60000, 6000, 600} : std::vector<float>{1e30f, 1e10f, 1e4f};
-      const Program every = every_value(program);
+      const Program every = with_every_value(program);
       InputSet set;
       for (float m : sizes) {
         set = InputSet{"outliers ±" + number_text(m), with_outliers(m), interpret(every, dims, with_outliers(m), cancel)};
@@ -149,6 +141,23 @@ struct Suite {
     }
   }
 
+  // A floating-point edge set (float_edges.h); skipped where the program overflows inside.
+  MakeInputSet float_edge(FloatEdge edge) const {
+    return [this, edge = std::move(edge)](const CancelToken* cancel) {
+      InputSet set{edge.name, edge.make(), {}, "", false};
+      std::vector<Tensor> every = interpret(with_every_value(program), dims, set.named, cancel);
+      set.reference = interpret_exact_sums(program, dims, set.named, cancel);
+      if (overflowed(every, set.named)) set.skip = "the program itself overflows on it, nothing compared";
+      for (size_t o = 0; o < program.outputs.size() && set.skip.empty(); ++o) {
+        const double own = error_where_finite(every[o], set.reference[o], every[o]);
+        if (own > dtype_tolerance(program.value(program.outputs[o]).type.dtype))
+          set.skip = "the program itself is off by " + number_text(own) + " of output " + std::to_string(o) +
+                     "'s magnitude on it (its own rounding), nothing compared";
+      }
+      return set;
+    };
+  }
+
   // Inputs with a domain: the first half of their values at its edge.
   MakeInputSet domain_edges() const {
     return [this](const CancelToken* cancel) {
@@ -183,6 +192,7 @@ std::vector<MakeInputSet> edge_suite(const Program& program, const DimBindings& 
   for (size_t i = 0; i < program.inputs.size(); ++i)
     if (suite->roles.mask_axis[i] >= 0) suite->masks(i, sets);
   if (domains) sets.push_back(suite->domain_edges());
+  for (FloatEdge& edge : float_edges(program, dims, seeded, seed)) sets.push_back(suite->float_edge(std::move(edge)));
   // Each maker holds the suite it was made from.
   for (MakeInputSet& make : sets) make = [suite, make = std::move(make)](const CancelToken* cancel) { return make(cancel); };
   return sets;

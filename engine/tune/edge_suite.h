@@ -14,6 +14,12 @@
 //   mask sets, per mask     the mask 0 but -inf: causal (key j > query i + keys - queries), a
 //                           whole row, the first half, first quarter and last quarter of each row
 //   "domain edges"          inputs with a domain half at its edge: 0 (>= 0) or 2^-10 (> 0)
+//   floating-point edges    interp/float_edges.h's sets, where IEEE and the reals part (mean-shifted
+//                           rows, near exp overflow, large logits beside masks, opposite outliers
+//                           over tiny values, near the f16 range), against the program with exact
+//                           sums and with no allowance for ill-conditioning; one on which the
+//                           program itself overflows, or is off by more than dtype_tolerance
+//                           (its own rounding), is skipped with a note
 #pragma once
 #include <functional>
 #include <map>
@@ -30,6 +36,10 @@ struct InputSet {
   std::string name;                     // "std 100", "causal -inf mask (M)", "your data (X)"
   std::map<std::string, Tensor> named;  // every input, by name, at its dtype
   std::vector<Tensor> reference;        // the reference interpreter's outputs on them
+  std::string skip;                     // why nothing is judged on it (the program overflows inside)
+  // Whether a miss gets compare_conditioned's second chance. Not on the floating-point edges:
+  // there rounding intermediates differently is what is judged (docs/design.md, "Numerics").
+  bool conditioned = true;
 };
 
 // A set, made when called (one set's tensors in memory at a time).

@@ -358,3 +358,36 @@ def test_on_a_gpu_a_compiled_module_gives_the_modules_values_at_two_token_counts
         with torch.no_grad():
             want = module(x)
         assert got.device == want.device and close(got, want, 1e-3, 1e-4)
+
+
+class LayerNormLinear(torch.nn.Module):
+    """A pre-norm projection as GPT-2 and BERT write it: nn.LayerNorm with its gain and bias."""
+
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(dim, eps=1e-5)
+        self.proj = torch.nn.Linear(dim, hidden)
+
+    def forward(self, x):
+        return self.proj(self.norm(x))
+
+
+def test_layernorm_is_as_accurate_as_pytorch_on_rows_with_a_large_mean(compiled_of):
+    """A residual stream with a DC offset (docs/design.md, "Numerics"): a mean of 4096 beside a
+    spread of 1, judged against the module in f64. A LayerNorm centred once on a mean summed in f32
+    is off by the rounding of that sum; centred twice it is within PyTorch's own f32 error."""
+    torch.manual_seed(2)
+    module = LayerNormLinear(DIM, HIDDEN).eval()
+    with torch.no_grad():
+        module.norm.weight.add_(torch.rand(DIM))
+        module.norm.bias.add_(torch.rand(DIM))
+    compiled = compiled_of(module)
+    assert compiled.search["candidates"] > 0
+    x = torch.randn(6, DIM) + 4096
+    got = compiled(x)
+    with torch.no_grad():
+        exact = copy.deepcopy(module).double()(x.double())
+        torch_error = (module(x).double() - exact).abs().max().item()
+    assert (got.double() - exact).abs().max().item() <= max(torch_error, 1e-4)
+    kernel = compiled.kernels[(("n", 6),)]
+    assert kernel.tune["best"]["ok"]

@@ -143,6 +143,35 @@ TEST_CASE("casts: f16 RMSNorm and LayerNorm match f64 on activations up to the f
   REQUIRE(sum_sq / double(n) > 65504);
 }
 
+TEST_CASE("casts: LayerNorm matches f64 on rows with a large mean and a small spread", "[casts][interp][numerics]") {
+  // A residual stream with a DC offset: the mean the dtype still resolves a spread of 1 beside.
+  // One centring left the f32 row's mean off by the rounding of a 2.7e8 sum: about 1% of the
+  // spread in every output (docs/design.md, "Numerics").
+  const int64_t n = 4, d = 4096;
+  const DimBindings dims{{"n", n}, {"d", d}};
+  struct Case {
+    DType dtype;
+    const char* name;
+    float mean;
+    double tolerance;  // relative to the output's largest magnitude
+  };
+  for (const Case& c : {Case{DType::F32, "f32", 65536, 1e-5}, Case{DType::F16, "f16", 16, 1e-3}, Case{DType::BF16, "bf16", 2, 8e-3}}) {
+    INFO(c.name);
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<float> spread(-1, 1);
+    Tensor x = Tensor::zeros(c.dtype, {n, d});
+    for (float& v : x.data) v = round_to(c.dtype, c.mean + spread(rng));
+    const Tensor ln = test::run1(std::string("X: ") + c.name + "[n, d]", "layer_norm(X, eps=1e-5)", dims, x);
+    const std::vector<double> want = layer_norm_f64(x, d, 1e-5);
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      worst = std::max(worst, std::fabs(ln.data[i] - want[i]));
+      scale = std::max(scale, std::fabs(want[i]));
+    }
+    CHECK(worst / scale <= c.tolerance);
+  }
+}
+
 TEST_CASE("casts: f16 mean and softmax accumulate in f32", "[casts][interp]") {
   const int64_t n = 2, d = 4096;
   Tensor x = Tensor::zeros(DType::F16, {n, d});

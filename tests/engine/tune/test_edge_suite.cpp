@@ -81,7 +81,54 @@ extern "C" int prism_entry(const void* const* in, void* const* out, int) {
 )";
 }
 
+// A row variance of an [4, 64] input in one pass, sum(x^2)/d - mean^2: exact over the reals,
+// cancelling on rows whose mean is large against their spread.
+std::string one_pass_variance_source() {
+  return R"(extern "C" const char* prism_error() { return ""; }
+extern "C" int prism_entry(const void* const* in, void* const* out, int) {
+  const float* X = (const float*)in[0];
+  float* O = (float*)out[0];
+  for (int r = 0; r < 4; ++r) {
+    float s = 0, ss = 0;
+    for (int j = 0; j < 64; ++j) s += X[r * 64 + j], ss += X[r * 64 + j] * X[r * 64 + j];
+    const float m = s / 64;
+    O[r] = ss / 64 - m * m;
+  }
+  return 0;
+}
+)";
+}
+
 }  // namespace
+
+TEST_CASE("edge check: a one-pass variance is rejected on mean-shifted rows, the two-pass baseline kept", "[tune][edge_suite][numerics]") {
+  const Program program = test::lowered_text(
+      "program var(X: f32[n, d]) {\n  m = mean(X, axis=-1)\n  return mean((X - m) * (X - m), axis=-1)\n}\n", "var");
+  const DimBindings dims{{"n", 4}, {"d", 64}};
+  const backend::cpu::CpuBackend cpu;
+  test::TempDir cache;
+  std::vector<backend::Build> builds{cpu.eager(program, dims), backend::Build{}};
+  builds[1].source = one_pass_variance_source();
+  cpu.compile(builds, backend::TargetDescription{}, {cache.path(), 2});
+  for (const auto& b : builds) REQUIRE(b.error == "");
+  std::map<std::string, Tensor> seeded;
+  random_inputs(program, dims, 0, &seeded);
+  tune::TuneResult result;
+  result.rows.resize(1);
+  result.rows[0].ok = true;
+  backend::KernelRunner runner;
+  backend::RunSettings run;
+  run.output_shapes = {{4, 1}};
+  run.input_dtypes = {DType::F32};
+  run.output_dtypes = {DType::F32};
+  const tune::EdgeContext context{cpu, program, dims, {DType::F32}, [&](const std::vector<Tensor>& in) { runner.set_inputs(in); },
+                                  [&](size_t item) { return cpu.run(runner, builds[item], run, nullptr); }};
+  tune::check_edge_sets(result, tune::edge_suite(program, dims, seeded, 0), context, nullptr, [](const std::string&, int, int) {});
+  CHECK(std::find(result.edge_sets.begin(), result.edge_sets.end(), "mean-shifted rows") != result.edge_sets.end());
+  for (const std::string& note : result.edge_notes) CHECK(note.find("the eager baseline fails") == std::string::npos);
+  CHECK_FALSE(result.rows[0].ok);
+  CHECK_THAT(result.rows[0].error, Catch::StartsWith("wrong result on mean-shifted rows: output 0"));
+}
 
 TEST_CASE("edge suite: inputs are told apart as weights, additive masks and activations", "[tune][edge_suite]") {
   const InputRoles causal = input_roles(test::lowered_text(kCausal, "causal"));
@@ -109,7 +156,12 @@ TEST_CASE("edge suite: a causal attention's sets hold large magnitudes, rows of 
   // Outliers of 1e30 in Q and K meet in a logit (inf): the reference stays finite with 1e10.
   CHECK(names == std::vector<std::string>{"std 10", "std 100", "outliers ±1e+10", "rows of zeros", "causal -inf mask (M)",
                                           "-inf on a whole row (M)", "-inf on the first half of each row (M)",
-                                          "-inf on the first quarter of each row (M)", "-inf on the last quarter of each row (M)"});
+                                          "-inf on the first quarter of each row (M)", "-inf on the last quarter of each row (M)",
+                                          // The floating-point edges (interp/float_edges.h), M a mask candidate beside Q, K and V.
+                                          "mean-shifted rows", "near exp overflow", "large logits beside a zero mask (M)",
+                                          "large logits beside a causal -inf mask (M)", "opposite outliers over tiny values (Q +H, K -H, V 1/H, M +H)",
+                                          "opposite outliers over tiny values (Q -H, K 1/H, V +H, M -H)",
+                                          "opposite outliers over tiny values (Q 1/H, K +H, V -H, M 1/H)"});
   // Large magnitudes: the activations scaled, the mask left as drawn.
   float largest = 0;
   for (float x : set_named(sets, "std 100").named.at("Q").data) largest = std::max(largest, std::fabs(x));
@@ -188,8 +240,10 @@ TEST_CASE("edge check: a candidate that gives NaN on a fully masked chunk is rej
   const tune::EdgeContext context{cpu, program, kCausalDims, {DType::F32}, [&](const std::vector<Tensor>& in) { runner.set_inputs(in); },
                                   [&](size_t item) { return cpu.run(runner, builds[item == 2 ? 1 : 0], run, nullptr); }};
   tune::check_edge_sets(result, tune::edge_suite(program, kCausalDims, seeded, 0), context, nullptr, [](const std::string&, int, int) {});
-  CHECK(result.edge_sets.size() == 9);
-  CHECK(result.edge_notes == std::vector<std::string>{});
+  CHECK(result.edge_sets.size() == 16);
+  // Q and K at +1e20 and -1e20 in one place meet in a logit of -1e40: the program overflows there.
+  CHECK(result.edge_notes == std::vector<std::string>{"opposite outliers over tiny values (Q +H, K -H, V 1/H, M +H): the program itself "
+                                                      "overflows on it, nothing compared"});
   INFO(result.rows[0].error);
   CHECK(result.rows[0].ok);
   CHECK_FALSE(result.rows[1].ok);
