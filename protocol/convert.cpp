@@ -185,6 +185,12 @@ json equiv_result_json(const EquivResult& r) {
     // Outputs of different shapes differ without a finite distance (JSON has no infinity).
     if (std::isfinite(r.counterexample->max_abs_diff)) out["counterexample"]["maxAbsDiff"] = r.counterexample->max_abs_diff;
   }
+  // "result" is over the reals; floats are judged apart (docs/design.md, "Numerics").
+  if (r.floating.ran) {
+    out["floatingPoint"] = {{"result", r.floating.refuted ? "refuted" : "equal"}, {"inputs", r.floating.inputs}};
+    if (r.floating.refuted) out["floatingPoint"].update({{"set", r.floating.set}, {"detail", r.floating.detail}});
+  }
+  if (!r.reals_only_rules.empty()) out["realsOnlyRules"] = r.reals_only_rules;
   return out;
 }
 

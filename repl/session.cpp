@@ -504,8 +504,17 @@ CommandOutput Session::equiv(const std::vector<std::string>& args) {
 
   std::ostringstream out;
   std::string result = data["result"];
-  out << result << " (" << data.value("stopReason", "") << ")\n  a: " << data.value("a", "") << "\n  b: " << data.value("b", "")
-      << "\n";
+  // A proof is over the reals; what floats do is said on its own line (docs/design.md, "Numerics").
+  out << (result == "proved" ? "proved over the reals" : result) << " (" << data.value("stopReason", "") << ")\n  a: " << data.value("a", "")
+      << "\n  b: " << data.value("b", "") << "\n";
+  if (r.contains("floatingPoint")) {
+    const json& f = r["floatingPoint"];
+    if (f.value("result", "") == "refuted")
+      out << "refuted in floating point on " << f.value("set", "") << ": " << f.value("detail", "") << "\n";
+    else
+      out << "equal in floating point on " << f.value("inputs", 0) << " checked inputs, including large magnitudes\n";
+  }
+  if (r.contains("realsOnlyRules")) out << "the proof uses rules exact only over the reals: " << join(r["realsOnlyRules"].get<std::vector<std::string>>(), ", ") << "\n";
   if (result == "refuted") {
     const json& c = r["counterexample"];
     std::vector<std::string> binds;

@@ -21,6 +21,7 @@
 #include <cctype>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
 
 namespace prism::eg {
@@ -40,6 +41,14 @@ struct Table {
 
   void rule(const std::string& name, const std::string& lhs, const std::string& rhs, Rewrite::Guard guard = {}) {
     rules.push_back(Rewrite::make(name, lhs, rhs, resolve_top, std::move(guard)));
+  }
+  // Marks the named rules exact only over the reals (Rewrite::reals_only); every name must exist.
+  void reals_only(const std::vector<std::string>& names) {
+    for (const std::string& name : names) {
+      auto it = std::find_if(rules.begin(), rules.end(), [&](const Rewrite& r) { return r.name == name; });
+      if (it == rules.end()) throw std::logic_error("axioms: no rule '" + name + "' to mark");
+      it->reals_only = true;
+    }
   }
   // A rule whose right-hand side is computed (new axes, a choice of factors).
   void computed(const std::string& name, const std::string& lhs, const std::string& rhs_doc, Rewrite::Guard guard,
@@ -102,9 +111,11 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
     const Constant* c = tg.constant_of(id);
     return c && c->exact ? c->exact : std::nullopt;
   };
+  // A constant written as a division by a dim that may be zero ((d-7)/(d-7)) is no 0 or 1: it is
+  // undefined at d = 7 (dim.h).
   auto is_value = [=](Id id, int64_t v) {
     const std::optional<Dim> d = exact(id);
-    return d && *d == Dim(v);
+    return d && *d == Dim(v) && d->zero_divisors().empty();
   };
   for (TOp b : {TOp::Add, TOp::Sub, TOp::Mul, TOp::Div})
     t.computed("fold-" + s(b), "(" + s(b) + " ?a ?b)", "the constant a " + s(b) + " b, when both are exact",
@@ -112,7 +123,8 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
                [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
                  const Dim a = *exact(m.var[0]), c = *exact(m.var[1]);
                  try {
-                   if (b == TOp::Div && c == Dim(0)) return;
+                   // Only by a divisor that no binding makes zero: x/(d-7) must stay a division.
+                   if (b == TOp::Div && !c.provably_nonzero()) return;
                    const Dim r = b == TOp::Add ? a + c : b == TOp::Sub ? a - c : b == TOp::Mul ? a * c : a / c;
                    out.push_back(tg.constant(Constant{r, 0}));
                  } catch (const DimError&) {  // not a dim expression (1/d): left as it is
@@ -124,7 +136,7 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
   t.rule("div-one", "(div ?x ?c)", "?x", [=](const EGraph&, const Subst& m) { return rank(m.var[1]) == 0 && is_value(m.var[1], 1); });
   // x / c = x * (1/c) for an exact nonzero constant c (x / 8 meets x * 0.125).
   t.computed("div-constant", "(div ?x ?c)", "(mul ?x 1/c)",
-             [=](const EGraph&, const Subst& m) { return rank(m.var[1]) == 0 && exact(m.var[1]) && !is_value(m.var[1], 0); },
+             [=](const EGraph&, const Subst& m) { return rank(m.var[1]) == 0 && exact(m.var[1]) && exact(m.var[1])->provably_nonzero(); },
              [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
                try {
                  out.push_back(tg.op(TOp::Mul, {m.var[0], tg.constant(Constant{Dim(1) / *exact(m.var[1]), 0})}));
@@ -432,6 +444,16 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
   t.rule("reduce-partition-sum", "(reduce (sum@a+1 (partition@a$g ?x)))", "(sum@a ?x)");
   t.rule("reduce-replicate-factor", "(reduce (mul (replicate$g ?x) ?y))", "(mul ?x (reduce ?y))",
          [=](const EGraph&, const Subst& m) { return rank(m.var[0]) + 1 == rank(m.var[1]); });
+
+  // ---- exact only over the reals (docs/design.md, "Numerics") ---------------------------------
+  // In floats one side overflows, cancels or turns NaN where the other does not, on inputs a
+  // model has: exp(a) * exp(b) overflows where exp(a + b) does not, sum(x^2) - k m^2 cancels where
+  // sum((x - m)^2) does not, a/c + b/c overflows where (a + b)/c does not. The other rules are
+  // exact, or change only the order of a sum or product (a rounding bounded by its terms'
+  // magnitudes). A family proved through these is kept only where the search's floating-point
+  // check finds it as stable as its program (search/verify.h, NumericCheck::unstable).
+  t.reals_only({"mul-distribute", "mul-factor", "div-distribute", "div-factor", "div-mul-swap", "mul-div-swap", "div-div",
+                "div-mul-denominator", "exp-add", "exp-mul", "log-exp", "exp-sub-chain", "sum-centred-square"});
   return std::move(t.rules);
 }
 

@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <cstdio>
 #include <set>
 
 #include "engine/egraph/explain.h"
 #include "engine/error.h"
+#include "engine/interp/float_edges.h"
+#include "engine/interp/half.h"
 #include "engine/interp/interpreter.h"
 #include "engine/ir/lower_composites.h"
 #include "engine/ir/print.h"
@@ -77,7 +80,101 @@ std::map<std::string, Tensor> inputs_for(const Program& p, const DimBindings& b,
   return in;
 }
 
+// Every dim of `a` and then of `b`.
+std::vector<std::string> all_dims(const Program& a, const Program& b) {
+  std::vector<std::string> dims = a.dims;
+  for (const auto& d : b.dims)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) dims.push_back(d);
+  return dims;
+}
+
+bool has_16_bit(const Program& p) {
+  return std::any_of(p.values.begin(), p.values.end(), [](const Value& v) { return v.type.dtype == DType::F16 || v.type.dtype == DType::BF16; });
+}
+
+std::string bindings_text(const DimBindings& b) {
+  std::string out;
+  for (const auto& [name, value] : b) out += (out.empty() ? "" : " ") + name + "=" + std::to_string(value);
+  return out;
+}
+
+std::string number_text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", x);
+  return buf;
+}
+
+// Where `x` (of a) and `y` (of b) part: one NaN or infinite where the other is not, or a
+// difference beyond `tolerance` times the larger finite magnitude. Empty when they agree.
+std::optional<std::string> float_difference(const Tensor& x, const Tensor& y, double tolerance) {
+  if (x.shape != y.shape) return "the outputs have different shapes " + shape_text(x.shape) + " and " + shape_text(y.shape);
+  double diff = 0, scale = 1e-30;
+  size_t worst = 0;
+  for (size_t i = 0; i < x.data.size(); ++i) {
+    const float u = x.data[i], v = y.data[i];
+    if (std::isfinite(u) != std::isfinite(v))
+      return "element " + std::to_string(i) + " is " + number_text(u) + " on the left and " + number_text(v) + " on the right";
+    if (!std::isfinite(u)) continue;
+    scale = std::max({scale, double(std::fabs(u)), double(std::fabs(v))});
+    if (std::fabs(double(u) - v) > diff) diff = std::fabs(double(u) - v), worst = i;
+  }
+  if (diff <= tolerance * scale) return std::nullopt;
+  return "element " + std::to_string(worst) + " is " + number_text(x.data[worst]) + " on the left and " + number_text(y.data[worst]) +
+         " on the right (" + number_text(diff / scale) + " of the output's magnitude)";
+}
+
 }  // namespace
+
+FloatCheck check_floating_point(const Program& a, const Program& b, const CancelToken* cancel) {
+  FloatCheck fc;
+  const std::vector<std::string> dims = all_dims(a, b);
+  static const int64_t kValues[] = {4, 6, 8, 12, 3, 5, 2};
+  std::mt19937_64 rng(0xf10a7);
+  const uint64_t seed = 77;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    DimBindings bind;
+    for (const auto& d : dims) bind[d] = attempt == 0 ? 4 : kValues[rng() % (sizeof(kValues) / sizeof(kValues[0]))];
+    if (!binding_fits(a, bind) || !binding_fits(b, bind)) continue;
+    // Seeded inputs at their declared dtypes (an outlier of 1e20 is past f16's range).
+    std::map<std::string, Tensor> seeded = inputs_for(b, bind, seed);
+    for (auto& [name, t] : inputs_for(a, bind, seed)) seeded[name] = std::move(t);
+    for (const Program* p : {&a, &b})
+      for (int id : p->inputs) {
+        Tensor& t = seeded.at(p->value(id).name);
+        t.dtype = p->value(id).type.dtype;
+        round_all(t.dtype, t.data.data(), t.data.size());
+      }
+    std::vector<FloatEdge> sets{{"seeded inputs", [&] { return seeded; }}};
+    for (FloatEdge& e : float_edges(a, bind, seeded, seed, FloatEdgeOptions{true, true})) sets.push_back(std::move(e));
+    const double tolerance = has_16_bit(a) || has_16_bit(b) ? 2e-2 : 1e-4;
+    for (const FloatEdge& set : sets) {
+      std::map<std::string, Tensor> named = set.make();
+      for (const auto& [name, t] : seeded) named.emplace(name, t);
+      std::vector<Tensor> ra, rb;
+      try {
+        ra = interpret(with_every_value(a), bind, named, cancel);
+        rb = interpret(with_every_value(b), bind, named, cancel);
+      } catch (const Error& e) {
+        if (e.kind() == Error::Kind::Cancelled) throw;
+        if (set.name == "seeded inputs") break;  // this binding does not suit the programs
+        continue;
+      }
+      // Both overflow inside: what follows is no answer to judge either by (float_edges.h). One
+      // alone: it is judged, and differs where the other is finite (log(exp(x)) against x).
+      if (overflowed(ra, named) && overflowed(rb, named)) continue;
+      fc.ran = true;
+      ++fc.inputs;
+      if (auto why = float_difference(ra.at(0), rb.at(0), tolerance)) {
+        fc.refuted = true;
+        fc.set = set.name;
+        fc.detail = "at " + bindings_text(bind) + ", " + *why;
+        return fc;
+      }
+    }
+    if (fc.ran) return fc;
+  }
+  return fc;
+}
 
 // Compiles `expr` as the body of a program with the parameters of `context`: the inline side of
 // an equivalence. Names inside [ ] that are not dims of the context (split factors) become dims
@@ -109,9 +206,7 @@ Program compile_expression(const Program& context, const std::string& expr) {
 
 std::optional<Counterexample> find_counterexample(const Program& a0, const Program& b0, const CancelToken* cancel, int bindings_wanted) {
   const Program a = as_f32(a0), b = as_f32(b0);
-  std::vector<std::string> dims = a.dims;
-  for (const auto& d : b.dims)
-    if (std::find(dims.begin(), dims.end(), d) == dims.end()) dims.push_back(d);
+  const std::vector<std::string> dims = all_dims(a, b);
   static const int64_t kValues[] = {2, 3, 4, 5, 6, 8, 12};
   std::mt19937_64 rng(0x5eed);
   std::set<DimBindings> tried;
@@ -225,7 +320,16 @@ EquivResult ResidentEGraph::equivalent(const Program& a, const Program& b, const
     r.message = "the reference interpreter gives different values: " + r.counterexample->detail;
     return r;
   }
-  return prove(a, b, limits, cancel);
+  r = prove(a, b, limits, cancel);
+  if (r.stop_reason == StopReason::Cancelled) return r;
+  try {
+    r.floating = check_floating_point(a, b, cancel);
+  } catch (const Error& e) {
+    if (e.kind() != Error::Kind::Cancelled) throw;
+    r.stop_reason = StopReason::Cancelled;
+    r.message = "cancelled during the check in floating point";
+  }
+  return r;
 }
 
 EquivResult ResidentEGraph::prove(const Program& a, const Program& b, const EquivLimits& limits, const CancelToken* cancel) {
@@ -252,6 +356,11 @@ EquivResult ResidentEGraph::prove(const TermBuilder& build_a, const Program& b, 
   if (g.find(ia) == g.find(ib)) {
     r.verdict = EquivResult::Verdict::Proved;
     r.explanation = eg::explain(s.tg, s.rules, ia, ib);
+    for (const std::string& name : eg::explanation_rules(s.tg, s.rules, ia, ib)) {
+      auto rule = std::find_if(s.rules.begin(), s.rules.end(), [&](const eg::Rewrite& w) { return w.name == name; });
+      if (rule != s.rules.end() && rule->reals_only && std::find(r.reals_only_rules.begin(), r.reals_only_rules.end(), name) == r.reals_only_rules.end())
+        r.reals_only_rules.push_back(name);
+    }
     return r;
   }
   r.verdict = EquivResult::Verdict::NotProved;

@@ -43,6 +43,16 @@ struct Counterexample {
   std::string detail;
 };
 
+// Both programs at their dtypes on seeded inputs and on the floating-point edge sets
+// (interp/float_edges.h, every outlier pattern): what a proof over the reals does not say.
+struct FloatCheck {
+  bool ran = false;
+  bool refuted = false;
+  int inputs = 0;             // sets compared (refuted: up to and with the one that differs)
+  std::string set;            // refuted: the set's name
+  std::string detail;         // refuted: where and by how much, with the bindings
+};
+
 struct EquivResult {
   enum class Verdict { Proved, NotProved, Refuted } verdict = Verdict::NotProved;
   StopReason stop_reason = StopReason::Saturated;
@@ -50,6 +60,10 @@ struct EquivResult {
   std::optional<Counterexample> counterexample;  // when refuted
   std::string a_text, b_text;                    // the two terms as printed
   std::string message;                           // why not proved, in words (limits, the node cap)
+  // Proved or not proved: the check in floating point. A proof is over the reals; this says
+  // whether the two also agree in floats (docs/design.md, "Numerics").
+  FloatCheck floating;
+  std::vector<std::string> reals_only_rules;     // proved: rules of the proof exact only over the reals
 };
 const char* verdict_name(EquivResult::Verdict v);  // "proved", "not proved", "refuted"
 
@@ -67,6 +81,12 @@ struct EGraphStats {
 // counterexample when they differ beyond tolerance. Throws Error{Cancelled}.
 std::optional<Counterexample> find_counterexample(const Program& a, const Program& b, const CancelToken* cancel = nullptr,
                                                   int bindings_wanted = 3);
+
+// `a` and `b` (lowered, single output, declared dtypes kept) on seeded inputs and the
+// floating-point edge sets at one small binding: refuted where one is NaN or infinite and the
+// other is not, or they differ by more than the dtype's tolerance relative to the output's
+// magnitude (1e-4 at f32, 2e-2 with a 16-bit value). Throws Error{Cancelled}.
+FloatCheck check_floating_point(const Program& a, const Program& b, const CancelToken* cancel = nullptr);
 
 // Compiles `expr` as the body of a program with the parameters of `context` (the inline side of
 // an equivalence) and lowers it. Names inside [ ] that are not dims of the context (split factors,

@@ -20,6 +20,10 @@ struct Rewrite {
   Guard guard;      // empty: always applies
   Applier apply;    // appends the ids to join with the matched class
   std::string rhs;  // the right-hand side as text, for the table and messages
+  // Exact only over the reals: in floats one side may overflow, cancel or turn NaN where the
+  // other does not (exp(a + b) = exp(a) * exp(b)). A proof through it says nothing of floats
+  // (docs/design.md, "Numerics").
+  bool reals_only = false;
 
   // lhs => rhs with both sides as patterns.
   static Rewrite make(const std::string& name, const std::string& lhs, const std::string& rhs, const OpResolver& ops, Guard guard = {}) {

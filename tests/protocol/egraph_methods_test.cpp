@@ -1,6 +1,8 @@
 // program/equivalent and egraph/stats over the protocol (in process).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "in_process.h"
 
 using namespace prism::test;
@@ -15,6 +17,20 @@ TEST_CASE("program/equivalent proves, refutes and validates its params", "[proto
   CHECK(proved["stopReason"] == "goal reached");
   CHECK_THAT(proved["explanation"].get<std::string>(), Catch::Contains("[matmul-contract]"));
   CHECK_FALSE(proved.contains("counterexample"));
+  // Over the reals, then in floats (docs/design.md, "Numerics"): at f16 the product of X and W
+  // overflows where the normalized row's does not.
+  CHECK(proved["floatingPoint"]["result"] == "refuted");
+  CHECK_THAT(proved["floatingPoint"]["detail"].get<std::string>(), Catch::Contains("inf on the right"));
+  json same = server.result(*peer, "program/equivalent", {{"a", "rms_linear"}, {"b", "matmul(X / rms(X), W)"}});
+  CHECK(same["floatingPoint"]["result"] == "equal");
+  CHECK(same["floatingPoint"]["inputs"].get<int>() > 1);
+  json logs = server.result(*peer, "program/equivalent", {{"a", "rms_linear"}, {"b", "log(exp(matmul(X, W) / rms(X)))"}});
+  CHECK(logs["result"] == "proved");
+  CHECK(logs["floatingPoint"]["result"] == "refuted");
+  CHECK(logs["floatingPoint"]["set"].is_string());
+  CHECK_THAT(logs["floatingPoint"]["detail"].get<std::string>(), Catch::Contains(" on the left and "));
+  const json rules = logs["realsOnlyRules"];
+  CHECK(std::find(rules.begin(), rules.end(), "log-exp") != rules.end());
 
   json refuted = server.result(*peer, "program/equivalent", {{"a", "rms_linear"}, {"b", "matmul(X, W) * rms(X)"}});
   CHECK(refuted["result"] == "refuted");

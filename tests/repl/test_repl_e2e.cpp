@@ -182,6 +182,12 @@ TEST_CASE("equiv proves, refutes, and --json carries result and stopReason", "[r
   CHECK(objects[2]["stopReason"] == "counterexample");
   CHECK(objects[2]["counterexample"]["maxAbsDiff"].get<double>() > 0);
   CHECK(objects[3]["nodes"].get<int>() > 0);
+  // In words: over the reals, then in floats.
+  auto words = f.prism({"--no-start", "-c", "equiv rms_linear matmul(X, W) / rms(X); equiv rms_linear matmul(X / rms(X), W)"});
+  CHECK(words.out.find("proved over the reals (goal reached)") == 0);
+  CHECK(words.out.find("refuted in floating point on opposite outliers over tiny values (X +H, W +H): at ") != std::string::npos);
+  CHECK(words.out.find("the proof uses rules exact only over the reals: div-mul-swap") != std::string::npos);
+  CHECK(words.out.find("equal in floating point on ") != std::string::npos);
 
   // A script's equiv is a claim: refuted (or unknown) fails it unless --expect says so.
   auto text = f.prism({"--no-start", "-c", "equiv rms_linear matmul(X, W) * rms(X); programs"});
