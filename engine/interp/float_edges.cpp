@@ -29,16 +29,9 @@ int64_t coordinate(const std::vector<int64_t>& shape, int64_t flat, int axis) {
   return flat % shape[size_t(axis)];
 }
 
-struct Edges {
-  const Program& program;
-  const DimBindings& dims;
-  const std::map<std::string, Tensor>& seeded;
-  uint64_t seed;
-  InputRoles roles;
-  std::vector<Domain> domains;
+struct Edges : SetBasis {
   std::vector<size_t> large;  // activations and mask candidates, in parameter order
 
-  const std::string& name(size_t i) const { return program.value(program.inputs[i]).name; }
   DType dtype(size_t i) const { return program.value(program.inputs[i]).type.dtype; }
   // A value for input i, kept inside its domain.
   float within(size_t i, float x) const { return domains[i] == Domain::Any ? x : std::fabs(x); }
@@ -73,17 +66,11 @@ struct Edges {
   }
 
   // Mask candidate m as `masked` says (0 elsewhere), the other large inputs of std 100.
-  FloatEdge beside_mask(size_t m, const std::string& what, std::function<bool(int64_t, int64_t, int64_t, int64_t)> masked) const {
+  FloatEdge beside_mask(size_t m, const std::string& what, MaskPattern masked) const {
     return {"large logits beside " + what + " (" + name(m) + ")", [this, m, masked] {
               std::map<std::string, Tensor> named =
                   each_large([](size_t, size_t, float x) { return float(x * 100 * std::sqrt(3.0)); }, false);
-              Tensor& t = named[name(m)] = seeded.at(name(m));
-              const int axis = roles.mask_axis[m];
-              const int64_t keys = t.shape[size_t(axis)], queries = axis > 0 ? t.shape[size_t(axis) - 1] : 1;
-              for (int64_t f = 0; f < t.size(); ++f) {
-                const int64_t key = coordinate(t.shape, f, axis), query = axis > 0 ? coordinate(t.shape, f, axis - 1) : 0;
-                t.data[size_t(f)] = masked(query, key, queries, keys) ? kMinusInf : 0.0f;
-              }
+              fill_mask(named[name(m)] = seeded.at(name(m)), roles.mask_axis[m], masked);
               return named;
             }};
   }
@@ -146,7 +133,7 @@ struct Edges {
 
 std::vector<FloatEdge> float_edges(const Program& program, const DimBindings& dims, const std::map<std::string, Tensor>& seeded,
                                    uint64_t seed, const FloatEdgeOptions& options) {
-  auto e = std::make_shared<Edges>(Edges{program, dims, seeded, seed, input_roles(program), input_domains(program), {}});
+  auto e = std::make_shared<Edges>(Edges{SetBasis::of(program, dims, seeded, seed), {}});
   if (options.every_input_large) e->roles.weight.assign(program.inputs.size(), false);
   bool activations = false, sixteen = false;
   for (size_t i = 0; i < program.inputs.size(); ++i) {
@@ -172,6 +159,18 @@ std::vector<FloatEdge> float_edges(const Program& program, const DimBindings& di
   // Each maker holds the state it was made from.
   for (FloatEdge& s : sets) s.make = [e, make = std::move(s.make)] { return make(); };
   return sets;
+}
+
+SetBasis SetBasis::of(const Program& program, const DimBindings& dims, const std::map<std::string, Tensor>& seeded, uint64_t seed) {
+  return SetBasis{program, dims, seeded, seed, input_roles(program), input_domains(program)};
+}
+
+void fill_mask(Tensor& t, int axis, const MaskPattern& masked) {
+  const int64_t keys = t.shape[size_t(axis)], queries = axis > 0 ? t.shape[size_t(axis) - 1] : 1;
+  for (int64_t f = 0; f < t.size(); ++f) {
+    const int64_t key = coordinate(t.shape, f, axis), query = axis > 0 ? coordinate(t.shape, f, axis - 1) : 0;
+    t.data[size_t(f)] = masked(query, key, queries, keys) ? kMinusInf : 0.0f;
+  }
 }
 
 Program with_every_value(const Program& p) {

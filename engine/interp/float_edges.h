@@ -29,9 +29,26 @@
 
 #include "engine/cancel.h"
 #include "engine/interp/tensor.h"
+#include "engine/ir/domain.h"
+#include "engine/ir/input_roles.h"
 #include "engine/ir/program.h"
 
 namespace prism {
+
+// What input sets are made from: the program (lowered), its dims, the seeded inputs (every input
+// by name), the seed of fresh draws, and what each input is (ir/input_roles.h, input_domains.h).
+struct SetBasis {
+  const Program& program;
+  const DimBindings& dims;
+  const std::map<std::string, Tensor>& seeded;
+  uint64_t seed;
+  InputRoles roles;
+  std::vector<Domain> domains;
+
+  // The basis of those sets, reading roles and domains off `program`.
+  static SetBasis of(const Program& program, const DimBindings& dims, const std::map<std::string, Tensor>& seeded, uint64_t seed);
+  const std::string& name(size_t input) const { return program.value(program.inputs[input]).name; }
+};
 
 struct FloatEdge {
   std::string name;
@@ -51,6 +68,12 @@ struct FloatEdgeOptions {
 // refer to `program`, `dims` and `seeded`, which must outlive them.
 std::vector<FloatEdge> float_edges(const Program& program, const DimBindings& dims, const std::map<std::string, Tensor>& seeded,
                                    uint64_t seed, const FloatEdgeOptions& options = {});
+
+// Which places of an additive mask are -inf: masked(query, key, queries, keys), keys along the
+// mask's axis, queries along the axis before it (0 of 1 when there is none).
+using MaskPattern = std::function<bool(int64_t query, int64_t key, int64_t queries, int64_t keys)>;
+// `t` as that mask along `axis`: -inf where `masked`, else 0.
+void fill_mask(Tensor& t, int axis, const MaskPattern& masked);
 
 // The program with every value it computes an output: its own outputs first, then the rest.
 Program with_every_value(const Program& program);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <sstream>
 
 #include "engine/error.h"
@@ -17,32 +16,16 @@ namespace prism::tune {
 
 namespace {
 
-constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
-
 std::string number_text(double x) {
   std::ostringstream s;
   s << x;
   return s.str();
 }
 
-// Index `flat`'s coordinate along `axis` of a row-major `shape`.
-int64_t coordinate(const std::vector<int64_t>& shape, int64_t flat, int axis) {
-  for (size_t a = shape.size(); a-- > size_t(axis) + 1;) flat /= shape[a];
-  return flat % shape[size_t(axis)];
-}
-
 void round_tensor(Tensor& t) { round_all(t.dtype, t.data.data(), t.data.size()); }
 
 // What every set shares: the program, its dims, the seeded inputs and what each input is.
-struct Suite {
-  const Program& program;
-  const DimBindings& dims;
-  const std::map<std::string, Tensor>& seeded;
-  uint64_t seed;
-  InputRoles roles;
-  std::vector<Domain> domains;
-
-  const std::string& name(size_t input) const { return program.value(program.inputs[input]).name; }
+struct Suite : SetBasis {
 
   InputSet finish(std::string set_name, std::map<std::string, Tensor> named, const CancelToken* cancel) const {
     InputSet set{std::move(set_name), std::move(named), {}};
@@ -115,16 +98,10 @@ struct Suite {
 
   // Input `i`, a mask along `axis`, 0 but -inf where `masked(query, key)` (keys along the axis,
   // queries along the axis before it, 0 when there is none).
-  MakeInputSet mask(size_t i, const std::string& what, std::function<bool(int64_t, int64_t, int64_t, int64_t)> masked) const {
+  MakeInputSet mask(size_t i, const std::string& what, MaskPattern masked) const {
     return [this, i, what, masked](const CancelToken* cancel) {
       std::map<std::string, Tensor> named = seeded;
-      Tensor& t = named[name(i)];
-      const int axis = roles.mask_axis[i];
-      const int64_t keys = t.shape[size_t(axis)], queries = axis > 0 ? t.shape[size_t(axis) - 1] : 1;
-      for (int64_t f = 0; f < t.size(); ++f) {
-        const int64_t key = coordinate(t.shape, f, axis), query = axis > 0 ? coordinate(t.shape, f, axis - 1) : 0;
-        t.data[size_t(f)] = masked(query, key, queries, keys) ? kMinusInf : 0.0f;
-      }
+      fill_mask(named[name(i)], roles.mask_axis[i], masked);
       return finish(what + " (" + name(i) + ")", std::move(named), cancel);
     };
   }
@@ -176,7 +153,7 @@ struct Suite {
 
 std::vector<MakeInputSet> edge_suite(const Program& program, const DimBindings& dims, const std::map<std::string, Tensor>& seeded,
                                      uint64_t seed) {
-  auto suite = std::make_shared<Suite>(Suite{program, dims, seeded, seed, input_roles(program), input_domains(program)});
+  auto suite = std::make_shared<Suite>(Suite{SetBasis::of(program, dims, seeded, seed)});
   std::vector<MakeInputSet> sets;
   bool activations = false, domains = false;
   for (size_t i = 0; i < program.inputs.size(); ++i) {

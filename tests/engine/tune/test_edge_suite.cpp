@@ -99,31 +99,37 @@ extern "C" int prism_entry(const void* const* in, void* const* out, int) {
 )";
 }
 
-}  // namespace
-
-TEST_CASE("edge check: a one-pass variance is rejected on mean-shifted rows, the two-pass baseline kept", "[tune][edge_suite][numerics]") {
-  const Program program = test::lowered_text(
-      "program var(X: f32[n, d]) {\n  m = mean(X, axis=-1)\n  return mean((X - m) * (X - m), axis=-1)\n}\n", "var");
-  const DimBindings dims{{"n", 4}, {"d", 64}};
+// `program`'s edge suite at `dims` (f32 inputs and output) checked as the tuner does: the eager
+// baseline as item 0, `eager_rows` rows that run the eager plan, then one row that runs `source`.
+tune::TuneResult edge_check_with_kernel(const Program& program, const DimBindings& dims, const std::string& source, size_t eager_rows) {
   const backend::cpu::CpuBackend cpu;
   test::TempDir cache;
   std::vector<backend::Build> builds{cpu.eager(program, dims), backend::Build{}};
-  builds[1].source = one_pass_variance_source();
+  builds[1].source = source;
   cpu.compile(builds, backend::TargetDescription{}, {cache.path(), 2});
   for (const auto& b : builds) REQUIRE(b.error == "");
   std::map<std::string, Tensor> seeded;
   random_inputs(program, dims, 0, &seeded);
   tune::TuneResult result;
-  result.rows.resize(1);
-  result.rows[0].ok = true;
+  result.rows.resize(eager_rows + 1);
+  for (auto& row : result.rows) row.ok = true;
   backend::KernelRunner runner;
   backend::RunSettings run;
-  run.output_shapes = {{4, 1}};
-  run.input_dtypes = {DType::F32};
+  run.output_shapes = {concrete_shape(program.value(program.outputs[0]).type.shape, dims)};
+  run.input_dtypes.assign(program.inputs.size(), DType::F32);
   run.output_dtypes = {DType::F32};
   const tune::EdgeContext context{cpu, program, dims, {DType::F32}, [&](const std::vector<Tensor>& in) { runner.set_inputs(in); },
-                                  [&](size_t item) { return cpu.run(runner, builds[item], run, nullptr); }};
+                                  [&](size_t item) { return cpu.run(runner, builds[item == eager_rows + 1 ? 1 : 0], run, nullptr); }};
   tune::check_edge_sets(result, tune::edge_suite(program, dims, seeded, 0), context, nullptr, [](const std::string&, int, int) {});
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("edge check: a one-pass variance is rejected on mean-shifted rows, the two-pass baseline kept", "[tune][edge_suite][numerics]") {
+  const Program program = test::lowered_text(
+      "program var(X: f32[n, d]) {\n  m = mean(X, axis=-1)\n  return mean((X - m) * (X - m), axis=-1)\n}\n", "var");
+  const tune::TuneResult result = edge_check_with_kernel(program, {{"n", 4}, {"d", 64}}, one_pass_variance_source(), 0);
   CHECK(std::find(result.edge_sets.begin(), result.edge_sets.end(), "mean-shifted rows") != result.edge_sets.end());
   for (const std::string& note : result.edge_notes) CHECK(note.find("the eager baseline fails") == std::string::npos);
   CHECK_FALSE(result.rows[0].ok);
@@ -218,28 +224,8 @@ TEST_CASE("edge suite: an input with a domain gets a set at its domain's edge", 
 }
 
 TEST_CASE("edge check: a candidate that gives NaN on a fully masked chunk is rejected, naming the set", "[tune][edge_suite]") {
-  const Program program = test::lowered_text(kCausal, "causal");
-  const backend::cpu::CpuBackend cpu;
-  test::TempDir cache;
-  std::vector<backend::Build> builds{cpu.eager(program, kCausalDims), backend::Build{}};
-  builds[1].source = nan_on_masked_chunk_source();
-  cpu.compile(builds, backend::TargetDescription{}, {cache.path(), 2});
-  for (const auto& b : builds) REQUIRE(b.error == "");
-
-  std::map<std::string, Tensor> seeded;
-  random_inputs(program, kCausalDims, 0, &seeded);
   // The eager baseline as item 0 and as a row (right everywhere), the buggy kernel as a row.
-  tune::TuneResult result;
-  result.rows.resize(2);
-  for (auto& row : result.rows) row.ok = true;
-  backend::KernelRunner runner;
-  backend::RunSettings run;
-  run.output_shapes = {{2, 8, 8}};
-  run.input_dtypes = {DType::F32, DType::F32, DType::F32, DType::F32};
-  run.output_dtypes = {DType::F32};
-  const tune::EdgeContext context{cpu, program, kCausalDims, {DType::F32}, [&](const std::vector<Tensor>& in) { runner.set_inputs(in); },
-                                  [&](size_t item) { return cpu.run(runner, builds[item == 2 ? 1 : 0], run, nullptr); }};
-  tune::check_edge_sets(result, tune::edge_suite(program, kCausalDims, seeded, 0), context, nullptr, [](const std::string&, int, int) {});
+  const tune::TuneResult result = edge_check_with_kernel(test::lowered_text(kCausal, "causal"), kCausalDims, nan_on_masked_chunk_source(), 1);
   CHECK(result.edge_sets.size() == 16);
   // Q and K at +1e20 and -1e20 in one place meet in a logit of -1e40: the program overflows there.
   CHECK(result.edge_notes == std::vector<std::string>{"opposite outliers over tiny values (Q +H, K -H, V 1/H, M +H): the program itself "
