@@ -7,8 +7,8 @@
 // Layernorm's variance then reads x, not x - m: its sum of squares no longer waits for the mean,
 // so one loop over the row can accumulate both sums, and a row split over blocks can combine
 // both partials in one second kernel. Numerically it is the weaker form (it cancels when the
-// mean is large against the spread): the search offers it only where a numeric check with such
-// inputs still passes (NumericCheck::dag_matches_offset).
+// mean is large against the spread): the search offers it only where the floating-point check
+// on mean-shifted rows still passes (NumericCheck::unstable; docs/design.md, "Numerics").
 #pragma once
 #include <optional>
 

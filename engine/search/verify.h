@@ -7,8 +7,9 @@
 //     loop range (symmetry breaking: g1=2, g2=3, F1=4, so a map that confuses two of them
 //     changes the result), is simulated by sgraph::evaluate and compared with the reference
 //     interpreter on the same random inputs. This exercises the real maps, accumulators, partial
-//     axes and the combining kernel. Then on activations of std 100 it must not overflow where
-//     the program does not (NumericCheck::overflows).
+//     axes and the combining kernel. Then on activations of std 100 and the floating-point edge
+//     sets it must not overflow where the program does not (NumericCheck::overflows); its DAG
+//     was already held to the program's stability there (NumericCheck::unstable).
 //  2. proof: the family is translated to a term with symbolic sizes: every reduction that the
 //     loop and/or a cross-block grid dim cut into pieces becomes the explicit split sum over a
 //     reshape (sum over [f, K/f] with f = F1, g, or g*F1 — the partial sums the blocks and the
