@@ -62,8 +62,7 @@ class Interpreter : public Visitor {
  public:
   enum class Mode { Plain, Moved, ExactSums, KernelSums };
   Interpreter(const Program& p, const DimBindings& b, const std::map<std::string, Tensor>& in, const CancelToken* c, Mode mode = Mode::Plain)
-      : p_(p), bindings_(b), inputs_(in), cancel_(c), move_(mode == Mode::Moved), exact_(mode == Mode::ExactSums),
-        f32_sums_(mode == Mode::KernelSums), values_(p.values.size()), last_use_(p.values.size(), -1) {
+      : p_(p), bindings_(b), inputs_(in), cancel_(c), mode_(mode), values_(p.values.size()), last_use_(p.values.size(), -1) {
     for (const auto& v : p.values)
       for (int o : v.operands) last_use_[size_t(o)] = v.id;
     for (int o : p.outputs) last_use_[size_t(o)] = int(p.values.size());
@@ -73,7 +72,7 @@ class Interpreter : public Visitor {
     for (const auto& v : p_.values) {
       poll();
       dispatch(v);
-      if (move_) move(values_[size_t(v.id)]);
+      if (mode_ == Mode::Moved) move(values_[size_t(v.id)]);
       release_dead_operands(v);
     }
     std::vector<Tensor> out;
@@ -163,7 +162,7 @@ class Interpreter : public Visitor {
     const float* src = x.data.data();
     float* dst = out.data.data();
     if (v.op == Op::Max) reduce_rows<float>(src, dst, outer, k, inner, Op::Max);
-    else if (f32_sums_) reduce_rows<float>(src, dst, outer, k, inner, v.op);
+    else if (mode_ == Mode::KernelSums) reduce_rows<float>(src, dst, outer, k, inner, v.op);
     else reduce_rows<double>(src, dst, outer, k, inner, v.op);
     finish(v, std::move(out));
   }
@@ -320,11 +319,12 @@ class Interpreter : public Visitor {
   // With exact sums, in double (then rounded to f32 once).
   void matmul_2d(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n) {
     auto rows = [&](const tbb::blocked_range<int64_t>& r) {
-      std::vector<double> wide(exact_ ? size_t(n) : 0);
+      const bool exact = mode_ == Mode::ExactSums;
+      std::vector<double> wide(exact ? size_t(n) : 0);
       for (int64_t i = r.begin(); i < r.end(); ++i) {
         poll();
         float* ci = c + i * n;
-        if (exact_) {
+        if (exact) {
           std::fill(wide.begin(), wide.end(), 0.0);
           for (int64_t p = 0; p < k; ++p) {
             const double aip = a[i * k + p];
@@ -349,7 +349,7 @@ class Interpreter : public Visitor {
   const DimBindings& bindings_;
   const std::map<std::string, Tensor>& inputs_;
   const CancelToken* cancel_;
-  const bool move_, exact_, f32_sums_;
+  const Mode mode_;
   std::vector<Tensor> values_;
   std::vector<int> last_use_;
 

@@ -124,9 +124,10 @@ const std::vector<NumericCheck::EdgeSet>& NumericCheck::edge_sets(const CancelTo
       for (const FloatEdge& e : float_edges(program_, dims_, inputs_, 17)) sets.emplace_back(e.name, e.make());
       for (auto& [name, inputs] : sets) {
         // A set on which the program itself overflows judges nothing (float_edges.h).
-        if (overflows_inside(program_, dims_, inputs, cancel) || overflows_inside(wide_program_, dims_, inputs, cancel)) continue;
-        EdgeSet set{name, std::move(inputs), {}, {}, {}, {}};
-        set.declared = interpret(program_, dims_, set.inputs, cancel);
+        std::vector<Tensor> declared = interpret(with_every_value(program_), dims_, inputs, cancel);
+        if (overflowed(declared, inputs) || overflows_inside(wide_program_, dims_, inputs, cancel)) continue;
+        declared.resize(program_.outputs.size());
+        EdgeSet set{name, std::move(inputs), std::move(declared), {}, {}, {}};
         set.exact = interpret_exact_sums(wide_program_, dims_, set.inputs, cancel);
         set.wide = interpret_as_kernels(wide_program_, dims_, set.inputs, cancel);
         for (size_t o = 0; o < set.exact.size(); ++o) set.wide_error.push_back(error_where_finite(set.wide[o], set.exact[o], set.wide[o]));
