@@ -34,6 +34,9 @@ const std::vector<TOp> kBinary = term_ops(OpClass::Binary);
 const std::vector<TOp> kReduce = term_ops(OpClass::Reduce);
 
 std::string s(TOp op) { return top_name(op); }
+// A unary op as it heads a pattern: a cast carries the dtype it rounds to in its payload, bound
+// as $t so a rule that moves the cast keeps it (f16 and bf16 are different roundings).
+std::string head(TOp u) { return s(u) + (u == TOp::Cast ? "$t" : ""); }
 
 struct Table {
   TensorGraph& tg;
@@ -144,10 +147,15 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
                }
              });
 
+  // ---- casts: a narrowing rounding (from_program.h) is kept; these hold in IEEE arithmetic -----
+  t.rule("cast-cast", "(cast$t (cast$t ?x))", "(cast$t ?x)");
+  t.rule("cast-neg", "(cast$t (neg ?x))", "(neg (cast$t ?x))");  // round-to-nearest is symmetric
+  t.rule("neg-cast", "(neg (cast$t ?x))", "(cast$t (neg ?x))");
+
   // ---- layout: unsqueeze / squeeze move inward through elementwise ops and reductions ----------
   for (TOp u : kUnary) {
-    t.rule("unsqueeze-" + s(u), "(unsqueeze@i (" + s(u) + " ?x))", "(" + s(u) + " (unsqueeze@i ?x))");
-    t.rule("squeeze-" + s(u), "(squeeze@i (" + s(u) + " ?x))", "(" + s(u) + " (squeeze@i ?x))");
+    t.rule("unsqueeze-" + s(u), "(unsqueeze@i (" + head(u) + " ?x))", "(" + head(u) + " (unsqueeze@i ?x))");
+    t.rule("squeeze-" + s(u), "(squeeze@i (" + head(u) + " ?x))", "(" + head(u) + " (squeeze@i ?x))");
   }
   for (TOp b : kBinary) {
     t.computed("unsqueeze-" + s(b), "(unsqueeze@i (" + s(b) + " ?a ?b))", "(" + s(b) + " (unsqueeze@i ?a) (unsqueeze@i ?b))",
@@ -290,7 +298,7 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
              });
 
   // ---- splits move inward, like the other layout ops --------------------------------------------
-  for (TOp u : kUnary) t.rule("splitax-" + s(u), "(splitax@i$F (" + s(u) + " ?x))", "(" + s(u) + " (splitax@i$F ?x))");
+  for (TOp u : kUnary) t.rule("splitax-" + s(u), "(splitax@i$F (" + head(u) + " ?x))", "(" + head(u) + " (splitax@i$F ?x))");
   for (TOp b : kBinary) {
     // An operand that spans axis i is split; one that broadcasts along it (size 1) gets a second 1.
     auto part = [&tg](Id x, int axis, DimId f, DimId k) -> Id {
@@ -333,9 +341,9 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
   t.rule("partition-combine", "(partition@a$g (combine@a ?y))", "?y",
          [&tg](const EGraph&, const Subst& m) { return tg.dim_at(m.var[0], 0) == m.payload[0]; });
   for (TOp u : kUnary) {
-    t.rule("partition-" + s(u), "(partition@a$g (" + s(u) + " ?x))", "(" + s(u) + " (partition@a$g ?x))");
-    t.rule("combine-" + s(u), "(combine@a (" + s(u) + " ?y))", "(" + s(u) + " (combine@a ?y))");
-    t.rule("replicate-" + s(u), "(" + s(u) + " (replicate$g ?x))", "(replicate$g (" + s(u) + " ?x))");
+    t.rule("partition-" + s(u), "(partition@a$g (" + head(u) + " ?x))", "(" + head(u) + " (partition@a$g ?x))");
+    t.rule("combine-" + s(u), "(combine@a (" + head(u) + " ?y))", "(" + head(u) + " (combine@a ?y))");
+    t.rule("replicate-" + s(u), "(" + head(u) + " (replicate$g ?x))", "(replicate$g (" + head(u) + " ?x))");
   }
   for (TOp b : kBinary) {
     t.rule("partition-" + s(b), "(partition@a$g (" + s(b) + " ?x ?y))", "(" + s(b) + " (partition@a$g ?x) (partition@a$g ?y))",
@@ -346,7 +354,7 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
   // Lifting the grid outward (a block body on tiles -> the tiles of the whole body). A tile's axis
   // j >= 1 is axis j-1 of the tensor it was cut from (the grid axis is 0), so every lifted op
   // shifts its axis by one; an op on the grid axis itself (j = 0) is never lifted.
-  for (TOp u : kUnary) t.rule(s(u) + "-partition", "(" + s(u) + " (partition@a$g ?x))", "(partition@a$g (" + s(u) + " ?x))");
+  for (TOp u : kUnary) t.rule(s(u) + "-partition", "(" + head(u) + " (partition@a$g ?x))", "(partition@a$g (" + head(u) + " ?x))");
   for (TOp b : kBinary) {
     // Both sides cut the same axis of equal size: block k combines the k-th tiles of both.
     t.rule(s(b) + "-partition", "(" + s(b) + " (partition@a$g ?x) (partition@a$g ?y))", "(partition@a$g (" + s(b) + " ?x ?y))",

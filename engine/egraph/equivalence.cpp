@@ -13,6 +13,7 @@
 #include "engine/interp/interpreter.h"
 #include "engine/ir/lower_composites.h"
 #include "engine/ir/print.h"
+#include "engine/ir/rounding_casts.h"
 #include "engine/lang/compile.h"
 #include "engine/lang/lexer.h"
 #include "engine/util/text.h"
@@ -30,8 +31,12 @@ const char* verdict_name(EquivResult::Verdict v) {
 
 namespace {
 
+// The program as proofs see it (from_program.h): every value f32 but a rounding cast's, which
+// rounds as the program writes it (rounding_casts.h).
 Program as_f32(Program p) {
-  for (Value& v : p.values) v.type.dtype = DType::F32;
+  const std::vector<bool> keep = rounding_casts(p);
+  for (Value& v : p.values)
+    if (!keep[size_t(v.id)]) v.type.dtype = DType::F32;
   return p;
 }
 
@@ -204,6 +209,32 @@ Program compile_expression(const Program& context, const std::string& expr) {
   return p;
 }
 
+namespace {
+
+// The dtypes `p`'s rounding casts round to (rounding_casts.h), sorted.
+std::vector<std::string> rounding_dtypes(const Program& p) {
+  std::vector<std::string> out;
+  const std::vector<bool> rounds = rounding_casts(p);
+  for (const Value& v : p.values)
+    if (rounds[size_t(v.id)]) out.push_back(dtype_name(v.type.dtype));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Why a proof may be out of reach: the sides round at different places. Empty when they round
+// to the same dtypes equally often.
+std::string rounding_difference(const Program& a, const Program& b) {
+  const std::vector<std::string> ra = rounding_dtypes(a), rb = rounding_dtypes(b);
+  if (ra == rb) return "";
+  auto says = [](const Program& p, const std::vector<std::string>& casts) {
+    return "'" + p.name + "' " + (casts.empty() ? "nowhere" : "to " + join(casts, ", "));
+  };
+  return "; the sides round differently inside wider computations (" + says(a, ra) + ", " + says(b, rb) +
+         ") and proofs keep such casts (docs/design.md, \"Casts in proofs\")";
+}
+
+}  // namespace
+
 std::optional<Counterexample> find_counterexample(const Program& a0, const Program& b0, const CancelToken* cancel, int bindings_wanted) {
   const Program a = as_f32(a0), b = as_f32(b0);
   const std::vector<std::string> dims = all_dims(a, b);
@@ -322,6 +353,7 @@ EquivResult ResidentEGraph::equivalent(const Program& a, const Program& b, const
   }
   r = prove(a, b, limits, cancel);
   if (r.stop_reason == StopReason::Cancelled) return r;
+  if (r.verdict == EquivResult::Verdict::NotProved) r.message += rounding_difference(a, b);
   try {
     r.floating = check_floating_point(a, b, cancel);
   } catch (const Error& e) {

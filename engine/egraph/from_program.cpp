@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/error.h"
+#include "engine/ir/rounding_casts.h"
 
 namespace prism::eg {
 
@@ -84,6 +85,7 @@ AddedTerms add_program(TensorGraph& tg, const Program& p) {
   AddedTerms stats;
   Builder b(tg, stats);
   std::vector<Id> ids(p.values.size(), kNoId);
+  const std::vector<bool> rounds = rounding_casts(p);
   for (const Value& v : p.values) {
     auto in = [&](size_t i) { return ids[size_t(v.operands[i])]; };
     Id out = kNoId;
@@ -100,9 +102,9 @@ AddedTerms add_program(TensorGraph& tg, const Program& p) {
         b.count(before);
         break;
       }
-      // Terms are real-valued: rounding to a dtype is the identity there (its error is the
-      // numeric check's business, not the proof's).
-      case Op::Cast: out = in(0); break;
+      case Op::Cast:
+        out = rounds[size_t(v.id)] ? b.node(TOp::Cast, {in(0)}, 0, uint32_t(v.type.dtype)) : in(0);
+        break;
       case Op::Matmul: {
         if (tg.rank(in(0)) < 2 || tg.rank(in(1)) < 2)
           throw Error(Error::Kind::InvalidArgument, "the e-graph does not model matmul of a 1-D operand ('" + v.name + "')");

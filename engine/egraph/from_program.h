@@ -2,6 +2,13 @@
 // are padded to equal rank with unsqueeze@0 (scalars stay scalars), reductions without keepdims
 // become a keepdims reduction and a squeeze, and a reshape becomes squeezes, axis splits and
 // unsqueezes when it is one (otherwise an opaque reshape node).
+//
+// Casts are part of the terms where they change what the program computes: a cast that rounds a
+// value a computation of another dtype then reads (engine/ir/rounding_casts.h) is a cast term, a
+// function the axioms only move through layout and never remove. Every other cast is its
+// operand: a cast to f32 or to the operand's own dtype changes no value, and a cast to the dtype
+// its readers compute in is the implicit rounding of a 16-bit value, which the float checks judge
+// (docs/design.md, "Numerics").
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -358,6 +358,7 @@ std::string TensorGraph::print(Id root, const NodeAt& at, size_t max_len) const 
         return call("transpose", "", ", [" + p + "]");
       }
       case TOp::Reshape: return call("reshape", "", ", " + shape_text(n.payload));
+      case TOp::Cast: return call(dtype_name(DType(n.payload)), "", "");
       case TOp::Concat: return call("concat", "", ", axis=" + std::to_string(n.axis));
       case TOp::SplitPart:
         return call("split", "", ", axis=" + std::to_string(n.axis) + ", parts=" + std::to_string(n.payload >> 16) + ", index=" + std::to_string(n.payload & 0xffff));
@@ -432,6 +433,11 @@ Program TensorGraph::to_program(const std::vector<Id>& outputs, const NodeAt& at
       case TOp::Transpose:
         attrs.perm = perms_[n.payload];
         v = add_value(Op::Transpose, kids, shape, attrs);
+        break;
+      case TOp::Cast:
+        attrs.dtype = DType(n.payload);
+        v = add_value(Op::Cast, kids, shape, attrs);
+        p.values[size_t(v)].type.dtype = DType(n.payload);  // rounded there; its readers compute in f32
         break;
       case TOp::Concat:
         attrs.axis = n.axis;

@@ -41,6 +41,7 @@ enum class TOp : uint8_t {
   Neg = uint8_t(Op::Neg), Exp = uint8_t(Op::Exp), Log = uint8_t(Op::Log), Sqrt = uint8_t(Op::Sqrt),
   Rsqrt = uint8_t(Op::Rsqrt), Square = uint8_t(Op::Square), Silu = uint8_t(Op::Silu), Gelu = uint8_t(Op::Gelu),
   Relu = uint8_t(Op::Relu),
+  Cast = uint8_t(Op::Cast),  // a narrowing rounding only (from_program.h); payload: the DType it rounds to
   Add = uint8_t(Op::Add), Sub = uint8_t(Op::Sub), Mul = uint8_t(Op::Mul), Div = uint8_t(Op::Div),
   Matmul = uint8_t(Op::Matmul),
   Sum = uint8_t(Op::Sum), Max = uint8_t(Op::Max), Rms = uint8_t(Op::Rms),

@@ -22,4 +22,6 @@ int64_t dtype_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
 
 DType wider(DType a, DType b) { return a == b ? a : DType::F32; }
 
+bool narrows(DType to, DType from) { return to != from && to != DType::F32; }
+
 }  // namespace prism

@@ -15,5 +15,8 @@ std::optional<DType> parse_dtype(std::string_view name);
 // The wider of two types: equal types stay, f32 with anything is f32, and f16 with bf16 is f32
 // (neither holds the other's values).
 DType wider(DType a, DType b);
+// Whether rounding a value of dtype `from` to `to` may change it: f32 holds every value of the
+// others, so only a cast to a different 16-bit type narrows (f32 -> f16, f16 -> bf16, ...).
+bool narrows(DType to, DType from);
 
 }  // namespace prism

@@ -31,7 +31,10 @@ void seed_terms(TensorGraph& tg) {
   Id r = tg.input("r", {n, Dim(1)}), q = tg.input("q", {n, Dim(1)});
   Id two = tg.constant(Constant{Dim(2), 0});
   DimId gg = tg.dim_id(g);
-  auto op = [&](TOp o, std::vector<Id> k, int axis = 0, uint32_t payload = 0) { return tg.op(o, k, axis, payload); };
+  // A cast term rounds to a 16-bit dtype (from_program.h): the seeds' casts round to f16.
+  auto op = [&](TOp o, std::vector<Id> k, int axis = 0, uint32_t payload = 0) {
+    return tg.op(o, k, axis, o == TOp::Cast ? uint32_t(DType::F16) : payload);
+  };
   auto U = [&](Id x, int axis) { return op(TOp::Unsqueeze, {x}, axis); };
   auto S = [&](Id x, int axis) { return op(TOp::Squeeze, {x}, axis); };
   auto part = [&](Id x) { return op(TOp::Partition, {x}, 1, gg); };
@@ -56,6 +59,10 @@ void seed_terms(TensorGraph& tg) {
   op(TOp::Add, {X, op(TOp::Neg, {Y})});
   op(TOp::Mul, {Y, Y});
   op(TOp::Mul, {X, op(TOp::Rsqrt, {r})});
+  // casts: rounding twice, the sign through a rounding
+  op(TOp::Cast, {op(TOp::Cast, {X})});
+  op(TOp::Cast, {op(TOp::Neg, {X})});
+  op(TOp::Neg, {op(TOp::Cast, {Y})});
   // constants: folding, 0 and 1, division by a constant
   Id three = tg.constant(Constant{Dim(3), 0}), zero = tg.constant(Constant{Dim(0), 0}), unit = tg.constant(Constant{Dim(1), 0});
   Id dd = tg.constant(Constant{d, 0});

@@ -1,7 +1,7 @@
 // `equiv` in floating point (docs/design.md, "Numerics"): identities exact over the reals that
 // floats refute are proved and then refuted in floating point, naming the set; identities that
-// hold in floats too are said to, on more than the seeded inputs; a division by a dim that may be
-// zero is neither folded nor proved away.
+// hold in floats too are said to, on more than the seeded inputs; a narrowing cast is part of what
+// is proved; a division by a dim that may be zero is neither folded nor proved away.
 #include <catch2/catch.hpp>
 
 #include "engine/egraph/equivalence.h"
@@ -63,7 +63,6 @@ TEST_CASE("equivalence in floats: what floats refute is proved over the reals an
       {"quotient", "A / C + B / C", "opposite outliers over tiny values", "div-distribute"},
       {"product", "(A / B) * C", "opposite outliers over tiny values", "mul-div-swap"},
       {"variance", "mean(X * X, axis=-1) - mean(X, axis=-1) * mean(X, axis=-1)", "mean-shifted rows", "sum-centred-square"},
-      {"through_f16", "X * 100000", "seeded inputs", ""},
   };
   for (const Case& c : cases) {
     const EquivResult r = equiv(ws, c.a, c.b);
@@ -89,6 +88,32 @@ TEST_CASE("equivalence in floats: an identity floats keep is equal on large magn
   }
   // Dividing by a power of two is exact in floats; x/8 = x * 0.125 uses no reals-only rule.
   CHECK(equiv(ws, "eighth", "X * 0.125").reals_only_rules.empty());
+}
+
+TEST_CASE("equivalence in floats: a narrowing cast is part of what is proved", "[egraph][equivalence][numerics][casts]") {
+  Workspace ws;
+  ws.open("file:///floats.prism", kPrograms, 1);
+  ws.open("file:///casts.prism", "program q(X: f32[n, d]) {\n  return f32(f16(-X)) * 2\n}\n", 1);
+  // Rounding X * 100000 to f16 overflows; the proof keeps the cast, the reals check rounds there.
+  const EquivResult through = equiv(ws, "through_f16", "X * 100000");
+  CHECK(through.verdict == EquivResult::Verdict::Refuted);
+  CHECK(through.a_text == "f16((X * 100000))");
+  // What holds in IEEE arithmetic: the sign moves through a rounding, rounding twice is once, a
+  // cast to f32 (or to the value's own dtype) changes nothing.
+  for (const char* same : {"-f32(f16(X)) * 2", "f32(f16(f32(f16(-X)))) * 2", "f32(f16(-X)) * 2.0"}) CHECK(equiv(ws, "q", same).verdict == EquivResult::Verdict::Proved);
+  CHECK(equiv(ws, "q", "-f32(f16(X)) * 2").explanation.find("[cast-neg]") != std::string::npos);
+  // A side that does not round where the program does is not proved, and the message says why.
+  EquivLimits quick;
+  quick.time_limit_s = 2;
+  const EquivResult unrounded = ws.equivalent("q", "-X * 2", quick);
+  CHECK(unrounded.verdict != EquivResult::Verdict::Proved);
+  CHECK(unrounded.message.find("the sides round differently inside wider computations ('q' to f16, '-X * 2' nowhere)") != std::string::npos);
+  CHECK(equiv(ws, "q", "f32(bf16(-X)) * 2").verdict == EquivResult::Verdict::Refuted);
+  // Rounding to the dtype the rest computes in is the implicit rounding of a 16-bit value, which
+  // proofs leave to the float checks: f16(-X) * 2 is an f16 program equal to -X * 2.
+  CHECK(equiv(ws, "q", "f16(-X) * 2").verdict != EquivResult::Verdict::Proved);
+  ws.open("file:///f16.prism", "program h(X: f32[n, d]) {\n  return f16(-X) * 2\n}\n", 1);
+  CHECK(equiv(ws, "h", "-X * 2").verdict == EquivResult::Verdict::Proved);
 }
 
 TEST_CASE("equivalence in floats: a division by d - 7 is not cancelled", "[egraph][equivalence][numerics]") {
