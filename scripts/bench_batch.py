@@ -7,7 +7,7 @@ batch/run. Prints the seconds, jobs per minute and the speedup over one daemon. 
 the worker counts (default: 12 1 2). On one host, K workers tune at once and share its cores: the
 measured speedup is what spreading buys there, not a cluster's.
 
-  /usr/bin/python3 scripts/bench_batch.py 12 1 2
+  ~/.cache/prism/venv/bin/python scripts/bench_batch.py 12 1 2
 """
 import os
 import sys

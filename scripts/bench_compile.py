@@ -6,7 +6,7 @@ rounds (median of the rounds' per-call times, torch.no_grad). Prints one row per
 PyTorch's time on its default thread count and on the kernel's, prism's, and PyTorch's faster
 time over prism's. Arguments: token counts (default 1 8 32).
 
-  PYTHONPATH=python /usr/bin/python3 scripts/bench_compile.py 1 8
+  PYTHONPATH=python ~/.cache/prism/venv/bin/python scripts/bench_compile.py 1 8
 """
 import os
 import statistics

@@ -6,7 +6,7 @@
 # `build/bin/prism -c "daemon stop"` stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --no-python
 bash scripts/build.sh
 example=${1:-examples/rms_linear.prism}
 program=$(basename "$example" .prism)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything prism needs to build and test, from Debian's packages.
-# Idempotent: packages already present are left alone, and apt is not touched at all then.
+# Installs everything prism needs to build and test: Debian's packages, then the Python
+# environment from PyPI (setup_venv.sh). Idempotent: packages already present are left alone, and
+# apt is not touched at all then; a ready environment is kept.
 set -euo pipefail
 
 packages=(
@@ -12,10 +13,8 @@ packages=(
   libedit-dev           # line editing for the REPL
   libopenblas-dev       # eager-baseline matmul on the CPU
   libopenblas0-openmp   # the same on OpenMP threads, shared with the per-op loops (eager.h)
-  python3-numpy         # tests cross-check .npy files with NumPy
-  python3-pytest        # the Python package's tests (python/tests)
-  python3-torch         # from_torch and compile, tested against the modules themselves
-  python3-distributed   # prism.batch on a Dask cluster, tested on a LocalCluster
+  python3-numpy         # the C++ tests cross-check .npy files with the system's NumPy
+  python3-venv          # the Python environment (setup_venv.sh) where python3 is Debian's
   neovim                # the LSP test drives prismd from Neovim's own client (headless)
 )
 
@@ -26,13 +25,15 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "setup: packages done"
 fi
 
-echo "setup: installing ${missing[*]}"
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "setup: done"
+# The demo needs no Python: `setup.sh --no-python` stops here.
+if [ "${1:-}" != "--no-python" ]; then bash "$(dirname "$0")/setup_venv.sh"; fi

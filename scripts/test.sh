@@ -8,6 +8,7 @@ bash scripts/build.sh
 # at -j(cores) the cores idle for it (docs/testing.md, "Time").
 jobs=$(( $(nproc 2>/dev/null || echo 2) + 1 ))
 (cd build && ctest --output-on-failure -j"$jobs" --timeout 300)
-# The Python package (python/prism) against the binaries just built, on Debian's python3 (the one
-# setup.sh gives pytest and NumPy).
-/usr/bin/python3 -m pytest -q -p no:cacheprovider python/tests
+# The Python package (python/prism) against the binaries just built, in the Python environment
+# setup.sh made (PyTorch 2, transformers: python/requirements.txt).
+source scripts/python_env.sh
+"$PRISM_PYTHON" -m pytest -q -p no:cacheprovider python/tests

@@ -22,7 +22,7 @@ def private_daemons(base, gpus=None):
     CUDA_VISIBLE_DEVICES names them), worker k sees only GPU gpus[k] and has a tune lock of its
     own: one runner per device, whose kernels are timed on that device alone (the CPU's work of
     two GPU tunes, compiling and the reference, overlaps). Register it with
-    `dask_client.register_worker_plugin(...)`."""
+    `dask_client.register_plugin(...)`."""
     import distributed
 
     class PrivateDaemons(distributed.WorkerPlugin):
@@ -73,7 +73,7 @@ def batch_on_gpus(manifest, gpus=None, base=None, fresh=False, progress=None):
     try:
         with distributed.LocalCluster(n_workers=len(gpus), threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
                 distributed.Client(cluster) as dask:
-            dask.register_worker_plugin(private_daemons(base, gpus))
+            dask.register_plugin(private_daemons(base, gpus))
             return batch(manifest, client=dask, fresh=fresh, progress=progress)
     finally:
         stop_private_daemons(base)

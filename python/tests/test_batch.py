@@ -47,7 +47,7 @@ def batch_killing_a_worker(manifest, workers, killed):
     ends, a worker with a job in flight is killed (appended to `killed`)."""
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as dask:
-        dask.register_worker_plugin(private_daemons(workers))
+        dask.register_plugin(private_daemons(workers))
 
         def kill_a_busy_worker(outcome):
             # After the first job, a worker with a job in flight dies; Dask runs that job again.
@@ -96,7 +96,7 @@ def test_one_worker_per_gpu_sees_its_gpu_alone_with_its_own_daemon_and_lock(tmp_
     base = str(tmp_path / "gpus")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as dask:
-        dask.register_worker_plugin(private_daemons(base, gpus=["2", "5"]))
+        dask.register_plugin(private_daemons(base, gpus=["2", "5"]))
         seen = dask.run(lambda: (os.environ["CUDA_VISIBLE_DEVICES"], os.environ["PRISM_SOCKET"], os.environ["XDG_RUNTIME_DIR"]))
     devices = sorted(d for d, _, _ in seen.values())
     assert devices == ["2", "5"]
@@ -145,7 +145,7 @@ def test_a_job_that_loses_its_daemon_twice_fails_in_words_and_the_finished_jobs_
     try:
         with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
                 distributed.Client(cluster) as dask:
-            dask.register_worker_plugin(private_daemons(str(tmp_path / "workers")))
+            dask.register_plugin(private_daemons(str(tmp_path / "workers")))
             r = prism.batch(str(manifest), client=dask, progress=outcomes.append)
     finally:
         stop_private_daemons(str(tmp_path / "workers"))
