@@ -128,13 +128,14 @@ class Compiled:
     kernels by sizes ({"n": 8} as a sorted tuple of items)."""
 
     def __init__(self, fn_or_module, example_inputs, target="cpu", dims=None, name=None, client=None, top=None,
-                 progress=None):
+                 progress=None, imported=None):
         import torch
 
         if target not in _TARGETS:
             raise ValueError(f"prism.compile's targets are 'cpu' and 'cuda', not {target!r}")
         self._module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else None
-        self.program = _named_by_content(from_torch(fn_or_module, example_inputs, dims=dims, name=name))
+        # `imported`: the program already written (torch_backend's partitions, from_graph).
+        self.program = _named_by_content(imported or from_torch(fn_or_module, example_inputs, dims=dims, name=name))
         self.target, self.top, self.progress = target, top, progress
         self._uri = f"untitled:prism-compile-{os.getpid()}-{next(_COMPILED)}-{self.program.name}"
         self._client = client
@@ -152,8 +153,9 @@ class Compiled:
         self._client.open(text=self.program.text, uri=self._uri)
         self.search = self._client.search(self.program.name, progress=self.progress)
         if self.search["candidates"] == 0:
-            raise PrismError(None, f"the search found no verified family for '{self.program.name}'; "
-                                   f"`prism` with the program's text says more:\n{self.program.text}")
+            why = self.search.get("stats", {}).get("emptyReason") or "no reason given"
+            raise PrismError(None, f"the search found no verified family for '{self.program.name}': {why}\n"
+                                   f"the program:\n{self.program.text}")
         shown = self._client.show(self.program.name)
         self._inputs, self._outputs = shown["inputs"], shown["outputs"]
         for value in self._inputs + self._outputs:  # sizes as numbers, dims as names

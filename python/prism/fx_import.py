@@ -9,6 +9,7 @@ import dis
 import inspect
 import math
 import operator
+import os
 import re
 import sys
 
@@ -27,23 +28,45 @@ class Imported:
         self.name, self.text, self.inputs, self.returns_tuple = name, text, inputs, returns_tuple
 
     def arguments(self, module, *args):
-        """The tensors for the program's inputs, in order: the call's `args`, then the module's
-        parameters and buffers."""
+        """The tensors for the program's inputs, in order: the call's tensor `args` (a size among
+        them, which dynamo passes, is read from the shapes instead), then the module's parameters
+        and buffers."""
         named = dict(module.named_parameters()) if module is not None else {}
         if module is not None:
             named.update(dict(module.named_buffers()))
-        positional = iter(args)
+        positional = iter(a for a in args if hasattr(a, "shape"))
         return [next(positional) if kind == "input" else named[torch_name] for _, torch_name, kind in self.inputs]
 
 
-def _source_line(node):
-    """'FILE:LINE' of the user's code that made `node`, from the trace's stack (first frame)."""
-    match = re.search(r'File "([^"]+)", line (\d+)', node.stack_trace or "")
-    return f"{match.group(1)}:{match.group(2)}" if match else "line unknown"
+def source_line(node):
+    """'FILE:LINE' of the code that made `node`: the innermost frame of the trace's stack outside
+    PyTorch itself (the modeling file's line under dynamo, whose outer frames are the model's
+    wrappers; the module's line under torch.fx, whose inner ones are the tracer's)."""
+    torch = sys.modules.get("torch")
+    own = os.path.dirname(torch.__file__) + os.sep if torch is not None and getattr(torch, "__file__", None) else None
+    frames = [f for f in re.findall(r'File "([^"]+)", line (\d+)', node.stack_trace or "") if not own or not f[0].startswith(own)]
+    return f"{frames[-1][0]}:{frames[-1][1]}" if frames else "line unknown"
 
 
 def _identifier(text):
     return re.sub(r"\W", "_", text)
+
+
+def _size_text(size):
+    """A size as prism writes it: a number, or the dim a symbolic size (torch.SymInt, as dynamo
+    captures a size it lets vary) names: `s27`, `2 * s27`, `s16 * s27`."""
+    if isinstance(size, int):
+        return str(size)
+    expression = getattr(getattr(size, "node", None), "expr", None)
+    if expression is None:
+        return str(int(size))
+    if expression.is_Integer:
+        return str(int(expression))
+    if expression.is_Symbol:
+        return str(expression)
+    if expression.is_Mul and all(f.is_Symbol or f.is_Integer for f in expression.args):
+        return " * ".join(str(f) for f in expression.args)
+    raise UnsupportedOp(f"a size {expression} that is no product of dims (prism's dims multiply and divide)")
 
 
 _SIZE = object()  # the name of a node that computes sizes (a reshape reads them from the traced shapes)
@@ -77,7 +100,8 @@ class _Writer:
         if prism_dtype is None:
             raise UnsupportedOp(f"'{torch_name}' has dtype {dtype} (prism has f32, f16, bf16)")
         named = self.dims.get(torch_name, {})
-        sizes = [str(named.get(axis, named.get(axis - len(shape), size))) for axis, size in enumerate(shape)]
+        sizes = [str(named[axis]) if axis in named else str(named[axis - len(shape)]) if axis - len(shape) in named else _size_text(size)
+                 for axis, size in enumerate(shape)]
         return f"{prism_dtype}[{', '.join(sizes)}]"
 
     def size_texts(self, node):
@@ -86,7 +110,7 @@ class _Writer:
         sizes, shapes = self.resized
         first, second = list(node.meta["tensor_meta"].shape), shapes.get(node)
         if second is None or len(second) != len(first):
-            return [str(a) for a in first]
+            return [_size_text(a) for a in first]
         texts = []
         for a, b in zip(first, second):
             texts.append(str(a) if a == b else self._size_expression(node, a, b, sizes))
@@ -132,6 +156,12 @@ class _Writer:
             return repr(a)
         raise UnsupportedOp(f"an argument {a!r} prism cannot express")
 
+    def temporary(self, node, expression):
+        """A statement of its own for a step of `node`'s translation; its name."""
+        name = f"v_{_identifier(node.name)}_{len(self.lines)}"
+        self.lines.append(f"  {name} = {expression}")
+        return name
+
     def emit(self, node, expression):
         name = "v_" + _identifier(node.name)
         self.lines.append(f"  {name} = {expression}")
@@ -146,11 +176,14 @@ class _Writer:
 
     def unsupported(self, node, why):
         target = getattr(node.target, "__name__", node.target)
-        return UnsupportedOp(f"node '{node.name}' ({node.op} {target}) at {_source_line(node)}: {why}")
+        return UnsupportedOp(f"node '{node.name}' ({node.op} {target}) at {source_line(node)}: {why}")
 
     # ---- nodes -------------------------------------------------------------------------
 
     def node(self, node):
+        if node.op == "placeholder" and _is_symbolic_size(node):  # dynamo's SymInt argument: a dim
+            self.names[node] = _SIZE
+            return None
         if node.op in ("placeholder", "get_attr"):
             self.names[node] = self.add_input(*self.type_of(node), node.target, "input" if node.op == "placeholder" else "parameter")
             return None
@@ -161,9 +194,10 @@ class _Writer:
             return None
         if node.op == "call_function" and node.target is operator.getitem:
             pieces = self.names.get(node.args[0])
-            if not isinstance(pieces, list) or not isinstance(node.args[1], int):
-                raise self.unsupported(node, "indexing (prism takes the pieces of split and chunk)")
-            self.names[node] = pieces[node.args[1]]
+            if isinstance(pieces, list) and isinstance(node.args[1], int):
+                self.names[node] = pieces[node.args[1]]
+                return None
+            self.emit(node, _index(self, node))
             return None
         if node.op == "call_module":
             rule = _MODULES.get(type(self.module.get_submodule(node.target)).__name__)
@@ -182,6 +216,13 @@ class _Writer:
         tensors = dict(self.module.named_parameters())
         tensors.update(dict(self.module.named_buffers()))
         return self.add_input(tuple(tensors[target].shape), tensors[target].dtype, target, "parameter")
+
+
+def _is_symbolic_size(node):
+    """Whether placeholder `node` is a size, not a tensor (dynamo passes each varying size it
+    names, s27, as an argument of its own)."""
+    value = node.meta.get("example_value", node.meta.get("val"))
+    return value is not None and not hasattr(value, "shape")
 
 
 def _args(node, names, defaults=None):
@@ -278,6 +319,77 @@ def _permute(w, n):
     return f"transpose({w.arg(n.args[0])}, perm={list(dims)})"
 
 
+def _index_parts(index):
+    """An indexing's entries, an Ellipsis expanded later: a tuple of them."""
+    return index if isinstance(index, tuple) else (index,)
+
+
+def _slice_of(w, n, source, axis, entry, size):
+    """x[..., a:b] along `axis` as a piece of equal split: `size` divided into parts of b - a, the
+    piece a / (b - a). A slice that is the whole axis is x itself."""
+    start, stop, step = entry.start or 0, size if entry.stop is None else entry.stop, entry.step or 1
+    if not all(isinstance(v, int) for v in (start, stop, step)) or step != 1:
+        raise w.unsupported(n, "a slice with a symbolic bound or a step (prism slices whole pieces of a constant axis)")
+    start, stop = max(0, start + size if start < 0 else start), min(size, stop + size if stop < 0 else stop)
+    if (start, stop) == (0, size):
+        return source
+    length = stop - start
+    if length <= 0 or size % length or start % length:
+        raise w.unsupported(n, f"the slice {start}:{stop} of an axis of {size} (prism takes equal pieces: a split)")
+    pieces = [f"v_{_identifier(n.name)}_{len(w.lines)}_{i}" for i in range(size // length)]
+    w.lines.append(f"  {', '.join(pieces)} = split({source}, {len(pieces)}, axis={axis})")
+    return pieces[start // length]
+
+
+def _index(w, n):
+    """x[...] with full slices, `None` (a new axis of 1), `...`, and slices that are equal pieces
+    of a constant axis (rotate_half's halves, a mask cut to its keys)."""
+    source, index = n.args
+    parts = _index_parts(index)
+    if any(p is not None and p is not Ellipsis and not isinstance(p, slice) for p in parts):
+        raise w.unsupported(n, "indexing by an integer or a tensor (prism takes slices and None)")
+    shape = list(source.meta["tensor_meta"].shape)
+    named = sum(p is not None and p is not Ellipsis for p in parts)
+    if Ellipsis in parts:
+        at = parts.index(Ellipsis)
+        parts = parts[:at] + (slice(None),) * (len(shape) - named) + parts[at + 1:]
+    value, axis = w.arg(source), 0
+    for entry in parts:
+        if entry is None:
+            continue
+        if entry != slice(None):
+            size = shape[axis]
+            if not isinstance(size, int):
+                raise w.unsupported(n, "a slice of a symbolic axis (prism slices whole pieces of a constant axis)")
+            value = _slice_of(w, n, value, axis, entry, size)
+        axis += 1
+    if any(p is None for p in parts):  # new axes: the node's own shape
+        value = f"reshape({value}, [{', '.join(w.size_texts(n))}])"
+    return value
+
+
+def _unsqueeze(w, n):
+    return f"reshape({w.arg(n.args[0])}, [{', '.join(w.size_texts(n))}])"
+
+
+def _expand(w, n):
+    """x.expand(...) of axes of 1 (repeat_kv's heads) as copies side by side: a concat of n copies
+    along each axis that grows, the same values broadcasting would give."""
+    source = n.args[0]
+    have, want = list(source.meta["tensor_meta"].shape), list(n.meta["tensor_meta"].shape)
+    value = w.arg(source)
+    if len(have) != len(want):
+        value = w.temporary(n, f"reshape({value}, [{', '.join(['1'] * (len(want) - len(have)) + [_size_text(s) for s in have])}])")
+        have = [1] * (len(want) - len(have)) + have
+    for axis, (a, b) in enumerate(zip(have, want)):
+        if str(a) == str(b):
+            continue
+        if a != 1 or not isinstance(b, int) or b > 16:
+            raise w.unsupported(n, f"an expand of an axis of {a} to {b} (prism copies axes of 1, at most 16 times)")
+        value = w.temporary(n, f"concat({', '.join([value] * b)}, axis={axis})")
+    return value
+
+
 def _reshape(w, n):
     return f"reshape({w.arg(n.args[0])}, [{', '.join(w.size_texts(n))}])"
 
@@ -334,7 +446,7 @@ def _sdpa(w, n):
     a = _args(n, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale"],
               {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None})
     if a["is_causal"]:
-        raise w.unsupported(n, "is_causal=True (pass the causal mask as attn_mask, -inf above the diagonal)")
+        raise w.unsupported(n, "is_causal=True (prism has no mask of its own yet: pass the causal mask as attn_mask, -inf above the diagonal)")
     if a["dropout_p"]:
         raise w.unsupported(n, "dropout_p > 0 (prism imports inference graphs)")
     scale = a["scale"] if a["scale"] is not None else 1.0 / math.sqrt(n.args[0].meta["tensor_meta"].shape[-1])
@@ -344,6 +456,7 @@ def _sdpa(w, n):
         if hasattr(mask, "meta") and str(mask.meta["tensor_meta"].dtype) == "torch.bool":
             raise w.unsupported(n, "a boolean attn_mask (give an additive one: 0 where kept, -inf where masked)")
         scores = f"{scores} + {w.arg(mask)}"
+
     return f"softmax({scores}, axis=-1) @ {w.arg(a['value'])}"
 
 
@@ -405,7 +518,7 @@ _FUNCTIONS = {
     "matmul": _binary("@"), "mm": _binary("@"), "bmm": _binary("@"), "linear": _functional_linear,
     "softmax": _softmax(False), "log_softmax": _softmax(True), "sum": _reduce("sum"), "mean": _reduce("mean"),
     "amax": _reduce("max"), "var": _var, "layer_norm": _functional_layer_norm, "gelu": _functional_gelu,
-    "transpose": _transpose, "permute": _permute, "reshape": _reshape, "pow": _pow, "where": _where, "clamp": _clamp,
+    "transpose": _transpose, "permute": _permute, "reshape": _reshape, "unsqueeze": _unsqueeze, "pow": _pow, "where": _where, "clamp": _clamp,
     "cat": _cat, "chunk": _chunk, "split": _split, "scaled_dot_product_attention": _sdpa, "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
     "minimum": lambda w, n: f"minimum({w.arg(n.args[0])}, {w.arg(n.args[1])})", "dropout": _identity,
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
@@ -414,7 +527,7 @@ _METHODS = {
     "add": _binary("+"), "sub": _binary("-"), "mul": _binary("*"), "div": _binary("/"), "matmul": _binary("@"),
     "pow": _pow, "sum": _reduce("sum"), "mean": _reduce("mean"), "amax": _reduce("max"), "var": _var,
     "softmax": _softmax(False), "log_softmax": _softmax(True), "transpose": _transpose, "permute": _permute,
-    "reshape": _reshape, "view": _reshape, "contiguous": _identity, "float": _cast, "half": _cast, "bfloat16": _cast,
+    "reshape": _reshape, "view": _reshape, "contiguous": _identity, "unsqueeze": _unsqueeze, "expand": _expand, "float": _cast, "half": _cast, "bfloat16": _cast,
     "to": _cast, "type_as": _cast, "clamp": _clamp, "chunk": _chunk, "split": _split,
     "t": lambda w, n: f"{w.arg(n.args[0])}.T",
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
@@ -430,21 +543,37 @@ _MODULES = {
 def translates(module, node):
     """Whether from_torch translates FX node `node` of `module`: its op, and tensors of prism's
     dtypes (torch.compile's partitioner asks, torch_backend.py)."""
+    return why_untranslated(module, node) is None
+
+
+def why_untranslated(module, node):
+    """None where from_torch translates `node`; else why not, in words: the op, or the dtype."""
     if node.op == "call_module":
         known = type(module.get_submodule(node.target)).__name__ in _MODULES
     elif node.op == "call_method":
         known = node.target in _METHODS
-    elif node.op == "call_function" and node.target is operator.getitem:  # a piece of a split
+    elif node.op == "call_function" and node.target is operator.getitem:  # a piece of a split, or x[...]
         source = node.args[0]
-        known = getattr(source, "op", None) in ("call_method", "call_function") and \
-            getattr(source.target, "__name__", source.target) in ("chunk", "split")
+        known = (getattr(source, "op", None) in ("call_method", "call_function") and
+                 getattr(source.target, "__name__", source.target) in ("chunk", "split")) or \
+            hasattr(getattr(source, "meta", {}).get("tensor_meta"), "dtype")
     elif node.op == "call_function":
         known = node.target in _FUNCTIONS or getattr(node.target, "__name__", None) in _FUNCTIONS
     else:
-        return False
+        return f"a {node.op} node"
+    if not known:
+        return "prism has no translation of this op"
     meta = node.meta.get("tensor_meta")
     metas = [meta] if hasattr(meta, "dtype") else meta if isinstance(meta, (list, tuple)) else [None]  # one tensor, or pieces
-    return known and all(hasattr(m, "dtype") and str(m.dtype) in _DTYPES for m in metas)
+    if not all(hasattr(m, "dtype") for m in metas):
+        return "its result is no tensor (a size, or a value prism does not compute)"
+    dtypes = sorted({str(m.dtype) for m in metas if str(m.dtype) not in _DTYPES})
+    if dtypes:
+        return f"its result is {', '.join(dtypes)} (prism computes f32, f16 and bf16)"
+    read = [i.meta.get("tensor_meta") for i in node.all_input_nodes]
+    if any(isinstance(size, int) and size == 0 for m in metas + [r for r in read if hasattr(r, "shape")] for size in m.shape):
+        return "it reads or gives an empty tensor (an axis of 0, as a cache before its first token; prism's sizes are positive)"
+    return None
 
 
 @contextlib.contextmanager
@@ -528,9 +657,20 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None):
     resized = _resized_shapes(module, example_inputs, dims)
     with torch.no_grad():
         ShapeProp(module).propagate(*example_inputs)
-    writer = _Writer(module, dims, resized)
+    return _written(_Writer(module, dims, resized), name or getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__)
+
+
+def from_graph(graph_module, name):
+    """The program of a graph whose nodes already carry their shapes and dtypes (torch_backend sets
+    `tensor_meta` from the fake values dynamo records): no trace, no example inputs. A size dynamo
+    lets vary (a SymInt, `s27`) is the dim of that name; every other size is its number."""
+    return _written(_Writer(graph_module, None), name)
+
+
+def _written(writer, name):
+    """The Imported program of every node of `writer.module`'s graph."""
     output = None
-    for node in graph.nodes:
+    for node in writer.module.graph.nodes:
         writer.node(node)
         if node.op == "output":
             output = node.args[0]
@@ -538,7 +678,7 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None):
     if not outputs or not all(hasattr(o, "op") and isinstance(writer.names.get(o), str) for o in outputs):
         raise UnsupportedOp("the module returns no tensor, or something other than tensors; prism imports a tensor "
                             "or a tuple of tensors")
-    program = _identifier(name or getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__).lower()
+    program = _identifier(name).lower()
     signature = ", ".join(f"{n}: {t}" for n, _, _, t in writer.inputs)
     body = "\n".join(writer.lines)
     returned = ", ".join(writer.names[o] for o in outputs)

@@ -34,6 +34,21 @@ def client(daemon_env):
     c.stop_daemon()
 
 
+@pytest.fixture(scope="module")
+def shared_daemon(tmp_path_factory):
+    """One private prismd for a test file's tests, its state and caches (the CPU's description, the
+    kernel cache) kept for them all; started again by the one that kills it."""
+    root = tmp_path_factory.mktemp("daemon")
+    with pytest.MonkeyPatch.context() as patch:
+        use_private_daemon(patch, root)
+        # Every tune stored, even where a busy machine makes rounds disagree: a second callable of
+        # the same program is then answered by the first one's tune, never timed anew and found
+        # on the other side of the eager plan.
+        patch.setenv("PRISM_TUNE_NOISE_LIMIT", "off")
+        yield
+        prism.Client().stop_daemon()
+
+
 def example(name):
     return os.path.abspath(os.path.join(EXAMPLES, name + ".prism"))
 

@@ -9,7 +9,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import prism  # noqa: E402
-from conftest import use_private_daemon  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python"))
 from layers import BertIntermediate, GPT2MLP, LlamaAttentionBlock, LlamaMLPBlock, Phi3MLP, ResidualRMSNorm  # noqa: E402
@@ -42,21 +41,6 @@ def outlier_rows(n):
     x[:, 3] *= 20
     x[:, 17] *= -20
     return x
-
-
-@pytest.fixture(scope="module")
-def shared_daemon(tmp_path_factory):
-    """One private prismd for this file's tests, its state and caches (the CPU's description, the
-    kernel cache) kept for them all; started again by the one that kills it."""
-    root = tmp_path_factory.mktemp("daemon")
-    with pytest.MonkeyPatch.context() as patch:
-        use_private_daemon(patch, root)
-        # Every tune stored, even where a busy machine makes rounds disagree: a second callable of
-        # the same program is then answered by the first one's tune, never timed anew and found
-        # on the other side of the eager plan.
-        patch.setenv("PRISM_TUNE_NOISE_LIMIT", "off")
-        yield
-        prism.Client().stop_daemon()
 
 
 def compile_of(module, **kwargs):

@@ -95,7 +95,7 @@ def test_pieces_of_unequal_sizes_and_a_boolean_mask_are_errors_that_say_what_pri
         def forward(self, x):
             return x[0] * 2
 
-    with pytest.raises(prism.UnsupportedOp, match=r"indexing \(prism takes the pieces of split and chunk\)"):
+    with pytest.raises(prism.UnsupportedOp, match=r"indexing by an integer or a tensor \(prism takes slices and None\)"):
         prism.from_torch(Indexed(), torch.randn(2, 8))
 
 

@@ -1,0 +1,183 @@
+"""torch.compile(model, backend="prism") on PyTorch 2: transformers' own modules at [batch, seq,
+hidden], sizes dynamo lets vary as prism dims, autograd left alone, and every op prism leaves to
+PyTorch named with its source line (docs/python.md, "torch.compile")."""
+import os
+import re
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not hasattr(torch, "compile"):
+    pytest.skip("torch.compile needs PyTorch 2", allow_module_level=True)
+transformers = pytest.importorskip("transformers")
+
+import prism  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+from transformers.models.llama.modeling_llama import LlamaMLP, LlamaRMSNorm, apply_rotary_pos_emb, repeat_kv  # noqa: E402
+
+HIDDEN = 64
+BACKEND = sys.modules["prism.torch_backend"]
+
+
+@pytest.fixture
+def spy():
+    """A backend that runs prism's and keeps what it returned, one GraphModule per compiled graph."""
+    graphs = []
+
+    def backend(graph_module, example_inputs):
+        graphs.append(BACKEND.torch_backend(graph_module, example_inputs, top=1))
+        return graphs[-1]
+
+    torch._dynamo.reset()
+    backend.graphs = graphs
+    yield backend
+    torch._dynamo.reset()
+
+
+def activations(batch, seq, scale=1.0):
+    """[batch, seq, hidden] as a residual stream has them: a few channels 20x the others."""
+    x = torch.randn(batch, seq, HIDDEN) * scale
+    x[..., 3] *= 20
+    x[..., 17] *= -20
+    return x
+
+
+class LlamaMLPBlock(torch.nn.Module):
+    """transformers' own LlamaRMSNorm and LlamaMLP with the residual add, as a decoder layer's
+    second half; weights drawn, gains not ones."""
+
+    def __init__(self):
+        super().__init__()
+        config = LlamaConfig(hidden_size=HIDDEN, intermediate_size=2 * HIDDEN)
+        self.norm, self.mlp = LlamaRMSNorm(HIDDEN, eps=1e-6), LlamaMLP(config)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.normal_(0.0, 0.2)
+            self.norm.weight.add_(1.0)
+
+    def forward(self, x):
+        return x + self.mlp(self.norm(x))
+
+
+def test_the_backend_is_registered_by_name_whichever_is_imported_first():
+    for first, second in (("prism", "torch"), ("torch", "prism")):
+        code = f"import {first}, {second}, torch._dynamo; print('prism' in torch._dynamo.list_backends(exclude_tags=()))"
+        env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), ".."))
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+        assert out.stdout.strip() == "True", (first, out.stderr[-2000:])
+
+
+def test_a_transformers_mlp_block_runs_in_prism_at_every_sequence_length_with_one_recompile(shared_daemon, spy):
+    torch.manual_seed(0)
+    block = LlamaMLPBlock().eval()
+    compiled = torch.compile(block, backend=spy)
+    with torch.no_grad():
+        for seq in (5, 7, 9, 12):
+            x = activations(2, seq)
+            want = block(x)
+            got = compiled(x)
+            assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), seq
+    # Dynamo compiles the first size, then once more with the sequence length as a SymInt: prism
+    # imports it as a dim, and that one program serves 7, 9 and 12.
+    assert len(spy.graphs) == 2
+    texts = [compiled_part.program.text for graph in spy.graphs for _, compiled_part in graph.prism_partitions]
+    assert len(texts) == 2, [graph.prism_skipped for graph in spy.graphs]
+    assert "f32[2, 5, 64]" in texts[0]
+    assert re.search(r"f32\[2, s\d+, 64\]", texts[1]), texts[1]
+
+
+def test_by_name_under_no_grad(shared_daemon):
+    torch.manual_seed(1)
+    block = LlamaMLPBlock().eval()
+    compiled = torch.compile(block, backend="prism")
+    x = activations(1, 6)
+    with torch.no_grad():
+        want, got = block(x), compiled(x)
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+    torch._dynamo.reset()
+
+
+def test_under_autograd_the_graph_is_pytorchs_and_one_warning_says_why(spy):
+    block = LlamaMLPBlock()
+    compiled = torch.compile(block, backend=spy)
+    BACKEND._WARNED.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = compiled(activations(1, 4))
+        compiled(activations(1, 4))
+    out.sum().backward()
+    assert block.mlp.up_proj.weight.grad is not None
+    said = [str(w.message) for w in caught if "needs gradients" in str(w.message)]
+    assert len(said) == 1
+    assert all(not graph.prism_partitions for graph in spy.graphs)
+
+
+def rotary_attention(q, k, v, cos, sin, mask):
+    """Llama's attention core as transformers writes it: rotate_half's slices, repeat_kv's expand,
+    scaled_dot_product_attention with an additive mask."""
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)
+    k, v = repeat_kv(k, 2), repeat_kv(v, 2)
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def test_rotary_halves_and_repeated_kv_heads_are_imported(shared_daemon, spy):
+    torch.manual_seed(2)
+    b, h, s, d = 2, 4, 6, 16
+    q, k, v = torch.randn(b, h, s, d), torch.randn(b, h // 2, s, d), torch.randn(b, h // 2, s, d)
+    cos, sin = torch.randn(b, s, d), torch.randn(b, s, d)
+    mask = torch.triu(torch.full((s, s), float("-inf")), diagonal=1).expand(b, 1, s, s)
+    compiled = torch.compile(rotary_attention, backend=spy)
+    with torch.no_grad():
+        want, got = rotary_attention(q, k, v, cos, sin, mask), compiled(q, k, v, cos, sin, mask)
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4)
+    (graph,) = spy.graphs
+    # Imported whole: no import error among the reasons a piece stayed PyTorch's.
+    assert not [why for _, why in graph.prism_skipped if "node '" in why], graph.prism_skipped
+    texts = [c.program.text for _, c in graph.prism_partitions] + [why for _, why in graph.prism_skipped]
+    assert any("split(" in t and "concat(" in t for t in texts), texts
+
+
+def test_a_tiny_llama_gives_eagers_logits_with_a_padding_mask_and_says_what_pytorch_runs(shared_daemon, spy):
+    torch.manual_seed(3)
+    config = LlamaConfig(vocab_size=128, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    model = LlamaForCausalLM(config).eval()
+    ids = torch.randint(0, 128, (2, 8))
+    mask = torch.ones(2, 8, dtype=torch.long)
+    mask[1, :3] = 0  # left padding
+    BACKEND._WARNED.clear()
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        want = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+        got = torch.compile(model, backend=spy)(input_ids=ids, attention_mask=mask, use_cache=False).logits
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+    graph = spy.graphs[0]
+    # Each MLP block and the final norm with the LM head run in prism.
+    assert len(graph.prism_partitions) >= 3, graph.prism_skipped
+    assert any("lm_head" in c.program.text for _, c in graph.prism_partitions)
+    # What stays PyTorch's is said, with the modeling file's line: the embedding's lookup, and
+    # each block the search did not take, with the search's reason.
+    report = "\n".join(str(w.message) for w in caught)
+    assert re.search(r"'inputs_embeds' \(embedding\) at .*modeling_llama\.py:\d+", report), report
+    for name, why in graph.prism_skipped:
+        assert why and f"prism: {name} stays PyTorch's: " in report
+
+
+def test_an_op_prism_lacks_stays_pytorchs_and_the_report_names_its_line(shared_daemon, spy):
+    def with_cumsum(x, w):
+        y = torch.nn.functional.linear(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * x, w)
+        return torch.cumsum(y, dim=-1) * 2.0  # the line the report names
+
+    line = with_cumsum.__code__.co_firstlineno + 2
+    BACKEND._WARNED.clear()
+    x, w = activations(2, 5), torch.randn(32, HIDDEN) * 0.1
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torch.compile(with_cumsum, backend=spy)(x, w)
+    assert torch.allclose(got, with_cumsum(x, w), rtol=1e-4, atol=1e-4 * got.abs().max().item())
+    report = "\n".join(str(w.message) for w in caught)
+    assert f"(cumsum) at {__file__}:{line}: prism has no translation of this op" in report, report
+    assert spy.graphs[0].prism_left and "cumsum" in spy.graphs[0].prism_left[0][0]
