@@ -55,7 +55,7 @@ def _identifier(text):
 def _size_text(size):
     """A size as prism writes it: a number, or the dim a symbolic size (torch.SymInt, as dynamo
     captures a size it lets vary) names: `s27`, `2 * s27`, `s16 * s27`."""
-    if isinstance(size, int):
+    if isinstance(size, (int, str)):  # a number, or a dim by name (rows.py's "rows")
         return str(size)
     expression = getattr(getattr(size, "node", None), "expr", None)
     if expression is None:
@@ -460,6 +460,19 @@ def _sdpa(w, n):
     return f"softmax({scores}, axis=-1) @ {w.arg(a['value'])}"
 
 
+def _addmm(w, n):
+    """torch.addmm(input, a, b, beta=1, alpha=1): beta input + alpha (a @ b), as GPT-2's Conv1D
+    calls it with its bias, the rows and its [in, out] weight; baddbmm is the batched form."""
+    a = _args(n, ["input", "mat1", "mat2"], {"beta": 1, "alpha": 1})
+    if "batch1" in a or n.target.__name__ == "baddbmm":
+        a = _args(n, ["input", "batch1", "batch2"], {"beta": 1, "alpha": 1})
+        a["mat1"], a["mat2"] = a["batch1"], a["batch2"]
+    product = f"{w.arg(a['mat1'])} @ {w.arg(a['mat2'])}"
+    product = product if a["alpha"] == 1 else f"({product}) * {w.arg(a['alpha'])}"
+    bias = w.arg(a["input"]) if a["beta"] == 1 else f"{w.arg(a['input'])} * {w.arg(a['beta'])}"
+    return f"{bias} + {product}" if a["beta"] != 0 else product
+
+
 def _cat(w, n):
     a = _args(n, ["tensors", "dim"], {"dim": 0})
     return f"concat({', '.join(w.arg(t) for t in a['tensors'])}, axis={a['dim']})"
@@ -519,7 +532,7 @@ _FUNCTIONS = {
     "softmax": _softmax(False), "log_softmax": _softmax(True), "sum": _reduce("sum"), "mean": _reduce("mean"),
     "amax": _reduce("max"), "var": _var, "layer_norm": _functional_layer_norm, "gelu": _functional_gelu,
     "transpose": _transpose, "permute": _permute, "reshape": _reshape, "unsqueeze": _unsqueeze, "pow": _pow, "where": _where, "clamp": _clamp,
-    "cat": _cat, "chunk": _chunk, "split": _split, "scaled_dot_product_attention": _sdpa, "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
+    "cat": _cat, "addmm": _addmm, "baddbmm": _addmm, "chunk": _chunk, "split": _split, "scaled_dot_product_attention": _sdpa, "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
     "minimum": lambda w, n: f"minimum({w.arg(n.args[0])}, {w.arg(n.args[1])})", "dropout": _identity,
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
 }

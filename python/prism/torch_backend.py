@@ -19,6 +19,7 @@ import warnings
 from . import fx_import
 from .compiled import Compiled
 from .errors import ConnectionLost, PrismError, UnsupportedOp
+from .rows import fold_rows
 
 _Meta = collections.namedtuple("_Meta", ["shape", "dtype"])
 _WARNED = set()  # the warnings said in this process: each once
@@ -156,27 +157,34 @@ def _left_to_pytorch(graph_module):
 _MATMULS = ("linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "scaled_dot_product_attention")
 
 
-def _has_matmul(nodes):
+def _matmuls(nodes):
     import operator
 
-    return any(n.target is operator.matmul or getattr(n.target, "__name__", n.target) in _MATMULS for n in nodes)
+    return sum(n.target is operator.matmul or getattr(n.target, "__name__", n.target) in _MATMULS for n in nodes)
 
 
 def _pieces(partition, original):
     """A partition cut, in the graph's order, where the nodes so far leave one value to the rest
-    (a residual stream between a layer's blocks) and hold a matmul: single-output programs, the
-    search's best-served form, one block of a layer each (an attention block up to its output
-    projection, an MLP with its residual add). A prefix of a partition in topological order is
-    convex as the partition is, so every piece is one."""
+    (a residual stream between a layer's blocks) and hold a matmul, two pieces of one matmul each
+    joined (GPT-2's two Conv1Ds are one MLP): single-output programs, the search's
+    best-served form, one block of a layer each (an attention block up to its output projection,
+    an MLP with its residual add). A prefix of a partition in topological order is convex as the
+    partition is, so every piece, and every run of consecutive pieces, is one."""
     pieces, piece, members = [], [], set()
     for node in sorted(partition.nodes, key=lambda n: original[n.name]):
         piece.append(node)
         members.add(node)
         live = [n for n in piece if any(user not in members for user in n.users)]
-        if live == [node] and _has_matmul(piece):
+        if live == [node] and _matmuls(piece):
             pieces.append(piece)
             piece, members = [], set()
-    return pieces + [piece] if piece else pieces
+    joined = []
+    for p in pieces + [piece] if piece else pieces:
+        if joined and _matmuls(joined[-1]) == 1 and _matmuls(p) == 1:
+            joined[-1] = joined[-1] + p
+        else:
+            joined.append(p)
+    return joined
 
 
 def _compute_nodes(graph_module):
@@ -186,8 +194,9 @@ def _compute_nodes(graph_module):
                for n in graph_module.graph.nodes)
 
 
-def _partition_module(compiled):
-    """An nn.Module (what a GraphModule's call_module needs) that calls `compiled`."""
+def _partition_module(compiled, rows):
+    """An nn.Module (what a GraphModule's call_module needs) that calls `compiled`, its tensors
+    folded into rows and back where `rows` (rows.fold_rows) says."""
     import torch
 
     class PrismPartition(torch.nn.Module):
@@ -196,7 +205,9 @@ def _partition_module(compiled):
             self.compiled = compiled
 
         def forward(self, *args):
-            return self.compiled(*args)
+            if rows is None:
+                return self.compiled(*args)
+            return rows.results(args, self.compiled(*rows.arguments(args)))
 
     return PrismPartition()
 
@@ -253,6 +264,7 @@ def torch_backend(graph_module, example_inputs, target="cpu", top=None):
         if _compute_nodes(part) < 2:
             continue  # one op alone gains nothing from fusion: PyTorch runs it
         try:
+            folded = fold_rows(part)
             program = fx_import.from_graph(part, "torch_" + node.target)
             compiled = Compiled(part, None, target=target, top=top, imported=program)
         except (UnsupportedOp, PrismError, ConnectionLost) as why:
@@ -260,7 +272,7 @@ def torch_backend(graph_module, example_inputs, target="cpu", top=None):
             partitioned.prism_skipped.append((node.target, str(why)))
             continue
         partitioned.prism_partitions.append((node.target, compiled))
-        setattr(partitioned, node.target, _partition_module(compiled))
+        setattr(partitioned, node.target, _partition_module(compiled, folded))
     return partitioned
 
 

@@ -3,6 +3,7 @@ hidden], sizes dynamo lets vary as prism dims, autograd left alone, and every op
 PyTorch named with its source line (docs/python.md, "torch.compile")."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 import warnings
@@ -70,6 +71,21 @@ def test_the_backend_is_registered_by_name_whichever_is_imported_first():
         assert out.stdout.strip() == "True", (first, out.stderr[-2000:])
 
 
+def test_an_installed_package_is_found_by_dynamo_through_its_entry_point(tmp_path):
+    # Built from a copy: the build leaves its build/ and egg-info beside the sources.
+    source = os.path.join(os.path.dirname(__file__), "..")
+    package = tmp_path / "src"
+    shutil.copytree(os.path.join(source, "prism"), package / "prism", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(os.path.join(source, "pyproject.toml"), package)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(tmp_path / "site"), str(package)],
+                   check=True, capture_output=True, timeout=300, cwd=str(tmp_path))
+    code = ("import sys, torch\nfrom torch._dynamo.backends.registry import lookup_backend\n"
+            "print(lookup_backend('prism').__module__, 'prism' in sys.modules)")  # no `import prism`
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(tmp_path / "site")),
+                         capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert out.stdout.split() == ["prism.torch_backend", "True"], out.stderr[-2000:]
+
+
 def test_a_transformers_mlp_block_runs_in_prism_at_every_sequence_length_with_one_recompile(shared_daemon, spy):
     torch.manual_seed(0)
     block = LlamaMLPBlock().eval()
@@ -80,13 +96,34 @@ def test_a_transformers_mlp_block_runs_in_prism_at_every_sequence_length_with_on
             want = block(x)
             got = compiled(x)
             assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), seq
-    # Dynamo compiles the first size, then once more with the sequence length as a SymInt: prism
-    # imports it as a dim, and that one program serves 7, 9 and 12.
+    # Dynamo compiles the first size, then once more with the sequence length as a SymInt; the
+    # block works row by row, so prism folds [2, seq, 64] into rows: 10 at the first size, the dim
+    # `rows` at the second, whose one program serves 7, 9 and 12.
     assert len(spy.graphs) == 2
     texts = [compiled_part.program.text for graph in spy.graphs for _, compiled_part in graph.prism_partitions]
     assert len(texts) == 2, [graph.prism_skipped for graph in spy.graphs]
-    assert "f32[2, 5, 64]" in texts[0]
-    assert re.search(r"f32\[2, s\d+, 64\]", texts[1]), texts[1]
+    assert "f32[10, 64]" in texts[0]
+    assert "f32[rows, 64]" in texts[1], texts[1]
+
+
+def test_gpt2s_conv1d_mlp_is_one_program_of_rows_at_every_sequence_length(shared_daemon, spy):
+    from transformers import GPT2Config
+    from transformers.models.gpt2.modeling_gpt2 import GPT2MLP
+
+    torch.manual_seed(4)
+    mlp = GPT2MLP(4 * HIDDEN, GPT2Config(n_embd=HIDDEN)).eval()  # addmm on x.view(-1, d), view back
+    compiled = torch.compile(mlp, backend=spy)
+    with torch.no_grad():
+        for seq in (5, 7, 11):
+            x = activations(2, seq, scale=0.5)
+            want = mlp(x)
+            assert torch.allclose(compiled(x), want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), seq
+    texts = [c.program.text for graph in spy.graphs for _, c in graph.prism_partitions]
+    # Both Conv1Ds and the tanh GELU in one program, the leading dims folded into rows: [10, 64]
+    # at the first size, then the dim `rows` for every later one.
+    assert len(texts) == 2, [graph.prism_skipped for graph in spy.graphs]
+    assert "f32[10, 64]" in texts[0] and "tanh(" in texts[0] and texts[0].count("@") == 2
+    assert "f32[rows, 64]" in texts[1] and "reshape(" not in texts[1]
 
 
 def test_by_name_under_no_grad(shared_daemon):
