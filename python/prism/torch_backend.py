@@ -147,6 +147,8 @@ def _left_to_pytorch(graph_module):
         meta = n.meta.get("tensor_meta")
         if n.op not in ("call_module", "call_method", "call_function") or not getattr(getattr(meta, "dtype", None), "is_floating_point", False):
             continue
+        if n.target is additive_mask:  # _simplify's own, beside the attention prism imports
+            continue
         why = fx_import.why_untranslated(graph_module, n)
         if why is not None:
             target = getattr(n.target, "__name__", n.target)
@@ -218,12 +220,13 @@ def _needs_gradients(example_inputs):
     return torch.is_grad_enabled() and any(getattr(x, "requires_grad", False) for x in example_inputs)
 
 
-def torch_backend(graph_module, example_inputs, target="cpu", top=None):
+def torch_backend(graph_module, example_inputs, target="cpu", top=None, explain=False):
     """A torch.compile backend: `graph_module` with each partition prism compiles replaced by its
     callable. The result's `prism_partitions` lists (name, Compiled), `prism_skipped` (name, why)
     and `prism_left` (node, why) for each op outside every partition.
     Under autograd (an input that requires grad, grad mode on) the graph is returned as it is:
-    prism's kernels compute no gradients."""
+    prism's kernels compute no gradients. `explain`: nothing is searched or said; each piece's
+    program is kept in `prism_programs` (name, Imported) and PyTorch runs the whole graph."""
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
     from torch.fx.passes.operator_support import OperatorSupportBase
 
@@ -242,7 +245,7 @@ def torch_backend(graph_module, example_inputs, target="cpu", top=None):
             return node not in regions and fx_import.translates(graph_module, node)
 
     left = _left_to_pytorch(graph_module)
-    if left:
+    if left and not explain:
         _warn_once("prism: PyTorch runs these ops of the graph:\n" + "\n".join(f"  {node}: {why}" for node, why in left))
     # Single nodes too: the partitioner's own filter counts call_function nodes only, and a model
     # traced with its nn.Modules calls them (call_module); _compute_nodes filters instead.
@@ -257,6 +260,7 @@ def torch_backend(graph_module, example_inputs, target="cpu", top=None):
              for n in partitioned.graph.nodes if n.name in original or (n.op == "call_module" and n.target in first)}
     _keep_order(partitioned, order)
     partitioned.prism_partitions, partitioned.prism_skipped, partitioned.prism_left = [], [], left
+    partitioned.prism_programs = []
     for node in partitioned.graph.nodes:
         if node.op != "call_module" or not node.target.startswith("fused_"):
             continue
@@ -266,14 +270,61 @@ def torch_backend(graph_module, example_inputs, target="cpu", top=None):
         try:
             folded = fold_rows(part)
             program = fx_import.from_graph(part, "torch_" + node.target)
+            if explain:
+                partitioned.prism_programs.append((node.target, program))
+                continue
             compiled = Compiled(part, None, target=target, top=top, imported=program)
         except (UnsupportedOp, PrismError, ConnectionLost) as why:
-            _warn_once(f"prism: {node.target} stays PyTorch's: {why}")
+            if not explain:
+                _warn_once(f"prism: {node.target} stays PyTorch's: {why}")
             partitioned.prism_skipped.append((node.target, str(why)))
             continue
         partitioned.prism_partitions.append((node.target, compiled))
         setattr(partitioned, node.target, _partition_module(compiled, folded))
     return partitioned
+
+
+class Explanation:
+    """What prism.explain found, per graph dynamo captured: `graphs`, each with `prism_programs`
+    (the pieces prism would search), `prism_skipped` (pieces the importer refuses, and why) and
+    `prism_left` (the ops PyTorch keeps, and why). `str()` is the report."""
+
+    def __init__(self, graphs):
+        self.graphs = graphs
+
+    def __str__(self):
+        lines = []
+        for i, graph in enumerate(self.graphs):
+            lines.append(f"graph {i}: prism would search {len(graph.prism_programs)} program(s)")
+            for name, program in graph.prism_programs:
+                signature = program.text.split("{", 1)[0].strip()
+                lines.append(f"  {name}: {signature} ({program.text.count(chr(10)) - 2} statements)")
+            for name, why in graph.prism_skipped:
+                lines.append(f"  {name} stays PyTorch's: {why}")
+            for node, why in graph.prism_left:
+                lines.append(f"  PyTorch runs {node}: {why}")
+        return "\n".join(lines)
+
+
+def explain(model, *args, **kwargs):
+    """What torch.compile(model, backend="prism") gives prism and leaves to PyTorch on this call,
+    without searching or tuning: dynamo captures the graphs, the backend imports each piece, and
+    PyTorch computes the call. Returns an Explanation (print it for the report)."""
+    import torch
+
+    graphs = []
+
+    def backend(graph_module, example_inputs):
+        graphs.append(torch_backend(graph_module, example_inputs, explain=True))
+        return graphs[-1]
+
+    torch._dynamo.reset()
+    try:
+        with torch.no_grad():
+            torch.compile(model, backend=backend)(*args, **kwargs)
+    finally:
+        torch._dynamo.reset()
+    return Explanation(graphs)
 
 
 def register_torch_backend(name="prism"):

@@ -221,6 +221,22 @@ def test_a_bf16_llama_is_as_close_to_the_f32_model_as_eager_bf16_is(shared_daemo
     assert (got - exact).abs().max() <= 1.5 * (eager - exact).abs().max() + 1e-3 * exact.abs().max()
 
 
+def test_explain_says_what_prism_would_search_and_what_pytorch_keeps_without_a_daemon(monkeypatch, tmp_path):
+    monkeypatch.setenv("PRISM_SOCKET", str(tmp_path / "none.sock"))  # nothing to connect to: none needed
+    monkeypatch.setenv("PRISM_BIN", str(tmp_path / "no-prism"))
+    torch.manual_seed(6)
+    config = LlamaConfig(vocab_size=128, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    explained = prism.explain(LlamaForCausalLM(config).eval(), input_ids=torch.randint(0, 128, (1, 6)))
+    report = str(explained)
+    (graph,) = explained.graphs
+    names = [name for name, _ in graph.prism_programs]
+    assert len(names) >= 3 and report.startswith(f"graph 0: prism would search {len(names)} program(s)")
+    assert any("lm_head" in program.text for _, program in graph.prism_programs)
+    assert re.search(r"PyTorch runs 'inputs_embeds' \(embedding\) at .*modeling_llama\.py:\d+", report), report
+    assert "PyTorch runs 'additive_mask" not in report
+
+
 def test_an_op_prism_lacks_stays_pytorchs_and_the_report_names_its_line(shared_daemon, spy):
     def with_cumsum(x, w):
         y = torch.nn.functional.linear(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * x, w)
