@@ -218,7 +218,15 @@ DocumentState Workspace::open(const std::string& uri, const std::string& text, i
     }
   }
   Document& doc = impl_->docs[uri];
-  for (const auto& p : doc.programs) impl_->searches.erase(p->source.name);  // the text changed
+  // The same text again (a batch reopening its files): its programs' searches still answer, now
+  // for the new version; a changed text drops them.
+  const bool same_text = doc.text == next.text && !doc.programs.empty();
+  for (const auto& p : doc.programs) {
+    auto found = impl_->searches.find(p->source.name);
+    if (found == impl_->searches.end()) continue;
+    if (same_text && found->second.version == doc.version) found->second.version = next.version;
+    else impl_->searches.erase(found);
+  }
   doc = std::move(next);
   DocumentState state = impl_->state(uri, doc);
   state.replaced = std::move(replaced);

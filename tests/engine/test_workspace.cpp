@@ -64,6 +64,21 @@ TEST_CASE("documents open, change and close", "[engine][workspace]") {
   CHECK(error_message([&] { ws.close("a.prism"); }, Error::Kind::NotFound) == "no open document 'a.prism'");
 }
 
+TEST_CASE("reopening the same text keeps its programs' searches; a changed text drops them", "[engine][workspace]") {
+  Workspace ws;
+  ws.open("a.prism", kRmsLinear, 1);
+  SearchLimits limits;
+  limits.max_block_ops = 4;
+  const SearchResult first = ws.search("rms_linear", limits);
+  ws.open("a.prism", kRmsLinear, 2);  // a batch reopening its manifest's files
+  std::optional<SearchResult> kept = ws.search_result("rms_linear");
+  REQUIRE(kept);
+  CHECK(kept->version == 2);
+  CHECK(kept->candidates.size() == first.candidates.size());
+  ws.open("a.prism", std::string(kRmsLinear) + "\n", 3);
+  CHECK_FALSE(ws.search_result("rms_linear"));
+}
+
 TEST_CASE("a document's text, and all of them together, have a limit the document store can read back", "[engine][workspace][security]") {
   // Issue 46, 4: text sent by a client had no limit (only files had one), and once the store of
   // open documents passed its 256 MiB read limit a restart lost every document.
