@@ -220,7 +220,7 @@ DocumentState Workspace::open(const std::string& uri, const std::string& text, i
   Document& doc = impl_->docs[uri];
   // The same text again (a batch reopening its files): its programs' searches still answer, now
   // for the new version; a changed text drops them.
-  const bool same_text = doc.text == next.text && !doc.programs.empty();
+  const bool same_text = doc.text == next.text;
   for (const auto& p : doc.programs) {
     auto found = impl_->searches.find(p->source.name);
     if (found == impl_->searches.end()) continue;

@@ -156,11 +156,15 @@ class _Writer:
             return repr(a)
         raise UnsupportedOp(f"an argument {a!r} prism cannot express")
 
+    def temporaries(self, node, count, expression):
+        """A statement of its own for a step of `node`'s translation, giving `count` values (a
+        split's pieces); their names."""
+        names = [f"v_{_identifier(node.name)}_{len(self.lines)}_{i}" for i in range(count)]
+        self.lines.append(f"  {', '.join(names)} = {expression}")
+        return names
+
     def temporary(self, node, expression):
-        """A statement of its own for a step of `node`'s translation; its name."""
-        name = f"v_{_identifier(node.name)}_{len(self.lines)}"
-        self.lines.append(f"  {name} = {expression}")
-        return name
+        return self.temporaries(node, 1, expression)[0]
 
     def emit(self, node, expression):
         name = "v_" + _identifier(node.name)
@@ -319,11 +323,6 @@ def _permute(w, n):
     return f"transpose({w.arg(n.args[0])}, perm={list(dims)})"
 
 
-def _index_parts(index):
-    """An indexing's entries, an Ellipsis expanded later: a tuple of them."""
-    return index if isinstance(index, tuple) else (index,)
-
-
 def _slice_of(w, n, source, axis, entry, size):
     """x[..., a:b] along `axis` as a piece of equal split: `size` divided into parts of b - a, the
     piece a / (b - a). A slice that is the whole axis is x itself."""
@@ -336,16 +335,14 @@ def _slice_of(w, n, source, axis, entry, size):
     length = stop - start
     if length <= 0 or size % length or start % length:
         raise w.unsupported(n, f"the slice {start}:{stop} of an axis of {size} (prism takes equal pieces: a split)")
-    pieces = [f"v_{_identifier(n.name)}_{len(w.lines)}_{i}" for i in range(size // length)]
-    w.lines.append(f"  {', '.join(pieces)} = split({source}, {len(pieces)}, axis={axis})")
-    return pieces[start // length]
+    return w.temporaries(n, size // length, f"split({source}, {size // length}, axis={axis})")[start // length]
 
 
 def _index(w, n):
     """x[...] with full slices, `None` (a new axis of 1), `...`, and slices that are equal pieces
     of a constant axis (rotate_half's halves, a mask cut to its keys)."""
     source, index = n.args
-    parts = _index_parts(index)
+    parts = index if isinstance(index, tuple) else (index,)
     if any(p is not None and p is not Ellipsis and not isinstance(p, slice) for p in parts):
         raise w.unsupported(n, "indexing by an integer or a tensor (prism takes slices and None)")
     shape = list(source.meta["tensor_meta"].shape)
@@ -366,10 +363,6 @@ def _index(w, n):
     if any(p is None for p in parts):  # new axes: the node's own shape
         value = f"reshape({value}, [{', '.join(w.size_texts(n))}])"
     return value
-
-
-def _unsqueeze(w, n):
-    return f"reshape({w.arg(n.args[0])}, [{', '.join(w.size_texts(n))}])"
 
 
 def _expand(w, n):
@@ -456,18 +449,15 @@ def _sdpa(w, n):
         if hasattr(mask, "meta") and str(mask.meta["tensor_meta"].dtype) == "torch.bool":
             raise w.unsupported(n, "a boolean attn_mask (give an additive one: 0 where kept, -inf where masked)")
         scores = f"{scores} + {w.arg(mask)}"
-
     return f"softmax({scores}, axis=-1) @ {w.arg(a['value'])}"
 
 
 def _addmm(w, n):
     """torch.addmm(input, a, b, beta=1, alpha=1): beta input + alpha (a @ b), as GPT-2's Conv1D
     calls it with its bias, the rows and its [in, out] weight; baddbmm is the batched form."""
-    a = _args(n, ["input", "mat1", "mat2"], {"beta": 1, "alpha": 1})
-    if "batch1" in a or n.target.__name__ == "baddbmm":
-        a = _args(n, ["input", "batch1", "batch2"], {"beta": 1, "alpha": 1})
-        a["mat1"], a["mat2"] = a["batch1"], a["batch2"]
-    product = f"{w.arg(a['mat1'])} @ {w.arg(a['mat2'])}"
+    first, second = ("batch1", "batch2") if getattr(n.target, "__name__", n.target) == "baddbmm" else ("mat1", "mat2")
+    a = _args(n, ["input", first, second], {"beta": 1, "alpha": 1})
+    product = f"{w.arg(a[first])} @ {w.arg(a[second])}"
     product = product if a["alpha"] == 1 else f"({product}) * {w.arg(a['alpha'])}"
     bias = w.arg(a["input"]) if a["beta"] == 1 else f"{w.arg(a['input'])} * {w.arg(a['beta'])}"
     return f"{bias} + {product}" if a["beta"] != 0 else product
@@ -531,7 +521,7 @@ _FUNCTIONS = {
     "matmul": _binary("@"), "mm": _binary("@"), "bmm": _binary("@"), "linear": _functional_linear,
     "softmax": _softmax(False), "log_softmax": _softmax(True), "sum": _reduce("sum"), "mean": _reduce("mean"),
     "amax": _reduce("max"), "var": _var, "layer_norm": _functional_layer_norm, "gelu": _functional_gelu,
-    "transpose": _transpose, "permute": _permute, "reshape": _reshape, "unsqueeze": _unsqueeze, "pow": _pow, "where": _where, "clamp": _clamp,
+    "transpose": _transpose, "permute": _permute, "reshape": _reshape, "unsqueeze": _reshape, "pow": _pow, "where": _where, "clamp": _clamp,
     "cat": _cat, "addmm": _addmm, "baddbmm": _addmm, "chunk": _chunk, "split": _split, "scaled_dot_product_attention": _sdpa, "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
     "minimum": lambda w, n: f"minimum({w.arg(n.args[0])}, {w.arg(n.args[1])})", "dropout": _identity,
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
@@ -540,7 +530,7 @@ _METHODS = {
     "add": _binary("+"), "sub": _binary("-"), "mul": _binary("*"), "div": _binary("/"), "matmul": _binary("@"),
     "pow": _pow, "sum": _reduce("sum"), "mean": _reduce("mean"), "amax": _reduce("max"), "var": _var,
     "softmax": _softmax(False), "log_softmax": _softmax(True), "transpose": _transpose, "permute": _permute,
-    "reshape": _reshape, "view": _reshape, "contiguous": _identity, "unsqueeze": _unsqueeze, "expand": _expand, "float": _cast, "half": _cast, "bfloat16": _cast,
+    "reshape": _reshape, "view": _reshape, "contiguous": _identity, "unsqueeze": _reshape, "expand": _expand, "float": _cast, "half": _cast, "bfloat16": _cast,
     "to": _cast, "type_as": _cast, "clamp": _clamp, "chunk": _chunk, "split": _split,
     "t": lambda w, n: f"{w.arg(n.args[0])}.T",
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
