@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "engine/egraph/from_program.h"
@@ -91,14 +92,20 @@ Program Dag::to_program(const std::string& name, const std::vector<const Value*>
         id[i] = in;
         continue;
       }
-      // A pure padding (new axes, then the tensor's dims in order) is a reshape; else a transpose.
+      // A pure padding (new axes, then the tensor's dims in order) is a reshape; else a transpose,
+      // padded by the op that reads it (leading new axes: the program's broadcast, as written).
       bool pad = true;
       for (size_t k = 0, next = 0; k < d.view.size(); ++k)
         if (d.view[k] != sgraph::BlockOp::kNewAxis) pad = pad && d.view[k] == int(next++);
       v.op = pad ? Op::Reshape : Op::Transpose;
       v.operands = {in};
-      if (pad) v.attrs.shape = d.type.shape;
-      else v.attrs.perm = d.view;
+      if (pad) {
+        v.attrs.shape = d.type.shape;
+      } else {
+        const size_t lead = size_t(std::count(d.view.begin(), d.view.end(), sgraph::BlockOp::kNewAxis));
+        v.attrs.perm.assign(d.view.begin() + long(lead), d.view.end());
+        v.type.shape.assign(d.type.shape.begin() + long(lead), d.type.shape.end());
+      }
     } else if (d.op == Op::Const) {
       v.op = Op::Const;
       v.attrs.constant = d.constant;
@@ -146,6 +153,10 @@ std::vector<DagValue> dag_leaves(const Program& program) {
   for (const Value& v : program.values)
     if (op_class(v.op) == OpClass::Binary || op_class(v.op) == OpClass::Matmul)
       for (int o : v.operands) read_at[size_t(o)] = std::max(read_at[size_t(o)], v.type.shape.size());
+  auto padded = [](std::vector<int> view, size_t rank) {
+    view.insert(view.begin(), rank > view.size() ? rank - view.size() : 0, sgraph::BlockOp::kNewAxis);
+    return view;
+  };
   std::vector<DagValue> leaves;
   for (int id : program.inputs) {
     const Value& in = program.value(id);
@@ -155,8 +166,9 @@ std::vector<DagValue> dag_leaves(const Program& program) {
     leaf.type = in.type;
     const size_t r = in.type.shape.size();
     if (r > 0 && read_at[size_t(id)] > r) {
-      leaf.view.assign(read_at[size_t(id)] - r, sgraph::BlockOp::kNewAxis);
-      for (size_t a = 0; a < r; ++a) leaf.view.push_back(int(a));
+      std::vector<int> own(r);
+      std::iota(own.begin(), own.end(), 0);
+      leaf.view = padded(own, read_at[size_t(id)]);
       leaf.type.shape = sgraph::view_shape(in.type.shape, leaf.view);
     }
     leaves.push_back(std::move(leaf));
@@ -167,8 +179,8 @@ std::vector<DagValue> dag_leaves(const Program& program) {
     DagValue leaf;
     leaf.op = Op::Input;
     leaf.name = program.value(v.operands[0]).name;
-    leaf.view = *view;
-    leaf.type = Type{program.value(v.operands[0]).type.dtype, v.type.shape, false};
+    leaf.view = padded(*view, read_at[size_t(v.id)]);  // W.T read by a matmul of [b, s, d]: [1, d, n]
+    leaf.type = Type{program.value(v.operands[0]).type.dtype, sgraph::view_shape(program.value(v.operands[0]).type.shape, leaf.view), false};
     if (std::none_of(leaves.begin(), leaves.end(), [&](const DagValue& l) { return l.name == leaf.name && l.view == leaf.view; }))
       leaves.push_back(std::move(leaf));
   }
@@ -216,7 +228,11 @@ std::optional<Dag> program_dag(const Program& program, const std::vector<DagValu
     }
     if (const std::optional<std::vector<int>> view = input_view(program, v)) {
       const std::string& name = program.value(v.operands[0]).name;
-      id = leaf_of([&](const DagValue& l) { return l.op == Op::Input && l.name == name && l.view == *view; });
+      id = leaf_of([&](const DagValue& l) {
+        return l.op == Op::Input && l.name == name && l.view.size() >= view->size() &&
+               std::equal(view->rbegin(), view->rend(), l.view.rbegin()) &&
+               std::all_of(l.view.begin(), l.view.end() - long(view->size()), [](int a) { return a == sgraph::BlockOp::kNewAxis; });
+      });
       if (id < 0) return refuse("'" + v.name + "' reads an input through a view the leaves do not have");
       continue;
     }
@@ -280,9 +296,8 @@ eg::Id leaf_term(eg::TensorGraph& tg, const DagValue& leaf) {
   const size_t lead = leaf.view.size() - perm.size();
   bool leading = true;  // new axes only before the tensor's dims
   for (size_t k = lead; k < leaf.view.size(); ++k) leading = leading && leaf.view[k] != sgraph::BlockOp::kNewAxis;
-  if (!identity && perm.size() != leaf.view.size())
-    throw Error(Error::Kind::InvalidArgument, "a leaf view both permutes and adds unit dims");
-  if (!identity) return tg.transpose(perm, x);
+  if (!identity && !leading) throw Error(Error::Kind::InvalidArgument, "a leaf view permutes and adds unit dims between the tensor's");
+  if (!identity) x = tg.transpose(perm, x);
   // As the program's term reads it: a padded operand as unsqueeze@0 per missing leading dim
   // (from_program), a reshape that adds unit dims elsewhere as that reshape.
   if (!leading) return eg::add_reshape(tg, x, leaf.type.shape);

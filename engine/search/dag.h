@@ -34,13 +34,13 @@ struct DagValue {
 
 // The leaves of every DAG for a lowered program: each input once, padded with leading unit dims
 // to the rank of the binary ops and matmuls that read it when that is higher (as the program's
-// term pads it, egraph/from_program.cpp); each transpose of an input as a transposed view; each
-// distinct scalar constant.
+// term pads it, egraph/from_program.cpp); each transpose of an input as a transposed view, padded
+// the same way (`X @ W.T` with X[b, s, d]: W viewed as [1, d, n]); each distinct scalar constant.
 std::vector<DagValue> dag_leaves(const Program& program);
 // The view `v` reads an input through when it is a transpose of an input or a reshape of one that
 // only adds unit dims; none otherwise.
 std::optional<std::vector<int>> input_view(const Program& program, const Value& v);
-// A leaf's term: the input under its view (unsqueeze@0s or a transpose), or the constant.
+// A leaf's term: the input under its view (a transpose, then unsqueeze@0s), or the constant.
 eg::Id leaf_term(eg::TensorGraph& tg, const DagValue& leaf);
 bool is_leaf(const DagValue& v);  // Input or Const
 

@@ -225,6 +225,21 @@ TEST_CASE("search: a gain vector, a transposed nn.Linear weight and eps fuse int
   CHECK(looped);
 }
 
+TEST_CASE("search: nn.Linear's bias-free projection of [b, s, d] activations reads W^T with a batch axis", "[search][mustfind][layers]") {
+  // A weight of rank 2 beside a rank-3 matmul: the leaf W viewed as [1, d, n] (a new axis, then
+  // the transpose), one kernel over the batch, with the RMSNorm before it.
+  SearchResult r = search_text(
+      "program head(H: f32[b, s, 64], g: f32[64], W: f32[96, 64]) {\n  return (g * (H * rsqrt(mean(H ** 2, axis=-1) + 1e-06))) @ W.T\n}\n",
+      "head");
+  check_reported(r);
+  bool batched = false;
+  for (const Candidate& c : r.candidates)
+    batched = batched || (c.kernels == 1 && c.text().find("load W view [-, 1, 0]") != std::string::npos);
+  CHECK(batched);
+  SearchResult bare = search_text("program lin(X: f32[b, s, 64], W: f32[96, 64]) {\n  return X @ W.T\n}\n", "lin");
+  CHECK_FALSE(bare.candidates.empty());
+}
+
 TEST_CASE("search: a program with several outputs (a residual and its norm) fuses into one kernel saving both", "[search][mustfind][layers]") {
   SearchResult r = search_text(test::layer_text("residual_rmsnorm"), "residual_rmsnorm");
   check_reported(r);
