@@ -6,10 +6,12 @@ best kernel's library (kernel/library) is loaded into this process, once checked
 checks its own (checked_files.py), and called on the tensors' memory (docs/python.md,
 "prism.compile").
 """
+import ast
 import ctypes
 import functools
 import hashlib
 import itertools
+import operator
 import os
 import threading
 import warnings
@@ -241,7 +243,7 @@ class Compiled:
         kernel = self._kernel(bindings)
         inputs = [t.detach().contiguous() for t in tensors]
         device = inputs[0].device if inputs else None
-        outputs = [torch.empty([d if isinstance(d, int) else bindings[d] for d in o["shape"]],
+        outputs = [torch.empty([size_of(d, bindings) for d in o["shape"]],
                                dtype=getattr(torch, _TORCH_DTYPES[o["dtype"]]), device=device) for o in self._outputs]
         kernel.run(inputs, outputs)
         return tuple(outputs) if self.program.returns_tuple else outputs[0]
@@ -263,6 +265,27 @@ def _named_by_content(program):
     program.text = program.text.replace(f"program {program.name}(", f"program {name}(", 1)
     program.name = name
     return program
+
+
+_SIZE_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+             ast.Div: operator.floordiv}
+
+
+def size_of(dim, bindings):
+    """An output's size: a number, a dim, or an expression of them (a cache's `s40+1`)."""
+    if isinstance(dim, int):
+        return dim
+
+    def value(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            return bindings[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _SIZE_OPS:
+            return _SIZE_OPS[type(node.op)](value(node.left), value(node.right))
+        raise ValueError(f"the size {dim!r} is no arithmetic of dims")
+
+    return value(ast.parse(str(dim), mode="eval").body)
 
 
 def _sizes(bindings):

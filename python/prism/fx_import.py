@@ -60,12 +60,19 @@ def _size_text(size):
     expression = getattr(getattr(size, "node", None), "expr", None)
     if expression is None:
         return str(int(size))
+    shape_env = getattr(size.node, "shape_env", None)
+    if shape_env is not None:  # what dynamo's guards proved since (a mask's length is the cache's)
+        expression = shape_env.replace(expression)
     if expression.is_Integer:
         return str(int(expression))
     if expression.is_Symbol:
         return str(expression)
     if expression.is_Mul and all(f.is_Symbol or f.is_Integer for f in expression.args):
         return " * ".join(str(f) for f in expression.args)
+    if expression.is_Add and all(f.is_Symbol or f.is_Integer for f in expression.args):
+        # A cache's length after this step's tokens (s53 + 1): a dim of its own, bound at the call
+        # from the tensor that has it; an op relating it to s53 (the cache's concat) does not type.
+        return "_".join(str(f).replace("-", "m") for f in sorted(expression.args, key=lambda f: (f.is_Integer, str(f))))
     raise UnsupportedOp(f"a size {expression} that is no product of dims (prism's dims multiply and divide)")
 
 
@@ -338,12 +345,24 @@ def _slice_of(w, n, source, axis, entry, size):
     return w.temporaries(n, size // length, f"split({source}, {size // length}, axis={axis})")[start // length]
 
 
+def _indexes_by_value(n):
+    """Whether x[...] node `n` picks by an integer or a tensor (BERT's first token, a gather)."""
+    index = n.args[1]
+    parts = index if isinstance(index, tuple) else (index,)
+    return any(p is not None and p is not Ellipsis and not isinstance(p, slice) for p in parts)
+
+
+def _in_place_add(w, n):
+    """`a += b` (T5's scores += position_bias): a + b, where nothing else reads a (translates())."""
+    return _binary("+")(w, n)
+
+
 def _index(w, n):
     """x[...] with full slices, `None` (a new axis of 1), `...`, and slices that are equal pieces
     of a constant axis (rotate_half's halves, a mask cut to its keys)."""
     source, index = n.args
     parts = index if isinstance(index, tuple) else (index,)
-    if any(p is not None and p is not Ellipsis and not isinstance(p, slice) for p in parts):
+    if _indexes_by_value(n):
         raise w.unsupported(n, "indexing by an integer or a tensor (prism takes slices and None)")
     shape = list(source.meta["tensor_meta"].shape)
     named = sum(p is not None and p is not Ellipsis for p in parts)
@@ -354,7 +373,7 @@ def _index(w, n):
     for entry in parts:
         if entry is None:
             continue
-        if entry != slice(None):
+        if entry.start not in (None, 0) or entry.stop is not None or entry.step not in (None, 1):  # else the whole axis
             size = shape[axis]
             if not isinstance(size, int):
                 raise w.unsupported(n, "a slice of a symbolic axis (prism slices whole pieces of a constant axis)")
@@ -416,7 +435,7 @@ def _clamp(w, n):
 def _pieces(w, n, source, dim):
     """`split(x, parts, axis)` for a chunk or split into equal pieces."""
     shapes = [tuple(m.shape) for m in n.meta["tensor_meta"]]
-    if len(set(shapes)) != 1:
+    if len({tuple(map(str, s)) for s in shapes}) != 1:  # SymInts do not hash
         raise w.unsupported(n, f"pieces of unequal sizes {[s[dim] for s in shapes]} (prism splits into equal pieces)")
     w.emit_pieces(n, len(shapes), f"split({w.arg(source)}, {len(shapes)}, axis={dim})")
 
@@ -435,7 +454,7 @@ def _split(w, n):
 
 def _sdpa(w, n):
     """F.scaled_dot_product_attention: softmax(Q K^T * scale + mask) V, with an additive float
-    mask; the default scale is 1/sqrt(E), E the query's last dim."""
+    mask; the default scale is 1/sqrt(E), E the query's last dim; a row masked whole gives 0."""
     a = _args(n, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale"],
               {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None})
     if a["is_causal"]:
@@ -449,7 +468,15 @@ def _sdpa(w, n):
         if hasattr(mask, "meta") and str(mask.meta["tensor_meta"].dtype) == "torch.bool":
             raise w.unsupported(n, "a boolean attn_mask (give an additive one: 0 where kept, -inf where masked)")
         scores = f"{scores} + {w.arg(mask)}"
-    return f"softmax({scores}, axis=-1) @ {w.arg(a['value'])}"
+    # PyTorch's attention gives 0 for a query whose keys are all masked (a padding row), where a
+    # softmax of -inf everywhere is NaN: the row max is kept at or above the dtype's lowest, so
+    # its exps are 0, and their sum, 1 or more in every other row, at or above its tiniest.
+    import torch
+
+    info = torch.finfo(n.args[0].meta["tensor_meta"].dtype)
+    scores = w.temporary(n, scores)
+    exps = w.temporary(n, f"exp({scores} - maximum(max({scores}, axis=-1), {info.min!r}))")
+    return f"{exps} / maximum(sum({exps}, axis=-1), {info.tiny!r}) @ {w.arg(a['value'])}"
 
 
 def _addmm(w, n):
@@ -514,7 +541,7 @@ def _module_softmax(log):
 _ELEMENTWISE = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid",
                 "relu": "relu", "silu": "silu", "abs": "abs", "erf": "erf", "neg": "neg"}
 _FUNCTIONS = {
-    operator.add: _binary("+"), operator.sub: _binary("-"), operator.mul: _binary("*"), operator.truediv: _binary("/"),
+    operator.add: _binary("+"), operator.iadd: _in_place_add, operator.sub: _binary("-"), operator.mul: _binary("*"), operator.truediv: _binary("/"),
     operator.matmul: _binary("@"), operator.neg: _unary("neg"), operator.pow: _pow,
     operator.gt: _compare(">"), operator.ge: _compare(">="), operator.lt: _compare("<"), operator.le: _compare("<="),
     "add": _binary("+"), "sub": _binary("-"), "mul": _binary("*"), "div": _binary("/"), "true_divide": _binary("/"),
@@ -557,9 +584,15 @@ def why_untranslated(module, node):
         known = node.target in _METHODS
     elif node.op == "call_function" and node.target is operator.getitem:  # a piece of a split, or x[...]
         source = node.args[0]
-        known = (getattr(source, "op", None) in ("call_method", "call_function") and
-                 getattr(source.target, "__name__", source.target) in ("chunk", "split")) or \
-            hasattr(getattr(source, "meta", {}).get("tensor_meta"), "dtype")
+        if (getattr(source, "op", None) in ("call_method", "call_function") and
+                getattr(source.target, "__name__", source.target) in ("chunk", "split")):
+            known = True
+        elif _indexes_by_value(node):
+            return "indexing by an integer or a tensor (prism takes slices and None)"
+        else:
+            known = hasattr(getattr(source, "meta", {}).get("tensor_meta"), "dtype")
+    elif node.op == "call_function" and node.target is operator.iadd and len(getattr(node.args[0], "users", ())) != 1:
+        return "an in-place add whose first operand is read elsewhere too (prism's values are not mutated)"
     elif node.op == "call_function":
         known = node.target in _FUNCTIONS or getattr(node.target, "__name__", None) in _FUNCTIONS
     else:
@@ -573,7 +606,14 @@ def why_untranslated(module, node):
     dtypes = sorted({str(m.dtype) for m in metas if str(m.dtype) not in _DTYPES})
     if dtypes:
         return f"its result is {', '.join(dtypes)} (prism computes f32, f16 and bf16)"
+    limits = [a for a in list(node.args) + list(node.kwargs.values()) if isinstance(a, float) and math.isfinite(a) and abs(a) >= 1e30]
+    if limits:
+        return (f"it multiplies or adds {limits[0]!r}, a dtype's limit (finfo.min: a mask being built, which PyTorch "
+                "builds; prism's pieces read the mask)")
     read = [i.meta.get("tensor_meta") for i in node.all_input_nodes]
+    dtypes = sorted({str(r.dtype) for r in read if hasattr(r, "dtype") and str(r.dtype) not in _DTYPES})
+    if dtypes:
+        return f"it reads {', '.join(dtypes)} (index or mask arithmetic; prism computes f32, f16 and bf16)"
     if any(isinstance(size, int) and size == 0 for m in metas + [r for r in read if hasattr(r, "shape")] for size in m.shape):
         return "it reads or gives an empty tensor (an axis of 0, as a cache before its first token; prism's sizes are positive)"
     return None

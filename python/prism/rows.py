@@ -10,8 +10,9 @@ transpose, a reduction over another axis), and the partition is imported as writ
 import functools
 import operator
 
-_LINEAR_WEIGHT = {"linear": 1, "addmm": 2}  # the argument that is the weight
-_ROWWISE_AXIS = {"sum", "mean", "amax", "var", "softmax", "log_softmax"}  # row-wise along the last axis
+_LINEAR_WEIGHT = {"linear": 1, "addmm": 2, "matmul": 1}  # the argument that is the weight
+_SPLITS = {"split", "chunk"}  # their pieces are getitem nodes
+_ROWWISE_AXIS = {"sum", "mean", "amax", "var", "softmax", "log_softmax"} | _SPLITS  # row-wise along the last axis
 _ELEMENTWISE = {"add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "tanh",
                 "sigmoid", "relu", "silu", "gelu", "abs", "erf", "maximum", "minimum", "where", "clamp", "float",
                 "half", "bfloat16", "to", "type_as", "contiguous", "dropout", "layer_norm"}
@@ -28,7 +29,8 @@ def _shape(node):
 
 
 def _axis_is_last(node, rank):
-    dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
+    at = 2 if _name(node) in _SPLITS else 1  # split(x, size, dim), sum(x, dim)
+    dim = node.kwargs.get("dim", node.args[at] if len(node.args) > at else 0 if at == 2 else None)
     dim = dim[0] if isinstance(dim, (list, tuple)) and len(dim) == 1 else dim
     return isinstance(dim, int) and dim in (-1, rank - 1)
 
@@ -62,14 +64,19 @@ def _weights(graph):
     return weights
 
 
-def _rowwise(n, shape, inputs):
-    """Whether node `n` works row by row on its tensors."""
+def _rowwise(n, shape, inputs, weights):
+    """Whether node `n` works row by row on its tensors (a matmul: by one of `weights`)."""
     name = _name(n)
+    if name in _LINEAR_WEIGHT:
+        at = _LINEAR_WEIGHT[name]
+        return len(n.args) > at and n.args[at] in weights
+    if n.target is operator.getitem:  # a piece of a split the loop took as row-wise
+        return getattr(n.args[0], "target", None) is not None and _name(n.args[0]) in _SPLITS
     if name in _RESHAPES:
         return inputs and inputs[0] and inputs[0][-1:] == shape[-1:]
     if name in _ROWWISE_AXIS:
         return _axis_is_last(n, len(inputs[0])) if inputs and inputs[0] else False
-    return name in _ELEMENTWISE or name in _LINEAR_WEIGHT or n.target in (operator.add, operator.sub, operator.mul,
+    return name in _ELEMENTWISE or n.target in (operator.add, operator.sub, operator.mul,
                                                                           operator.truediv, operator.neg, operator.pow)
 
 
@@ -77,14 +84,20 @@ def fold_rows(part):
     """Folds `part`'s activations into rows in place (module docstring); a Rows, or None."""
     graph = part.graph
     weights = _weights(graph)
-    rows, values = set(), []
+    rows, values, splits = set(), [], []
     for n in graph.nodes:
         shape = _shape(n)
+        if _name(n) in _SPLITS and n.op != "placeholder":  # its meta is its pieces'
+            source = _shape(n.args[0])
+            if source is None or len(source) < 2 or not _axis_is_last(n, len(source)):
+                return None
+            splits.append(n)
+            continue
         if n.op == "output" or shape is None or n in weights or len(shape) < 2:
             if n.op in ("call_function", "call_method") and shape is None and _name(n) != "getitem":
                 return None
             continue
-        if n.op != "placeholder" and not _rowwise(n, shape, [_shape(a) for a in n.all_input_nodes]):
+        if n.op != "placeholder" and not _rowwise(n, shape, [_shape(a) for a in n.all_input_nodes], weights):
             return None
         rows.add(str(functools.reduce(operator.mul, shape[:-1], 1)))
         values.append(n)
@@ -104,9 +117,17 @@ def fold_rows(part):
         taken_back.append(like[0] if like and len(_shape(out)) > 2 else None)
     count = rows.pop()
     folded = int(count) if count.isdigit() else "rows"
+    def as_rows(meta):
+        return type(meta)((folded, meta.shape[-1]), meta.dtype) if hasattr(meta, "_fields") else meta
+
     for v in values:
-        meta = v.meta["tensor_meta"]
-        v.meta["tensor_meta"] = type(meta)((folded, meta.shape[-1]), meta.dtype) if hasattr(meta, "_fields") else meta
+        v.meta["tensor_meta"] = as_rows(v.meta["tensor_meta"])
+    for n in splits:  # along the last axis, whatever rank it had
+        n.meta["tensor_meta"] = [as_rows(m) for m in n.meta["tensor_meta"]]
+        if "dim" in n.kwargs:
+            n.kwargs = {**n.kwargs, "dim": -1}
+        elif len(n.args) > 2:
+            n.args = n.args[:2] + (-1,) + n.args[3:]
     for n in list(graph.nodes):
         if n in values and _name(n) in _RESHAPES and n.op != "placeholder":
             n.replace_all_uses_with(n.args[0])

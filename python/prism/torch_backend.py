@@ -11,14 +11,17 @@ recompile), searched, and tuned at each new size on its first call. One that pri
 once per reason (docs/python.md, "torch.compile").
 """
 import collections
+import copy
 import importlib.abc
 import importlib.util
+import re
 import sys
 import warnings
 
-from . import fx_import
+from . import fx_import, share
 from .compiled import Compiled
 from .errors import ConnectionLost, PrismError, UnsupportedOp
+from .layout_cuts import moves_layout
 from .rows import fold_rows
 
 _Meta = collections.namedtuple("_Meta", ["shape", "dtype"])
@@ -114,13 +117,110 @@ def additive_mask(mask, dtype):
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(mask.logical_not(), float("-inf"))
 
 
+def _addmm_at_rank(graph):
+    """GPT-2's Conv1D, `addmm(b, x.view(-1, d), W).view(*x.shape[:-1], n)`, as `b + x @ W` at x's
+    rank: the reshapes gone, a piece need not fold its rows to take it."""
+    import operator
+
+    import torch
+
+    for n in list(graph.nodes):
+        if getattr(n.target, "__name__", None) != "addmm" or len(n.args) != 3 or n.kwargs or len(n.users) != 1:
+            continue
+        bias, rows, weight = n.args
+        (back,) = n.users
+        if share.op_name(rows) not in ("view", "reshape") or share.op_name(back) not in ("view", "reshape") or len(rows.users) != 1:
+            continue
+        x = rows.args[0]
+        before, after = x.meta.get("tensor_meta"), back.meta.get("tensor_meta")
+        if not hasattr(before, "shape") or not hasattr(after, "shape") or \
+                tuple(map(str, before.shape[:-1])) != tuple(map(str, after.shape[:-1])):
+            continue
+        with graph.inserting_before(back):
+            product = graph.call_function(torch.matmul, (x, weight))
+            total = graph.call_function(operator.add, (bias, product))
+        product.meta.update(back.meta)
+        total.meta.update(back.meta)
+        back.replace_all_uses_with(total)
+        for dead in (back, n, rows):
+            graph.erase_node(dead)
+
+
+def _is_identity(node):
+    """An eval-mode dropout (F.dropout with training=False, an nn.Dropout not training) or an
+    nn.Identity: its input, unchanged."""
+    name = share.op_name(node) if node.op in ("call_function", "call_method", "call_module") else None
+    if name in ("Dropout", "Identity"):
+        return name == "Identity" or not node.graph.owning_module.get_submodule(node.target).training
+    if name == "dropout" and node.op == "call_function":
+        training = node.kwargs.get("training", node.args[2] if len(node.args) > 2 else True)
+        return training is False and not node.kwargs.get("inplace", node.args[3] if len(node.args) > 3 else False)
+    return False
+
+
+def causal_mask(query, key):
+    """The additive mask `is_causal=True` stands for: query i attends keys 0..i (top-left, as
+    scaled_dot_product_attention aligns it), 0 kept, -inf masked."""
+    import torch
+
+    rows, columns = query.shape[-2], key.shape[-2]
+    keep = torch.ones(rows, columns, dtype=torch.bool, device=query.device).tril()
+    return torch.zeros(rows, columns, dtype=query.dtype, device=query.device).masked_fill_(keep.logical_not(), float("-inf"))
+
+
+def _explicit_causal_mask(graph, n):
+    """scaled_dot_product_attention(..., is_causal=True) as the same call with causal_mask's
+    additive mask, computed by PyTorch (a call without an attention mask gets it)."""
+    has_mask = n.kwargs.get("attn_mask", n.args[3] if len(n.args) > 3 else None) is not None
+    causal = n.kwargs.get("is_causal", n.args[5] if len(n.args) > 5 else False)
+    if causal is not True or has_mask or len(n.args) > 3:
+        return
+    query, key = n.args[0], n.args[1]
+    with graph.inserting_before(n):
+        mask = graph.call_function(causal_mask, (query, key))
+    q, k = query.meta["tensor_meta"], key.meta["tensor_meta"]
+    mask.meta["tensor_meta"] = _Meta((q.shape[-2], k.shape[-2]), q.dtype)
+    n.kwargs = {**n.kwargs, "attn_mask": mask, "is_causal": False}
+
+
+def _hint(size):
+    return size if isinstance(size, int) else getattr(getattr(size, "node", None), "hint", None)
+
+
+def _unify_value_lengths(graph):
+    """Attention's values have the keys' length (PyTorch raises otherwise), but dynamo gives a
+    cache's values a symbol of their own (`s40 + 1` beside the keys' `s53 + 1`), which would not
+    type in prism: every size written as the values' length is written as the keys'."""
+    same = {}
+    for n in graph.nodes:
+        if share.op_name(n) != "scaled_dot_product_attention" or len(n.args) < 3:
+            continue
+        key, value = (getattr(a.meta.get("tensor_meta"), "shape", None) if hasattr(a, "meta") else None for a in n.args[1:3])
+        if key and value and str(key[-2]) != str(value[-2]) and _hint(key[-2]) is not None and _hint(key[-2]) == _hint(value[-2]):
+            same[str(value[-2])] = key[-2]
+    if not same:
+        return
+    for n in graph.nodes:
+        meta = n.meta.get("tensor_meta")
+        if hasattr(meta, "shape") and any(str(d) in same for d in meta.shape):
+            n.meta["tensor_meta"] = _Meta(tuple(same.get(str(d), d) for d in meta.shape), meta.dtype)
+
+
 def _simplify(graph_module):
     """What the importer should not see: a cast to the dtype a value already has (one fewer node,
     no program that returns its input), and a boolean attention mask, which becomes the additive
-    one PyTorch makes of it, computed by PyTorch."""
+    one PyTorch makes of it, computed by PyTorch; Conv1D's reshapes (_addmm_at_rank); a cache's
+    values' length (_unify_value_lengths); `is_causal=True` as its mask (_explicit_causal_mask); dropout at
+    inference and nn.Identity (T5's `dropout(inputs_embeds)` would be a piece returning its input)."""
     graph = graph_module.graph
+    _addmm_at_rank(graph)
+    _unify_value_lengths(graph)
     for n in list(graph.nodes):
         meta, source = n.meta.get("tensor_meta"), n.args[0] if n.args else None
+        if _is_identity(n):
+            n.replace_all_uses_with(source)
+            graph.erase_node(n)
+            continue
         if n.op == "call_method" and n.target in _NO_OP_CASTS and hasattr(meta, "dtype") and hasattr(source, "meta"):
             before = source.meta.get("tensor_meta")
             if hasattr(before, "dtype") and before.dtype == meta.dtype and tuple(map(str, before.shape)) == tuple(map(str, meta.shape)):
@@ -128,6 +228,7 @@ def _simplify(graph_module):
                 graph.erase_node(n)
                 continue
         if getattr(n.target, "__name__", None) == "scaled_dot_product_attention":
+            _explicit_causal_mask(graph, n)
             mask = n.kwargs.get("attn_mask", n.args[3] if len(n.args) > 3 else None)
             if not hasattr(getattr(mask, "meta", {}).get("tensor_meta"), "dtype") or str(mask.meta["tensor_meta"].dtype) != "torch.bool":
                 continue
@@ -147,7 +248,7 @@ def _left_to_pytorch(graph_module):
         meta = n.meta.get("tensor_meta")
         if n.op not in ("call_module", "call_method", "call_function") or not getattr(getattr(meta, "dtype", None), "is_floating_point", False):
             continue
-        if n.target is additive_mask:  # _simplify's own, beside the attention prism imports
+        if n.target in (additive_mask, causal_mask):  # _simplify's own, beside the attention prism imports
             continue
         why = fx_import.why_untranslated(graph_module, n)
         if why is not None:
@@ -165,6 +266,25 @@ def _matmuls(nodes):
     return sum(n.target is operator.matmul or getattr(n.target, "__name__", n.target) in _MATMULS for n in nodes)
 
 
+def _biased(node, nodes):
+    """Whether `node`'s one reader in `nodes` adds a bias vector to it (Conv1D's `b + x @ W`): a
+    piece takes the add with its matmul."""
+    users = list(node.users)
+    if len(users) != 1 or users[0] not in nodes or share.op_name(users[0]) not in ("add", "iadd"):
+        return False
+    other = [a for a in users[0].args if a is not node]
+    shape = getattr(other[0].meta.get("tensor_meta"), "shape", None) if other and hasattr(other[0], "meta") else None
+    return shape is not None and len(shape) == 1
+
+
+def _projected(node, nodes):
+    """Whether every reader of `node` in `nodes` is a matmul (an MLP's hidden rows before its down
+    projection): the block goes on, the search cuts it where that pays (docs/search.md, "Kernel
+    cuts")."""
+    readers = [u for u in node.users if u in nodes]
+    return bool(readers) and _matmuls(readers) == len(readers)
+
+
 def _pieces(partition, original):
     """A partition cut, in the graph's order, where the nodes so far leave one value to the rest
     (a residual stream between a layer's blocks) and hold a matmul, two pieces of one matmul each
@@ -177,39 +297,102 @@ def _pieces(partition, original):
         piece.append(node)
         members.add(node)
         live = [n for n in piece if any(user not in members for user in n.users)]
-        if live == [node] and _matmuls(piece):
+        if live == [node] and _matmuls(piece) and not _biased(node, partition.nodes) and not _projected(node, partition.nodes):
             pieces.append(piece)
             piece, members = [], set()
     joined = []
     for p in pieces + [piece] if piece else pieces:
-        if joined and _matmuls(joined[-1]) == 1 and _matmuls(p) == 1:
+        if joined and (_matmuls(joined[-1]) == 1 and _matmuls(p) == 1 or not _matmuls(p)):  # an epilogue joins too
             joined[-1] = joined[-1] + p
         else:
             joined.append(p)
     return joined
 
 
+def _without_layout_sinks(partition):
+    """The partition without the layout changes it ends with: the partitioner puts a getitem with
+    its source (a split's pieces must stay together), also `x[:, :, None]` (repeat_kv's), which
+    layout_cuts leaves to PyTorch."""
+    from torch.fx.passes.infra.partitioner import Partition
+
+    nodes = set(partition.nodes)
+    changed = True
+    while changed:
+        sinks = [n for n in nodes if moves_layout(n) and not any(u in nodes for u in n.users)]
+        nodes.difference_update(sinks)
+        changed = bool(sinks)
+    return Partition(id=partition.id, nodes=[n for n in partition.nodes if n in nodes])
+
+
+# Worth a piece alone: attention (its two matmuls and softmax), a norm, a projection by a weight (the
+# user asked for prism's kernels, and its tuned matmul is one).
+_WORTH_ALONE = {"scaled_dot_product_attention", "linear", "addmm", "matmul", "layer_norm", "LayerNorm", "Linear"}
+
+
 def _compute_nodes(graph_module):
-    import operator
+    """The nodes that compute, one worth a piece alone counted twice: not those that only move or
+    pick data (a piece of them alone gains nothing from fusion)."""
+    return sum((n.op in ("call_module", "call_method", "call_function") and share.op_name(n) not in share.MOVES_DATA) +
+               (share.op_name(n) in _WORTH_ALONE) for n in graph_module.graph.nodes)
 
-    return sum(n.op in ("call_module", "call_method", "call_function") and n.target is not operator.getitem
-               for n in graph_module.graph.nodes)
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SHARED = collections.OrderedDict()  # (the text up to names, target, top) -> Compiled, the last used last
+_SHARED_AT_MOST = 256
 
 
-def _partition_module(compiled, rows):
+def _up_to_names(text):
+    """The program's text with the names it declares (its own, its inputs', its values') replaced
+    by their order of declaration: equal for two layers of a model that compute alike."""
+    header, body = text.split("{", 1)
+    declared = _IDENTIFIER.findall(header.split("(", 1)[0].replace("program", "", 1))
+    declared += re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*:", header)
+    for line in body.splitlines():
+        if "=" in line and not line.lstrip().startswith("return"):
+            declared += _IDENTIFIER.findall(line.split("=", 1)[0])
+    order = {name: f"n{i}" for i, name in enumerate(dict.fromkeys(declared))}
+    return _IDENTIFIER.sub(lambda m: order.get(m.group(0), m.group(0)), text)
+
+
+def _compiled(piece, program, target, top):
+    """A Compiled for `program`: the one an identical piece already has in this process (a model's
+    layers, a graph dynamo compiles again: searched once, tuned once per size), else a new one."""
+    key = (_up_to_names(program.text), target, top)
+    compiled = _SHARED.get(key)
+    if compiled is None:
+        compiled = Compiled(piece, None, target=target, top=top, imported=program)
+        _SHARED[key] = compiled
+        if len(_SHARED) > _SHARED_AT_MOST:
+            _SHARED.popitem(last=False)
+    _SHARED.move_to_end(key)
+    return compiled
+
+
+def _partition_module(name, compiled, rows, fallback):
     """An nn.Module (what a GraphModule's call_module needs) that calls `compiled`, its tensors
-    folded into rows and back where `rows` (rows.fold_rows) says."""
+    folded into rows and back where `rows` (rows.fold_rows) says. Where prism fails at a call's
+    sizes (the tune finds the program's own reference overflowing on its inputs, the daemon went
+    away), `fallback`, the piece as the graph wrote it, computes them, and a warning says why."""
     import torch
 
     class PrismPartition(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.compiled = compiled
+            self.compiled, self.fallback, self.failed = compiled, fallback, set()
 
         def forward(self, *args):
-            if rows is None:
-                return self.compiled(*args)
-            return rows.results(args, self.compiled(*rows.arguments(args)))
+            sizes = tuple(tuple(a.shape) if hasattr(a, "shape") else a for a in args)
+            if sizes not in self.failed:
+                try:
+                    if rows is None:
+                        return self.compiled(*args)
+                    return rows.results(args, self.compiled(*rows.arguments(args)))
+                except Exception as error:  # noqa: BLE001 -- PyTorch computes what prism cannot
+                    self.failed.add(sizes)
+                    known = isinstance(error, (PrismError, ConnectionLost, UnsupportedOp))
+                    why = error if known else f"prism failed ({type(error).__name__}: {error}; a bug: please report it)"
+                    _warn_once(f"prism: {name} stays PyTorch's at these sizes: {why}")
+            return self.fallback(*args)
 
     return PrismPartition()
 
@@ -234,6 +417,7 @@ def torch_backend(graph_module, example_inputs, target="cpu", top=None, explain=
         _warn_once("prism: this graph needs gradients and prism's kernels compute none: PyTorch runs it "
                    "(call the model under torch.no_grad() or torch.inference_mode() for prism's kernels)")
         graph_module.prism_partitions, graph_module.prism_skipped, graph_module.prism_left = [], [], []
+        graph_module.prism_share = share.share(graph_module, example_inputs, [])
         return graph_module
 
     _record_shapes(graph_module, example_inputs)
@@ -242,25 +426,27 @@ def torch_backend(graph_module, example_inputs, target="cpu", top=None, explain=
 
     class PrismSupport(OperatorSupportBase):
         def is_node_supported(self, submodules, node):
-            return node not in regions and fx_import.translates(graph_module, node)
+            return node not in regions and not moves_layout(node) and fx_import.translates(graph_module, node)
 
     left = _left_to_pytorch(graph_module)
-    if left and not explain:
-        _warn_once("prism: PyTorch runs these ops of the graph:\n" + "\n".join(f"  {node}: {why}" for node, why in left))
     # Single nodes too: the partitioner's own filter counts call_function nodes only, and a model
     # traced with its nn.Modules calls them (call_module); _compute_nodes filters instead.
     # Positions by name: fusing copies the nodes into a new graph, under their names.
     original = {n.name: i for i, n in enumerate(graph_module.graph.nodes)}
     partitioner = CapabilityBasedPartitioner(graph_module, PrismSupport(), allows_single_node_partition=True)
     partitions = [Partition(id=i, nodes=nodes) for i, nodes in
-                  enumerate(piece for p in partitioner.propose_partitions() for piece in _pieces(p, original))]
+                  enumerate(piece for p in partitioner.propose_partitions() for piece in _pieces(_without_layout_sinks(p), original))]
     first = {f"fused_{i}": min(original[n.name] for n in p.nodes) for i, p in enumerate(partitions)}  # fuse_by_partitions' names
+    members = {f"fused_{i}": list(p.nodes) for i, p in enumerate(partitions)}
+    whole_graph = share.share(graph_module, example_inputs, [])  # counted before fusing moves the nodes
+    shares = {name: share.share(graph_module, example_inputs, nodes) for name, nodes in members.items()}
     partitioned = partitioner.fuse_partitions(partitions)
     order = {n: first[n.target] if n.op == "call_module" and n.target in first else original[n.name]
              for n in partitioned.graph.nodes if n.name in original or (n.op == "call_module" and n.target in first)}
     _keep_order(partitioned, order)
     partitioned.prism_partitions, partitioned.prism_skipped, partitioned.prism_left = [], [], left
     partitioned.prism_programs = []
+    taken = []
     for node in partitioned.graph.nodes:
         if node.op != "call_module" or not node.target.startswith("fused_"):
             continue
@@ -268,19 +454,29 @@ def torch_backend(graph_module, example_inputs, target="cpu", top=None, explain=
         if _compute_nodes(part) < 2:
             continue  # one op alone gains nothing from fusion: PyTorch runs it
         try:
-            folded = fold_rows(part)
-            program = fx_import.from_graph(part, "torch_" + node.target)
+            # Folded on a copy: a piece prism does not take runs as the graph wrote it.
+            piece = copy.deepcopy(part)
+            folded = fold_rows(piece)
+            program = fx_import.from_graph(piece, "torch_" + node.target)
             if explain:
                 partitioned.prism_programs.append((node.target, program))
+                taken.append(shares[node.target])
                 continue
-            compiled = Compiled(part, None, target=target, top=top, imported=program)
-        except (UnsupportedOp, PrismError, ConnectionLost) as why:
+            compiled = _compiled(piece, program, target, top)
+        except Exception as error:  # noqa: BLE001 -- a piece prism fails on is PyTorch's, never the user's crash
+            known = isinstance(error, (UnsupportedOp, PrismError, ConnectionLost))
+            why = str(error) if known else f"prism failed on it ({type(error).__name__}: {error}; a bug: please report it)"
             if not explain:
                 _warn_once(f"prism: {node.target} stays PyTorch's: {why}")
-            partitioned.prism_skipped.append((node.target, str(why)))
+            partitioned.prism_skipped.append((node.target, why))
             continue
         partitioned.prism_partitions.append((node.target, compiled))
-        setattr(partitioned, node.target, _partition_module(compiled, folded))
+        taken.append(shares[node.target])
+        setattr(partitioned, node.target, _partition_module(node.target, compiled, folded, part))
+    partitioned.prism_share = sum(taken, whole_graph)
+    if left and not explain:
+        _warn_once(f"prism: {partitioned.prism_share}; PyTorch runs these ops of the graph:\n" +
+                   "\n".join(f"  {node}: {why}" for node, why in left))
     return partitioned
 
 
@@ -296,6 +492,7 @@ class Explanation:
         lines = []
         for i, graph in enumerate(self.graphs):
             lines.append(f"graph {i}: prism would search {len(graph.prism_programs)} program(s)")
+            lines.append(f"  if each finds a family, {graph.prism_share}")
             for name, program in graph.prism_programs:
                 signature = program.text.split("{", 1)[0].strip()
                 lines.append(f"  {name}: {signature} ({program.text.count(chr(10)) - 2} statements)")

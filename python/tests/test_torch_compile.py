@@ -177,32 +177,6 @@ def test_rotary_halves_and_repeated_kv_heads_are_imported(shared_daemon, spy):
     assert any("split(" in t and "concat(" in t for t in texts), texts
 
 
-def test_a_tiny_llama_gives_eagers_logits_with_a_padding_mask_and_says_what_pytorch_runs(shared_daemon, spy):
-    torch.manual_seed(3)
-    config = LlamaConfig(vocab_size=128, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
-    model = LlamaForCausalLM(config).eval()
-    ids = torch.randint(0, 128, (2, 8))
-    mask = torch.ones(2, 8, dtype=torch.long)
-    mask[1, :3] = 0  # left padding
-    BACKEND._WARNED.clear()
-    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        want = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
-        got = torch.compile(model, backend=spy)(input_ids=ids, attention_mask=mask, use_cache=False).logits
-    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
-    graph = spy.graphs[0]
-    # Each MLP block and the final norm with the LM head run in prism.
-    assert len(graph.prism_partitions) >= 3, graph.prism_skipped
-    assert any("lm_head" in c.program.text for _, c in graph.prism_partitions)
-    # What stays PyTorch's is said, with the modeling file's line: the embedding's lookup, and
-    # each block the search did not take, with the search's reason.
-    report = "\n".join(str(w.message) for w in caught)
-    assert re.search(r"'inputs_embeds' \(embedding\) at .*modeling_llama\.py:\d+", report), report
-    for name, why in graph.prism_skipped:
-        assert why and f"prism: {name} stays PyTorch's: " in report
-
-
 def test_a_bf16_llama_is_as_close_to_the_f32_model_as_eager_bf16_is(shared_daemon, spy):
     torch.manual_seed(5)
     config = LlamaConfig(vocab_size=128, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2,

@@ -1,0 +1,59 @@
+"""Where torch_backend cuts a graph between prism's pieces: at the layout changes of computed values
+that a piece's fused kernels do not make (docs/python.md, "torch.compile").
+
+An attention layer splits its projections into heads (`view(b, s, h, e).transpose(1, 2)`), repeats
+grouped key/value heads (`expand` and `reshape`), appends its keys and values to a cache (`cat`
+along the sequence) and merges the heads back before its output projection. PyTorch makes these views between prism's pieces (a copy where the next piece reads a
+strided view), and each piece is what the search serves: the norm and projections as rows, the
+rotary embedding and the attention core at [batch, heads, seq, head_dim], the output projection
+with its residual as rows. A layout op that reads a graph input (a weight's `.t()`, a gain's
+`unsqueeze`) stays inside: the piece reads the input through it in place. A reshape that only
+folds leading dims into rows or back (GPT-2 Conv1D's `view(-1, d)`) stays too: fold_rows takes it.
+"""
+import operator
+
+_TRANSPOSES = {"transpose", "permute", "t"}
+_RESHAPES = {"view", "reshape"}
+_ALWAYS = {"expand", "expand_as", "repeat", "repeat_interleave", "flatten", "unflatten", "squeeze"}
+
+
+def _name(node):
+    return getattr(node.target, "__name__", node.target)
+
+
+def _shape(node):
+    meta = node.meta.get("tensor_meta") if hasattr(node, "meta") else None
+    return tuple(meta.shape) if hasattr(meta, "shape") else None
+
+
+def _reads_graph_input(node):
+    source = node.args[0] if node.args else None
+    return getattr(source, "op", None) in ("placeholder", "get_attr")
+
+
+def _folds_rows(node):
+    """A reshape that moves only leading dims: the last dim kept and one side a matrix of rows."""
+    before, after = _shape(node.args[0]), _shape(node)
+    return before is not None and after is not None and before[-1:] == after[-1:] and 2 in (len(before), len(after))
+
+
+def moves_layout(node):
+    """Whether `node` changes the layout of a computed value in a way a piece does not take in."""
+    if node.op not in ("call_method", "call_function"):
+        return False
+    name = _name(node)
+    if node.target is operator.getitem:
+        index = node.args[1]
+        adds_axes = any(p is None for p in (index if isinstance(index, tuple) else (index,)))
+        return adds_axes and not _reads_graph_input(node)
+    if name in _ALWAYS:
+        return True
+    if name == "cat":  # along the last axis: rotate_half's halves; along another: a KV cache's append
+        dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0)
+        shape = _shape(node)
+        return shape is not None and dim not in (-1, len(shape) - 1)
+    if name in _TRANSPOSES or name == "unsqueeze":
+        return not _reads_graph_input(node)
+    if name in _RESHAPES:
+        return not _folds_rows(node) and not _reads_graph_input(node)
+    return False

@@ -1,0 +1,105 @@
+"""How much of a captured graph prism's kernels run: its FLOPs and its weights' bytes, the report
+torch_backend and prism.explain give per graph (docs/python.md, "torch.compile").
+
+FLOPs count a multiply and an add as two: 2·M·N·K for a matmul (linear, addmm, bmm, the two of an
+attention), 2·out·C_in·k_h·k_w for a convolution, one per output element for every other op that
+computes a floating-point tensor. A weight is a parameter or a buffer the graph reads (dynamo
+passes them as inputs); it counts for prism where a piece prism runs reads it.
+"""
+import math
+import operator
+
+_MATMULS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm"}
+# Ops that move, pick or convert data and compute nothing: no FLOPs.
+MOVES_DATA = {"getitem", "view", "reshape", "split", "chunk", "contiguous", "unsqueeze", "squeeze", "transpose",
+              "permute", "t", "cat", "expand", "expand_as", "repeat", "flatten", "embedding", "tensor", "to", "float",
+              "half", "bfloat16", "type_as", "clone", "dropout", "Dropout", "Identity"}
+
+
+def op_name(node):
+    """A call's op: the method's name, the function's, or the module's class name."""
+    if node.op == "call_method":
+        return node.target
+    if node.op == "call_module":
+        return type(node.graph.owning_module.get_submodule(node.target)).__name__
+    return getattr(node.target, "__name__", node.target)
+
+
+def _size(s):
+    """A size as a number: an int, or a SymInt's hint (the size of the call being compiled)."""
+    if isinstance(s, int):
+        return s
+    hint = getattr(getattr(s, "node", None), "hint", None)
+    return int(hint) if hint is not None else 1
+
+
+def _shape(node):
+    meta = node.meta.get("tensor_meta") if hasattr(node, "meta") else None
+    return [_size(s) for s in meta.shape] if hasattr(meta, "shape") else None
+
+
+def node_flops(node):
+    """The floating-point operations `node` computes (module docstring); 0 for no float tensor."""
+    meta = node.meta.get("tensor_meta")
+    if not getattr(getattr(meta, "dtype", None), "is_floating_point", False):
+        return 0
+    out = math.prod(_shape(node))
+    name = op_name(node)
+    if name in MOVES_DATA:
+        return 0
+    first = _shape(node.args[0]) if node.args and hasattr(node.args[0], "meta") else None
+    if node.target is operator.matmul or name in _MATMULS:
+        operand = node.args[1] if name in ("addmm", "baddbmm") else node.args[0]
+        return 2 * out * (_shape(operand) or [1])[-1]
+    if name == "scaled_dot_product_attention" and first:
+        keys = _shape(node.args[1])[-2]
+        return 2 * 2 * math.prod(first) * keys  # Q K^T, then the weights times V
+    if name == "conv2d" and node.args and hasattr(node.args[1], "meta"):
+        weight = _shape(node.args[1])
+        return 2 * out * math.prod(weight[1:])
+    if name == "Linear" and first:
+        return 2 * out * first[-1]
+    return out
+
+
+def weights(graph_module, example_inputs):
+    """{placeholder: bytes} for the graph inputs that are parameters or buffers."""
+    import torch
+
+    found = {}
+    placeholders = [n for n in graph_module.graph.nodes if n.op == "placeholder"]
+    for node, value in zip(placeholders, example_inputs):
+        is_weight = isinstance(value, torch.nn.Parameter) or "_parameters_" in node.name or "_buffers_" in node.name
+        if is_weight and hasattr(value, "element_size"):
+            found[node] = value.numel() * value.element_size()
+    return found
+
+
+class Share:
+    """FLOPs and weight bytes: prism's and the graph's."""
+
+    def __init__(self, flops, all_flops, weight_bytes, all_weight_bytes, read=None):
+        self.flops, self.all_flops = flops, all_flops
+        self.weight_bytes, self.all_weight_bytes = weight_bytes, all_weight_bytes
+        self.read = read or {}  # {weight's name: bytes} that prism's pieces read
+
+    def __add__(self, other):
+        """Two disjoint sets of nodes of one graph: a weight both read counts once."""
+        read = {**self.read, **other.read}
+        return Share(self.flops + other.flops, self.all_flops, sum(read.values()), self.all_weight_bytes, read)
+
+    def __str__(self):
+        def percent(part, whole):
+            return f"{100.0 * part / whole:.0f}%" if whole else "none"
+        return (f"prism runs {percent(self.flops, self.all_flops)} of its FLOPs ({self.flops:,} of {self.all_flops:,}) "
+                f"and reads {percent(self.weight_bytes, self.all_weight_bytes)} of its weight bytes "
+                f"({self.weight_bytes:,} of {self.all_weight_bytes:,})")
+
+
+def share(graph_module, example_inputs, prism_nodes):
+    """The Share of `graph_module` (before partitioning) whose nodes `prism_nodes` run in prism."""
+    nodes = [n for n in graph_module.graph.nodes if n.op in ("call_module", "call_method", "call_function")]
+    weight = weights(graph_module, example_inputs)
+    read = {w.name: weight[w] for n in prism_nodes for w in n.all_input_nodes if w in weight}
+    return Share(sum(node_flops(n) for n in prism_nodes), sum(node_flops(n) for n in nodes),
+                 sum(read.values()), sum(weight.values()), read)

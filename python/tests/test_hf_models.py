@@ -1,0 +1,133 @@
+"""Whole transformers models under torch.compile(backend="prism"), built from tiny configs with
+random weights: logits as eager gives them with a padding mask and outlier channels, at two
+sequence lengths (the second a dim, no recompile at a third), every attention, norm, MLP and linear
+in prism's pieces, and the share of FLOPs and weights prism runs (docs/python.md, "Models")."""
+import re
+import sys
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+if not hasattr(torch, "compile"):
+    pytest.skip("torch.compile needs PyTorch 2", allow_module_level=True)
+transformers = pytest.importorskip("transformers")
+
+import prism  # noqa: E402,F401  (registers the backend)
+
+BACKEND = sys.modules["prism.torch_backend"]
+HIDDEN, VOCAB = 64, 128
+
+
+def decoder_config(cls, **extra):
+    return cls(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2,
+               num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, **extra)
+
+
+T = transformers
+MODELS = {
+    "llama": lambda: T.LlamaForCausalLM(decoder_config(T.LlamaConfig)),
+    "qwen2": lambda: T.Qwen2ForCausalLM(decoder_config(T.Qwen2Config)),
+    "mistral": lambda: T.MistralForCausalLM(decoder_config(T.MistralConfig, head_dim=16)),
+    "gemma": lambda: T.GemmaForCausalLM(decoder_config(T.GemmaConfig, head_dim=16)),
+    "gpt2": lambda: T.GPT2LMHeadModel(T.GPT2Config(vocab_size=VOCAB, n_embd=HIDDEN, n_layer=2, n_head=4, n_positions=64)),
+    "bert": lambda: T.BertModel(T.BertConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN,
+                                             num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64)),
+    "t5": lambda: T.T5EncoderModel(T.T5Config(vocab_size=VOCAB, d_model=HIDDEN, d_kv=16, d_ff=2 * HIDDEN, num_layers=2,
+                                              num_heads=4)),
+    "vit": lambda: T.ViTModel(T.ViTConfig(hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2,
+                                          num_attention_heads=4, image_size=32, patch_size=8)),
+}
+# What prism runs at least, by FLOPs: all but the lookups and mask arithmetic; ViT's patch
+# convolution stays PyTorch's (prism has no convolution).
+LEAST_FLOPS = {"vit": 0.8}
+
+
+@pytest.fixture
+def spy():
+    graphs = []
+
+    def backend(graph_module, example_inputs):
+        graphs.append(BACKEND.torch_backend(graph_module, example_inputs, top=1))
+        return graphs[-1]
+
+    torch._dynamo.reset()
+    backend.graphs = graphs
+    yield backend
+    torch._dynamo.reset()
+
+
+def model_with_outliers(name):
+    """The model, eval mode, a few hidden channels 20x the others where it reads its tokens."""
+    model = MODELS[name]().eval()
+    embeddings = model.get_input_embeddings()
+    with torch.no_grad():
+        if hasattr(embeddings, "weight"):  # a token's row of channels
+            channels = embeddings.weight.T
+        else:  # ViT's patch convolution: its output channels
+            channels = embeddings.projection.weight.flatten(1)
+        channels[3] *= 20
+        channels[17] *= -20
+    return model
+
+
+def call(name, batch, seq):
+    """The model's inputs: pixels for ViT, else tokens with the second row's first two padded."""
+    if name == "vit":
+        return {"pixel_values": torch.randn(batch, 3, 32, 32)}
+    mask = torch.ones(batch, seq, dtype=torch.long)
+    mask[1, :2] = 0
+    return {"input_ids": torch.randint(0, VOCAB, (batch, seq)), "attention_mask": mask}
+
+
+def result(output):
+    return output.logits if hasattr(output, "logits") else output.last_hidden_state
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_a_model_gives_eagers_outputs_and_prism_runs_its_layers(shared_daemon, spy, name):
+    torch.manual_seed(11)
+    model = model_with_outliers(name)
+    compiled = torch.compile(model, backend=spy)
+    BACKEND._WARNED.clear()
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for seq in (8, 12, 10):
+            inputs = call(name, 2, seq)
+            want, got = result(model(**inputs)), result(compiled(**inputs))
+            assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (seq, (got - want).abs().max())
+    # The first size, then the sequence length as a dim: a third length compiles nothing new
+    # (ViT's image size never changes: one graph).
+    assert len(spy.graphs) == (1 if name == "vit" else 2)
+    for graph in spy.graphs:
+        assert not graph.prism_skipped, graph.prism_skipped
+        flops = graph.prism_share.flops / graph.prism_share.all_flops
+        assert flops >= LEAST_FLOPS.get(name, 0.99), str(graph.prism_share)
+        texts = [c.program.text for _, c in graph.prism_partitions]
+        # Each layer's attention in prism: scaled_dot_product_attention's import (its softmax
+        # safe for rows masked whole) or, written out (T5), a softmax of the scores.
+        assert sum("maximum(max(" in t or "softmax(" in t for t in texts) == 2, texts
+    # The report: the share, and what PyTorch runs with the modeling file's line.
+    report = "\n".join(str(w.message) for w in caught)
+    assert re.search(r"prism runs \d+% of its FLOPs .* PyTorch runs these ops of the graph:", report), report
+    if name != "vit":
+        assert re.search(r"'inputs_embeds' \(embedding\) at .*modeling_\w+\.py:\d+: prism has no translation", report), report
+
+
+@pytest.mark.parametrize("name", ["gemma", "gpt2", "llama", "mistral", "qwen2"])
+def test_greedy_generate_with_the_kv_cache_gives_eagers_tokens(shared_daemon, spy, name):
+    # transformers' own DynamicCache: the prefill, the first decode step, then the cache's length
+    # as a dim; the cache's append is PyTorch's, the attention over it prism's.
+    torch.manual_seed(12)
+    model = model_with_outliers(name)
+    inputs = call(name, 2, 6)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = model.generate(**inputs, max_new_tokens=8, do_sample=False, pad_token_id=0)
+        model.forward = torch.compile(model.forward, backend=spy)
+        got = model.generate(**inputs, max_new_tokens=8, do_sample=False, pad_token_id=0)
+    assert torch.equal(got, want)
+    assert len(spy.graphs) == 3
+    for graph in spy.graphs:
+        assert not graph.prism_skipped, graph.prism_skipped
+        assert graph.prism_share.flops >= 0.99 * graph.prism_share.all_flops, str(graph.prism_share)
