@@ -62,3 +62,21 @@ def quiet_client(daemon_env, monkeypatch):
     yield c
     c.stop_daemon()
 
+
+
+@pytest.fixture
+def spy():
+    """A torch.compile backend that runs prism's (top=1) and keeps what it returned, one GraphModule
+    per compiled graph, in `spy.graphs`; dynamo's caches reset before and after."""
+    import torch
+
+    graphs = []
+
+    def backend(graph_module, example_inputs):
+        graphs.append(sys.modules["prism.torch_backend"].torch_backend(graph_module, example_inputs, top=1))
+        return graphs[-1]
+
+    torch._dynamo.reset()
+    backend.graphs = graphs
+    yield backend
+    torch._dynamo.reset()

@@ -43,20 +43,6 @@ MODELS = {
 LEAST_FLOPS = {"vit": 0.8}
 
 
-@pytest.fixture
-def spy():
-    graphs = []
-
-    def backend(graph_module, example_inputs):
-        graphs.append(BACKEND.torch_backend(graph_module, example_inputs, top=1))
-        return graphs[-1]
-
-    torch._dynamo.reset()
-    backend.graphs = graphs
-    yield backend
-    torch._dynamo.reset()
-
-
 def model_with_outliers(name):
     """The model, eval mode, a few hidden channels 20x the others where it reads its tokens."""
     model = MODELS[name]().eval()

@@ -23,21 +23,6 @@ HIDDEN = 64
 BACKEND = sys.modules["prism.torch_backend"]
 
 
-@pytest.fixture
-def spy():
-    """A backend that runs prism's and keeps what it returned, one GraphModule per compiled graph."""
-    graphs = []
-
-    def backend(graph_module, example_inputs):
-        graphs.append(BACKEND.torch_backend(graph_module, example_inputs, top=1))
-        return graphs[-1]
-
-    torch._dynamo.reset()
-    backend.graphs = graphs
-    yield backend
-    torch._dynamo.reset()
-
-
 def activations(batch, seq, scale=1.0):
     """[batch, seq, hidden] as a residual stream has them: a few channels 20x the others."""
     x = torch.randn(batch, seq, HIDDEN) * scale
