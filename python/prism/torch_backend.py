@@ -309,18 +309,22 @@ def _pieces(partition, original):
     return joined
 
 
-def _without_layout_sinks(partition):
-    """The partition without the layout changes it ends with: the partitioner puts a getitem with
-    its source (a split's pieces must stay together), also `x[:, :, None]` (repeat_kv's), which
-    layout_cuts leaves to PyTorch."""
+def _trimmed(partition):
+    """The partition without the layout changes it ends with (the partitioner puts a getitem with
+    its source, a split's pieces, also `x[:, :, None]`, repeat_kv's, which layout_cuts leaves to
+    PyTorch) and without the casts it starts with whose result others read too (Llama's
+    `cos.to(x.dtype)` at bf16: a piece would return a value it only converted). Dropping a node no other member reads, or one that
+    reads no member, keeps the partition convex."""
     from torch.fx.passes.infra.partitioner import Partition
 
     nodes = set(partition.nodes)
     changed = True
     while changed:
-        sinks = [n for n in nodes if moves_layout(n) and not any(u in nodes for u in n.users)]
-        nodes.difference_update(sinks)
-        changed = bool(sinks)
+        ends = [n for n in nodes if moves_layout(n) and not any(u in nodes for u in n.users)]
+        starts = [n for n in nodes if n.op == "call_method" and n.target in _NO_OP_CASTS and
+                  not any(i in nodes for i in n.all_input_nodes) and any(u not in nodes for u in n.users)]
+        nodes.difference_update(ends + starts)
+        changed = bool(ends or starts)
     return Partition(id=partition.id, nodes=[n for n in partition.nodes if n in nodes])
 
 
@@ -435,7 +439,7 @@ def torch_backend(graph_module, example_inputs, target="cpu", top=None, explain=
     original = {n.name: i for i, n in enumerate(graph_module.graph.nodes)}
     partitioner = CapabilityBasedPartitioner(graph_module, PrismSupport(), allows_single_node_partition=True)
     partitions = [Partition(id=i, nodes=nodes) for i, nodes in
-                  enumerate(piece for p in partitioner.propose_partitions() for piece in _pieces(_without_layout_sinks(p), original))]
+                  enumerate(piece for p in partitioner.propose_partitions() for piece in _pieces(_trimmed(p), original))]
     first = {f"fused_{i}": min(original[n.name] for n in p.nodes) for i, p in enumerate(partitions)}  # fuse_by_partitions' names
     members = {f"fused_{i}": list(p.nodes) for i, p in enumerate(partitions)}
     whole_graph = share.share(graph_module, example_inputs, [])  # counted before fusing moves the nodes
