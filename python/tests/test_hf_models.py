@@ -100,7 +100,9 @@ def test_a_model_gives_eagers_outputs_and_prism_runs_its_layers(shared_daemon, s
         assert re.search(r"'inputs_embeds' \(embedding\) at .*modeling_\w+\.py:\d+: prism has no translation", report), report
 
 
-@pytest.mark.parametrize("name", ["gemma", "gpt2", "llama", "mistral", "qwen2"])
+# Gemma decodes as Llama does (its pieces differ by the norm's 1 + g and the embedding's scale,
+# both in the logits test): left out to keep CI under its time.
+@pytest.mark.parametrize("name", ["gpt2", "llama", "mistral", "qwen2"])
 def test_greedy_generate_with_the_kv_cache_gives_eagers_tokens(shared_daemon, spy, name):
     # transformers' own DynamicCache: the prefill, the first decode step, then the cache's length
     # as a dim; the cache's append is PyTorch's, the attention over it prism's.
