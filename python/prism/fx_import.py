@@ -352,11 +352,6 @@ def _indexes_by_value(n):
     return any(p is not None and p is not Ellipsis and not isinstance(p, slice) for p in parts)
 
 
-def _in_place_add(w, n):
-    """`a += b` (T5's scores += position_bias): a + b, where nothing else reads a (translates())."""
-    return _binary("+")(w, n)
-
-
 def _index(w, n):
     """x[...] with full slices, `None` (a new axis of 1), `...`, and slices that are equal pieces
     of a constant axis (rotate_half's halves, a mask cut to its keys)."""
@@ -541,7 +536,8 @@ def _module_softmax(log):
 _ELEMENTWISE = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "tanh": "tanh", "sigmoid": "sigmoid",
                 "relu": "relu", "silu": "silu", "abs": "abs", "erf": "erf", "neg": "neg"}
 _FUNCTIONS = {
-    operator.add: _binary("+"), operator.iadd: _in_place_add, operator.sub: _binary("-"), operator.mul: _binary("*"), operator.truediv: _binary("/"),
+    operator.add: _binary("+"), operator.iadd: _binary("+"),  # T5's `scores += bias`, where nothing else reads `scores`
+    operator.sub: _binary("-"), operator.mul: _binary("*"), operator.truediv: _binary("/"),
     operator.matmul: _binary("@"), operator.neg: _unary("neg"), operator.pow: _pow,
     operator.gt: _compare(">"), operator.ge: _compare(">="), operator.lt: _compare("<"), operator.le: _compare("<="),
     "add": _binary("+"), "sub": _binary("-"), "mul": _binary("*"), "div": _binary("/"), "true_divide": _binary("/"),

@@ -12,18 +12,13 @@ folds leading dims into rows or back (GPT-2 Conv1D's `view(-1, d)`) stays too: f
 """
 import operator
 
+from .share import op_name as _name, shape_of as _shape
+
 _TRANSPOSES = {"transpose", "permute", "t"}
 _RESHAPES = {"view", "reshape"}
 _ALWAYS = {"expand", "expand_as", "repeat", "repeat_interleave", "flatten", "unflatten", "squeeze"}
 
 
-def _name(node):
-    return getattr(node.target, "__name__", node.target)
-
-
-def _shape(node):
-    meta = node.meta.get("tensor_meta") if hasattr(node, "meta") else None
-    return tuple(meta.shape) if hasattr(meta, "shape") else None
 
 
 def _reads_graph_input(node):

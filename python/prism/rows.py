@@ -10,6 +10,8 @@ transpose, a reduction over another axis), and the partition is imported as writ
 import functools
 import operator
 
+from .share import op_name as _name, shape_of as _shape
+
 _LINEAR_WEIGHT = {"linear": 1, "addmm": 2, "matmul": 1}  # the argument that is the weight
 _SPLITS = {"split", "chunk"}  # their pieces are getitem nodes
 _ROWWISE_AXIS = {"sum", "mean", "amax", "var", "softmax", "log_softmax"} | _SPLITS  # row-wise along the last axis
@@ -19,13 +21,6 @@ _ELEMENTWISE = {"add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", 
 _RESHAPES = {"view", "reshape"}
 
 
-def _name(node):
-    return getattr(node.target, "__name__", node.target)
-
-
-def _shape(node):
-    meta = node.meta.get("tensor_meta")
-    return tuple(meta.shape) if hasattr(meta, "shape") else None
 
 
 def _axis_is_last(node, rank):

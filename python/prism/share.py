@@ -7,9 +7,8 @@ computes a floating-point tensor. A weight is a parameter or a buffer the graph 
 passes them as inputs); it counts for prism where a piece prism runs reads it.
 """
 import math
-import operator
 
-_MATMULS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm"}
+MATMULS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm"}
 # Ops that move, pick or convert data and compute nothing: no FLOPs.
 MOVES_DATA = {"getitem", "view", "reshape", "split", "chunk", "contiguous", "unsqueeze", "squeeze", "transpose",
               "permute", "t", "cat", "expand", "expand_as", "repeat", "flatten", "embedding", "tensor", "to", "float",
@@ -25,17 +24,21 @@ def op_name(node):
     return getattr(node.target, "__name__", node.target)
 
 
-def _size(s):
-    """A size as a number: an int, or a SymInt's hint (the size of the call being compiled)."""
-    if isinstance(s, int):
-        return s
-    hint = getattr(getattr(s, "node", None), "hint", None)
-    return int(hint) if hint is not None else 1
+def hint(size):
+    """A size as a number: an int, or a SymInt's hint (the size of the call being compiled); None
+    where it has none."""
+    return size if isinstance(size, int) else getattr(getattr(size, "node", None), "hint", None)
+
+
+def shape_of(node):
+    """The shape `tensor_meta` records for `node` (sizes as dynamo gave them), or None."""
+    meta = node.meta.get("tensor_meta") if hasattr(node, "meta") else None
+    return tuple(meta.shape) if hasattr(meta, "shape") else None
 
 
 def _shape(node):
-    meta = node.meta.get("tensor_meta") if hasattr(node, "meta") else None
-    return [_size(s) for s in meta.shape] if hasattr(meta, "shape") else None
+    shape = shape_of(node)
+    return None if shape is None else [1 if hint(s) is None else int(hint(s)) for s in shape]
 
 
 def node_flops(node):
@@ -48,7 +51,7 @@ def node_flops(node):
     if name in MOVES_DATA:
         return 0
     first = _shape(node.args[0]) if node.args and hasattr(node.args[0], "meta") else None
-    if node.target is operator.matmul or name in _MATMULS:
+    if name in MATMULS:
         operand = node.args[1] if name in ("addmm", "baddbmm") else node.args[0]
         return 2 * out * (_shape(operand) or [1])[-1]
     if name == "scaled_dot_product_attention" and first:

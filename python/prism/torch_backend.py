@@ -183,10 +183,6 @@ def _explicit_causal_mask(graph, n):
     n.kwargs = {**n.kwargs, "attn_mask": mask, "is_causal": False}
 
 
-def _hint(size):
-    return size if isinstance(size, int) else getattr(getattr(size, "node", None), "hint", None)
-
-
 def _unify_value_lengths(graph):
     """Attention's values have the keys' length (PyTorch raises otherwise), but dynamo gives a
     cache's values a symbol of their own (`s40 + 1` beside the keys' `s53 + 1`), which would not
@@ -196,7 +192,7 @@ def _unify_value_lengths(graph):
         if share.op_name(n) != "scaled_dot_product_attention" or len(n.args) < 3:
             continue
         key, value = (getattr(a.meta.get("tensor_meta"), "shape", None) if hasattr(a, "meta") else None for a in n.args[1:3])
-        if key and value and str(key[-2]) != str(value[-2]) and _hint(key[-2]) is not None and _hint(key[-2]) == _hint(value[-2]):
+        if key and value and str(key[-2]) != str(value[-2]) and share.hint(key[-2]) is not None and share.hint(key[-2]) == share.hint(value[-2]):
             same[str(value[-2])] = key[-2]
     if not same:
         return
@@ -257,13 +253,9 @@ def _left_to_pytorch(graph_module):
     return left
 
 
-_MATMULS = ("linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "scaled_dot_product_attention")
-
-
 def _matmuls(nodes):
-    import operator
-
-    return sum(n.target is operator.matmul or getattr(n.target, "__name__", n.target) in _MATMULS for n in nodes)
+    """How many of `nodes` are matmuls, attention counted as one."""
+    return sum(share.op_name(n) in share.MATMULS or share.op_name(n) == "scaled_dot_product_attention" for n in nodes)
 
 
 def _biased(node, nodes):
