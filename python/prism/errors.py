@@ -29,4 +29,9 @@ class ConnectionLost(Exception):
 
 class UnsupportedOp(Exception):
     """from_torch met an op prism cannot express: the message names the node, its op and the
-    line of the user's source it came from."""
+    line of the user's source it came from; `node` is the node's name and `reason` the why alone,
+    where one node is to blame."""
+
+    def __init__(self, message, node=None, reason=None):
+        super().__init__(message)
+        self.node, self.reason = node, reason

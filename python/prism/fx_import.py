@@ -187,7 +187,7 @@ class _Writer:
 
     def unsupported(self, node, why):
         target = getattr(node.target, "__name__", node.target)
-        return UnsupportedOp(f"node '{node.name}' ({node.op} {target}) at {source_line(node)}: {why}")
+        return UnsupportedOp(f"node '{node.name}' ({node.op} {target}) at {source_line(node)}: {why}", node.name, why)
 
     # ---- nodes -------------------------------------------------------------------------
 
@@ -330,19 +330,29 @@ def _permute(w, n):
     return f"transpose({w.arg(n.args[0])}, perm={list(dims)})"
 
 
+_SLICE_PARTS = 16  # at most this many equal parts of an axis for one slice
+
+
 def _slice_of(w, n, source, axis, entry, size):
-    """x[..., a:b] along `axis` as a piece of equal split: `size` divided into parts of b - a, the
-    piece a / (b - a). A slice that is the whole axis is x itself."""
+    """x[..., a:b] along `axis` as pieces of an equal split: `size` divided into parts of the
+    greatest length that divides a, b - a and `size`, the slice the concat of its parts (one part
+    where b - a divides the others: rotate_half's halves; three of four for GPT-NeoX's 4:16, the
+    head dims its partial rotary passes through). A slice that is the whole axis is x itself."""
     start, stop, step = entry.start or 0, size if entry.stop is None else entry.stop, entry.step or 1
     if not all(isinstance(v, int) for v in (start, stop, step)) or step != 1:
         raise w.unsupported(n, "a slice with a symbolic bound or a step (prism slices whole pieces of a constant axis)")
     start, stop = max(0, start + size if start < 0 else start), min(size, stop + size if stop < 0 else stop)
     if (start, stop) == (0, size):
         return source
-    length = stop - start
-    if length <= 0 or size % length or start % length:
-        raise w.unsupported(n, f"the slice {start}:{stop} of an axis of {size} (prism takes equal pieces: a split)")
-    return w.temporaries(n, size // length, f"split({source}, {size // length}, axis={axis})")[start // length]
+    part = math.gcd(start, stop - start, size) if stop > start else 0
+    if not part or size // part > _SLICE_PARTS:
+        raise w.unsupported(n, f"the slice {start}:{stop} of an axis of {size} (prism takes the concat of at most "
+                               f"{_SLICE_PARTS} equal parts of an axis)")
+    parts = w.temporaries(n, size // part, f"split({source}, {size // part}, axis={axis})")[start // part:stop // part]
+    value = parts[0]
+    for part in parts[1:]:  # a fused kernel's concat joins two values
+        value = w.temporary(n, f"concat({value}, {part}, axis={axis})")
+    return value
 
 
 def _indexes_by_value(n):
@@ -401,6 +411,15 @@ def _reshape(w, n):
     return f"reshape({w.arg(n.args[0])}, [{', '.join(w.size_texts(n))}])"
 
 
+def _attribute(w, n):
+    """`x.T` of a matrix and `x.mT` (Falcon's `input @ self.weight.T`): transposes, a weight's
+    read in place."""
+    name, rank = n.args[1], len(n.args[0].meta["tensor_meta"].shape)
+    if name == "mT" and rank >= 2 or name == "T" and rank == 2:
+        return f"{w.arg(n.args[0])}.{name}"
+    raise w.unsupported(n, f"the attribute .{name} of a tensor of rank {rank} (prism takes .T of a matrix and .mT)")
+
+
 def _identity(w, n):
     return w.arg(n.args[0])
 
@@ -456,7 +475,7 @@ def _sdpa(w, n):
         raise w.unsupported(n, "is_causal=True (prism has no mask of its own yet: pass the causal mask as attn_mask, -inf above the diagonal)")
     if a["dropout_p"]:
         raise w.unsupported(n, "dropout_p > 0 (prism imports inference graphs)")
-    scale = a["scale"] if a["scale"] is not None else 1.0 / math.sqrt(n.args[0].meta["tensor_meta"].shape[-1])
+    scale = a["scale"] if a["scale"] is not None else 1.0 / math.sqrt(a["query"].meta["tensor_meta"].shape[-1])
     scores = f"{w.arg(a['query'])} @ {w.arg(a['key'])}.mT * {scale!r}"
     mask = a["attn_mask"]
     if mask is not None:
@@ -468,7 +487,7 @@ def _sdpa(w, n):
     # its exps are 0, and their sum, 1 or more in every other row, at or above its tiniest.
     import torch
 
-    info = torch.finfo(n.args[0].meta["tensor_meta"].dtype)
+    info = torch.finfo(a["query"].meta["tensor_meta"].dtype)
     scores = w.temporary(n, scores)
     exps = w.temporary(n, f"exp({scores} - maximum(max({scores}, axis=-1), {info.min!r}))")
     return f"{exps} / maximum(sum({exps}, axis=-1), {info.tiny!r}) @ {w.arg(a['value'])}"
@@ -547,6 +566,7 @@ _FUNCTIONS = {
     "transpose": _transpose, "permute": _permute, "reshape": _reshape, "unsqueeze": _reshape, "pow": _pow, "where": _where, "clamp": _clamp,
     "cat": _cat, "addmm": _addmm, "baddbmm": _addmm, "chunk": _chunk, "split": _split, "scaled_dot_product_attention": _sdpa, "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
     "minimum": lambda w, n: f"minimum({w.arg(n.args[0])}, {w.arg(n.args[1])})", "dropout": _identity,
+    getattr: _attribute,
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
 }
 _METHODS = {
@@ -554,7 +574,7 @@ _METHODS = {
     "pow": _pow, "sum": _reduce("sum"), "mean": _reduce("mean"), "amax": _reduce("max"), "var": _var,
     "softmax": _softmax(False), "log_softmax": _softmax(True), "transpose": _transpose, "permute": _permute,
     "reshape": _reshape, "view": _reshape, "contiguous": _identity, "unsqueeze": _reshape, "expand": _expand, "float": _cast, "half": _cast, "bfloat16": _cast,
-    "to": _cast, "type_as": _cast, "clamp": _clamp, "chunk": _chunk, "split": _split,
+    "to": _cast, "type_as": _cast, "clamp": _clamp, "chunk": _chunk, "split": _split, "addmm": _addmm, "baddbmm": _addmm,
     "t": lambda w, n: f"{w.arg(n.args[0])}.T",
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
 }

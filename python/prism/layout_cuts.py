@@ -9,6 +9,7 @@ rotary embedding and the attention core at [batch, heads, seq, head_dim], the ou
 with its residual as rows. A layout op that reads a graph input (a weight's `.t()`, a gain's
 `unsqueeze`) stays inside: the piece reads the input through it in place. A reshape that only
 folds leading dims into rows or back (GPT-2 Conv1D's `view(-1, d)`) stays too: fold_rows takes it.
+A strided slice of a computed value (GPT-J's interleaved rotary, `x[..., ::2]`) is PyTorch's view.
 """
 import operator
 
@@ -39,15 +40,17 @@ def moves_layout(node):
     name = _name(node)
     if node.target is operator.getitem:
         index = node.args[1]
-        adds_axes = any(p is None for p in (index if isinstance(index, tuple) else (index,)))
-        return adds_axes and not _reads_graph_input(node)
+        parts = index if isinstance(index, tuple) else (index,)
+        adds_axes = any(p is None for p in parts)
+        strided = any(isinstance(p, slice) and p.step not in (None, 1) for p in parts)  # GPT-J's x[..., ::2]
+        return (adds_axes or strided) and not _reads_graph_input(node)
     if name in _ALWAYS:
         return True
     if name == "cat":  # along the last axis: rotate_half's halves; along another: a KV cache's append
         dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else 0)
         shape = _shape(node)
         return shape is not None and dim not in (-1, len(shape) - 1)
-    if name in _TRANSPOSES or name == "unsqueeze":
+    if name in _TRANSPOSES or name == "unsqueeze" or node.target is getattr and node.args[1] in ("T", "mT"):
         return not _reads_graph_input(node)
     if name in _RESHAPES:
         return not _folds_rows(node) and not _reads_graph_input(node)

@@ -12,7 +12,7 @@ MATMULS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm"}
 # Ops that move, pick or convert data and compute nothing: no FLOPs.
 MOVES_DATA = {"getitem", "view", "reshape", "split", "chunk", "contiguous", "unsqueeze", "squeeze", "transpose",
               "permute", "t", "cat", "expand", "expand_as", "repeat", "flatten", "embedding", "tensor", "to", "float",
-              "half", "bfloat16", "type_as", "clone", "dropout", "Dropout", "Identity"}
+              "half", "bfloat16", "type_as", "clone", "dropout", "Dropout", "Identity", "getattr"}  # getattr: x.T
 
 
 def op_name(node):
@@ -41,6 +41,14 @@ def _shape(node):
     return None if shape is None else [1 if hint(s) is None else int(hint(s)) for s in shape]
 
 
+def _operand_shape(node, position, keywords):
+    """The shape of `node`'s operand at `position`, or passed by one of `keywords` (Bloom's
+    `baddbmm(batch1=..., batch2=...)`); None where it has none."""
+    operand = node.args[position] if len(node.args) > position else next(
+        (node.kwargs[k] for k in keywords if k in node.kwargs), None)
+    return _shape(operand) if hasattr(operand, "meta") else None
+
+
 def node_flops(node):
     """The floating-point operations `node` computes (module docstring); 0 for no float tensor."""
     meta = node.meta.get("tensor_meta")
@@ -50,16 +58,15 @@ def node_flops(node):
     name = op_name(node)
     if name in MOVES_DATA:
         return 0
-    first = _shape(node.args[0]) if node.args and hasattr(node.args[0], "meta") else None
+    first = _operand_shape(node, 0, ("input", "query", "self"))
     if name in MATMULS:
-        operand = node.args[1] if name in ("addmm", "baddbmm") else node.args[0]
-        return 2 * out * (_shape(operand) or [1])[-1]
+        rows = _operand_shape(node, 1, ("mat1", "batch1")) if name in ("addmm", "baddbmm") else first
+        return 2 * out * (rows or [1])[-1]
     if name == "scaled_dot_product_attention" and first:
-        keys = _shape(node.args[1])[-2]
+        keys = (_operand_shape(node, 1, ("key",)) or [1, 1])[-2]
         return 2 * 2 * math.prod(first) * keys  # Q K^T, then the weights times V
-    if name == "conv2d" and node.args and hasattr(node.args[1], "meta"):
-        weight = _shape(node.args[1])
-        return 2 * out * math.prod(weight[1:])
+    if name == "conv2d" and _operand_shape(node, 1, ("weight",)):
+        return 2 * out * math.prod(_operand_shape(node, 1, ("weight",))[1:])
     if name == "Linear" and first:
         return 2 * out * first[-1]
     return out

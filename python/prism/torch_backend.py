@@ -236,6 +236,37 @@ def _simplify(graph_module):
     graph_module.recompile()
 
 
+# Partitioning again without the nodes the importer refused: every refusal of a round is found at
+# once, and a node is refused once, so few rounds pass (one per refusal that uncovers another).
+_PARTITION_ROUNDS = 4
+
+
+def _refusals(graph_module, partitions):
+    """{node: why} for the nodes whose translation the importer refuses in `partitions`' pieces
+    (a `pow` with a tensor exponent, a slice of many parts): each piece imported on a copy, as
+    torch_backend imports it, without fusing anything."""
+    from torch.fx.passes.utils.fuser_utils import fuse_as_graphmodule
+
+    by_name = {n.name: n for n in graph_module.graph.nodes}
+    found = {}
+    for partition in partitions:
+        nodes = [n for n in graph_module.graph.nodes if n in partition.nodes]
+        try:
+            piece = copy.deepcopy(fuse_as_graphmodule(graph_module, nodes, "trial")[0])
+            fold_rows(piece)
+            fx_import.from_graph(piece, "trial")
+        except UnsupportedOp as error:
+            if error.node in by_name:
+                found[by_name[error.node]] = error.reason
+        except Exception:  # noqa: BLE001 -- the piece's own import says what went wrong
+            pass
+    return found
+
+
+def _described(node):
+    return f"'{node.name}' ({getattr(node.target, '__name__', node.target)}) at {fx_import.source_line(node)}"
+
+
 def _left_to_pytorch(graph_module):
     """[(node description, why)] for each node computing a floating-point tensor that prism does
     not translate (index, mask and position arithmetic in integers and booleans is PyTorch's)."""
@@ -248,14 +279,18 @@ def _left_to_pytorch(graph_module):
             continue
         why = fx_import.why_untranslated(graph_module, n)
         if why is not None:
-            target = getattr(n.target, "__name__", n.target)
-            left.append((f"'{n.name}' ({target}) at {fx_import.source_line(n)}", why))
+            left.append((_described(n), why))
     return left
+
+
+def _is_matmul(node):
+    """Whether `node` is a matmul, attention counted as one."""
+    return share.op_name(node) in share.MATMULS or share.op_name(node) == "scaled_dot_product_attention"
 
 
 def _matmuls(nodes):
     """How many of `nodes` are matmuls, attention counted as one."""
-    return sum(share.op_name(n) in share.MATMULS or share.op_name(n) == "scaled_dot_product_attention" for n in nodes)
+    return sum(map(_is_matmul, nodes))
 
 
 def _biased(node, nodes):
@@ -298,22 +333,50 @@ def _pieces(partition, original):
             joined[-1] = joined[-1] + p
         else:
             joined.append(p)
-    return joined
+    return [part for p in joined for part in _without_prologue(p)]
+
+
+def _without_prologue(piece):
+    """`piece` as two pieces where it returns a value no matmul of it precedes (T5's position bias
+    plus mask, which its attention adds to the scores and the next layer reads): the values
+    leading to it first, then the rest, which reads it. The search takes a program of several
+    outputs only as written (docs/search.md), so a prologue's output left in would cost the
+    attention its fused kernels. The prologue holds every member it reads, so both are convex."""
+    members, after_matmul = set(piece), set()
+    for node in piece:  # in the graph's order
+        if _is_matmul(node) or any(i in after_matmul for i in node.all_input_nodes):
+            after_matmul.add(node)
+    prologue = set()
+    stack = [n for n in piece if n not in after_matmul and any(u not in members for u in n.users)]
+    while stack:
+        node = stack.pop()
+        if node not in prologue:
+            prologue.add(node)
+            stack.extend(i for i in node.all_input_nodes if i in members)
+    if not prologue or not _matmuls(piece):
+        return [piece]
+    return [[n for n in piece if n in prologue], [n for n in piece if n not in prologue]]
+
+
+def _computes_nothing(node):
+    """A cast that changes no value prism computes, or an op that only moves data."""
+    return node.op == "call_method" and node.target in _NO_OP_CASTS or share.op_name(node) in share.MOVES_DATA
 
 
 def _trimmed(partition):
     """The partition without the layout changes it ends with (the partitioner puts a getitem with
     its source, a split's pieces, also `x[:, :, None]`, repeat_kv's, which layout_cuts leaves to
-    PyTorch) and without the casts it starts with whose result others read too (Llama's
-    `cos.to(x.dtype)` at bf16: a piece would return a value it only converted). Dropping a node no other member reads, or one that
-    reads no member, keeps the partition convex."""
+    PyTorch) and without the casts and views it starts with whose result others read too (Llama's
+    `cos.to(x.dtype)` at bf16, Mixtral's `cos.unsqueeze(1)` before a graph break: a piece would
+    return a value it only converted or viewed). Dropping a node no other member reads, or one
+    that reads no member, keeps the partition convex."""
     from torch.fx.passes.infra.partitioner import Partition
 
     nodes = set(partition.nodes)
     changed = True
     while changed:
         ends = [n for n in nodes if moves_layout(n) and not any(u in nodes for u in n.users)]
-        starts = [n for n in nodes if n.op == "call_method" and n.target in _NO_OP_CASTS and
+        starts = [n for n in nodes if _computes_nothing(n) and
                   not any(i in nodes for i in n.all_input_nodes) and any(u not in nodes for u in n.users)]
         nodes.difference_update(ends + starts)
         changed = bool(ends or starts)
@@ -322,7 +385,8 @@ def _trimmed(partition):
 
 # Worth a piece alone: attention (its two matmuls and softmax), a norm, a projection by a weight (the
 # user asked for prism's kernels, and its tuned matmul is one).
-_WORTH_ALONE = {"scaled_dot_product_attention", "linear", "addmm", "matmul", "layer_norm", "LayerNorm", "Linear"}
+_WORTH_ALONE = {"scaled_dot_product_attention", "linear", "addmm", "baddbmm", "matmul", "mm", "bmm", "layer_norm", "LayerNorm",
+                "Linear"}
 
 
 def _compute_nodes(graph_module):
@@ -405,7 +469,21 @@ def torch_backend(graph_module, example_inputs, target="cpu", top=None, explain=
     and `prism_left` (node, why) for each op outside every partition.
     Under autograd (an input that requires grad, grad mode on) the graph is returned as it is:
     prism's kernels compute no gradients. `explain`: nothing is searched or said; each piece's
-    program is kept in `prism_programs` (name, Imported) and PyTorch runs the whole graph."""
+    program is kept in `prism_programs` (name, Imported) and PyTorch runs the whole graph.
+    An error of prism's own outside every piece (a bug) leaves the whole graph to PyTorch, with
+    one warning that says so: the user's model runs as written, never crashes in its compile."""
+    try:
+        return _backend(graph_module, example_inputs, target, top, explain)
+    except Exception as error:  # noqa: BLE001 -- the model runs as written, the bug is reported
+        _warn_once(f"prism: PyTorch runs this graph as written: prism failed on it ({type(error).__name__}: {error}; "
+                   "a bug: please report it)")
+        graph_module.prism_partitions, graph_module.prism_left, graph_module.prism_programs = [], [], []
+        graph_module.prism_skipped = [("graph", f"prism failed on it ({type(error).__name__}: {error})")]
+        graph_module.prism_share = share.Share(0, 0, 0, 0)
+        return graph_module
+
+
+def _backend(graph_module, example_inputs, target, top, explain):
     from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner, Partition
     from torch.fx.passes.operator_support import OperatorSupportBase
 
@@ -420,18 +498,26 @@ def torch_backend(graph_module, example_inputs, target="cpu", top=None, explain=
     _simplify(graph_module)
     regions = _in_regions(graph_module)
 
+    refused = {}  # node -> why the importer refused it in a piece: PyTorch's, the piece cut around it
+
     class PrismSupport(OperatorSupportBase):
         def is_node_supported(self, submodules, node):
-            return node not in regions and not moves_layout(node) and fx_import.translates(graph_module, node)
+            return (node not in regions and node not in refused and not moves_layout(node) and
+                    fx_import.translates(graph_module, node))
 
-    left = _left_to_pytorch(graph_module)
     # Single nodes too: the partitioner's own filter counts call_function nodes only, and a model
     # traced with its nn.Modules calls them (call_module); _compute_nodes filters instead.
     # Positions by name: fusing copies the nodes into a new graph, under their names.
     original = {n.name: i for i, n in enumerate(graph_module.graph.nodes)}
-    partitioner = CapabilityBasedPartitioner(graph_module, PrismSupport(), allows_single_node_partition=True)
-    partitions = [Partition(id=i, nodes=nodes) for i, nodes in
-                  enumerate(piece for p in partitioner.propose_partitions() for piece in _pieces(_trimmed(p), original))]
+    for _ in range(_PARTITION_ROUNDS):
+        partitioner = CapabilityBasedPartitioner(graph_module, PrismSupport(), allows_single_node_partition=True)
+        partitions = [Partition(id=i, nodes=nodes) for i, nodes in
+                      enumerate(piece for p in partitioner.propose_partitions() for piece in _pieces(_trimmed(p), original))]
+        more = _refusals(graph_module, partitions)
+        if not more:
+            break
+        refused.update(more)
+    left = _left_to_pytorch(graph_module) + [(_described(n), why) for n, why in refused.items()]
     first = {f"fused_{i}": min(original[n.name] for n in p.nodes) for i, p in enumerate(partitions)}  # fuse_by_partitions' names
     members = {f"fused_{i}": list(p.nodes) for i, p in enumerate(partitions)}
     whole_graph = share.share(graph_module, example_inputs, [])  # counted before fusing moves the nodes

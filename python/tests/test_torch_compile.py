@@ -193,3 +193,46 @@ def test_an_op_prism_lacks_stays_pytorchs_and_the_report_names_its_line(shared_d
     report = "\n".join(str(w.message) for w in caught)
     assert f"(cumsum) at {__file__}:{line}: prism has no translation of this op" in report, report
     assert spy.graphs[0].prism_left and "cumsum" in spy.graphs[0].prism_left[0][0]
+
+
+def test_a_bias_the_next_layer_reads_too_is_no_output_of_the_attentions_program(monkeypatch, tmp_path):
+    # T5's attention: its position bias plus the mask, added to the scores and returned for the
+    # next layer. Left in the attention's piece it would be a second output, and the search takes
+    # a program of several outputs only as written: the attention's program returns one value.
+    monkeypatch.setenv("PRISM_SOCKET", str(tmp_path / "none.sock"))
+    monkeypatch.setenv("PRISM_BIN", str(tmp_path / "no-prism"))
+
+    def t5_attention(q, k, v, position_bias, mask):
+        bias = position_bias + mask
+        weights = torch.softmax(q @ k.transpose(3, 2) + bias, dim=-1)
+        return weights @ v, bias
+
+    q, k, v = (torch.randn(2, 4, 6, 16) for _ in range(3))
+    mask = torch.zeros(2, 1, 1, 6)
+    mask[1, ..., :2] = torch.finfo(torch.float32).min
+    (graph,) = prism.explain(t5_attention, q, k, v, torch.randn(1, 4, 6, 6), mask).graphs
+    texts = [program.text for _, program in graph.prism_programs]
+    (attention,) = [t for t in texts if "softmax(" in t]
+    returned = attention.strip().splitlines()[-2].split("return", 1)[1]
+    assert "," not in returned, attention
+
+
+def test_an_error_of_prisms_own_leaves_the_graph_to_pytorch_and_says_so(monkeypatch, spy):
+    # A bug outside every piece (here the FLOPs count raising) never crashes the user's compile:
+    # PyTorch runs the graph as written and one warning asks for a report.
+    def broken(*args, **kwargs):
+        raise IndexError("tuple index out of range")
+
+    monkeypatch.setattr(BACKEND.share, "share", broken)
+    BACKEND._WARNED.clear()
+    block = LlamaMLPBlock().eval()
+    x = activations(2, 5)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torch.compile(block, backend=spy)(x)
+        want = block(x)
+    assert torch.equal(got, want)
+    (graph,) = spy.graphs
+    assert not graph.prism_partitions and "IndexError" in graph.prism_skipped[0][1]
+    report = "\n".join(str(w.message) for w in caught)
+    assert "PyTorch runs this graph as written: prism failed on it (IndexError" in report and "please report" in report, report
