@@ -14,6 +14,7 @@ import re
 import sys
 
 from .errors import UnsupportedOp
+from .share import arguments as _args
 
 _DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}
 
@@ -234,14 +235,6 @@ def _is_symbolic_size(node):
     names, s27, as an argument of its own)."""
     value = node.meta.get("example_value", node.meta.get("val"))
     return value is not None and not hasattr(value, "shape")
-
-
-def _args(node, names, defaults=None):
-    """The node's arguments by name, positional or keyword."""
-    values = dict(defaults or {})
-    values.update(zip(names, node.args))
-    values.update(node.kwargs)
-    return values
 
 
 def _axis(w, node, value):

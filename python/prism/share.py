@@ -41,12 +41,18 @@ def _shape(node):
     return None if shape is None else [1 if hint(s) is None else int(hint(s)) for s in shape]
 
 
-def _operand_shape(node, position, keywords):
-    """The shape of `node`'s operand at `position`, or passed by one of `keywords` (Bloom's
-    `baddbmm(batch1=..., batch2=...)`); None where it has none."""
-    operand = node.args[position] if len(node.args) > position else next(
-        (node.kwargs[k] for k in keywords if k in node.kwargs), None)
-    return _shape(operand) if hasattr(operand, "meta") else None
+def arguments(node, names, defaults=None):
+    """The node's arguments by name, positional or keyword."""
+    values = dict(defaults or {})
+    values.update(zip(names, node.args))
+    values.update(node.kwargs)
+    return values
+
+
+# Operand names where they are not (input, weight): passed by keyword too (Bloom's
+# `baddbmm(batch1=..., batch2=...)`, an attention's `query=`).
+_OPERANDS = {"addmm": ("input", "mat1", "mat2"), "baddbmm": ("input", "batch1", "batch2"),
+             "scaled_dot_product_attention": ("query", "key", "value")}
 
 
 def node_flops(node):
@@ -58,15 +64,17 @@ def node_flops(node):
     name = op_name(node)
     if name in MOVES_DATA:
         return 0
-    first = _operand_shape(node, 0, ("input", "query", "self"))
+    names = _OPERANDS.get(name, ("input", "weight"))
+    shapes = {k: _shape(v) for k, v in arguments(node, names).items() if hasattr(v, "meta")}
+    first = shapes.get(names[0])
     if name in MATMULS:
-        rows = _operand_shape(node, 1, ("mat1", "batch1")) if name in ("addmm", "baddbmm") else first
+        rows = shapes.get(names[1]) if name in ("addmm", "baddbmm") else first
         return 2 * out * (rows or [1])[-1]
     if name == "scaled_dot_product_attention" and first:
-        keys = (_operand_shape(node, 1, ("key",)) or [1, 1])[-2]
+        keys = (shapes.get("key") or [1, 1])[-2]
         return 2 * 2 * math.prod(first) * keys  # Q K^T, then the weights times V
-    if name == "conv2d" and _operand_shape(node, 1, ("weight",)):
-        return 2 * out * math.prod(_operand_shape(node, 1, ("weight",))[1:])
+    if name == "conv2d" and shapes.get("weight"):
+        return 2 * out * math.prod(shapes["weight"][1:])
     if name == "Linear" and first:
         return 2 * out * first[-1]
     return out

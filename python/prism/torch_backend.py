@@ -241,26 +241,31 @@ def _simplify(graph_module):
 _PARTITION_ROUNDS = 4
 
 
-def _refusals(graph_module, partitions):
-    """{node: why} for the nodes whose translation the importer refuses in `partitions`' pieces
-    (a `pow` with a tensor exponent, a slice of many parts): each piece imported on a copy, as
-    torch_backend imports it, without fusing anything."""
-    from torch.fx.passes.utils.fuser_utils import fuse_as_graphmodule
+def _imports(graph_module, partitions):
+    """{fused name: (piece, its folded rows, program), or the error its import raised} for each
+    partition, by fuse_partitions' names (`fused_<index>`): each imported on a copy of its nodes
+    (`fuse_as_graphmodule`, nothing fused) and folded there, so a piece prism does not take runs
+    as the graph wrote it."""
+    from torch.fx.passes.utils.fuser_utils import fuse_as_graphmodule, topo_sort
 
-    by_name = {n.name: n for n in graph_module.graph.nodes}
-    found = {}
-    for partition in partitions:
-        nodes = [n for n in graph_module.graph.nodes if n in partition.nodes]
+    imported = {}
+    for i, partition in enumerate(partitions):
+        name = f"fused_{i}"
         try:
-            piece = copy.deepcopy(fuse_as_graphmodule(graph_module, nodes, "trial")[0])
-            fold_rows(piece)
-            fx_import.from_graph(piece, "trial")
-        except UnsupportedOp as error:
-            if error.node in by_name:
-                found[by_name[error.node]] = error.reason
-        except Exception:  # noqa: BLE001 -- the piece's own import says what went wrong
-            pass
-    return found
+            # As fuse_partitions fuses it: the piece's inputs in the order its call passes them.
+            piece = copy.deepcopy(fuse_as_graphmodule(graph_module, topo_sort(list(partition.nodes)), name, partition.nodes)[0])
+            folded = fold_rows(piece)
+            imported[name] = (piece, folded, fx_import.from_graph(piece, "torch_" + name))
+        except Exception as error:  # noqa: BLE001 -- said where the piece is taken or left
+            imported[name] = error
+    return imported
+
+
+def _refusals(graph_module, imported):
+    """{node: why} for the nodes the importer refused in `imported`'s pieces (a `pow` with a
+    tensor exponent, a slice of many parts)."""
+    by_name = {n.name: n for n in graph_module.graph.nodes}
+    return {by_name[e.node]: e.reason for e in imported.values() if isinstance(e, UnsupportedOp) and e.node in by_name}
 
 
 def _described(node):
@@ -513,7 +518,8 @@ def _backend(graph_module, example_inputs, target, top, explain):
         partitioner = CapabilityBasedPartitioner(graph_module, PrismSupport(), allows_single_node_partition=True)
         partitions = [Partition(id=i, nodes=nodes) for i, nodes in
                       enumerate(piece for p in partitioner.propose_partitions() for piece in _pieces(_trimmed(p), original))]
-        more = _refusals(graph_module, partitions)
+        imported = _imports(graph_module, partitions)
+        more = _refusals(graph_module, imported)
         if not more:
             break
         refused.update(more)
@@ -536,10 +542,9 @@ def _backend(graph_module, example_inputs, target, top, explain):
         if _compute_nodes(part) < 2:
             continue  # one op alone gains nothing from fusion: PyTorch runs it
         try:
-            # Folded on a copy: a piece prism does not take runs as the graph wrote it.
-            piece = copy.deepcopy(part)
-            folded = fold_rows(piece)
-            program = fx_import.from_graph(piece, "torch_" + node.target)
+            if isinstance(imported[node.target], Exception):
+                raise imported[node.target]
+            piece, folded, program = imported[node.target]
             if explain:
                 partitioned.prism_programs.append((node.target, program))
                 taken.append(shares[node.target])

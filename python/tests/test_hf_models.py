@@ -146,17 +146,13 @@ def test_a_bf16_model_is_as_close_to_the_f32_model_as_eager_bf16_is(shared_daemo
 # (GPTBigCode), per-head q/k norms (Qwen3), soft-capped logits (Gemma2), experts (Mixtral),
 # learned positions (OPT), shared layers and embedding projections (ALBERT), disentangled
 # attention (DeBERTa-v2), an encoder-decoder (BART).
-def _decoder(cls, **extra):
-    return decoder_config(cls, **extra)
-
-
 OTHER_MODELS = {
-    "phi3": lambda: T.Phi3ForCausalLM(_decoder(T.Phi3Config, pad_token_id=0)),
-    "qwen3": lambda: T.Qwen3ForCausalLM(_decoder(T.Qwen3Config, head_dim=16)),
-    "gemma2": lambda: T.Gemma2ForCausalLM(_decoder(T.Gemma2Config, head_dim=16)),
-    "phi": lambda: T.PhiForCausalLM(_decoder(T.PhiConfig)),
-    "stablelm": lambda: T.StableLmForCausalLM(_decoder(T.StableLmConfig)),
-    "mixtral": lambda: T.MixtralForCausalLM(_decoder(T.MixtralConfig, num_local_experts=4, num_experts_per_tok=2)),
+    "phi3": lambda: T.Phi3ForCausalLM(decoder_config(T.Phi3Config, pad_token_id=0)),
+    "qwen3": lambda: T.Qwen3ForCausalLM(decoder_config(T.Qwen3Config, head_dim=16)),
+    "gemma2": lambda: T.Gemma2ForCausalLM(decoder_config(T.Gemma2Config, head_dim=16)),
+    "phi": lambda: T.PhiForCausalLM(decoder_config(T.PhiConfig)),
+    "stablelm": lambda: T.StableLmForCausalLM(decoder_config(T.StableLmConfig)),
+    "mixtral": lambda: T.MixtralForCausalLM(decoder_config(T.MixtralConfig, num_local_experts=4, num_experts_per_tok=2)),
     "gpt_neox": lambda: T.GPTNeoXForCausalLM(T.GPTNeoXConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN,
                                                              num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64)),
     "opt": lambda: T.OPTForCausalLM(T.OPTConfig(vocab_size=VOCAB, hidden_size=HIDDEN, ffn_dim=2 * HIDDEN, num_hidden_layers=2,
