@@ -10,7 +10,9 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "repl/repl_fixture.h"
@@ -41,39 +43,51 @@ json tune(const ReplFixture& f, const Question& q, bool fresh = true) {
   return lines[0];
 }
 
-// `loaded` against the same tune on a quiet machine: within a factor 1.5, or noisy and not stored.
-// The quiet reference is a tune before the loaded one and a tune after it: on a 2-core VM two quiet
-// tunes minutes apart have differed by 1.6x (gated_mlp 5.2x and 8.1x, every round of each agreeing:
-// the eager baseline took 0.65 ms in some spells and 0.34-0.42 ms in others), so the loaded
-// speedup must lie within 1.5x of the range the quiet ones span. Two samples can miss that range
-// (rms_linear quiet 5.1x and 3.9x, then 8.2x for a tune that only waited in the queue, so ran on a
-// quiet machine too): where the loaded speedup lies outside, up to four more quiet tunes widen the
-// sample before the check fails (docs/testing.md, "Timing checks"). A quiet tune flagged noisy still counts: its rounds disagreed
-// with nothing of ours running, so its speedup is one this machine gives unloaded.
-void check_trustworthy(const ReplFixture& f, const Question& q, const json& before, const json& loaded, const json& after) {
-  INFO(q.program << " quiet " << before["speedup"] << " (" << before["measured"]["contention"] << ") and " << after["speedup"] << " ("
-                 << after["measured"]["contention"] << "), loaded " << loaded["speedup"] << " (" << loaded["measured"]["contention"] << ")");
+// Whether `loaded` holds against the same tune on a quiet machine: noisy and not stored, or within
+// a factor 1.5 of the range the quiet tunes in `quiet` span. On a 2-core VM two quiet tunes minutes
+// apart have differed by 1.6x to 2.7x with every round of each agreeing: the eager baseline has
+// spells of 3x its time (rms_linear 0.11 ms, then 0.33 ms) that last from seconds to minutes and
+// come with no load of ours, the prism-runner alone shows them (docs/testing.md, "Timing
+// checks"). Where the loaded speedup lies outside, up to two more quiet tunes widen the sample; the
+// caller runs the loaded tune again before it fails (a defect distorts every loaded run, a spell
+// one of them). A quiet tune flagged noisy still counts: its rounds disagreed with nothing of ours
+// running, so its speedup is one this machine gives unloaded.
+bool holds(const ReplFixture& f, const Question& q, const json& loaded, std::vector<json>& quiet, std::string& seen) {
   if (loaded["noisy"].get<bool>()) {
     // Not stored: the DB answers with a quiet run's measurement, or with nothing.
     json again = tune(f, q, false);
-    CHECK((!again["fromDb"].get<bool>() || again["measured"]["at"] == before["measured"]["at"] ||
-           again["measured"]["at"] == after["measured"]["at"]));
-    return;
+    bool from_quiet = !again["fromDb"].get<bool>();
+    for (const json& r : quiet) from_quiet = from_quiet || again["measured"]["at"] == r["measured"]["at"];
+    CHECK(from_quiet);
+    return true;
   }
-  std::vector<double> quiet;
-  for (const json* r : {&before, &after}) quiet.push_back((*r)["speedup"].get<double>());
   const double speedup = loaded["speedup"].get<double>();
   auto inside = [&] {
-    const auto [lo, hi] = std::minmax_element(quiet.begin(), quiet.end());
-    return speedup < *hi * 1.5 && speedup > *lo / 1.5;
+    auto by_speedup = [](const json& a, const json& b) { return a["speedup"].get<double>() < b["speedup"].get<double>(); };
+    const auto [lo, hi] = std::minmax_element(quiet.begin(), quiet.end(), by_speedup);
+    return speedup < (*hi)["speedup"].get<double>() * 1.5 && speedup > (*lo)["speedup"].get<double>() / 1.5;
   };
-  for (int more = 0; more < 4 && !inside(); ++more) {
-    quiet.push_back(tune(f, q)["speedup"].get<double>());
+  for (int more = 0; more < 2 && !inside(); ++more) quiet.push_back(tune(f, q));
+  const json& m = loaded["measured"];
+  seen += q.program + " loaded " + std::to_string(speedup) + " (" + m["contention"].get<std::string>() + "; " + m["attempts"].dump() +
+          " attempts, other processes " + m["foreignCores"].dump() + " cores), quiet";
+  for (const json& r : quiet) seen += " " + std::to_string(r["speedup"].get<double>());
+  seen += "\n";
+  return inside();
+}
+
+// Runs `loaded` (which returns its tunes' results, each with its question) until every result
+// holds against the quiet tunes of its question, at most three times.
+void check_trustworthy(const ReplFixture& f, std::map<std::string, std::vector<json>>& quiet,
+                       const std::function<std::vector<std::pair<Question, json>>()>& loaded) {
+  std::string seen;
+  bool ok = false;
+  for (int run = 0; run < 3 && !ok; ++run) {
+    ok = true;
+    for (const auto& [q, result] : loaded()) ok = holds(f, q, result, quiet[q.program], seen) && ok;
   }
-  std::string sample;
-  for (double v : quiet) sample += std::to_string(v) + " ";
-  INFO("quiet speedups " << sample);
-  CHECK(inside());
+  INFO(seen);
+  CHECK(ok);
 }
 
 // Every core busy while `running` holds.
@@ -105,35 +119,39 @@ TEST_CASE("two tunes at once on one daemon: one waits for the other, and both ra
   ReplFixture f;
   auto open = f.prism({"-c", "open " + example("rms_linear") + "; open " + example("gated_mlp")});
   REQUIRE(open.exit_code == 0);
-  const json quiet_rms = tune(f, kRms), quiet_mlp = tune(f, kMlp);
+  std::map<std::string, std::vector<json>> quiet = {{kRms.program, {tune(f, kRms)}}, {kMlp.program, {tune(f, kMlp)}}};
 
-  auto rms = std::async(std::launch::async, [&] { return tune(f, kRms); });
-  auto mlp = std::async(std::launch::async, [&] { return tune(f, kMlp); });
-  const json loaded_rms = rms.get(), loaded_mlp = mlp.get();
-  // One tune at a time on the machine: the second waited for the first.
-  CHECK((loaded_rms["measured"]["queued"].get<bool>() || loaded_mlp["measured"]["queued"].get<bool>()));
-  const json after_rms = tune(f, kRms), after_mlp = tune(f, kMlp);
-  check_trustworthy(f, kRms, quiet_rms, loaded_rms, after_rms);
-  check_trustworthy(f, kMlp, quiet_mlp, loaded_mlp, after_mlp);
+  check_trustworthy(f, quiet, [&] {
+    auto rms = std::async(std::launch::async, [&] { return tune(f, kRms); });
+    auto mlp = std::async(std::launch::async, [&] { return tune(f, kMlp); });
+    const json loaded_rms = rms.get(), loaded_mlp = mlp.get();
+    // One tune at a time on the machine: the second waited for the first.
+    CHECK((loaded_rms["measured"]["queued"].get<bool>() || loaded_mlp["measured"]["queued"].get<bool>()));
+    quiet[kRms.program].push_back(tune(f, kRms));
+    quiet[kMlp.program].push_back(tune(f, kMlp));
+    return std::vector<std::pair<Question, json>>{{kRms, loaded_rms}, {kMlp, loaded_mlp}};
+  });
 }
 
 TEST_CASE("a load that starts and stops during a tune: the ratio holds or the result says it is noisy", "[repl][e2e][tune][load]") {
   ReplFixture f;
   REQUIRE(f.prism({"-c", "open " + example("gated_mlp")}).exit_code == 0);
-  const json quiet = tune(f, kMlp);
+  std::map<std::string, std::vector<json>> quiet = {{kMlp.program, {tune(f, kMlp)}}};
 
-  // Every core busy for 0.3 s, then idle for 0.3 s, and so on until the tune ends: the load
-  // starts and stops many times within its rounds.
-  auto loaded = std::async(std::launch::async, [&] { return tune(f, kMlp); });
-  Load load;
-  for (bool on = true; loaded.wait_for(std::chrono::milliseconds(300)) != std::future_status::ready; on = !on) {
-    if (on) load.start();
-    else load.stop();
-  }
-  load.stop();
-  const json result = loaded.get();
-  INFO("attempts " << result["measured"]["attempts"] << ", other processes " << result["measured"]["foreignCores"] << " cores");
-  check_trustworthy(f, kMlp, quiet, result, tune(f, kMlp));
+  check_trustworthy(f, quiet, [&] {
+    // Every core busy for 0.3 s, then idle for 0.3 s, and so on until the tune ends: the load
+    // starts and stops many times within its rounds.
+    auto loaded = std::async(std::launch::async, [&] { return tune(f, kMlp); });
+    Load load;
+    for (bool on = true; loaded.wait_for(std::chrono::milliseconds(300)) != std::future_status::ready; on = !on) {
+      if (on) load.start();
+      else load.stop();
+    }
+    load.stop();
+    const json result = loaded.get();
+    quiet[kMlp.program].push_back(tune(f, kMlp));
+    return std::vector<std::pair<Question, json>>{{kMlp, result}};
+  });
 }
 
 namespace {
