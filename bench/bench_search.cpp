@@ -1,5 +1,6 @@
-// Search time and counts per workload (docs/design.md §8) and per layer of examples/layers, with 1
-// and 2 threads, default bounds.
+// Search time and counts per workload (docs/design.md §8), per layer of examples/layers and per
+// chain of k residual blocks ("chain3": docs/search.md, "Block cuts"), with 1 and 2 threads,
+// default bounds.
 // Run by scripts/bench.sh, never by the tests.
 #include <algorithm>
 #include <chrono>
@@ -16,7 +17,21 @@
 
 using namespace prism;
 
+// k blocks H_i = silu(rms_norm(H_(i-1)) @ W_i) + H_(i-1), as a pre-norm decoder chains them.
+static std::string chain_text(int k) {
+  std::string text = "program chain" + std::to_string(k) + "(H0: f32[n, d]";
+  for (int i = 1; i <= k; ++i) text += ", W" + std::to_string(i) + ": f32[d, d]";
+  text += ") {\n";
+  for (int i = 1; i <= k; ++i)
+    text += "  H" + std::to_string(i) + " = silu(rms_norm(H" + std::to_string(i - 1) + ", eps=1e-6) @ W" + std::to_string(i) + ") + H" +
+            std::to_string(i - 1) + "\n";
+  return text + "  return H" + std::to_string(k) + "\n}\n";
+}
+
 static Program load(const std::string& name) {
+  if (name.rfind("chain", 0) == 0) {
+    for (const auto& p : compile_text(chain_text(std::stoi(name.substr(5))), name + ".prism").programs) return lower_composites(p);
+  }
   const std::string dir = std::string(PRISM_SOURCE_DIR) + "/examples/";
   std::ifstream in(std::filesystem::exists(dir + name + ".prism") ? dir + name + ".prism" : dir + "layers/" + name + ".prism");
   std::stringstream ss;
@@ -34,6 +49,7 @@ int main(int argc, char** argv) {
     if (e.path().extension() == ".prism") layers.push_back(e.path().stem().string());
   std::sort(layers.begin(), layers.end());
   names.insert(names.end(), layers.begin(), layers.end());
+  for (const char* chain : {"chain1", "chain2", "chain3", "chain4", "chain8"}) names.push_back(chain);
   if (argc > 1) names.assign(argv + 1, argv + argc);
   std::printf("%-18s %7s %7s %8s %8s %8s %8s %5s %4s %4s %8s %8s %7s\n", "workload", "t1_s", "t2_s", "speedup", "generated", "pruned", "families",
               "dups", "ver", "rej", "verify_s", "sat_s", "stop");

@@ -88,13 +88,16 @@ sgraph::SGraph compose_library_graph(const Program& program, const LibraryCut& c
   return g;
 }
 
-sgraph::SGraph compose_pieces(const Program& program, const KernelCut& cut, const std::vector<const sgraph::SGraph*>& pieces) {
+sgraph::SGraph compose_pieces(const Program& program, const KernelCut& cut, const std::vector<const sgraph::SGraph*>& pieces,
+                              const std::vector<std::map<std::string, std::string>>& inputs) {
   sgraph::SGraph g;
   for (int id : program.inputs) g.inputs.push_back({program.value(id).name, program.value(id).type});
   for (size_t j = 0; j < pieces.size(); ++j) {
     const bool last = j + 1 == pieces.size();
     const std::string out = last ? unused_tensor_name("O", program) : cut_tensor(program.value(cut.computes[j]).name);
-    std::vector<sgraph::Kernel> ks = renamed(*pieces[j], "p" + std::to_string(j + 1) + "_", {{pieces[j]->outputs.at(0), out}});
+    std::map<std::string, std::string> tensors = j < inputs.size() ? inputs[j] : std::map<std::string, std::string>{};
+    tensors[pieces[j]->outputs.at(0)] = out;
+    std::vector<sgraph::Kernel> ks = renamed(*pieces[j], "p" + std::to_string(j + 1) + "_", tensors);
     std::vector<const LayoutCopy*> copies;
     for (const LayoutCopy& c : cut.copies)
       if (c.from == cut.computes[j]) copies.push_back(&c);

@@ -102,22 +102,66 @@ bool after_matmul(const Program& p, int v) {
   return false;
 }
 
+// Whether `m` is a matmul by a weight: a 2-D input, read in place.
+bool by_weight(const Program& p, const Value& m) {
+  if (m.op != Op::Matmul || m.operands.size() != 2) return false;
+  const Value& w = p.value(m.operands[1]);
+  return (w.op == Op::Input || input_view(p, w)) && w.type.shape.size() == 2;
+}
+
 // The optional cuts: before each matmul by a weight (a 2-D input, read in place) whose rows a
 // matmul computed.
 std::vector<KernelCut> chained_matmul_cuts(const Program& p) {
   std::vector<KernelCut> cuts;
   std::set<int> done;
   for (const Value& m : p.values) {
-    if (m.op != Op::Matmul || m.operands.size() != 2) continue;
-    const Value& w = p.value(m.operands[1]);
-    const bool weight = (w.op == Op::Input || input_view(p, w)) && w.type.shape.size() == 2;
+    if (!by_weight(p, m)) continue;
     const Value& a = p.value(m.operands[0]);
-    if (!weight || !computed(a) || !after_matmul(p, a.id) || !done.insert(a.id).second) continue;
+    if (!computed(a) || !after_matmul(p, a.id) || !done.insert(a.id).second) continue;
     KernelCut cut = cut_at(p, {a.id}, {});
     cut.places = {"at " + a.name + ", before the matmul at " + std::to_string(m.pos.begin.line) + ":" + std::to_string(m.pos.begin.col)};
     cuts.push_back(std::move(cut));
   }
   return cuts;
+}
+
+// The values where a program's blocks meet (docs/search.md, "Block cuts"): a residual stream,
+// computed after a matmul, read by two or more values, the only computed value made so far that
+// any later value reads, with a matmul by a weight after it. Of two such values with no matmul
+// between them, the later one (the block before keeps its epilogue).
+std::vector<int> block_boundaries(const Program& p, const std::vector<std::vector<int>>& users) {
+  auto counted = [&](const Value& v) { return v.op != Op::Input && v.op != Op::Const && !input_view(p, v) && !users[size_t(v.id)].empty(); };
+  std::vector<int> closes(p.values.size(), 0);  // [i] values last read by value i
+  int open = 0, last_weight_matmul = -1;
+  for (const Value& v : p.values) {
+    if (by_weight(p, v)) last_weight_matmul = v.id;
+    if (counted(v)) closes[size_t(*std::max_element(users[size_t(v.id)].begin(), users[size_t(v.id)].end()))]++;
+  }
+  std::vector<int> kept;
+  bool matmul_since = false;
+  for (const Value& v : p.values) {
+    open -= closes[size_t(v.id)];
+    if (v.op == Op::Matmul) matmul_since = true;
+    if (!counted(v)) continue;
+    ++open;
+    const bool outputs = std::find(p.outputs.begin(), p.outputs.end(), v.id) != p.outputs.end();
+    if (open != 1 || users[size_t(v.id)].size() < 2 || outputs || v.id >= last_weight_matmul || !after_matmul(p, v.id)) continue;
+    if (matmul_since || kept.empty()) kept.push_back(v.id);
+    else kept.back() = v.id;
+    matmul_since = false;
+  }
+  return kept;
+}
+
+// The cut at every block boundary, where a program has two or more: each block is searched on
+// its own, and the blocks alike are searched once (kernel_search.h).
+std::optional<KernelCut> block_cut(const Program& p, const std::vector<std::vector<int>>& users) {
+  const std::vector<int> boundaries = block_boundaries(p, users);
+  if (boundaries.size() < 2) return std::nullopt;
+  KernelCut cut = cut_at(p, boundaries, {});
+  cut.required = cut.blocks = true;
+  for (int b : boundaries) cut.places.push_back("at " + p.value(b).name + " (between blocks)");
+  return cut;
 }
 
 }  // namespace
@@ -143,7 +187,10 @@ std::vector<KernelCut> kernel_cuts(const Program& p) {
     if (!b) return {};  // a layout change no cut reads: the seed's reason stands
     found.push_back(std::move(*b));
   }
-  if (found.empty()) return chained_matmul_cuts(p);
+  if (found.empty()) {
+    if (std::optional<KernelCut> blocks = block_cut(p, users)) return {std::move(*blocks)};
+    return chained_matmul_cuts(p);
+  }
   std::vector<int> values;
   std::vector<LayoutCopy> copies;
   std::vector<std::string> places;

@@ -36,7 +36,9 @@ struct KernelCut {
   std::vector<Program> pieces;     // in run order; the last returns the program's output
   std::vector<int> computes;       // [piece] the program value it computes
   std::vector<LayoutCopy> copies;  // each after the piece computing its `from`
-  bool required = false;           // at layout changes: the program as written has no fused family
+  bool required = false;           // at layout changes: the program as written has no fused family;
+                                   // at block boundaries: the whole is searched block by block
+  bool blocks = false;             // at block boundaries (a residual stream between blocks)
   std::vector<std::string> places;  // where it cuts, each: "at t3 (reshaped in place, read transposed)"
 
   // The places, joined: "at t3 (…), at A (transposed, reshaped: a copy)"; copy i with folded[i]
@@ -49,7 +51,10 @@ struct KernelCut {
 std::string cut_tensor(const std::string& value);
 
 // The cut every layout change of a computed value needs (required), when the program has one and
-// each fits the forms above; else the optional cuts at matmuls chained through a weight, one per
+// each fits the forms above; else, for a program of three or more blocks (each a matmul by a
+// weight and what follows it up to a residual stream that all later values read the earlier ones
+// through), the cut at every boundary between them (required: the search's time grows with the
+// blocks, not exponentially); else the optional cuts at matmuls chained through a weight, one per
 // such matmul. None for a program with several outputs.
 std::vector<KernelCut> kernel_cuts(const Program& program);
 

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <optional>
 
+#include "engine/ir/print.h"
 #include "engine/search/compose.h"
 
 namespace prism::search {
@@ -20,6 +22,43 @@ size_t families_per_piece(size_t pieces) {
   };
   while (power(keep + 1) <= kKernelCutFamilies) ++keep;
   return keep;
+}
+
+// A piece as a computation: its text with its inputs named by first use and its other values by
+// position, and its inputs' names in that order. Two pieces of one text are one program up to the
+// names of their inputs (a chain's blocks alike), and one search serves both.
+struct PieceForm {
+  std::string text;
+  std::vector<std::string> inputs;
+};
+
+PieceForm piece_form(Program piece) {
+  PieceForm form;
+  std::vector<int> order;
+  for (const Value& v : piece.values)
+    for (int o : v.operands)
+      if (piece.value(o).op == Op::Input && std::find(order.begin(), order.end(), o) == order.end()) order.push_back(o);
+  for (int id : piece.inputs)
+    if (std::find(order.begin(), order.end(), id) == order.end()) order.push_back(id);
+  for (size_t k = 0; k < order.size(); ++k) {
+    Value& in = piece.values[size_t(order[k])];
+    form.inputs.push_back(in.name);
+    in.name = "in" + std::to_string(k);
+  }
+  for (Value& v : piece.values)
+    if (v.op != Op::Input && !v.name.empty()) v.name = "v" + std::to_string(v.id);
+  piece.inputs = order;
+  piece.name = "piece";
+  form.text = print_program(piece);
+  return form;
+}
+
+// Piece j's inputs named as piece `like`'s are (both of one form): `like`'s names to j's.
+std::map<std::string, std::string> renaming(const PieceForm& like, const PieceForm& j) {
+  std::map<std::string, std::string> out;
+  for (size_t k = 0; k < like.inputs.size(); ++k)
+    if (like.inputs[k] != j.inputs[k]) out[like.inputs[k]] = j.inputs[k];
+  return out;
 }
 
 // Advances `at` to the next combination of found[j].candidates (an odometer); false after the last.
@@ -43,15 +82,27 @@ std::vector<bool> folded_copies(const Program& program, const KernelCut& cut, co
   return folded;
 }
 
-ComposedFamily composed(const Program& program, const KernelCut& cut, const std::vector<const Candidate*>& parts) {
+// `like[j]`: the first piece of piece j's form (j where it is the first); `renames[j]` its inputs'
+// names to piece j's.
+ComposedFamily composed(const Program& program, const KernelCut& cut, const std::vector<const Candidate*>& parts,
+                        const std::vector<size_t>& like, const std::vector<std::map<std::string, std::string>>& renames) {
   ComposedFamily f;
   std::vector<const sgraph::SGraph*> graphs;
   for (const Candidate* c : parts) graphs.push_back(c->graph.get());
-  f.graph = compose_pieces(program, cut, graphs);
+  f.graph = compose_pieces(program, cut, graphs, renames);
   f.summary = std::to_string(parts.size()) + " pieces cut " + cut.text(folded_copies(program, cut, f.graph));
   // One clause per piece (its own clauses joined by dashes), so that a clause every family
   // shares, which `candidates` prints once, still says which piece it is.
+  auto renamed_text = [&](size_t j) {
+    std::string text;
+    for (const auto& [from, to] : renames[j]) text += (text.empty() ? "" : ", ") + to + " for " + from;
+    return text;
+  };
   for (size_t j = 0; j < parts.size(); ++j) {
+    if (like[j] != j) {
+      f.summary += "; piece " + std::to_string(j + 1) + ": piece " + std::to_string(like[j] + 1) + "'s kernels, reading " + renamed_text(j);
+      continue;
+    }
     std::string piece = parts[j]->summary;
     for (size_t at = 0; (at = piece.find("; ", at)) != std::string::npos;) piece.replace(at, 2, " — ");
     f.summary += (j ? "; piece " : ": piece ") + std::to_string(j + 1) + ": " + piece;
@@ -60,7 +111,11 @@ ComposedFamily composed(const Program& program, const KernelCut& cut, const std:
   if (!cut.copies.empty()) f.proof += " (each reshape as the program writes it: read in place, through a transpose the piece before it writes, or by a copy kernel through that transpose)";
   f.proof += "; each piece is the program's own computation of its value.\n";
   for (size_t j = 0; j < parts.size(); ++j)
-    f.proof += "Piece " + std::to_string(j + 1) + " (" + program.value(cut.computes[j]).name + "), proved:\n" + indented(parts[j]->proof) + "\n";
+    if (like[j] != j)
+      f.proof += "Piece " + std::to_string(j + 1) + " (" + program.value(cut.computes[j]).name + ") is piece " + std::to_string(like[j] + 1) +
+                 " with its inputs renamed (" + renamed_text(j) + "): piece " + std::to_string(like[j] + 1) + "'s proof, renamed.\n";
+    else
+      f.proof += "Piece " + std::to_string(j + 1) + " (" + program.value(cut.computes[j]).name + "), proved:\n" + indented(parts[j]->proof) + "\n";
   return f;
 }
 
@@ -72,31 +127,48 @@ std::vector<ComposedFamily> kernel_cut_families(const Program& program, const st
   if (limits.kernel_cuts <= 0) return out;
   const auto t0 = std::chrono::steady_clock::now();
   auto left = [&] { return deadline_s - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
-  // Each piece's share of what is left: the budget over the pieces not yet searched, this cut's
-  // from piece j on and every later cut's.
-  auto pieces_from = [&](size_t c, size_t j) {
-    size_t n = cuts[c].pieces.size() - j;
-    for (size_t later = c + 1; later < cuts.size(); ++later) n += cuts[later].pieces.size();
+  // Each cut's pieces by form: like[c][j], the first piece of piece j's form; only those are searched.
+  std::vector<std::vector<PieceForm>> forms(cuts.size());
+  std::vector<std::vector<size_t>> like(cuts.size()), searched(cuts.size());
+  for (size_t c = 0; c < cuts.size(); ++c)
+    for (size_t j = 0; j < cuts[c].pieces.size(); ++j) {
+      forms[c].push_back(piece_form(cuts[c].pieces[j]));
+      size_t first = 0;
+      while (forms[c][first].text != forms[c][j].text) ++first;
+      like[c].push_back(first);
+      if (first == j) searched[c].push_back(j);
+    }
+  // Each search's share of what is left: the budget over the searches not yet made, this cut's
+  // from its k-th on and every later cut's.
+  auto searches_from = [&](size_t c, size_t k) {
+    size_t n = searched[c].size() - k;
+    for (size_t later = c + 1; later < cuts.size(); ++later) n += searched[later].size();
     return double(n);
   };
   SearchLimits sub = limits;
   sub.kernel_cuts = limits.kernel_cuts - 1;
   for (size_t c = 0; c < cuts.size(); ++c) {
     const KernelCut& cut = cuts[c];
-    const size_t keep = families_per_piece(cut.pieces.size());
+    // Pieces of one form take the same family of it: the combinations are the searched pieces'.
+    const size_t keep = families_per_piece(searched[c].size());
     std::vector<SearchResult> found;
-    for (size_t j = 0; j < cut.pieces.size(); ++j) {
+    for (size_t k = 0; k < searched[c].size(); ++k) {
       if (left() <= 0) return out;
-      std::optional<SearchResult> r = search_part(cut.pieces[j], sub, left() / pieces_from(c, j), cancel, keep);
+      std::optional<SearchResult> r = search_part(cut.pieces[searched[c][k]], sub, left() / searches_from(c, k), cancel, keep);
       if (!r) break;
       found.push_back(std::move(*r));
     }
-    if (found.size() != cut.pieces.size()) continue;
+    if (found.size() != searched[c].size()) continue;
+    std::vector<std::map<std::string, std::string>> renames;
+    for (size_t j = 0; j < cut.pieces.size(); ++j) renames.push_back(renaming(forms[c][like[c][j]], forms[c][j]));
     std::vector<size_t> at(found.size(), 0);
     do {
       std::vector<const Candidate*> parts;
-      for (size_t j = 0; j < found.size(); ++j) parts.push_back(&found[j].candidates[at[j]]);
-      out.push_back(composed(program, cut, parts));
+      for (size_t j = 0; j < cut.pieces.size(); ++j) {
+        const size_t k = size_t(std::find(searched[c].begin(), searched[c].end(), like[c][j]) - searched[c].begin());
+        parts.push_back(&found[k].candidates[at[k]]);
+      }
+      out.push_back(composed(program, cut, parts, like[c], renames));
     } while (next_combination(at, found));
   }
   return out;

@@ -332,6 +332,11 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
     });
   };
 
+  // A program cut where its layout changes has no family whole, and one of many blocks is searched
+  // block by block (kernel_cut.h): past its seeds, its pieces are the search; they cut their own
+  // matmuls.
+  const std::vector<KernelCut> cuts = several ? std::vector<KernelCut>{} : kernel_cuts(program);
+  const bool cut_required = !cuts.empty() && cuts.front().required;
   std::string seed_why;  // why the program as written is no DAG, if it is not
   const auto tg0 = Clock::now();
   tbb::task_arena arena(limits.threads > 0 ? limits.threads : tbb::task_arena::automatic);
@@ -343,8 +348,10 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
       // Then rewritten forms, seeds too since they are often longer than that limit: with a
       // one-pass variance (both row sums in one loop), and each with row scales moved past
       // matmuls (attention normalized after its matmul with V, the form online softmax accumulates).
-      std::vector<Program> forms = {program};
-      if (one_pass) forms.push_back(*one_pass);
+      // A program of many blocks has none: its blocks' searches make its families.
+      std::vector<Program> forms;
+      if (!cut_required || !cuts.front().blocks) forms.push_back(program);
+      if (one_pass && !forms.empty()) forms.push_back(*one_pass);
       for (size_t f = 0; f < forms.size(); ++f) {
         if (const std::optional<Dag> seed = program_dag(forms[f], leaves, f == 0 ? &seed_why : nullptr)) {
           c.gen.generated++;
@@ -356,7 +363,7 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
             emit(*seed);
           }
       }
-      if (!several && limits.max_block_ops > 0) gen.run(emit, stop, spawn, 2);
+      if (!several && !cut_required && limits.max_block_ops > 0) gen.run(emit, stop, spawn, 2);
     } catch (...) {
       cancelled = true;  // unwind the other workers, then rethrow
       group.wait();
@@ -395,9 +402,6 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
     }
     keep(f.graph, f.summary, [&] { return Proof{true, f.proof}; });
   };
-  // A program cut where its layout changes has no family whole: its pieces cut their own matmuls.
-  const std::vector<KernelCut> cuts = several ? std::vector<KernelCut>{} : kernel_cuts(program);
-  const bool cut_required = !cuts.empty() && cuts.front().required;
   if (!several && !over_budget && !cut_required) within_budget([&] {
     const double left = limits.budget_s - seconds_since(t0);
     for (const ComposedFamily& f : library_families(program, limits, cuts.empty() ? left : left / 2, &bounded)) keep_composed(f, true);

@@ -196,3 +196,60 @@ TEST_CASE("search: inputs called O and P1 (a family's own tensor names) are read
     }
   }
 }
+
+namespace {
+
+// `blocks` residual blocks as a pre-norm decoder chains them, block `odd` (1-based; 0: none) with
+// GELU for SiLU.
+std::string chain(int blocks, int odd = 0) {
+  std::string text = "program chain(H0: f32[n, d]";
+  for (int i = 1; i <= blocks; ++i) text += ", W" + std::to_string(i) + ": f32[d, d]";
+  text += ") {\n";
+  for (int i = 1; i <= blocks; ++i) {
+    const std::string h = "H" + std::to_string(i - 1);
+    text += "  H" + std::to_string(i) + " = " + (i == odd ? "gelu" : "silu") + "(rms_norm(" + h + ", eps=1e-6) @ W" + std::to_string(i) + ") + " + h + "\n";
+  }
+  return text + "  return H" + std::to_string(blocks) + "\n}\n";
+}
+
+}  // namespace
+
+TEST_CASE("block cuts: a chain of residual blocks is cut at its residual stream, where attention is not", "[search][kernel-cut]") {
+  const std::vector<search::KernelCut> cuts = cuts_of(chain(4), "chain");
+  REQUIRE(cuts.size() == 1);
+  CHECK(cuts[0].required);
+  CHECK(cuts[0].blocks);
+  REQUIRE(cuts[0].pieces.size() == 4);
+  CHECK(cuts[0].text() == "at H1 (between blocks), at H2 (between blocks), at H3 (between blocks)");
+  // Each block reads its weight and the stream the block before it wrote, nothing computed twice.
+  CHECK(input_names(cuts[0].pieces[0]) == std::vector<std::string>{"H0", "W1"});
+  CHECK(input_names(cuts[0].pieces[3]) == std::vector<std::string>{"W4", "cut_H3"});
+  for (const Program& piece : cuts[0].pieces)
+    CHECK(std::count_if(piece.values.begin(), piece.values.end(), [](const Value& v) { return v.op == Op::Matmul; }) == 1);
+  // Two blocks keep the whole program's search and its optional cut.
+  const std::vector<search::KernelCut> two = cuts_of(chain(2), "chain");
+  REQUIRE(two.size() == 1);
+  CHECK_FALSE(two[0].blocks);
+  // Attention's probabilities and its heads' output are each read once: no residual stream, no
+  // block cut that would keep online softmax from its kernel.
+  const char* attention =
+      "program attention(Q: f32[n, e], K: f32[s, e], V: f32[s, e], Wo: f32[e, d], Wu: f32[d, d]) {\n"
+      "  return silu(softmax(Q @ transpose(K) * 0.125) @ V @ Wo) @ Wu\n}\n";
+  for (const search::KernelCut& c : cuts_of(attention, "attention")) CHECK_FALSE(c.blocks);
+}
+
+TEST_CASE("block cut families: blocks alike are searched once, and every composite equals the chain", "[search][kernel-cut]") {
+  const Program program = push_transposes(test::lowered_text(chain(3, 2), "chain"));
+  const SearchResult r = search::search_program(program, test_limits());
+  CHECK(r.stats.stop_reason == "complete");
+  REQUIRE(r.candidates.size() >= 2);
+  for (const Candidate& c : r.candidates) {
+    INFO(c.summary);
+    // Blocks 1 and 3 alike, block 2 (GELU) its own: block 3 takes block 1's family, renamed.
+    CHECK_THAT(c.summary, Catch::StartsWith("3 pieces cut at H1 (between blocks), at H2 (between blocks)"));
+    CHECK_THAT(c.summary, Catch::Contains("piece 3: piece 1's kernels, reading ") && Catch::Contains("W3 for W1"));
+    CHECK_THAT(c.summary, !Catch::Contains("piece 2: piece 1's"));
+    CHECK_THAT(c.proof, Catch::Contains("Piece 3 (H3) is piece 1 with its inputs renamed"));
+    for (int64_t size : {1, 2}) CHECK(composite_error(program, *c.graph, {{"n", 4}, {"d", 16}}, size) < 1e-4);
+  }
+}
