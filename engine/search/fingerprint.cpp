@@ -456,12 +456,6 @@ std::optional<FieldTensor> fingerprint(const sgraph::Instance& inst, const Field
   }
 }
 
-DimBindings fingerprint_dims(const Program& program) {
-  DimBindings dims;
-  for (size_t i = 0; i < program.dims.size(); ++i) dims[program.dims[i]] = int64_t(12 * (i + 1));
-  return dims;
-}
-
 DimBindings fingerprint_sizes(const sgraph::SGraph& family) {
   static const std::map<std::string, int64_t> kSizes = {{"g1", 2}, {"g2", 4}, {"g3", 2}, {"g4", 4}, {"F1", 3}};
   DimBindings sizes;

@@ -37,6 +37,7 @@
 
 #include "engine/cancel.h"
 #include "engine/ir/program.h"
+#include "engine/search/check_dims.h"
 #include "engine/sgraph/instantiate.h"
 
 namespace prism::search {
@@ -62,12 +63,9 @@ std::optional<FieldTensor> fingerprint(const Program& lowered, const DimBindings
                                        const CancelToken* cancel = nullptr);
 std::optional<FieldTensor> fingerprint(const sgraph::Instance& instance, const FieldInputs& inputs, const CancelToken* cancel = nullptr);
 
-// The fingerprint's own instance, smaller than the numeric check's (it is exact at any size):
-// sizes g1=2, g2=4, g3=2, g4=4, F1=3 (others 2), so every product of a grid size and the loop
-// range on one dim (6, 12) divides the dims, which are distinct multiples of 12 (12, 24, 36, ...;
-// distinct per dim and distinct grid and loop sizes: a map that confuses two of them changes the
-// result). A family whose dims do not divide at these sizes is not fingerprinted.
-DimBindings fingerprint_dims(const Program& program);
+// The fingerprint's own sizes for a family: g1=2, g2=4, g3=2, g4=4, F1=3 (others 2), at
+// fingerprint_dims (check_dims.h). A family whose dims do not divide at these sizes is not
+// fingerprinted.
 DimBindings fingerprint_sizes(const sgraph::SGraph& family);
 
 // The program's fingerprint at `dims` (fingerprint_dims in the search); families at fingerprint_sizes.

@@ -69,15 +69,6 @@ DimBindings check_sizes(const sgraph::SGraph& family) {
   return sizes;
 }
 
-DimBindings check_dims(const Program& program) {
-  // Distinct multiples of 12: every product of the check sizes on one dim (2*2, 3*2) divides
-  // them. Small, so that a program of rank-4 tensors over five dims ([b, h, s, e] attention)
-  // stays a few MB at these dims (multiples of 24 made it 16x larger and its checks that slower).
-  DimBindings dims;
-  for (size_t i = 0; i < program.dims.size(); ++i) dims[program.dims[i]] = int64_t(12 * (i + 1));
-  return dims;
-}
-
 NumericCheck::NumericCheck(const Program& program, const CancelToken* cancel) : program_(program), dims_(check_dims(program)) {
   // Inside each input's domain (random_inputs), scaled to [-1/4, 1/4): exp of a dot product over
   // a few dozen terms must not overflow f16.

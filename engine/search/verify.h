@@ -34,6 +34,7 @@
 #include "engine/cancel.h"
 #include "engine/egraph/equivalence.h"
 #include "engine/interp/tensor.h"
+#include "engine/search/check_dims.h"
 #include "engine/search/dag.h"
 #include "engine/search/plan.h"
 #include "engine/sgraph/instantiate.h"
@@ -94,8 +95,6 @@ class NumericCheck {
 
 // Sizes for the numeric check: g1=2, g2=3, g3=2, g4=3, F1=4 (others 2).
 DimBindings check_sizes(const sgraph::SGraph& family);
-// The dims the numeric check runs the program and every family at: distinct multiples of 24.
-DimBindings check_dims(const Program& program);
 
 struct Proof {
   bool proved = false;
