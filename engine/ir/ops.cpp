@@ -39,8 +39,11 @@ constexpr OpInfo kOps[] = {
     PRISM_UNARY(Rsqrt, "rsqrt", Rsqrt, 1.0f / sqrtf(x)),
     PRISM_UNARY(Square, "square", Square, x * x),
     PRISM_UNARY(Silu, "silu", Silu, x / (1.0f + expf(-x))),
-    // The exact GELU (erf), as torch.nn.GELU() by default; the tanh form is written with tanh.
+    // The exact GELU (erf), as torch.nn.GELU() by default; and the tanh form, as
+    // F.gelu(approximate="tanh") computes it (Gemma's and GPT-2's MLPs): one op, not nine, for the
+    // search to place.
     PRISM_UNARY(Gelu, "gelu", Opaque, 0.5f * x * (1.0f + erff(x * 0.70710678118654752f))),
+    PRISM_UNARY(GeluTanh, "gelu_tanh", Opaque, 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)))),
     PRISM_UNARY(Relu, "relu", Opaque, x < 0.0f ? 0.0f : x),  // keeps NaN
     PRISM_UNARY(Tanh, "tanh", Opaque, tanhf(x)),
     PRISM_UNARY(Sigmoid, "sigmoid", Opaque, 1.0f / (1.0f + expf(-x))),

@@ -20,7 +20,7 @@ namespace prism {
 enum class Op : uint8_t {
   Input, Const,
   // elementwise unary
-  Neg, Exp, Log, Sqrt, Rsqrt, Square, Silu, Gelu, Relu, Tanh, Sigmoid, Abs, Erf,
+  Neg, Exp, Log, Sqrt, Rsqrt, Square, Silu, Gelu, GeluTanh, Relu, Tanh, Sigmoid, Abs, Erf,
   Cast,  // rounds to Attrs::dtype (f32(x), f16(x), bf16(x)): the identity on the reals
   // elementwise binary, numpy broadcasting
   Add, Sub, Mul, Div, Pow, Minimum, Maximum,

@@ -261,9 +261,7 @@ def _linear(w, x, weight, bias):
 
 
 def _gelu(w, x, approximate):
-    if approximate == "tanh":
-        return f"0.5 * {x} * (1.0 + tanh(0.7978845608028654 * ({x} + 0.044715 * {x} ** 3)))"
-    return f"gelu({x})"
+    return f"gelu_tanh({x})" if approximate == "tanh" else f"gelu({x})"
 
 
 def _reduce(op):

@@ -26,7 +26,7 @@ CASES = {
     "gpt2": (lambda: layers.GPT2MLP(D, H), """program gpt2_by_hand(x: f32[n, 64], c_fc_weight: f32[128, 64], c_fc_bias: f32[128],
     c_proj_weight: f32[64, 128], c_proj_bias: f32[64]) {
   A = matmul(x, transpose(c_fc_weight)) + c_fc_bias
-  return matmul(0.5 * A * (1 + tanh(0.7978845608028654 * (A + 0.044715 * A * A * A))), transpose(c_proj_weight)) + c_proj_bias
+  return matmul(gelu_tanh(A), transpose(c_proj_weight)) + c_proj_bias
 }
 """),
     "bert": (lambda: layers.BertIntermediate(D, H), """program bert_by_hand(x: f32[n, 64], dense_weight: f32[128, 64], dense_bias: f32[128]) {

@@ -111,6 +111,20 @@ def test_gpt2s_conv1d_mlp_is_one_program_of_rows_at_every_sequence_length(shared
     assert "f32[rows, 64]" in texts[1] and "reshape(" not in texts[1]
 
 
+def test_the_tanh_gelu_is_one_op_and_gives_pytorchs_values(shared_daemon, spy):
+    # F.gelu(approximate="tanh"), as Gemma's MLP calls it: one gelu_tanh, not its nine ops.
+    torch.manual_seed(5)
+    mlp = torch.nn.Sequential(torch.nn.Linear(HIDDEN, 2 * HIDDEN), torch.nn.GELU(approximate="tanh"),
+                              torch.nn.Linear(2 * HIDDEN, HIDDEN)).eval()
+    compiled = torch.compile(mlp, backend=spy)
+    x = activations(2, 5, scale=3.0)  # past the GELU's knee on both sides
+    with torch.no_grad():
+        want, got = mlp(x), compiled(x)
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+    texts = [c.program.text for graph in spy.graphs for _, c in graph.prism_partitions]
+    assert texts and all("gelu_tanh(" in t and "tanh(0." not in t for t in texts), texts
+
+
 def test_by_name_under_no_grad(shared_daemon):
     torch.manual_seed(1)
     block = LlamaMLPBlock().eval()

@@ -26,6 +26,7 @@ double exact(Op op, double x, double y) {
     case Op::Square: return x * x;
     case Op::Silu: return x / (1 + std::exp(-x));
     case Op::Gelu: return x / 2 * (1 + std::erf(x / std::sqrt(2.0)));
+    case Op::GeluTanh: return x / 2 * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
     case Op::Relu: return x < 0 ? 0 : x;
     case Op::Tanh: return std::tanh(x);
     case Op::Sigmoid: return 1 / (1 + std::exp(-x));
