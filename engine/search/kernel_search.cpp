@@ -161,13 +161,13 @@ std::vector<ComposedFamily> kernel_cut_families(const Program& program, const st
     if (found.size() != searched[c].size()) continue;
     std::vector<std::map<std::string, std::string>> renames;
     for (size_t j = 0; j < cut.pieces.size(); ++j) renames.push_back(renaming(forms[c][like[c][j]], forms[c][j]));
+    std::vector<size_t> result_of;  // [j] the search whose families piece j takes
+    for (size_t j = 0; j < cut.pieces.size(); ++j)
+      result_of.push_back(size_t(std::find(searched[c].begin(), searched[c].end(), like[c][j]) - searched[c].begin()));
     std::vector<size_t> at(found.size(), 0);
     do {
       std::vector<const Candidate*> parts;
-      for (size_t j = 0; j < cut.pieces.size(); ++j) {
-        const size_t k = size_t(std::find(searched[c].begin(), searched[c].end(), like[c][j]) - searched[c].begin());
-        parts.push_back(&found[k].candidates[at[k]]);
-      }
+      for (size_t j = 0; j < cut.pieces.size(); ++j) parts.push_back(&found[result_of[j]].candidates[at[result_of[j]]]);
       out.push_back(composed(program, cut, parts, like[c], renames));
     } while (next_combination(at, found));
   }

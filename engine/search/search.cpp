@@ -190,10 +190,16 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
     return result;
   }
 
+  // A program cut where its layout changes has no family whole, and one of many blocks is searched
+  // block by block (kernel_cut.h): past its seeds, its pieces are the search; they cut their own
+  // matmuls. One cut by blocks has no seeds of its own, so nothing for its saturated e-graph to prune.
+  const std::vector<KernelCut> cuts = several ? std::vector<KernelCut>{} : kernel_cuts(program);
+  const bool cut_required = !cuts.empty() && cuts.front().required;
+  const bool by_blocks = cut_required && cuts.front().blocks;
   const std::vector<DagValue> leaves = dag_leaves(program);
   bounded.check();
   std::unique_ptr<ProgramExpressions> expr;
-  if (limits.prune && !several) expr = std::make_unique<ProgramExpressions>(program, leaves, SaturationLimits{}, &bounded);
+  if (limits.prune && !several && !by_blocks) expr = std::make_unique<ProgramExpressions>(program, leaves, SaturationLimits{}, &bounded);
   st.saturate_s = seconds_since(t0);
   NumericCheck check(program, &bounded);
   FingerprintCheck fingerprint(program, fingerprint_dims(program), &bounded);
@@ -332,11 +338,6 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
     });
   };
 
-  // A program cut where its layout changes has no family whole, and one of many blocks is searched
-  // block by block (kernel_cut.h): past its seeds, its pieces are the search; they cut their own
-  // matmuls.
-  const std::vector<KernelCut> cuts = several ? std::vector<KernelCut>{} : kernel_cuts(program);
-  const bool cut_required = !cuts.empty() && cuts.front().required;
   std::string seed_why;  // why the program as written is no DAG, if it is not
   const auto tg0 = Clock::now();
   tbb::task_arena arena(limits.threads > 0 ? limits.threads : tbb::task_arena::automatic);
@@ -350,7 +351,7 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
       // matmuls (attention normalized after its matmul with V, the form online softmax accumulates).
       // A program of many blocks has none: its blocks' searches make its families.
       std::vector<Program> forms;
-      if (!cut_required || !cuts.front().blocks) forms.push_back(program);
+      if (!by_blocks) forms.push_back(program);
       if (one_pass && !forms.empty()) forms.push_back(*one_pass);
       for (size_t f = 0; f < forms.size(); ++f) {
         if (const std::optional<Dag> seed = program_dag(forms[f], leaves, f == 0 ? &seed_why : nullptr)) {
