@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -123,7 +124,9 @@ constexpr const char* kCacheFile = "cpu-target.txt";
 // on, at most twice apart from the second levels up to the last level's point, over trials no
 // thread was interrupted in), vdpbf16ps's, AMX's and the widened FMAs' rates (each thread timed by
 // its CPU time); older files, whose peaks a busy machine could have lowered, are measured again.
-std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|10"; }
+// "|11": the curve's points between the second levels and the last level's point at most twice
+// apart whatever the last level's size (a 260 MiB L3 left a 2x gap before).
+std::string cache_key(const TargetDescription& t) { return t.model + "|" + std::to_string(t.cores) + "|" + PRISM_VERSION + "|11"; }
 
 // "bytes:gbs,bytes:gbs,…"
 std::string curve_text(const std::vector<std::pair<double, double>>& curve) {
@@ -190,6 +193,20 @@ void write_cache(const PrivateDir& dir, const std::string& key, const TargetDesc
   dir.write(kCacheFile, out.str());  // a failure costs a measurement next time
 }
 
+// Sizes from past the second levels' capacity `l2_all` up to (without) the last level's point
+// `last`: 1.5x and 2x the capacity, then a geometric series whose steps are at most 2x and whose
+// next step lands on `last`, none within 0.75x of it. Each point is a few passes over its set.
+std::vector<double> between_levels(double l2_all, double last) {
+  std::vector<double> sizes;
+  if (1.5 * l2_all < 0.75 * last) sizes.push_back(1.5 * l2_all);
+  const double first = 2 * l2_all;
+  if (first >= 0.75 * last) return sizes;
+  const int steps = int(std::ceil(std::log2(last / first)));
+  const double ratio = std::pow(last / first, 1.0 / steps);
+  for (int i = 0; i < steps; ++i) sizes.push_back(first * std::pow(ratio, i));
+  return sizes;
+}
+
 // Bandwidths, the read curve and the peaks, measured here.
 void measure(TargetDescription& t, const fs::path& dir) {
   MeasureOptions options;
@@ -214,8 +231,7 @@ void measure(TargetDescription& t, const fs::path& dir) {
   // is interpolated between its points, and the fall from the second levels' rate to the last
   // level's is steep (same step).
   if (t.l2_bytes > 0 && options.cache_read_bytes > 0)
-    for (double bytes = 1.5 * l2_all; bytes < 0.75 * double(options.cache_read_bytes); bytes = bytes < 2 * l2_all ? 2 * l2_all : 2 * bytes)
-      options.curve_bytes.push_back(int64_t(bytes) / 64 * 64);
+    for (double bytes : between_levels(l2_all, double(options.cache_read_bytes))) options.curve_bytes.push_back(int64_t(bytes) / 64 * 64);
   apply_measurement(t, measure_cpu(options), options.cache_read_bytes);
 }
 
