@@ -21,13 +21,17 @@ def private_daemons(base, gpus=None):
     every tune on one machine must, so their timings stay honest. With `gpus` (device ids, as
     CUDA_VISIBLE_DEVICES names them), worker k sees only GPU gpus[k] and has a tune lock of its
     own: one runner per device, whose kernels are timed on that device alone (the CPU's work of
-    two GPU tunes, compiling and the reference, overlaps). Register it with
+    two GPU tunes, compiling and the reference, overlaps). The CPU's description is the host's
+    (PRISM_CPU_DESCRIPTION), measured once for all of them. Register it with
     `dask_client.register_plugin(...)`."""
     import distributed
 
     class PrivateDaemons(distributed.WorkerPlugin):
         def setup(self, worker):
             home = os.path.join(base, f"worker-{worker.name}")
+            # The host's CPU description, measured once for every daemon on it (docs/tuning.md, "Peaks").
+            os.environ.setdefault("PRISM_CPU_DESCRIPTION", os.path.join(_cache_root(), "cpu-target.txt"))
+            os.environ.pop("PRISM_CACHE_DIR", None)  # the worker's cache is its own, under XDG_CACHE_HOME
             private = ("XDG_STATE_HOME", "XDG_CACHE_HOME") + (("XDG_RUNTIME_DIR",) if gpus else ())
             for name in private:
                 os.makedirs(os.path.join(home, name.lower()), mode=0o700, exist_ok=True)
@@ -38,6 +42,16 @@ def private_daemons(base, gpus=None):
             os.environ.setdefault("PRISM_IDLE_EXIT", "600")  # a daemon no one stops goes by itself
 
     return PrivateDaemons()
+
+
+def _cache_root():
+    """prismd's cache root as engine/util/cache.h finds it: $PRISM_CACHE_DIR, $XDG_CACHE_HOME/prism,
+    ~/.cache/prism."""
+    if os.environ.get("PRISM_CACHE_DIR"):
+        return os.environ["PRISM_CACHE_DIR"]
+    if os.environ.get("XDG_CACHE_HOME"):
+        return os.path.join(os.environ["XDG_CACHE_HOME"], "prism")
+    return os.path.join(os.path.expanduser("~"), ".cache", "prism")
 
 
 def visible_gpus():

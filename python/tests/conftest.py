@@ -11,9 +11,29 @@ import prism  # noqa: E402
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
+def pytest_configure(config):
+    """One CPU description for every daemon the tests start (docs/tuning.md, "Peaks"): the first
+    one to tune measures the machine (about 10 s) into a private directory of the run's."""
+    if "PRISM_CPU_DESCRIPTION" not in os.environ:
+        import tempfile
+
+        config._prism_cpu_dir = tempfile.mkdtemp(prefix="prism-cpu-")
+        os.environ["PRISM_CPU_DESCRIPTION"] = os.path.join(config._prism_cpu_dir, "cpu-target.txt")
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_prism_cpu_dir", None):
+        import shutil
+
+        shutil.rmtree(config._prism_cpu_dir, ignore_errors=True)
+        del os.environ["PRISM_CPU_DESCRIPTION"]
+
+
 def use_private_daemon(patch, root):
     """Points the environment (through `patch`, a pytest MonkeyPatch) at a prismd of its own under
-    `root`: its socket, state, cache and runtime directories, never the user's."""
+    `root`: its socket, state, cache and runtime directories, never the user's. The CPU's
+    description is the test run's (pytest_configure), not measured again by each daemon."""
+    patch.delenv("PRISM_CACHE_DIR", raising=False)
     for name in ("XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR"):
         directory = root / name.lower()
         directory.mkdir(mode=0o700)

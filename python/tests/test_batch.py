@@ -98,10 +98,12 @@ def test_one_worker_per_gpu_sees_its_gpu_alone_with_its_own_daemon_and_lock(tmp_
             distributed.Client(cluster) as dask:
         dask.register_plugin(private_daemons(base, gpus=["2", "5"]))
         seen = dask.run(lambda: (os.environ["CUDA_VISIBLE_DEVICES"], os.environ["PRISM_SOCKET"], os.environ["XDG_RUNTIME_DIR"]))
+        described = dask.run(lambda: os.environ["PRISM_CPU_DESCRIPTION"])
     devices = sorted(d for d, _, _ in seen.values())
     assert devices == ["2", "5"]
     assert len({s for _, s, _ in seen.values()}) == 2 and len({r for _, _, r in seen.values()}) == 2  # a daemon and a lock each
     assert all(r.startswith(base) for _, _, r in seen.values())
+    assert set(described.values()) == {os.environ["PRISM_CPU_DESCRIPTION"]}  # the host's, measured once
 
 
 def test_a_batch_spread_over_gpus_runs_every_job_on_one_of_them_and_lands_in_this_db(quiet_client, tmp_path, monkeypatch):

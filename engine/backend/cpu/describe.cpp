@@ -156,8 +156,8 @@ void make_monotone(std::vector<std::pair<double, double>>& curve) {
 }
 
 // The cache file: key=value lines; `key` must match for the measured values to be used.
-bool read_cache(const PrivateDir& dir, const std::string& key, TargetDescription& t) {
-  FileContents text = dir.read(kCacheFile, 1 << 16);
+bool read_cache(const PrivateDir& dir, const std::string& file, const std::string& key, TargetDescription& t) {
+  FileContents text = dir.read(file, 1 << 16);
   if (!text.bytes) return false;
   std::istringstream in(*text.bytes);
   std::map<std::string, std::string> kv;
@@ -181,7 +181,7 @@ bool read_cache(const PrivateDir& dir, const std::string& key, TargetDescription
 }
 
 // Written whole (private_files.h): a concurrent reader never sees half a file.
-void write_cache(const PrivateDir& dir, const std::string& key, const TargetDescription& t) {
+void write_cache(const PrivateDir& dir, const std::string& file, const std::string& key, const TargetDescription& t) {
   const CpuFeatures& cpu = cpu_features(t);
   std::ostringstream out;
   out.precision(17);
@@ -190,7 +190,7 @@ void write_cache(const PrivateDir& dir, const std::string& key, const TargetDesc
       << "\nbf16_dot_gflops=" << cpu.bf16_dot_gflops << "\nbf16_amx_gflops=" << cpu.bf16_amx_gflops
       << "\nwiden_f16_gflops=" << cpu.widen_f16_gflops << "\nwiden_bf16_gflops=" << cpu.widen_bf16_gflops
       << "\nread_curve=" << curve_text(t.read_curve) << "\n";
-  dir.write(kCacheFile, out.str());  // a failure costs a measurement next time
+  dir.write(file, out.str());  // a failure costs a measurement next time
 }
 
 // Sizes from past the second levels' capacity `l2_all` up to (without) the last level's point
@@ -273,14 +273,18 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   t.measured = true;
 
   const fs::path dir = cache_dir.empty() ? prism_cache_root() : cache_dir;
+  // $PRISM_CPU_DESCRIPTION names the file in place of <cache>/cpu-target.txt: daemons with caches
+  // of their own on one host (Dask workers', tests') share one measurement (docs/tuning.md, "Peaks").
+  const std::string shared = env_or("PRISM_CPU_DESCRIPTION", "");
+  const fs::path file = shared.empty() ? dir / kCacheFile : fs::absolute(shared);
   // Read and written only through a checked directory (docs/protocol.md "Security"): a
   // description planted by someone who could write there would skew every roofline and cost.
-  const PrivateDir cache = PrivateDir::open(dir.string(), "", /*create=*/true);
+  const PrivateDir cache = PrivateDir::open(file.parent_path().string(), "", /*create=*/true);
   if (!cache.ok()) throw Error(Error::Kind::Failed, "the CPU description's cache is unsafe: " + cache.error());
   const std::string key = cache_key(t);
-  if (!read_cache(cache, key, t)) {
+  if (!read_cache(cache, file.filename().string(), key, t)) {
     measure(t, dir);
-    write_cache(cache, key, t);
+    write_cache(cache, file.filename().string(), key, t);
   }
   // vdpbf16ps replaces an FMA pair and the widening of B; at less than the FMA's flop rate
   // (Sapphire Rapids: half) widening is faster, and bf16 matmuls widen.

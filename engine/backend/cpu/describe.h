@@ -1,7 +1,7 @@
 // This machine's CPU as a target: cores from sched_getaffinity (else
 // std::thread::hardware_concurrency), caches from /sys/devices/system/cpu/cpu0/cache, SIMD width
 // from __builtin_cpu_supports, model from /proc/cpuinfo; bandwidth and peak measured once
-// (measure.h, about a second) and cached on disk.
+// (measure.h, several seconds) and cached on disk.
 #pragma once
 #include <string>
 
@@ -13,8 +13,10 @@ namespace prism::backend::cpu {
 
 // The description is cached in `cache_dir`/cpu-target.txt keyed by model, cores and PRISM_VERSION:
 // a later call reads the file and measures nothing. Empty cache_dir: the parent of
-// default_kernel_cache_dir() ($PRISM_CACHE_DIR, $XDG_CACHE_HOME/prism, ~/.cache/prism). Throws
-// Error{Failed} when the measuring kernels fail.
+// default_kernel_cache_dir() ($PRISM_CACHE_DIR, $XDG_CACHE_HOME/prism, ~/.cache/prism).
+// $PRISM_CPU_DESCRIPTION's file path, where set, replaces `cache_dir`/cpu-target.txt (its directory
+// checked and made as the cache's is). Throws Error{Failed} when the measuring kernels fail or the
+// file's directory is not private.
 TargetDescription describe_cpu(const std::string& cache_dir = "");
 
 // Sets `t`'s bandwidths, read curve and peaks from a measurement (`cache_read_bytes`: the size

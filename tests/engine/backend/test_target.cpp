@@ -46,6 +46,7 @@ TargetDescription zen4_like() {
 }  // namespace
 
 TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][target]") {
+  test::ScopedEnv own("PRISM_CPU_DESCRIPTION", "");  // this cache's file, not the test run's
   test::TempDir dir;
   TargetDescription first = describe_cpu(dir.path());
   const cpu::CpuFeatures& cpu_first = cpu::cpu_features(first);
@@ -135,6 +136,31 @@ TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][t
     CHECK_THROWS_WITH(describe_cpu(theirs), Catch::Contains("the CPU description's cache is unsafe") &&
                                                 Catch::Contains(other_user ? "belongs to another user" : "writable by other users"));
   }
+}
+
+// ctest's fixture (tests/CMakeLists.txt): the description every other case reads, measured first.
+TEST_CASE("the test run's CPU description", "[.][describe]") {
+  CHECK(describe_cpu().bandwidth_gbs > 0);
+}
+
+TEST_CASE("PRISM_CPU_DESCRIPTION names one description for caches of their own, checked as a cache is", "[tune][target]") {
+  // The test run's description (tests/main.cpp), measured once for every test process.
+  const TargetDescription measured = describe_cpu();
+  const std::string run_file = std::getenv("PRISM_CPU_DESCRIPTION");
+  test::TempDir dir;
+  std::filesystem::create_directory(dir / "host");
+  ::chmod((dir / "host").c_str(), 0700);
+  const std::string shared = dir / "host/cpu.txt";
+  std::ofstream(shared) << std::regex_replace(read_text(run_file), std::regex("bandwidth_gbs=[^\n]*"), "bandwidth_gbs=12345");
+  test::ScopedEnv host("PRISM_CPU_DESCRIPTION", shared);
+  // The file named is what every cache reads, and none of them holds one of its own.
+  CHECK(describe_cpu(dir / "b").bandwidth_gbs == 12345);
+  CHECK(describe_cpu(dir / "c").model == measured.model);
+  CHECK_FALSE(std::filesystem::exists(dir / "b/cpu-target.txt"));
+  // Its directory is checked as a cache's: one others can write is refused.
+  ::chmod((dir / "host").c_str(), 0777);
+  CHECK_THROWS_WITH(describe_cpu(dir / "d"), Catch::Contains("the CPU description's cache is unsafe") &&
+                                                 Catch::Contains("writable by other users"));
 }
 
 TEST_CASE("peaks are what the machine reached: a disturbed measurement does not lower them", "[tune][target][table]") {
