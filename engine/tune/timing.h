@@ -30,7 +30,8 @@ struct TimingPolicy {
   bool load_makes_noisy = true;  // a last attempt under load is noisy (false: only disagreeing rounds are)
 };
 
-// The policy with PRISM_TUNE_NOISE_LIMIT (a relative spread; "off": never noisy, load or not) applied.
+// The policy with PRISM_TUNE_NOISE_LIMIT (a relative spread; "off": never noisy, load or not,
+// and measured once) applied.
 TimingPolicy timing_policy_from_env();
 
 // The median of `v` (0 when empty) and its interquartile range over the median (0 with fewer

@@ -136,13 +136,15 @@ TEST_CASE("timing: load that stops before the re-measure leaves a trusted result
   CHECK_THAT(m.remeasured, Catch::Contains("other processes used 1.5 cores"));
 }
 
-TEST_CASE("timing: PRISM_TUNE_NOISE_LIMIT=off trusts a loaded machine too", "[tune][timing]") {
+TEST_CASE("timing: PRISM_TUNE_NOISE_LIMIT=off trusts a loaded machine too, measured once", "[tune][timing]") {
   test::ScopedEnv trusting("PRISM_TUNE_NOISE_LIMIT", "off");
   const TimingPolicy policy = timing_policy_from_env();
   CHECK_FALSE(policy.load_makes_noisy);
   FakeClock clock{{4.0, 1.0}};
   LoadWatch busy = [] { return [] { return Load{1.5, 0.0}; }; };
   Measurement m = measure_interleaved(2, true, policy, std::ref(clock), busy, {});
+  CHECK(m.attempts == 1);  // a second attempt's answer would be kept whatever it found
+  CHECK(clock.calls == 2 * policy.rounds);
   CHECK_FALSE(m.noisy);
   CHECK_THAT(m.contention, Catch::Contains("other processes used 1.5 cores"));  // still said
 }
