@@ -14,6 +14,7 @@ import re
 import sys
 
 from .errors import UnsupportedOp
+from .fx_formulas import tanh_gelus
 from .share import arguments as _args
 
 _DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}
@@ -93,6 +94,9 @@ class _Writer:
         self.names = {}       # node -> prism expression (a name or a literal)
         self.lines = []
         self.inputs = []      # (prism_name, torch_name, kind, type text)
+        # Formulas written out as arithmetic: their output node -> its argument, and the nodes
+        # inside them, which nothing else reads (fx_formulas.py).
+        self.gelus, self.inside_formulas = tanh_gelus(graph_module.graph)
 
     # ---- values ------------------------------------------------------------------------
 
@@ -199,7 +203,10 @@ class _Writer:
         if node.op in ("placeholder", "get_attr"):
             self.names[node] = self.add_input(*self.type_of(node), node.target, "input" if node.op == "placeholder" else "parameter")
             return None
-        if node.op == "output":
+        if node.op == "output" or node in self.inside_formulas:
+            return None
+        if node in self.gelus:
+            self.emit(node, f"gelu_tanh({self.arg(self.gelus[node])})")
             return None
         if self.is_size(node):  # x.shape[0], x.size(1), n * h: read by reshapes from the traced shapes
             self.names[node] = _SIZE

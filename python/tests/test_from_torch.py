@@ -1,5 +1,6 @@
 """prism.from_torch on layers written as PyTorch models write them (examples/python/layers.py):
 the program the daemon accepts, proves equal to the hand-written layer, and runs to module(x)."""
+import math
 import os
 import sys
 
@@ -108,6 +109,30 @@ def test_equal_pieces_become_one_split_and_a_tuple_return_several_outputs():
     program = prism.from_torch(Halves(), torch.randn(2, 8), dims={"x": {0: "n"}})
     assert "v_chunk_0, v_chunk_1 = split(x, 2, axis=-1)" in program.text
     assert "return v_mul, v_add" in program.text and program.returns_tuple
+
+
+def test_gpt2s_gelu_written_out_is_one_gelu_tanh_unless_a_value_inside_it_is_read():
+    transformers = pytest.importorskip("transformers")
+
+    class Written(torch.nn.Module):  # GPT-2's gelu_new (nine nodes) beside a tanh of its own
+        def __init__(self):
+            super().__init__()
+            self.act = transformers.activations.NewGELUActivation()
+
+        def forward(self, x):
+            return self.act(x + 1), torch.tanh(x)
+
+    text = prism.from_torch(Written(), torch.randn(2, 8)).text
+    assert text.count("gelu_tanh(") == 1 and "gelu_tanh(v_add)" in text and text.count("tanh(") == 2, text
+    assert "** 3" not in text and "0.044715" not in text, text
+
+    class Reads(torch.nn.Module):  # the same formula, its tanh read by a second output
+        def forward(self, x):
+            t = torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0)))
+            return 0.5 * x * (1.0 + t), t
+
+    text = prism.from_torch(Reads(), torch.randn(2, 8)).text
+    assert "gelu_tanh(" not in text and "0.044715" in text, text
 
 
 def test_a_reshape_keeps_the_named_dims_symbolic_in_its_target(client):
