@@ -405,6 +405,21 @@ def _expand(w, n):
     return value
 
 
+def _repeat_interleave(w, n):
+    """x.repeat_interleave(r, dim=d) (grouped-query heads, as older modeling files repeat them): each
+    slice along d r times in a row, as a new axis of r copies after d folded into d."""
+    a = _args(n, ["input", "repeats", "dim"], {"dim": None})
+    source, repeats, dim = a["input"], a["repeats"], a["dim"]
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or not 1 <= repeats <= 16 or not isinstance(dim, int):
+        raise w.unsupported(n, f"repeats {repeats!r} along {'no dim' if dim is None else f'dim {dim}'} (prism "
+                               "repeats along a dim, at most 16 times)")
+    sizes = w.size_texts(source)
+    dim %= len(sizes)
+    value = w.temporary(n, f"reshape({w.arg(source)}, [{', '.join(sizes[:dim + 1] + ['1'] + sizes[dim + 1:])}])")
+    value = w.temporary(n, f"concat({', '.join([value] * repeats)}, axis={dim + 1})")
+    return f"reshape({value}, [{', '.join(w.size_texts(n))}])"
+
+
 def _reshape(w, n):
     return f"reshape({w.arg(n.args[0])}, [{', '.join(w.size_texts(n))}])"
 
@@ -562,7 +577,7 @@ _FUNCTIONS = {
     "softmax": _softmax(False), "log_softmax": _softmax(True), "sum": _reduce("sum"), "mean": _reduce("mean"),
     "amax": _reduce("max"), "var": _var, "layer_norm": _functional_layer_norm, "gelu": _functional_gelu,
     "transpose": _transpose, "permute": _permute, "reshape": _reshape, "unsqueeze": _reshape, "pow": _pow, "where": _where, "clamp": _clamp,
-    "cat": _cat, "addmm": _addmm, "baddbmm": _addmm, "chunk": _chunk, "split": _split, "scaled_dot_product_attention": _sdpa, "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
+    "cat": _cat, "repeat_interleave": _repeat_interleave, "addmm": _addmm, "baddbmm": _addmm, "chunk": _chunk, "split": _split, "scaled_dot_product_attention": _sdpa, "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
     "minimum": lambda w, n: f"minimum({w.arg(n.args[0])}, {w.arg(n.args[1])})", "dropout": _identity,
     getattr: _attribute,
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
@@ -571,7 +586,8 @@ _METHODS = {
     "add": _binary("+"), "sub": _binary("-"), "mul": _binary("*"), "div": _binary("/"), "matmul": _binary("@"),
     "pow": _pow, "sum": _reduce("sum"), "mean": _reduce("mean"), "amax": _reduce("max"), "var": _var,
     "softmax": _softmax(False), "log_softmax": _softmax(True), "transpose": _transpose, "permute": _permute,
-    "reshape": _reshape, "view": _reshape, "contiguous": _identity, "unsqueeze": _reshape, "expand": _expand, "float": _cast, "half": _cast, "bfloat16": _cast,
+    "reshape": _reshape, "view": _reshape, "contiguous": _identity, "unsqueeze": _reshape, "expand": _expand,
+    "repeat_interleave": _repeat_interleave, "float": _cast, "half": _cast, "bfloat16": _cast,
     "to": _cast, "type_as": _cast, "clamp": _clamp, "chunk": _chunk, "split": _split, "addmm": _addmm, "baddbmm": _addmm,
     "t": lambda w, n: f"{w.arg(n.args[0])}.T",
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},

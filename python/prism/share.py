@@ -11,7 +11,7 @@ import math
 MATMULS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm"}
 # Ops that move, pick or convert data and compute nothing: no FLOPs.
 MOVES_DATA = {"getitem", "view", "reshape", "split", "chunk", "contiguous", "unsqueeze", "squeeze", "transpose",
-              "permute", "t", "cat", "expand", "expand_as", "repeat", "flatten", "embedding", "tensor", "to", "float",
+              "permute", "t", "cat", "expand", "expand_as", "repeat", "repeat_interleave", "flatten", "embedding", "tensor", "to", "float",
               "half", "bfloat16", "type_as", "clone", "dropout", "Dropout", "Identity", "getattr"}  # getattr: x.T
 
 

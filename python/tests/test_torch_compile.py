@@ -161,15 +161,23 @@ def rotary_attention(q, k, v, cos, sin, mask):
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
-def test_rotary_halves_and_repeated_kv_heads_are_imported(shared_daemon, spy):
+def rotary_attention_interleaved(q, k, v, cos, sin, mask):
+    """The same with the KV heads repeated by repeat_interleave, as older modeling files write it."""
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)
+    k, v = k.repeat_interleave(2, dim=1), torch.repeat_interleave(v, 2, dim=1)
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("attention", [rotary_attention, rotary_attention_interleaved], ids=["expand", "repeat_interleave"])
+def test_rotary_halves_and_repeated_kv_heads_are_imported(shared_daemon, spy, attention):
     torch.manual_seed(2)
     b, h, s, d = 2, 4, 6, 16
     q, k, v = torch.randn(b, h, s, d), torch.randn(b, h // 2, s, d), torch.randn(b, h // 2, s, d)
     cos, sin = torch.randn(b, s, d), torch.randn(b, s, d)
     mask = torch.triu(torch.full((s, s), float("-inf")), diagonal=1).expand(b, 1, s, s)
-    compiled = torch.compile(rotary_attention, backend=spy)
+    compiled = torch.compile(attention, backend=spy)
     with torch.no_grad():
-        want, got = rotary_attention(q, k, v, cos, sin, mask), compiled(q, k, v, cos, sin, mask)
+        want, got = attention(q, k, v, cos, sin, mask), compiled(q, k, v, cos, sin, mask)
     assert torch.allclose(got, want, rtol=1e-4, atol=1e-4)
     (graph,) = spy.graphs
     # Imported whole: no import error among the reasons a piece stayed PyTorch's.
