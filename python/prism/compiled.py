@@ -119,9 +119,15 @@ class Kernel:
     def run(self, inputs, outputs):
         """Calls the kernel on contiguous tensors at the program's dtypes, on the target's device
         (the GIL is released)."""
-        ins = (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs])
-        outs = (ctypes.c_void_p * len(outputs))(*[t.data_ptr() for t in outputs])
+        ins = _pointers(len(inputs))(*[t.data_ptr() for t in inputs])
+        outs = _pointers(len(outputs))(*[t.data_ptr() for t in outputs])
         self._runner.run(ins, outs, inputs[0].device if inputs else None)
+
+
+@functools.lru_cache(maxsize=None)
+def _pointers(count):
+    """The ctypes array type of `count` pointers (made once: making it takes microseconds)."""
+    return ctypes.c_void_p * count
 
 
 class Compiled:
@@ -144,6 +150,9 @@ class Compiled:
         self._own_client = client is None
         self._lock = threading.Lock()
         self.kernels = {}
+        # What a call's tensors (their shapes, dtypes, devices) were checked, bound and sized to
+        # before: (kernel, output shapes, output dtypes). A call with them again does no more.
+        self._calls = {}
         self._prepare()
 
     # ---- the daemon's side ----------------------------------------------------------------
@@ -239,12 +248,17 @@ class Compiled:
         import torch
 
         tensors = self.program.arguments(self._module, *args)
-        bindings = self._bind(tensors)
-        kernel = self._kernel(bindings)
-        inputs = [t.detach().contiguous() for t in tensors]
+        signature = tuple((t.shape, t.dtype, t.device) if isinstance(t, torch.Tensor) else type(t) for t in tensors)
+        call = self._calls.get(signature)
+        if call is None:
+            bindings = self._bind(tensors)
+            shapes = [[size_of(d, bindings) for d in o["shape"]] for o in self._outputs]
+            dtypes = [getattr(torch, _TORCH_DTYPES[o["dtype"]]) for o in self._outputs]
+            call = self._calls[signature] = (self._kernel(bindings), shapes, dtypes)
+        kernel, shapes, dtypes = call
+        inputs = [t.contiguous() for t in tensors]
         device = inputs[0].device if inputs else None
-        outputs = [torch.empty([size_of(d, bindings) for d in o["shape"]],
-                               dtype=getattr(torch, _TORCH_DTYPES[o["dtype"]]), device=device) for o in self._outputs]
+        outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in zip(shapes, dtypes)]
         kernel.run(inputs, outputs)
         return tuple(outputs) if self.program.returns_tuple else outputs[0]
 

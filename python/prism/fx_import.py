@@ -32,12 +32,26 @@ class Imported:
     def arguments(self, module, *args):
         """The tensors for the program's inputs, in order: the call's tensor `args` (a size among
         them, which dynamo passes, is read from the shapes instead), then the module's parameters
-        and buffers."""
-        named = dict(module.named_parameters()) if module is not None else {}
-        if module is not None:
-            named.update(dict(module.named_buffers()))
+        and buffers, read from their owners at each call (one reassigned is the new one)."""
         positional = iter(a for a in args if hasattr(a, "shape"))
-        return [next(positional) if kind == "input" else named[torch_name] for _, torch_name, kind in self.inputs]
+        return [next(positional) if owner is None else getattr(owner, attr) for owner, attr in self._owners(module)]
+
+    def _owners(self, module):
+        """(owning submodule, attribute) of each parameter or buffer input of `module`, (None,
+        None) for each argument; found once per module, as a call takes microseconds."""
+        cached = getattr(self, "_owners_of", None)
+        if cached is None or cached[0] is not module:
+            owners = []
+            for _, torch_name, kind in self.inputs:
+                if kind == "input":
+                    owners.append((None, None))
+                    continue
+                if module is None:
+                    raise KeyError(torch_name)
+                path, _, attr = torch_name.rpartition(".")
+                owners.append((module.get_submodule(path) if path else module, attr))
+            self._owners_of = cached = (module, owners)
+        return cached[1]
 
 
 def source_line(node):

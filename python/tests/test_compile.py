@@ -107,6 +107,13 @@ def test_a_new_shape_is_tuned_once_and_the_parameters_are_read_at_each_call(comp
         module.dense.bias.add_(1.0)  # the callable sees the module's weights as they are now
         want = module(x)
     assert close(compiled(x), want, 1e-3, 1e-4) and not close(first, want, 1e-3, 1e-4)
+    # A parameter replaced by another (as loading a quantized or a fresh copy does) is read too,
+    # and a call of another dtype is still checked after calls that passed.
+    module.dense.bias = torch.nn.Parameter(torch.randn(HIDDEN))
+    with torch.no_grad():
+        assert close(compiled(x), module(x), 1e-3, 1e-4)
+    with pytest.raises(TypeError, match=r"input 'x' is torch.float64"):
+        compiled(x.double())
 
 
 def test_wrong_device_dtype_or_fixed_size_is_an_error_that_says_what_the_program_takes(compiled_of):
