@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What a call of a prism.compile'd layer costs in the caller's process (issue 64, 1): an RMSNorm
 and a bias-free projection, as Llama writes them, compiled with the token count as a dim and tuned
-at n rows. Timed in interleaved rounds (median of the rounds' per-call times, torch.no_grad):
+at n rows. Timed in interleaved rounds, each call timed alone and a round's time the median of
+its calls, as prism-runner times a kernel (torch.no_grad; the median of the rounds):
 
   call      the Compiled callable: argument lookup, the shape check, outputs, the kernel;
   kernel    Kernel.run on the same tensors: the ctypes call into the library, the kernel;
@@ -35,13 +36,13 @@ class RmsLinear(torch.nn.Module):
 
 
 def per_call_us(fn, seconds=0.2):
-    calls, start = 0, time.perf_counter()
-    while True:
+    """The median time of one call, over calls for about `seconds`."""
+    times, start = [], time.perf_counter()
+    while time.perf_counter() - start < seconds or len(times) < 3:
+        t0 = time.perf_counter()
         fn()
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds and calls >= 3:
-            return elapsed / calls * 1e6
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e6
 
 
 def main(pairs):
