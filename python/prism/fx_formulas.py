@@ -10,16 +10,14 @@ also reads an inner value (the tanh, say) keeps its nodes as written.
 """
 import math
 
+from .share import op_name
+
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _CUBIC = 0.044715
 
 
-def _name(node):
-    return getattr(node.target, "__name__", node.target)
-
-
 def _is(node, *names):
-    return getattr(node, "op", None) in ("call_function", "call_method") and _name(node) in names
+    return getattr(node, "op", None) in ("call_function", "call_method") and op_name(node) in names
 
 
 def _close(value, want):
@@ -85,7 +83,8 @@ def tanh_gelus(graph):
         if match is None:
             continue
         x, nodes = match
-        if all(set(n.users) <= set(nodes) | {node} for n in nodes) and not inner.intersection(nodes):
+        formula = set(nodes) | {node}
+        if all(set(n.users) <= formula for n in nodes) and not inner.intersection(nodes):
             found[node] = x
             inner.update(nodes)
     return found, inner

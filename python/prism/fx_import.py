@@ -401,6 +401,14 @@ def _index(w, n):
     return value
 
 
+_MAX_COPIES = 16  # copies side by side a concat writes for an expand or a repeat
+
+
+def _copies(w, n, value, count, axis):
+    """`count` copies of `value` side by side along `axis`, a statement of `n`'s translation."""
+    return w.temporary(n, f"concat({', '.join([value] * count)}, axis={axis})")
+
+
 def _expand(w, n):
     """x.expand(...) of axes of 1 (repeat_kv's heads) as copies side by side: a concat of n copies
     along each axis that grows, the same values broadcasting would give."""
@@ -413,9 +421,9 @@ def _expand(w, n):
     for axis, (a, b) in enumerate(zip(have, want)):
         if str(a) == str(b):
             continue
-        if a != 1 or not isinstance(b, int) or b > 16:
-            raise w.unsupported(n, f"an expand of an axis of {a} to {b} (prism copies axes of 1, at most 16 times)")
-        value = w.temporary(n, f"concat({', '.join([value] * b)}, axis={axis})")
+        if a != 1 or not isinstance(b, int) or b > _MAX_COPIES:
+            raise w.unsupported(n, f"an expand of an axis of {a} to {b} (prism copies axes of 1, at most {_MAX_COPIES} times)")
+        value = _copies(w, n, value, b, axis)
     return value
 
 
@@ -424,13 +432,13 @@ def _repeat_interleave(w, n):
     slice along d r times in a row, as a new axis of r copies after d folded into d."""
     a = _args(n, ["input", "repeats", "dim"], {"dim": None})
     source, repeats, dim = a["input"], a["repeats"], a["dim"]
-    if not isinstance(repeats, int) or isinstance(repeats, bool) or not 1 <= repeats <= 16 or not isinstance(dim, int):
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or not 1 <= repeats <= _MAX_COPIES or not isinstance(dim, int):
         raise w.unsupported(n, f"repeats {repeats!r} along {'no dim' if dim is None else f'dim {dim}'} (prism "
-                               "repeats along a dim, at most 16 times)")
+                               f"repeats along a dim, at most {_MAX_COPIES} times)")
     sizes = w.size_texts(source)
     dim %= len(sizes)
     value = w.temporary(n, f"reshape({w.arg(source)}, [{', '.join(sizes[:dim + 1] + ['1'] + sizes[dim + 1:])}])")
-    value = w.temporary(n, f"concat({', '.join([value] * repeats)}, axis={dim + 1})")
+    value = _copies(w, n, value, repeats, dim + 1)
     return f"reshape({value}, [{', '.join(w.size_texts(n))}])"
 
 
