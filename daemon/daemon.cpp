@@ -77,7 +77,7 @@ Daemon::Daemon(const Options& options, Logger& log)
 void Daemon::clean_stale_files(const std::string& state_dir) {
   // What a daemon killed mid-write left behind: temp files whose writer is gone (D13).
   size_t removed = 0;
-  for (const std::string& dir : {state_dir, state_dir + "/tune", state_dir + "/documents",
+  for (const std::string& dir : {state_dir, state_dir + "/tune", state_dir + "/searches", state_dir + "/documents",
                                  prism_cache_dir("kernels"), prism_cache_dir("ptx")})
     if (!dir.empty()) removed += remove_stale_temp_files(dir);
   removed += backend::remove_stale_runner_dirs();

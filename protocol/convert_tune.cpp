@@ -102,6 +102,7 @@ json tune_result_json(const tune::TuneResult& r) {
            {"regret", tune::regret(r)},
            {"fromDb", r.from_db},
            {"noisy", r.measured.noisy},
+           {"provisional", r.provisional},
            {"measured", measured_json(r.measured)},
            {"rows", std::move(rows)},
            {"stats",

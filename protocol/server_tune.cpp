@@ -32,7 +32,7 @@ void Server::start_tune(const SessionPtr& session, const Incoming& message, cons
     char done[160];
     if (result.best >= 0)
       std::snprintf(done, sizeof done, "best %.3f ms, %.2fx the eager baseline%s", result.best_ms, result.speedup,
-                    result.measured.noisy ? " (noisy: not stored)" : "");
+                    result.provisional ? " (noisy: stored as provisional)" : result.measured.noisy ? " (noisy: not stored)" : "");
     else std::snprintf(done, sizeof done, "no candidate passed");
     progress.end(done);
     session->remember_tune(program, {request.bindings, tune::target_name(request.target)});

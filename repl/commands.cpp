@@ -75,7 +75,9 @@ const std::vector<CommandSpec>& command_table() {
        "--target cuda needs a CUDA device and NVRTC (f16 stays f16 there). The baseline and the\n"
        "candidates are timed in interleaved rounds (SPREAD: how much a row's rounds disagree); one\n"
        "tune runs at a time on the machine, another waits. A result whose rounds disagree is marked\n"
-       "NOISY and not stored. A repeated question is answered from the tuning DB at once (`--fresh`\n"
+       "NOISY and stored as provisional: the tuning DB answers it while the machine is busy and\n"
+       "measures it again at the first question asked while it is quiet (PRISM_TUNE_PROVISIONAL=keep:\n"
+       "never on its own). A repeated question is answered from the tuning DB at once (`--fresh`\n"
        "measures again). Where the eager baseline beats every candidate timed, a note says so.\n"
        "A progress bar shows the phases; Ctrl-C cancels.",
        CommandSpec::Arg::Program},

@@ -592,7 +592,8 @@ CommandOutput Session::search(const std::vector<std::string>& args) {
   std::ostringstream out;
   out << r.value("program", args[0]) << ": " << r.value("candidates", 0) << " verified "
       << (r.value("candidates", 0) == 1 ? "family" : "families") << " (" << stats.value("stopReason", "") << ", "
-      << elapsed_s(stats.value("totalSeconds", 0.0)) << ")\n";
+      << elapsed_s(stats.value("totalSeconds", 0.0))
+      << (stats.value("fromStore", false) ? ", stored: the search this daemon or an earlier one made" : "") << ")\n";
   Table t({"GENERATED", "PRUNED: EXPRESSION", "DIMS", "STRUCTURE", "HARDWARE", "DUPLICATES", "FINGERPRINTED",
            "REJECTED", "UNPROVED", "VERIFIED"});
   auto n = [&](const char* k) { return std::to_string(stats.value(k, int64_t{0})); };

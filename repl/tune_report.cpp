@@ -46,7 +46,7 @@ std::string spread_text(const json& row) {
 }
 
 // How the rows were timed, and what to do when the machine was too busy to trust them.
-std::string timing_text(const json& m, const std::string& program, const json& bindings) {
+std::string timing_text(const json& m, bool provisional, const std::string& program, const json& bindings) {
   std::ostringstream out;
   const int rounds = m.value("rounds", 0), attempts = m.value("attempts", 0);
   if (rounds == 0) return "";
@@ -60,8 +60,11 @@ std::string timing_text(const json& m, const std::string& program, const json& b
   out << "\n";
   const std::string why = m.value("contention", "");
   if (m.value("noisy", false))
-    out << "NOISY: " << why << ". These times are not stored in the tuning DB; tune again on a quieter machine (`tune " << program << " "
-        << sizes_of(bindings) << " --fresh`).\n";
+    out << "NOISY: " << why << ". "
+        << (provisional ? "The tuning DB keeps these times as provisional: they answer while the machine is busy and are measured "
+                          "again once it is quiet"
+                        : "These times are not stored in the tuning DB: it holds this question's answer from a quiet machine")
+        << "; `tune " << program << " " << sizes_of(bindings) << " --fresh` measures again now.\n";
   else if (!why.empty())
     out << "note: " << why << " during the last attempt; the interleaved rounds agree, so the ratios stand.\n";
   return out.str();
@@ -161,7 +164,7 @@ std::string tune_report(const json& r, const std::string& program, int columns) 
   }
   timed.drop_when_narrow({"SPREAD", "PREDICTED", "COST RANK", "SIZES"});
   out << timed.render("", columns);
-  out << timing_text(r.value("measured", json::object()), program, r.value("bindings", json::object()));
+  out << timing_text(r.value("measured", json::object()), r.value("provisional", false), program, r.value("bindings", json::object()));
   char tail[320], model[128] = "";
   // The regret is undefined (0) when no row passed.
   if (r.value("regret", 0.0) > 0)

@@ -61,6 +61,8 @@ struct SearchStats {
   // With no candidate: which stage removed the last family, its first concrete reason, and the
   // limit to raise when a limit was the cause. Empty when something was found.
   std::string empty_reason;
+  bool from_store = false;      // read back from the search store (search_store.h): the counts and
+                                // times are those of the search that stored it
 };
 
 struct SearchProgress {

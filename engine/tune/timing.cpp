@@ -1,11 +1,15 @@
 #include "engine/tune/timing.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace prism::tune {
 
@@ -19,6 +23,13 @@ TimingPolicy timing_policy_from_env() {
     } else if (double limit = std::atof(v); limit > 0) policy.noise_limit = limit;
   }
   return policy;
+}
+
+Provisional provisional_policy_from_env() {
+  const std::string v = std::getenv("PRISM_TUNE_PROVISIONAL") ? std::getenv("PRISM_TUNE_PROVISIONAL") : "";
+  if (v == "keep") return Provisional::Keep;
+  if (v == "remeasure") return Provisional::Remeasure;
+  return Provisional::Quiet;
 }
 
 double median_of(std::vector<double> v) {
@@ -136,6 +147,12 @@ std::string machine_contention(const Load& load, const TimingPolicy& policy) {
 }
 
 }  // namespace
+
+std::string machine_busy(const TimingPolicy& policy, int cores, double seconds) {
+  const CpuSample before = sample_cpu(::getpid());
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  return machine_contention(load_between(before, sample_cpu(::getpid()), cores), policy);
+}
 
 Measurement measure_interleaved(size_t items, bool has_baseline, const TimingPolicy& policy,
                                 const std::function<RoundTime(size_t item)>& time_round, const LoadWatch& watch_load,

@@ -34,6 +34,18 @@ struct TimingPolicy {
 // and measured once) applied.
 TimingPolicy timing_policy_from_env();
 
+// What becomes of a provisional result: a noisy one, stored with its spread and answered at once
+// (docs/tuning.md, "Provisional results"). PRISM_TUNE_PROVISIONAL: "quiet" (the default) answers
+// it while the machine is busy and measures it again at the first question asked while it is
+// quiet; "keep" answers it until a fresh tune (`tune --fresh`); "remeasure" measures it again at
+// every question (no answer is ever taken from load).
+enum class Provisional { Quiet, Keep, Remeasure };
+Provisional provisional_policy_from_env();
+
+// Why the machine is too busy to time on ("" when it is quiet): other processes' CPU use and the
+// hypervisor's steal over `seconds`, against `policy`'s limits, the calling process not counted.
+std::string machine_busy(const TimingPolicy& policy, int cores, double seconds = 0.25);
+
 // The median of `v` (0 when empty) and its interquartile range over the median (0 with fewer
 // than 2 values, or a zero median).
 double median_of(std::vector<double> v);

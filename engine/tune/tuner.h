@@ -77,7 +77,8 @@ struct Measured {
   double ratio_spread = 0;       // the spread of the best's per-round ratio to the baseline
   std::string contention;        // why the last attempt counted as contended; "" when quiet
   std::string remeasured;        // why the attempt before it was measured again; "" after one
-  bool noisy = false;            // the rounds disagreed: the table says so, the tuning DB keeps nothing
+  bool noisy = false;            // the rounds disagreed: the table says so, the tuning DB keeps it as
+                                 // provisional (TuneResult::provisional)
   bool queued = false;           // it waited for another tune on this machine first
   int tuner_revision = 0;
   uint64_t seed = 0;
@@ -120,6 +121,8 @@ struct TuneResult {
   double rank_correlation = 0; // Spearman, predicted vs measured, over the ok rows (0 with < 3)
   TuneStats stats;
   bool from_db = false;        // answered by the tuning DB, nothing compiled or run
+  bool provisional = false;    // noisy, and stored all the same: the DB answers it until a quiet
+                               // machine measures it again (docs/tuning.md, "Provisional results")
   bool transient = false;      // a run failed for a reason that was not its kernel's: not stored
   Measured measured;
 };

@@ -549,8 +549,13 @@ SearchResult Workspace::search(const std::string& program, const SearchLimits& l
                                                  same_question(it->second.limits, limits))
       return it->second;
   }
-  check_memory_budget("searching '" + program + "'", search::search_memory_bytes(compiled->lowered), memory_budget());
-  SearchResult r = search::search_program(compiled->lowered, limits, cancel, progress);  // no lock held
+  // The same question searched before, by this daemon or another (search_store.h).
+  const search::SearchStore store = search_store();
+  const std::string key = store.enabled() ? search::search_key(compiled->lowered, limits) : "";
+  std::optional<SearchResult> stored = store.get(key);
+  if (!stored) check_memory_budget("searching '" + program + "'", search::search_memory_bytes(compiled->lowered), memory_budget());
+  SearchResult r = stored ? std::move(*stored) : search::search_program(compiled->lowered, limits, cancel, progress);  // no lock held
+  if (!stored) store.put(key, r);
   r.program = program;
   r.version = version;
   r.limits = limits;

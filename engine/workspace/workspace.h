@@ -18,6 +18,7 @@
 #include "engine/egraph/equivalence.h"
 #include "engine/error.h"
 #include "engine/search/search.h"
+#include "engine/search/search_store.h"
 #include "engine/tune/tune_db.h"
 #include "engine/tune/tuner.h"
 
@@ -231,6 +232,7 @@ class Workspace {
   struct TuneState;
   static std::shared_ptr<TuneState> make_tune_state();
   std::shared_ptr<TuneState> tune_state_;
+  search::SearchStore search_store() const;  // where complete searches are kept (set_storage)
   void sync_egraph() const;  // brings the resident e-graph up to date with the open programs
   mutable std::mutex mutex_;
   mutable std::mutex egraph_sync_;  // held while syncing, taken before mutex_

@@ -20,6 +20,7 @@ struct Workspace::TuneState {
   std::mutex mutex;
   std::mutex describe_mutex;  // held while a target is described; taken before `mutex`, never inside it
   tune::TuneDb db;
+  search::SearchStore searches;  // beside the DB: the searches its answers name families of
   std::string cache_dir;                                            // empty: the defaults
   std::string lock_path = tune::MachineLock::default_path();        // empty: no machine lock
   std::map<backend::Target, backend::TargetDescription> described;  // each target, described once
@@ -106,7 +107,13 @@ void Workspace::set_log(std::function<void(const std::string&)> log) { tune_stat
 void Workspace::set_storage(const std::string& data_dir, const std::string& cache_dir) {
   std::lock_guard lock(tune_state_->mutex);
   tune_state_->db.set_dir(data_dir.empty() ? "" : data_dir + "/tune");
+  tune_state_->searches.set_dir(data_dir.empty() ? "" : data_dir + "/searches");
   tune_state_->cache_dir = cache_dir;
+}
+
+search::SearchStore Workspace::search_store() const {
+  std::lock_guard lock(tune_state_->mutex);
+  return tune_state_->searches;
 }
 
 backend::TargetDescription Workspace::described(backend::Target target) const {
@@ -173,6 +180,8 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
   // renumbered to this search's families, are what this tune measures first.
   tune::TuneRequest measured_request = request;
   std::string claimed_at;
+  const tune::Provisional provisional = tune::provisional_policy_from_env();
+  const tune::TimingPolicy timing = tune::timing_policy_from_env();
   auto from_db = [&]() -> std::optional<tune::TuneResult> {
     std::optional<tune::TuneResult> hit = tune_state_->db.get(key);
     if (!hit || hit->top < request.top || (request.threads != 0 && hit->threads != request.threads)) return std::nullopt;
@@ -183,7 +192,13 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
         if (row.ok) measured_request.claimed.push_back(row);
       return std::nullopt;
     }
+    // A provisional answer (measured under load) stands while the machine is busy; once it is
+    // quiet, the question is measured again (docs/tuning.md, "Provisional results").
+    if (hit->measured.noisy && (provisional == tune::Provisional::Remeasure ||
+                                (provisional == tune::Provisional::Quiet && tune::machine_busy(timing, target.cores).empty())))
+      return std::nullopt;
     hit->from_db = true;
+    hit->provisional = hit->measured.noisy;
     hit->stats.compiled = hit->stats.cached = 0;
     return hit;
   };
@@ -202,16 +217,21 @@ tune::TuneResult Workspace::tune(const std::string& program, const tune::TuneReq
   tune::TuneEnvironment env;
   env.target = target;
   env.kernel_cache_dir = tune_state_->kernel_cache_dir();
-  env.timing = tune::timing_policy_from_env();
+  env.timing = timing;
   tune::TuneResult result = tune::tune_families(backend, lowered, found->candidates, measured_request, env, cancel, progress);
   if (!measured_request.claimed.empty()) result.measured.confirmed = claimed_at;
   result.program = program;
   result.version = version;
   result.measured.queued = lock.waited();
   result.measured.search = limits_text(found->limits);
-  // A time-out or a killed worker is no answer to keep, nor are rounds that disagreed: the next
-  // tune measures again (D9, timing.h).
-  if (!result.transient && !result.measured.noisy) tune_state_->db.put(key, result);
+  // A time-out or a killed worker is no answer to keep (D9). Rounds that disagreed are kept as a
+  // provisional answer (timing.h), but never in place of one measured on a quiet machine.
+  if (!result.transient) {
+    const std::optional<tune::TuneResult> stored = tune_state_->db.get(key);
+    const bool quiet_stored = stored && stored->measured.imported.empty() && !stored->measured.noisy;
+    result.provisional = result.measured.noisy && !quiet_stored;
+    if (!result.measured.noisy || !quiet_stored) tune_state_->db.put(key, result);
+  }
   return record(result);
 }
 

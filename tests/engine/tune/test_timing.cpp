@@ -1,7 +1,9 @@
 // The timing protocol (engine/tune/timing.h) on synthetic clocks, and the machine lock.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <thread>
@@ -13,6 +15,34 @@
 
 using namespace prism;
 using namespace prism::tune;
+
+TEST_CASE("timing: the machine is busy while another process holds a core", "[tune][timing]") {
+  // A child process spinning for longer than the probe: a core's worth of another process's time.
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    ::_exit(0);
+  }
+  REQUIRE(child > 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::string busy = machine_busy(TimingPolicy{}, int(std::thread::hardware_concurrency()), 0.3);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  CHECK_THAT(busy, Catch::Contains("other processes used"));
+}
+
+TEST_CASE("timing: PRISM_TUNE_PROVISIONAL says what becomes of a provisional answer", "[tune][timing]") {
+  {
+    test::ScopedEnv unset("PRISM_TUNE_PROVISIONAL", "");
+    CHECK(provisional_policy_from_env() == Provisional::Quiet);
+  }
+  test::ScopedEnv keep("PRISM_TUNE_PROVISIONAL", "keep");
+  CHECK(provisional_policy_from_env() == Provisional::Keep);
+  test::ScopedEnv remeasure("PRISM_TUNE_PROVISIONAL", "remeasure");
+  CHECK(provisional_policy_from_env() == Provisional::Remeasure);
+}
 
 namespace {
 

@@ -512,9 +512,10 @@ TEST_CASE("tune DB: renumber maps rows to another search's ids and drops the fam
   CHECK(unchanged.best == 2);
 }
 
-TEST_CASE("tuner: rounds that disagree are measured again, marked noisy and never stored", "[tune][tuner][db]") {
+TEST_CASE("tuner: rounds that disagree are measured again, marked noisy and stored as provisional", "[tune][tuner][db]") {
   // A noise limit no real machine meets: every attempt's rounds disagree.
   test::ScopedEnv strict("PRISM_TUNE_NOISE_LIMIT", "1e-12");
+  test::ScopedEnv keep("PRISM_TUNE_PROVISIONAL", "keep");
   test::TempDir data;
   const tune::TuneRequest request = small_rms_linear();
   Workspace ws;
@@ -528,8 +529,46 @@ TEST_CASE("tuner: rounds that disagree are measured again, marked noisy and neve
   // (each a median of thousands of calls on a clock of 1 ns), a spread of 0 that no limit passes.
   const tune::TuneRow& best = noisy.rows[size_t(noisy.best)];
   CHECK((best.noisy || best.spread == 0));
-  CHECK_FALSE((std::filesystem::exists(data / "tune") && !std::filesystem::is_empty(data / "tune")));
-  CHECK_FALSE(ws.tune("rms_linear", request).from_db);
+  CHECK(noisy.provisional);
+  // Kept: the same question, from another workspace (a second process), is answered at once.
+  Workspace second;
+  open_rms_linear(second, data);
+  const tune::TuneResult answered = second.tune("rms_linear", request);
+  CHECK(answered.from_db);
+  CHECK(answered.provisional);
+  CHECK(answered.measured.at == noisy.measured.at);
+  CHECK(second.search_result("rms_linear")->stats.from_store);  // nor searched (search_store.h)
+  // Measured again where the policy says so (on a quiet machine, by default): a new provisional answer.
+  {
+    test::ScopedEnv remeasure("PRISM_TUNE_PROVISIONAL", "remeasure");
+    const tune::TuneResult again = second.tune("rms_linear", request);
+    CHECK_FALSE(again.from_db);
+    CHECK(again.provisional);
+  }
+  CHECK(second.tune("rms_linear", request).from_db);
+}
+
+TEST_CASE("tuner: a noisy result never takes the place of one measured on a quiet machine", "[tune][tuner][db]") {
+  test::TempDir data;
+  const tune::TuneRequest request = small_rms_linear();
+  Workspace ws;
+  open_rms_linear(ws, data);
+  tune::TuneResult quiet;
+  {
+    test::ScopedEnv off("PRISM_TUNE_NOISE_LIMIT", "off");  // never noisy: a quiet machine's answer
+    quiet = ws.tune("rms_linear", request);
+  }
+  REQUIRE_FALSE(quiet.measured.noisy);
+  test::ScopedEnv strict("PRISM_TUNE_NOISE_LIMIT", "1e-12");
+  tune::TuneRequest fresh = request;
+  fresh.fresh = true;
+  const tune::TuneResult loaded = ws.tune("rms_linear", fresh);
+  CHECK(loaded.measured.noisy);
+  CHECK_FALSE(loaded.provisional);  // not stored: the quiet answer stays
+  const tune::TuneResult answered = ws.tune("rms_linear", request);
+  CHECK(answered.from_db);
+  CHECK_FALSE(answered.provisional);
+  CHECK(answered.measured.at == quiet.measured.at);
 }
 
 TEST_CASE("tune DB: the text form round-trips and a damaged file is a miss", "[tune][db]") {
