@@ -6,6 +6,7 @@ their names; module parameters and buffers become inputs named after their quali
 """
 import contextlib
 import dis
+import functools
 import inspect
 import math
 import operator
@@ -733,7 +734,7 @@ def _resized_shapes(module, example_inputs, dims):
 
 
 def from_torch(fn_or_module, example_inputs, dims=None, name=None):
-    """Traces `fn_or_module` (torch.fx.symbolic_trace, with stack traces for error messages) on
+    """Traces `fn_or_module` (torch.fx.symbolic_trace, with source lines for error messages) on
     `example_inputs` and returns an Imported program. `dims` names sizes symbolically:
     {"x": {0: "n"}} makes axis 0 of input x the dim n; a parameter's axes are named by its
     qualified name ({"fc1.weight": {1: "d"}}). Raises UnsupportedOp naming the node, its op and
@@ -742,8 +743,7 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None):
     import torch.fx
     from torch.fx.passes.shape_prop import ShapeProp
 
-    tracer = torch.fx.Tracer()
-    tracer.record_stack_traces = True
+    tracer = _line_tracer()()
     root = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else torch.nn.Module()
     with _tuple_unpacking_traced():
         graph = tracer.trace(fn_or_module)
@@ -753,6 +753,29 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None):
     with torch.no_grad():
         ShapeProp(module).propagate(*example_inputs)
     return _written(_Writer(module, dims, resized), name or getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__)
+
+
+@functools.lru_cache(maxsize=None)
+def _line_tracer():
+    """torch.fx's Tracer writing each node's Python stack as its `stack_trace` (source_line's
+    form, outermost frame first). fx's own `record_stack_traces` symbolizes the C++ stack too, which
+    imports torch._inductor: 1.4 to 2.8 s on a process's first trace, for lines Python has."""
+    import torch.fx
+
+    own = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+    class LineTracer(torch.fx.Tracer):
+        def create_node(self, *args, **kwargs):
+            node = super().create_node(*args, **kwargs)
+            frames, frame = [], sys._getframe(1)
+            while frame is not None:
+                if not frame.f_code.co_filename.startswith(own):
+                    frames.append(f'  File "{frame.f_code.co_filename}", line {frame.f_lineno}, in {frame.f_code.co_name}')
+                frame = frame.f_back
+            node.stack_trace = "\n".join(reversed(frames))
+            return node
+
+    return LineTracer
 
 
 def from_graph(graph_module, name):
