@@ -2,10 +2,12 @@
 // and `prism -c "cmd; cmd"`, which print results only and stop at the first error (exit 1).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "protocol/endpoint.h"
 #include "repl/commands.h"
@@ -293,9 +295,19 @@ int main(int argc, char** argv) {
   }
 
   std::unique_ptr<Session> session;
+  auto open_session = [&opt] {
+    return std::make_unique<Session>(connect_or_start(opt.launch), [&opt] { return connect_or_start(opt.launch); },
+                                     token_for(opt.launch.socket_path));
+  };
   try {
-    session = std::make_unique<Session>(connect_or_start(opt.launch), [&opt] { return connect_or_start(opt.launch); },
-                                        token_for(opt.launch.socket_path));
+    try {
+      session = open_session();
+    } catch (const ConnectionError&) {
+      // A daemon that was dying as we connected (killed, or exiting idle) took the connection and
+      // reset it: once more, when its socket refuses and a new daemon is started.
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      session = open_session();
+    }
     for (const auto& w : session->warnings()) std::cerr << "prism: warning: " << w << "\n";
   } catch (const std::exception& e) {
     std::cerr << "prism: " << e.what() << "\n";
