@@ -18,7 +18,7 @@ import warnings
 
 from .checked_files import load_library, read_checked_bytes
 from .client import Client, find_prism_binary
-from .errors import ConnectionLost, PrismError
+from .errors import ConnectionLost, NoFusedKernel, PrismError
 from .fx_import import from_torch
 
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
@@ -136,7 +136,7 @@ class Compiled:
     kernels by sizes ({"n": 8} as a sorted tuple of items)."""
 
     def __init__(self, fn_or_module, example_inputs, target="cpu", dims=None, name=None, client=None, top=None,
-                 progress=None, imported=None):
+                 progress=None, imported=None, eager_plan=True):
         import torch
 
         if target not in _TARGETS:
@@ -145,6 +145,9 @@ class Compiled:
         # `imported`: the program already written (torch_backend's partitions, from_graph).
         self.program = _named_by_content(imported or from_torch(fn_or_module, example_inputs, dims=dims, name=name))
         self.target, self.top, self.progress = target, top, progress
+        # False: where no fused kernel wins, NoFusedKernel, not the eager plan (torch_backend runs
+        # the graph's own ops there).
+        self.eager_plan = eager_plan
         self._uri = f"untitled:prism-compile-{os.getpid()}-{next(_COMPILED)}-{self.program.name}"
         self._client = client
         self._own_client = client is None
@@ -198,6 +201,8 @@ class Compiled:
                         raise PrismError(None, f"no kernel of '{self.program.name}' passed its check at "
                                                f"{_sizes(bindings)} on the {self.target}; see `tune` in the REPL")
                     eager = not passed or 0 < tuned["speedup"] < 1
+                    if eager and not self.eager_plan:
+                        raise NoFusedKernel(_no_fused_kernel(self.program.name, bindings, self.target, tuned))
                     if not passed:
                         warnings.warn(f"no fused kernel for '{self.program.name}' at {_sizes(bindings)} passed its "
                                       f"check on the {self.target}: the eager plan runs", RuntimeWarning, stacklevel=4)
@@ -268,6 +273,17 @@ class Compiled:
         if self._own_client and self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _no_fused_kernel(name, bindings, target, tuned):
+    """Why a tune left no fused kernel to run, in words."""
+    if tuned["best"] is not None:
+        return (f"no fused kernel for '{name}' at {_sizes(bindings)} beat the same ops run one by one on the {target} "
+                f"(the best ran at {tuned['speedup']:.2f}x their speed)")
+    if tuned.get("stats", {}).get("instantiations", 1) == 0:
+        return (f"no family of '{name}' can be instantiated at {_sizes(bindings)} on the {target}: every one splits "
+                "a dim into tiles that must divide it, or needs more fast memory per block there")
+    return f"no fused kernel for '{name}' at {_sizes(bindings)} passed its check on the {target}"
 
 
 def _named_by_content(program):

@@ -23,6 +23,15 @@ class ProgramError(PrismError):
         super().__init__(None, text)
 
 
+class NoFusedKernel(PrismError):
+    """A tune at some sizes in which no fused kernel passed its check or beat the eager plan (the
+    program op by op), raised by a Compiled made with `eager_plan=False` in place of loading that
+    plan: its caller has the program's own ops to run (torch.compile's graph)."""
+
+    def __init__(self, message):
+        super().__init__(None, message)
+
+
 class ConnectionLost(Exception):
     """prismd closed the connection or could not be reached."""
 

@@ -425,7 +425,9 @@ def _compiled(piece, program, target, top):
     key = (_up_to_names(program.text), target, top)
     compiled = _SHARED.get(key)
     if compiled is None:
-        compiled = Compiled(piece, None, target=target, top=top, imported=program)
+        # Where no fused kernel wins at a call's sizes, the graph's own ops run (_partition_module),
+        # not prism's eager plan: the same plan, in the kernels the user had.
+        compiled = Compiled(piece, None, target=target, top=top, imported=program, eager_plan=False)
         _SHARED[key] = compiled
         if len(_SHARED) > _SHARED_AT_MOST:
             _SHARED.popitem(last=False)
@@ -436,8 +438,9 @@ def _compiled(piece, program, target, top):
 def _partition_module(name, compiled, rows, fallback):
     """An nn.Module (what a GraphModule's call_module needs) that calls `compiled`, its tensors
     folded into rows and back where `rows` (rows.fold_rows) says. Where prism fails at a call's
-    sizes (the tune finds the program's own reference overflowing on its inputs, the daemon went
-    away), `fallback`, the piece as the graph wrote it, computes them, and a warning says why."""
+    sizes (no fused kernel passed its check or beat the ops one by one, the tune finds the
+    program's own reference overflowing on its inputs, the daemon went away), `fallback`, the piece
+    as the graph wrote it, computes them, and a warning says why."""
     import torch
 
     class PrismPartition(torch.nn.Module):
