@@ -10,6 +10,7 @@
 
 #include "daemon/token.h"
 #include "engine/backend/runner/runner.h"
+#include "engine/search/search_store.h"
 #include "engine/util/cache.h"
 #include "engine/util/private_files.h"
 #include "protocol/endpoint.h"
@@ -77,11 +78,13 @@ Daemon::Daemon(const Options& options, Logger& log)
 void Daemon::clean_stale_files(const std::string& state_dir) {
   // What a daemon killed mid-write left behind: temp files whose writer is gone (D13).
   size_t removed = 0;
-  for (const std::string& dir : {state_dir, state_dir + "/tune", state_dir + "/searches", state_dir + "/documents",
+  for (const std::string& dir : {state_dir, state_dir + "/tune", search::SearchStore::build_dir(state_dir + "/searches"), state_dir + "/documents",
                                  prism_cache_dir("kernels"), prism_cache_dir("ptx")})
     if (!dir.empty()) removed += remove_stale_temp_files(dir);
   removed += backend::remove_stale_runner_dirs();
   if (removed > 0) log_.line("removed " + std::to_string(removed) + " temp file(s) left by a stopped prism");
+  if (int old = search::SearchStore::prune_other_builds(state_dir + "/searches"); old > 0)
+    log_.line("removed the search stores of " + std::to_string(old) + " other prism build(s), none written for a week");
 }
 
 Daemon::~Daemon() {

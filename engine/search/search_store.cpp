@@ -1,6 +1,8 @@
 #include "engine/search/search_store.h"
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 
 #include "engine/error.h"
@@ -125,6 +127,26 @@ std::optional<SearchResult> parse_search(std::string_view text) {
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+namespace {
+
+std::string build_dir_name() { return engine_build_id().substr(0, 16); }
+
+}  // namespace
+
+std::string SearchStore::build_dir(const std::string& dir) { return dir + "/" + build_dir_name(); }
+
+int SearchStore::prune_other_builds(const std::string& dir, int days) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto cutoff = fs::file_time_type::clock::now() - std::chrono::hours(24 * days);
+  int removed = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_directory(ec) || e.is_symlink(ec) || e.path().filename() == build_dir_name()) continue;
+    if (e.last_write_time(ec) < cutoff && !ec && fs::remove_all(e.path(), ec) > 0) ++removed;
+  }
+  return removed;
 }
 
 std::optional<SearchResult> SearchStore::get(const std::string& key) const {

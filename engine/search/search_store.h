@@ -24,8 +24,10 @@ std::optional<SearchResult> parse_search(std::string_view text);
 class SearchStore {
  public:
   // `dir`: made private on first use (below the cache root, every directory from the root down is
-  // checked: cache.h); empty: off.
-  void set_dir(std::string dir) { dir_ = std::move(dir); }
+  // checked: cache.h); empty: off. Entries live in a subdirectory named after the engine's build,
+  // the one part of the key a rebuild changes, so that prune_other_builds can drop the rest.
+  void set_dir(const std::string& dir) { dir_ = dir.empty() ? dir : build_dir(dir); }
+  static std::string build_dir(const std::string& dir);  // this build's subdirectory of `dir`
   bool enabled() const { return !dir_.empty(); }
   // The stored search with `stats.from_store` set, or nothing (a miss, or an entry that failed
   // its checks, which is then removed).
@@ -33,6 +35,10 @@ class SearchStore {
   // Keeps a complete search (one cut short by its budget or cancelled is not the answer to keep).
   // Throws nothing: a store that cannot be written costs a search next time.
   void put(const std::string& key, const SearchResult& result) const;
+  // Removes the stores of other builds under `dir` not written for `days` days (a developer's
+  // every rebuild leaves one behind); returns how many. Another build's daemon that is still in
+  // use only searches again.
+  static int prune_other_builds(const std::string& dir, int days = 7);
 
  private:
   std::string dir_;

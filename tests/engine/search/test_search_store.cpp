@@ -3,6 +3,9 @@
 // storage answers the same question without searching, and only that question.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <filesystem>
+
 #include "engine/search/search_store.h"
 #include "engine/sgraph/print.h"
 #include "engine/workspace/workspace.h"
@@ -101,4 +104,19 @@ TEST_CASE("search store: a second workspace answers the same question without se
   Workspace bare;
   bare.open("d.prism", text, 1);
   CHECK_FALSE(bare.search("rms_linear", SearchLimits{}).stats.from_store);
+}
+
+TEST_CASE("search store: other builds' stores are removed once a week has passed without a write", "[search][store]") {
+  namespace fs = std::filesystem;
+  test::TempDir dir;
+  const std::string mine = search::SearchStore::build_dir(dir.path());
+  const auto week_ago = fs::file_time_type::clock::now() - std::chrono::hours(24 * 8);
+  for (const std::string& d : {mine, dir / "old-build", dir / "recent-build"}) fs::create_directories(d);
+  fs::last_write_time(mine, week_ago);
+  fs::last_write_time(dir / "old-build", week_ago);
+  CHECK(search::SearchStore::prune_other_builds(dir.path()) == 1);
+  CHECK(fs::exists(mine));  // this build's, however old
+  CHECK_FALSE(fs::exists(dir / "old-build"));
+  CHECK(fs::exists(dir / "recent-build"));
+  CHECK(search::SearchStore::prune_other_builds(dir / "missing") == 0);
 }
