@@ -435,26 +435,55 @@ def _compiled(piece, program, target, top):
     return compiled
 
 
+def _race(prism_call, torch_call, rounds=7):
+    """Seconds per call of `prism_call` and of `torch_call`: the medians of `rounds` calls of each,
+    alternated, so that load which comes and goes falls on both."""
+    import statistics
+    import time
+
+    times = ([], [])
+    for _ in range(rounds):
+        for spent, call in zip(times, (prism_call, torch_call)):
+            start = time.perf_counter()
+            call()
+            spent.append(time.perf_counter() - start)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
 def _partition_module(name, compiled, rows, fallback):
     """An nn.Module (what a GraphModule's call_module needs) that calls `compiled`, its tensors
     folded into rows and back where `rows` (rows.fold_rows) says. Where prism fails at a call's
     sizes (no fused kernel passed its check or beat the ops one by one, the tune finds the
     program's own reference overflowing on its inputs, the daemon went away), `fallback`, the piece
-    as the graph wrote it, computes them, and a warning says why."""
+    as the graph wrote it, computes them, and a warning says why. So it does where, at the first
+    call at new sizes, PyTorch's own ops ran the piece faster in this process (_race): the tuner
+    times prism's kernels against prism's eager plan, not against the kernels the user had."""
     import torch
 
     class PrismPartition(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.compiled, self.fallback, self.failed = compiled, fallback, set()
+            self.compiled, self.fallback, self.failed, self.raced = compiled, fallback, set(), set()
+
+        def run(self, args):
+            if rows is None:
+                return self.compiled(*args)
+            return rows.results(args, self.compiled(*rows.arguments(args)))
 
         def forward(self, *args):
             sizes = tuple(tuple(a.shape) if hasattr(a, "shape") else a for a in args)
             if sizes not in self.failed:
                 try:
-                    if rows is None:
-                        return self.compiled(*args)
-                    return rows.results(args, self.compiled(*rows.arguments(args)))
+                    out = self.run(args)
+                    if sizes not in self.raced:
+                        self.raced.add(sizes)
+                        ours, theirs = _race(lambda: self.run(args), lambda: self.fallback(*args))
+                        if theirs < ours:
+                            self.failed.add(sizes)
+                            _warn_once(f"prism: {name} stays PyTorch's at {_shapes_text(sizes)}: its own ops ran it in "
+                                       f"{theirs * 1e3:.3f} ms in this process, prism's tuned kernel in "
+                                       f"{ours * 1e3:.3f} ms")
+                    return out
                 except Exception as error:  # noqa: BLE001 -- PyTorch computes what prism cannot
                     self.failed.add(sizes)
                     known = isinstance(error, (PrismError, ConnectionLost, UnsupportedOp))
@@ -463,6 +492,10 @@ def _partition_module(name, compiled, rows, fallback):
             return self.fallback(*args)
 
     return PrismPartition()
+
+
+def _shapes_text(sizes):
+    return ", ".join("x".join(str(d) for d in s) if isinstance(s, tuple) else str(s) for s in sizes)
 
 
 def _needs_gradients(example_inputs):

@@ -260,3 +260,34 @@ def test_an_error_of_prisms_own_leaves_the_graph_to_pytorch_and_says_so(monkeypa
     assert not graph.prism_partitions and "IndexError" in graph.prism_skipped[0][1]
     report = "\n".join(str(w.message) for w in caught)
     assert "PyTorch runs this graph as written: prism failed on it (IndexError" in report and "please report" in report, report
+
+
+@pytest.mark.parametrize("faster", ["prism", "pytorch"])
+def test_at_new_sizes_the_faster_of_prisms_kernel_and_pytorchs_own_ops_runs(shared_daemon, spy, monkeypatch, faster):
+    """The tuner races prism's kernels against prism's eager plan; the backend races the kernel
+    against the ops the graph wrote, in the caller's process, once per piece and sizes (_race,
+    made to answer here), and keeps the faster: PyTorch's with a warning that gives both times."""
+    raced = []
+
+    def race(prism_call, torch_call):
+        raced.append(1)
+        prism_call(), torch_call()  # both run as the real race runs them
+        return (1e-3, 2e-3) if faster == "prism" else (2e-3, 1e-3)
+
+    monkeypatch.setattr(BACKEND, "_race", race)
+    torch.manual_seed(0)
+    block = LlamaMLPBlock().eval()
+    compiled = torch.compile(block, backend=spy)
+    x = activations(2, 5)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        want = block(x)
+        for _ in range(3):
+            got = compiled(x)
+            assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+    kept = [str(w.message) for w in caught if "its own ops ran it" in str(w.message)]
+    assert len(raced) == 1  # once per piece and sizes
+    if faster == "prism":
+        assert not kept
+    else:
+        assert len(kept) == 1 and "prism's tuned kernel in 2.000 ms" in kept[0], kept
