@@ -109,7 +109,7 @@ void Client::send_raw(const std::string& bytes) {
   while (done < bytes.size()) {
     ssize_t n = write_no_sigpipe(write_fd_, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw ConnectionError("write to prismd failed: " + errno_text());
+    if (n < 0) throw ConnectionDropped("write to prismd failed: " + errno_text());
     done += static_cast<size_t>(n);
   }
 }
@@ -141,8 +141,8 @@ std::optional<json> Client::read_message(std::chrono::milliseconds timeout) {
     char buffer[65536];
     ssize_t n = ::read(read_fd_, buffer, sizeof buffer);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n < 0) throw ConnectionError("read from prismd failed: " + errno_text());
-    if (n == 0) throw ConnectionError("prismd closed the connection");
+    if (n < 0) throw ConnectionDropped("read from prismd failed: " + errno_text());
+    if (n == 0) throw ConnectionDropped("prismd closed the connection");
     reader_.feed(std::string_view(buffer, static_cast<size_t>(n)));
   }
 }

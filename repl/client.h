@@ -28,6 +28,12 @@ class ConnectionError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The peer went away mid-conversation: a reset, a write that failed, an end of stream.
+class ConnectionDropped : public ConnectionError {
+ public:
+  using ConnectionError::ConnectionError;
+};
+
 // A Unix socket answered by a process of another user: never talked to, and never a reason to
 // start a daemon in its place (docs/protocol.md, "Security").
 class PeerRefused : public std::runtime_error {

@@ -302,9 +302,10 @@ int main(int argc, char** argv) {
   try {
     try {
       session = open_session();
-    } catch (const ConnectionError&) {
+    } catch (const ConnectionDropped&) {
       // A daemon that was dying as we connected (killed, or exiting idle) took the connection and
-      // reset it: once more, when its socket refuses and a new daemon is started.
+      // reset it: once more, when its socket refuses and a new daemon is started. (A server that
+      // answers oddly is no reason to ask again.)
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       session = open_session();
     }
