@@ -436,11 +436,17 @@ def _repeat_interleave(w, n):
     if not isinstance(repeats, int) or isinstance(repeats, bool) or not 1 <= repeats <= _MAX_COPIES or not isinstance(dim, int):
         raise w.unsupported(n, f"repeats {repeats!r} along {'no dim' if dim is None else f'dim {dim}'} (prism "
                                f"repeats along a dim, at most {_MAX_COPIES} times)")
+    return _interleaved(w, n, source, repeats, dim, w.size_texts(n))
+
+
+def _interleaved(w, n, source, repeats, dim, grown):
+    """`source` with each slice along `dim` `repeats` times in a row, of sizes `grown`: a new axis
+    of copies after `dim`, folded into it (the fold the expression returned)."""
     sizes = w.size_texts(source)
     dim %= len(sizes)
     value = w.temporary(n, f"reshape({w.arg(source)}, [{', '.join(sizes[:dim + 1] + ['1'] + sizes[dim + 1:])}])")
     value = _copies(w, n, value, repeats, dim + 1)
-    return f"reshape({value}, [{', '.join(w.size_texts(n))}])"
+    return f"reshape({value}, [{', '.join(grown)}])"
 
 
 def _reshape(w, n):
@@ -505,14 +511,28 @@ def _split(w, n):
 def _sdpa(w, n):
     """F.scaled_dot_product_attention: softmax(Q K^T * scale + mask) V, with an additive float
     mask; the default scale is 1/sqrt(E), E the query's last dim; a row masked whole gives 0."""
-    a = _args(n, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale"],
-              {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None})
+    a = _args(n, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"],
+              {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None, "enable_gqa": False})
+    unknown = sorted(set(a) - {"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"})
+    if unknown:
+        raise w.unsupported(n, f"the argument {unknown[0]!r}, which prism does not know")
     if a["is_causal"]:
         raise w.unsupported(n, "is_causal=True (prism has no mask of its own yet: pass the causal mask as attn_mask, -inf above the diagonal)")
     if a["dropout_p"]:
         raise w.unsupported(n, "dropout_p > 0 (prism imports inference graphs)")
     scale = a["scale"] if a["scale"] is not None else 1.0 / math.sqrt(a["query"].meta["tensor_meta"].shape[-1])
-    scores = f"{w.arg(a['query'])} @ {w.arg(a['key'])}.mT * {scale!r}"
+    key, value = w.arg(a["key"]), w.arg(a["value"])
+    heads, key_heads = (a[x].meta["tensor_meta"].shape[-3] if len(a[x].meta["tensor_meta"].shape) > 2 else 1 for x in ("query", "key"))
+    if a["enable_gqa"] and str(heads) != str(key_heads):  # grouped-query heads: each key/value head serves a group
+        if not isinstance(heads, int) or not isinstance(key_heads, int) or heads % key_heads or heads // key_heads > _MAX_COPIES:
+            raise w.unsupported(n, f"enable_gqa with {heads} query heads over {key_heads} key heads (prism repeats a head "
+                                   f"at most {_MAX_COPIES} times)")
+        for name in ("key", "value"):
+            grown = w.size_texts(a[name])
+            grown[-3] = str(heads)
+            repeated = w.temporary(n, _interleaved(w, n, a[name], heads // key_heads, -3, grown))
+            key, value = (repeated, value) if name == "key" else (key, repeated)
+    scores = f"{w.arg(a['query'])} @ {key}.mT * {scale!r}"
     mask = a["attn_mask"]
     if mask is not None:
         if hasattr(mask, "meta") and str(mask.meta["tensor_meta"].dtype) == "torch.bool":
@@ -526,7 +546,7 @@ def _sdpa(w, n):
     info = torch.finfo(a["query"].meta["tensor_meta"].dtype)
     scores = w.temporary(n, scores)
     exps = w.temporary(n, f"exp({scores} - maximum(max({scores}, axis=-1), {info.min!r}))")
-    return f"{exps} / maximum(sum({exps}, axis=-1), {info.tiny!r}) @ {w.arg(a['value'])}"
+    return f"{exps} / maximum(sum({exps}, axis=-1), {info.tiny!r}) @ {value}"
 
 
 def _addmm(w, n):

@@ -168,7 +168,15 @@ def rotary_attention_interleaved(q, k, v, cos, sin, mask):
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
-@pytest.mark.parametrize("attention", [rotary_attention, rotary_attention_interleaved], ids=["expand", "repeat_interleave"])
+def rotary_attention_gqa(q, k, v, cos, sin, mask):
+    """The same with the KV heads left to scaled_dot_product_attention (`enable_gqa=True`, as
+    transformers' sdpa attention calls it where no mask is given)."""
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+
+
+@pytest.mark.parametrize("attention", [rotary_attention, rotary_attention_interleaved, rotary_attention_gqa],
+                         ids=["expand", "repeat_interleave", "enable_gqa"])
 def test_rotary_halves_and_repeated_kv_heads_are_imported(shared_daemon, spy, attention):
     torch.manual_seed(2)
     b, h, s, d = 2, 4, 6, 16
@@ -184,6 +192,8 @@ def test_rotary_halves_and_repeated_kv_heads_are_imported(shared_daemon, spy, at
     assert not [why for _, why in graph.prism_skipped if "node '" in why], graph.prism_skipped
     texts = [c.program.text for _, c in graph.prism_partitions] + [why for _, why in graph.prism_skipped]
     assert any("split(" in t and "concat(" in t for t in texts), texts
+    # The attention itself is prism's: its keys repeated to the queries' heads in its program.
+    assert any("maximum(max(" in t and "@" in t for t in (c.program.text for _, c in graph.prism_partitions)), texts
 
 
 def test_explain_says_what_prism_would_search_and_what_pytorch_keeps_without_a_daemon(monkeypatch, tmp_path):
