@@ -62,9 +62,10 @@ const std::vector<CommandSpec>& command_table() {
       {"explain", "explain NAME K [--no-proof]", "show family K's structure and its equivalence proof",
        "--no-proof leaves the proof out (it runs to hundreds of lines) and says how long it is.",
        CommandSpec::Arg::Program},
-      {"tune", "tune NAME DIM=VALUE... [--target cpu|cuda] [--top K] [--threads T] [--seed S] [--fresh] [--check-with X=x.npy]...",
+      {"tune", "tune NAME [DIM=VALUE...] [--target cpu|cuda] [--top K] [--threads T] [--seed S] [--fresh] [--check-with X=x.npy]...",
        "tune a program's families for concrete dims and show the speedup table",
-       "Instantiates every verified family (searching first if needed) for the dims, ranks the\n"
+       "Instantiates every verified family (searching first if needed) for the dims (every dim the\n"
+       "program has; none for one of fixed sizes, as prism.compile imports them), ranks the\n"
        "instantiations with the cost model, compiles the top K (default 8) in parallel, checks each\n"
        "against the reference interpreter on seeded inputs and on the edge suite (large magnitudes,\n"
        "outliers, -inf masks, rows of zeros, inputs at their domain's edge: a row that gives NaN or\n"

@@ -93,7 +93,6 @@ CommandOutput Session::tune(const std::vector<std::string>& given) {
   const json check_with = take_check_with(args);
   Parsed p = parse_args("tune", args, {"--top", "--threads", "--seed"}, {"--fresh"});
   if (p.positional.size() != 1) throw CommandError(usage_error("tune", p.positional.empty() ? "tune needs a program name" : "tune takes one program name"));
-  if (p.bindings.empty()) throw CommandError(usage_error("tune", "tune needs the dims: e.g. n=8 d=4096"));
   const std::string program = p.positional[0];
   json params = {{"program", program}, {"bindings", p.bindings}, {"target", p.target}};
   if (p.numbers.count("--top")) params["top"] = p.numbers["--top"];

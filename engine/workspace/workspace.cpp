@@ -112,7 +112,12 @@ struct Workspace::Impl {
     std::vector<std::string> names = program_names();
     std::string msg = "unknown program '" + name + "'";
     if (auto near = nearest_name(name, names)) msg += "; did you mean '" + *near + "'?";
-    msg += names.empty() ? " (no programs are open)" : " (known programs: " + join(names, ", ") + ")";
+    // A daemon serving a model holds hundreds of programs: the first few are named, the rest counted.
+    constexpr size_t kNamed = 8;
+    const size_t more = names.size() > kNamed ? names.size() - kNamed : 0;
+    names.resize(names.size() - more);
+    const std::string rest = more ? " and " + std::to_string(more) + " more; `programs` lists them" : "";
+    msg += names.empty() ? " (no programs are open)" : " (known programs: " + join(names, ", ") + rest + ")";
     throw Error(Error::Kind::NotFound, msg, name);
   }
 

@@ -187,6 +187,15 @@ TEST_CASE("run resolves bindings and reports outputs", "[engine][workspace]") {
   CHECK(error_message([&] { ws.run(req); }, Error::Kind::NotFound) == "unknown program 'nope' (known programs: rms_linear)");
 }
 
+TEST_CASE("an unknown program's error names the first few programs and counts the rest", "[engine][workspace]") {
+  Workspace ws;
+  std::string text;
+  for (int i = 0; i < 11; ++i) text += "program p" + std::to_string(i) + "(x: f32[n]) {\n  return x * 2\n}\n";
+  ws.open("many.prism", text, 1);
+  CHECK(error_message([&] { ws.show("nope"); }, Error::Kind::NotFound) ==
+        "unknown program 'nope' (known programs: p0, p1, p2, p3, p4, p5, p6, p7 and 3 more; `programs` lists them)");
+}
+
 TEST_CASE("run reads dims and inputs from .npy files and writes outputs", "[engine][workspace]") {
   fs::path dir = temp_dir("io");
   Workspace ws;
