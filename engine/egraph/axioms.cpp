@@ -158,8 +158,10 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
     t.rule("squeeze-" + s(u), "(squeeze@i (" + head(u) + " ?x))", "(" + head(u) + " (squeeze@i ?x))");
   }
   for (TOp b : kBinary) {
+    // Not where both operands are scalars: a scalar is not unsqueezed (lift), so the op on them
+    // would stay a scalar beside the unsqueezed [1] (a row's mean plus eps, at one row).
     t.computed("unsqueeze-" + s(b), "(unsqueeze@i (" + s(b) + " ?a ?b))", "(" + s(b) + " (unsqueeze@i ?a) (unsqueeze@i ?b))",
-               [=](const EGraph&, const Subst& m) { return aligned(m.var[0], m.var[1]); },
+               [=](const EGraph&, const Subst& m) { return aligned(m.var[0], m.var[1]) && rank(m.var[0]) + rank(m.var[1]) > 0; },
                [=, &tg](const Pattern&, EGraph&, const Subst& m, std::vector<Id>& out) {
                  out.push_back(tg.op(b, {lift(TOp::Unsqueeze, m.axis[0], m.var[0]), lift(TOp::Unsqueeze, m.axis[0], m.var[1])}));
                });

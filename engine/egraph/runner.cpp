@@ -84,7 +84,12 @@ RunReport Runner::run(EGraph& g, const RunLimits& limits, const CancelToken* can
         const size_t ids_before = g.num_ids();
         const Id lhs = rule.lhs.instantiate(g, s);
         for (Id id : results) {
-          bool joined = g.merge(lhs, id, {Justification::Rule, uint32_t(r)});
+          bool joined = false;
+          try {
+            joined = g.merge(lhs, id, {Justification::Rule, uint32_t(r)});
+          } catch (const std::logic_error& e) {
+            throw std::logic_error("rule " + rule.name + ": " + e.what());
+          }
           if (joined || g.num_ids() != ids_before) ++stats_[r].applications;
           if (on_apply) on_apply(r, lhs, id);
         }

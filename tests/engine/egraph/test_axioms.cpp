@@ -147,9 +147,11 @@ void seed_terms(TensorGraph& tg) {
     op(TOp::Combine, {op(u, {part(Z)})}, 1);
     op(u, {rep(X)});
   }
+  Id scalar = tg.input("s", {});  // a row's statistic at one row, once its unit axes are squeezed
   for (TOp b : kBinary) {
     U(op(b, {X, Y}), 0);
     U(op(b, {X, two}), 1);
+    U(op(b, {scalar, two}), 0);  // both operands scalars: not pushed inward (the result is [1])
     S(op(b, {r, q}), 1);
     tg.splitax(1, F, op(b, {X, r}));
     tg.splitax(1, F, op(b, {Y, Z}));
