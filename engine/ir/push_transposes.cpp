@@ -1,9 +1,12 @@
 #include "engine/ir/push_transposes.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 #include <utility>
+
+#include "engine/ir/edit_program.h"
 
 namespace prism {
 
@@ -153,9 +156,34 @@ class Pusher {
   std::set<std::string> names_;  // taken value names
 };
 
+// A transpose of a transpose as one transpose of the first's operand (header); where the two
+// cancel, its readers read that operand (not for an output, which keeps its value).
+Program compose_transposes(const Program& lowered) {
+  Program p = lowered;
+  bool any = false;
+  for (Value& v : p.values) {  // in definition order: a chain of three composes step by step
+    if (v.op != Op::Transpose || p.value(v.operands[0]).op != Op::Transpose) continue;
+    const Value& inner = p.value(v.operands[0]);
+    std::vector<int> perm;
+    for (int i : v.attrs.perm) perm.push_back(inner.attrs.perm.at(size_t(i)));
+    v.operands[0] = inner.operands[0];
+    v.attrs.perm = perm;
+    any = true;
+  }
+  if (!any) return lowered;
+  for (const Value& v : p.values) {
+    if (v.op != Op::Transpose || std::find(p.outputs.begin(), p.outputs.end(), v.id) != p.outputs.end()) continue;
+    bool identity = true;
+    for (size_t i = 0; i < v.attrs.perm.size(); ++i) identity = identity && v.attrs.perm[i] == int(i);
+    if (identity) replace_uses(p, v.id, v.operands[0]);
+  }
+  return live_in_order(p);
+}
+
 }  // namespace
 
-Program push_transposes(const Program& lowered) {
+Program push_transposes(const Program& given) {
+  const Program lowered = compose_transposes(given);
   bool any = false;
   for (const Value& v : lowered.values) any = any || (v.op == Op::Transpose && lowered.value(v.operands[0]).op != Op::Input);
   return any ? Pusher(lowered).run() : lowered;

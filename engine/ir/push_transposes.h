@@ -10,6 +10,10 @@
 //                            the reshape that puts its dims where the transpose does, when their
 //                            order is kept (a vector g[e] under [0, 2, 1]: reshape(g, [1, e, 1]))
 //
+// A transpose of a transpose is first one transpose, by the composed perm (a key's head split read
+// as `.mT`: [0, 2, 1, 3] then [0, 1, 3, 2] is [0, 2, 3, 1], one view of an input or of a kernel
+// cut's boundary); two that cancel are their operand.
+//
 // A transpose whose operand reaches anything else (a matmul, a reshape, a reduction without
 // keepdims, a lower-rank computed value) is left as it is. Values only the moved transposes read
 // are dropped. The result computes exactly what the program does, element for element.

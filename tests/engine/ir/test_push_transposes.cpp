@@ -56,3 +56,33 @@ TEST_CASE("push_transposes: what cannot move stays, and a program without one is
   check_same(ok, moved, {{"n", 3}, {"d", 4}});
   CHECK(count(moved, Op::Transpose) == 2);  // transpose(X) and transpose(W)
 }
+
+TEST_CASE("push_transposes: a transpose of a transpose is one, and two that cancel are none", "[ir][transpose]") {
+  // BERT's keys: the head split's transpose, then `.mT` in the scores: one view of the reshape.
+  const Program keys = lower_composites(test::only_program(R"(program k(X: f32[b, s, d], W: f32[d, d], Q: f32[b, h, s, e]) {
+  K = transpose(reshape(X @ W, [b, s, h, e]), perm=[0, 2, 1, 3])
+  return Q @ transpose(K, perm=[0, 1, 3, 2])
+})"));
+  const Program r = push_transposes(keys);
+  INFO(print_program(r));
+  check_same(keys, r, {{"b", 2}, {"s", 3}, {"d", 8}, {"h", 2}, {"e", 4}});
+  REQUIRE(count(r, Op::Transpose) == 1);
+  for (const Value& v : r.values)
+    if (v.op == Op::Transpose) {
+      CHECK(v.attrs.perm == std::vector<int>{0, 2, 3, 1});
+      CHECK(r.value(v.operands[0]).op == Op::Reshape);
+    }
+  // A transpose undone: its readers read the value itself; an output keeps its transposes.
+  const Program undone = lower_composites(test::only_program(R"(program u(A: f32[n, d], B: f32[n, d]) {
+  T = transpose(transpose(A * 2)) + B
+  return T
+})"));
+  const Program none = push_transposes(undone);
+  INFO(print_program(none));
+  check_same(undone, none, {{"n", 3}, {"d", 4}});
+  CHECK(count(none, Op::Transpose) == 0);
+  const Program returned = lower_composites(test::only_program(R"(program o(A: f32[n, d]) {
+  return transpose(transpose(A * 2))
+})"));
+  check_same(returned, push_transposes(returned), {{"n", 3}, {"d", 4}});
+}
