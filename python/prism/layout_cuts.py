@@ -10,12 +10,19 @@ with its residual as rows. A layout op that reads a graph input (a weight's `.t(
 `unsqueeze`) stays inside: the piece reads the input through it in place. A reshape that only
 folds leading dims into rows or back (GPT-2 Conv1D's `view(-1, d)`) stays too: fold_rows takes it.
 A strided slice of a computed value (GPT-J's interleaved rotary, `x[..., ::2]`) is PyTorch's view.
+
+With PRISM_HEADS_INSIDE=1, a head split or merge (`splits_heads`: a view, reshape, transpose or
+permute of a computed value) is first left inside a piece: the search's kernel cuts read a
+projection's rows as heads in place and write attention's heads back as rows (docs/search.md,
+"Kernel cuts"). Where that piece does not import or its search finds no family, torch_backend cuts
+at it as above (docs/python.md, "Head splits inside").
 """
 import operator
 
 from .share import op_name as _name, shape_of as _shape
 
 _TRANSPOSES = {"transpose", "permute", "t"}
+_HEAD_MOVES = {"view", "reshape", "transpose", "permute"}
 _RESHAPES = {"view", "reshape"}
 _ALWAYS = {"expand", "expand_as", "repeat", "repeat_interleave", "flatten", "unflatten", "squeeze"}
 
@@ -55,3 +62,9 @@ def moves_layout(node):
     if name in _RESHAPES:
         return not _folds_rows(node) and not _reads_graph_input(node)
     return False
+
+
+def splits_heads(node):
+    """Whether `node` is a head split or merge that a piece may take in (module docstring): a view,
+    reshape, transpose or permute of a computed value that moves_layout would cut at."""
+    return _name(node) in _HEAD_MOVES and moves_layout(node)

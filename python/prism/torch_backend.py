@@ -14,6 +14,7 @@ import collections
 import copy
 import importlib.abc
 import importlib.util
+import os
 import re
 import sys
 import warnings
@@ -21,7 +22,7 @@ import warnings
 from . import fx_import, share
 from .compiled import Compiled
 from .errors import ConnectionLost, PrismError, UnsupportedOp
-from .layout_cuts import moves_layout
+from .layout_cuts import moves_layout, splits_heads
 from .rows import fold_rows
 
 _Meta = collections.namedtuple("_Meta", ["shape", "dtype"])
@@ -236,9 +237,10 @@ def _simplify(graph_module):
     graph_module.recompile()
 
 
-# Partitioning again without the nodes the importer refused: every refusal of a round is found at
-# once, and a node is refused once, so few rounds pass (one per refusal that uncovers another).
-_PARTITION_ROUNDS = 4
+# Partitioning again without the nodes the importer refused, or cut at the head splits a piece's
+# search could not take: every refusal of a round is found at once, and a node is refused or cut
+# once, so few rounds pass (one per refusal that uncovers another, one for the head splits).
+_PARTITION_ROUNDS = 6
 
 
 def _imports(graph_module, partitions):
@@ -311,9 +313,14 @@ def _biased(node, nodes):
 
 def _projected(node, nodes):
     """Whether every reader of `node` in `nodes` is a matmul (an MLP's hidden rows before its down
-    projection): the block goes on, the search cuts it where that pays (docs/search.md, "Kernel
-    cuts")."""
-    readers = [u for u in node.users if u in nodes]
+    projection), or a head merge leading to one (attention's heads, merged back into rows for the
+    output projection): the block goes on, the search cuts it where that pays (docs/search.md,
+    "Kernel cuts")."""
+    readers = []
+    for reader in (u for u in node.users if u in nodes):
+        while (splits_heads(reader) or share.op_name(reader) == "contiguous") and len([u for u in reader.users if u in nodes]) == 1:
+            reader = next(u for u in reader.users if u in nodes)
+        readers.append(reader)
     return bool(readers) and _matmuls(readers) == len(readers)
 
 
@@ -417,6 +424,26 @@ def _up_to_names(text):
             declared += _IDENTIFIER.findall(line.split("=", 1)[0])
     order = {name: f"n{i}" for i, name in enumerate(dict.fromkeys(declared))}
     return _IDENTIFIER.sub(lambda m: order.get(m.group(0), m.group(0)), text)
+
+
+def _untaken_head_splits(partitions, imported, compile_piece=None):
+    """The head splits and merges inside the pieces that did not import or, given
+    `compile_piece(piece, program)` (which searches now; _compiled keeps what it found), find no
+    family: each such piece is cut at them in the next round (layout_cuts)."""
+    untaken = set()
+    for i, partition in enumerate(partitions):
+        heads = [n for n in partition.nodes if splits_heads(n)]
+        if not heads:
+            continue
+        try:
+            if isinstance(imported[f"fused_{i}"], Exception):
+                raise imported[f"fused_{i}"]
+            if compile_piece is not None:
+                piece, _, program = imported[f"fused_{i}"]
+                compile_piece(piece, program)
+        except Exception:  # noqa: BLE001 -- the piece cut at its head splits is tried next
+            untaken.update(heads)
+    return untaken
 
 
 def _compiled(piece, program, target, top):
@@ -540,10 +567,15 @@ def _backend(graph_module, example_inputs, target, top, explain):
     regions = _in_regions(graph_module)
 
     refused = {}  # node -> why the importer refused it in a piece: PyTorch's, the piece cut around it
+    cut_heads = set()  # head splits and merges a piece's search could not take: cut there
+    heads_inside = os.environ.get("PRISM_HEADS_INSIDE") == "1"  # docs/python.md, "Head splits inside"
+
+    def cuts(node):
+        return moves_layout(node) and (not heads_inside or node in cut_heads or not splits_heads(node))
 
     class PrismSupport(OperatorSupportBase):
         def is_node_supported(self, submodules, node):
-            return (node not in regions and node not in refused and not moves_layout(node) and
+            return (node not in regions and node not in refused and not cuts(node) and
                     fx_import.translates(graph_module, node))
 
     # Single nodes too: the partitioner's own filter counts call_function nodes only, and a model
@@ -555,9 +587,15 @@ def _backend(graph_module, example_inputs, target, top, explain):
         partitions = [Partition(id=i, nodes=nodes) for i, nodes in
                       enumerate(piece for p in partitioner.propose_partitions() for piece in _pieces(_trimmed(p), original))]
         imported = _imports(graph_module, partitions)
-        more = _refusals(graph_module, imported)
-        if not more:
+        # A piece that holds head splits and does not import, or (when compiling) finds no
+        # family, is cut at them first; then the importer's refusals, as in a piece without them.
+        untaken = _untaken_head_splits(partitions, imported) if heads_inside else set()
+        more = {} if untaken else _refusals(graph_module, imported)
+        if heads_inside and not untaken and not more and not explain:
+            untaken = _untaken_head_splits(partitions, imported, lambda piece, program: _compiled(piece, program, target, top))
+        if not untaken and not more:
             break
+        cut_heads.update(untaken)
         refused.update(more)
     left = _left_to_pytorch(graph_module) + [(_described(n), why) for n, why in refused.items()]
     first = {f"fused_{i}": min(original[n.name] for n in p.nodes) for i, p in enumerate(partitions)}  # fuse_by_partitions' names

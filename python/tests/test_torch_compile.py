@@ -17,7 +17,8 @@ transformers = pytest.importorskip("transformers")
 
 import prism  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
-from transformers.models.llama.modeling_llama import LlamaMLP, LlamaRMSNorm, apply_rotary_pos_emb, repeat_kv  # noqa: E402
+from transformers.models.llama.modeling_llama import (  # noqa: E402
+    LlamaDecoderLayer, LlamaMLP, LlamaRMSNorm, LlamaRotaryEmbedding, apply_rotary_pos_emb, repeat_kv)
 
 HIDDEN = 64
 BACKEND = sys.modules["prism.torch_backend"]
@@ -194,6 +195,47 @@ def test_rotary_halves_and_repeated_kv_heads_are_imported(shared_daemon, spy, at
     assert any("split(" in t and "concat(" in t for t in texts), texts
     # The attention itself is prism's: its keys repeated to the queries' heads in its program.
     assert any("maximum(max(" in t and "@" in t for t in (c.program.text for _, c in graph.prism_partitions)), texts
+
+
+class LlamaLayer(torch.nn.Module):
+    """transformers' LlamaDecoderLayer with its rotary embedding, called as LlamaModel calls it."""
+
+    def __init__(self, kv_heads):
+        super().__init__()
+        config = LlamaConfig(hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_attention_heads=4,
+                             num_key_value_heads=kv_heads, num_hidden_layers=1)
+        config._attn_implementation = "sdpa"
+        self.layer, self.rotary = LlamaDecoderLayer(config, 0).eval(), LlamaRotaryEmbedding(config)
+
+    def forward(self, x, positions, mask):
+        out = self.layer(x, attention_mask=mask, position_ids=positions, position_embeddings=self.rotary(x, positions))
+        return out[0] if isinstance(out, tuple) else out
+
+
+@pytest.mark.parametrize("kv_heads,inside", [(4, "1"), (2, "1"), (4, "")], ids=["heads", "grouped", "off"])
+def test_an_attention_splits_and_merges_its_heads_inside_its_piece_where_the_search_can(shared_daemon, spy, monkeypatch,
+                                                                                      kv_heads, inside):
+    # With PRISM_HEADS_INSIDE=1, each head's queries, keys and values read in place from the
+    # projections' rows, the output written back as rows for o_proj: one piece from the norm to
+    # o_proj (docs/python.md, "Head splits inside"). Grouped heads find no family so (their repeat
+    # is a copy): the piece is cut at its head splits and merge, and each part is prism's as
+    # without it (the default).
+    monkeypatch.setenv("PRISM_HEADS_INSIDE", inside)
+    torch.manual_seed(9)
+    layer = LlamaLayer(kv_heads)
+    compiled = torch.compile(layer, backend=spy)
+    with torch.no_grad():
+        for seq in (8, 12):
+            x, positions = activations(2, seq), torch.arange(seq).expand(2, seq)
+            mask = torch.triu(torch.full((seq, seq), float("-inf")), diagonal=1).expand(2, 1, seq, seq)
+            want, got = layer(x, positions, mask), compiled(x, positions, mask)
+            assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (seq, (got - want).abs().max())
+    for graph in spy.graphs:
+        assert not graph.prism_skipped, graph.prism_skipped
+        texts = [c.program.text for _, c in graph.prism_partitions]
+        (attention,) = [t for t in texts if "maximum(max(" in t]
+        whole = "transpose(" in attention and "o_proj" in attention and "q_proj" in attention
+        assert whole == (kv_heads == 4 and inside == "1"), attention
 
 
 def test_explain_says_what_prism_would_search_and_what_pytorch_keeps_without_a_daemon(monkeypatch, tmp_path):
