@@ -94,6 +94,7 @@ def _size_text(size):
 
 
 _SIZE = object()  # the name of a node that computes sizes (a reshape reads them from the traced shapes)
+_DTYPE = object()  # the name of `x.dtype` (a cast reads its dtype from the traced result instead)
 
 
 class _Writer:
@@ -174,6 +175,8 @@ class _Writer:
         if hasattr(a, "op"):  # an FX node
             if self.names[a] is _SIZE:
                 raise UnsupportedOp(f"node '{a.name}' is a size used as a value (prism's sizes are dims, in shapes)")
+            if self.names[a] is _DTYPE:
+                raise UnsupportedOp(f"node '{a.name}' is a tensor's dtype used as a value (prism reads it only in casts)")
             return self.names[a]
         if isinstance(a, bool):
             return "1" if a else "0"
@@ -455,7 +458,11 @@ def _reshape(w, n):
 
 def _attribute(w, n):
     """`x.T` of a matrix and `x.mT` (Falcon's `input @ self.weight.T`): transposes, a weight's
-    read in place."""
+    read in place. `x.dtype` (Llama's RMSNorm casts back to its input's) is what the cast reading
+    it gives its result, which the trace recorded."""
+    if n.args[1] == "dtype":
+        w.names[n] = _DTYPE
+        return None
     name, rank = n.args[1], len(n.args[0].meta["tensor_meta"].shape)
     if name == "mT" and rank >= 2 or name == "T" and rank == 2:
         return f"{w.arg(n.args[0])}.{name}"

@@ -151,3 +151,24 @@ def test_a_reshape_keeps_the_named_dims_symbolic_in_its_target(client):
 
     with pytest.raises(prism.UnsupportedOp, match=r"a size \(30\) that is no multiple of a named dim, nor a product of two"):
         prism.from_torch(Flat(), torch.randn(2, 3, 5), dims={"x": {0: "a", 1: "b", 2: "c"}})
+
+
+def test_transformers_rms_norm_reads_its_inputs_dtype_for_the_cast_back():
+    # LlamaRMSNorm keeps `input_dtype = hidden_states.dtype`, computes in f32 and casts back with
+    # `.to(input_dtype)`: the cast reads its dtype from the trace, `.dtype` itself is no value.
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.llama.modeling_llama import LlamaMLP, LlamaRMSNorm
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = LlamaRMSNorm(64, eps=1e-6)
+            self.mlp = LlamaMLP(transformers.LlamaConfig(hidden_size=64, intermediate_size=128))
+
+        def forward(self, x):
+            return x + self.mlp(self.norm(x))
+
+    f32 = prism.from_torch(Block().eval(), [torch.randn(8, 64)]).text
+    assert "f32(" not in f32 and "bf16(" not in f32 and "rsqrt(" in f32
+    bf16 = prism.from_torch(Block().eval().to(torch.bfloat16), [torch.randn(8, 64, dtype=torch.bfloat16)]).text
+    assert "= f32(x)" in bf16 and "bf16(v_mul)" in bf16, bf16
