@@ -225,7 +225,7 @@ def test_an_attention_splits_and_merges_its_heads_inside_its_piece_where_the_sea
     layer = LlamaLayer(kv_heads)
     compiled = torch.compile(layer, backend=spy)
     with torch.no_grad():
-        for seq in (8, 12):
+        for seq in (8, 12) if inside and kv_heads == 4 else (8,):  # the joined piece at a second length too
             x, positions = activations(2, seq), torch.arange(seq).expand(2, seq)
             mask = torch.triu(torch.full((seq, seq), float("-inf")), diagonal=1).expand(2, 1, seq, seq)
             want, got = layer(x, positions, mask), compiled(x, positions, mask)
