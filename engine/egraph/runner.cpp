@@ -73,25 +73,20 @@ RunReport Runner::run(EGraph& g, const RunLimits& limits, const CancelToken* can
         if (cancel && (++done & 255) == 0 && cancel->cancelled()) return finish(StopReason::Cancelled);
         if (rule.guard && !rule.guard(g, s)) continue;
         results.clear();
-        try {
+        try {  // a rule's own code, or a merge it asks for, that breaks an invariant is named
           rule.apply(g, s, results);
+          if (results.empty()) continue;
+          // The left-hand side spelled exactly as matched (no new e-node: it is congruent to the
+          // match), so an explanation shows this rule's step on the very terms it rewrote.
+          const size_t ids_before = g.num_ids();
+          const Id lhs = rule.lhs.instantiate(g, s);
+          for (Id id : results) {
+            const bool joined = g.merge(lhs, id, {Justification::Rule, uint32_t(r)});
+            if (joined || g.num_ids() != ids_before) ++stats_[r].applications;
+            if (on_apply) on_apply(r, lhs, id);
+          }
         } catch (const std::logic_error& e) {
           throw std::logic_error("rule " + rule.name + ": " + e.what());
-        }
-        if (results.empty()) continue;
-        // The left-hand side spelled exactly as matched (no new e-node: it is congruent to the
-        // match), so an explanation shows this rule's step on the very terms it rewrote.
-        const size_t ids_before = g.num_ids();
-        const Id lhs = rule.lhs.instantiate(g, s);
-        for (Id id : results) {
-          bool joined = false;
-          try {
-            joined = g.merge(lhs, id, {Justification::Rule, uint32_t(r)});
-          } catch (const std::logic_error& e) {
-            throw std::logic_error("rule " + rule.name + ": " + e.what());
-          }
-          if (joined || g.num_ids() != ids_before) ++stats_[r].applications;
-          if (on_apply) on_apply(r, lhs, id);
         }
       }
       stats_[r].time_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

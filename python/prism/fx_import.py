@@ -515,12 +515,14 @@ def _split(w, n):
     _pieces(w, n, a["tensor"], a["dim"])
 
 
+_SDPA_ARGUMENTS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+
+
 def _sdpa(w, n):
     """F.scaled_dot_product_attention: softmax(Q K^T * scale + mask) V, with an additive float
     mask; the default scale is 1/sqrt(E), E the query's last dim; a row masked whole gives 0."""
-    a = _args(n, ["query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"],
-              {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None, "enable_gqa": False})
-    unknown = sorted(set(a) - {"query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"})
+    a = _args(n, list(_SDPA_ARGUMENTS), {"attn_mask": None, "dropout_p": 0.0, "is_causal": False, "scale": None, "enable_gqa": False})
+    unknown = sorted(set(a) - set(_SDPA_ARGUMENTS))
     if unknown:
         raise w.unsupported(n, f"the argument {unknown[0]!r}, which prism does not know")
     if a["is_causal"]:
@@ -534,11 +536,13 @@ def _sdpa(w, n):
         if not isinstance(heads, int) or not isinstance(key_heads, int) or heads % key_heads or heads // key_heads > _MAX_COPIES:
             raise w.unsupported(n, f"enable_gqa with {heads} query heads over {key_heads} key heads (prism repeats a head "
                                    f"at most {_MAX_COPIES} times)")
-        for name in ("key", "value"):
-            grown = w.size_texts(a[name])
+
+        def repeated(source):
+            grown = w.size_texts(source)
             grown[-3] = str(heads)
-            repeated = w.temporary(n, _interleaved(w, n, a[name], heads // key_heads, -3, grown))
-            key, value = (repeated, value) if name == "key" else (key, repeated)
+            return w.temporary(n, _interleaved(w, n, source, heads // key_heads, -3, grown))
+
+        key, value = repeated(a["key"]), repeated(a["value"])
     scores = f"{w.arg(a['query'])} @ {key}.mT * {scale!r}"
     mask = a["attn_mask"]
     if mask is not None:

@@ -318,8 +318,11 @@ def _projected(node, nodes):
     "Kernel cuts")."""
     readers = []
     for reader in (u for u in node.users if u in nodes):
-        while (splits_heads(reader) or share.op_name(reader) == "contiguous") and len([u for u in reader.users if u in nodes]) == 1:
-            reader = next(u for u in reader.users if u in nodes)
+        while splits_heads(reader) or share.op_name(reader) == "contiguous":
+            next_readers = [u for u in reader.users if u in nodes]
+            if len(next_readers) != 1:
+                break
+            reader = next_readers[0]
         readers.append(reader)
     return bool(readers) and _matmuls(readers) == len(readers)
 
