@@ -409,9 +409,10 @@ kir::Stmt library_statement(const sgraph::LibraryKernel& lib, const kir::Program
   return s;
 }
 
-// Every place in a reshape's output reads the tensor it reshapes instead: both are dense and
-// row-major with the same elements, so the place's offsets and strides (at the reshaped shape) are
-// the same there. The reshape's tensor leaves the program.
+// Every place in a reshape's output reads the tensor it reshapes instead (or, where the graph
+// returns the reshape, every place in the tensor it reshapes is the output's): both are dense and
+// row-major with the same elements, so a place's offsets and strides (at its own tensor's shape)
+// are the same in the other. The tensor each entry names leaves the program.
 void read_reshapes_in_place(kir::Program& p, const std::map<std::string, std::string>& in_place) {
   if (in_place.empty()) return;
   auto source = [&](std::string name) {
@@ -421,7 +422,14 @@ void read_reshapes_in_place(kir::Program& p, const std::map<std::string, std::st
   auto retarget = [&](kir::Stmt& s) {
     for (kir::Place& place : s.in) place.tensor = source(place.tensor);
     s.out.tensor = source(s.out.tensor);
+    if (s.kind == kir::Stmt::Kind::Save) s.name = source(s.name);
     if (s.next_b) s.next_b->tensor = source(s.next_b->tensor);
+  };
+  auto retargeted = [&](const std::vector<std::string>& names) {
+    std::vector<std::string> out;
+    for (const std::string& n : names)
+      if (std::find(out.begin(), out.end(), source(n)) == out.end()) out.push_back(source(n));
+    return out;
   };
   for (kir::Kernel& k : p.kernels) {
     if (k.custom)
@@ -429,10 +437,8 @@ void read_reshapes_in_place(kir::Program& p, const std::map<std::string, std::st
         for (kir::Stmt& s : *phase) retarget(s);
     else
       retarget(k.library);
-    std::vector<std::string> reads;
-    for (const std::string& r : k.reads)
-      if (std::find(reads.begin(), reads.end(), source(r)) == reads.end()) reads.push_back(source(r));
-    k.reads = std::move(reads);
+    k.reads = retargeted(k.reads);
+    k.writes = retargeted(k.writes);
   }
   std::erase_if(p.tensors, [&](const kir::Tensor& t) { return in_place.count(t.name) > 0; });
 }
@@ -463,7 +469,11 @@ kir::Program lower(const sgraph::Instance& inst, const LowerOptions& options) {
   for (size_t k = 0; k < g.kernels.size(); ++k) {
     const sgraph::Kernel& kernel = g.kernels[k];
     if (!kernel.custom && sgraph::reshapes_in_place(g, inst.analysis, kernel.library)) {
-      in_place[kernel.library.output] = kernel.library.inputs[0];
+      const std::string& from = kernel.library.inputs[0];
+      const std::string& to = kernel.library.output;
+      const bool returned = std::find(g.outputs.begin(), g.outputs.end(), to) != g.outputs.end();
+      if (returned) in_place[from] = to;  // what the kernels wrote to `from` they write to the output
+      else in_place[to] = from;
       continue;
     }
     kir::Kernel out;

@@ -36,6 +36,12 @@ void replace_uses(Program& p, int from, int to, int keep) {
     if (o == from) o = to;
 }
 
+void take_place(Program& p, int from, int to) {
+  std::swap(p.values[size_t(to)].name, p.values[size_t(from)].name);
+  std::swap(p.values[size_t(to)].named, p.values[size_t(from)].named);
+  replace_uses(p, from, to);
+}
+
 Program live_in_order(const Program& p) {
   std::vector<bool> live(p.values.size(), false);
   std::vector<int> stack(p.outputs.begin(), p.outputs.end());

@@ -22,6 +22,10 @@ std::string fresh_name(const Program& p, const std::string& base);
 // Every operand and output that is `from` becomes `to`, except in value `keep` (-1: none).
 void replace_uses(Program& p, int from, int to, int keep = -1);
 
+// Value `to` takes `from`'s place: its name (an output's is what the caller reads) and its
+// readers; `from` gets `to`'s name.
+void take_place(Program& p, int from, int to);
+
 // Inputs stay (even unread ones: they are the program's parameters); every other value the
 // outputs do not read is dropped.
 Program live_in_order(const Program& p);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -180,10 +181,55 @@ Program compose_transposes(const Program& lowered) {
   return live_in_order(p);
 }
 
+// The axes of `from` that a reshape to `to` keeps in order, with -1 for each unit axis it adds
+// between them; none when it does anything else.
+std::optional<std::vector<int>> unit_axes_added(const std::vector<Dim>& from, const std::vector<Dim>& to) {
+  std::vector<int> view;
+  size_t next = 0;
+  for (const Dim& d : to) {
+    if (next < from.size() && d == from[next]) view.push_back(int(next++));
+    else if (d == Dim(1)) view.push_back(-1);
+    else return std::nullopt;
+  }
+  if (next != from.size()) return std::nullopt;
+  return view;
+}
+
+// A transpose of a reshape that adds unit dims to an input, as that reshape of a transpose of
+// the input (header): the first such, rewritten.
+bool transpose_under_unit_reshape(Program& p) {
+  for (const Value& v : p.values) {
+    if (v.op != Op::Transpose || p.value(v.operands[0]).op != Op::Reshape) continue;
+    const Value& r = p.value(v.operands[0]);
+    const Value& x = p.value(r.operands[0]);
+    const std::optional<std::vector<int>> view = x.op == Op::Input ? unit_axes_added(x.type.shape, r.type.shape) : std::nullopt;
+    if (!view) continue;
+    std::vector<int> perm;  // the input's axes in the order the transpose reads them
+    for (int a : v.attrs.perm)
+      if ((*view)[size_t(a)] >= 0) perm.push_back((*view)[size_t(a)]);
+    const int id = v.id, input = x.id;
+    const std::vector<Dim> shape = v.type.shape;
+    const SourceRange pos = v.pos;  // appending moves the values
+    int under = input;
+    if (!std::is_sorted(perm.begin(), perm.end())) {
+      Attrs a;
+      a.perm = perm;
+      under = append_value(p, Op::Transpose, {input}, a, pos);
+      p.values[size_t(under)].name = fresh_name(p, "t");
+    }
+    Attrs b;
+    b.shape = shape;
+    const int reshaped = append_value(p, Op::Reshape, {under}, b, pos);
+    take_place(p, id, reshaped);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Program push_transposes(const Program& given) {
-  const Program lowered = compose_transposes(given);
+  const Program lowered = compose_transposes(rewrite_until_done(given, transpose_under_unit_reshape).value_or(given));
   bool any = false;
   for (const Value& v : lowered.values) any = any || (v.op == Op::Transpose && lowered.value(v.operands[0]).op != Op::Input);
   return any ? Pusher(lowered).run() : lowered;

@@ -14,6 +14,10 @@
 // as `.mT`: [0, 2, 1, 3] then [0, 1, 3, 2] is [0, 2, 3, 1], one view of an input or of a kernel
 // cut's boundary); two that cancel are their operand.
 //
+// A transpose of a reshape that only adds unit dims to an input is that reshape of the input's
+// transpose (grouped attention's keys at [b, k, 1, s, e], read as `.mT`): a load reads it through
+// one view, as the search's leaves build it.
+//
 // A transpose whose operand reaches anything else (a matmul, a reshape, a reduction without
 // keepdims, a lower-rank computed value) is left as it is. Values only the moved transposes read
 // are dropped. The result computes exactly what the program does, element for element.

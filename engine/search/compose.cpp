@@ -92,32 +92,41 @@ sgraph::SGraph compose_pieces(const Program& program, const KernelCut& cut, cons
                               const std::vector<std::map<std::string, std::string>>& inputs) {
   sgraph::SGraph g;
   for (int id : program.inputs) g.inputs.push_back({program.value(id).name, program.value(id).type});
-  for (size_t j = 0; j < pieces.size(); ++j) {
-    const bool last = j + 1 == pieces.size();
-    const std::string out = last ? unused_tensor_name("O", program) : cut_tensor(program.value(cut.computes[j]).name);
-    std::map<std::string, std::string> tensors = j < inputs.size() ? inputs[j] : std::map<std::string, std::string>{};
-    tensors[pieces[j]->outputs.at(0)] = out;
-    std::vector<sgraph::Kernel> ks = renamed(*pieces[j], "p" + std::to_string(j + 1) + "_", tensors);
+  const std::string returned = unused_tensor_name("O", program);
+  auto tensor_of = [&](int value) { return value == program.outputs.at(0) ? returned : cut_tensor(program.value(value).name); };
+  // The copies of `from` (an input, or what piece `ks` computes into `source`), after it.
+  auto add_copies = [&](int from, const std::string& source, std::vector<sgraph::Kernel>& ks) {
     std::vector<const LayoutCopy*> copies;
     for (const LayoutCopy& c : cut.copies)
-      if (c.from == cut.computes[j]) copies.push_back(&c);
+      if (c.from == from) copies.push_back(&c);
     std::vector<sgraph::Kernel> after;
     for (const LayoutCopy* c : copies) {
       const Value& to = program.value(c->to);
       sgraph::Kernel copy;
-      copy.library.output = cut_tensor(to.name);
+      copy.library.output = tensor_of(to.id);
       copy.library.dtype = to.type.dtype;
       copy.library.op = Op::Reshape;
       copy.library.attrs.shape = to.type.shape;
-      copy.library.inputs = {out};
+      copy.library.inputs = {source};
       // The piece writes its value in the order the copy reads it, where it can: no copy then.
-      if (!c->view.empty() && !(copies.size() == 1 && save_through(ks, out, c->view))) copy.library.views = {c->view};
+      if (!c->view.empty() && !(copies.size() == 1 && save_through(ks, source, c->view))) copy.library.views = {c->view};
       after.push_back(std::move(copy));
     }
     g.kernels.insert(g.kernels.end(), ks.begin(), ks.end());
     g.kernels.insert(g.kernels.end(), after.begin(), after.end());
+  };
+  for (int id : program.inputs) {
+    std::vector<sgraph::Kernel> none;
+    add_copies(id, program.value(id).name, none);
   }
-  g.outputs = {unused_tensor_name("O", program)};
+  for (size_t j = 0; j < pieces.size(); ++j) {
+    const std::string out = tensor_of(cut.computes[j]);
+    std::map<std::string, std::string> tensors = j < inputs.size() ? inputs[j] : std::map<std::string, std::string>{};
+    tensors[pieces[j]->outputs.at(0)] = out;
+    std::vector<sgraph::Kernel> ks = renamed(*pieces[j], "p" + std::to_string(j + 1) + "_", tensors);
+    add_copies(cut.computes[j], out, ks);
+  }
+  g.outputs = {returned};
   return g;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <iterator>
 #include <numeric>
 #include <set>
 
@@ -99,12 +100,23 @@ Program Dag::to_program(const std::string& name, const std::vector<const Value*>
         if (d.view[k] != sgraph::BlockOp::kNewAxis) pad = pad && d.view[k] == int(next++);
       v.op = pad ? Op::Reshape : Op::Transpose;
       v.operands = {in};
+      const size_t lead = size_t(std::find_if(d.view.begin(), d.view.end(), [](int a) { return a != sgraph::BlockOp::kNewAxis; }) - d.view.begin());
+      const bool between = std::count(d.view.begin(), d.view.end(), sgraph::BlockOp::kNewAxis) > long(lead);
       if (pad) {
         v.attrs.shape = d.type.shape;
-      } else {
-        const size_t lead = size_t(std::count(d.view.begin(), d.view.end(), sgraph::BlockOp::kNewAxis));
+      } else if (!between) {
         v.attrs.perm.assign(d.view.begin() + long(lead), d.view.end());
         v.type.shape.assign(d.type.shape.begin() + long(lead), d.type.shape.end());
+      } else {  // new axes between permuted ones: the transpose, then the reshape adding them
+        std::copy_if(d.view.begin(), d.view.end(), std::back_inserter(v.attrs.perm), [](int a) { return a != sgraph::BlockOp::kNewAxis; });
+        v.type.shape.clear();
+        for (int a : v.attrs.perm) v.type.shape.push_back(p.value(in).type.shape[size_t(a)]);
+        Value r;
+        r.op = Op::Reshape;
+        r.operands = {add(std::move(v))};
+        r.type = d.type;
+        r.attrs.shape = d.type.shape;
+        v = std::move(r);
       }
     } else if (d.op == Op::Const) {
       v.op = Op::Const;
@@ -132,19 +144,31 @@ std::string unused_tensor_name(std::string base, const Program& program) {
 bool is_leaf(const DagValue& v) { return v.op == Op::Input || v.op == Op::Const; }
 
 std::optional<std::vector<int>> input_view(const Program& program, const Value& v) {
-  if ((v.op != Op::Transpose && v.op != Op::Reshape) || program.value(v.operands.at(0)).op != Op::Input) return std::nullopt;
-  if (v.op == Op::Transpose) return v.attrs.perm;
-  // A reshape that only adds unit dims: the tensor's dims in order, new axes between.
-  const std::vector<Dim>& from = program.value(v.operands[0]).type.shape;
+  if (v.op == Op::Transpose && program.value(v.operands.at(0)).op == Op::Input) return v.attrs.perm;
+  if (v.op != Op::Reshape) return std::nullopt;
+  // A reshape that only adds unit dims to an input or to a transpose of one: the dims it reads
+  // in order, new axes between.
+  const Value& under = program.value(v.operands.at(0));
+  std::vector<int> dims(under.type.shape.size());
+  std::iota(dims.begin(), dims.end(), 0);
+  if (under.op == Op::Transpose && program.value(under.operands.at(0)).op == Op::Input) dims = under.attrs.perm;
+  else if (under.op != Op::Input) return std::nullopt;
+  const std::vector<Dim>& from = under.type.shape;
   std::vector<int> view;
   size_t next = 0;
   for (const Dim& d : v.type.shape) {
-    if (next < from.size() && d == from[next]) view.push_back(int(next++));
+    if (next < from.size() && d == from[next]) view.push_back(dims[next++]);
     else if (d == Dim(1)) view.push_back(sgraph::BlockOp::kNewAxis);
     else return std::nullopt;
   }
   if (next != from.size()) return std::nullopt;
   return view;
+}
+
+const Value& viewed_input(const Program& program, const Value& v) {
+  const Value* at = &v;
+  while (at->op != Op::Input) at = &program.value(at->operands.at(0));
+  return *at;
 }
 
 std::vector<DagValue> dag_leaves(const Program& program) {
@@ -178,9 +202,9 @@ std::vector<DagValue> dag_leaves(const Program& program) {
     if (!view) continue;
     DagValue leaf;
     leaf.op = Op::Input;
-    leaf.name = program.value(v.operands[0]).name;
+    leaf.name = viewed_input(program, v).name;
     leaf.view = padded(*view, read_at[size_t(v.id)]);  // W.T read by a matmul of [b, s, d]: [1, d, n]
-    leaf.type = Type{program.value(v.operands[0]).type.dtype, sgraph::view_shape(program.value(v.operands[0]).type.shape, leaf.view), false};
+    leaf.type = Type{viewed_input(program, v).type.dtype, sgraph::view_shape(viewed_input(program, v).type.shape, leaf.view), false};
     if (std::none_of(leaves.begin(), leaves.end(), [&](const DagValue& l) { return l.name == leaf.name && l.view == leaf.view; }))
       leaves.push_back(std::move(leaf));
   }
@@ -227,7 +251,7 @@ std::optional<Dag> program_dag(const Program& program, const std::vector<DagValu
       continue;
     }
     if (const std::optional<std::vector<int>> view = input_view(program, v)) {
-      const std::string& name = program.value(v.operands[0]).name;
+      const std::string& name = viewed_input(program, v).name;
       id = leaf_of([&](const DagValue& l) {
         return l.op == Op::Input && l.name == name && l.view.size() >= view->size() &&
                std::equal(view->rbegin(), view->rend(), l.view.rbegin()) &&
@@ -296,10 +320,10 @@ eg::Id leaf_term(eg::TensorGraph& tg, const DagValue& leaf) {
   const size_t lead = leaf.view.size() - perm.size();
   bool leading = true;  // new axes only before the tensor's dims
   for (size_t k = lead; k < leaf.view.size(); ++k) leading = leading && leaf.view[k] != sgraph::BlockOp::kNewAxis;
-  if (!identity && !leading) throw Error(Error::Kind::InvalidArgument, "a leaf view permutes and adds unit dims between the tensor's");
   if (!identity) x = tg.transpose(perm, x);
   // As the program's term reads it: a padded operand as unsqueeze@0 per missing leading dim
-  // (from_program), a reshape that adds unit dims elsewhere as that reshape.
+  // (from_program), a reshape that adds unit dims elsewhere as that reshape of the transpose
+  // (push_transposes puts a transpose of such a reshape of an input under it).
   if (!leading) return eg::add_reshape(tg, x, leaf.type.shape);
   for (size_t k = 0; k < lead; ++k) x = tg.op(eg::TOp::Unsqueeze, {x}, 0);
   return x;

@@ -37,9 +37,11 @@ struct DagValue {
 // term pads it, egraph/from_program.cpp); each transpose of an input as a transposed view, padded
 // the same way (`X @ W.T` with X[b, s, d]: W viewed as [1, d, n]); each distinct scalar constant.
 std::vector<DagValue> dag_leaves(const Program& program);
-// The view `v` reads an input through when it is a transpose of an input or a reshape of one that
-// only adds unit dims; none otherwise.
+// The view `v` reads an input through when it is a transpose of an input or a reshape that only
+// adds unit dims to an input or to a transpose of one; none otherwise.
 std::optional<std::vector<int>> input_view(const Program& program, const Value& v);
+// The input a value input_view reads.
+const Value& viewed_input(const Program& program, const Value& v);
 // A leaf's term: the input under its view (a transpose, then unsqueeze@0s), or the constant.
 eg::Id leaf_term(eg::TensorGraph& tg, const DagValue& leaf);
 bool is_leaf(const DagValue& v);  // Input or Const

@@ -31,14 +31,18 @@ struct Boundary {
 
 // The layout ops that follow computed value `v` through `first` (each the only reader of the one
 // before), as a boundary: [transpose] reshape… [transpose], the last transpose left to the next
-// piece as a view of its input (a transpose alone, no copy at all). None for another form, or
-// when the chain is the program's output.
+// piece as a view of its input (a transpose alone, no copy at all); or one reshape the program
+// returns, which the graph's output is in place (no piece after it). None for another form, or
+// another chain the program returns.
 std::optional<Boundary> boundary(const Program& p, const std::vector<std::vector<int>>& users, int v, int first) {
   std::vector<int> chain = {first};
   while (users[size_t(chain.back())].size() == 1 && is_layout_op(p.value(users[size_t(chain.back())][0]).op))
     chain.push_back(users[size_t(chain.back())][0]);
-  for (int c : chain)
-    if (std::find(p.outputs.begin(), p.outputs.end(), c) != p.outputs.end()) return std::nullopt;
+  auto returned = [&](int c) { return std::find(p.outputs.begin(), p.outputs.end(), c) != p.outputs.end(); };
+  if (chain.size() == 1 && p.value(first).op == Op::Reshape && returned(first) && users[size_t(first)].empty() &&
+      p.value(v).op != Op::Input)
+    return Boundary{v, LayoutCopy{v, first, {}, 0, {}}, "at " + p.value(v).name + " (returned reshaped in place)"};
+  if (std::any_of(chain.begin(), chain.end(), returned)) return std::nullopt;
   size_t i = 0;
   Boundary b;
   b.value = v;
@@ -54,7 +58,7 @@ std::optional<Boundary> boundary(const Program& p, const std::vector<std::vector
     b.text = "at " + p.value(v).name + " (read transposed)";
     return b;
   }
-  b.copy = LayoutCopy{v, reshaped, perm};
+  b.copy = LayoutCopy{v, reshaped, perm, 0, {}};
   const std::string then = read_transposed ? ", read transposed)" : ")";
   b.text = "at " + p.value(v).name + " (" + (perm.empty() ? "reshaped in place" : "transposed, reshaped: a copy") + then;
   if (!perm.empty()) b.copy->written = "at " + p.value(v).name + " (written transposed, reshaped in place" + then;
@@ -83,8 +87,11 @@ KernelCut cut_at(const Program& p, const std::vector<int>& values, const std::ve
     piece({v}, others);
     cut.computes.push_back(v);
   }
-  piece(p.outputs, as_inputs);
-  cut.computes.push_back(p.outputs.at(0));
+  // A program returning a reshape in place ends with the piece computing what it reshapes.
+  if (std::none_of(copies.begin(), copies.end(), [&](const LayoutCopy& c) { return c.to == p.outputs.at(0); })) {
+    piece(p.outputs, as_inputs);
+    cut.computes.push_back(p.outputs.at(0));
+  }
   return cut;
 }
 
@@ -182,8 +189,13 @@ std::vector<KernelCut> kernel_cuts(const Program& p) {
   const std::vector<std::vector<int>> users = users_of(p);
   std::vector<Boundary> found;
   for (const Value& l : p.values) {
-    if (!is_layout_op(l.op) || !computed(p.value(l.operands.at(0)))) continue;
-    std::optional<Boundary> b = boundary(p, users, l.operands[0], l.id);
+    if (!is_layout_op(l.op)) continue;
+    const Value& source = p.value(l.operands.at(0));
+    // An input reshaped in a way no load's view reads (heads split from its rows) is read in place
+    // as a cut value is; a transpose of one, or a reshape adding unit dims, is a view (dag.h).
+    const bool reshaped_input = source.op == Op::Input && l.op == Op::Reshape && !input_view(p, l);
+    if (!computed(source) && !reshaped_input) continue;
+    std::optional<Boundary> b = boundary(p, users, source.id, l.id);
     if (!b) return {};  // a layout change no cut reads: the seed's reason stands
     found.push_back(std::move(*b));
   }
@@ -195,7 +207,8 @@ std::vector<KernelCut> kernel_cuts(const Program& p) {
   std::vector<LayoutCopy> copies;
   std::vector<std::string> places;
   for (const Boundary& b : found) {
-    if (std::find(values.begin(), values.end(), b.value) == values.end()) values.push_back(b.value);
+    const bool piece = p.value(b.value).op != Op::Input;  // no piece computes an input
+    if (piece && std::find(values.begin(), values.end(), b.value) == values.end()) values.push_back(b.value);
     if (b.copy) {
       copies.push_back(*b.copy);
       copies.back().place = places.size();

@@ -90,7 +90,7 @@ ComposedFamily composed(const Program& program, const KernelCut& cut, const std:
   std::vector<const sgraph::SGraph*> graphs;
   for (const Candidate* c : parts) graphs.push_back(c->graph.get());
   f.graph = compose_pieces(program, cut, graphs, renames);
-  f.summary = std::to_string(parts.size()) + " pieces cut " + cut.text(folded_copies(program, cut, f.graph));
+  f.summary = std::to_string(parts.size()) + (parts.size() == 1 ? " piece cut " : " pieces cut ") + cut.text(folded_copies(program, cut, f.graph));
   // One clause per piece (its own clauses joined by dashes), so that a clause every family
   // shares, which `candidates` prints once, still says which piece it is.
   auto renamed_text = [&](size_t j) {

@@ -12,7 +12,7 @@ namespace {
 // or a unit-dim reshape of an input); none when v is computed.
 std::optional<std::pair<std::string, std::vector<int>>> read_in_place(const Program& p, const Value& v) {
   if (v.op == Op::Input) return std::make_pair(v.name, std::vector<int>{});
-  if (auto view = input_view(p, v)) return std::make_pair(p.value(v.operands[0]).name, *view);
+  if (auto view = input_view(p, v)) return std::make_pair(viewed_input(p, v).name, *view);
   return std::nullopt;
 }
 

@@ -23,6 +23,7 @@
 #include "engine/ir/drop_casts.h"
 #include "engine/ir/one_pass_variance.h"
 #include "engine/ir/push_transposes.h"
+#include "engine/ir/regroup_layouts.h"
 #include "engine/ir/raise_ranks.h"
 #include "engine/ir/symbolize_sizes.h"
 #include "engine/search/fingerprint.h"
@@ -108,12 +109,13 @@ namespace {
 
 // The program the search works on, equal to `given`: casts are the identity on the reals the
 // proofs reason in (drop_casts.h); what a kernel reads transposed must be an input (a load's
-// view), so transposes of computed values move down to the inputs first, and lower-rank computed
+// view), so transposes of computed values move down to the inputs first, a reshape beside a
+// transpose moves across it where that leaves a chain kernel cuts read (regroup_layouts.h), and lower-rank computed
 // values rise to their readers' rank through views of their inputs (raise_ranks.h).
 Program search_form(const Program& given, const CancelToken& bounded) {
   const Program cast_free = drop_casts(given);
   bounded.check();
-  const Program transposed = push_transposes(cast_free);
+  const Program transposed = regroup_layouts(push_transposes(cast_free));
   bounded.check();
   Program program = raise_ranks(transposed);
   bounded.check();

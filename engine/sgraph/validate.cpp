@@ -547,7 +547,11 @@ int kernels_run(const SGraph& graph) {
 
 bool reshapes_in_place(const SGraph& graph, const Analysis& analysis, const LibraryKernel& lib) {
   if (op_class(lib.op) != OpClass::Reshape || lib.inputs.size() != 1 || !lib.view(0).empty()) return false;
-  if (std::find(graph.outputs.begin(), graph.outputs.end(), lib.output) != graph.outputs.end()) return false;
+  auto returned = [&](const std::string& t) { return std::find(graph.outputs.begin(), graph.outputs.end(), t) != graph.outputs.end(); };
+  auto given = [&](const std::string& t) {
+    return std::any_of(graph.inputs.begin(), graph.inputs.end(), [&](const TensorDecl& in) { return in.name == t; });
+  };
+  if (returned(lib.output) && (returned(lib.inputs[0]) || given(lib.inputs[0]))) return false;
   if (analysis.partial_axes.count(lib.inputs[0]) || analysis.partial_axes.count(lib.output)) return false;
   auto in = analysis.tensors.find(lib.inputs[0]), out = analysis.tensors.find(lib.output);
   return in != analysis.tensors.end() && out != analysis.tensors.end() && in->second.dtype == out->second.dtype;

@@ -73,9 +73,10 @@ std::vector<std::string> validate(const SGraph& graph);  // analyze(graph).error
 int64_t element_bytes(DType dtype);
 
 // A reshape kernel that reads its input as it lies (no view, no partial axes) into a tensor of the
-// same dtype that the graph does not return: the same elements in the same row-major order, so
-// lowering reads the input's buffer at the new shape and the kernel copies nothing
-// (docs/sgraph.md, "Reshapes in place").
+// same dtype: the same elements in the same row-major order, so lowering reads the input's buffer
+// at the new shape and the kernel copies nothing (docs/sgraph.md, "Reshapes in place"). Where the
+// graph returns it, its input is a tensor a kernel writes (neither the graph's input nor another
+// output), which lowering writes into the output's buffer instead.
 bool reshapes_in_place(const SGraph& graph, const Analysis& analysis, const LibraryKernel& lib);
 // The kernels that run: all but the reshapes read in place.
 int kernels_run(const SGraph& graph);

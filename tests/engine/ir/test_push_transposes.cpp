@@ -86,3 +86,18 @@ TEST_CASE("push_transposes: a transpose of a transpose is one, and two that canc
 })"));
   check_same(returned, push_transposes(returned), {{"n", 3}, {"d", 4}});
 }
+
+TEST_CASE("push_transposes: a transpose of an input with a unit axis added is that reshape of the input's transpose",
+          "[ir][transpose]") {
+  // Grouped attention's cached keys at [k, 1, s, e], read as `.mT`: one view of K for a load.
+  const Program p = lower_composites(test::only_program(R"(program g(Q: f32[k, g, n, e], K: f32[k, s, e]) {
+  return Q @ transpose(reshape(K, [k, 1, s, e]), perm=[0, 1, 3, 2])
+})"));
+  const Program r = push_transposes(p);
+  INFO(print_program(r));
+  check_same(p, r, {{"k", 2}, {"g", 3}, {"n", 4}, {"s", 5}, {"e", 6}});
+  const Value& read = r.value(r.value(r.outputs[0]).operands[1]);
+  CHECK(read.op == Op::Reshape);
+  CHECK(r.value(read.operands[0]).op == Op::Transpose);
+  CHECK(r.value(r.value(read.operands[0]).operands[0]).op == Op::Input);
+}

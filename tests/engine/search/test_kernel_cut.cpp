@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
 
 #include "../interp_helpers.h"
 #include "../sgraph/sgraph_helpers.h"
+#include "engine/backend/lower.h"
 #include "engine/interp/interpreter.h"
 #include "engine/ir/push_transposes.h"
 #include "engine/search/kernel_cut.h"
@@ -34,8 +36,21 @@ const char* kHeads =
 const char* kTransposed =
     "program transposed(X: f32[n, d], W: f32[d, m], V: f32[n, k]) {\n"
     "  return matmul(transpose(exp(matmul(X, W))), V)\n}\n";
-// A layout change that is the program's output: no piece can return it.
+// A reshape that is the program's output: the graph's output is the piece's value in place.
 const char* kReturned = "program returned(X: f32[n, d], W: f32[d, m]) {\n  return reshape(exp(matmul(X, W)), [n * m])\n}\n";
+// A transpose that is the program's output: no piece can return it.
+const char* kReturnedTransposed = "program returned_t(X: f32[n, d], W: f32[d, m]) {\n  return transpose(exp(matmul(X, W)))\n}\n";
+// Grouped-query attention as the importer writes it (docs/python.md, "Grouped heads"): the query
+// heads, an input, split into 2 groups of 2; the keys, computed (a rotary product), and the
+// values at [2, 1], broadcast over each group; the output merged back into heads and returned.
+// Only the cache's length is a dim: the search of each symbolic dim more takes seconds.
+const char* kGrouped =
+    "program grouped(Q: f32[4, 2, 4], K: f32[2, s, 4], C: f32[s, 4], V: f32[2, s, 4], M: f32[2, s]) {\n"
+    "  q = reshape(Q, [2, 2, 2, 4])\n"
+    "  kc = reshape(K * C, [2, 1, s, 4])\n"
+    "  S = q @ transpose(kc, perm=[0, 1, 3, 2]) * 0.5 + M\n"
+    "  E = exp(S - max(S, axis=-1))\n"
+    "  return reshape(E / sum(E, axis=-1) @ reshape(V, [2, 1, s, 4]), [4, 2, 4])\n}\n";
 
 std::vector<search::KernelCut> cuts_of(const std::string& text, const std::string& name) {
   return search::kernel_cuts(push_transposes(test::lowered_text(text, name)));
@@ -99,7 +114,45 @@ TEST_CASE("kernel cuts: attention's head reshapes cut it into three pieces, with
   REQUIRE(view.size() == 1);
   CHECK(view[0].copies.empty());
   CHECK_THAT(view[0].text(), Catch::Contains("read transposed"));
-  CHECK(cuts_of(kReturned, "returned").empty());
+  CHECK(cuts_of(kReturnedTransposed, "returned_t").empty());
+  const std::vector<search::KernelCut> returned = cuts_of(kReturned, "returned");
+  REQUIRE(returned.size() == 1);
+  CHECK(returned[0].pieces.size() == 1);
+  CHECK(returned[0].text() == "at t1 (returned reshaped in place)");
+}
+
+TEST_CASE("kernel cut families: grouped-query attention reads its query heads and keys in place and returns its heads in place",
+          "[search][kernel-cut]") {
+  // The keys computed (a rotary product), or read from a cache as they are: a view of an input
+  // with a unit axis, read transposed.
+  const std::string cached = std::regex_replace(kGrouped, std::regex(R"(K \* C)"), "K");
+  const bool from_cache = GENERATE(false, true);
+  INFO((from_cache ? "keys from a cache" : "keys computed"));
+  const Program program = push_transposes(test::lowered_text(from_cache ? cached : kGrouped, "grouped"));
+  const std::vector<search::KernelCut> cuts = search::kernel_cuts(program);
+  REQUIRE(cuts.size() == 1);
+  CHECK_THAT(cuts[0].text(), Catch::Contains("at Q (reshaped in place)") && Catch::Contains("(returned reshaped in place)"));
+  CHECK(cuts[0].pieces.size() == (from_cache ? 1 : 2));  // [the keys' product], attention: the query heads are an input's
+  const SearchResult r = search::search_program(program, test_limits());
+  REQUIRE(r.candidates.size() >= 2);
+  const DimBindings decode = {{"s", 8}}, prefill = {{"s", 4}};
+  for (const Candidate& c : r.candidates) {
+    INFO(c.text());
+    // Every reshape is read in place, the returned one included: no copy kernel, no tensor.
+    const sgraph::Analysis a = sgraph::analyze(*c.graph);
+    for (const sgraph::Kernel& k : c.graph->kernels)
+      if (!k.custom && sgraph::is_layout(k.library.op)) CHECK(sgraph::reshapes_in_place(*c.graph, a, k.library));
+    CHECK(c.kernels == sgraph::kernels_run(*c.graph));
+    DimBindings sizes;
+    for (const std::string& p : c.graph->parameters()) sizes[p] = 1;
+    const backend::kir::Program lowered = backend::lower(sgraph::instantiate(*c.graph, prefill, sizes, sgraph::TileBudget{int64_t(1) << 30}), {});
+    CHECK(int(lowered.kernels.size()) == c.kernels);
+    CHECK(std::none_of(lowered.tensors.begin(), lowered.tensors.end(), [](const backend::kir::Tensor& t) { return t.name.rfind("cut_", 0) == 0 && t.name.find("Q") != std::string::npos; }));
+    for (int64_t size : {1, 2}) {
+      CHECK(composite_error(program, *c.graph, decode, size, {{"M", causal_mask(2, 8, false)}}) < 1e-4);
+      CHECK(composite_error(program, *c.graph, prefill, size, {{"M", causal_mask(2, 4, true)}}) < 1e-4);
+    }
+  }
 }
 
 TEST_CASE("kernel cuts: an MLP's down projection may be cut from the rows it reads; a single matmul is not", "[search][kernel-cut]") {
