@@ -16,6 +16,7 @@ import sys
 
 from .errors import UnsupportedOp
 from .fx_formulas import tanh_gelus
+from .grouped_heads import grouped_sources, repeat_step
 from .share import arguments as _args
 
 _DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}
@@ -95,6 +96,7 @@ def _size_text(size):
 
 _SIZE = object()  # the name of a node that computes sizes (a reshape reads them from the traced shapes)
 _DTYPE = object()  # the name of `x.dtype` (a cast reads its dtype from the traced result instead)
+_REPEATED = object()  # the name of repeat_kv's expand and reshape (grouped attention reads their source)
 
 
 class _Writer:
@@ -175,6 +177,8 @@ class _Writer:
         if hasattr(a, "op"):  # an FX node
             if self.names[a] is _SIZE:
                 raise UnsupportedOp(f"node '{a.name}' is a size used as a value (prism's sizes are dims, in shapes)")
+            if self.names[a] is _REPEATED:
+                raise UnsupportedOp(f"node '{a.name}' is a repeat of key/value heads read elsewhere than by grouped attention")
             if self.names[a] is _DTYPE:
                 raise UnsupportedOp(f"node '{a.name}' is a tensor's dtype used as a value (prism reads it only in casts)")
             return self.names[a]
@@ -222,6 +226,9 @@ class _Writer:
             self.names[node] = self.add_input(*self.type_of(node), node.target, "input" if node.op == "placeholder" else "parameter")
             return None
         if node.op == "output" or node in self.inside_formulas:
+            return None
+        if repeat_step(node) in ("expand", "result"):  # grouped attention reads the repeat's source
+            self.names[node] = _REPEATED
             return None
         if node in self.gelus:
             self.emit(node, f"gelu_tanh({self.arg(self.gelus[node])})")
@@ -530,25 +537,16 @@ def _sdpa(w, n):
     if a["dropout_p"]:
         raise w.unsupported(n, "dropout_p > 0 (prism imports inference graphs)")
     scale = a["scale"] if a["scale"] is not None else 1.0 / math.sqrt(a["query"].meta["tensor_meta"].shape[-1])
-    key, value = w.arg(a["key"]), w.arg(a["value"])
-    heads, key_heads = (a[x].meta["tensor_meta"].shape[-3] if len(a[x].meta["tensor_meta"].shape) > 2 else 1 for x in ("query", "key"))
-    if a["enable_gqa"] and str(heads) != str(key_heads):  # grouped-query heads: each key/value head serves a group
-        if not isinstance(heads, int) or not isinstance(key_heads, int) or heads % key_heads or heads // key_heads > _MAX_COPIES:
-            raise w.unsupported(n, f"enable_gqa with {heads} query heads over {key_heads} key heads (prism repeats a head "
-                                   f"at most {_MAX_COPIES} times)")
-
-        def repeated(source):
-            grown = w.size_texts(source)
-            grown[-3] = str(heads)
-            return w.temporary(n, _interleaved(w, n, source, heads // key_heads, -3, grown))
-
-        key, value = repeated(a["key"]), repeated(a["value"])
-    scores = f"{w.arg(a['query'])} @ {key}.mT * {scale!r}"
     mask = a["attn_mask"]
-    if mask is not None:
-        if hasattr(mask, "meta") and str(mask.meta["tensor_meta"].dtype) == "torch.bool":
-            raise w.unsupported(n, "a boolean attn_mask (give an additive one: 0 where kept, -inf where masked)")
-        scores = f"{scores} + {w.arg(mask)}"
+    if mask is not None and hasattr(mask, "meta") and str(mask.meta["tensor_meta"].dtype) == "torch.bool":
+        raise w.unsupported(n, "a boolean attn_mask (give an additive one: 0 where kept, -inf where masked)")
+    grouped = _grouped_attention(w, n, a)
+    if grouped is not None:
+        query, key, value, mask = grouped
+    else:
+        query, key, value = w.arg(a["query"]), w.arg(a["key"]), w.arg(a["value"])
+        mask = None if mask is None else w.arg(mask)
+    scores = f"{query} @ {key}.mT * {scale!r}" + (f" + {mask}" if mask is not None else "")
     # PyTorch's attention gives 0 for a query whose keys are all masked (a padding row), where a
     # softmax of -inf everywhere is NaN: the row max is kept at or above the dtype's lowest, so
     # its exps are 0, and their sum, 1 or more in every other row, at or above its tiniest.
@@ -557,7 +555,53 @@ def _sdpa(w, n):
     info = torch.finfo(a["query"].meta["tensor_meta"].dtype)
     scores = w.temporary(n, scores)
     exps = w.temporary(n, f"exp({scores} - maximum(max({scores}, axis=-1), {info.min!r}))")
-    return f"{exps} / maximum(sum({exps}, axis=-1), {info.tiny!r}) @ {value}"
+    out = f"{exps} / maximum(sum({exps}, axis=-1), {info.tiny!r}) @ {value}"
+    return out if grouped is None else f"reshape({w.temporary(n, out)}, [{', '.join(w.size_texts(n))}])"
+
+
+def _grouped_attention(w, n, a):
+    """Grouped-query heads (enable_gqa, or keys and values repeat_kv repeated) as a broadcast
+    (grouped_heads.py): (query, key, value, mask) with the queries' heads split into [k, g], the
+    keys and values at [k, 1] and the mask's heads, where it has some, split alike; None for
+    attention with a key/value head per query head."""
+    query = a["query"]
+    heads = query.meta["tensor_meta"].shape[-3] if len(query.meta["tensor_meta"].shape) > 2 else 1
+    repeated = grouped_sources(n)
+    if repeated is not None:
+        key, value, group = (w.arg(repeated[0]), w.arg(repeated[1]), repeated[2])
+    elif a["enable_gqa"] and str(heads) != str(a["key"].meta["tensor_meta"].shape[-3]):
+        key_heads = a["key"].meta["tensor_meta"].shape[-3]
+        if not isinstance(heads, int) or not isinstance(key_heads, int) or heads % key_heads:
+            raise w.unsupported(n, f"enable_gqa with {heads} query heads over {key_heads} key heads (prism groups a "
+                                   f"whole number of query heads per key head)")
+        group = heads // key_heads
+
+        def with_group_axis(x):
+            sizes = w.size_texts(x)
+            return w.temporary(n, f"reshape({w.arg(x)}, [{', '.join(sizes[:-2] + ['1'] + sizes[-2:])}])")
+
+        key, value = with_group_axis(a["key"]), with_group_axis(a["value"])
+    else:
+        return None
+    if not isinstance(heads, int) or len(query.meta["tensor_meta"].shape) < 3:
+        raise w.unsupported(n, f"grouped-query attention over {heads} query heads (prism splits a static head count)")
+
+    def heads_split(x):
+        sizes = w.size_texts(x)
+        return sizes[:-3] + [str(heads // group), str(group)] + sizes[-2:]
+
+    queries = w.temporary(n, f"reshape({w.arg(query)}, [{', '.join(heads_split(query))}])")
+    mask = a["attn_mask"]
+    if mask is None or not hasattr(mask, "meta") or len(mask.meta["tensor_meta"].shape) < 3:
+        return queries, key, value, None if mask is None else w.arg(mask)
+    sizes = w.size_texts(mask)
+    if sizes[-3] == "1":
+        split = sizes[:-3] + ["1", "1"] + sizes[-2:]
+    elif sizes[-3] == str(heads):
+        split = heads_split(mask)
+    else:
+        raise w.unsupported(n, f"an attn_mask of {sizes[-3]} heads beside {heads} query heads")
+    return queries, key, value, w.temporary(n, f"reshape({w.arg(mask)}, [{', '.join(split)}])")
 
 
 def _addmm(w, n):

@@ -1,15 +1,17 @@
 """Where torch_backend cuts a graph between prism's pieces: at the layout changes of computed values
 that a piece's fused kernels do not make (docs/python.md, "torch.compile").
 
-An attention layer splits its projections into heads (`view(b, s, h, e).transpose(1, 2)`), repeats
-grouped key/value heads (`expand` and `reshape`), appends its keys and values to a cache (`cat`
-along the sequence) and merges the heads back before its output projection. PyTorch makes these views between prism's pieces (a copy where the next piece reads a
-strided view), and each piece is what the search serves: the norm and projections as rows, the
+An attention layer splits its projections into heads (`view(b, s, h, e).transpose(1, 2)`), appends
+its keys and values to a cache (`cat` along the sequence) and merges the heads back before its
+output projection. PyTorch makes these views between prism's pieces (a copy where the next piece
+reads a strided view), and each piece is what the search serves: the norm and projections as rows, the
 rotary embedding and the attention core at [batch, heads, seq, head_dim], the output projection
 with its residual as rows. A layout op that reads a graph input (a weight's `.t()`, a gain's
 `unsqueeze`) stays inside: the piece reads the input through it in place. A reshape that only
 folds leading dims into rows or back (GPT-2 Conv1D's `view(-1, d)`) stays too: fold_rows takes it.
 A strided slice of a computed value (GPT-J's interleaved rotary, `x[..., ::2]`) is PyTorch's view.
+repeat_kv's `expand` and `reshape` of grouped key/value heads stay in attention's piece, which
+reads them as a broadcast (grouped_heads.py).
 
 With PRISM_HEADS_INSIDE=1, a head split or merge (`splits_heads`: a view, reshape, transpose or
 permute of a computed value) is first left inside a piece: the search's kernel cuts read a
@@ -19,6 +21,7 @@ at it as above (docs/python.md, "Head splits inside").
 """
 import operator
 
+from .grouped_heads import repeat_step
 from .share import op_name as _name, shape_of as _shape
 
 _TRANSPOSES = {"transpose", "permute", "t"}
@@ -42,8 +45,8 @@ def _folds_rows(node):
 
 def moves_layout(node):
     """Whether `node` changes the layout of a computed value in a way a piece does not take in."""
-    if node.op not in ("call_method", "call_function"):
-        return False
+    if node.op not in ("call_method", "call_function") or repeat_step(node) is not None:
+        return False  # grouped attention reads repeat_kv's source as a broadcast (grouped_heads.py)
     name = _name(node)
     if node.target is operator.getitem:
         index = node.args[1]
