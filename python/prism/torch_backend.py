@@ -465,18 +465,34 @@ def _compiled(piece, program, target, top):
     return compiled
 
 
+_RACE_WARMUP = 4  # untimed calls of each first: the first few run slower (docs/python.md, "The race")
+_RACE_ROUND_S = 2e-4  # a round calls each enough times to take about this long
+
+
 def _race(prism_call, torch_call, rounds=7):
-    """Seconds per call of `prism_call` and of `torch_call`: the medians of `rounds` calls of each,
-    alternated, so that load which comes and goes falls on both."""
+    """Seconds per call of `prism_call` and of `torch_call`, warm (each called _RACE_WARMUP times
+    first, alternated): the medians of `rounds` rounds, alternated so that load which comes and
+    goes falls on both, each round a batch of calls of about _RACE_ROUND_S (a call of 20 µs timed
+    alone is mostly its caches' state)."""
+    import math
     import statistics
     import time
 
-    times = ([], [])
-    for _ in range(rounds):
-        for spent, call in zip(times, (prism_call, torch_call)):
+    calls = (prism_call, torch_call)
+    warm = [0.0, 0.0]  # each one's last warm-up call
+    for _ in range(_RACE_WARMUP):
+        for i, call in enumerate(calls):
             start = time.perf_counter()
             call()
-            spent.append(time.perf_counter() - start)
+            warm[i] = time.perf_counter() - start
+    batch = max(1, min(32, math.ceil(_RACE_ROUND_S / max(max(warm), 1e-7))))
+    times = ([], [])
+    for _ in range(rounds):
+        for spent, call in zip(times, calls):
+            start = time.perf_counter()
+            for _ in range(batch):
+                call()
+            spent.append((time.perf_counter() - start) / batch)
     return statistics.median(times[0]), statistics.median(times[1])
 
 
