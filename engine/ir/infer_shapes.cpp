@@ -164,6 +164,18 @@ Dim element_count(const std::vector<Dim>& shape) {
   return n;
 }
 
+std::optional<std::vector<int>> unit_axes_added(const std::vector<Dim>& from, const std::vector<Dim>& to) {
+  std::vector<int> axes;
+  size_t next = 0;
+  for (const Dim& d : to) {
+    if (next < from.size() && d == from[next]) axes.push_back(int(next++));
+    else if (d == Dim(1)) axes.push_back(-1);
+    else return std::nullopt;
+  }
+  if (next != from.size()) return std::nullopt;
+  return axes;
+}
+
 Inferred infer_type(Op op, Attrs& attrs, const std::vector<Type>& xs) {
   auto need = [&](size_t n) { return xs.size() == n; };
   try {

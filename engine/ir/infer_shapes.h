@@ -29,4 +29,8 @@ std::optional<std::vector<Dim>> broadcast_shapes(const std::vector<Dim>& a, cons
 // The product of a shape's dims (1 for a scalar).
 Dim element_count(const std::vector<Dim>& shape);
 
+// Where a reshape of `from` to `to` that only adds unit dims puts `from`'s axes: for each axis of
+// `to`, the axis of `from` it is, in order, or -1 for a unit dim added; none for any other reshape.
+std::optional<std::vector<int>> unit_axes_added(const std::vector<Dim>& from, const std::vector<Dim>& to);
+
 }  // namespace prism

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "engine/ir/edit_program.h"
+#include "engine/ir/infer_shapes.h"
 
 namespace prism {
 
@@ -179,20 +180,6 @@ Program compose_transposes(const Program& lowered) {
     if (identity) replace_uses(p, v.id, v.operands[0]);
   }
   return live_in_order(p);
-}
-
-// The axes of `from` that a reshape to `to` keeps in order, with -1 for each unit axis it adds
-// between them; none when it does anything else.
-std::optional<std::vector<int>> unit_axes_added(const std::vector<Dim>& from, const std::vector<Dim>& to) {
-  std::vector<int> view;
-  size_t next = 0;
-  for (const Dim& d : to) {
-    if (next < from.size() && d == from[next]) view.push_back(int(next++));
-    else if (d == Dim(1)) view.push_back(-1);
-    else return std::nullopt;
-  }
-  if (next != from.size()) return std::nullopt;
-  return view;
 }
 
 // A transpose of a reshape that adds unit dims to an input, as that reshape of a transpose of

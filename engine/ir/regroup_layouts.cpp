@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/ir/edit_program.h"
+#include "engine/ir/infer_shapes.h"
 
 namespace prism {
 
@@ -17,9 +18,7 @@ struct Group {
 };
 
 Dim product(const std::vector<Dim>& shape, size_t from, size_t to) {
-  Dim p(1);
-  for (size_t k = from; k < to; ++k) p = p * shape[k];
-  return p;
+  return element_count({shape.begin() + long(from), shape.begin() + long(to)});
 }
 
 // The shortest runs of `a` and `b`, left to right, of equal products; none where the shapes do

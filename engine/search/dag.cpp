@@ -1,8 +1,8 @@
 #include "engine/search/dag.h"
 
 #include <algorithm>
-#include <map>
 #include <iterator>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -153,15 +153,9 @@ std::optional<std::vector<int>> input_view(const Program& program, const Value& 
   std::iota(dims.begin(), dims.end(), 0);
   if (under.op == Op::Transpose && program.value(under.operands.at(0)).op == Op::Input) dims = under.attrs.perm;
   else if (under.op != Op::Input) return std::nullopt;
-  const std::vector<Dim>& from = under.type.shape;
-  std::vector<int> view;
-  size_t next = 0;
-  for (const Dim& d : v.type.shape) {
-    if (next < from.size() && d == from[next]) view.push_back(dims[next++]);
-    else if (d == Dim(1)) view.push_back(sgraph::BlockOp::kNewAxis);
-    else return std::nullopt;
-  }
-  if (next != from.size()) return std::nullopt;
+  std::optional<std::vector<int>> view = unit_axes_added(under.type.shape, v.type.shape);
+  if (view)
+    for (int& a : *view) a = a < 0 ? sgraph::BlockOp::kNewAxis : dims[size_t(a)];
   return view;
 }
 
@@ -202,9 +196,10 @@ std::vector<DagValue> dag_leaves(const Program& program) {
     if (!view) continue;
     DagValue leaf;
     leaf.op = Op::Input;
-    leaf.name = viewed_input(program, v).name;
+    const Value& input = viewed_input(program, v);
+    leaf.name = input.name;
     leaf.view = padded(*view, read_at[size_t(v.id)]);  // W.T read by a matmul of [b, s, d]: [1, d, n]
-    leaf.type = Type{viewed_input(program, v).type.dtype, sgraph::view_shape(viewed_input(program, v).type.shape, leaf.view), false};
+    leaf.type = Type{input.type.dtype, sgraph::view_shape(input.type.shape, leaf.view), false};
     if (std::none_of(leaves.begin(), leaves.end(), [&](const DagValue& l) { return l.name == leaf.name && l.view == leaf.view; }))
       leaves.push_back(std::move(leaf));
   }
