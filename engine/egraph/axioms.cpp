@@ -41,17 +41,24 @@ std::string head(TOp u) { return s(u) + (u == TOp::Cast ? "$t" : ""); }
 struct Table {
   TensorGraph& tg;
   std::vector<Rewrite> rules;
+  bool lifting = false;  // the rules being added lift a grid outward (Rewrite::lifts_grid)
 
   void rule(const std::string& name, const std::string& lhs, const std::string& rhs, Rewrite::Guard guard = {}) {
     rules.push_back(Rewrite::make(name, lhs, rhs, resolve_top, std::move(guard)));
+    rules.back().lifts_grid = lifting;
+  }
+  Rewrite& named(const std::string& name) {
+    auto it = std::find_if(rules.begin(), rules.end(), [&](const Rewrite& r) { return r.name == name; });
+    if (it == rules.end()) throw std::logic_error("axioms: no rule '" + name + "' to mark");
+    return *it;
   }
   // Marks the named rules exact only over the reals (Rewrite::reals_only); every name must exist.
   void reals_only(const std::vector<std::string>& names) {
-    for (const std::string& name : names) {
-      auto it = std::find_if(rules.begin(), rules.end(), [&](const Rewrite& r) { return r.name == name; });
-      if (it == rules.end()) throw std::logic_error("axioms: no rule '" + name + "' to mark");
-      it->reals_only = true;
-    }
+    for (const std::string& name : names) named(name).reals_only = true;
+  }
+  // Marks the named rules as ones a grid's lifting needs (Rewrite::lifts_grid).
+  void lifts_grid(const std::vector<std::string>& names) {
+    for (const std::string& name : names) named(name).lifts_grid = true;
   }
   // A rule whose right-hand side is computed (new axes, a choice of factors).
   void computed(const std::string& name, const std::string& lhs, const std::string& rhs_doc, Rewrite::Guard guard,
@@ -63,6 +70,7 @@ struct Table {
     auto lhs_copy = std::make_shared<Pattern>(r.lhs);
     r.apply = [lhs_copy, apply](EGraph& g, const Subst& sub, std::vector<Id>& out) { apply(*lhs_copy, g, sub, out); };
     r.rhs = rhs_doc;
+    r.lifts_grid = lifting;
     rules.push_back(std::move(r));
   }
 };
@@ -356,6 +364,7 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
   // Lifting the grid outward (a block body on tiles -> the tiles of the whole body). A tile's axis
   // j >= 1 is axis j-1 of the tensor it was cut from (the grid axis is 0), so every lifted op
   // shifts its axis by one; an op on the grid axis itself (j = 0) is never lifted.
+  t.lifting = true;
   for (TOp u : kUnary) t.rule(s(u) + "-partition", "(" + head(u) + " (partition@a$g ?x))", "(partition@a$g (" + head(u) + " ?x))");
   for (TOp b : kBinary) {
     // Both sides cut the same axis of equal size: block k combines the k-th tiles of both.
@@ -454,6 +463,12 @@ std::vector<Rewrite> tensor_axioms(TensorGraph& tg) {
   t.rule("reduce-partition-sum", "(reduce (sum@a+1 (partition@a$g ?x)))", "(sum@a ?x)");
   t.rule("reduce-replicate-factor", "(reduce (mul (replicate$g ?x) ?y))", "(mul ?x (reduce ?y))",
          [=](const EGraph&, const Subst& m) { return rank(m.var[0]) + 1 == rank(m.var[1]); });
+  t.lifting = false;
+  // Besides the lifts, a grid's proof needs matmul as the sum it lifts through and back, and the
+  // order of a commutative op's operands (a family writes `eps + x` for the program's `x + eps`).
+  t.lifts_grid({"combine-partition", "matmul-contract", "contract-matmul", "add-comm", "mul-comm"});
+  for (TOp u : kUnary) t.lifts_grid({"replicate-" + s(u)});
+  for (TOp b : kBinary) t.lifts_grid({"replicate-" + s(b)});
 
   // ---- exact only over the reals (docs/design.md, "Numerics") ---------------------------------
   // In floats one side overflows, cancels or turns NaN where the other does not, on inputs a

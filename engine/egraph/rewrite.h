@@ -24,6 +24,10 @@ struct Rewrite {
   // other does not (exp(a + b) = exp(a) * exp(b)). A proof through it says nothing of floats
   // (docs/design.md, "Numerics").
   bool reals_only = false;
+  // Moves a grid (partition, replicate, combine) outward past an op, or is one of the few rules
+  // such a move needs (matmul as a contraction, operand order). A proof of a family tries these
+  // alone first (ResidentEGraph::prove; docs/search.md, "Proofs: the grid first").
+  bool lifts_grid = false;
 
   // lhs => rhs with both sides as patterns.
   static Rewrite make(const std::string& name, const std::string& lhs, const std::string& rhs, const OpResolver& ops, Guard guard = {}) {

@@ -22,6 +22,11 @@ Runner::Runner(const std::vector<Rewrite>* rules) : rules_(rules), schedule_(rul
 }
 
 RunReport Runner::run(EGraph& g, const RunLimits& limits, const CancelToken* cancel, const std::function<bool()>& goal) {
+  return run(g, limits, cancel, goal, std::vector<bool>(rules_->size(), true));
+}
+
+RunReport Runner::run(EGraph& g, const RunLimits& limits, const CancelToken* cancel, const std::function<bool()>& goal, const std::vector<bool>& active) {
+  if (active.size() != rules_->size()) throw std::logic_error("runner: one active flag per rule");
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
@@ -48,6 +53,7 @@ RunReport Runner::run(EGraph& g, const RunLimits& limits, const CancelToken* can
     // egg's order: search every rule on the same (clean) e-graph, then apply; here per rule,
     // which keeps the cancellation and limit checks close to the work.
     for (size_t r = 0; r < rules_->size(); ++r) {
+      if (!active[r]) continue;
       const Rewrite& rule = (*rules_)[r];
       Schedule& sch = schedule_[r];
       if (sch.banned_until > iteration_) {

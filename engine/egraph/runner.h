@@ -51,6 +51,9 @@ class Runner {
   // Runs until saturated, a limit, cancellation, or `goal` holds. `goal` is checked on the
   // rebuilt e-graph before each rule's search, so a proof stops at the rule that completes it.
   RunReport run(EGraph& g, const RunLimits& limits, const CancelToken* cancel = nullptr, const std::function<bool()>& goal = {});
+  // The same with only the rules `active` marks (one flag per rule); "saturated" then means
+  // that none of those changes anything.
+  RunReport run(EGraph& g, const RunLimits& limits, const CancelToken* cancel, const std::function<bool()>& goal, const std::vector<bool>& active);
 
   const std::vector<RuleStats>& stats() const { return stats_; }
   // Called for every application, whether or not it changed anything: (rule, matched node id, result id).

@@ -145,4 +145,17 @@ TEST_CASE("e-graph: patterns match through classes and the runner reports why it
   REQUIRE(Runner(&grow).run(h, RunLimits{1000000, 1000, 5.0}, &cancel).stop == StopReason::Cancelled);
   REQUIRE(Runner(&grow).run(h, RunLimits{100000000, 100000, 0.05}).stop == StopReason::TimeLimit);
   REQUIRE(std::string(stop_reason_name(StopReason::IterLimit)) == "iteration limit");
+
+  // With a subset of the rules active, the others never apply: g-comm alone saturates beside an
+  // f-grow that would never stop; one flag per rule, or a logic_error.
+  std::vector<Rewrite> both = {comm[0], grow[0]};
+  EGraph k;
+  const Id ka = k.add(leaf(0)), kb = k.add(leaf(1));
+  k.add(g2(ka, kb));
+  k.add(f(ka));
+  Runner r3(&both);
+  REQUIRE(r3.run(k, RunLimits{1000000, 50, 5.0}, nullptr, {}, {true, false}).stop == StopReason::Saturated);
+  CHECK(r3.stats()[0].applications >= 1);
+  CHECK(r3.stats()[1].matches == 0);
+  REQUIRE_THROWS_AS(r3.run(k, RunLimits{}, nullptr, {}, {true}), std::logic_error);
 }

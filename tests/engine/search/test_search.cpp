@@ -240,6 +240,21 @@ TEST_CASE("search: nn.Linear's bias-free projection of [b, s, d] activations rea
   CHECK_FALSE(bare.candidates.empty());
 }
 
+TEST_CASE("search: a LayerNorm over [batch, seq, hidden] proves its grids over batch and seq both", "[search][mustfind][proof]") {
+  // Two grid axes over a LayerNorm's term: lifting both out under every algebra rule at once
+  // ran past the proof's 30 iterations (one family passed every check and went unproved). The
+  // grid's rules first prove it (docs/search.md, "Proofs: the grid first").
+  SearchResult r = search_text("program ln3(x: f32[2, 8, 64], w: f32[64], b: f32[64]) {\n  return layer_norm(x, eps=1e-12) * w + b\n}\n", "ln3");
+  check_reported(r);
+  CHECK(r.stats.unproved == 0);
+  bool both = false;
+  for (const Candidate& c : r.candidates) {
+    const std::string family = c.proof.substr(0, c.proof.find("program term:"));
+    both = both || family.find("partition(partition(x, 0, g1), 2, g2)") != std::string::npos;
+  }
+  CHECK(both);
+}
+
 TEST_CASE("search: a program with several outputs (a residual and its norm) fuses into one kernel saving both", "[search][mustfind][layers]") {
   SearchResult r = search_text(test::layer_text("residual_rmsnorm"), "residual_rmsnorm");
   check_reported(r);
