@@ -92,8 +92,18 @@ sgraph::SGraph compose_pieces(const Program& program, const KernelCut& cut, cons
                               const std::vector<std::map<std::string, std::string>>& inputs) {
   sgraph::SGraph g;
   for (int id : program.inputs) g.inputs.push_back({program.value(id).name, program.value(id).type});
-  const std::string returned = unused_tensor_name("O", program);
-  auto tensor_of = [&](int value) { return value == program.outputs.at(0) ? returned : cut_tensor(program.value(value).name); };
+  // The graph's outputs: O, or O1, O2 … for several (as build_family names them); a piece that
+  // reads an output another piece computes (cut at each output) reads that output's tensor.
+  std::vector<std::string> returned;
+  std::map<std::string, std::string> outputs_read;
+  for (size_t k = 0; k < program.outputs.size(); ++k) {
+    returned.push_back(unused_tensor_name(program.outputs.size() == 1 ? "O" : "O" + std::to_string(k + 1), program));
+    outputs_read[cut_tensor(program.value(program.outputs[k]).name)] = returned.back();
+  }
+  auto tensor_of = [&](int value) {
+    const auto it = std::find(program.outputs.begin(), program.outputs.end(), value);
+    return it != program.outputs.end() ? returned[size_t(it - program.outputs.begin())] : cut_tensor(program.value(value).name);
+  };
   // The copies of `from` (an input, or what piece `ks` computes into `source`), after it.
   auto add_copies = [&](int from, const std::string& source, std::vector<sgraph::Kernel>& ks) {
     std::vector<const LayoutCopy*> copies;
@@ -122,11 +132,12 @@ sgraph::SGraph compose_pieces(const Program& program, const KernelCut& cut, cons
   for (size_t j = 0; j < pieces.size(); ++j) {
     const std::string out = tensor_of(cut.computes[j]);
     std::map<std::string, std::string> tensors = j < inputs.size() ? inputs[j] : std::map<std::string, std::string>{};
+    if (cut.outputs) tensors.insert(outputs_read.begin(), outputs_read.end());
     tensors[pieces[j]->outputs.at(0)] = out;
     std::vector<sgraph::Kernel> ks = renamed(*pieces[j], "p" + std::to_string(j + 1) + "_", tensors);
     add_copies(cut.computes[j], out, ks);
   }
-  g.outputs = {returned};
+  g.outputs = returned;
   return g;
 }
 

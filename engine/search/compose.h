@@ -20,7 +20,8 @@ sgraph::SGraph compose_library_graph(const Program& program, const LibraryCut& c
                                      const sgraph::SGraph* epilogue);
 
 // The pieces' kernels (pieces[j]: a family of cut.pieces[j]) in run order, each piece's output
-// renamed to its cut tensor (the last piece's to the graph's "O"), each layout copy a library
+// renamed to its cut tensor (the last piece's to the graph's "O"; cut at several outputs, each
+// piece's to its output's O1, O2 …, which later pieces read), each layout copy a library
 // reshape after the piece it reads. A copy through a transpose of a value one custom kernel of
 // its piece saves whole is folded into that save (a save through a view: the piece writes the
 // value transposed), and the reshape reads it in place. Each piece's parameters and internal tensors are renamed

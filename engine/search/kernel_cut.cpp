@@ -171,6 +171,50 @@ std::optional<KernelCut> block_cut(const Program& p, const std::vector<std::vect
   return cut;
 }
 
+// Whether `p` changes the layout of a computed value (a reshape or transpose of one), which no
+// fused kernel does.
+bool changes_layout(const Program& p) {
+  return std::any_of(p.values.begin(), p.values.end(), [&](const Value& v) { return is_layout_op(v.op) && computed(p.value(v.operands.at(0))); });
+}
+
+// A program with several outputs, one piece per output (docs/search.md, "Kernel cuts", at its
+// outputs): each the program's own computation of it, from the inputs and the outputs before it
+// that it reads; each piece cuts its own layout changes. Required where the program changes a
+// computed value's layout (as written it has no family); else a choice beside its own families.
+// None where two outputs are one value or an output is an input.
+std::optional<KernelCut> output_cut(const Program& p) {
+  std::vector<int> outputs = p.outputs;
+  std::sort(outputs.begin(), outputs.end());
+  if (std::adjacent_find(outputs.begin(), outputs.end()) != outputs.end()) return std::nullopt;
+  std::string names;
+  for (int o : outputs) {
+    const Op op = p.value(o).op;
+    if (op == Op::Input || op == Op::Const) return std::nullopt;
+    names += (names.empty() ? "" : ", ") + p.value(o).name;
+  }
+  // Parts of one split are one statement: a piece computes them all and returns its own.
+  auto split_siblings = [&](int a, int b) {
+    const Value &x = p.value(a), &y = p.value(b);
+    return x.op == Op::Split && y.op == Op::Split && x.id - x.attrs.index == y.id - y.attrs.index;
+  };
+  KernelCut cut;
+  for (int o : outputs) {
+    std::vector<int> others;
+    for (int a : outputs)
+      if (a != o && !split_siblings(a, o)) others.push_back(a);
+    Program part = extract_program(p, {o}, others, p.name + "_piece" + std::to_string(cut.pieces.size() + 1));
+    for (int id : part.inputs)
+      for (int a : others)
+        if (part.values[size_t(id)].name == p.value(a).name) part.values[size_t(id)].name = cut_tensor(p.value(a).name);
+    cut.pieces.push_back(std::move(part));
+    cut.computes.push_back(o);
+  }
+  cut.required = changes_layout(p);
+  cut.outputs = true;
+  cut.places = {"at each output (" + names + ")"};
+  return cut;
+}
+
 }  // namespace
 
 std::string cut_tensor(const std::string& value) { return "cut_" + value; }
@@ -185,7 +229,10 @@ std::string KernelCut::text(const std::vector<bool>& folded) const {
 }
 
 std::vector<KernelCut> kernel_cuts(const Program& p) {
-  if (p.outputs.size() != 1) return {};
+  if (p.outputs.size() > 1) {
+    if (std::optional<KernelCut> cut = output_cut(p)) return {std::move(*cut)};
+    return {};
+  }
   const std::vector<std::vector<int>> users = users_of(p);
   std::vector<Boundary> found;
   for (const Value& l : p.values) {

@@ -33,12 +33,15 @@ struct LayoutCopy {
 };
 
 struct KernelCut {
-  std::vector<Program> pieces;     // in run order; the last returns the program's output
+  std::vector<Program> pieces;     // in run order; the last returns the program's output (each
+                                   // piece its own where the cut is at the outputs)
   std::vector<int> computes;       // [piece] the program value it computes
   std::vector<LayoutCopy> copies;  // each after the piece computing its `from`
   bool required = false;           // at layout changes: the program as written has no fused family;
                                    // at block boundaries: the whole is searched block by block
   bool blocks = false;             // at block boundaries (a residual stream between blocks)
+  bool outputs = false;            // at a program's several outputs: piece j computes output
+                                   // computes[j], and no piece returns the others
   std::vector<std::string> places;  // where it cuts, each: "at t3 (reshaped in place, read transposed)"
 
   // The places, joined: "at t3 (…), at A (transposed, reshaped: a copy)"; copy i with folded[i]
@@ -55,7 +58,8 @@ std::string cut_tensor(const std::string& value);
 // weight and what follows it up to a residual stream that all later values read the earlier ones
 // through), the cut at every boundary between them (required: the search's time grows with the
 // blocks, not exponentially); else the optional cuts at matmuls chained through a weight, one per
-// such matmul. None for a program with several outputs.
+// such matmul. For a program with several outputs, one piece per output (required where it
+// changes a computed value's layout, else a choice).
 std::vector<KernelCut> kernel_cuts(const Program& program);
 
 }  // namespace prism::search

@@ -107,7 +107,8 @@ ComposedFamily composed(const Program& program, const KernelCut& cut, const std:
     for (size_t at = 0; (at = piece.find("; ", at)) != std::string::npos;) piece.replace(at, 2, " — ");
     f.summary += (j ? "; piece " : ": piece ") + std::to_string(j + 1) + ": " + piece;
   }
-  f.proof = "The program is its last piece with each value cut computed by the piece before it that returns it";
+  f.proof = cut.outputs ? "Each output of the program is the piece that returns it, reading the outputs before it that it uses"
+                        : "The program is its last piece with each value cut computed by the piece before it that returns it";
   if (!cut.copies.empty()) f.proof += " (each reshape as the program writes it: read in place, through a transpose the piece before it writes, or by a copy kernel through that transpose)";
   f.proof += "; each piece is the program's own computation of its value.\n";
   for (size_t j = 0; j < parts.size(); ++j)

@@ -34,8 +34,12 @@ Program extract_program(const Program& p, const std::vector<int>& outputs, const
     stack.pop_back();
     if (need[size_t(v)]) continue;
     need[size_t(v)] = true;
-    if (!cut[size_t(v)])
-      for (int o : p.value(v).operands) stack.push_back(o);
+    if (cut[size_t(v)]) continue;
+    for (int o : p.value(v).operands) stack.push_back(o);
+    // A split's parts are one statement (consecutive values): a part needs its siblings.
+    const Value& x = p.value(v);
+    if (x.op == Op::Split)
+      for (int i = 0; i < x.attrs.parts; ++i) stack.push_back(v - x.attrs.index + i);
   }
   Program out;
   out.name = name;

@@ -37,7 +37,8 @@ struct LibraryCut {
 std::vector<LibraryCut> library_cuts(const Program& program);
 
 // The values `outputs` need, as a program of its own: values in `as_inputs` become inputs of the
-// same name and type (after the program's own inputs that are used, in parameter order).
+// same name and type (after the program's own inputs that are used, in parameter order). A part
+// of a split brings its sibling parts (one statement), unread where no output needs them.
 Program extract_program(const Program& program, const std::vector<int>& outputs, const std::vector<int>& as_inputs,
                         const std::string& name);
 

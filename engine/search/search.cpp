@@ -64,7 +64,7 @@ struct Counters {
 
 // The last stage that held a family, with its first reason; the limit to raise when one was hit.
 std::string empty_reason(const SearchStats& st, const SearchLimits& limits, const std::map<std::string, std::string>& why,
-                         const std::string& seed_why, bool several) {
+                         const std::string& seed_why, bool several, bool cut) {
   auto first = [&](const char* stage) {
     auto it = why.find(stage);
     std::string text = it == why.end() ? "" : it->second;
@@ -83,7 +83,8 @@ std::string empty_reason(const SearchStats& st, const SearchLimits& limits, cons
     r = "no plan cuts the computations found into valid kernels; the first reason: " +
         (why.count("structure") ? first("structure") : first("dims"));
   } else if (several) {
-    r = "a program with several outputs is searched as written, and it is no fused computation: " + seed_why;
+    r = std::string("a program with several outputs is searched as written") + (cut ? " and one piece per output (no piece's search found a family)" : "") +
+        ", and as written it is no fused computation: " + seed_why;
   } else {
     r = "no computation of at most " + std::to_string(limits.max_block_ops) + " ops equals the program (raise --max-ops)";
     if (!seed_why.empty()) r += ", and the program as written is no fused computation: " + seed_why;
@@ -195,7 +196,7 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
   // A program cut where its layout changes has no family whole, and one of many blocks is searched
   // block by block (kernel_cut.h): past its seeds, its pieces are the search; they cut their own
   // matmuls. One cut by blocks has no seeds of its own, so nothing for its saturated e-graph to prune.
-  const std::vector<KernelCut> cuts = several ? std::vector<KernelCut>{} : kernel_cuts(program);
+  const std::vector<KernelCut> cuts = kernel_cuts(program);
   const bool cut_required = !cuts.empty() && cuts.front().required;
   const bool by_blocks = cut_required && cuts.front().blocks;
   const std::vector<DagValue> leaves = dag_leaves(program);
@@ -416,7 +417,7 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
 
   fill_stats(st, c);
   st.stop_reason = over_budget ? "budget" : "complete";
-  if (found.empty()) st.empty_reason = empty_reason(st, limits, c.first_why, seed_why, several);
+  if (found.empty()) st.empty_reason = empty_reason(st, limits, c.first_why, seed_why, several, !cuts.empty());
   result.candidates = in_stable_order(found);
   st.total_s = seconds_since(t0);
   report(true);

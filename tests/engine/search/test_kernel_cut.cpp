@@ -13,6 +13,7 @@
 #include "engine/backend/lower.h"
 #include "engine/interp/interpreter.h"
 #include "engine/ir/push_transposes.h"
+#include "engine/ir/print.h"
 #include "engine/search/kernel_cut.h"
 #include "engine/search/kernel_search.h"
 #include "engine/sgraph/instantiate.h"
@@ -88,7 +89,11 @@ double composite_error(const Program& program, const sgraph::SGraph& g, const Di
   sgraph::Instance inst = sgraph::instantiate(g, dims, sizes, sgraph::TileBudget{int64_t(1) << 30});
   auto inputs = test::random_inputs(g, dims, 5);
   for (const auto& [name, t] : given) inputs[name] = t;
-  return test::relative_error(sgraph::evaluate(inst, inputs).at(0), interpret(program, dims, inputs).at(0));
+  const std::vector<Tensor> got = sgraph::evaluate(inst, inputs), want = interpret(program, dims, inputs);
+  REQUIRE(got.size() == want.size());
+  double worst = 0;
+  for (size_t k = 0; k < got.size(); ++k) worst = std::max(worst, test::relative_error(got[k], want[k]));
+  return worst;  // over every output
 }
 
 }  // namespace
@@ -153,6 +158,81 @@ TEST_CASE("kernel cut families: grouped-query attention reads its query heads an
       CHECK(composite_error(program, *c.graph, prefill, size, {{"M", causal_mask(2, 4, true)}}) < 1e-4);
     }
   }
+}
+
+TEST_CASE("kernel cuts: a program with several outputs is cut at each output, each piece cutting its own heads",
+          "[search][kernel-cut][outputs]") {
+  // A decoder's projections before its KV cache: queries and keys split into heads and rotated,
+  // values as rows; PyTorch appends keys and values to the cache, so all three are outputs.
+  const std::string qkv =
+      "program qkv(X: f32[n, 64], g: f32[64], Wq: f32[64, 64], Wk: f32[32, 64], Wv: f32[32, 64], C: f32[n, 16]) {\n"
+      "  Y = g * (X * rsqrt(mean(X ** 2, axis=-1) + 1e-06))\n"
+      "  q = transpose(reshape(Y @ Wq.T, [n, 4, 16]), perm=[1, 0, 2]) * C\n"
+      "  k = transpose(reshape(Y @ Wk.T, [n, 2, 16]), perm=[1, 0, 2]) * C\n"
+      "  return q, k, Y @ Wv.T\n}\n";
+  const Program program = push_transposes(test::lowered_text(qkv, "qkv"));
+  const std::vector<search::KernelCut> cuts = search::kernel_cuts(program);
+  REQUIRE(cuts.size() == 1);
+  CHECK(cuts[0].outputs);
+  CHECK(cuts[0].required);  // as written, the heads' reshapes have no family
+  REQUIRE(cuts[0].pieces.size() == 3);
+  for (const Program& piece : cuts[0].pieces) CHECK(piece.outputs.size() == 1);
+  CHECK_THAT(cuts[0].text(), Catch::StartsWith("at each output (q, k, "));
+  const SearchResult r = search::search_program(program, test_limits());
+  REQUIRE_FALSE(r.candidates.empty());
+  for (const Candidate& c : r.candidates) {
+    INFO(c.summary);
+    CHECK_THAT(c.summary, Catch::StartsWith("3 pieces cut at each output"));
+    CHECK(c.graph->outputs.size() == 3);
+    CHECK(composite_error(program, *c.graph, {{"n", 4}}, 2) < 1e-4);
+  }
+
+  // Without layout changes the cut is a choice: two projections of one row (a decode step's q
+  // and v) each split their own columns, beside the program's own two-output families.
+  const Program qv = test::lowered_text("program qv(X: f32[n, 64], Wq: f32[64, 64], Wv: f32[32, 64]) {\n  return X @ Wq.T, X @ Wv.T\n}\n", "qv");
+  const std::vector<search::KernelCut> choice = search::kernel_cuts(qv);
+  REQUIRE(choice.size() == 1);
+  CHECK_FALSE(choice[0].required);
+  const SearchResult two = search::search_program(qv, test_limits());
+  bool whole = false, cut = false, one_row = false;
+  for (const Candidate& c : two.candidates) {
+    const bool pieces = c.summary.rfind("2 pieces cut at each output", 0) == 0;
+    (pieces ? cut : whole) = true;
+    if (!pieces) continue;
+    CHECK(composite_error(qv, *c.graph, {{"n", 4}}, 2) < 1e-4);
+    // At one row, a composite whose every grid has two blocks: both outputs' columns split.
+    DimBindings sizes;
+    for (const std::string& p : c.graph->parameters()) sizes[p] = 2;
+    try {
+      sgraph::instantiate(*c.graph, {{"n", 1}}, sizes, sgraph::TileBudget{int64_t(1) << 30});
+      one_row = one_row || c.graph->parameters().size() >= 2;
+    } catch (const Error&) {
+    }
+  }
+  CHECK(whole);
+  CHECK(cut);
+  CHECK(one_row);
+  // GPT-2's c_attn: one projection split in three, each part an output. A part's piece computes
+  // the split whole (its parts are one statement) and returns its own.
+  const Program split = test::lowered_text(
+      "program qkv(X: f32[n, 32], W: f32[32, 96], b: f32[96]) {\n  q, k, v = split(X @ W + b, 3, axis=-1)\n  return q, k, v\n}\n", "qkv");
+  const std::vector<search::KernelCut> parts = search::kernel_cuts(split);
+  REQUIRE(parts.size() == 1);
+  for (const Program& piece : parts[0].pieces) {
+    CHECK(piece.outputs.size() == 1);
+    CHECK_NOTHROW(print_program(piece));
+  }
+  const SearchResult thirds = search::search_program(split, test_limits());
+  size_t composites = 0;
+  for (const Candidate& c : thirds.candidates)
+    if (c.summary.rfind("3 pieces cut at each output", 0) == 0) {
+      ++composites;
+      CHECK(composite_error(split, *c.graph, {{"n", 4}}, 2) < 1e-4);
+    }
+  CHECK(composites > 0);
+  // Two outputs of one value, or an input returned: no cut.
+  CHECK(search::kernel_cuts(test::lowered_text("program same(X: f32[n, d]) {\n  Y = X * 2\n  return Y, Y\n}\n", "same")).empty());
+  CHECK(search::kernel_cuts(test::lowered_text("program echo(X: f32[n, d]) {\n  return X * 2, X\n}\n", "echo")).empty());
 }
 
 TEST_CASE("kernel cuts: an MLP's down projection may be cut from the rows it reads; a single matmul is not", "[search][kernel-cut]") {

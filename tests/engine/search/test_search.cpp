@@ -261,6 +261,8 @@ TEST_CASE("search: a program with several outputs (a residual and its norm) fuse
   bool fused = false;
   for (const Candidate& c : r.candidates) {
     const std::string t = c.text();
+    // A family cut at each output proves each piece on its own (kernel_cut.h).
+    if (c.summary.rfind("2 pieces cut at each output", 0) == 0) continue;
     CHECK_THAT(c.proof, Catch::Contains("output H:") && Catch::Contains("output out1:"));
     if (c.kernels == 1 && t.find("save O1: f32") != std::string::npos && t.find("save O2: f32") != std::string::npos &&
         t.find("output O1, O2") != std::string::npos && c.summary.find("grid g1 splits n") != std::string::npos)
