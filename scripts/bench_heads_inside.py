@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """One transformers Llama decoder layer, called without a KV cache (its rotary embedding, an
-additive causal mask), under eager PyTorch, Inductor and torch.compile(backend="prism") with and
-without PRISM_HEADS_INSIDE=1 (docs/python.md, "Head splits inside"): each variant's first call
-(dynamo, prism's searches and tunes), its pieces, and the median of interleaved rounds.
+additive causal mask), or one BERT layer (`--model bert`, a padding mask of zeros), under eager
+PyTorch, Inductor and torch.compile(backend="prism") with PRISM_HEADS_INSIDE=0 and 1 (the
+default; docs/python.md, "Head splits inside"): each variant's first call (dynamo, prism's
+searches and tunes), its pieces, and the median of interleaved rounds.
 
   PYTHONPATH=python ~/.cache/prism/venv/bin/python scripts/bench_heads_inside.py \\
-      [--hidden 512] [--kv-heads 8] [--tokens 32] [--rounds 7]
+      [--model llama|bert] [--hidden 512] [--kv-heads 8] [--tokens 32] [--rounds 7]
 """
 import argparse
 import copy
@@ -16,7 +17,8 @@ import time
 import warnings
 
 import torch
-from transformers import LlamaConfig
+from transformers import BertConfig, LlamaConfig
+from transformers.models.bert.modeling_bert import BertLayer
 from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
@@ -26,6 +28,8 @@ BACKEND = sys.modules["prism.torch_backend"]
 
 
 class Layer(torch.nn.Module):
+    """One Llama decoder layer with its rotary embedding, under a causal -inf mask."""
+
     def __init__(self, hidden, kv_heads):
         super().__init__()
         config = LlamaConfig(hidden_size=hidden, num_attention_heads=hidden // 64, num_key_value_heads=kv_heads,
@@ -35,6 +39,22 @@ class Layer(torch.nn.Module):
 
     def forward(self, x, positions, mask):
         out = self.layer(x, attention_mask=mask, position_ids=positions, position_embeddings=self.rotary(x, positions))
+        return out[0] if isinstance(out, tuple) else out
+
+
+class BertBlock(torch.nn.Module):
+    """One BERT layer (post-norm LayerNorms, biased projections, GELU), under an additive padding
+    mask of zeros; `positions` is not read."""
+
+    def __init__(self, hidden, kv_heads):
+        super().__init__()
+        config = BertConfig(hidden_size=hidden, num_attention_heads=hidden // 64, intermediate_size=4 * hidden,
+                            num_hidden_layers=1)
+        config._attn_implementation = "sdpa"
+        self.layer = BertLayer(config).eval()
+
+    def forward(self, x, positions, mask):
+        out = self.layer(x, attention_mask=mask)
         return out[0] if isinstance(out, tuple) else out
 
 
@@ -49,6 +69,7 @@ def prism_variant(module, inside, graphs):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=["llama", "bert"], default="llama")
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--kv-heads", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=32)
@@ -56,12 +77,13 @@ def main():
     a = parser.parse_args()
     warnings.simplefilter("ignore")
     torch.manual_seed(0)
-    layer = Layer(a.hidden, a.kv_heads)
+    layer = (Layer if a.model == "llama" else BertBlock)(a.hidden, a.kv_heads)
     s = a.tokens
-    args = (torch.randn(1, s, a.hidden), torch.arange(s)[None], torch.triu(torch.full((s, s), float("-inf")), 1)[None, None])
+    mask = torch.triu(torch.full((s, s), float("-inf")), 1)[None, None] if a.model == "llama" else torch.zeros(1, 1, 1, s)
+    args = (torch.randn(1, s, a.hidden), torch.arange(s)[None], mask)
     graphs = {"prism": [], "prism heads inside": []}
     variants = {"eager": layer, "inductor": torch.compile(copy.deepcopy(layer)),
-                "prism": prism_variant(layer, "", graphs["prism"]),
+                "prism": prism_variant(layer, "0", graphs["prism"]),
                 "prism heads inside": prism_variant(layer, "1", graphs["prism heads inside"])}
     with torch.no_grad():
         want = layer(*args)

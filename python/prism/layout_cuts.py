@@ -13,7 +13,7 @@ A strided slice of a computed value (GPT-J's interleaved rotary, `x[..., ::2]`) 
 repeat_kv's `expand` and `reshape` of grouped key/value heads stay in attention's piece, which
 reads them as a broadcast (grouped_heads.py).
 
-With PRISM_HEADS_INSIDE=1, a head split or merge (`splits_heads`: a view, reshape, transpose or
+Unless PRISM_HEADS_INSIDE=0, a head split or merge (`splits_heads`: a view, reshape, transpose or
 permute of a computed value) is first left inside a piece: the search's kernel cuts read a
 projection's rows as heads in place and write attention's heads back as rows (docs/search.md,
 "Kernel cuts"). Where that piece does not import or its search finds no family, torch_backend cuts

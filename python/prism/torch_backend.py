@@ -587,7 +587,7 @@ def _backend(graph_module, example_inputs, target, top, explain):
 
     refused = {}  # node -> why the importer refused it in a piece: PyTorch's, the piece cut around it
     cut_heads = set()  # head splits and merges a piece's search could not take: cut there
-    heads_inside = os.environ.get("PRISM_HEADS_INSIDE") == "1"  # docs/python.md, "Head splits inside"
+    heads_inside = os.environ.get("PRISM_HEADS_INSIDE", "1") != "0"  # docs/python.md, "Head splits inside"
 
     def cuts(node):
         return moves_layout(node) and (not heads_inside or node in cut_heads or not splits_heads(node))

@@ -217,19 +217,19 @@ class LlamaLayer(torch.nn.Module):
         return out[0] if isinstance(out, tuple) else out
 
 
-@pytest.mark.parametrize("kv_heads,inside", [(4, "1"), (2, "1"), (4, "")], ids=["heads", "grouped", "off"])
+@pytest.mark.parametrize("kv_heads,inside", [(4, "1"), (2, "1"), (4, "0")], ids=["heads", "grouped", "off"])
 def test_an_attention_splits_and_merges_its_heads_inside_its_piece_where_the_search_can(shared_daemon, spy, monkeypatch,
                                                                                       kv_heads, inside):
-    # With PRISM_HEADS_INSIDE=1, each head's queries, keys and values read in place from the
+    # By default (PRISM_HEADS_INSIDE unset or 1), each head's queries, keys and values read in place from the
     # projections' rows, the output written back as rows for o_proj: one piece from the norm to
     # o_proj (docs/python.md, "Head splits inside"), grouped heads too (read as a broadcast:
-    # "Grouped heads"). Without it, the piece is cut at its head splits and merge.
+    # "Grouped heads"). With PRISM_HEADS_INSIDE=0, the piece is cut at its head splits and merge.
     monkeypatch.setenv("PRISM_HEADS_INSIDE", inside)
     torch.manual_seed(9)
     layer = LlamaLayer(kv_heads)
     compiled = torch.compile(layer, backend=spy)
     with torch.no_grad():
-        for seq in (8, 12) if inside else (8,):  # the joined piece at a second length too
+        for seq in (8, 12) if inside == "1" else (8,):  # the joined piece at a second length too
             x, positions = activations(2, seq), torch.arange(seq).expand(2, seq)
             mask = torch.triu(torch.full((seq, seq), float("-inf")), diagonal=1).expand(2, 1, seq, seq)
             want, got = layer(x, positions, mask), compiled(x, positions, mask)
