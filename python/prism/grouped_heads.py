@@ -8,9 +8,8 @@ as [b, k, g, s, e] attend to keys and values at [b, k, 1, s, e], so no copy of t
 fx_import writes the attention that way and nothing for the repeat's steps; layout_cuts keeps the
 steps in the attention's piece.
 """
-from .share import op_name, shape_of
+from .share import RESHAPES, op_name, shape_of
 
-_RESHAPES = ("reshape", "view")
 
 
 def _text(sizes):
@@ -20,7 +19,7 @@ def _text(sizes):
 def repeated_heads(node):
     """The repeat's source at [b, k, 1, s, e] where `node` is repeat_kv's result (module docstring),
     with the group size g; None for any other node."""
-    if getattr(node, "op", None) not in ("call_method", "call_function") or op_name(node) not in _RESHAPES:
+    if getattr(node, "op", None) not in ("call_method", "call_function") or op_name(node) not in RESHAPES:
         return None
     expanded = node.args[0]
     if getattr(expanded, "op", None) != "call_method" or op_name(expanded) != "expand" or len(expanded.users) != 1:

@@ -22,11 +22,10 @@ at it as above (docs/python.md, "Head splits inside").
 import operator
 
 from .grouped_heads import repeat_step
-from .share import op_name as _name, shape_of as _shape
+from .share import RESHAPES, op_name as _name, shape_of as _shape
 
 _TRANSPOSES = {"transpose", "permute", "t"}
 _HEAD_MOVES = {"view", "reshape", "transpose", "permute"}
-_RESHAPES = {"view", "reshape"}
 _ALWAYS = {"expand", "expand_as", "repeat", "repeat_interleave", "flatten", "unflatten", "squeeze"}
 
 
@@ -62,7 +61,7 @@ def moves_layout(node):
         return shape is not None and dim not in (-1, len(shape) - 1)
     if name in _TRANSPOSES or name == "unsqueeze" or node.target is getattr and node.args[1] in ("T", "mT"):
         return not _reads_graph_input(node)
-    if name in _RESHAPES:
+    if name in RESHAPES:
         return not _folds_rows(node) and not _reads_graph_input(node)
     return False
 

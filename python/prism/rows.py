@@ -10,7 +10,7 @@ transpose, a reduction over another axis), and the partition is imported as writ
 import functools
 import operator
 
-from .share import op_name as _name, shape_of as _shape
+from .share import RESHAPES, op_name as _name, shape_of as _shape
 
 _LINEAR_WEIGHT = {"linear": 1, "addmm": 2, "matmul": 1}  # the argument that is the weight
 _SPLITS = {"split", "chunk"}  # their pieces are getitem nodes
@@ -18,7 +18,6 @@ _ROWWISE_AXIS = {"sum", "mean", "amax", "var", "softmax", "log_softmax"} | _SPLI
 _ELEMENTWISE = {"add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "tanh",
                 "sigmoid", "relu", "silu", "gelu", "abs", "erf", "maximum", "minimum", "where", "clamp", "float",
                 "half", "bfloat16", "to", "type_as", "contiguous", "dropout", "layer_norm"}
-_RESHAPES = {"view", "reshape"}
 
 
 
@@ -67,7 +66,7 @@ def _rowwise(n, shape, inputs, weights):
         return len(n.args) > at and n.args[at] in weights
     if n.target is operator.getitem:  # a piece of a split the loop took as row-wise
         return getattr(n.args[0], "target", None) is not None and _name(n.args[0]) in _SPLITS
-    if name in _RESHAPES:
+    if name in RESHAPES:
         return inputs and inputs[0] and inputs[0][-1:] == shape[-1:]
     if name in _ROWWISE_AXIS:
         return _axis_is_last(n, len(inputs[0])) if inputs and inputs[0] else False
@@ -124,7 +123,7 @@ def fold_rows(part):
         elif len(n.args) > 2:
             n.args = n.args[:2] + (-1,) + n.args[3:]
     for n in list(graph.nodes):
-        if n in values and _name(n) in _RESHAPES and n.op != "placeholder":
+        if n in values and _name(n) in RESHAPES and n.op != "placeholder":
             n.replace_all_uses_with(n.args[0])
             graph.erase_node(n)
     part.recompile()

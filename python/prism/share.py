@@ -9,6 +9,7 @@ passes them as inputs); it counts for prism where a piece prism runs reads it.
 import math
 
 MATMULS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm"}
+RESHAPES = frozenset({"view", "reshape"})  # the methods and functions that reshape a tensor
 # Ops that move, pick or convert data and compute nothing: no FLOPs.
 MOVES_DATA = {"getitem", "view", "reshape", "split", "chunk", "contiguous", "unsqueeze", "squeeze", "transpose",
               "permute", "t", "cat", "expand", "expand_as", "repeat", "repeat_interleave", "flatten", "embedding", "tensor", "to", "float",
