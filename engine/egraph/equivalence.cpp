@@ -393,7 +393,7 @@ EquivResult ResidentEGraph::prove(const TermBuilder& build_a, const Program& b, 
   const auto goal = [&] { return g.find(ia) == g.find(ib); };
   eg::RunLimits run{std::min(s.cap, g.num_nodes() + limits.node_limit), limits.iter_limit, limits.time_limit_s};
   eg::RunReport rep = s.runner.run(g, run, cancel, goal, s.grid_rules);
-  if (rep.stop != eg::StopReason::GoalReached && rep.stop != eg::StopReason::Cancelled && rep.stop != eg::StopReason::NodeLimit) {
+  if (rep.stop == eg::StopReason::Saturated || rep.stop == eg::StopReason::IterLimit) {
     run.time_limit_s = std::max(0.0, limits.time_limit_s - rep.seconds);
     rep = s.runner.run(g, run, cancel, goal);
   }

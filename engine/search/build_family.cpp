@@ -64,9 +64,7 @@ class FamilyBuilder {
 
   bool is_output(int v) const { return std::find(outs_.begin(), outs_.end(), v) != outs_.end(); }
   // Output j is saved as O (one output) or O<j+1>, at the program's dtype for it.
-  std::string output_name(size_t j) const {
-    return tensor_name(outs_.size() == 1 ? std::string("O") : "O" + std::to_string(j + 1));
-  }
+  std::string output_name(size_t j) const { return output_tensor_name(program_, j); }
   // A device tensor the family writes, named apart from the program's inputs (an input called O).
   std::string tensor_name(const std::string& base) const { return unused_tensor_name(base, program_); }
 

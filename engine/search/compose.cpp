@@ -92,12 +92,12 @@ sgraph::SGraph compose_pieces(const Program& program, const KernelCut& cut, cons
                               const std::vector<std::map<std::string, std::string>>& inputs) {
   sgraph::SGraph g;
   for (int id : program.inputs) g.inputs.push_back({program.value(id).name, program.value(id).type});
-  // The graph's outputs: O, or O1, O2 … for several (as build_family names them); a piece that
-  // reads an output another piece computes (cut at each output) reads that output's tensor.
+  // The graph's outputs (output_tensor_name); a piece that reads an output another piece
+  // computes (cut at each output) reads that output's tensor.
   std::vector<std::string> returned;
   std::map<std::string, std::string> outputs_read;
   for (size_t k = 0; k < program.outputs.size(); ++k) {
-    returned.push_back(unused_tensor_name(program.outputs.size() == 1 ? "O" : "O" + std::to_string(k + 1), program));
+    returned.push_back(output_tensor_name(program, k));
     outputs_read[cut_tensor(program.value(program.outputs[k]).name)] = returned.back();
   }
   auto tensor_of = [&](int value) {

@@ -141,6 +141,10 @@ std::string unused_tensor_name(std::string base, const Program& program) {
   return base;
 }
 
+std::string output_tensor_name(const Program& program, size_t k) {
+  return unused_tensor_name(program.outputs.size() == 1 ? std::string("O") : "O" + std::to_string(k + 1), program);
+}
+
 bool is_leaf(const DagValue& v) { return v.op == Op::Input || v.op == Op::Const; }
 
 std::optional<std::vector<int>> input_view(const Program& program, const Value& v) {

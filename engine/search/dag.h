@@ -76,6 +76,8 @@ std::optional<Dag> program_dag(const Program& program, const std::vector<DagValu
 // `base`, with "_" appended until no input of `program` has the name: a device tensor a family
 // writes ("O", a partial's "P1"), apart from an input the user called O.
 std::string unused_tensor_name(std::string base, const Program& program);
+// The device tensor of the program's output k: O (one output) or O<k+1>, unused as above.
+std::string output_tensor_name(const Program& program, size_t k);
 
 bool is_reduction(Op op);  // sum, max, rms (keepdims, one axis); matmul contracts but is not one
 // Split and concat: they move data along their axis, which every block then holds whole.

@@ -65,6 +65,19 @@ std::optional<Boundary> boundary(const Program& p, const std::vector<std::vector
   return b;
 }
 
+// Piece `number` of `p`: the values `outputs` need, those in `as_inputs` read as inputs named by
+// cut_tensor.
+Program piece_of(const Program& p, const std::vector<int>& outputs, const std::vector<int>& as_inputs, size_t number) {
+  Program part = extract_program(p, outputs, as_inputs, p.name + "_piece" + std::to_string(number));
+  std::set<std::string> cut_names;
+  for (int a : as_inputs) cut_names.insert(p.value(a).name);
+  for (int id : part.inputs) {
+    std::string& name = part.values[size_t(id)].name;
+    if (cut_names.count(name)) name = cut_tensor(name);
+  }
+  return part;
+}
+
 // The pieces of `p` cut at `values` (in program order), the copies after them. A piece reads the
 // values cut before it as inputs named by cut_tensor.
 KernelCut cut_at(const Program& p, const std::vector<int>& values, const std::vector<LayoutCopy>& copies) {
@@ -72,13 +85,8 @@ KernelCut cut_at(const Program& p, const std::vector<int>& values, const std::ve
   cut.copies = copies;
   std::vector<int> as_inputs = values;
   for (const LayoutCopy& c : copies) as_inputs.push_back(c.to);
-  std::set<std::string> cut_names;
-  for (int a : as_inputs) cut_names.insert(p.value(a).name);
   auto piece = [&](const std::vector<int>& outputs, const std::vector<int>& inputs) {
-    Program part = extract_program(p, outputs, inputs, p.name + "_piece" + std::to_string(cut.pieces.size() + 1));
-    for (int id : part.inputs)
-      if (cut_names.count(part.values[size_t(id)].name)) part.values[size_t(id)].name = cut_tensor(part.values[size_t(id)].name);
-    cut.pieces.push_back(std::move(part));
+    cut.pieces.push_back(piece_of(p, outputs, inputs, cut.pieces.size() + 1));
   };
   for (int v : values) {
     std::vector<int> others;
@@ -202,11 +210,7 @@ std::optional<KernelCut> output_cut(const Program& p) {
     std::vector<int> others;
     for (int a : outputs)
       if (a != o && !split_siblings(a, o)) others.push_back(a);
-    Program part = extract_program(p, {o}, others, p.name + "_piece" + std::to_string(cut.pieces.size() + 1));
-    for (int id : part.inputs)
-      for (int a : others)
-        if (part.values[size_t(id)].name == p.value(a).name) part.values[size_t(id)].name = cut_tensor(p.value(a).name);
-    cut.pieces.push_back(std::move(part));
+    cut.pieces.push_back(piece_of(p, {o}, others, cut.pieces.size() + 1));
     cut.computes.push_back(o);
   }
   cut.required = changes_layout(p);

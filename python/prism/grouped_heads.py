@@ -11,7 +11,6 @@ steps in the attention's piece.
 from .share import RESHAPES, op_name, shape_of
 
 
-
 def _text(sizes):
     return [str(s) for s in sizes]
 

@@ -20,8 +20,6 @@ _ELEMENTWISE = {"add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", 
                 "half", "bfloat16", "to", "type_as", "contiguous", "dropout", "layer_norm"}
 
 
-
-
 def _axis_is_last(node, rank):
     at = 2 if _name(node) in _SPLITS else 1  # split(x, size, dim), sum(x, dim)
     dim = node.kwargs.get("dim", node.args[at] if len(node.args) > at else 0 if at == 2 else None)
