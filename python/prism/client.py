@@ -112,6 +112,13 @@ class Client:
     def __exit__(self, *exc):
         self.close()
 
+    def __del__(self):
+        # A client dropped without close() (a Compiled kept until the process ends): its socket
+        # closed quietly; the daemon ends the session when the connection goes.
+        connection = getattr(self, "_socket", None)
+        if connection is not None:
+            connection.close()
+
     def close(self):
         """Ends the session (shutdown, exit) and closes the socket; the daemon keeps serving."""
         if self._socket is None:

@@ -141,9 +141,9 @@ class Compiled:
 
         if target not in _TARGETS:
             raise ValueError(f"prism.compile's targets are 'cpu' and 'cuda', not {target!r}")
-        self._module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else None
         # `imported`: the program already written (torch_backend's partitions, from_graph).
         self.program = _named_by_content(imported or from_torch(fn_or_module, example_inputs, dims=dims, name=name))
+        self._module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else self.program.module
         self.target, self.top, self.progress = target, top, progress
         # False: where no fused kernel wins, NoFusedKernel, not the eager plan (torch_backend runs
         # the graph's own ops there).
@@ -221,7 +221,7 @@ class Compiled:
         """The dims' values from the tensors' shapes, after checking device, dtype and rank."""
         import torch
 
-        bindings, device = {}, None
+        bindings, device, sized = {}, None, []
         for declared, tensor in zip(self._inputs, tensors):
             name = declared["name"]
             if not isinstance(tensor, torch.Tensor):
@@ -244,9 +244,15 @@ class Compiled:
                     if size != dim:
                         raise ValueError(f"{self.program.name}: input '{name}' has size {size} on axis {axis}, "
                                          f"the program takes {dim} ({_shape(shape)}); name it in dims= to vary it")
+                elif not dim.isidentifier():
+                    sized.append((dim, size, name, axis))
                 elif bindings.setdefault(dim, size) != size:
                     raise ValueError(f"{self.program.name}: dim '{dim}' is {bindings[dim]} by an earlier input "
                                      f"but {size} by '{name}' (axis {axis})")
+        for dim, size, name, axis in _solved_first(sized, bindings):
+            if size_of(dim, bindings) != size:
+                raise ValueError(f"{self.program.name}: input '{name}' has size {size} on axis {axis}, but "
+                                 f"{dim} is {size_of(dim, bindings)} by the other inputs")
         return bindings
 
     def __call__(self, *args):
@@ -316,6 +322,28 @@ def size_of(dim, bindings):
         raise ValueError(f"the size {dim!r} is no arithmetic of dims")
 
     return value(ast.parse(str(dim), mode="eval").body)
+
+
+def _solved_first(sized, bindings):
+    """`sized` (an input's size expression, its size, ...), after binding in `bindings` each dim
+    that only such expressions name (an input of `2 * s` rows): from an expression that is linear in
+    its one unbound dim. The caller checks every expression against its size."""
+    def unbound(dim):
+        return {n.id for n in ast.walk(ast.parse(dim, mode="eval")) if isinstance(n, ast.Name)} - set(bindings)
+
+    pending = [(dim, size) for dim, size, *_ in sized]
+    while pending:
+        pending = [(dim, size) for dim, size in pending if unbound(dim)]
+        solvable = [(dim, size) for dim, size in pending if len(unbound(dim)) == 1]
+        if not solvable and pending:
+            names = sorted(set().union(*(unbound(dim) for dim, _ in pending)))
+            raise ValueError(f"the inputs' sizes do not give dim{'s' * (len(names) > 1)} {', '.join(names)}")
+        for dim, size in solvable[:1]:
+            name = unbound(dim).pop()
+            at_zero = size_of(dim, {**bindings, name: 0})
+            slope = size_of(dim, {**bindings, name: 1}) - at_zero
+            bindings[name] = (size - at_zero) // slope if slope else size  # the caller's check says where it is wrong
+    return sized
 
 
 def _sizes(bindings):

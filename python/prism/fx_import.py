@@ -30,6 +30,7 @@ class Imported:
 
     def __init__(self, name, text, inputs, returns_tuple=False):
         self.name, self.text, self.inputs, self.returns_tuple = name, text, inputs, returns_tuple
+        self.module = None  # from_torch's: the module whose parameters and buffers are inputs
 
     def arguments(self, module, *args):
         """The tensors for the program's inputs, in order: the call's tensor `args` (a size among
@@ -67,7 +68,10 @@ def source_line(node):
 
 
 def _identifier(text):
-    return re.sub(r"\W", "_", text)
+    """`text` as a prism name: each character no name holds an underscore, and one more before a
+    leading digit (nn.Sequential's `0.weight`)."""
+    name = re.sub(r"\W", "_", text)
+    return "_" + name if name[:1].isdigit() else name
 
 
 def _size_text(size):
@@ -819,15 +823,19 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None):
     from torch.fx.passes.shape_prop import ShapeProp
 
     tracer = _line_tracer()()
-    root = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else torch.nn.Module()
     with _tuple_unpacking_traced():
         graph = tracer.trace(fn_or_module)
-    module = torch.fx.GraphModule(root, graph)
+    # The tracer's root: the module, or for a function the module that holds the tensors it
+    # closes over (`_tensor_constant0`).
+    module = torch.fx.GraphModule(tracer.root, graph)
     example_inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
     resized = _resized_shapes(module, example_inputs, dims)
     with torch.no_grad():
         ShapeProp(module).propagate(*example_inputs)
-    return _written(_Writer(module, dims, resized), name or getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__)
+    imported = _written(_Writer(module, dims, resized), name or getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__)
+    # What holds the tensors a function closes over, read at each call as a module's parameters.
+    imported.module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else module
+    return imported
 
 
 @functools.lru_cache(maxsize=None)

@@ -36,7 +36,7 @@ def _reads_graph_input(node):
     return getattr(source, "op", None) in ("placeholder", "get_attr")
 
 
-def _folds_rows(node):
+def folds_rows(node):
     """A reshape that moves only leading dims: the last dim kept and one side a matrix of rows."""
     before, after = _shape(node.args[0]), _shape(node)
     return before is not None and after is not None and before[-1:] == after[-1:] and 2 in (len(before), len(after))
@@ -62,7 +62,7 @@ def moves_layout(node):
     if name in _TRANSPOSES or name == "unsqueeze" or node.target is getattr and node.args[1] in ("T", "mT"):
         return not _reads_graph_input(node)
     if name in RESHAPES:
-        return not _folds_rows(node) and not _reads_graph_input(node)
+        return not folds_rows(node) and not _reads_graph_input(node)
     return False
 
 

@@ -22,7 +22,7 @@ import warnings
 from . import fx_import, share
 from .compiled import Compiled
 from .errors import ConnectionLost, PrismError, UnsupportedOp
-from .layout_cuts import moves_layout, splits_heads
+from .layout_cuts import folds_rows, moves_layout, splits_heads
 from .rows import fold_rows
 
 _Meta = collections.namedtuple("_Meta", ["shape", "dtype"])
@@ -348,7 +348,7 @@ def _pieces(partition, original):
             joined[-1] = joined[-1] + p
         else:
             joined.append(p)
-    return [part for p in joined for part in _without_prologue(p)]
+    return [_without_leading_row_views(part) for p in joined for part in _without_prologue(p)]
 
 
 def _without_prologue(piece):
@@ -371,6 +371,22 @@ def _without_prologue(piece):
     if not prologue or not _matmuls(piece):
         return [piece]
     return [[n for n in piece if n in prologue], [n for n in piece if n not in prologue]]
+
+
+def _without_leading_row_views(piece):
+    """`piece` without the reshapes it starts with that only move leading dims of a value it does
+    not compute (OPT's `view(hidden_shape)` of the rows its MLP left): PyTorch's view is free, and
+    the piece then reads the activation at [batch, seq, hidden], whose dims fold_rows folds and
+    gives back, instead of returning a value it only viewed. A member whose inputs are all outside
+    a convex piece is reachable from no other member, so the rest stays convex."""
+    members = set(piece)
+    while True:
+        starts = {n for n in piece if share.op_name(n) in share.RESHAPES and n.op != "placeholder" and
+                  folds_rows(n) and not any(i in members for i in n.all_input_nodes)}
+        if not starts or starts == members:
+            return piece
+        members -= starts
+        piece = [n for n in piece if n in members]
 
 
 def _computes_nothing(node):

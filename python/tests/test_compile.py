@@ -130,6 +130,45 @@ def test_wrong_device_dtype_or_fixed_size_is_an_error_that_says_what_the_program
         prism.compile(BertIntermediate(DIM, HIDDEN), torch.randn(4, DIM), target="tpu")
 
 
+def test_an_input_sized_by_an_arithmetic_of_dims_gives_its_dim():
+    # A piece's input of `2 * s16` rows (the batch times dynamo's sequence length) binds s16;
+    # every expression is then checked against its size by the caller, `_bind`.
+    from prism.compiled import _solved_first, size_of
+
+    bindings = {"n": 3}
+    sized = [("2 * s16", 24, "x", 0), ("s16 + 1", 13, "cache", 2), ("n * m", 12, "y", 0)]
+    assert _solved_first(sized, bindings) == sized and bindings == {"n": 3, "s16": 12, "m": 4}
+    assert all(size_of(dim, bindings) == size for dim, size, *_ in sized)
+    with pytest.raises(ValueError, match="the inputs' sizes do not give dims a, b"):
+        _solved_first([("a * b", 12, "x", 0)], {})
+
+
+def test_an_nn_sequential_whose_parameters_are_named_by_numbers_compiles(shared_daemon):
+    # nn.Sequential names its layers 0, 1, 2: `0.weight` is the prism input `_0_weight`.
+    torch.manual_seed(7)
+    mlp = torch.nn.Sequential(torch.nn.Linear(DIM, HIDDEN), torch.nn.SiLU(), torch.nn.Linear(HIDDEN, DIM)).eval()
+    compiled = prism.compile(mlp, torch.randn(4, DIM), dims={"input": {0: "n"}}, top=1)
+    assert "_0_weight: f32[" in compiled.program.text
+    x = outlier_rows(3)
+    with torch.no_grad():
+        assert close(compiled(x), mlp(x), 1e-4, 1e-4)
+    compiled.close()
+
+
+def test_a_function_that_closes_over_a_weight_compiles(shared_daemon):
+    # The tracer keeps the weight it met as a constant of its root: an input read at each call.
+    torch.manual_seed(8)
+    weight = torch.randn(HIDDEN, DIM) * 0.1
+
+    def project(x):
+        return torch.relu(x @ weight.T)
+
+    compiled = prism.compile(project, torch.randn(4, DIM), dims={"x": {0: "n"}}, top=1)
+    x = outlier_rows(3)
+    assert close(compiled(x), project(x), 1e-4, 1e-4)
+    compiled.close()
+
+
 def test_a_daemon_that_went_away_is_started_again_at_the_next_new_shape(shared_daemon):
     module = LlamaMLPBlock(DIM, HIDDEN).eval()
     compiled = compile_of(module)

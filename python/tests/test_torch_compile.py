@@ -114,6 +114,43 @@ def test_gpt2s_conv1d_mlp_is_one_program_of_rows_at_every_sequence_length(shared
     assert "f32[rows, 64]" in texts[1] and "reshape(" not in texts[1]
 
 
+class RowsThenNorm(torch.nn.Module):
+    """OPT's last decoder layer and head as transformers writes them: the MLP and its residual on
+    `x.reshape(-1, d)`, viewed back to [batch, seq, hidden] before the final LayerNorm and the LM
+    head."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(HIDDEN, 2 * HIDDEN), torch.nn.Linear(2 * HIDDEN, HIDDEN)
+        self.norm, self.head = torch.nn.LayerNorm(HIDDEN), torch.nn.Linear(HIDDEN, 2 * HIDDEN, bias=False)
+
+    def forward(self, x):
+        shape = x.shape
+        rows = x.reshape(-1, shape[-1])
+        rows = rows + self.fc2(torch.relu(self.fc1(rows)))
+        return self.head(self.norm(rows.view(shape)))
+
+
+def test_a_piece_reads_the_rows_another_left_through_pytorchs_view(shared_daemon, spy):
+    # The second piece starts with the view of the first's rows: PyTorch views them (free) and the
+    # piece reads them as [batch, seq, hidden], which fold_rows folds and gives back; left in, the
+    # view kept the piece from folding (no input gives [batch, seq] back) and, with the length a
+    # dim, made it an input of `2 * s` rows whose `s` no input named.
+    torch.manual_seed(6)
+    model = RowsThenNorm().eval()
+    compiled = torch.compile(model, backend=spy)
+    with torch.no_grad():
+        for seq in (5, 7, 9):
+            x = activations(2, seq)
+            got, want = compiled(x), model(x)
+            assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), seq
+    assert len(spy.graphs) == 2
+    for graph in spy.graphs:
+        assert not graph.prism_skipped, graph.prism_skipped
+        texts = [c.program.text for _, c in graph.prism_partitions]
+        assert len(texts) == 2 and not any("reshape(" in t for t in texts), texts
+
+
 def test_the_tanh_gelu_is_one_op_and_gives_pytorchs_values(shared_daemon, spy):
     # F.gelu(approximate="tanh"), as Gemma's MLP calls it: one gelu_tanh, not its nine ops.
     torch.manual_seed(5)
