@@ -9,6 +9,7 @@
 #include "engine/backend/cpu/amx_kernel.h"
 #include "engine/backend/cpu/emit_ops.h"
 #include "engine/backend/cpu/fuse_squares.h"
+#include "engine/backend/cpu/parallel_grain.h"
 #include "engine/backend/cpu/storage_types.h"
 #include "engine/backend/c_expr.h"
 #include "engine/backend/lower.h"
@@ -143,7 +144,10 @@ class Printer {
       for (const kir::Stmt& st : *phase)
         if (st.kind == kir::Stmt::Kind::Bind) value_dtypes_[st.value] = p_.tensor(st.out.tensor).dtype;
     std::string s = "static void " + fn + "(int threads) {\n" + tensors(kernel);
-    s += "#pragma omp parallel for num_threads(threads) schedule(static)\n";
+    // Below the grain the blocks run on the calling thread (parallel_grain.h).
+    const int64_t work = kernel_work(k);
+    if (!options_.grain || work >= kKernelGrain) s += "#pragma omp parallel for num_threads(threads) schedule(static)\n";
+    else s += "  (void)threads;  // " + num(work) + " element operations: below the grain, one thread\n";
     s += "  for (long blk = 0; blk < " + num(k.blocks()) + "; ++blk) {\n";
     int64_t inner = 1;
     for (size_t gi = k.grid.size(); gi-- > 0;) {
@@ -183,6 +187,7 @@ class Printer {
     value_dtypes_.clear();
     EmitContext ctx;
     ctx.parallel = true;
+    ctx.grain = options_.grain;
     ctx.simd_bytes = options_.simd_bytes;
     ctx.cores = std::max(1, options_.cores);
     ctx.cache_bytes = options_.cache_bytes;

@@ -30,6 +30,8 @@ struct CodegenOptions {
   bool amx = false;      // bf16 x bf16 matmuls on AMX tiles (amx_kernel.h; the target has them)
   int64_t cache_bytes = 0;  // what the caches hold between calls (0: unknown): the library matmuls
                             // of a program whose tensors fit in a quarter of it block for a B there
+  bool grain = true;  // loops below their grain on the calling thread (parallel_grain.h); false:
+                      // every loop parallel, whatever its work (tests of the threaded code)
 };
 
 // C++17 source for a lowered program implementing the ABI of abi.h.

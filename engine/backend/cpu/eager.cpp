@@ -5,6 +5,7 @@
 
 #include "engine/backend/c_expr.h"
 #include "engine/backend/cpu/kernel_sources.h"
+#include "engine/backend/cpu/parallel_grain.h"
 #include "engine/backend/cpu/storage_types.h"
 #include "engine/backend/cpu/vector_math.h"
 #include "engine/backend/eager_plan.h"
@@ -82,9 +83,12 @@ class Printer {
   // the threads, the innermost left to the vectorizer. `stmt` uses the indices.
   void loop_nest(const std::vector<int64_t>& shape, const std::string& stmt) {
     if (shape.empty()) return line("{ " + stmt + " }");
-    if (shape.size() > 1)
+    // Below the grain the op runs on the calling thread, as PyTorch's (parallel_grain.h).
+    const bool parallel = element_count(shape) >= kElementGrain;
+    if (shape.size() > 1 && parallel)
       line("#pragma omp parallel for collapse(" + std::to_string(shape.size() - 1) + ") num_threads(nt) schedule(static)");
-    else line("#pragma omp parallel for simd num_threads(nt) schedule(static)");  // one loop: split, and vectorized
+    else if (shape.size() == 1)  // one loop: split (above the grain), and vectorized
+      line(parallel ? "#pragma omp parallel for simd num_threads(nt) schedule(static)" : "#pragma omp simd");
     std::string indent;
     for (size_t d = 0; d < shape.size(); ++d) {
       std::string i = std::string("i").append(std::to_string(d));
@@ -149,8 +153,9 @@ class Printer {
     body += "\n#pragma GCC ivdep\n    for (i64 " + i + " = c; " + i + " < c + n; ++" + i + ") { " + operands(s, at) +
             (narrow ? "wo[" + i + " - c]" : element(s.out)) + " = " + expression(s) + "; }\n    ";
     if (narrow) body += "prism_narrow_f16(wo, " + start(s.out) + ", n); ";
-    // The outer loops: one parallel loop (collapsed), as loop_nest's.
-    line("#pragma omp parallel for collapse(" + std::to_string(r - 1) + ") num_threads(nt) schedule(static)");
+    // The outer loops: one parallel loop (collapsed) above the grain, as loop_nest's.
+    if (element_count(s.shape) >= kElementGrain)
+      line("#pragma omp parallel for collapse(" + std::to_string(r - 1) + ") num_threads(nt) schedule(static)");
     std::string indent;
     for (size_t d = 0; d + 1 < r; ++d) {
       const std::string o = std::string("i").append(std::to_string(d));
@@ -172,12 +177,13 @@ class Printer {
     // (8 lanes an instruction, as an eager framework converts), bf16 element by element (a shift).
     auto copy = [&](const std::string& to, const std::string& from, int64_t elements, DType dtype, bool widen) {
       const std::string E = lit(elements);
+      const bool parallel = elements >= kElementGrain;  // parallel_grain.h
       if (dtype == DType::F16) {
-        line("  #pragma omp parallel for num_threads(nt) schedule(static)\n    for (i64 c = 0; c < " + E + "; c += 4096) " +
+        line(std::string(parallel ? "  #pragma omp parallel for num_threads(nt) schedule(static)\n" : "") + "    for (i64 c = 0; c < " + E + "; c += 4096) " +
              (widen ? "prism_widen_f16(" : "prism_narrow_f16(") + from + " + c, " + to + " + c, " + E + " - c < 4096 ? " + E + " - c : 4096);");
         return;
       }
-      line("  #pragma omp parallel for simd num_threads(nt) schedule(static)\n    for (i64 e = 0; e < " + E + "; ++e) " + to + "[e] = " + from + "[e];");
+      line(std::string(parallel ? "  #pragma omp parallel for simd num_threads(nt) schedule(static)\n" : "  #pragma omp simd\n") + "    for (i64 e = 0; e < " + E + "; ++e) " + to + "[e] = " + from + "[e];");
     };
     for (const eager::Access* a : {&s.in.at(0), &s.in.at(1), &s.out}) {
       const eager::Buffer& b = plan_.buffers.at(size_t(a->buffer));

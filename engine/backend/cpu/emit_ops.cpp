@@ -4,7 +4,9 @@
 #include <functional>
 
 #include "engine/backend/c_expr.h"
+#include "engine/backend/cpu/parallel_grain.h"
 #include "engine/error.h"
+#include "engine/ir/shape.h"
 
 namespace prism::backend::cpu::detail {
 
@@ -37,8 +39,10 @@ std::string loop_nest(const std::vector<int64_t>& shape, const EmitContext& ctx,
   for (size_t d = 0; d < shape.size(); ++d)
     if (shape[d] != 1) dims.push_back(d);
   std::string out, ind = ctx.indent;
-  const bool split = ctx.parallel && dims.size() > 1;  // outer loops collapsed, the innermost in braces
-  if (ctx.parallel && dims.size() == 1) out += ind + "#pragma omp parallel for simd num_threads(threads) schedule(static)\n";
+  // Below the grain the nest runs on the calling thread (parallel_grain.h).
+  const bool parallel = ctx.parallel && (!ctx.grain || element_count(shape) >= kElementGrain);
+  const bool split = parallel && dims.size() > 1;  // outer loops collapsed, the innermost in braces
+  if (parallel && dims.size() == 1) out += ind + "#pragma omp parallel for simd num_threads(threads) schedule(static)\n";
   if (split) out += ind + "#pragma omp parallel for collapse(" + std::to_string(dims.size() - 1) + ") num_threads(threads) schedule(static)\n";
   for (size_t k = 0; k < dims.size(); ++k) {
     std::string i = prefix + std::to_string(dims[k]);
@@ -46,7 +50,7 @@ std::string loop_nest(const std::vector<int64_t>& shape, const EmitContext& ctx,
       out += ind + "{\n";
       ind += "  ";
     }
-    if (k + 1 == dims.size() && (split || !ctx.parallel)) out += ind + "#pragma GCC ivdep\n";
+    if (k + 1 == dims.size() && (split || !parallel)) out += ind + "#pragma GCC ivdep\n";
     out += ind + "for (long " + i + " = 0; " + i + " < " + std::to_string(shape[dims[k]]) + "; ++" + i + ")\n";
     ind += "  ";
   }

@@ -29,6 +29,7 @@ struct EmitContext {
   int cores = 1;  // what a library kernel's parallel loop should keep busy
   int64_t cache_bytes = 0;        // what the caches hold between calls (TargetDescription::cache_capacity; 0: unknown)
   int64_t working_set_bytes = 0;  // every device tensor of the program together: what a call reads and writes
+  bool grain = true;              // CodegenOptions::grain
   // A matmul's: what its last strip of B prefetches, the B the next matmul in the loop body reads
   // (empty: the rows right after its own B, which the loop reads next when only one matmul walks).
   std::string prefetch_after;

@@ -24,6 +24,7 @@
 #include "engine/backend/cpu/describe.h"
 #include "engine/backend/cpu/emit_ops.h"
 #include "engine/backend/cpu/fuse_squares.h"
+#include "engine/backend/cpu/parallel_grain.h"
 #include "engine/backend/lower.h"
 #include "engine/error.h"
 #include "engine/interp/half.h"
@@ -44,6 +45,15 @@ const std::string& cache_dir() {
 }
 
 int native_simd_bytes() { return __builtin_cpu_supports("avx512f") ? 64 : 32; }
+
+// Every loop parallel whatever its work, so that the threaded code runs at these small sizes too
+// (a kernel below its grain is the same code on one thread: parallel_grain.h).
+CodegenOptions every_loop_parallel(int simd_bytes = native_simd_bytes()) {
+  CodegenOptions options;
+  options.simd_bytes = simd_bytes;
+  options.grain = false;
+  return options;
+}
 
 CompileOptions compile_options() {
   CompileOptions o;
@@ -100,8 +110,7 @@ double codegen_error(const sgraph::Instance& inst, const CompiledLibrary& compil
 double family_codegen_error(const std::string& family, const DimBindings& dims, const DimBindings& sizes, int simd_bytes = native_simd_bytes(),
                             bool keep_dtypes = false, const std::vector<std::string>& flags = {}, bool amx = false) {
   sgraph::Instance inst = sgraph::instantiate(sgraph::parse(keep_dtypes ? family : as_f32(family)), dims, sizes, sgraph::TileBudget{1 << 20});
-  CodegenOptions options;
-  options.simd_bytes = simd_bytes;
+  CodegenOptions options = every_loop_parallel(simd_bytes);
   options.amx = amx;
   std::string source = generate_cpu_source(inst, options);
   if (const char* dump = std::getenv("PRISM_CODEGEN_DUMP")) std::ofstream(dump) << source;  // for debugging by hand
@@ -504,7 +513,7 @@ void check_search_families(const std::vector<std::string>& examples, size_t ever
       if (sizes.empty()) continue;
       // A middle choice: grids and loops of more than one block or iteration where possible.
       instances.push_back(sgraph::instantiate(g, dims.at(name), sizes[sizes.size() / 2], target));
-      sources.push_back(generate_cpu_source(instances.back(), {0, native_simd_bytes()}));
+      sources.push_back(generate_cpu_source(instances.back(), every_loop_parallel()));
     }
     WARN(name << ": " << r.candidates.size() << " families, " << sources.size() << " compiled");
     std::vector<std::string> errors;
@@ -537,7 +546,7 @@ TEST_CASE("codegen: online-softmax and flash-decoding families match the evaluat
         if (sizes.empty()) continue;
         sgraph::Instance inst = sgraph::instantiate(*c.graph, dims, sizes[sizes.size() / 2], target);
         INFO("family\n" << sgraph::print(inst.graph));
-        CHECK(codegen_error(inst, compile_library(generate_cpu_source(inst, {0, native_simd_bytes()}), compile_options())) < kTol);
+        CHECK(codegen_error(inst, compile_library(generate_cpu_source(inst, every_loop_parallel()), compile_options())) < kTol);
         ++checked;
       }
       if (checked >= 6) break;
@@ -572,7 +581,7 @@ TEST_CASE("codegen: online softmax under a causal -inf mask: finite where the re
         const Tensor want = test::causal_reference(dims, named);
         const auto inputs = test::graph_inputs(inst.graph, named);
         CHECK(test::relative_error(sgraph::evaluate(inst, inputs).at(0), want) < kTol);
-        LoadedLibrary lib(compile_library(generate_cpu_source(inst, {0, native_simd_bytes()}), compile_options()).path);
+        LoadedLibrary lib(compile_library(generate_cpu_source(inst, every_loop_parallel()), compile_options()).path);
         for (int threads : {1, 2}) CHECK(test::relative_error(run_library(lib, inst, inputs, threads).at(0), want) < kTol);
       }
       kinds.insert(online ? "online" : "split");
@@ -602,7 +611,7 @@ TEST_CASE("codegen: f16 norms on wide activations match the reference's f32 stat
       if (sizes.empty()) continue;
       sgraph::Instance inst = sgraph::instantiate(*r.candidates[c].graph, test::wide_dims(), sizes[sizes.size() / 2], target);
       INFO("family\n" << sgraph::print(inst.graph));
-      LoadedLibrary lib(compile_library(generate_cpu_source(inst, {0, native_simd_bytes()}), compile_options()).path);
+      LoadedLibrary lib(compile_library(generate_cpu_source(inst, every_loop_parallel()), compile_options()).path);
       CHECK(test::relative_error(run_library(lib, inst, test::graph_inputs(inst.graph, named), 2).at(0), want) < 4e-3);
       ++checked;
     }
@@ -1127,4 +1136,27 @@ output O
 )";
   CHECK(family_codegen_error(family, {{"p", 1}, {"n", 4}, {"h", 32}}, {{"g1", 2}}) < 1e-6);
   CHECK(family_codegen_error(family, {{"p", 3}, {"n", 3}, {"h", 40}}, {{"g1", 1}}) < 1e-6);
+}
+
+TEST_CASE("codegen: a kernel below its grain runs on the calling thread, one above it on the threads", "[codegen][grain]") {
+  const std::string parallel = "#pragma omp parallel for num_threads(threads)";
+  // A decode step's RMSNorm and projection: 1 x 64 against 64 x 32 (about 2^12 multiply-adds
+  // and loads) on one thread; 64 x 1024 against 1024 x 256 (2^24) on the threads.
+  sgraph::Instance small = sgraph::instantiate(sgraph::parse(fam::kLlama), {{"n", 1}, {"d", 64}, {"m", 32}}, {{"g1", 2}, {"F1", 2}},
+                                               sgraph::TileBudget{1 << 20});
+  sgraph::Instance large = sgraph::instantiate(sgraph::parse(fam::kLlama), {{"n", 64}, {"d", 1024}, {"m", 256}}, {{"g1", 2}, {"F1", 4}},
+                                               sgraph::TileBudget{1 << 20});
+  const std::string serial = generate_cpu_source(small, {});
+  CHECK_THAT(serial, !Catch::Contains(parallel));
+  CHECK_THAT(serial, Catch::Contains("element operations: below the grain, one thread"));
+  CHECK_THAT(generate_cpu_source(large, {}), Catch::Contains(parallel));
+  CHECK_THAT(generate_cpu_source(small, every_loop_parallel()), Catch::Contains(parallel));
+  // The work counted: each statement's elements, a matmul's times its depth, over loop and blocks.
+  const backend::kir::Program program = backend::lower(small, backend::cpu_lowering());
+  REQUIRE(program.kernels.size() == 1);
+  const int64_t work = kernel_work(program.kernels[0].block);
+  CHECK(work >= 1 * 32 * 64);  // the matmul's multiply-adds at least
+  CHECK(work < kKernelGrain);
+  // Below the grain, right with any thread count the caller passes.
+  CHECK(codegen_error(small, compile_library(serial, compile_options())) < kTol);
 }
