@@ -97,6 +97,8 @@ Load load_between(const CpuSample& before, const CpuSample& after, int cores) {
   return load;
 }
 
+int own_worker_after(int before, int now) { return before == 0 || now == before ? now : 0; }
+
 namespace {
 
 std::string percent(double fraction) {

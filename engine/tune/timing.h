@@ -67,6 +67,13 @@ struct Load {
 // `cores`: the machine's CPUs. Zero where either sample is invalid.
 Load load_between(const CpuSample& before, const CpuSample& after, int cores);
 
+// Whose CPU time is the tuner's own at the end of an attempt that began with worker `before` (0:
+// none running): the same worker's, or one started during the attempt where none ran (the
+// runner stops its worker when its inputs change, and the first round starts the next; its whole
+// time is the attempt's). 0 where a worker replaced another (a crash): the time counts as
+// foreign, and the attempt is measured again.
+int own_worker_after(int before, int now);
+
 // One round of one item: its median time, or why it failed.
 struct RoundTime {
   bool ok = false;

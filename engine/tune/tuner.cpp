@@ -590,8 +590,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
     const int pid = runner.worker_pid();
     const CpuSample before = sample_cpu(pid);
     return [&runner, pid, before, cores] {
-      // A worker that was replaced meanwhile (a crash) counts as foreign load: no harm, it re-measures.
-      return load_between(before, sample_cpu(runner.worker_pid() == pid ? pid : 0), cores);
+      return load_between(before, sample_cpu(own_worker_after(pid, runner.worker_pid())), cores);
     };
   };
   time_rounds(result, env.timing, time_build, watch_load, report);

@@ -87,6 +87,12 @@ TEST_CASE("timing: load is what other processes used, from /proc", "[tune][timin
   CHECK(load.steal == Approx(0.05));
   b.valid = false;
   CHECK(load_between(a, b, 2).foreign_cores == 0);
+  // The worker's own time: the same worker, or one the attempt's first round started (the
+  // runner's inputs changed before it); a replaced one's is foreign.
+  CHECK(own_worker_after(41, 41) == 41);
+  CHECK(own_worker_after(0, 57) == 57);
+  CHECK(own_worker_after(0, 0) == 0);
+  CHECK(own_worker_after(41, 57) == 0);
 
   CpuSample self = sample_cpu(int(::getpid()));
   REQUIRE(self.valid);
