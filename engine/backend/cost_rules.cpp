@@ -16,4 +16,6 @@ LibraryMatmulCost CostRules::library_matmul(const LibraryMatmul&, const TargetDe
 
 double CostRules::peak_gflops(DType, const TargetDescription& target) const { return target.peak_gflops; }
 
+int CostRules::kernel_cores(double, bool, const TargetDescription& target) const { return target.cores; }
+
 }  // namespace prism::backend

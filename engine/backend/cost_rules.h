@@ -64,6 +64,10 @@ class CostRules {
   virtual LibraryMatmulCost library_matmul(const LibraryMatmul& m, const TargetDescription& target) const;
   // The flop rate no matmul of tensors stored at `storage` beats here (the roofline's peak).
   virtual double peak_gflops(DType storage, const TargetDescription& target) const;
+  // The cores a kernel runs on: a custom kernel or a library matmul for `work` element operations
+  // per call (each statement's elements, a matmul's output times its depth), a library loop
+  // (`loop`: an elementwise or row op over whole tensors) for `work` elements; the default: all.
+  virtual int kernel_cores(double work, bool loop, const TargetDescription& target) const;
 };
 
 }  // namespace prism::backend

@@ -26,11 +26,13 @@
 //     and compute overlap where the backend says they do (CostRules::overlaps: on a GPU, a loop
 //     the code generator double-buffers): the kernel takes the larger, plus the part of the
 //     smaller of streaming and compute that does not hide (CostRules::overlap_loss); else their
-//     sum. Divided by its parallel efficiency blocks / (ceil(blocks/cores) * cores) (the last
-//     wave of blocks leaves cores idle; one block uses one core).
+//     sum. Divided by its parallel efficiency blocks / (ceil(blocks/used) * cores) (the last
+//     wave of blocks leaves cores idle; one block uses one core), where a kernel runs on the
+//     `used` cores the backend gives its work (CostRules::kernel_cores: one below the CPU's grain).
 //  5. Overheads. kBlockOverhead per block on each core (ceil(blocks/cores) waves: tile setup,
-//     loop control, poor locality of tiny blocks) and kKernelOverhead per kernel (a parallel
-//     region, a launch or a library call). Kernels run one after another.
+//     loop control, poor locality of tiny blocks) and kKernelOverhead per kernel that runs on
+//     more than one core (a parallel region, a launch), kCallOverhead per one that runs on the
+//     calling thread alone (a function call). Kernels run one after another.
 //  6. Library kernels. Whole-tensor ops at full parallel efficiency: their inputs' and output's
 //     bytes (as in 1) and their op's flops at peak; a matmul as the backend runs it
 //     (CostRules::library_matmul: parallel chunks, which have the efficiency of a custom
@@ -53,6 +55,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 
 #include "engine/ir/shape.h"
@@ -60,11 +64,40 @@
 
 namespace prism::tune {
 
+namespace cost_detail {
+
+// One kernel's part of an estimate, before the target's bandwidths and peak turn it into time.
+struct KernelCost {
+  double memory_bytes = 0, cache_bytes = 0, flops = 0, scaled_flops = 0;  // scaled: divided by the vectorization factor
+  double scratch_bytes = 0;                                                 // through the next level (assumption 9)
+  double stream_bytes = 0;  // at the memory bandwidth whatever the working set (a vendor GEMM's packing, assumption 6)
+  double work = 0;          // what the backend's kernel_cores counts (assumption 4): element operations,
+  bool loop = false;        // or, for a library op other than a matmul, its output's elements
+  int64_t blocks = 0;
+  int64_t chunks = 0;    // a library kernel's parallel chunks (0: a whole-tensor call, assumption 6)
+  bool custom = false;
+  bool overlaps = true;  // its data movement overlaps its compute (assumption 4)
+};
+
+}  // namespace cost_detail
+
+// Each kernel's cost by the values of the parameters it names (CostMemo).
+struct CostMemo::Kernels {
+  std::vector<std::optional<std::vector<std::string>>> parameters;  // [kernel]: the family parameters it names
+  std::vector<std::map<std::vector<int64_t>, cost_detail::KernelCost>> costs;  // [kernel]: by their values
+};
+
+CostMemo::CostMemo() : kernels(std::make_unique<Kernels>()) {}
+CostMemo::~CostMemo() = default;
+
 namespace {
+
+using cost_detail::KernelCost;
 
 constexpr double kCacheSpeedup = 4;
 constexpr double kBlockOverhead = 1e-6;
 constexpr double kKernelOverhead = 5e-6;
+constexpr double kCallOverhead = 0.3e-6;
 constexpr double kRunOverhead = 256;
 constexpr double kL2Speedup = 3;
 
@@ -73,15 +106,18 @@ using sgraph::LoopRole;
 
 class CostModel {
  public:
-  CostModel(const sgraph::Instance& instance, const backend::TargetDescription& target)
-      : in_(instance), target_(target), rules_(backend_for(target.target).cost_rules()) {}
+  CostModel(const sgraph::Instance& instance, const backend::TargetDescription& target, CostMemo::Kernels* memo)
+      : in_(instance), target_(target), rules_(backend_for(target.target).cost_rules()), memo_(memo) {}
 
   CostEstimate run() {
     const auto& kernels = in_.graph.kernels;
+    if (memo_ && memo_->costs.empty()) {
+      memo_->parameters.resize(kernels.size());
+      memo_->costs.resize(kernels.size());
+    }
     for (size_t k = 0; k < kernels.size(); ++k) {
       if (!kernels[k].custom && sgraph::reshapes_in_place(in_.graph, in_.analysis, kernels[k].library)) continue;  // no copy, no launch
-      KernelCost c = kernels[k].custom ? custom(k) : library(kernels[k].library);
-      add(c);
+      add(memo_ ? remembered(k) : cost_of(k));
       ++est_.kernels;
     }
     est_.seconds = memory_s_ + cache_s_ + compute_s_ + overhead_s_;
@@ -91,15 +127,6 @@ class CostModel {
   }
 
  private:
-  struct KernelCost {
-    double memory_bytes = 0, cache_bytes = 0, flops = 0, scaled_flops = 0;  // scaled: divided by the vectorization factor
-    double scratch_bytes = 0;                                                 // through the next level (assumption 9)
-    double stream_bytes = 0;  // at the memory bandwidth whatever the working set (a vendor GEMM's packing, assumption 6)
-    int64_t blocks = 0;
-    int64_t chunks = 0;    // a library kernel's parallel chunks (0: a whole-tensor call, assumption 6)
-    bool custom = false;
-    bool overlaps = true;  // its data movement overlaps its compute (assumption 4)
-  };
 
   // Tensors at the dtypes the instance stores them (a backend's, Backend::stored).
   double tensor_bytes(const std::string& name) const {
@@ -255,11 +282,15 @@ class CostModel {
           double run = contiguous_run(in_tensor_order(shape, op.view, whole.size()), whole) * element;
           if (const int64_t piece = b_row_piece(k, i)) run = std::min(run, double(piece) * element);
           loaded[op.tensor] += double(element_count(shape)) * element * runs;
+          c.work += double(element_count(shape)) * runs;
           if (in_body) body_tiles += double(element_count(shape)) * element;
           run_overhead[op.tensor] += double(element_count(shape)) * element * runs * kRunOverhead / std::max(run, 1.0);
           break;
         }
-        case BlockOp::Kind::Save: c.memory_bytes += tensor_bytes(op.name); break;
+        case BlockOp::Kind::Save:
+          c.memory_bytes += tensor_bytes(op.name);
+          c.work += double(element_count(concrete_shape(in_.analysis.tensors.at(op.name).shape, in_.bindings)));
+          break;
         case BlockOp::Kind::Compute:
         case BlockOp::Kind::Accumulate: {
           // A reduction or accumulator visits its operand's elements and vectorizes along its operand's
@@ -270,6 +301,7 @@ class CostModel {
           // An accumulator folds like a sum.
           const double f = op.kind == BlockOp::Kind::Accumulate ? op_flops(Op::Sum, shape, x) : op_flops(op.op, shape, x);
           c.flops += f * runs;
+          c.work += (matmul ? f / 2 : double(element_count(reduces ? x : shape))) * runs;
           if (scratch[i]) c.scratch_bytes += 2 * double(element_count(shape)) * 4 * runs * spill;
           c.scaled_flops += f * runs / vector_factor(reduces ? x : shape) * (matmul ? matmul_factor(k, op) : 1.0);
           if (op.kind == BlockOp::Kind::Accumulate && private_bytes > 0 && !op.operands.empty()) {
@@ -313,6 +345,8 @@ class CostModel {
     std::vector<int64_t> x = sgraph::view_dims(concrete_shape(in_.analysis.tensors.at(lib.inputs.at(0)).shape, in_.bindings), lib.view(0), int64_t(1));
     c.flops = op_flops(lib.op, out, x);
     c.scaled_flops = c.flops;
+    c.work = double(element_count(out));
+    c.loop = true;
     if (lib.op == Op::Matmul && lib.inputs.size() == 2) {  // the backend's library matmul (assumption 6)
       backend::LibraryMatmul m;
       m.out = out;
@@ -323,6 +357,8 @@ class CostModel {
       m.b_rows_along_k = rows_along_k(lib.view(1), in_.analysis.tensors.at(lib.inputs[1]).shape.size());
       const backend::LibraryMatmulCost cost = rules_.library_matmul(m, target_);
       c.chunks = cost.chunks;
+      c.work = c.flops / 2;
+      c.loop = false;
       c.scaled_flops *= cost.flop_factor;
       if (cost.b_piece > 0 && cost.b_piece < out.back())  // B's rows read in pieces (assumption 7)
         c.memory_bytes += tensor_bytes(lib.inputs[1]) * kRunOverhead / double(cost.b_piece * sgraph::element_bytes(m.b_dtype));
@@ -331,18 +367,81 @@ class CostModel {
     return c;
   }
 
+  KernelCost cost_of(size_t k) {
+    const sgraph::Kernel& kernel = in_.graph.kernels[k];
+    return kernel.custom ? custom(k) : library(kernel.library);
+  }
+
+  // Kernel k's cost from the memo, where an instance with the same values of the parameters it
+  // names priced it; the tensors it reads count as read, as pricing it counts them.
+  KernelCost remembered(size_t k) {
+    std::optional<std::vector<std::string>>& named = memo_->parameters[k];
+    if (!named) named = parameters_named(k);
+    std::vector<int64_t> key;
+    for (const std::string& p : *named) key.push_back(in_.bindings.at(p));
+    auto& costs = memo_->costs[k];
+    if (auto it = costs.find(key); it != costs.end()) {
+      for (const std::string& name : tensors_read(k)) read_.insert(name);
+      return it->second;
+    }
+    return costs.emplace(std::move(key), cost_of(k)).first->second;
+  }
+
+  // The tensors kernel k reads from memory.
+  std::vector<std::string> tensors_read(size_t k) const {
+    const sgraph::Kernel& kernel = in_.graph.kernels[k];
+    if (!kernel.custom) return kernel.library.inputs;
+    std::vector<std::string> names;
+    for (const BlockOp& op : kernel.block.ops)
+      if (op.kind == BlockOp::Kind::Load) names.push_back(op.tensor);
+    return names;
+  }
+
+  // The family parameters kernel k's cost can depend on: those its grid, loop, tiles, footprint
+  // and tensors' shapes name.
+  std::vector<std::string> parameters_named(size_t k) const {
+    std::set<std::string> symbols;
+    auto add_dim = [&](const Dim& d) {
+      for (std::string& s : d.symbols()) symbols.insert(std::move(s));
+    };
+    auto add_tensor = [&](const std::string& name) {
+      if (auto it = in_.analysis.tensors.find(name); it != in_.analysis.tensors.end())
+        for (const Dim& d : it->second.shape) add_dim(d);
+    };
+    const sgraph::Kernel& kernel = in_.graph.kernels[k];
+    if (kernel.custom) {
+      for (const Dim& g : kernel.block.grid) add_dim(g);
+      add_dim(kernel.block.loop_range());
+      for (const auto& tile : in_.analysis.tiles[k])
+        if (tile.type)
+          for (const Dim& d : tile.type->shape) add_dim(d);
+      if (in_.analysis.footprint.at(k)) add_dim(*in_.analysis.footprint.at(k));
+      for (const BlockOp& op : kernel.block.ops) {
+        if (op.kind == BlockOp::Kind::Load) add_tensor(op.tensor);
+        if (op.kind == BlockOp::Kind::Save) add_tensor(op.name);
+      }
+    } else {
+      for (const std::string& name : kernel.library.inputs) add_tensor(name);
+      add_tensor(kernel.library.output);
+    }
+    std::vector<std::string> named;
+    for (const std::string& p : in_.graph.parameters())
+      if (symbols.count(p)) named.push_back(p);
+    return named;
+  }
+
   void add(const KernelCost& c) {
     // A kernel whose tensors fit in the caches reads them from there when run again (assumption 2).
     const double bw = std::max(target_.bandwidth_for(c.memory_bytes), 1e-3) * 1e9, peak = std::max(target_.peak_gflops, 1e-3) * 1e9;
-    const int64_t cores = std::max(1, target_.cores);
+    const int64_t cores = std::max(1, target_.cores), used = std::clamp<int64_t>(rules_.kernel_cores(c.work, c.loop, target_), 1, cores);
     double efficiency = 1, waves = 0;
     if (c.custom) {
-      waves = double((c.blocks + cores - 1) / cores);
+      waves = double((c.blocks + used - 1) / used);
       efficiency = double(c.blocks) / (waves * double(cores));
       est_.blocks += c.blocks;
       est_.parallel_efficiency = std::min(est_.parallel_efficiency, efficiency);
     } else if (c.chunks > 0) {  // cores beyond a library matmul's chunks wait (assumption 6)
-      efficiency = double(c.chunks) / (double((c.chunks + cores - 1) / cores) * double(cores));
+      efficiency = double(c.chunks) / (double((c.chunks + used - 1) / used) * double(cores));
       est_.parallel_efficiency = std::min(est_.parallel_efficiency, efficiency);
     }
     // Re-reads come from the caches at their measured bandwidth (kCacheSpeedup times memory's when
@@ -360,8 +459,9 @@ class CostModel {
     if (!c.overlaps) loss = std::min(compute, movement);  // one after the other
     if (compute >= movement) compute_s_ += compute + loss;
     else (cache > mem ? cache_s_ : memory_s_) += movement + loss;
-    overhead_s_ += waves * kBlockOverhead + kKernelOverhead;
-    est_.kernel_seconds.push_back(std::max(compute, movement) + loss + waves * kBlockOverhead + kKernelOverhead);
+    const double launch = used > 1 ? kKernelOverhead : kCallOverhead;
+    overhead_s_ += waves * kBlockOverhead + launch;
+    est_.kernel_seconds.push_back(std::max(compute, movement) + loss + waves * kBlockOverhead + launch);
     est_.memory_bytes += c.memory_bytes;
     est_.cache_bytes += c.cache_bytes;
     est_.scratch_bytes += c.scratch_bytes;
@@ -371,6 +471,7 @@ class CostModel {
   const sgraph::Instance& in_;
   const backend::TargetDescription& target_;
   const backend::CostRules& rules_;
+  CostMemo::Kernels* memo_;     // null: every kernel priced anew
   std::set<std::string> read_;  // device tensors read so far
   CostEstimate est_;
   double memory_s_ = 0, cache_s_ = 0, compute_s_ = 0, overhead_s_ = 0;
@@ -379,7 +480,11 @@ class CostModel {
 }  // namespace
 
 CostEstimate estimate_cost(const sgraph::Instance& instance, const backend::TargetDescription& target) {
-  return CostModel(instance, target).run();
+  return CostModel(instance, target, nullptr).run();
+}
+
+CostEstimate estimate_cost(const sgraph::Instance& instance, const backend::TargetDescription& target, CostMemo& memo) {
+  return CostModel(instance, target, memo.kernels.get()).run();
 }
 
 }  // namespace prism::tune

@@ -1,6 +1,7 @@
 // A cost model that ranks instances of an sGraph family without running them (docs/design.md §5).
 // The assumptions are listed at the top of cost_model.cpp.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,22 @@ struct CostEstimate {
 // Throws Error{InvalidArgument} when the instance's bindings leave a tile size unbound (an
 // instance from instantiate() never does).
 CostEstimate estimate_cost(const sgraph::Instance& instance, const backend::TargetDescription& target);
+
+// The kernels' costs of one family's instantiations, kept between estimates: a kernel's cost
+// depends only on the parameters its own grid, loop, tiles and tensors name, so ranking a family
+// (tune::rank_options) prices each kernel once per tiling of its own, not once per instantiation
+// of the whole family. One memo serves one family's graph and analysis at one set of tensor dims
+// on one target.
+class CostMemo {
+ public:
+  CostMemo();
+  ~CostMemo();
+  CostMemo(const CostMemo&) = delete;
+  CostMemo& operator=(const CostMemo&) = delete;
+  struct Kernels;
+  std::unique_ptr<Kernels> kernels;
+};
+// The same estimate as above, each kernel's cost taken from `memo` where it holds it.
+CostEstimate estimate_cost(const sgraph::Instance& instance, const backend::TargetDescription& target, CostMemo& memo);
 
 }  // namespace prism::tune

@@ -85,13 +85,14 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
     if (cancel) cancel->check();
     const std::shared_ptr<const RankedFamily> family = ranked_family(graphs[f], dims);
     sgraph::Instance probe{family->graph, dims, family->analysis};
+    CostMemo memo;
     for (DimBindings& sizes : sgraph::enumerate(family->graph, dims, target.tile_budget())) {
       probe.bindings = dims;
       probe.bindings.insert(sizes.begin(), sizes.end());
       Option o;
       o.family = f;
       o.shared = family;
-      o.predicted_s = estimate_cost(probe, target).seconds;
+      o.predicted_s = estimate_cost(probe, target, memo).seconds;
       o.sizes = std::move(sizes);
       options.push_back(std::move(o));
     }

@@ -5,6 +5,7 @@
 #include "engine/backend/cpu/amx_kernel.h"
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/emit_ops.h"
+#include "engine/backend/cpu/parallel_grain.h"
 #include "engine/ir/shape.h"
 
 namespace prism::backend::cpu {
@@ -94,6 +95,10 @@ double CpuCostRules::peak_gflops(DType storage, const TargetDescription& target)
   const double fmas = widened > 0 ? widened : target.peak_gflops;
   if (storage == DType::BF16) return std::max({fmas, cpu.bf16_dot_peak_gflops, cpu.bf16_amx_gflops});
   return cpu.simd_bytes == 64 ? std::max(fmas, cpu.bf16_amx_gflops / 2) : fmas;
+}
+
+int CpuCostRules::kernel_cores(double work, bool loop, const TargetDescription& target) const {
+  return work < double(loop ? kElementGrain : kKernelGrain) ? 1 : target.cores;
 }
 
 }  // namespace prism::backend::cpu

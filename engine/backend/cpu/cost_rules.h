@@ -1,7 +1,7 @@
 // The CPU's answers to the cost model's questions (backend/cost_rules.h): SIMD lanes, the micro-
 // kernel's register blocks and their widening of a 16-bit B, AMX tiles and vdpbf16ps, L1 as the
 // private cache, streaming that overlaps compute only in part, and the library matmuls (prism's
-// 16-bit one on chunks, OpenBLAS's sgemm). The rules and their calibration: docs/tuning.md,
+// 16-bit one on chunks, OpenBLAS's sgemm), one core below the grain (parallel_grain.h). The rules and their calibration: docs/tuning.md,
 // "The CPU's cost rules".
 #pragma once
 #include "engine/backend/cost_rules.h"
@@ -17,6 +17,7 @@ class CpuCostRules final : public CostRules {
   double overlap_loss() const override;
   LibraryMatmulCost library_matmul(const LibraryMatmul& m, const TargetDescription& target) const override;
   double peak_gflops(DType storage, const TargetDescription& target) const override;
+  int kernel_cores(double work, bool loop, const TargetDescription& target) const override;
 };
 
 }  // namespace prism::backend::cpu

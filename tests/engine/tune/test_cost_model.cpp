@@ -81,6 +81,23 @@ TEST_CASE("cost model: one block on four cores and a thousand one-column blocks 
   CHECK(tiny.seconds > 2 * best.cost.seconds);
 }
 
+TEST_CASE("cost model (CPU): a kernel below the grain runs on one core, so its blocks take turns", "[tune][cost]") {
+  // A decode-sized rms_linear (1 x 64 @ 64 x 64: about 4,000 multiply-adds) runs on the calling
+  // thread (cpu/parallel_grain.h): a second block buys no core, only its overhead.
+  TargetDescription t = four_cores();
+  sgraph::SGraph g = cpu_family(fam::kRmsLinear);
+  auto cost = [&](int64_t n, int64_t d, int64_t g1) {
+    return estimate_cost(sgraph::instantiate(g, {{"n", n}, {"d", d}}, {{"g1", g1}, {"F1", 16}}, t.tile_budget()), t);
+  };
+  CHECK(cost(1, 64, 1).parallel_efficiency == Approx(0.25));
+  CHECK(cost(1, 64, 4).parallel_efficiency == Approx(0.25));
+  CHECK(cost(1, 64, 1).seconds < cost(1, 64, 4).seconds);
+  CHECK(rank(g, {{"n", 1}, {"d", 64}}, t).front().sizes.at("g1") == 1);
+  // Above it (16 x 1024 @ 1024 x 1024), four blocks take the four cores.
+  CHECK(cost(16, 1024, 4).parallel_efficiency == 1.0);
+  CHECK(cost(16, 1024, 4).seconds < cost(16, 1024, 1).seconds);
+}
+
 TEST_CASE("cost model: monotone in bandwidth, peak and cores", "[tune][cost]") {
   TargetDescription t = four_cores();
   sgraph::SGraph g = cpu_family(fam::kGatedMlp);
@@ -124,6 +141,38 @@ TEST_CASE("cost model: a two-kernel family with cross-block partials", "[tune][c
     return estimate_cost(sgraph::instantiate(g, dims, {{"g1", 16}, {"g2", g2}, {"F1", 1}, {"g3", 16}, {"F2", 1}}, t.tile_budget()), t);
   };
   CHECK(cost(8).memory_bytes > cost(2).memory_bytes);
+}
+
+TEST_CASE("cost model: kernel costs kept across one family's instantiations give each estimate exactly", "[tune][cost]") {
+  // The attention family's partials (kernel 0 writes them, kernel 1 reads them) have a shape that
+  // names a parameter of kernel 0 (g2): kernel 1's cost depends on it too.
+  TargetDescription t = four_cores();
+  struct Case {
+    const char* family;
+    DimBindings dims;
+  };
+  for (const Case& c : {Case{fam::kAttention, {{"B", 16}, {"q", 1}, {"e", 128}, {"s", 1024}}},
+                        Case{fam::kGatedMlp, {{"n", 8}, {"d", 512}}}, Case{fam::kLlama, {{"n", 4}, {"d", 256}, {"m", 512}}}}) {
+    sgraph::SGraph g = cpu_family(c.family);
+    const sgraph::Analysis analysis = sgraph::analyze(g);
+    sgraph::Instance probe{g, c.dims, analysis};
+    CostMemo memo;
+    int compared = 0;
+    for (const DimBindings& sizes : sgraph::enumerate(g, c.dims, t.tile_budget())) {
+      probe.bindings = c.dims;
+      probe.bindings.insert(sizes.begin(), sizes.end());
+      const CostEstimate kept = estimate_cost(probe, t, memo), fresh = estimate_cost(probe, t);
+      CHECK(kept.seconds == fresh.seconds);
+      CHECK(kept.memory_bytes == fresh.memory_bytes);
+      CHECK(kept.cache_bytes == fresh.cache_bytes);
+      CHECK(kept.flops == fresh.flops);
+      CHECK(kept.blocks == fresh.blocks);
+      CHECK(kept.bound == fresh.bound);
+      CHECK(kept.kernel_seconds == fresh.kernel_seconds);
+      ++compared;
+    }
+    CHECK(compared > 10);
+  }
 }
 
 TEST_CASE("cost model: of two instantiations moving the same bytes, the one with wider contiguous rows is cheaper", "[tune][cost]") {

@@ -14,7 +14,8 @@ using namespace prism;
 
 namespace {
 
-// A result as an honest machine of this kind wrote it: rms_linear tuned at n=4 d=64.
+// A result as an honest machine of this kind wrote it: rms_linear tuned at n=16 d=256 (above the
+// CPU's grain, so that its best rows split a grid).
 struct Honest {
   test::TempDir data, cache;
   tune::TuneRequest request;
@@ -22,8 +23,8 @@ struct Honest {
   std::string exported;
 
   Honest() {
-    request.bindings = {{"n", 4}, {"d", 64}};
-    request.top = 2;
+    request.bindings = {{"n", 16}, {"d", 256}};
+    request.top = 4;
     Workspace ws;
     ws.set_storage(data.path(), cache.path());
     ws.open("a.prism", test::read_example("rms_linear"), 1);
@@ -50,6 +51,15 @@ struct Importer {
   }
 };
 
+// A row of `r` that splits a grid, and the grid size's name: what a forger edits.
+std::pair<tune::TuneRow*, std::string> row_with_grid(tune::TuneResult& r) {
+  for (tune::TuneRow& row : r.rows)
+    for (const auto& [name, size] : row.sizes)
+      if (row.ok && name[0] == 'g' && size > 1) return {&row, name};
+  FAIL("no row splits a grid");
+  return {nullptr, ""};
+}
+
 }  // namespace
 
 TEST_CASE("tune DB import: claims that cannot be true here are rejected with the reason", "[tune][db][security]") {
@@ -74,13 +84,13 @@ TEST_CASE("tune DB import: claims that cannot be true here are rejected with the
     for (int64_t bad : {int64_t(0), int64_t(2147483647)}) {
       Importer here;
       const std::string text = forged(honest.exported, [&](tune::TuneResult& r) {
-        REQUIRE_FALSE(r.rows[size_t(r.best)].sizes.empty());
-        r.rows[size_t(r.best)].sizes.begin()->second = bad;
+        auto [row, grid] = row_with_grid(r);
+        row->sizes[grid] = bad;
       });
       const tune::DbImport done = here.ws.import_tuning_db(text);
       CHECK(done.rejected == 1);
       REQUIRE(done.problems.size() == 1);
-      CHECK_THAT(done.problems[0], Catch::Contains("no size at d=64,n=4"));
+      CHECK_THAT(done.problems[0], Catch::Contains("no size at d=256,n=16"));
     }
   }
 }
@@ -98,9 +108,10 @@ TEST_CASE("tune DB import: a claim is measured here before it is served, and can
   std::string invalid_size;
   const std::string claim = forged(honest.exported, [&](tune::TuneResult& r) {
     for (tune::TuneRow& row : r.rows) row.measured_ms /= 2;
-    tune::TuneRow odd = r.rows[size_t(r.best)];
-    odd.sizes.begin()->second = 3;  // 3 divides neither n=4 nor d=64
-    invalid_size = odd.sizes.begin()->first;
+    auto [row, grid] = row_with_grid(r);
+    tune::TuneRow odd = *row;
+    odd.sizes[grid] = 3;  // 3 divides neither n=16 nor d=256
+    invalid_size = grid;
     odd.measured_ms = r.rows[size_t(r.best)].measured_ms / 2;
     r.rows.insert(r.rows.begin(), odd);
     r.best = 0;
@@ -123,7 +134,8 @@ TEST_CASE("tune DB import: a claim is measured here before it is served, and can
   CHECK(measured.stats.compiled + measured.stats.cached > 0);  // built and run here
   for (const tune::TuneRow& row : measured.rows) {
     INFO(tune::sizes_text(row.sizes));
-    CHECK(row.sizes.at(invalid_size) != 3);  // the size that does not divide was never built
+    const auto size = row.sizes.find(invalid_size);
+    CHECK((size == row.sizes.end() || size->second != 3));  // the size that does not divide was never built
   }
   REQUIRE(measured.best >= 0);
   CHECK(measured.rows.size() <= honest.result.rows.size());  // the claimed rows, not a new top K

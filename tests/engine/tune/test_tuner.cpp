@@ -389,16 +389,18 @@ TEST_CASE("tuner: a kernel's source without a tune is the family the cost model 
   check_library(ws.lowered_program("rms_linear").first, library.path, dims, 4);
   CHECK_THROWS_WITH(ws.kernel_library("rms_linear", 0, dims, backend::Target::Cuda), Catch::Contains("cuda"));
   // Sizes the caller gives (prism_bench_kernels g1=1 ...) are taken as they are; ones that do not
-  // divide the dims are an error.
-  std::map<std::string, int64_t> sizes = cpu.sizes;
-  REQUIRE(sizes.count("g1"));
+  // divide the dims are an error. (Of the first family with a grid g1: at these sizes, below the
+  // CPU's grain, the cost model may rank one without a grid first.)
+  tune::KernelSource split = cpu;
+  for (int c = 1; !split.sizes.count("g1"); ++c) split = ws.kernel_source("rms_linear", c, dims, backend::Target::Cpu);
+  std::map<std::string, int64_t> sizes = split.sizes;
   sizes["g1"] = 1;
-  tune::KernelSource given = ws.kernel_source("rms_linear", cpu.candidate, dims, backend::Target::Cpu, &sizes);
+  tune::KernelSource given = ws.kernel_source("rms_linear", split.candidate, dims, backend::Target::Cpu, &sizes);
   CHECK(given.sizes == sizes);
   CHECK_FALSE(given.tuned);
   check_source(ws.lowered_program("rms_linear").first, given.source, dims, 3);
   sizes["g1"] = 3;
-  CHECK_THROWS(ws.kernel_source("rms_linear", cpu.candidate, dims, backend::Target::Cpu, &sizes));
+  CHECK_THROWS(ws.kernel_source("rms_linear", split.candidate, dims, backend::Target::Cpu, &sizes));
 }
 
 TEST_CASE("tuner: a repeated question is answered by the tuning DB without compiling anything", "[tune][tuner][db]") {
