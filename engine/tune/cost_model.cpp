@@ -83,8 +83,12 @@ struct KernelCost {
 
 // Each kernel's cost by the values of the parameters it names (CostMemo).
 struct CostMemo::Kernels {
-  std::vector<std::optional<std::vector<std::string>>> parameters;  // [kernel]: the family parameters it names
-  std::vector<std::map<std::vector<int64_t>, cost_detail::KernelCost>> costs;  // [kernel]: by their values
+  struct Kept {
+    std::vector<std::string> parameters;  // the family parameters the kernel names
+    std::vector<std::string> reads;       // the device tensors it reads (sgraph::kernel_inputs)
+    std::map<std::vector<int64_t>, cost_detail::KernelCost> costs;  // by the parameters' values
+  };
+  std::vector<std::optional<Kept>> kernels;  // [kernel], described at its first estimate
 };
 
 CostMemo::CostMemo() : kernels(std::make_unique<Kernels>()) {}
@@ -111,10 +115,7 @@ class CostModel {
 
   CostEstimate run() {
     const auto& kernels = in_.graph.kernels;
-    if (memo_ && memo_->costs.empty()) {
-      memo_->parameters.resize(kernels.size());
-      memo_->costs.resize(kernels.size());
-    }
+    if (memo_) memo_->kernels.resize(kernels.size());
     for (size_t k = 0; k < kernels.size(); ++k) {
       if (!kernels[k].custom && sgraph::reshapes_in_place(in_.graph, in_.analysis, kernels[k].library)) continue;  // no copy, no launch
       add(memo_ ? remembered(k) : cost_of(k));
@@ -128,10 +129,12 @@ class CostModel {
 
  private:
 
+  double tensor_elements(const std::string& name) const {
+    return double(element_count(concrete_shape(in_.analysis.tensors.at(name).shape, in_.bindings)));
+  }
   // Tensors at the dtypes the instance stores them (a backend's, Backend::stored).
   double tensor_bytes(const std::string& name) const {
-    const Type& t = in_.analysis.tensors.at(name);
-    return double(element_count(concrete_shape(t.shape, in_.bindings))) * double(sgraph::element_bytes(t.dtype));
+    return tensor_elements(name) * double(sgraph::element_bytes(in_.analysis.tensors.at(name).dtype));
   }
   std::vector<int64_t> tile(size_t k, size_t i) const {
     const auto& info = in_.analysis.tiles[k][i];
@@ -289,7 +292,7 @@ class CostModel {
         }
         case BlockOp::Kind::Save:
           c.memory_bytes += tensor_bytes(op.name);
-          c.work += double(element_count(concrete_shape(in_.analysis.tensors.at(op.name).shape, in_.bindings)));
+          c.work += tensor_elements(op.name);
           break;
         case BlockOp::Kind::Compute:
         case BlockOp::Kind::Accumulate: {
@@ -375,26 +378,15 @@ class CostModel {
   // Kernel k's cost from the memo, where an instance with the same values of the parameters it
   // names priced it; the tensors it reads count as read, as pricing it counts them.
   KernelCost remembered(size_t k) {
-    std::optional<std::vector<std::string>>& named = memo_->parameters[k];
-    if (!named) named = parameters_named(k);
+    std::optional<CostMemo::Kernels::Kept>& kept = memo_->kernels[k];
+    if (!kept) kept = CostMemo::Kernels::Kept{parameters_named(k), sgraph::kernel_inputs(in_.graph.kernels[k]), {}};
     std::vector<int64_t> key;
-    for (const std::string& p : *named) key.push_back(in_.bindings.at(p));
-    auto& costs = memo_->costs[k];
-    if (auto it = costs.find(key); it != costs.end()) {
-      for (const std::string& name : tensors_read(k)) read_.insert(name);
+    for (const std::string& p : kept->parameters) key.push_back(in_.bindings.at(p));
+    if (auto it = kept->costs.find(key); it != kept->costs.end()) {
+      read_.insert(kept->reads.begin(), kept->reads.end());
       return it->second;
     }
-    return costs.emplace(std::move(key), cost_of(k)).first->second;
-  }
-
-  // The tensors kernel k reads from memory.
-  std::vector<std::string> tensors_read(size_t k) const {
-    const sgraph::Kernel& kernel = in_.graph.kernels[k];
-    if (!kernel.custom) return kernel.library.inputs;
-    std::vector<std::string> names;
-    for (const BlockOp& op : kernel.block.ops)
-      if (op.kind == BlockOp::Kind::Load) names.push_back(op.tensor);
-    return names;
+    return kept->costs.emplace(std::move(key), cost_of(k)).first->second;
   }
 
   // The family parameters kernel k's cost can depend on: those its grid, loop, tiles, footprint
@@ -404,11 +396,11 @@ class CostModel {
     auto add_dim = [&](const Dim& d) {
       for (std::string& s : d.symbols()) symbols.insert(std::move(s));
     };
-    auto add_tensor = [&](const std::string& name) {
-      if (auto it = in_.analysis.tensors.find(name); it != in_.analysis.tensors.end())
-        for (const Dim& d : it->second.shape) add_dim(d);
-    };
     const sgraph::Kernel& kernel = in_.graph.kernels[k];
+    for (const auto& names : {sgraph::kernel_inputs(kernel), sgraph::kernel_outputs(kernel)})
+      for (const std::string& name : names)
+        if (auto it = in_.analysis.tensors.find(name); it != in_.analysis.tensors.end())
+          for (const Dim& d : it->second.shape) add_dim(d);
     if (kernel.custom) {
       for (const Dim& g : kernel.block.grid) add_dim(g);
       add_dim(kernel.block.loop_range());
@@ -416,13 +408,6 @@ class CostModel {
         if (tile.type)
           for (const Dim& d : tile.type->shape) add_dim(d);
       if (in_.analysis.footprint.at(k)) add_dim(*in_.analysis.footprint.at(k));
-      for (const BlockOp& op : kernel.block.ops) {
-        if (op.kind == BlockOp::Kind::Load) add_tensor(op.tensor);
-        if (op.kind == BlockOp::Kind::Save) add_tensor(op.name);
-      }
-    } else {
-      for (const std::string& name : kernel.library.inputs) add_tensor(name);
-      add_tensor(kernel.library.output);
     }
     std::vector<std::string> named;
     for (const std::string& p : in_.graph.parameters())
