@@ -146,7 +146,7 @@ class Printer {
     std::string s = "static void " + fn + "(int threads) {\n" + tensors(kernel);
     // Below the grain the blocks run on the calling thread (parallel_grain.h).
     const int64_t work = kernel_work(k);
-    if (!options_.grain || work >= kKernelGrain) s += "#pragma omp parallel for num_threads(threads) schedule(static)\n";
+    if (!options_.grain || above_grain(double(work), false)) s += "#pragma omp parallel for num_threads(threads) schedule(static)\n";
     else s += "  (void)threads;  // " + num(work) + " element operations: below the grain, one thread\n";
     s += "  for (long blk = 0; blk < " + num(k.blocks()) + "; ++blk) {\n";
     int64_t inner = 1;

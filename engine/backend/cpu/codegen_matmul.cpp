@@ -338,7 +338,7 @@ std::string emit_matmul(const View& a_in, const View& b_in, const View& out_in, 
   const int64_t rchunks = (m + rc - 1) / rc, cchunks = (n + cc - 1) / cc;
   const int64_t rtail = m - (rchunks - 1) * rc, ctail = n - (cchunks - 1) * cc;
   // Below the grain the chunks run on the calling thread (parallel_grain.h).
-  if (!ctx.grain || nb * m * n * k >= kKernelGrain) s += ind + "#pragma omp parallel for num_threads(threads) schedule(static)\n";
+  if (!ctx.grain || above_grain(double(nb * m * n * k), false)) s += ind + "#pragma omp parallel for num_threads(threads) schedule(static)\n";
   s += ind + "for (long t = 0; t < " + std::to_string(chunks.count) + "L; ++t) {\n";
   std::string i2 = ind + "  ";
   s += i2 + "const long bi = t / " + std::to_string(rchunks * cchunks) + "L, r = t / " + std::to_string(cchunks) + "L % " +

@@ -98,7 +98,7 @@ double CpuCostRules::peak_gflops(DType storage, const TargetDescription& target)
 }
 
 int CpuCostRules::kernel_cores(double work, bool loop, const TargetDescription& target) const {
-  return work < double(loop ? kElementGrain : kKernelGrain) ? 1 : target.cores;
+  return above_grain(work, loop) ? target.cores : 1;
 }
 
 }  // namespace prism::backend::cpu

@@ -1,8 +1,8 @@
 // The CPU's answers to the cost model's questions (backend/cost_rules.h): SIMD lanes, the micro-
 // kernel's register blocks and their widening of a 16-bit B, AMX tiles and vdpbf16ps, L1 as the
-// private cache, streaming that overlaps compute only in part, and the library matmuls (prism's
-// 16-bit one on chunks, OpenBLAS's sgemm), one core below the grain (parallel_grain.h). The rules and their calibration: docs/tuning.md,
-// "The CPU's cost rules".
+// private cache, streaming that overlaps compute only in part, the library matmuls (prism's
+// 16-bit one on chunks, OpenBLAS's sgemm) and one core below the grain (parallel_grain.h). The
+// rules and their calibration: docs/tuning.md, "The CPU's cost rules".
 #pragma once
 #include "engine/backend/cost_rules.h"
 

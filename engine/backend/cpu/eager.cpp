@@ -84,7 +84,7 @@ class Printer {
   void loop_nest(const std::vector<int64_t>& shape, const std::string& stmt) {
     if (shape.empty()) return line("{ " + stmt + " }");
     // Below the grain the op runs on the calling thread, as PyTorch's (parallel_grain.h).
-    const bool parallel = element_count(shape) >= kElementGrain;
+    const bool parallel = above_grain(double(element_count(shape)), true);
     if (shape.size() > 1 && parallel)
       line("#pragma omp parallel for collapse(" + std::to_string(shape.size() - 1) + ") num_threads(nt) schedule(static)");
     else if (shape.size() == 1)  // one loop: split (above the grain), and vectorized
@@ -154,7 +154,7 @@ class Printer {
             (narrow ? "wo[" + i + " - c]" : element(s.out)) + " = " + expression(s) + "; }\n    ";
     if (narrow) body += "prism_narrow_f16(wo, " + start(s.out) + ", n); ";
     // The outer loops: one parallel loop (collapsed) above the grain, as loop_nest's.
-    if (element_count(s.shape) >= kElementGrain)
+    if (above_grain(double(element_count(s.shape)), true))
       line("#pragma omp parallel for collapse(" + std::to_string(r - 1) + ") num_threads(nt) schedule(static)");
     std::string indent;
     for (size_t d = 0; d + 1 < r; ++d) {
@@ -177,7 +177,7 @@ class Printer {
     // (8 lanes an instruction, as an eager framework converts), bf16 element by element (a shift).
     auto copy = [&](const std::string& to, const std::string& from, int64_t elements, DType dtype, bool widen) {
       const std::string E = lit(elements);
-      const bool parallel = elements >= kElementGrain;  // parallel_grain.h
+      const bool parallel = above_grain(double(elements), true);  // parallel_grain.h
       if (dtype == DType::F16) {
         line(std::string(parallel ? "  #pragma omp parallel for num_threads(nt) schedule(static)\n" : "") + "    for (i64 c = 0; c < " + E + "; c += 4096) " +
              (widen ? "prism_widen_f16(" : "prism_narrow_f16(") + from + " + c, " + to + " + c, " + E + " - c < 4096 ? " + E + " - c : 4096);");

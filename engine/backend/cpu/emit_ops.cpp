@@ -40,7 +40,7 @@ std::string loop_nest(const std::vector<int64_t>& shape, const EmitContext& ctx,
     if (shape[d] != 1) dims.push_back(d);
   std::string out, ind = ctx.indent;
   // Below the grain the nest runs on the calling thread (parallel_grain.h).
-  const bool parallel = ctx.parallel && (!ctx.grain || element_count(shape) >= kElementGrain);
+  const bool parallel = ctx.parallel && (!ctx.grain || above_grain(double(element_count(shape)), true));
   const bool split = parallel && dims.size() > 1;  // outer loops collapsed, the innermost in braces
   if (parallel && dims.size() == 1) out += ind + "#pragma omp parallel for simd num_threads(threads) schedule(static)\n";
   if (split) out += ind + "#pragma omp parallel for collapse(" + std::to_string(dims.size() - 1) + ") num_threads(threads) schedule(static)\n";

@@ -17,6 +17,10 @@ constexpr int64_t kElementGrain = 32768;
 // threaded SGEMM (65536 x GEMM_MULTITHREAD_THRESHOLD 4 multiply-adds).
 constexpr int64_t kKernelGrain = int64_t(1) << 18;
 
+// Whether a loop is worth the threads: a fused kernel or a library matmul of `work` element
+// operations per call, an elementwise or row loop (`elements`) over that many elements.
+inline bool above_grain(double work, bool elements) { return work >= double(elements ? kElementGrain : kKernelGrain); }
+
 // A custom kernel's element operations per call: each statement's elements (a matmul's output
 // times its depth, an accumulation's input), the loop body's once per iteration, over the blocks.
 int64_t kernel_work(const kir::CustomKernel& kernel);
