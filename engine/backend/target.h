@@ -4,6 +4,7 @@
 // tune::parse_target), and is a typed value everywhere in the engine. The CPU is described from this machine (cpu/describe.h),
 // a GPU from its driver and data sheet (cuda/describe.h).
 #pragma once
+#include <algorithm>
 #include <any>
 #include <cstdint>
 #include <optional>
@@ -36,12 +37,16 @@ struct TargetDescription {
   double peak_gflops = 0;              // f32 FMA peak, all cores (measured on the CPU)
   int64_t fast_memory_bytes = 0;       // per-block tile budget (sgraph::TileBudget): shared memory per
                                        // block on a GPU, a cache budget on a CPU
+  int64_t spill_tile_bytes = 0;        // where no family's tiles fit fast_memory_bytes at a call's sizes,
+                                       // the most they may take instead (0: none, as shared memory is a
+                                       // hard limit); docs/tuning.md, "Tiles past the budget"
   bool measured = false;               // bandwidth/peak measured here (false: data sheet values)
   // What only this target's backend reads (a CPU's vector width and 16-bit units, a GPU's
   // architecture and tensor cores), as that backend's own type: cpu/cpu_features.h,
   // cuda/gpu_features.h. Empty: the backend's defaults. Nothing outside the backend looks inside.
   std::any features;
   sgraph::TileBudget tile_budget() const { return {fast_memory_bytes}; }
+  sgraph::TileBudget spill_budget() const { return {std::max(fast_memory_bytes, spill_tile_bytes)}; }
   // Bytes the caches can hold between two calls of a kernel: the last level plus every core's
   // second level (on CPUs whose last level is a victim cache, as AMD's, they add up).
   double cache_capacity() const { return double(l3_bytes) + double(l2_bytes) * double(cores); }

@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <sstream>
 #include <tuple>
 #include <type_traits>
@@ -18,6 +19,10 @@
 namespace prism::tune {
 
 namespace {
+
+// A stored row's sizes fit its target's tile or spill budget when they were tuned; read back, its
+// tiles are not checked again (the spill budget is described at run time, not stored).
+constexpr sgraph::TileBudget kTunedAlready{std::numeric_limits<int64_t>::max()};
 
 using backend::number_text;
 using backend::parse_number;
@@ -181,7 +186,7 @@ std::vector<StoredRow> measurements(const TuneResult& result, const std::vector<
     m.threads = result.threads;
     m.cost_rank = row.cost_rank;
     m.predicted_ms = row.predicted_ms;
-    const CostEstimate estimate = estimate_cost(sgraph::instantiate(stored, dims, DimBindings(row.sizes.begin(), row.sizes.end()), target.tile_budget()), target);
+    const CostEstimate estimate = estimate_cost(sgraph::instantiate(stored, dims, DimBindings(row.sizes.begin(), row.sizes.end()), target.spill_budget()), target);
     m.memory_bytes = estimate.memory_bytes;
     m.flops = estimate.flops;
     m.ok = row.ok;
@@ -264,7 +269,7 @@ std::vector<ShapeRegret> model_regret(const std::vector<StoredRow>& rows) {
       std::tuple<double, int, bool> order;
       try {
         const DimBindings dims(m->bindings.begin(), m->bindings.end()), sizes(m->sizes.begin(), m->sizes.end());
-        order = {estimate_cost(sgraph::instantiate(sgraph::parse(m->graph), dims, sizes, m->target.tile_budget()), m->target).seconds,
+        order = {estimate_cost(sgraph::instantiate(sgraph::parse(m->graph), dims, sizes, kTunedAlready), m->target).seconds,
                  m->cost_rank, alternative};
       } catch (const std::exception& e) {
         r.unranked.push_back("candidate " + std::to_string(m->candidate) + " " + sizes_text(m->sizes) + ": " + e.what());

@@ -75,18 +75,18 @@ sgraph::Instance Option::instance() const {
   return instance;
 }
 
-// Every valid instantiation of every family, cheapest first by the cost model. Each is priced on
-// one probe instance of its family whose bindings change (docs/tuning.md, "The flow of one
-// `tune`", step 3).
-std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims,
-                                 const backend::TargetDescription& target, const CancelToken* cancel) {
+namespace {
+
+// Every instantiation of every family whose tiles fit `budget`, in family order, priced.
+std::vector<Option> priced_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims, const sgraph::TileBudget& budget,
+                                   const backend::TargetDescription& target, const CancelToken* cancel) {
   std::vector<Option> options;
   for (size_t f = 0; f < graphs.size(); ++f) {
     if (cancel) cancel->check();
     const std::shared_ptr<const RankedFamily> family = ranked_family(graphs[f], dims);
     sgraph::Instance probe{family->graph, dims, family->analysis};
     CostMemo memo;
-    for (DimBindings& sizes : sgraph::enumerate(family->graph, dims, target.tile_budget())) {
+    for (DimBindings& sizes : sgraph::enumerate(family->graph, dims, budget)) {
       probe.bindings = dims;
       probe.bindings.insert(sizes.begin(), sizes.end());
       Option o;
@@ -97,6 +97,20 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
       options.push_back(std::move(o));
     }
   }
+  return options;
+}
+
+}  // namespace
+
+// Every valid instantiation of every family, cheapest first by the cost model. Each is priced on
+// one probe instance of its family whose bindings change (docs/tuning.md, "The flow of one
+// `tune`", step 3). Where no family's tiles fit the target's budget, those that fit its spill
+// budget (docs/tuning.md, "Tiles past the budget").
+std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims,
+                                 const backend::TargetDescription& target, const CancelToken* cancel) {
+  std::vector<Option> options = priced_options(graphs, dims, target.tile_budget(), target, cancel);
+  if (options.empty() && target.spill_budget().fast_memory_bytes > target.fast_memory_bytes)
+    options = priced_options(graphs, dims, target.spill_budget(), target, cancel);
   std::stable_sort(options.begin(), options.end(), [](const Option& a, const Option& b) { return a.predicted_s < b.predicted_s; });
   for (size_t i = 0; i < options.size(); ++i) options[i].rank = int(i) + 1;
   return options;
@@ -611,7 +625,7 @@ sgraph::Instance choose_instance(const Program& lowered, const sgraph::SGraph& g
                                  const std::map<std::string, int64_t>* sizes) {
   const DimBindings dims(bindings.begin(), bindings.end());
   check_bindings(lowered, dims);
-  if (sizes) return sgraph::instantiate(graph, dims, DimBindings(sizes->begin(), sizes->end()), target.tile_budget());
+  if (sizes) return sgraph::instantiate(graph, dims, DimBindings(sizes->begin(), sizes->end()), target.spill_budget());
   const std::vector<Option> ranked = rank_options({graph}, dims, target, nullptr);
   if (ranked.empty())
     throw Error(Error::Kind::InvalidArgument, "candidate " + std::to_string(family_id) + " has no valid instantiation at these dims");

@@ -270,6 +270,9 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   // The tile budget of one block: half of L2, leaving the rest for the compiler's temporaries,
   // the next block's prefetched tiles and the other operands streaming through (an assumption).
   t.fast_memory_bytes = t.l2_bytes > 0 ? t.l2_bytes / 2 : 256 * 1024;
+  // Past it, where nothing fits: the last level's share of one core, whose tiles still come from
+  // a cache (docs/tuning.md, "Tiles past the budget").
+  t.spill_tile_bytes = t.l3_bytes > 0 ? std::max(t.fast_memory_bytes, t.l3_bytes / t.cores) : t.fast_memory_bytes;
   t.measured = true;
 
   const fs::path dir = cache_dir.empty() ? prism_cache_root() : cache_dir;

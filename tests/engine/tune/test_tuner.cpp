@@ -986,12 +986,91 @@ TEST_CASE("tuner: an untuned kernel's instance is the cost model's first, found 
       CHECK(tune::estimate_cost(chosen, target).seconds == ranked[0].predicted_s);
     }
   }
-  // No valid instantiation (a tile budget nothing fits): the error names the candidate.
+  // No valid instantiation (tile and spill budgets nothing fits): the error names the candidate.
   backend::TargetDescription tiny = cpu;
-  tiny.fast_memory_bytes = 16;
+  tiny.fast_memory_bytes = tiny.spill_tile_bytes = 16;
   CHECK_THROWS_WITH(tune::choose_instance(test::lowered_text(fam::kRmsLinearProgram, "rms_linear"), sgraph::parse(fam::kRmsLinear), 3,
                                           {{"n", 8}, {"d", 256}}, tiny),
                     Catch::Contains("candidate 3 has no valid instantiation"));
+}
+
+namespace {
+
+// Whole rows of X in each block: at d = 2^20 one f32 row is 4 MiB, more than any L2's share.
+constexpr const char* kWholeRows = R"(input X: f32[n, d]
+kernel 0: custom grid=[g1]
+  x = load X map {grid: 0->g1, loop: -}
+  y = exp(x)
+  save O: f32 = y map {grid: 0->g1, loop: -}
+output O
+)";
+
+std::vector<DimBindings> option_sizes(const std::vector<tune::steps::Option>& options) {
+  std::vector<DimBindings> sizes;
+  for (const tune::steps::Option& o : options) sizes.push_back(o.sizes);
+  return sizes;
+}
+
+// Llama's decode attention as torch.compile gives it to prism (the query's rotary, four key/value
+// heads of two queries each over an s-token cache, the additive mask, o_proj), s a dim.
+constexpr const char* kLlamaDecodeAttention = R"(program llama_decode_attention(x: f32[1, 1, 512], keys: f32[1, 4, s, 64], values: f32[1, 4, s, 64], cos: f32[1, 1, 1, 64], sin: f32[1, 1, 1, 64], mask: f32[1, 1, 1, s], Wo: f32[512, 512]) {
+  heads = transpose(reshape(x, [1, 1, 8, 64]), perm=[0, 2, 1, 3])
+  k = reshape(keys, [1, 4, 1, s, 64])
+  v = reshape(values, [1, 4, 1, s, 64])
+  x1, x2 = split(heads, 2, axis=3)
+  q = heads * cos + concat(neg(x2), x1, axis=-1) * sin
+  scores = reshape(q, [1, 4, 2, 1, 64]) @ k.mT * 0.125 + reshape(mask, [1, 1, 1, 1, s])
+  e = exp(scores - maximum(max(scores, axis=-1), -3.4028234663852886e+38))
+  a = e / maximum(sum(e, axis=-1), 1.1754943508222875e-38) @ v
+  return reshape(transpose(reshape(a, [1, 8, 1, 64]), perm=[0, 2, 1, 3]), [1, 1, 512]) @ Wo.T
+}
+)";
+
+}  // namespace
+
+TEST_CASE("tuner: where no family's tiles fit the tile budget, the spill budget's are ranked; else only the budget's", "[tune]") {
+  const sgraph::SGraph rows = sgraph::parse(kWholeRows);
+  backend::TargetDescription cpu = backend::cpu::describe_cpu();
+  cpu.fast_memory_bytes = 256 * 1024;
+  cpu.spill_tile_bytes = 0;
+  const DimBindings wide{{"n", 4}, {"d", 1 << 20}};
+  CHECK(tune::steps::rank_options({rows}, wide, cpu, nullptr).empty());
+  cpu.spill_tile_bytes = 16 << 20;
+  const std::vector<tune::steps::Option> spilled = tune::steps::rank_options({rows}, wide, cpu, nullptr);
+  REQUIRE_FALSE(spilled.empty());
+  for (const tune::steps::Option& o : spilled) {
+    CHECK_THROWS_WITH(sgraph::instantiate(rows, wide, o.sizes, cpu.tile_budget()), Catch::Contains("fast memory"));
+    CHECK_NOTHROW(sgraph::instantiate(rows, wide, o.sizes, cpu.spill_budget()));
+  }
+  // Where one fits, the budget alone decides: the spill adds no larger tiles.
+  const DimBindings narrow{{"n", 256}, {"d", 1024}};
+  const std::vector<DimBindings> with_spill = option_sizes(tune::steps::rank_options({rows}, narrow, cpu, nullptr));
+  cpu.spill_tile_bytes = 0;
+  CHECK(with_spill == option_sizes(tune::steps::rank_options({rows}, narrow, cpu, nullptr)));
+  CHECK(with_spill.size() < size_t(9));  // g1 of 1 .. 256 by powers of two: the largest tiles do not fit
+}
+
+TEST_CASE("tuner: Llama's decode attention over a cache past the tile budget is tuned in the spill budget and right",
+          "[tune][tuner]") {
+  // Every family of the piece holds a key/value head's whole cache in a block: 512 bytes a token.
+  const backend::TargetDescription cpu = backend::cpu::describe_cpu(shared_cache());
+  int64_t s = 256;
+  while (512 * s <= 2 * cpu.fast_memory_bytes) s *= 2;
+  REQUIRE(512 * s <= cpu.spill_budget().fast_memory_bytes);
+  test::TempDir data;
+  Workspace ws;
+  ws.set_storage(data.path(), shared_cache());
+  ws.open("llama.prism", kLlamaDecodeAttention, 1);
+  const SearchResult searched = ws.search("llama_decode_attention", SearchLimits{});
+  REQUIRE_FALSE(searched.candidates.empty());
+  backend::TargetDescription tight = cpu;
+  tight.spill_tile_bytes = 0;
+  std::vector<sgraph::SGraph> stored;
+  for (const Candidate& c : searched.candidates) stored.push_back(tune::backend_for(backend::Target::Cpu).stored(*c.graph));
+  const DimBindings dims{{"s", s}};
+  CHECK(tune::steps::rank_options(stored, dims, tight, nullptr).empty());
+  CHECK_FALSE(tune::steps::rank_options(stored, dims, cpu, nullptr).empty());
+  check_tuned(ws, "llama_decode_attention", {{"s", s}});
 }
 
 TEST_CASE("tuner: the numeric check passes a NaN or an infinity only where the reference has it", "[tune]") {
