@@ -334,6 +334,25 @@ def test_a_bias_the_next_layer_reads_too_is_no_output_of_the_attentions_program(
     assert "," not in returned, attention
 
 
+def test_a_projection_split_into_q_k_and_v_after_its_piece_is_one_output_pytorch_splits(monkeypatch, tmp_path):
+    # GPT-2's c_attn at decode, where the cache's append cuts the heads after it: the split into
+    # q, k and v ends the piece. Left in, the program has three outputs, searched only as written
+    # (each output's kernels compute the norm and projection again: 0.35x PyTorch's speed).
+    monkeypatch.setenv("PRISM_SOCKET", str(tmp_path / "none.sock"))
+    monkeypatch.setenv("PRISM_BIN", str(tmp_path / "no-prism"))
+
+    def c_attn(x, gain, bias, w, b):
+        h = torch.nn.functional.layer_norm(x, (HIDDEN,), gain, bias, 1e-5)
+        return torch.addmm(b, h.view(-1, HIDDEN), w).view(1, 1, 3 * HIDDEN).split(HIDDEN, dim=2)
+
+    x = activations(1, 1)
+    (graph,) = prism.explain(c_attn, x, torch.randn(HIDDEN), torch.randn(HIDDEN), torch.randn(HIDDEN, 3 * HIDDEN),
+                             torch.randn(3 * HIDDEN)).graphs
+    (text,) = [program.text for _, program in graph.prism_programs]
+    returned = text.strip().splitlines()[-2].split("return", 1)[1]
+    assert "split(" not in text and "," not in returned, text
+
+
 def test_an_error_of_prisms_own_leaves_the_graph_to_pytorch_and_says_so(monkeypatch, spy):
     # A bug outside every piece (here the FLOPs count raising) never crashes the user's compile:
     # PyTorch runs the graph as written and one warning asks for a report.
