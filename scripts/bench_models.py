@@ -254,6 +254,9 @@ def bench(name, part, dtype_name, shape, variants, hidden, rounds, load):
             shares = [str(w.message) for w in caught if "prism runs" in str(w.message)]
             if shares:
                 row["note"] = shares[0].splitlines()[0][:300]
+            stayed = [str(w.message).split(": ", 2)[1:] for w in caught if "stays PyTorch's" in str(w.message)]
+            if stayed:  # which pieces PyTorch's ops ran, and why (lost the race, no kernel)
+                row["note"] = (row["note"] + " | " if row["note"] else "") + " | ".join(": ".join(m) for m in stayed)[:600]
         times = {v: [] for v in made}
         loaded = 0
         for _ in range(rounds):
