@@ -17,7 +17,7 @@ import sys
 from .errors import UnsupportedOp
 from .fx_formulas import tanh_gelus
 from .grouped_heads import grouped_sources, repeat_step
-from .share import arguments as _args
+from .share import arguments as _args, is_split_piece
 
 _DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}
 
@@ -716,8 +716,7 @@ def why_untranslated(module, node):
         known = node.target in _METHODS
     elif node.op == "call_function" and node.target is operator.getitem:  # a piece of a split, or x[...]
         source = node.args[0]
-        if (getattr(source, "op", None) in ("call_method", "call_function") and
-                getattr(source.target, "__name__", source.target) in ("chunk", "split")):
+        if is_split_piece(node):
             known = True
         elif _indexes_by_value(node):
             return "indexing by an integer or a tensor (prism takes slices and None)"

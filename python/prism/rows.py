@@ -10,10 +10,9 @@ transpose, a reduction over another axis), and the partition is imported as writ
 import functools
 import operator
 
-from .share import RESHAPES, op_name as _name, shape_of as _shape
+from .share import RESHAPES, SPLITS as _SPLITS, is_split_piece, op_name as _name, shape_of as _shape
 
 _LINEAR_WEIGHT = {"linear": 1, "addmm": 2, "matmul": 1}  # the argument that is the weight
-_SPLITS = {"split", "chunk"}  # their pieces are getitem nodes
 _ROWWISE_AXIS = {"sum", "mean", "amax", "var", "softmax", "log_softmax"} | _SPLITS  # row-wise along the last axis
 _ELEMENTWISE = {"add", "sub", "mul", "div", "true_divide", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "tanh",
                 "sigmoid", "relu", "silu", "gelu", "abs", "erf", "maximum", "minimum", "where", "clamp", "float",
@@ -63,7 +62,7 @@ def _rowwise(n, shape, inputs, weights):
         at = _LINEAR_WEIGHT[name]
         return len(n.args) > at and n.args[at] in weights
     if n.target is operator.getitem:  # a piece of a split the loop took as row-wise
-        return getattr(n.args[0], "target", None) is not None and _name(n.args[0]) in _SPLITS
+        return is_split_piece(n)
     if name in RESHAPES:
         return inputs and inputs[0] and inputs[0][-1:] == shape[-1:]
     if name in _ROWWISE_AXIS:

@@ -7,9 +7,11 @@ computes a floating-point tensor. A weight is a parameter or a buffer the graph 
 passes them as inputs); it counts for prism where a piece prism runs reads it.
 """
 import math
+import operator
 
 MATMULS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm"}
 RESHAPES = frozenset({"view", "reshape"})  # the methods and functions that reshape a tensor
+SPLITS = frozenset({"split", "chunk"})  # the ops whose pieces are getitem nodes
 # Ops that move, pick or convert data and compute nothing: no FLOPs.
 MOVES_DATA = {"getitem", "view", "reshape", "split", "chunk", "contiguous", "unsqueeze", "squeeze", "transpose",
               "permute", "t", "cat", "expand", "expand_as", "repeat", "repeat_interleave", "flatten", "embedding", "tensor", "to", "float",
@@ -23,6 +25,16 @@ def op_name(node):
     if node.op == "call_module":
         return type(node.graph.owning_module.get_submodule(node.target)).__name__
     return getattr(node.target, "__name__", node.target)
+
+
+def is_split(node):
+    """A call of split or chunk."""
+    return getattr(node, "op", None) in ("call_method", "call_function") and op_name(node) in SPLITS
+
+
+def is_split_piece(node):
+    """A getitem of a split's or chunk's pieces."""
+    return node.target is operator.getitem and is_split(node.args[0])
 
 
 def hint(size):

@@ -394,15 +394,6 @@ def _computes_nothing(node):
     return node.op == "call_method" and node.target in _NO_OP_CASTS or share.op_name(node) in share.MOVES_DATA
 
 
-def _takes_parts(node):
-    """A split or chunk, or an item of one: views of its source, which PyTorch makes for free."""
-    import operator
-
-    if node.target is operator.getitem:
-        return hasattr(node.args[0], "op") and share.op_name(node.args[0]) in ("split", "chunk")
-    return node.op in ("call_method", "call_function") and share.op_name(node) in ("split", "chunk")
-
-
 def _trimmed(partition):
     """The partition without the layout changes it ends with (the partitioner puts a getitem with
     its source, a split's pieces, also `x[:, :, None]`, repeat_kv's, which layout_cuts leaves to
@@ -417,7 +408,7 @@ def _trimmed(partition):
     nodes = set(partition.nodes)
     changed = True
     while changed:
-        ends = [n for n in nodes if (moves_layout(n) or _takes_parts(n)) and not any(u in nodes for u in n.users)]
+        ends = [n for n in nodes if (moves_layout(n) or share.is_split(n) or share.is_split_piece(n)) and not any(u in nodes for u in n.users)]
         starts = [n for n in nodes if _computes_nothing(n) and
                   not any(i in nodes for i in n.all_input_nodes) and any(u not in nodes for u in n.users)]
         nodes.difference_update(ends + starts)
