@@ -272,7 +272,7 @@ TargetDescription describe_cpu(const std::string& cache_dir) {
   t.fast_memory_bytes = t.l2_bytes > 0 ? t.l2_bytes / 2 : 256 * 1024;
   // Past it, where nothing fits: the last level's share of one core, whose tiles still come from
   // a cache (docs/tuning.md, "Tiles past the budget").
-  t.spill_tile_bytes = t.l3_bytes > 0 ? std::max(t.fast_memory_bytes, t.l3_bytes / t.cores) : t.fast_memory_bytes;
+  t.spill_tile_bytes = t.l3_bytes / t.cores;  // spill_budget() takes the larger of the two
   t.measured = true;
 
   const fs::path dir = cache_dir.empty() ? prism_cache_root() : cache_dir;
