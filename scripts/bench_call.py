@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
-"""What a call of a prism.compile'd layer costs in the caller's process (issue 64, 1): an RMSNorm
-and a bias-free projection, as Llama writes them, compiled with the token count as a dim and tuned
-at n rows. Timed in interleaved rounds, each call timed alone and a round's time the median of
-its calls, as prism-runner times a kernel (torch.no_grad; the median of the rounds):
+"""What a call of a prism-compiled layer costs in the caller's process (issue 64, 1): an RMSNorm
+and a bias-free projection, as Llama writes them, through `prism.compile` (rows as a dim, tuned
+at n rows) and through `torch.compile(backend="prism")` on [1, n, d] activations. Timed in
+interleaved rounds, each call timed alone and a round's time the median of its calls, as
+prism-runner times a kernel (torch.no_grad; the median of the rounds):
 
-  call      the Compiled callable: argument lookup, the shape check, outputs, the kernel;
+  call      the callable (prism.compile's, or the compiled layer's piece as its graph calls it);
   kernel    Kernel.run on the same tensors: the ctypes call into the library, the kernel;
-  overhead  call - kernel: what the Python side adds;
+  python    the call with the library's entry replaced by nothing: what the Python side adds
+            (timeit's best of 5 runs of 2,000 calls: the least noisy of these figures);
+  layer     the same for the whole compiled layer (torch.compile's: dynamo's guards, its
+            graph and the piece);
   tuned     the tune's time for the same kernel in prism-runner (its table's best).
 
 Arguments: width:rows pairs (default 64:1 1024:8).
@@ -17,11 +21,14 @@ import os
 import statistics
 import sys
 import time
+import timeit
+import warnings
 
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import prism  # noqa: E402
+from prism.torch_backend import torch_backend  # noqa: E402
 
 
 class RmsLinear(torch.nn.Module):
@@ -45,9 +52,55 @@ def per_call_us(fn, seconds=0.2):
     return statistics.median(times) * 1e6
 
 
+def python_us(fn, kernel):
+    """`fn`'s time with `kernel`'s library entry replaced by nothing."""
+    runner = kernel._runner
+    runner.run = lambda ins, outs, device: None
+    try:
+        return min(timeit.repeat(fn, number=2000, repeat=5)) / 2000 * 1e6
+    finally:
+        del runner.run
+
+
+def backend_piece(layer, x):
+    """The compiled layer's prism piece, its Call and the arguments its graph passes it."""
+    pieces, seen = [], []
+
+    def backend(graph_module, example_inputs):
+        compiled = torch_backend(graph_module, example_inputs)
+        for name, _ in compiled.prism_partitions:
+            piece = getattr(compiled, name)
+            forward = type(piece).__call__
+            type(piece).__call__ = lambda self, *args: seen.append(args) or forward(self, *args)
+            pieces.append((piece, forward))
+        return compiled
+
+    model = torch.compile(layer, backend=backend)
+    model(x)
+    (piece, forward), = pieces
+    type(piece).__call__ = forward
+    (call,) = piece.calls.values()
+    if call is None:
+        sys.exit("the backend left the piece to PyTorch: nothing of prism's to time")
+    args = seen[-1]
+    return model, piece, call, piece.compiled.program.arguments(piece.compiled._module, *args), args
+
+
+def row(path, d, n, call_fn, kernel, tensors, outputs, layer_fn=None):
+    rounds = [(per_call_us(call_fn), per_call_us(lambda: kernel.run(tensors, outputs))) for _ in range(7)]
+    call = statistics.median(c for c, _ in rounds)
+    run = statistics.median(k for _, k in rounds)
+    tuned = kernel.tune["bestMs"] * 1e3 if not kernel.eager else kernel.tune["baselineMs"] * 1e3
+    layer = f"{python_us(layer_fn, kernel):>8.1f}" if layer_fn else f"{'':>8}"
+    print(f"{path:>13} {d:>5} {n:>3} {call:>8.1f} {run:>9.1f} {python_us(call_fn, kernel):>9.1f} {layer} {tuned:>8.1f} "
+          f"{run / tuned:>11.2f}x")
+
+
 def main(pairs):
     torch.manual_seed(0)
-    print(f"{'d':>5} {'n':>3} {'call us':>8} {'kernel us':>9} {'overhead us':>11} {'tuned us':>8} {'kernel/tuned':>12}")
+    warnings.simplefilter("ignore")
+    print(f"{'path':>13} {'d':>5} {'n':>3} {'call us':>8} {'kernel us':>9} {'python us':>9} {'layer us':>8} {'tuned us':>8} "
+          f"{'kernel/tuned':>12}")
     for d, n in pairs:
         layer = RmsLinear(d).eval()
         x = torch.randn(n, d)
@@ -56,12 +109,11 @@ def main(pairs):
             compiled(x)
             (kernel,) = compiled.kernels.values()
             tensors = [t.contiguous() for t in compiled.program.arguments(layer, x)]
-            outputs = [torch.empty(n, d)]
-            rounds = [(per_call_us(lambda: compiled(x)), per_call_us(lambda: kernel.run(tensors, outputs))) for _ in range(7)]
-        call = statistics.median(c for c, _ in rounds)
-        run = statistics.median(k for _, k in rounds)
-        tuned = kernel.tune["bestMs"] * 1e3 if not kernel.eager else kernel.tune["baselineMs"] * 1e3
-        print(f"{d:>5} {n:>3} {call:>8.1f} {run:>9.1f} {call - run:>11.1f} {tuned:>8.1f} {run / tuned:>11.2f}x")
+            row("prism.compile", d, n, lambda: compiled(x), kernel, tensors, [torch.empty(n, d)])
+            rows = x.reshape(1, n, d)
+            model, piece, call, tensors, args = backend_piece(layer, rows)
+            row("torch.compile", d, n, lambda: piece(*args), call.kernel, [t.contiguous() for t in tensors],
+                [torch.empty(n, d)], lambda: model(rows))
 
 
 if __name__ == "__main__":

@@ -116,12 +116,38 @@ class Kernel:
         self.threads = tune["threads"]
         self._runner = _CudaPlan(self.library) if answer["target"] == "cuda" else _CpuLibrary(self.library, self.threads)
 
-    def run(self, inputs, outputs):
+    def run(self, inputs, outputs, device=None):
         """Calls the kernel on contiguous tensors at the program's dtypes, on the target's device
-        (the GIL is released)."""
+        (`device`, else the first input's; the GIL is released)."""
         ins = _pointers(len(inputs))(*[t.data_ptr() for t in inputs])
         outs = _pointers(len(outputs))(*[t.data_ptr() for t in outputs])
-        self._runner.run(ins, outs, inputs[0].device if inputs else None)
+        self._runner.run(ins, outs, device or (inputs[0].device if inputs else None))
+
+
+class Call:
+    """A call with tensors of one signature (their shapes, dtypes and devices), worked out at the
+    first such call (Compiled.call_for): `call(tensors)` takes the program's input tensors, makes
+    them contiguous, allocates the outputs and runs `kernel` on their memory. Nothing is checked
+    again: the signature was (docs/python.md, "A call's cost")."""
+
+    def __init__(self, kernel, outputs, device, returns_tuple):
+        import torch
+
+        self.kernel, self.outputs, self.device, self.returns_tuple = kernel, outputs, device, returns_tuple
+        self._empty = torch.empty
+
+    def reshaped(self, shapes):
+        """The same call with its outputs made in `shapes` (as many elements each: a view of the
+        same memory, as torch_backend's rows are)."""
+        return Call(self.kernel, [(tuple(shape), dtype) for shape, (_, dtype) in zip(shapes, self.outputs)], self.device,
+                    self.returns_tuple)
+
+    def __call__(self, tensors):
+        inputs = [t.contiguous() for t in tensors]  # kept alive until the kernel returns
+        empty, device = self._empty, self.device
+        outputs = [empty(shape, dtype=dtype, device=device) for shape, dtype in self.outputs]
+        self.kernel.run(inputs, outputs, device)
+        return tuple(outputs) if self.returns_tuple else outputs[0]
 
 
 @functools.lru_cache(maxsize=None)
@@ -153,8 +179,8 @@ class Compiled:
         self._own_client = client is None
         self._lock = threading.Lock()
         self.kernels = {}
-        # What a call's tensors (their shapes, dtypes, devices) were checked, bound and sized to
-        # before: (kernel, output shapes, output dtypes). A call with them again does no more.
+        # The Call worked out for each signature (_signature) a call's tensors had: a call with
+        # one seen before does no more than the Call.
         self._calls = {}
         self._prepare()
 
@@ -256,22 +282,26 @@ class Compiled:
         return bindings
 
     def __call__(self, *args):
+        tensors = self.program.arguments(self._module, *args)
+        call = self._calls.get(_signature(tensors)) or self._first_call(tensors)
+        return call(tensors)
+
+    def call_for(self, *args):
+        """The Call that runs `args` as this callable would (checked, and tuned at new sizes, at
+        the first call with their signature): torch_backend keeps it for its own calls."""
+        tensors = self.program.arguments(self._module, *args)
+        return self._calls.get(_signature(tensors)) or self._first_call(tensors)
+
+    def _first_call(self, tensors):
+        """The Call for the tensors' signature, after checking them and sizing the outputs."""
         import torch
 
-        tensors = self.program.arguments(self._module, *args)
-        signature = tuple((t.shape, t.dtype, t.device) if isinstance(t, torch.Tensor) else type(t) for t in tensors)
-        call = self._calls.get(signature)
-        if call is None:
-            bindings = self._bind(tensors)
-            shapes = [[size_of(d, bindings) for d in o["shape"]] for o in self._outputs]
-            dtypes = [getattr(torch, _TORCH_DTYPES[o["dtype"]]) for o in self._outputs]
-            call = self._calls[signature] = (self._kernel(bindings), shapes, dtypes)
-        kernel, shapes, dtypes = call
-        inputs = [t.contiguous() for t in tensors]
-        device = inputs[0].device if inputs else None
-        outputs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in zip(shapes, dtypes)]
-        kernel.run(inputs, outputs)
-        return tuple(outputs) if self.program.returns_tuple else outputs[0]
+        bindings = self._bind(tensors)
+        outputs = [(tuple(size_of(d, bindings) for d in o["shape"]), getattr(torch, _TORCH_DTYPES[o["dtype"]]))
+                   for o in self._outputs]
+        device = tensors[0].device if tensors else None
+        call = self._calls[_signature(tensors)] = Call(self._kernel(bindings), outputs, device, self.program.returns_tuple)
+        return call
 
     def close(self):
         """Closes the connection to prismd (a client given to compile stays open); loaded kernels
@@ -279,6 +309,12 @@ class Compiled:
         if self._own_client and self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _signature(tensors):
+    """What a Call is worked out for: each tensor's shape, dtype and device (another value's type:
+    _bind refuses it)."""
+    return tuple([(t.shape, t.dtype, t.device) if hasattr(t, "data_ptr") else type(t) for t in tensors])
 
 
 def _no_fused_kernel(name, bindings, target, tuned):

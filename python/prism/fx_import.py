@@ -36,8 +36,11 @@ class Imported:
         """The tensors for the program's inputs, in order: the call's tensor `args` (a size among
         them, which dynamo passes, is read from the shapes instead), then the module's parameters
         and buffers, read from their owners at each call (one reassigned is the new one)."""
+        owners = self._owners(module)
+        if self._positional_only:
+            return [a for a in args if hasattr(a, "shape")]
         positional = iter(a for a in args if hasattr(a, "shape"))
-        return [next(positional) if owner is None else getattr(owner, attr) for owner, attr in self._owners(module)]
+        return [next(positional) if owner is None else getattr(owner, attr) for owner, attr in owners]
 
     def _owners(self, module):
         """(owning submodule, attribute) of each parameter or buffer input of `module`, (None,
@@ -54,6 +57,7 @@ class Imported:
                 path, _, attr = torch_name.rpartition(".")
                 owners.append((module.get_submodule(path) if path else module, attr))
             self._owners_of = cached = (module, owners)
+            self._positional_only = all(owner is None for owner, _ in owners)
         return cached[1]
 
 

@@ -37,11 +37,9 @@ class Rows:
     def arguments(self, args):
         return [a.reshape(-1, a.shape[-1]) if fold else a for a, fold in zip(args, self.inputs)]
 
-    def results(self, args, results):
-        single = not isinstance(results, tuple)
-        results = (results,) if single else results
-        back = tuple(r if k is None else r.reshape(*args[k].shape[:-1], r.shape[-1]) for r, k in zip(results, self.outputs))
-        return back[0] if single else back
+    def output_shapes(self, args, shapes):
+        """The outputs' shapes at a call with `args`, from the folded program's `shapes`."""
+        return [shape if k is None else (*args[k].shape[:-1], shape[-1]) for shape, k in zip(shapes, self.outputs)]
 
 
 def _weights(graph):

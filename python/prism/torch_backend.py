@@ -521,45 +521,65 @@ def _partition_module(name, compiled, rows, fallback):
     program's own reference overflowing on its inputs, the daemon went away), `fallback`, the piece
     as the graph wrote it, computes them, and a warning says why. So it does where, at the first
     call at new sizes, PyTorch's own ops ran the piece faster in this process (_race): the tuner
-    times prism's kernels against prism's eager plan, not against the kernels the user had."""
+    times prism's kernels against prism's eager plan, not against the kernels the user had.
+    What the first call with a signature decided, later ones do at once (docs/python.md, "A
+    call's cost")."""
     import torch
+
+    unseen = object()
+
+    def arguments(args):  # the program's tensors, as the call gives them: rows are views of them
+        return compiled.program.arguments(compiled._module, *args)
 
     class PrismPartition(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.compiled, self.fallback, self.failed, self.raced = compiled, fallback, set(), set()
-
-        def run(self, args):
-            if rows is None:
-                return self.compiled(*args)
-            return rows.results(args, self.compiled(*rows.arguments(args)))
+            self.compiled, self.fallback, self.rows = compiled, fallback, rows
+            self.calls = {}  # a signature's Call, or None where PyTorch's ops run it
 
         def forward(self, *args):
-            sizes = tuple(tuple(a.shape) if hasattr(a, "shape") else a for a in args)
-            if sizes not in self.failed:
+            # dynamo's guards hold each input's dtype and device; its shapes vary where a dim is
+            # dynamic, the values of its size arguments with them.
+            signature = tuple([a.shape if isinstance(a, torch.Tensor) else a for a in args])
+            call = self.calls.get(signature, unseen)
+            if call is unseen:
+                call = self.calls[signature] = self.first_call(args)
+            if call is not None:
                 try:
-                    out = self.run(args)
-                    if sizes not in self.raced:
-                        self.raced.add(sizes)
-                        ours, theirs = _race(lambda: self.run(args), lambda: self.fallback(*args))
-                        if theirs < ours:
-                            self.failed.add(sizes)
-                            _warn_once(f"prism: {name} stays PyTorch's at {_shapes_text(sizes)}: its own ops ran it in "
-                                       f"{theirs * 1e3:.3f} ms in this process, prism's tuned kernel in "
-                                       f"{ours * 1e3:.3f} ms")
-                    return out
+                    return call(arguments(args))
                 except Exception as error:  # noqa: BLE001 -- PyTorch computes what prism cannot
-                    self.failed.add(sizes)
-                    known = isinstance(error, (PrismError, ConnectionLost, UnsupportedOp))
-                    why = error if known else f"prism failed ({type(error).__name__}: {error}; a bug: please report it)"
-                    _warn_once(f"prism: {name} stays PyTorch's at these sizes: {why}")
+                    self.calls[signature] = self.refused(error)
             return self.fallback(*args)
+
+        def first_call(self, args):
+            """The Call for `args`' signature, or None where PyTorch's ops run them."""
+            try:
+                call = compiled.call_for(*(rows.arguments(args) if rows is not None else args))
+                if rows is not None:
+                    call = call.reshaped(rows.output_shapes(args, [shape for shape, _ in call.outputs]))
+                ours, theirs = _race(lambda: call(arguments(args)), lambda: self.fallback(*args))
+            except Exception as error:  # noqa: BLE001 -- PyTorch computes what prism cannot
+                return self.refused(error)
+            if theirs < ours:
+                _warn_once(f"prism: {name} stays PyTorch's at {_shapes_text(args)}: its own ops ran it in "
+                           f"{theirs * 1e3:.3f} ms in this process, prism's tuned kernel in {ours * 1e3:.3f} ms")
+                return None
+            return call
+
+        # Called by the GraphModule only: no hooks to run, so not through nn.Module's __call__,
+        # which costs microseconds a call (docs/python.md, "A call's cost").
+        __call__ = forward
+
+        def refused(self, error):
+            known = isinstance(error, (PrismError, ConnectionLost, UnsupportedOp))
+            why = error if known else f"prism failed ({type(error).__name__}: {error}; a bug: please report it)"
+            _warn_once(f"prism: {name} stays PyTorch's at these sizes: {why}")
 
     return PrismPartition()
 
 
-def _shapes_text(sizes):
-    return ", ".join("x".join(str(d) for d in s) if isinstance(s, tuple) else str(s) for s in sizes)
+def _shapes_text(args):
+    return ", ".join("x".join(str(d) for d in a.shape) if hasattr(a, "shape") else str(a) for a in args)
 
 
 def _needs_gradients(example_inputs):

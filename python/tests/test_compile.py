@@ -116,6 +116,44 @@ def test_a_new_shape_is_tuned_once_and_the_parameters_are_read_at_each_call(comp
         compiled(x.double())
 
 
+class _Unreachable:
+    """A client or check that must not be reached: any use fails the test."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"a call seen before reached {name}")
+
+    def __call__(self, *args, **kwargs):
+        raise AssertionError("a call seen before was checked again")
+
+
+def test_a_call_seen_before_runs_the_kernel_on_the_callers_memory_with_no_check_and_no_daemon(compiled_of,
+                                                                                             monkeypatch):
+    torch.manual_seed(3)
+    module = LlamaMLPBlock(DIM, HIDDEN).eval()
+    compiled = compiled_of(module)
+    x = outlier_rows(5)
+    with torch.no_grad():
+        want = module(x)
+    assert close(compiled(x), want, 1e-3, 1e-4)  # checked, tuned and loaded
+    pointers = []
+    run = prism.Kernel.run
+    monkeypatch.setattr(prism.Kernel, "run", lambda self, ins, outs, device=None: (
+        pointers.append([t.data_ptr() for t in ins]), run(self, ins, outs, device)))
+    monkeypatch.setattr(compiled, "_client", _Unreachable())
+    monkeypatch.setattr(compiled, "_bind", _Unreachable())
+    assert close(compiled(x), want, 1e-3, 1e-4)
+    # The kernel read the caller's tensors where they lie: the activations and the weights.
+    assert pointers == [[t.data_ptr() for t in compiled.program.arguments(module, x)]]
+    # Strides are no part of a call's signature: a transposed view of the same shape is made
+    # contiguous for the kernel, whose values are the same.
+    strided = x.t().contiguous().t()
+    assert not strided.is_contiguous() and close(compiled(strided), want, 1e-3, 1e-4)
+    assert pointers[-1][0] != strided.data_ptr()
+    # A signature not seen before is checked.
+    with pytest.raises(AssertionError, match="checked again"):
+        compiled(outlier_rows(6))
+
+
 def test_wrong_device_dtype_or_fixed_size_is_an_error_that_says_what_the_program_takes(compiled_of):
     compiled = compiled_of(BertIntermediate(DIM, HIDDEN).eval())
     with pytest.raises(TypeError, match=r"input 'x' is torch.float64, the program takes torch.float32"):

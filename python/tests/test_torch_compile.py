@@ -374,6 +374,25 @@ def test_an_error_of_prisms_own_leaves_the_graph_to_pytorch_and_says_so(monkeypa
     assert "PyTorch runs this graph as written: prism failed on it (IndexError" in report and "please report" in report, report
 
 
+def test_a_pieces_later_calls_at_its_sizes_go_straight_to_its_kernel(shared_daemon, spy, monkeypatch):
+    """The first call at a piece's sizes checks, tunes and races; the later ones at those sizes
+    run the Call it kept (docs/python.md, "A call's cost")."""
+    worked_out = []
+    call_for = prism.Compiled.call_for
+    monkeypatch.setattr(prism.Compiled, "call_for", lambda self, *args: worked_out.append(1) or call_for(self, *args))
+    monkeypatch.setattr(BACKEND, "_race", lambda prism_call, torch_call: (prism_call(), torch_call()) and (1e-3, 2e-3))
+    torch.manual_seed(1)
+    block = LlamaMLPBlock().eval()
+    compiled = torch.compile(block, backend=spy)
+    with torch.no_grad():
+        for seq in (5, 5, 5, 7, 7):
+            x = activations(2, seq)
+            got, want = compiled(x), block(x)
+            assert got.shape == want.shape and torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+    assert len(spy.graphs) == 2 and all(graph.prism_partitions for graph in spy.graphs)
+    assert len(worked_out) == 2, "once at each sizes"
+
+
 @pytest.mark.parametrize("faster", ["prism", "pytorch"])
 def test_at_new_sizes_the_faster_of_prisms_kernel_and_pytorchs_own_ops_runs(shared_daemon, spy, monkeypatch, faster):
     """The tuner races prism's kernels against prism's eager plan; the backend races the kernel
