@@ -214,9 +214,12 @@ def machine():
 
 
 def commit():
+    """The checkout's commit, `+changes` where its tracked files differ from it."""
+    def git(*args):
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=os.path.dirname(__file__)).stdout.strip()
+
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=os.path.dirname(__file__)).stdout.strip()
+        return git("rev-parse", "--short", "HEAD") + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
     except OSError:
         return ""
 
