@@ -223,6 +223,67 @@ TEST_CASE("edge suite: an input with a domain gets a set at its domain's edge", 
     for (float v : set.reference[0].data) CHECK(std::isfinite(v));
 }
 
+// Llama's attention piece at prefill (32 tokens, 8 query heads over 4 key/value heads of 64,
+// o_proj), as torch.compile(backend="prism") imports it from transformers' modeling file.
+const char* kLlamaPrefillAttention = R"(program llama_prefill_attention(q_embed: f32[1, 8, 32, 64], keys: f32[1, 4, 32, 64], values: f32[1, 4, 32, 64], causal_mask: f32[32, 32], l_self_modules_self_attn_modules_o_proj_parameters_weight_: f32[512, 512]) {
+  v_attn_output_0_0 = reshape(keys, [1, 4, 1, 32, 64])
+  v_attn_output_1_0 = reshape(values, [1, 4, 1, 32, 64])
+  v_attn_output_2_0 = reshape(q_embed, [1, 4, 2, 32, 64])
+  v_attn_output_3_0 = v_attn_output_2_0 @ v_attn_output_0_0.mT * 0.125 + causal_mask
+  v_attn_output_4_0 = exp(v_attn_output_3_0 - maximum(max(v_attn_output_3_0, axis=-1), -3.4028234663852886e+38))
+  v_attn_output_5_0 = v_attn_output_4_0 / maximum(sum(v_attn_output_4_0, axis=-1), 1.1754943508222875e-38) @ v_attn_output_1_0
+  v_attn_output = reshape(v_attn_output_5_0, [1, 8, 32, 64])
+  v_transpose_3 = transpose(v_attn_output, perm=[0, 2, 1, 3])
+  v_attn_output_1 = v_transpose_3
+  v_reshape = reshape(v_attn_output_1, [1, 32, 512])
+  v_attn_output_2 = v_reshape
+  v_attn_output_3 = v_attn_output_2 @ l_self_modules_self_attn_modules_o_proj_parameters_weight_.T
+  return v_attn_output_3
+}
+)";
+
+// A kernel that fails every set: it leaves its output as the runner handed it over.
+const char* kWritesNothing = "extern \"C\" const char* prism_error() { return \"\"; }\n"
+                             "extern \"C\" int prism_entry(const void* const*, void* const*, int) { return 0; }\n";
+
+TEST_CASE("edge check: where the eager baseline misses large logits too, a row as far off passes", "[tune][edge_suite][numerics]") {
+  // Logits in the tens of thousands with near ties: summing q.k in another f32 order moves an
+  // output past the tolerance. The eager baseline (OpenBLAS's sgemm) and every fused kernel the
+  // tuner built missed by about 1.2e-4 of the output's magnitude; the interpreter at f32, summing
+  // in its own order, did not, so the set was not skipped, and the piece had no kernel.
+  const Program program = test::lowered_text(kLlamaPrefillAttention, "llama_prefill_attention");
+  const tune::TuneResult result = edge_check_with_kernel(program, {}, kWritesNothing, 1);
+  bool held = false;
+  for (const std::string& note : result.edge_notes) {
+    UNSCOPED_INFO(note);
+    held = held || (note.rfind("the eager baseline fails large logits beside a causal -inf mask (causal_mask): output 0", 0) == 0 &&
+                    note.find("(candidates are held to twice its error there)") != std::string::npos);
+  }
+  CHECK(held);
+  INFO(result.rows[0].error);
+  CHECK(result.rows[0].ok);  // the eager plan as a row: its own error
+  CHECK_FALSE(result.rows[1].ok);
+}
+
+TEST_CASE("edge check: no_worse_than_eager allows twice the baseline's error, output by output, where the reference is finite",
+          "[tune][edge_suite][numerics]") {
+  tune::InputSet set;
+  set.reference = {Tensor::zeros(DType::F32, {5})};
+  set.reference[0].data = {1, 2, 3, 100, NAN};
+  auto out = [](std::vector<float> values) {
+    Tensor t = Tensor::zeros(DType::F32, {5});
+    t.data = std::move(values);
+    return std::vector<Tensor>{t};
+  };
+  const std::vector<Tensor> eager = out({1, 2, 3, 100.02f, 7});  // 2e-4 of the magnitude 100
+  CHECK(tune::no_worse_than_eager(out({1.03f, 2, 3, 100, 0}), eager, set));  // 3e-4
+  CHECK_FALSE(tune::no_worse_than_eager(out({1, 2, 3.05f, 100, 0}), eager, set));  // 5e-4
+  CHECK_FALSE(tune::no_worse_than_eager(out({1, NAN, 3, 100, 0}), eager, set));
+  CHECK(tune::no_worse_than_eager(out({1, 2, 3, 100, NAN}), eager, set));  // where the reference is NaN, anything
+  CHECK_FALSE(tune::no_worse_than_eager(out({1.001f, 2, 3, 100, 0}), out({1, 2, 3, 100, 7}), set));  // an exact baseline allows nothing
+  CHECK_FALSE(tune::no_worse_than_eager(out({1.001f, 2, 3, 100, 0}), out({NAN, 2, 3, 100, 7}), set));  // nor a NaN one
+}
+
 TEST_CASE("edge check: a candidate that gives NaN on a fully masked chunk is rejected, naming the set", "[tune][edge_suite]") {
   // The eager baseline as item 0 and as a row (right everywhere), the buggy kernel as a row.
   const tune::TuneResult result = edge_check_with_kernel(test::lowered_text(kCausal, "causal"), kCausalDims, nan_on_masked_chunk_source(), 1);
