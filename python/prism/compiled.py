@@ -283,24 +283,27 @@ class Compiled:
 
     def __call__(self, *args):
         tensors = self.program.arguments(self._module, *args)
-        call = self._calls.get(_signature(tensors)) or self._first_call(tensors)
-        return call(tensors)
+        return self._call_of(tensors)(tensors)
 
     def call_for(self, *args):
         """The Call that runs `args` as this callable would (checked, and tuned at new sizes, at
         the first call with their signature): torch_backend keeps it for its own calls."""
-        tensors = self.program.arguments(self._module, *args)
-        return self._calls.get(_signature(tensors)) or self._first_call(tensors)
+        return self._call_of(self.program.arguments(self._module, *args))
 
-    def _first_call(self, tensors):
-        """The Call for the tensors' signature, after checking them and sizing the outputs."""
+    def _call_of(self, tensors):
+        """The Call for the tensors' signature: the one worked out before, else one worked out now."""
+        signature = _signature(tensors)
+        return self._calls.get(signature) or self._work_out(tensors, signature)
+
+    def _work_out(self, tensors, signature):
+        """The Call for `signature`, after checking the tensors and sizing the outputs."""
         import torch
 
         bindings = self._bind(tensors)
         outputs = [(tuple(size_of(d, bindings) for d in o["shape"]), getattr(torch, _TORCH_DTYPES[o["dtype"]]))
                    for o in self._outputs]
         device = tensors[0].device if tensors else None
-        call = self._calls[_signature(tensors)] = Call(self._kernel(bindings), outputs, device, self.program.returns_tuple)
+        call = self._calls[signature] = Call(self._kernel(bindings), outputs, device, self.program.returns_tuple)
         return call
 
     def close(self):

@@ -534,7 +534,7 @@ def _partition_module(name, compiled, rows, fallback):
     class PrismPartition(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.compiled, self.fallback, self.rows = compiled, fallback, rows
+            self.compiled, self.fallback = compiled, fallback
             self.calls = {}  # a signature's Call, or None where PyTorch's ops run it
 
         def forward(self, *args):
