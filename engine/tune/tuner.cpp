@@ -77,9 +77,11 @@ sgraph::Instance Option::instance() const {
 
 namespace {
 
-// Every instantiation of every family whose tiles fit `budget`, in family order, priced.
+// Every instantiation of every family whose tiles fit `budget`, in family order, priced; with
+// `past`, only those whose tiles do not fit it (marked spilled).
 std::vector<Option> priced_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims, const sgraph::TileBudget& budget,
-                                   const backend::TargetDescription& target, const CancelToken* cancel) {
+                                   const backend::TargetDescription& target, const CancelToken* cancel,
+                                   const sgraph::TileBudget* past = nullptr) {
   std::vector<Option> options;
   for (size_t f = 0; f < graphs.size(); ++f) {
     if (cancel) cancel->check();
@@ -89,11 +91,13 @@ std::vector<Option> priced_options(const std::vector<sgraph::SGraph>& graphs, co
     for (DimBindings& sizes : sgraph::enumerate(family->graph, dims, budget)) {
       probe.bindings = dims;
       probe.bindings.insert(sizes.begin(), sizes.end());
+      if (past && !sgraph::check_bindings(family->analysis, probe.bindings, *past)) continue;
       Option o;
       o.family = f;
       o.shared = family;
       o.predicted_s = estimate_cost(probe, target, memo).seconds;
       o.sizes = std::move(sizes);
+      o.spilled = past != nullptr;
       options.push_back(std::move(o));
     }
   }
@@ -104,14 +108,19 @@ std::vector<Option> priced_options(const std::vector<sgraph::SGraph>& graphs, co
 
 // Every valid instantiation of every family, cheapest first by the cost model. Each is priced on
 // one probe instance of its family whose bindings change (docs/tuning.md, "The flow of one
-// `tune`", step 3). Where no family's tiles fit the target's budget, those that fit its spill
-// budget (docs/tuning.md, "Tiles past the budget").
+// `tune`", step 3). Those whose tiles fit the target's spill budget but not its tile budget are
+// ranked after all that fit it, marked spilled (docs/tuning.md, "Tiles past the budget").
 std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims,
                                  const backend::TargetDescription& target, const CancelToken* cancel) {
-  std::vector<Option> options = priced_options(graphs, dims, target.tile_budget(), target, cancel);
-  if (options.empty() && target.spill_budget().fast_memory_bytes > target.fast_memory_bytes)
-    options = priced_options(graphs, dims, target.spill_budget(), target, cancel);
-  std::stable_sort(options.begin(), options.end(), [](const Option& a, const Option& b) { return a.predicted_s < b.predicted_s; });
+  const sgraph::TileBudget budget = target.tile_budget(), spill = target.spill_budget();
+  auto cheapest_first = [](const Option& a, const Option& b) { return a.predicted_s < b.predicted_s; };
+  std::vector<Option> options = priced_options(graphs, dims, budget, target, cancel);
+  std::stable_sort(options.begin(), options.end(), cheapest_first);
+  if (spill.fast_memory_bytes > budget.fast_memory_bytes) {
+    std::vector<Option> past = priced_options(graphs, dims, spill, target, cancel, &budget);
+    std::stable_sort(past.begin(), past.end(), cheapest_first);
+    options.insert(options.end(), std::make_move_iterator(past.begin()), std::make_move_iterator(past.end()));
+  }
   for (size_t i = 0; i < options.size(); ++i) options[i].rank = int(i) + 1;
   return options;
 }
@@ -145,7 +154,12 @@ std::string tiling_key(const Option& option) {
 // model ties them) cannot crowd out other tile sizes. The cheapest option with each number of
 // vendor matmuls (library kernels: none, one, two, …) is always timed, and while others are left
 // at most a quarter have one: the model cannot tell a vendor kernel's speed from a fused one's.
+// Spilled options are chosen among only where none fits the budget; else the cheapest of them is
+// timed besides the K (the model prices a spilled block's scratch, not all a cache past the
+// budget costs it: docs/tuning.md, "Tiles past the budget").
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
+  const bool fits = std::any_of(ranked.begin(), ranked.end(), [](const Option& o) { return !o.spilled; });
+  auto eligible = [&](size_t i) { return !fits || !ranked[i].spilled; };
   std::vector<size_t> chosen;
   std::vector<bool> taken(ranked.size(), false);
   std::map<size_t, int> per_family;
@@ -157,29 +171,34 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
     return int(std::count_if(ks.begin(), ks.end(), [](const sgraph::Kernel& k) { return k.vendor_matmul(); }));
   };
   auto vendor = [&](size_t i) { return matmuls(i) > 0; };
+  auto take = [&](size_t i) {
+    taken[i] = true;
+    ++per_family[ranked[i].family];
+    ++per_sizes[tiling_key(ranked[i])];
+    vendors += vendor(i);
+    chosen.push_back(i);
+  };
   std::set<int> counts;
-  for (size_t i = 0; i < ranked.size(); ++i) counts.insert(matmuls(i));
+  for (size_t i = 0; i < ranked.size(); ++i)
+    if (eligible(i)) counts.insert(matmuls(i));
   for (int count : counts)
     for (size_t i = 0; i < ranked.size() && int(chosen.size()) < top; ++i)
-      if (matmuls(i) == count) {
-        taken[i] = true;
-        ++per_family[ranked[i].family];
-        ++per_sizes[tiling_key(ranked[i])];
-        vendors += count > 0;
-        chosen.push_back(i);
+      if (eligible(i) && matmuls(i) == count) {
+        take(i);
         break;
       }
   for (int pass = 0; pass < 2; ++pass)
     for (size_t i = 0; i < ranked.size() && int(chosen.size()) < top; ++i) {
-      if (taken[i] || per_family[ranked[i].family] >= family_cap) continue;
-      const std::string sizes = tiling_key(ranked[i]);
-      if (pass == 0 && (per_sizes[sizes] >= sizes_cap || (vendor(i) && vendors >= sizes_cap))) continue;
-      vendors += vendor(i);
-      taken[i] = true;
-      ++per_family[ranked[i].family];
-      ++per_sizes[sizes];
-      chosen.push_back(i);
+      if (!eligible(i) || taken[i] || per_family[ranked[i].family] >= family_cap) continue;
+      if (pass == 0 && (per_sizes[tiling_key(ranked[i])] >= sizes_cap || (vendor(i) && vendors >= sizes_cap))) continue;
+      take(i);
     }
+  if (fits)
+    for (size_t i = 0; i < ranked.size(); ++i)
+      if (ranked[i].spilled) {
+        take(i);
+        break;
+      }
   std::sort(chosen.begin(), chosen.end());
   return chosen;
 }

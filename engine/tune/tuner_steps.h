@@ -37,6 +37,7 @@ struct Option {
   DimBindings sizes;  // the grid sizes and loop ranges
   double predicted_s = 0;
   int rank = 0;                // 1-based, among every instantiation by cost
+  bool spilled = false;        // its tiles are past the target's tile budget, within its spill budget
   backend::Schedule schedule;  // the backend's (empty: its default)
   // The instance these sizes make of the family (a copy of its graph: made for the few built).
   sgraph::Instance instance() const;
@@ -44,11 +45,13 @@ struct Option {
 
 // Throws Error{InvalidArgument} for a missing, non-positive or unknown dim.
 void check_bindings(const Program& lowered, const DimBindings& bindings);
-// Every valid instantiation of every family, cheapest first by the cost model.
+// Every valid instantiation of every family, cheapest first by the cost model (those within the
+// tile budget, then the spilled ones).
 std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims, const backend::TargetDescription& target,
                                  const CancelToken* cancel);
 // The top K by cost (in rank order), at most half of them (rounded up) from one family and, while
-// other tile sizes are left, at most a quarter with the same tile sizes.
+// other tile sizes are left, at most a quarter with the same tile sizes; spilled options only
+// where none fits the budget, else the cheapest of them besides the K.
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top);
 // What is timed: each chosen option at the first of `schedules` (the backend's default), then the
 // first `explored` chosen ones at each other schedule (docs/tuning.md, "Schedules"). The cost

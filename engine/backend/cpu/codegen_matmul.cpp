@@ -216,6 +216,18 @@ Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType 
   return best;
 }
 
+Blocking nt_packing(int64_t m, int64_t n, int64_t k, int simd_bytes) {
+  constexpr int64_t kPanelBytes = 128 * 1024;
+  const int64_t w = simd_bytes / 4;
+  Blocking b = choose_blocking(m, n, k, simd_bytes, DType::F32, true);
+  if (n < w || k < 1 || m < 2 * int64_t(b.mr)) return Blocking{0, 0};
+  const int64_t most = std::max<int64_t>(w, kPanelBytes / (int64_t(b.nv) * simd_bytes));
+  const int64_t chunks = (k + most - 1) / most, even = (k + chunks - 1) / chunks;
+  b.kc = std::min(k, (even + w - 1) / w * w);
+  b.pack_ld = 0;
+  return b;
+}
+
 double widening_factor(const Blocking& blocking, DType b_dtype, int simd_bytes) {
   if (blocking.slots_per_fma <= 0) return b_dtype == DType::F32 ? 1.0 : 1.0 + double(kWidenOps) / double(std::max(1, blocking.mr));
   // A wide f32 tile's best blocking (AVX2: 6 x 2, 14 slots a 12-FMA step; AVX-512: 8 x 3), once
@@ -279,15 +291,20 @@ std::string mm_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, i
 // their FMAs' latency (choose_blocking). AVX2 with a 16-bit A and a bf16 B widens A first
 // (prism_mm_nt's WA) and takes 4 x 3: three B vectors widened a step (two operations each on the
 // FMA ports) for 12 FMAs, where 2 x 5 widens five and two of A for 10. Not an f16 B, whose
-// vcvtph2ps is one operation off those ports: there 2 x 5 stays faster. The measurements:
-// docs/tuning.md, "The CPU matmul's blocks, strips and chunks".
+// vcvtph2ps is one operation off those ports: there 2 x 5 stays faster. Where many rows pass over
+// each column, the packed form's blocks follow (nt_packing). The measurements: docs/tuning.md,
+// "The CPU matmul's blocks, strips and chunks" and "The NT kernel's blocks".
 std::string mm_nt_call(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc, bool acc, int simd_bytes,
                        DType a_dtype, DType b_dtype, const std::string& pa, const std::string& pb, const std::string& pc) {
   const bool widen_a = simd_bytes == 32 && a_dtype != DType::F32 && b_dtype == DType::BF16;
   const int mr = simd_bytes == 64 || widen_a ? 4 : 2, nr = simd_bytes == 64 ? 4 : widen_a ? 3 : 5;
+  const Blocking packed = nt_packing(m, n, k, simd_bytes);
+  const std::string packing = packed.mr > 0 ? std::string(widen_a ? "" : ", false") + ", " + std::to_string(packed.mr) + ", " +
+                                                  std::to_string(packed.nv) + ", " + std::to_string(packed.kc)
+                                            : "";
   return "prism_mm_nt<" + std::to_string(m) + ", " + std::to_string(n) + ", " + std::to_string(k) + ", " + std::to_string(lda) + ", " +
          std::to_string(ldb) + ", " + std::to_string(ldc) + ", " + (acc ? "true" : "false") + ", " + std::to_string(mr) + ", " +
-         std::to_string(nr) + (widen_a ? ", true" : "") + ">(" + pa + ", " + pb + ", " + pc + ");\n";
+         std::to_string(nr) + (widen_a ? ", true" : "") + packing + ">(" + pa + ", " + pb + ", " + pc + ");\n";
 }
 
 }  // namespace

@@ -81,6 +81,11 @@ struct Blocking {
 // or, where many row blocks pass over a B that stays in the caches, make it copied first (pack_ld).
 Blocking choose_blocking(int64_t m, int64_t n, int64_t k, int simd_bytes, DType b_dtype = DType::F32, bool b_resident = false,
                          int64_t ldb_bytes = 0);
+// The packed NT form's blocks for an M x N result of a B stored transposed (an nn.Linear weight):
+// choose_blocking's for an f32 panel in the caches, K chunks that keep a panel within 128 KiB;
+// mr = 0 where fewer than two full row blocks pass over each panel (the NT kernel reads B^T in
+// place then). The measurements: docs/tuning.md, "The NT kernel's blocks".
+Blocking nt_packing(int64_t m, int64_t n, int64_t k, int simd_bytes);
 // What a matmul's FMAs cost at this blocking, relative to a wide f32 tile's best blocking on the
 // same registers (1 for that tile): a 16-bit B's widening, the broadcasts, B's loads folded into
 // the FMAs, the accumulators' latency and the edge blocks, as choose_blocking counts them.

@@ -215,6 +215,30 @@ TEST_CASE("codegen: views and constants; a transposed B read in place (NT kernel
   CHECK_THAT(generate_cpu_source(inst, {}), !Catch::Contains("prism_mm_nt<16"));
 }
 
+// Many rows over a W^T read in place: the packed NT form (nt_packing) transposes panels of B^T and
+// runs the outer-product kernel; ragged rows, panels, columns and K, f32 and 16-bit operands.
+TEST_CASE("codegen: many rows over a transposed B take the packed NT form and match", "[codegen][views]") {
+  for (int simd : {32, 64}) {
+    INFO("simd " << simd);
+    const int64_t mr = detail::nt_packing(20, 37, 203, simd).mr;
+    CHECK(mr > 0);
+    CHECK(detail::nt_packing(mr, 37, 203, simd).mr == 0);  // one row block a panel: read in place
+    // 20 rows, K = 203 (8 * 20 <= 406 / 2: read in place), 37 columns a block (panels, a tail).
+    CHECK(family_codegen_error(fam::kLlama, {{"n", 20}, {"d", 406}, {"m", 74}}, {{"g1", 2}, {"F1", 2}}, simd) < kTol);
+    std::string bf16 = fam::kLlama;
+    for (size_t at = 0; (at = bf16.find(": f32", at)) != std::string::npos; at += 6) bf16.replace(at, 5, ": bf16");
+    CHECK(family_codegen_error(bf16, {{"n", 20}, {"d", 406}, {"m", 74}}, {{"g1", 2}, {"F1", 2}}, simd, true) < 1e-2);
+  }
+  const detail::Blocking big = detail::nt_packing(64, 4096, 4096, 32);
+  CHECK(big.kc * big.nv * 32 <= 128 * 1024);  // a panel's K chunk stays within 128 KiB
+  CHECK(big.kc % 8 == 0);
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(fam::kLlama), {{"n", 20}, {"d", 406}, {"m", 74}}, {{"g1", 2}, {"F1", 2}},
+                                              sgraph::TileBudget{1 << 20});
+  const detail::Blocking packed = detail::nt_packing(20, 37, 203, native_simd_bytes());
+  CHECK_THAT(generate_cpu_source(inst, {}), Catch::Contains("prism_mm_nt<20, 37, 203,") &&
+                                                Catch::Contains(", " + std::to_string(packed.mr) + ", " + std::to_string(packed.nv) + ", 203>("));
+}
+
 TEST_CASE("codegen: split and concat on tiles, on loads read in place and into a save, match the evaluator", "[codegen][rotary]") {
   for (int simd : {32, 64}) {
     INFO("simd " << simd);
@@ -1068,6 +1092,7 @@ TEST_CASE("codegen: nn.Linear weights (W^T read in place) run on AMX tiles as C^
 TEST_CASE("codegen: AVX2's NT kernel widens a 16-bit A first for a bf16 B and takes 4 x 3 blocks, edges included, and matches", "[codegen][bf16][f16]") {
   // Rows 4, 13 (4, 4, 4, 1), 16; K 200, 303 (a vector tail), 1024; columns 22 (7 blocks of 3 and
   // one), 64. A computed f32 A (exp(X)) is not widened, nor one against an f16 B: 2 x 5 as before.
+  // 13 and 16 rows take the packed form (its A widened, whatever the NT blocks).
   const std::vector<std::pair<DimBindings, DimBindings>> shapes = {
       {{{"n", 4}, {"d", 200}, {"m", 22}}, {{"g1", 1}, {"F1", 1}}},
       {{{"n", 13}, {"d", 303}, {"m", 64}}, {{"g1", 2}, {"F1", 1}}},
@@ -1082,7 +1107,12 @@ TEST_CASE("codegen: AVX2's NT kernel widens a 16-bit A first for a bf16 B and ta
       sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, sizes, sgraph::TileBudget{1 << 20});
       const std::string source = generate_cpu_source(inst, avx2);
       CHECK_THAT(source, Catch::Contains("prism_mm_nt<" + std::to_string(dims.at("n")) + ","));
-      CHECK_THAT(source, computed || dtype == std::string("f16") ? Catch::Contains(", 2, 5>(") : Catch::Contains(", 4, 3, true>("));
+      // Rows enough for two full row blocks add the packed form's blocks (nt_packing), A widened.
+      const detail::Blocking packed = detail::nt_packing(dims.at("n"), dims.at("m") / sizes.at("g1"), dims.at("d"), 32);
+      const bool widened = !computed && dtype == std::string("bf16");
+      const std::string packing = packed.mr == 0 ? "" : std::string(widened ? "" : ", false") + ", " + std::to_string(packed.mr) + ", " +
+                                                            std::to_string(packed.nv) + ", " + std::to_string(packed.kc);
+      CHECK_THAT(source, Catch::Contains((widened ? ", 4, 3, true" : ", 2, 5") + packing + ">("));
       CHECK(family_codegen_error(family, dims, sizes, 32, true) < tol);
     }
 }

@@ -1028,7 +1028,7 @@ constexpr const char* kLlamaDecodeAttention = R"(program llama_decode_attention(
 
 }  // namespace
 
-TEST_CASE("tuner: where no family's tiles fit the tile budget, the spill budget's are ranked; else only the budget's", "[tune]") {
+TEST_CASE("tuner: tiles past the tile budget and within the spill budget are ranked after those within it, marked spilled", "[tune]") {
   const sgraph::SGraph rows = sgraph::parse(kWholeRows);
   backend::TargetDescription cpu = backend::cpu::describe_cpu();
   cpu.fast_memory_bytes = 256 * 1024;
@@ -1039,15 +1039,38 @@ TEST_CASE("tuner: where no family's tiles fit the tile budget, the spill budget'
   const std::vector<tune::steps::Option> spilled = tune::steps::rank_options({rows}, wide, cpu, nullptr);
   REQUIRE_FALSE(spilled.empty());
   for (const tune::steps::Option& o : spilled) {
+    CHECK(o.spilled);
     CHECK_THROWS_WITH(sgraph::instantiate(rows, wide, o.sizes, cpu.tile_budget()), Catch::Contains("fast memory"));
     CHECK_NOTHROW(sgraph::instantiate(rows, wide, o.sizes, cpu.spill_budget()));
   }
-  // Where one fits, the budget alone decides: the spill adds no larger tiles.
+  // Where some fit, the ranking within the budget is as without a spill budget, and the larger
+  // tiles (g1 of 1 .. 256 by powers of two: the largest do not fit) follow, each once, marked.
   const DimBindings narrow{{"n", 256}, {"d", 1024}};
-  const std::vector<DimBindings> with_spill = option_sizes(tune::steps::rank_options({rows}, narrow, cpu, nullptr));
+  const std::vector<tune::steps::Option> both = tune::steps::rank_options({rows}, narrow, cpu, nullptr);
   cpu.spill_tile_bytes = 0;
-  CHECK(with_spill == option_sizes(tune::steps::rank_options({rows}, narrow, cpu, nullptr)));
-  CHECK(with_spill.size() < size_t(9));  // g1 of 1 .. 256 by powers of two: the largest tiles do not fit
+  const std::vector<DimBindings> within = option_sizes(tune::steps::rank_options({rows}, narrow, cpu, nullptr));
+  CHECK(within.size() < size_t(9));
+  REQUIRE(both.size() == size_t(9));
+  for (size_t i = 0; i < both.size(); ++i) {
+    CHECK(both[i].rank == int(i) + 1);
+    CHECK(both[i].spilled == (i >= within.size()));
+    if (i < within.size()) CHECK(both[i].sizes == within[i]);
+  }
+}
+
+TEST_CASE("tuner: the cheapest spilled option is timed besides the top K, all of them where none fits", "[tune]") {
+  namespace fam = test::families;
+  std::vector<tune::steps::Option> ranked;  // as rank_options orders them: within the budget first
+  for (int64_t g1 : {16, 8, 32, 4}) ranked.push_back(option(ranked.size(), fam::kRmsLinear, {{"F1", 32}, {"g1", g1}}, 1.0 + 0.01 * double(ranked.size())));
+  for (int64_t f1 : {64, 128, 16}) {  // three spilled options (families 4, 5, 6), cheaper by the model
+    ranked.push_back(option(ranked.size(), fam::kRmsLinear, {{"F1", f1}, {"g1", 2}}, 0.5 + 0.01 * double(ranked.size())));
+    ranked.back().spilled = true;
+  }
+  CHECK(tune::steps::choose(ranked, 2) == std::vector<size_t>{0, 1, 4});
+  CHECK(tune::steps::choose(ranked, 4) == std::vector<size_t>{0, 1, 2, 3, 4});
+  std::vector<tune::steps::Option> all(ranked.begin() + 4, ranked.end());
+  CHECK(tune::steps::choose(all, 4) == std::vector<size_t>{0, 1, 2});
+  CHECK(tune::steps::choose(all, 2) == std::vector<size_t>{0, 1});
 }
 
 TEST_CASE("tuner: Llama's decode attention over a cache past the tile budget is tuned in the spill budget and right",

@@ -75,7 +75,19 @@ static inline __attribute__((always_inline)) void prism_mk_dot(long K, const pri
   prism_block_store<MR, NV>(c, C, ldc);
 }
 
-template <int MR, int NV, bool ACC, bool PF, typename TA, typename TB>
+// Whether a vf fits one vector register of the compiler's target (so an asm operand may hold it:
+// not 64-byte vectors compiled for a CPU without AVX-512, as tests compile them).
+#if defined(__AVX512F__)
+constexpr bool prism_vf_in_register = true;
+#elif defined(__AVX__)
+constexpr bool prism_vf_in_register = sizeof(vf) <= 32;
+#else
+constexpr bool prism_vf_in_register = sizeof(vf) <= 16;
+#endif
+
+// PIN: B's vectors are held in registers (GCC otherwise folds them into the FMAs as memory
+// operands, loading each once per row: the packed NT form's 6 x 2 blocks then ran 4% slower).
+template <int MR, int NV, bool ACC, bool PF, bool PIN = false, typename TA, typename TB>
 static inline __attribute__((always_inline)) void prism_mk_vectors(long K, const TA* __restrict A, long lda, const TB* __restrict B,
                                                                    long ldb, float* __restrict C, long ldc, const TB* P) {
   vf c[MR][NV];
@@ -83,7 +95,10 @@ static inline __attribute__((always_inline)) void prism_mk_vectors(long K, const
   for (long k = 0; k < K; ++k) {
     vf b[NV];
 #pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v) b[v] = vload(B + k * ldb + v * kW);
+    for (int v = 0; v < NV; ++v) {
+      b[v] = vload(B + k * ldb + v * kW);
+      if constexpr (PIN && prism_vf_in_register) __asm__("" : "+v"(b[v]));
+    }
     if constexpr (PF) {
 #pragma GCC unroll 16
       for (long l = 0; l < NV * kW; l += 64 / long(sizeof(TB))) __builtin_prefetch(P + k * ldb + l, 0, 2);
@@ -229,22 +244,79 @@ static inline void prism_copy_rows(const TA* __restrict A, float* __restrict P) 
     for (long k = 0; k < K; ++k) P[i * LDP + k] = A[i * LDA + k];
 }
 
+// One panel of C's columns (NV vectors: NV * kW rows of Bt) over all of A, KC rows of K at a
+// time: the chunk of the panel is transposed (and widened to f32) into P, K-major and NV * kW
+// floats a row, and every MR-row block of A runs the outer-product kernel over it from L1/L2.
+template <long M, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, typename TB>
+static inline void prism_nt_panel(const float* __restrict A, const TB* __restrict B, float* __restrict C, float* __restrict P) {
+  constexpr long NB = long(NV) * kW, MFULL = M / MR * MR;
+  for (long k0 = 0; k0 < K; k0 += KC) {
+    const long kc = K - k0 < KC ? K - k0 : KC, kv = kc / kW * kW;
+    for (long c0 = 0; c0 < NB; c0 += kW) {
+      for (long k = 0; k < kv; k += kW) {
+        vf r[kW];
+#pragma GCC unroll 16
+        for (int i = 0; i < int(kW); ++i) r[i] = vload(B + (c0 + i) * LDB + k0 + k);
+        prism_transpose(r);
+#pragma GCC unroll 16
+        for (int i = 0; i < int(kW); ++i) vstore(P + (k + i) * NB + c0, r[i]);
+      }
+      for (long k = kv; k < kc; ++k)
+        for (long i = 0; i < kW; ++i) P[k * NB + c0 + i] = float(B[(c0 + i) * LDB + k0 + k]);
+    }
+    const float* const a = A + k0;
+    for (long i = 0; i < MFULL; i += MR) {
+      if (ACC || k0 > 0) prism_mk_vectors<MR, NV, true, false, true>(kc, a + i * LDA, LDA, P, NB, C + i * LDC, LDC, P);
+      else prism_mk_vectors<MR, NV, false, false, true>(kc, a + i * LDA, LDA, P, NB, C + i * LDC, LDC, P);
+    }
+    if constexpr (M > MFULL) {
+      if (ACC || k0 > 0) prism_mk_vectors<int(M - MFULL), NV, true, false, true>(kc, a + MFULL * LDA, LDA, P, NB, C + MFULL * LDC, LDC, P);
+      else prism_mk_vectors<int(M - MFULL), NV, false, false, true>(kc, a + MFULL * LDA, LDA, P, NB, C + MFULL * LDC, LDC, P);
+    }
+  }
+}
+
+// The packed NT form, where many rows of A pass over each column (codegen's nt_packing says
+// when): B^T's panels are transposed once per call into the thread's buffer 3 rather than summed
+// across lanes per result element; the last N % kW columns take the NT kernel (MR x 1 blocks).
+// False where the buffer could not be had (the caller reads B in place then). The measurements:
+// docs/tuning.md, "The NT kernel's blocks".
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, typename TB>
+static inline bool prism_mm_nt_packed(const float* __restrict A, const TB* __restrict B, float* __restrict C) {
+  constexpr long NB = long(NV) * kW, NFULL = N / NB * NB, NVR = (N - NFULL) / kW, J = NFULL + NVR * kW;
+  constexpr long MFULL = M / MR * MR;
+  float* const P = static_cast<float*>(prism_thread_buffer<3>(sizeof(float) * (K < KC ? K : KC) * NB));
+  if (!P) return false;
+  for (long j = 0; j < NFULL; j += NB) prism_nt_panel<M, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B + j * LDB, C + j, P);
+  if constexpr (NVR > 0) prism_nt_panel<M, K, LDA, LDB, LDC, ACC, MR, int(NVR), KC>(A, B + NFULL * LDB, C + NFULL, P);
+  for (long j = J; j < N; ++j) {
+    for (long i = 0; i < MFULL; i += MR) prism_mk_nt<MR, 1, ACC>(K, A + i * LDA, LDA, B + j * LDB, LDB, C + i * LDC + j, LDC);
+    if constexpr (M > MFULL) prism_mk_nt<int(M - MFULL), 1, ACC>(K, A + MFULL * LDA, LDA, B + j * LDB, LDB, C + MFULL * LDC + j, LDC);
+  }
+  return true;
+}
+
 // WA: a 16-bit A is widened first, whole (rows K + 16 floats apart, in the thread's buffer 2), so
 // that each step widens only B's vectors; the caller picks blocks for an f32 A then. K is not cut
 // into chunks: whole rows of an nn.Linear weight stream better than pieces kept in L1 (same
-// section, "The NT kernel's blocks").
-template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NR, bool WA = false, typename TA, typename TB>
+// section, "The NT kernel's blocks"). PMR > 0: the packed form with PMR x PNV blocks and K chunks
+// of PKC (a 16-bit A widened first for it too).
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NR, bool WA = false, int PMR = 0, int PNV = 0,
+          long PKC = 0, typename TA, typename TB>
 static inline void prism_mm_nt(const TA* __restrict A, const TB* __restrict B, float* __restrict C) {
   constexpr long MFULL = M / MR * MR, NFULL = N / NR * NR;
   if constexpr (prism_amx_nt<TA, TB>::value && M >= prism_amx_nt<TA, TB>::min_rows) {  // the tile unit, where the OS granted it
     if (prism_amx_ok && prism_mm_amx_nt<M, N, K, LDA, LDB, LDC, ACC>(A, B, C)) return;
   }
-  if constexpr (WA && sizeof(TA) == 2) {
+  if constexpr ((WA || PMR > 0) && sizeof(TA) == 2) {
     constexpr long LDW = K + 16;
     if (float* const w = static_cast<float*>(prism_thread_buffer<2>(sizeof(float) * M * LDW))) {
       prism_copy_rows<M, K, LDA, LDW>(A, w);
-      return prism_mm_nt<M, N, K, LDW, LDB, LDC, ACC, MR, NR>(static_cast<const float*>(w), B, C);
+      return prism_mm_nt<M, N, K, LDW, LDB, LDC, ACC, MR, NR, false, PMR, PNV, PKC>(static_cast<const float*>(w), B, C);
     }
+  }
+  if constexpr (PMR > 0 && sizeof(TA) == sizeof(float)) {
+    if (prism_mm_nt_packed<M, N, K, LDA, LDB, LDC, ACC, PMR, PNV, PKC>(A, B, C)) return;
   }
   for (long j = 0; j < NFULL; j += NR) {
     for (long i = 0; i < MFULL; i += MR) prism_mk_nt<MR, NR, ACC>(K, A + i * LDA, LDA, B + j * LDB, LDB, C + i * LDC + j, LDC);
