@@ -154,11 +154,13 @@ std::string tiling_key(const Option& option) {
 // model ties them) cannot crowd out other tile sizes. The cheapest option with each number of
 // vendor matmuls (library kernels: none, one, two, …) is always timed, and while others are left
 // at most a quarter have one: the model cannot tell a vendor kernel's speed from a fused one's.
-// Spilled options are chosen among only where none fits the budget; else the cheapest of them is
-// timed besides the K (the model prices a spilled block's scratch, not all a cache past the
-// budget costs it: docs/tuning.md, "Tiles past the budget").
+// Spilled options are chosen among only where none fits the budget; else, from K = 2 on, the
+// cheapest of them takes the last of the K slots (the model prices a spilled block's scratch, not
+// all a cache past the budget costs it: docs/tuning.md, "Tiles past the budget").
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
   const bool fits = std::any_of(ranked.begin(), ranked.end(), [](const Option& o) { return !o.spilled; });
+  const bool spills = fits && top >= 2 && std::any_of(ranked.begin(), ranked.end(), [](const Option& o) { return o.spilled; });
+  if (spills) --top;
   auto eligible = [&](size_t i) { return !fits || !ranked[i].spilled; };
   std::vector<size_t> chosen;
   std::vector<bool> taken(ranked.size(), false);
@@ -193,7 +195,7 @@ std::vector<size_t> choose(const std::vector<Option>& ranked, int top) {
       if (pass == 0 && (per_sizes[tiling_key(ranked[i])] >= sizes_cap || (vendor(i) && vendors >= sizes_cap))) continue;
       take(i);
     }
-  if (fits)
+  if (spills)
     for (size_t i = 0; i < ranked.size(); ++i)
       if (ranked[i].spilled) {
         take(i);

@@ -51,7 +51,7 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
                                  const CancelToken* cancel);
 // The top K by cost (in rank order), at most half of them (rounded up) from one family and, while
 // other tile sizes are left, at most a quarter with the same tile sizes; spilled options only
-// where none fits the budget, else the cheapest of them besides the K.
+// where none fits the budget, else (K >= 2) the cheapest of them in the last slot.
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top);
 // What is timed: each chosen option at the first of `schedules` (the backend's default), then the
 // first `explored` chosen ones at each other schedule (docs/tuning.md, "Schedules"). The cost

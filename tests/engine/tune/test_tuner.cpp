@@ -1058,7 +1058,7 @@ TEST_CASE("tuner: tiles past the tile budget and within the spill budget are ran
   }
 }
 
-TEST_CASE("tuner: the cheapest spilled option is timed besides the top K, all of them where none fits", "[tune]") {
+TEST_CASE("tuner: the cheapest spilled option takes the last of the top K (K >= 2), all of them where none fits", "[tune]") {
   namespace fam = test::families;
   std::vector<tune::steps::Option> ranked;  // as rank_options orders them: within the budget first
   for (int64_t g1 : {16, 8, 32, 4}) ranked.push_back(option(ranked.size(), fam::kRmsLinear, {{"F1", 32}, {"g1", g1}}, 1.0 + 0.01 * double(ranked.size())));
@@ -1066,8 +1066,10 @@ TEST_CASE("tuner: the cheapest spilled option is timed besides the top K, all of
     ranked.push_back(option(ranked.size(), fam::kRmsLinear, {{"F1", f1}, {"g1", 2}}, 0.5 + 0.01 * double(ranked.size())));
     ranked.back().spilled = true;
   }
-  CHECK(tune::steps::choose(ranked, 2) == std::vector<size_t>{0, 1, 4});
-  CHECK(tune::steps::choose(ranked, 4) == std::vector<size_t>{0, 1, 2, 3, 4});
+  CHECK(tune::steps::choose(ranked, 1) == std::vector<size_t>{0});
+  CHECK(tune::steps::choose(ranked, 2) == std::vector<size_t>{0, 4});
+  CHECK(tune::steps::choose(ranked, 4) == std::vector<size_t>{0, 1, 2, 4});
+  CHECK(tune::steps::choose(ranked, 5) == std::vector<size_t>{0, 1, 2, 3, 4});
   std::vector<tune::steps::Option> all(ranked.begin() + 4, ranked.end());
   CHECK(tune::steps::choose(all, 4) == std::vector<size_t>{0, 1, 2});
   CHECK(tune::steps::choose(all, 2) == std::vector<size_t>{0, 1});
