@@ -574,6 +574,7 @@ def _partition_module(name, compiled, rows, fallback):
             known = isinstance(error, (PrismError, ConnectionLost, UnsupportedOp))
             why = error if known else f"prism failed ({type(error).__name__}: {error}; a bug: please report it)"
             _warn_once(f"prism: {name} stays PyTorch's at these sizes: {why}")
+            return None  # the Call kept for these sizes: PyTorch's ops run them
 
     return PrismPartition()
 

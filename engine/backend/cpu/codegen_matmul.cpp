@@ -224,7 +224,6 @@ Blocking nt_packing(int64_t m, int64_t n, int64_t k, int simd_bytes) {
   const int64_t most = std::max<int64_t>(w, kPanelBytes / (int64_t(b.nv) * simd_bytes));
   const int64_t chunks = (k + most - 1) / most, even = (k + chunks - 1) / chunks;
   b.kc = std::min(k, (even + w - 1) / w * w);
-  b.pack_ld = 0;
   return b;
 }
 

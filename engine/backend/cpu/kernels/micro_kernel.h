@@ -244,12 +244,22 @@ static inline void prism_copy_rows(const TA* __restrict A, float* __restrict P) 
     for (long k = 0; k < K; ++k) P[i * LDP + k] = A[i * LDA + k];
 }
 
+// Every MR-row block of A (the last one shorter) over a K chunk of a packed panel P, NV vectors a
+// row, with B's vectors pinned.
+template <long M, long LDA, long LDC, bool ACC, int MR, int NV>
+static inline void prism_panel_rows(long kc, const float* __restrict A, const float* __restrict P, float* __restrict C) {
+  constexpr long NB = long(NV) * kW, MFULL = M / MR * MR;
+  for (long i = 0; i < MFULL; i += MR) prism_mk_vectors<MR, NV, ACC, false, true>(kc, A + i * LDA, LDA, P, NB, C + i * LDC, LDC, P);
+  if constexpr (M > MFULL)
+    prism_mk_vectors<int(M - MFULL), NV, ACC, false, true>(kc, A + MFULL * LDA, LDA, P, NB, C + MFULL * LDC, LDC, P);
+}
+
 // One panel of C's columns (NV vectors: NV * kW rows of Bt) over all of A, KC rows of K at a
 // time: the chunk of the panel is transposed (and widened to f32) into P, K-major and NV * kW
 // floats a row, and every MR-row block of A runs the outer-product kernel over it from L1/L2.
 template <long M, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, typename TB>
 static inline void prism_nt_panel(const float* __restrict A, const TB* __restrict B, float* __restrict C, float* __restrict P) {
-  constexpr long NB = long(NV) * kW, MFULL = M / MR * MR;
+  constexpr long NB = long(NV) * kW;
   for (long k0 = 0; k0 < K; k0 += KC) {
     const long kc = K - k0 < KC ? K - k0 : KC, kv = kc / kW * kW;
     for (long c0 = 0; c0 < NB; c0 += kW) {
@@ -264,15 +274,18 @@ static inline void prism_nt_panel(const float* __restrict A, const TB* __restric
       for (long k = kv; k < kc; ++k)
         for (long i = 0; i < kW; ++i) P[k * NB + c0 + i] = float(B[(c0 + i) * LDB + k0 + k]);
     }
-    const float* const a = A + k0;
-    for (long i = 0; i < MFULL; i += MR) {
-      if (ACC || k0 > 0) prism_mk_vectors<MR, NV, true, false, true>(kc, a + i * LDA, LDA, P, NB, C + i * LDC, LDC, P);
-      else prism_mk_vectors<MR, NV, false, false, true>(kc, a + i * LDA, LDA, P, NB, C + i * LDC, LDC, P);
-    }
-    if constexpr (M > MFULL) {
-      if (ACC || k0 > 0) prism_mk_vectors<int(M - MFULL), NV, true, false, true>(kc, a + MFULL * LDA, LDA, P, NB, C + MFULL * LDC, LDC, P);
-      else prism_mk_vectors<int(M - MFULL), NV, false, false, true>(kc, a + MFULL * LDA, LDA, P, NB, C + MFULL * LDC, LDC, P);
-    }
+    if (ACC || k0 > 0) prism_panel_rows<M, LDA, LDC, true, MR, NV>(kc, A + k0, P, C);
+    else prism_panel_rows<M, LDA, LDC, false, MR, NV>(kc, A + k0, P, C);
+  }
+}
+
+// Columns [J0, N) of C by the NT kernel, one column a block: the last N % NR (or N % kW) columns.
+template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, long J0, typename TA, typename TB>
+static inline void prism_nt_columns(const TA* __restrict A, const TB* __restrict B, float* __restrict C) {
+  constexpr long MFULL = M / MR * MR;
+  for (long j = J0; j < N; ++j) {
+    for (long i = 0; i < MFULL; i += MR) prism_mk_nt<MR, 1, ACC>(K, A + i * LDA, LDA, B + j * LDB, LDB, C + i * LDC + j, LDC);
+    if constexpr (M > MFULL) prism_mk_nt<int(M - MFULL), 1, ACC>(K, A + MFULL * LDA, LDA, B + j * LDB, LDB, C + MFULL * LDC + j, LDC);
   }
 }
 
@@ -283,16 +296,12 @@ static inline void prism_nt_panel(const float* __restrict A, const TB* __restric
 // docs/tuning.md, "The NT kernel's blocks".
 template <long M, long N, long K, long LDA, long LDB, long LDC, bool ACC, int MR, int NV, long KC, typename TB>
 static inline bool prism_mm_nt_packed(const float* __restrict A, const TB* __restrict B, float* __restrict C) {
-  constexpr long NB = long(NV) * kW, NFULL = N / NB * NB, NVR = (N - NFULL) / kW, J = NFULL + NVR * kW;
-  constexpr long MFULL = M / MR * MR;
+  constexpr long NB = long(NV) * kW, NFULL = N / NB * NB, NVR = (N - NFULL) / kW;
   float* const P = static_cast<float*>(prism_thread_buffer<3>(sizeof(float) * (K < KC ? K : KC) * NB));
   if (!P) return false;
   for (long j = 0; j < NFULL; j += NB) prism_nt_panel<M, K, LDA, LDB, LDC, ACC, MR, NV, KC>(A, B + j * LDB, C + j, P);
   if constexpr (NVR > 0) prism_nt_panel<M, K, LDA, LDB, LDC, ACC, MR, int(NVR), KC>(A, B + NFULL * LDB, C + NFULL, P);
-  for (long j = J; j < N; ++j) {
-    for (long i = 0; i < MFULL; i += MR) prism_mk_nt<MR, 1, ACC>(K, A + i * LDA, LDA, B + j * LDB, LDB, C + i * LDC + j, LDC);
-    if constexpr (M > MFULL) prism_mk_nt<int(M - MFULL), 1, ACC>(K, A + MFULL * LDA, LDA, B + j * LDB, LDB, C + MFULL * LDC + j, LDC);
-  }
+  prism_nt_columns<M, N, K, LDA, LDB, LDC, ACC, MR, NFULL + NVR * kW>(A, B, C);
   return true;
 }
 
@@ -322,10 +331,7 @@ static inline void prism_mm_nt(const TA* __restrict A, const TB* __restrict B, f
     for (long i = 0; i < MFULL; i += MR) prism_mk_nt<MR, NR, ACC>(K, A + i * LDA, LDA, B + j * LDB, LDB, C + i * LDC + j, LDC);
     if constexpr (M > MFULL) prism_mk_nt<int(M - MFULL), NR, ACC>(K, A + MFULL * LDA, LDA, B + j * LDB, LDB, C + MFULL * LDC + j, LDC);
   }
-  for (long j = NFULL; j < N; ++j) {
-    for (long i = 0; i < MFULL; i += MR) prism_mk_nt<MR, 1, ACC>(K, A + i * LDA, LDA, B + j * LDB, LDB, C + i * LDC + j, LDC);
-    if constexpr (M > MFULL) prism_mk_nt<int(M - MFULL), 1, ACC>(K, A + MFULL * LDA, LDA, B + j * LDB, LDB, C + MFULL * LDC + j, LDC);
-  }
+  prism_nt_columns<M, N, K, LDA, LDB, LDC, ACC, MR, NFULL>(A, B, C);
 }
 
 // Rows of A a multiple of 4 KiB apart fall in one L1 set, which holds 8 lines: the broadcasts of
