@@ -142,9 +142,47 @@ bool rows_in_vectors(const View& x, const View& out, int64_t element_bytes) {
   return true;
 }
 
+// The dim along which x is contiguous where that is not its last (a tile read transposed:
+// nn.Linear's [out, in] weight staged as [in, out]) and every vector of 16 bytes along it can be
+// read whole into the dense `out`; -1 where there is none.
+int columns_in_vectors(const View& x, const View& out, int64_t element_bytes) {
+  if (x.shape.size() < 2 || out.shape != x.shape || out.strides != dense_strides(out.shape) || x.strides.back() == 1) return -1;
+  int along = -1;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (x.strides[d] == 1 && x.shape[d] > 1) {
+      if (along >= 0) return -1;
+      along = int(d);
+    } else if (x.shape[d] > 1 && x.strides[d] * element_bytes % 16 != 0) {
+      return -1;
+    }
+  }
+  return along >= 0 && x.shape[size_t(along)] * element_bytes % 16 == 0 ? along : -1;
+}
+
+// A tile read transposed: each thread reads 16-byte vectors along x's contiguous dim `along`
+// (consecutive threads consecutive vectors) and writes their elements into `out` a row apart.
+std::string emit_column_load(const View& x, const View& out, int along, int64_t element_bytes, const EmitContext& ctx) {
+  const int64_t per_vector = 16 / element_bytes;
+  std::vector<int64_t> shape, sx, so;  // the vectors' index space, `along` last (fastest)
+  const std::vector<int64_t> dense = dense_strides(out.shape);
+  for (size_t d = 0; d <= x.shape.size(); ++d) {
+    const size_t at = d < x.shape.size() ? d : size_t(along);
+    if (d < x.shape.size() && int(d) == along) continue;
+    const int64_t step = int(at) == along ? per_vector : 1;
+    shape.push_back(x.shape[at] / step);
+    sx.push_back(x.strides[at] * step);
+    so.push_back(dense[at] * step);
+  }
+  return spread_loop(element_count(shape), "e", ctx, [&](const std::string& ind) {
+    return coordinates(shape, "e", "i", ind, ctx) + ind + "prism_scatter16(&" + out.ptr + "[" + offset(so, shape, "i", ctx) + "], " +
+           std::to_string(dense[size_t(along)]) + ", &" + x.ptr + "[" + offset(sx, shape, "i", ctx) + "]);\n";
+  });
+}
+
 }  // namespace
 
 std::string emit_tile_load(const View& x, const View& out, int64_t element_bytes, const EmitContext& ctx) {
+  if (const int along = columns_in_vectors(x, out, element_bytes); along >= 0) return emit_column_load(x, out, along, element_bytes, ctx);
   if (!rows_in_vectors(x, out, element_bytes)) return emit_raw_copy(x, out, ctx);
   const bool wide = ctx.spread == Spread::Grid;
   const int64_t row = x.shape.back(), per_vector = 16 / element_bytes, vectors_per_row = row / per_vector;

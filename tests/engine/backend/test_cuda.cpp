@@ -627,6 +627,30 @@ TEST_CASE("cuda: loads are staged with 16-byte vectors where every row allows", 
   CHECK(has(cuda_source(fam::kSplitContractionPartials, {{"n", 4}, {"d", 32}, {"m", 24}}, {{"g1", 4}}), "prism_copy16_async(&"));
 }
 
+TEST_CASE("cuda: a tile read transposed (nn.Linear's [out, in] weight) is staged by 16-byte vectors along its stored rows", "[cuda]") {
+  CudaCodegenOptions single;
+  single.double_buffer = false;
+  std::string half = fam::kLlama;  // its inputs stored as f16
+  for (const char* name : {"input X: f32[", "input g: f32[", "input W: f32["}) {
+    const size_t at = half.find(name);
+    half.replace(at + std::strlen(name) - 4, 3, "f16");
+  }
+  for (const std::string& family : {std::string(fam::kLlama), half}) {
+    INFO(family);
+    // W [m, d] read as [d, m]: a tile of 32 x 16 whose columns lie along W's rows.
+    const std::string src = cuda_source(family, {{"n", 4}, {"d", 64}, {"m", 32}}, {{"g1", 2}, {"F1", 2}}, single);
+    CHECK(has(src, "prism_scatter16(&v"));
+    CHECK(emulated_error(family, {{"n", 4}, {"d", 64}, {"m", 32}}, {{"g1", 2}, {"F1", 2}}, single) < kHalfTol);
+    CHECK(emulated_error(family, {{"n", 4}, {"d", 64}, {"m", 32}}, {{"g1", 2}, {"F1", 2}}) < kHalfTol);  // double-buffered
+    CHECK(emulated_error(family, {{"n", 3}, {"d", 128}, {"m", 24}}, {{"g1", 3}, {"F1", 4}}) < kHalfTol);
+  }
+  // Columns of 12 halves (24 bytes) along W's rows: element by element, and still right.
+  const std::string odd = cuda_source(half, {{"n", 4}, {"d", 24}, {"m", 16}}, {{"g1", 2}, {"F1", 2}}, single);
+  CHECK_FALSE(has(odd, "prism_scatter16(&v"));
+  CHECK(emulated_error(half, {{"n", 4}, {"d", 24}, {"m", 16}}, {{"g1", 2}, {"F1", 2}}, single) < kHalfTol);
+  if (have_nvrtc()) compiles(sgraph::instantiate(sgraph::parse(half), {{"n", 8}, {"d", 256}, {"m", 64}}, {{"g1", 4}, {"F1", 2}}, kGpu));
+}
+
 TEST_CASE("cuda: a block's scalar matmul with several outputs per thread advances them in one pass over k, and matches", "[cuda]") {
   CudaCodegenOptions options;
   options.tensor_cores = false;

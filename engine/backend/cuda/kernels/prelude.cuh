@@ -10,6 +10,25 @@ __device__ __forceinline__ void prism_put(__half* p, float v) { *p = __float2hal
 __device__ __forceinline__ void prism_put(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 // A 16-byte copy; both pointers 16-byte aligned (a tile row staged with vector loads).
 __device__ __forceinline__ void prism_copy16(void* dst, const void* src) { *static_cast<uint4*>(dst) = *static_cast<const uint4*>(src); }
+// Part `part` of a 32-bit word as an element: the word (f32) or its low or high half.
+__device__ __forceinline__ void prism_word_part(float* out, unsigned w, int) { *out = __uint_as_float(w); }
+__device__ __forceinline__ void prism_word_part(__half* out, unsigned w, int part) {
+  *out = __ushort_as_half(static_cast<unsigned short>(part ? w >> 16 : w & 0xffffu));
+}
+__device__ __forceinline__ void prism_word_part(__nv_bfloat16* out, unsigned w, int part) {
+  *out = __ushort_as_bfloat16(static_cast<unsigned short>(part ? w >> 16 : w & 0xffffu));
+}
+// A 16-byte vector of a tile read transposed (its elements contiguous in global memory, a row of
+// shared memory apart): one 16-byte load, then the elements `stride` apart, taken from the
+// vector's words by shifts so that nothing goes through the stack.
+template <class T>
+__device__ __forceinline__ void prism_scatter16(T* dst, int stride, const T* src) {
+  const uint4 v = *reinterpret_cast<const uint4*>(src);
+  const unsigned w[4] = {v.x, v.y, v.z, v.w};
+  constexpr int per_word = int(4 / sizeof(T));
+#pragma unroll
+  for (int j = 0; j < 4 * per_word; ++j) prism_word_part(dst + j * stride, w[j / per_word], j % per_word);
+}
 // The same copy from global into shared memory, asynchronous from sm_80 on (cp.async, no register
 // on the way): a thread's copies of a tile are all in flight at once, as a memory-bound kernel
 // with one block per SM needs. prism_copy_wait() waits for this thread's copies; a barrier after
