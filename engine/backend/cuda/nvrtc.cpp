@@ -177,6 +177,14 @@ std::vector<std::string> nvrtc_options(const std::string& arch) {
   return o;
 }
 
+PtxResult compile_for_review(const std::string& source, const std::string& arch) {
+  const Nvrtc& n = nvrtc();
+  if (!n.ok) throw Error(Error::Kind::Failed, n.detail);
+  std::vector<std::string> options = nvrtc_options(arch);
+  options.push_back("--ptxas-options=-v");
+  return run_nvrtc(n, source, options);
+}
+
 PtxResult compile_to_ptx(const std::string& source, const std::string& arch, const std::string& cache_dir) {
   const Nvrtc& n = nvrtc();
   if (!n.ok) throw Error(Error::Kind::Failed, n.detail);

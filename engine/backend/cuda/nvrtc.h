@@ -34,4 +34,9 @@ std::vector<std::string> nvrtc_options(const std::string& arch);
 // compile (the first lines of NVRTC's log).
 PtxResult compile_to_ptx(const std::string& source, const std::string& arch = "compute_90", const std::string& cache_dir = "");
 
+// `source` compiled for a real architecture (`sm_90`) with ptxas's resource report: the PTX, and
+// NVRTC's log holding ptxas's -v lines (resources.h reads them). Not cached: it is read, not run.
+// Throws as compile_to_ptx does.
+PtxResult compile_for_review(const std::string& source, const std::string& arch = "sm_90");
+
 }  // namespace prism::backend::cuda

@@ -1,0 +1,74 @@
+// prism_review_cuda [WORKLOAD...] [--check]: the static review of the CUDA kernel the cost model
+// ranks first at each of issue 65's decode shapes (bench/review.h), with no GPU: per kernel, its
+// launch, ptxas's registers, spills, stack and shared memory on sm_90, the blocks and warps that
+// fit on an SM and what limits them, and its global loads by width; then each shape's checks.
+// --check: exit 1 where a check fails.
+#include <cstdio>
+#include <cstring>
+
+#include "bench/review.h"
+#include "engine/backend/cuda/nvrtc.h"
+
+using namespace prism;
+using namespace prism::bench;
+
+namespace {
+
+std::string widths_text(const std::map<int64_t, int>& widths) {
+  std::string text;
+  for (const auto& [bytes, count] : widths) text += (text.empty() ? "" : ", ") + std::to_string(count) + " x " + std::to_string(bytes) + " B";
+  return text.empty() ? "none" : text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::set<std::string> only;
+  bool check = false;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--check") == 0) check = true;
+    else only.insert(argv[i]);
+  const backend::cuda::NvrtcStatus nvrtc = backend::cuda::nvrtc_status();
+  if (!nvrtc.available) {
+    std::printf("no static review: %s\n", nvrtc.detail.c_str());
+    return check ? 1 : 0;
+  }
+  Workspace ws;
+  ws.set_storage("", "");  // no tuning DB: the cost model's first choice
+  std::set<std::string> opened;
+  bool failed = false;
+  std::printf("| workload | shape | candidate | kernel | blocks x threads | dyn. shared | regs | spills st/ld | stack | static shared | blocks/SM | warps/SM | limit | global loads |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::vector<std::string> verdicts;
+  for (const Shape& s : decode_targets()) {
+    if (!only.empty() && !only.count(s.workload)) continue;
+    const std::string shape = tune::sizes_text(s.bindings);
+    try {
+      const ShapeReview r = review_shape(ws, opened, s);
+      const std::string candidate = std::to_string(r.kernel.candidate) + " " + tune::sizes_text(r.kernel.sizes);
+      for (const auto& k : r.review.kernels) {
+        const auto& res = k.resources;
+        std::printf("| %s | %s | %s | %s | %lld x %d | %lld | %d | %lld/%lld | %lld | %lld | %d | %d | %s | %s |\n", s.workload, shape.c_str(),
+                    candidate.c_str(), res.name.c_str(), (long long)k.launch.grid_blocks, k.launch.threads, (long long)k.launch.shared_bytes,
+                    res.registers, (long long)res.spill_store_bytes, (long long)res.spill_load_bytes, (long long)res.stack_bytes,
+                    (long long)res.static_shared_bytes, k.occupancy.blocks, k.occupancy.warps, k.occupancy.limit.c_str(),
+                    widths_text(k.load_widths).c_str());
+      }
+      if (r.review.library_calls)
+        std::printf("| %s | %s | %s | %d cuBLAS call(s) | | | | | | | | | | |\n", s.workload, shape.c_str(), candidate.c_str(), r.review.library_calls);
+      std::string verdict = std::string(s.workload) + " " + shape + ":";
+      for (const auto& c : r.checks) {
+        verdict += std::string(" ") + c.name + (c.holds ? " ok;" : " FAILS (" + c.why + ");");
+        failed |= !c.holds;
+      }
+      verdicts.push_back(verdict);
+    } catch (const std::exception& e) {
+      verdicts.push_back(std::string(s.workload) + " " + shape + ": not reviewed: " + e.what());
+      failed = true;
+    }
+    std::fflush(stdout);
+  }
+  std::printf("\n%s; sm_90 limits: 2048 threads, 32 blocks, 64K registers, 228 KiB shared memory an SM\n", nvrtc.detail.c_str());
+  for (const std::string& v : verdicts) std::printf("- %s\n", v.c_str());
+  return check && failed ? 1 : 0;
+}

@@ -1,0 +1,56 @@
+#include "engine/backend/cuda/review.h"
+
+#include <algorithm>
+
+#include "engine/backend/cuda/nvrtc.h"
+#include "engine/error.h"
+
+namespace prism::backend::cuda {
+
+StaticReview review_plan(const std::string& source, const CudaPlan& plan, const SmLimits& sm) {
+  const PtxResult compiled = compile_for_review(source, "sm_90");
+  const std::vector<KernelResources> reported = parse_ptxas_log(compiled.log);
+  StaticReview review;
+  for (const CudaStep& step : plan.steps) {
+    if (step.is_gemm) {
+      ++review.library_calls;
+      continue;
+    }
+    auto found = std::find_if(reported.begin(), reported.end(), [&](const KernelResources& k) { return k.name == step.kernel.name; });
+    if (found == reported.end()) throw Error(Error::Kind::Failed, "ptxas reported no resources for kernel " + step.kernel.name);
+    KernelReview k;
+    k.launch = step.kernel;
+    k.resources = *found;
+    k.occupancy = occupancy(*found, step.kernel.grid_blocks, step.kernel.threads, step.kernel.shared_bytes, sm);
+    k.load_widths = global_load_widths(compiled.ptx, step.kernel.name);
+    review.kernels.push_back(std::move(k));
+  }
+  return review;
+}
+
+std::vector<StaticCheck> static_checks(const StaticReview& review, bool one_launch, int min_blocks, int min_warps) {
+  StaticCheck spills{"no spills", true, ""}, wide{"16-byte global loads", true, ""}, launches{"one launch", true, ""};
+  StaticCheck resident{std::to_string(min_blocks) + " blocks and " + std::to_string(min_warps) + " warps per SM", true, ""};
+  auto fail = [](StaticCheck& c, const std::string& why) {
+    c.holds = false;
+    c.why += (c.why.empty() ? "" : "; ") + why;
+  };
+  for (const KernelReview& k : review.kernels) {
+    const KernelResources& r = k.resources;
+    if (r.spill_store_bytes > 0 || r.spill_load_bytes > 0)
+      fail(spills, r.name + " spills " + std::to_string(r.spill_store_bytes) + " bytes (stores) and " + std::to_string(r.spill_load_bytes) +
+                       " (loads)");
+    if (k.occupancy.blocks < min_blocks || k.occupancy.warps < min_warps)
+      fail(resident, r.name + ": " + std::to_string(k.occupancy.blocks) + " block(s), " + std::to_string(k.occupancy.warps) + " warps (" +
+                         k.occupancy.limit + ")");
+    for (const auto& [bytes, count] : k.load_widths)
+      if (bytes != 16) fail(wide, r.name + ": " + std::to_string(count) + " load(s) of " + std::to_string(bytes) + " bytes");
+  }
+  if (review.launches() != 1)
+    fail(launches, std::to_string(review.kernels.size()) + " kernel(s) and " + std::to_string(review.library_calls) + " cuBLAS call(s)");
+  std::vector<StaticCheck> checks{spills, resident, wide};
+  if (one_launch) checks.push_back(launches);
+  return checks;
+}
+
+}  // namespace prism::backend::cuda

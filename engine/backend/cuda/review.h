@@ -1,0 +1,41 @@
+// The static review of a CUDA candidate, without a GPU (docs/tuning.md, "Static checks"): its
+// source compiled for sm_90 by NVRTC, and for each kernel its plan launches what ptxas and the
+// PTX say (resources.h), beside the checks issue 65 sets for the decode kernels.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/backend/cuda/plan.h"
+#include "engine/backend/cuda/resources.h"
+
+namespace prism::backend::cuda {
+
+struct KernelReview {
+  CudaKernelInfo launch;               // its grid, threads and dynamic shared memory
+  KernelResources resources;           // ptxas's counts
+  Occupancy occupancy;                 // on the SM reviewed for
+  std::map<int64_t, int> load_widths;  // its global loads, by bytes per instruction and thread
+};
+
+struct StaticReview {
+  std::vector<KernelReview> kernels;  // in launch order
+  int library_calls = 0;              // the plan's cuBLAS calls
+  int launches() const { return int(kernels.size()) + library_calls; }
+};
+
+// Throws Error{Failed} where NVRTC is missing or the source does not compile, and where ptxas
+// reports no resources for a kernel the plan launches.
+StaticReview review_plan(const std::string& source, const CudaPlan& plan, const SmLimits& sm = sm90_limits());
+
+// One check of the decode kernels' (issue 65): whether it holds, and where not, why in words.
+struct StaticCheck {
+  std::string name;
+  bool holds = true;
+  std::string why;
+};
+// No spills; at least `min_blocks` blocks and `min_warps` warps on an SM for every kernel; every
+// global load 16 bytes wide; with `one_launch`, a single launch.
+std::vector<StaticCheck> static_checks(const StaticReview& review, bool one_launch, int min_blocks = 2, int min_warps = 16);
+
+}  // namespace prism::backend::cuda
