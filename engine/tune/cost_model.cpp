@@ -221,7 +221,8 @@ class CostModel {
   // Op i is x * x and its one reader is a sum (which the CPU code generator fuses).
   static bool summed_square(const sgraph::CustomKernel& kernel, size_t i) {
     const BlockOp& op = kernel.ops[i];
-    if (op.kind != BlockOp::Kind::Compute || op.op != Op::Mul || op.operands.size() != 2 || op.operands[0] != op.operands[1]) return false;
+    const bool product = op.op == Op::Mul && op.operands.size() == 2 && op.operands[0] == op.operands[1];
+    if (op.kind != BlockOp::Kind::Compute || !(product || (op.op == Op::Square && op.operands.size() == 1))) return false;
     int readers = 0;
     bool sum = false;
     for (const BlockOp& r : kernel.ops)
@@ -258,8 +259,8 @@ class CostModel {
     double body_tiles = 0;                       // bytes a block loads in each loop iteration
     std::map<std::string, double> run_overhead;  // their access-pattern surcharge (assumption 7)
     // Assumption 9: the part of the scratch traffic that the private cache does not hold. A product
-    // x * x that only a sum reads is never written (a generator with scratch sums the squares:
-    // cpu/fuse_squares.h).
+    // x * x or square(x) that only a sum reads is never written (a generator with scratch sums the
+    // squares: cpu/fuse_squares.h).
     std::vector<bool> scratch(kernel.ops.size(), false);
     double in_private = 0;
     const int64_t private_bytes = rules_.private_cache_bytes(target_);

@@ -29,10 +29,12 @@ int readers(const kir::CustomKernel& k, int value) {
   return n;
 }
 
-// x * x into a tile of its own shape.
+// x * x, or square(x) (what `x.pow(2)` imports as: RMSNorm as transformers writes it), into a
+// tile of its own shape.
 bool is_square(const kir::Stmt& s) {
-  return s.kind == kir::Stmt::Kind::Compute && s.op == Op::Mul && s.in.size() == 2 && same_place(s.in[0], s.in[1]) &&
-         s.out.kind == kir::Place::Kind::Tile && s.out.shape == s.in[0].shape;
+  const bool product = s.op == Op::Mul && s.in.size() == 2 && same_place(s.in[0], s.in[1]);
+  const bool square = s.op == Op::Square && s.in.size() == 1;
+  return s.kind == kir::Stmt::Kind::Compute && (product || square) && s.out.kind == kir::Place::Kind::Tile && s.out.shape == s.in[0].shape;
 }
 
 int fuse_phase(const kir::CustomKernel& k, std::vector<kir::Stmt>& phase) {

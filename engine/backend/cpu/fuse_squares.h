@@ -1,5 +1,5 @@
-// A CPU pass over the kernel IR: a sum whose operand is x * x, where nothing else reads the
-// product, sums x's squares as it reads x (Stmt::squares) instead of writing the product to a
+// A CPU pass over the kernel IR: a sum whose operand is x * x or square(x), where nothing else
+// reads the product, sums x's squares as it reads x (Stmt::squares) instead of writing the product to a
 // tile and reading it back. RMSNorm's and a variance's sum of squares (and layernorm's two-pass
 // one of x - mean) then make one pass over the row instead of three, which matters where the
 // row does not stay in L1. The product's tile stays allocated, unused.

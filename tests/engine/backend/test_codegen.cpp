@@ -383,7 +383,7 @@ TEST_CASE("codegen: max and rms accumulators, a walked save, library kernels", "
   CHECK(family_codegen_error(kLibraryFamily, {{"b", 2}, {"m", 70}, {"k", 33}, {"n", 300}}, {}) < kTol);
 }
 
-TEST_CASE("codegen: a sum of x * x sums the squares as it reads x, unless the product is read again", "[codegen][squares]") {
+TEST_CASE("codegen: a sum of x * x or square(x) sums the squares as it reads x, unless the product is read again", "[codegen][squares]") {
   // A row variance in one pass (sum and sum of squares over a loop), and layernorm's two-pass
   // sum of (x - m)^2 after it; then the same with the product also saved.
   const char* fused = R"(input X: f32[n, d]
@@ -425,9 +425,15 @@ output O
   CHECK(fused_sums(fused, {{"n", 6}, {"d", 80}}, {{"g1", 3}, {"F1", 2}}) == 1);
   CHECK(fused_sums(two_pass, {{"n", 6}, {"d", 80}}, {{"g1", 2}}) == 1);
   CHECK(fused_sums(read_again, {{"n", 6}, {"d", 80}}, {{"g1", 2}}) == 0);
+  // RMSNorm as transformers writes it, x.pow(2): square(x), fused the same way.
+  const std::string product = fused;
+  const size_t at = product.find("mul(x, x)");
+  const std::string squared = product.substr(0, at) + "square(x)" + product.substr(at + 9);
+  CHECK(fused_sums(squared.c_str(), {{"n", 6}, {"d", 80}}, {{"g1", 3}, {"F1", 2}}) == 1);
   // Rows long enough for the vector fold, and a short one for its scalar tail.
   for (const DimBindings& dims : {DimBindings{{"n", 6}, {"d", 80}}, DimBindings{{"n", 4}, {"d", 6}}}) {
     CHECK(family_codegen_error(fused, dims, {{"g1", 2}, {"F1", 2}}) < kTol);
+    CHECK(family_codegen_error(squared, dims, {{"g1", 2}, {"F1", 2}}) < kTol);
     CHECK(family_codegen_error(two_pass, dims, {{"g1", 2}}) < kTol);
     CHECK(family_codegen_error(read_again, dims, {{"g1", 2}}) < kTol);
   }
