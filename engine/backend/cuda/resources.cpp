@@ -97,7 +97,8 @@ std::vector<KernelResources> parse_ptxas_log(std::string_view log) {
       }
       continue;
     }
-    if (int64_t r = number_before(line, " registers"); r >= 0 && line.find("ptxas info") != std::string::npos && line.find("Used ") != std::string::npos) {
+    const bool usage = line.find("ptxas info") != std::string::npos && line.find("Used ") != std::string::npos;
+    if (int64_t r = number_before(line, " registers"); usage && r >= 0) {
       k.registers = int(r);
       k.barriers = int(std::max<int64_t>(0, number_before(line, " barriers")));
       k.static_shared_bytes = std::max<int64_t>(0, number_before(line, " bytes smem"));
