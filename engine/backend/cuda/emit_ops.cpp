@@ -159,20 +159,21 @@ int columns_in_vectors(const View& x, const View& out, int64_t element_bytes) {
   return along >= 0 && x.shape[size_t(along)] * element_bytes % 16 == 0 ? along : -1;
 }
 
-// A tile read transposed: each thread reads 16-byte vectors along x's contiguous dim `along`
-// (consecutive threads consecutive vectors) and writes their elements into `out` a row apart.
+// A tile read transposed: each thread reads 16-byte vectors along x's contiguous dim `along` and
+// writes their elements into `out` a row apart. `along` is the slowest index, so consecutive
+// threads take the same rows of consecutive columns: their shared-memory writes lie side by side
+// in a row (with `along` fastest, a warp's 32 writes fell 8 rows apart each, all in one bank), and
+// the vectors of one column, consecutive in global memory, go to threads a row of columns apart.
 std::string emit_column_load(const View& x, const View& out, int along, int64_t element_bytes, const EmitContext& ctx) {
   const int64_t per_vector = 16 / element_bytes;
-  std::vector<int64_t> shape, sx, so;  // the vectors' index space, `along` last (fastest)
   const std::vector<int64_t> dense = dense_strides(out.shape);
-  for (size_t d = 0; d <= x.shape.size(); ++d) {
-    const size_t at = d < x.shape.size() ? d : size_t(along);
-    if (d < x.shape.size() && int(d) == along) continue;
-    const int64_t step = int(at) == along ? per_vector : 1;
-    shape.push_back(x.shape[at] / step);
-    sx.push_back(x.strides[at] * step);
-    so.push_back(dense[at] * step);
-  }
+  std::vector<int64_t> shape{x.shape[size_t(along)] / per_vector}, sx{per_vector}, so{dense[size_t(along)] * per_vector};
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if (int(d) != along) {
+      shape.push_back(x.shape[d]);
+      sx.push_back(x.strides[d]);
+      so.push_back(dense[d]);
+    }
   return spread_loop(element_count(shape), "e", ctx, [&](const std::string& ind) {
     return coordinates(shape, "e", "i", ind, ctx) + ind + "prism_scatter16(&" + out.ptr + "[" + offset(so, shape, "i", ctx) + "], " +
            std::to_string(dense[size_t(along)]) + ", &" + x.ptr + "[" + offset(sx, shape, "i", ctx) + "]);\n";
