@@ -68,7 +68,9 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
   }
-  std::printf("\n%s; sm_90 limits: 2048 threads, 32 blocks, 64K registers, 228 KiB shared memory an SM\n", nvrtc.detail.c_str());
+  const backend::cuda::SmLimits sm = backend::cuda::sm90_limits();
+  std::printf("\n%s; sm_90 limits: %d threads, %d blocks, %d registers, %lld bytes of shared memory an SM, %d SMs\n", nvrtc.detail.c_str(),
+              sm.max_threads, sm.max_blocks, sm.registers, (long long)sm.shared_bytes, sm.sms);
   for (const std::string& v : verdicts) std::printf("- %s\n", v.c_str());
   return check && failed ? 1 : 0;
 }

@@ -59,7 +59,7 @@ class PieceTimer:
         cls.__call__ = timed  # each piece is an instance of its own class (_partition_module)
 
     def runs_in(self, name):
-        calls = [c for c in self.pieces[name].calls.values()]
+        calls = list(self.pieces[name].calls.values())
         return "prism" if calls and all(c is not None for c in calls) else "PyTorch"
 
 
