@@ -34,14 +34,15 @@ struct ShapeReview {
   std::vector<backend::cuda::StaticCheck> checks;
 };
 
-// Searches `s.workload` once (f16 storage, a Hopper block's shared memory), takes the family the
-// cost model ranks first at its bindings, and reviews its CUDA source compiled for sm_90.
-inline ShapeReview review_shape(Workspace& ws, std::set<std::string>& opened, const Shape& s) {
+// Searches `s.workload` once (f16 storage, a Hopper block's shared memory), takes family
+// `candidate` (0: the one the cost model ranks first at its bindings) at the sizes the cost model
+// picks for it, and reviews its CUDA source compiled for sm_90.
+inline ShapeReview review_shape(Workspace& ws, std::set<std::string>& opened, const Shape& s, int candidate = 0) {
   SearchLimits limits;
   limits.fast_memory_bytes = kGpuOptInSharedBytes;
   open_and_search(ws, opened, s.workload, limits, "f16");
   ShapeReview r;
-  r.kernel = ws.kernel_source(s.workload, 0, s.bindings, backend::Target::Cuda);
+  r.kernel = ws.kernel_source(s.workload, candidate, s.bindings, backend::Target::Cuda);
   r.review = backend::cuda::review_plan(r.kernel.source, backend::cuda::parse_plan(r.kernel.launch));
   r.checks = backend::cuda::static_checks(r.review, one_launch_expected(s.workload));
   return r;

@@ -1,8 +1,10 @@
-// prism_review_cuda [WORKLOAD...] [--check]: the static review of the CUDA kernel the cost model
-// ranks first at each of issue 65's decode shapes (bench/review.h), with no GPU: per kernel, its
-// launch, ptxas's registers, spills, stack and shared memory on sm_90, the blocks and warps that
-// fit on an SM and what limits them, and its global loads by width; then each shape's checks.
-// --check: exit 1 where a check fails.
+// prism_review_cuda [WORKLOAD...] [--check] [--families]: the static review of the CUDA kernel the
+// cost model ranks first at each of issue 65's decode shapes (bench/review.h), with no GPU: per
+// kernel, its launch, ptxas's registers, spills, stack and shared memory on sm_90, the blocks and
+// warps that fit on an SM and what limits them, and its global loads by width; then each shape's
+// checks. --check: exit 1 where a check fails. --families: instead, every family the search
+// found at each shape, cheapest estimate first, with the checks its kernel passes.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -20,13 +22,50 @@ std::string widths_text(const std::map<int64_t, int>& widths) {
   return text.empty() ? "none" : text;
 }
 
+// Every family of each shape at the sizes the cost model picks for it, by estimate.
+int review_families(Workspace& ws, const std::set<std::string>& only) {
+  std::set<std::string> opened;
+  std::printf("| workload | shape | family | sizes | estimate us | bound | launches | blocks x threads (blocks/SM, warps/SM) | failed checks |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (const Shape& s : decode_targets()) {
+    if (!only.empty() && !only.count(s.workload)) continue;
+    const std::string shape = tune::sizes_text(s.bindings);
+    review_shape(ws, opened, s);
+    std::vector<std::pair<double, std::string>> rows;
+    const size_t families = ws.search_result(s.workload)->candidates.size();
+    for (size_t c = 1; c <= families; ++c) {
+      try {
+        const ShapeReview r = review_shape(ws, opened, s, int(c));
+        std::string kernels, failed;
+        for (const auto& k : r.review.kernels)
+          kernels += (kernels.empty() ? "" : ", ") + std::to_string(k.launch.grid_blocks) + " x " + std::to_string(k.launch.threads) + " (" +
+                     std::to_string(k.occupancy.blocks) + ", " + std::to_string(k.occupancy.warps) + ")";
+        for (const auto& check : r.checks)
+          if (!check.holds) failed += (failed.empty() ? "" : ", ") + check.name;
+        char line[1024];
+        std::snprintf(line, sizeof line, "| %s | %s | %zu | %s | %.1f | %s | %d | %s | %s |\n", s.workload, shape.c_str(), c,
+                      tune::sizes_text(r.kernel.sizes).c_str(), r.kernel.estimate.seconds * 1e6, r.kernel.estimate.bound.c_str(),
+                      r.review.launches(), kernels.c_str(), failed.empty() ? "none" : failed.c_str());
+        rows.emplace_back(r.kernel.estimate.seconds, line);
+      } catch (const std::exception& e) {
+        rows.emplace_back(1e30, "| " + std::string(s.workload) + " | " + shape + " | " + std::to_string(c) + " | not reviewed: " + e.what() + " |\n");
+      }
+    }
+    std::sort(rows.begin(), rows.end());
+    for (const auto& [seconds, line] : rows) std::printf("%s", line.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::set<std::string> only;
-  bool check = false;
+  bool check = false, families = false;
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--check") == 0) check = true;
+    else if (std::strcmp(argv[i], "--families") == 0) families = true;
     else only.insert(argv[i]);
   const backend::cuda::NvrtcStatus nvrtc = backend::cuda::nvrtc_status();
   if (!nvrtc.available) {
@@ -35,6 +74,7 @@ int main(int argc, char** argv) {
   }
   Workspace ws;
   ws.set_storage("", "");  // no tuning DB: the cost model's first choice
+  if (families) return review_families(ws, only);
   std::set<std::string> opened;
   bool failed = false;
   std::printf("| workload | shape | candidate | kernel | blocks x threads | dyn. shared | regs | spills st/ld | stack | static shared | blocks/SM | warps/SM | limit | global loads |\n");

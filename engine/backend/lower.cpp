@@ -110,19 +110,20 @@ class CustomLowering {
   }
 
   // A matmul whose only use is a sum accumulator of its shape in the body adds into it; a compute
-  // op whose only use is a save in the same phase writes into the saved tensor.
+  // op whose only use is a save in the same phase writes into the saved tensor (each as the
+  // options allow).
   void plan_in_place() {
-    if (!options_.write_in_place) return;
+    if (!options_.write_in_place && !options_.matmul_into_accumulator) return;
     for (size_t i = 0; i < n_; ++i) {
       const BlockOp& op = k_.ops[i];
       if (op.kind != BlockOp::Kind::Compute || op.op == Op::Const || part_in_place(i) || uses_[i].size() != 1) continue;
       size_t u = uses_[i][0];
       const BlockOp& user = k_.ops[u];
-      const bool into_sum = op.op == Op::Matmul && user.kind == BlockOp::Kind::Accumulate && user.acc == sgraph::AccKind::Sum &&
-                            phase_of(i) == Phase::Body && shape_[u] == shape_[i];
+      const bool into_sum = options_.matmul_into_accumulator && op.op == Op::Matmul && user.kind == BlockOp::Kind::Accumulate &&
+                            user.acc == sgraph::AccKind::Sum && phase_of(i) == Phase::Body && shape_[u] == shape_[i];
       // A matmul stores f32 vectors: it writes in place only into an f32 tensor (elementwise ops and
       // reductions round as they store).
-      const bool into_save = user.kind == BlockOp::Kind::Save && phase_of(u) == phase_of(i) &&
+      const bool into_save = options_.write_in_place && user.kind == BlockOp::Kind::Save && phase_of(u) == phase_of(i) &&
                              (op.op != Op::Matmul || user.dtype == DType::F32);
       if (into_sum || into_save) {
         folded_[u] = true;

@@ -13,8 +13,10 @@ namespace prism::backend {
 struct LowerOptions {
   // Loads are copied into tiles (a GPU's shared memory); else a load is read where it lies.
   bool stage_loads = false;
-  // A matmul whose only use is a sum accumulator of its shape adds into it in the loop body, and
-  // an op whose only use is a save in the same phase writes straight into the saved tensor.
+  // A matmul whose only use is a sum accumulator of its shape adds into it in the loop body (no
+  // tile of its own, no pass that adds it).
+  bool matmul_into_accumulator = true;
+  // An op whose only use is a save in the same phase writes straight into the saved tensor.
   bool write_in_place = true;
   // Tile layout: the accumulators first, then the other tiles, each in op order (else all in op
   // order). The CPU's measured layouts keep accumulators first.

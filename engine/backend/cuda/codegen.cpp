@@ -43,7 +43,7 @@ class KernelPrinter {
     if (k.fast_memory_bytes > options_.shared_memory_bytes)
       fail(fn + ": its tiles need " + std::to_string(k.fast_memory_bytes) + " bytes of shared memory, more than the " +
            std::to_string(options_.shared_memory_bytes) + " a block may use");
-    const DoubleBuffer buffers = options_.double_buffer ? plan_double_buffer(k, options_.shared_memory_bytes) : DoubleBuffer{};
+    const DoubleBuffer buffers = plan_double_buffer(k, options_.shared_memory_bytes, options_.pipeline_stages);
     info.shared_bytes = buffers.tiles.empty() ? k.fast_memory_bytes : buffers.shared_bytes;
 
     const std::string t = std::to_string(options_.threads_per_block);
@@ -80,33 +80,51 @@ class KernelPrinter {
     return s + "}\n";
   }
 
-  // The loop with its loads one iteration ahead (double_buffer.h): the first iteration's loads
-  // before it; in iteration f, f + 1's into the other slots, then a wait for f's (cp.async groups:
-  // all but the newest complete) and the body's other statements on this iteration's slots.
+  // The loop with its loads stages - 1 iterations ahead (double_buffer.h): the first stages - 1
+  // iterations' loads before it, each a cp.async group; in iteration f, f + stages - 1's into the
+  // slots iteration f - 1 read (a group, empty past the last), then a wait for f's (all groups
+  // but the newest stages - 1 complete) and the body's other statements on f's slots.
   std::string double_buffered_loop(const DoubleBuffer& buffers) {
     const kir::CustomKernel& k = k_.block;
+    const int stages = buffers.stages;
     std::vector<kir::Stmt> loads, rest;
     for (const kir::Stmt& st : k.body) (st.kind == kir::Stmt::Kind::Stage ? loads : rest).push_back(st);
     EmitContext ctx = ctx_;
     auto stage_all = [&](const std::string& ind, const std::string& f) {
       std::string code;
       ctx.indent = ind + "  ";
-      for (const kir::Stmt& st : loads) code += ind + "{  // " + st.label + (f == "0" ? "" : ", the next iteration's") + "\n" + statement(st, ctx, f) + ind + "}\n";
+      for (const kir::Stmt& st : loads) code += ind + "{  // " + st.label + (f == "0" ? "" : ", iteration " + f) + "\n" + statement(st, ctx, f) + ind + "}\n";
       return code;
     };
-    std::string s = "  // loads one iteration ahead, into a second slot per tile (double buffering)\n";
-    s += stage_all("  ", "0") + "  prism_copy_commit();\n";
+    // The slot of iteration `at` (f, or f plus a constant) among a tile's.
+    auto slot = [&](const BufferedTile& t, const std::string& at) {
+      std::string pick = std::to_string(t.slots.back());
+      for (int i = stages - 2; i >= 0; --i) pick = at + " % " + std::to_string(stages) + " == " + std::to_string(i) + " ? " + std::to_string(t.slots[size_t(i)]) + " : " + pick;
+      return "(" + pick + ")";
+    };
+    const std::string ahead = std::to_string(stages - 1), next = "(f + " + ahead + ")";
+    std::string s = "  // loads " + ahead + " iteration(s) ahead, into " + std::to_string(stages) + " slots per tile (a pipeline of cp.async groups)\n";
+    for (int i = 0; i < stages - 1; ++i) {  // iteration 0's slots are the lowering's; i's the i-th
+      tile_names_.clear();
+      for (const BufferedTile& t : buffers.tiles) {
+        if (i == 0) continue;
+        const std::string type = storage_type(t.storage), v = std::string("v").append(std::to_string(t.value)).append("_").append(std::to_string(i));
+        s += "  " + type + "* const " + v + " = reinterpret_cast<" + type + "*>(prism_smem + " + std::to_string(t.slots[size_t(i)]) + ");\n";
+        tile_names_[t.value] = v;
+      }
+      s += stage_all("  ", std::to_string(i)) + "  prism_copy_commit();\n";
+    }
+    tile_names_.clear();
     s += "  for (int f = 0; f < " + std::to_string(k.loop) + "; ++f) {\n";
     for (const BufferedTile& t : buffers.tiles) {
-      const std::string type = storage_type(t.storage), v = std::string("v").append(std::to_string(t.value)), a = std::to_string(t.first),
-                        b = std::to_string(t.second);
-      s += "    " + type + "* const " + v + " = reinterpret_cast<" + type + "*>(prism_smem + (f % 2 ? " + b + " : " + a + "));\n";
-      s += "    " + type + "* const " + v + "_next = reinterpret_cast<" + type + "*>(prism_smem + (f % 2 ? " + a + " : " + b + "));\n";
+      const std::string type = storage_type(t.storage), v = std::string("v").append(std::to_string(t.value));
+      s += "    " + type + "* const " + v + " = reinterpret_cast<" + type + "*>(prism_smem + " + slot(t, "f") + ");\n";
+      s += "    " + type + "* const " + v + "_next = reinterpret_cast<" + type + "*>(prism_smem + " + slot(t, next) + ");\n";
       tile_names_[t.value] = std::string(v).append("_next");
     }
-    s += "    if (f + 1 < " + std::to_string(k.loop) + ") {\n" + stage_all("      ", "(f + 1)") + "    }\n";
+    s += "    if (" + next + " < " + std::to_string(k.loop) + ") {\n" + stage_all("      ", next) + "    }\n";
     tile_names_.clear();
-    s += "    prism_copy_commit();\n    prism_copy_wait_prior1();\n    __syncthreads();\n";
+    s += "    prism_copy_commit();\n    prism_copy_wait_prior<" + ahead + ">();\n    __syncthreads();\n";
     return s + phase(rest, "    ", "f") + "  }\n";
   }
 
@@ -183,24 +201,30 @@ class KernelPrinter {
     return type == DType::F32 ? "" : storage_type(type);
   }
 
-  // Tensor cores when both operands are staged 16-bit tiles of one type and the sizes and
-  // alignment fit a WMMA shape; else through mma.sync where mma_type allows; else the scalar path.
+  // Tensor cores: a decode block's few rows against a staged 16-bit b through ldmatrix and mma.sync
+  // with b's columns as the instruction's rows; else, both operands staged 16-bit tiles of one
+  // type, WMMA where the sizes and alignment fit a shape; else through mma.sync where mma_type
+  // allows; else the scalar path.
   std::string matmul(const kir::Stmt& s, const View& a, const View& b, const View& out, const EmitContext& ctx) {
-    if (!options_.tensor_cores) return emit_matmul(a, b, out, ctx);
-    const std::string ta = staged_16bit(s.in[0]);
-    if (!ta.empty() && staged_16bit(s.in[1]) == ta) {
-      std::string code = emit_wmma_matmul(a, b, out, ta.c_str(), ctx);
+    const bool add = s.into_accumulator;
+    if (!options_.tensor_cores) return emit_matmul(a, b, out, ctx, add);
+    bool tile = false;
+    const MatmulOut to{tile_storage(s.out, tile) == DType::F32 && tile, add};  // a split k adds into an f32 tile
+    const std::string ta = staged_16bit(s.in[0]), tb = staged_16bit(s.in[1]);
+    // The decode form reads a staged b (a weight) through ldmatrix, a through it too where staged
+    // at b's type, else gathered and rounded where mma_type allows.
+    if (!tb.empty() && (ta == tb || mma_type(s) == tb))
+      if (std::string code = emit_ldmatrix_mma(a, b, out, tb.c_str(), ctx, ta == tb, to); !code.empty()) return code;
+    if (!ta.empty() && tb == ta) {
+      std::string code = emit_wmma_matmul(a, b, out, ta.c_str(), ctx, add);
       if (!code.empty()) {
         uses_tensor_cores_ = true;
         return code;
       }
     }
-    if (const std::string type = mma_type(s); !type.empty()) {
-      bool tile = false;
-      const bool f32_tile = tile_storage(s.out, tile) == DType::F32 && tile;  // a split k adds into it
-      if (std::string code = emit_mma_matmul(a, b, out, type.c_str(), ctx, f32_tile); !code.empty()) return code;
-    }
-    return emit_matmul(a, b, out, ctx);
+    if (const std::string type = mma_type(s); !type.empty())
+      if (std::string code = emit_mma_matmul(a, b, out, type.c_str(), ctx, to); !code.empty()) return code;
+    return emit_matmul(a, b, out, ctx, add);
   }
 
   std::string statement(const kir::Stmt& s, const EmitContext& ctx, const std::string& f) {
@@ -295,6 +319,7 @@ class KernelPrinter {
 }  // namespace
 
 bool tensor_core_shape(int64_t m, int64_t n, int64_t k) { return wmma_fits(m, n, k); }
+bool decode_tensor_core_shape(int64_t m, int64_t n, int64_t k) { return ldmatrix_mma_fits(m, n, k); }
 
 DType tensor_core_storage(DType a, DType b, bool all_16bit) {
   if (a != DType::F32 && b != DType::F32) return a == b ? a : DType::F32;

@@ -35,12 +35,17 @@ struct CudaCodegenOptions {
   int threads_per_block = 128;          // a multiple of 32, at most 1024
   int64_t shared_memory_bytes = 232448; // the most dynamic shared memory a block may use (H100: 227 KiB)
   bool tensor_cores = true;             // false: every matmul on the scalar path (no wmma)
-  bool double_buffer = true;            // false: a loop's loads wait for its math (double_buffer.h)
+  int pipeline_stages = 3;              // a loop's loads up to this many iterations deep (double_buffer.h; 1: they wait for its math)
 };
 
 // Whether an m x n x k block matmul of 16-bit tiles has a tensor-core (WMMA) shape: m16n16k16,
 // m8n32k16 or m32n8k16. (The generated code also needs its pointers 32-byte aligned.)
 bool tensor_core_shape(int64_t m, int64_t n, int64_t k);
+// Whether a block matmul of two 16-bit tiles of one type with m x n x k takes the decode form
+// (fewer than 16 rows; n and k multiples of 16): mma.sync fed by ldmatrix with B's columns as the
+// instruction's 16 rows, its 8 columns up to 8 rows of A (emit_ops.h, emit_ldmatrix_mma). It is
+// taken before WMMA.
+bool decode_tensor_core_shape(int64_t m, int64_t n, int64_t k);
 
 // The 16-bit type a block matmul of tiles stored as `a` and `b` (F32: computed in f32) runs at on
 // tensor cores, else F32: both of one 16-bit type, or one 16-bit and the other computed in a

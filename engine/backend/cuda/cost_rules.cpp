@@ -12,6 +12,8 @@ namespace {
 // A matmul mma.sync takes gathers each lane's elements one by one (docs/tuning.md, "The GPU's cost
 // rules"): its rate is the tensor cores' over this, times the part of each fragment it fills.
 constexpr double kMmaGather = 8;
+// The decode form's A gathered element by element (docs/tuning.md, "The GPU's cost rules").
+constexpr double kDecodeGather = 2;
 // A warp's 32 lanes run one instruction together: a tile narrower than that wastes the rest.
 constexpr int kWarpLanes = 32;
 
@@ -25,6 +27,13 @@ double CudaCostRules::block_matmul_factor(const BlockMatmul& m, const TargetDesc
   const bool both = m.a_storage != DType::F32 && m.b_storage != DType::F32;  // WMMA's case when the shape fits
   if (m.a.size() < 2 || m.b.size() < 2) return 1;
   const int64_t rows = m.a[m.a.size() - 2], k = m.a.back(), n = m.b.back();
+  // The decode form fills the instruction's 16 rows with B's columns and its 8 columns with A's
+  // rows, wasting only the columns past A's last row group; an A computed in the block is gathered
+  // (a third of the fragment's registers) where a staged one comes through ldmatrix.
+  if (m.b_storage != DType::F32 && decode_tensor_core_shape(rows, n, k)) {
+    const double fill = double(rows) / double(8 * ((rows + 7) / 8));
+    return std::min(1.0, target.peak_gflops / (tensor_peak * fill) * (m.a_storage == m.b_storage ? 1.0 : kDecodeGather));
+  }
   if (both && tensor_core_shape(rows, n, k)) return target.peak_gflops / tensor_peak;
   const double fill = double(rows) / double(16 * ((rows + 15) / 16)) * double(n) / double(8 * ((n + 7) / 8)) * double(k) / double(16 * ((k + 15) / 16));
   return std::min(1.0, target.peak_gflops * kMmaGather / (tensor_peak * fill));

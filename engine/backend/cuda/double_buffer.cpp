@@ -1,5 +1,6 @@
 #include "engine/backend/cuda/double_buffer.h"
 
+#include <algorithm>
 #include <set>
 
 #include "engine/ir/shape.h"
@@ -14,9 +15,9 @@ int64_t aligned(int64_t bytes) { return (bytes + kSlotAlign - 1) / kSlotAlign * 
 
 }  // namespace
 
-DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_limit) {
-  DoubleBuffer none{{}, kernel.fast_memory_bytes};
-  if (kernel.loop <= 1) return none;
+DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_limit, int max_stages) {
+  DoubleBuffer none{1, {}, kernel.fast_memory_bytes};
+  if (kernel.loop <= 1 || max_stages < 2) return none;
   std::set<int> staged;
   std::set<std::string> read;
   for (const kir::Stmt& s : kernel.body)
@@ -29,16 +30,24 @@ DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_
   for (const kir::Stmt& s : kernel.after)
     for (const kir::Place& in : s.in)
       if (in.kind == kir::Place::Kind::Tile && staged.count(in.value)) return none;
-  DoubleBuffer plan;
-  int64_t end = aligned(kernel.fast_memory_bytes);
-  for (const kir::Tile& t : kernel.tiles) {
-    if (!staged.count(t.value)) continue;
-    plan.tiles.push_back({t.value, t.storage, t.offset_bytes, end});
-    end = aligned(end + element_count(t.shape) * dtype_bytes(t.storage));
+  for (int stages = int(std::min<int64_t>(max_stages, kernel.loop)); stages >= 2; --stages) {
+    DoubleBuffer plan;
+    plan.stages = stages;
+    int64_t end = aligned(kernel.fast_memory_bytes);
+    for (const kir::Tile& t : kernel.tiles) {
+      if (!staged.count(t.value)) continue;
+      BufferedTile tile{t.value, t.storage, {t.offset_bytes}};
+      for (int extra = 1; extra < stages; ++extra) {
+        tile.slots.push_back(end);
+        end = aligned(end + element_count(t.shape) * dtype_bytes(t.storage));
+      }
+      plan.tiles.push_back(std::move(tile));
+    }
+    if (end > shared_limit) continue;
+    plan.shared_bytes = end;
+    return plan;
   }
-  if (end > shared_limit) return none;
-  plan.shared_bytes = end;
-  return plan;
+  return none;
 }
 
 }  // namespace prism::backend::cuda

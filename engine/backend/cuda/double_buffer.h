@@ -1,8 +1,9 @@
-// Double buffering of a custom kernel's loop (codegen.h): the tiles its loop body stages get a
-// second shared-memory slot, so that iteration f + 1's copies (cp.async) fly while iteration f
-// computes. Without it a block loads its tiles, waits, then computes: with one block per SM (a
-// decode matmul's 128 KiB weight tile) the memory idles during the math and the math during the
-// loads.
+// Pipelined loads of a custom kernel's loop (codegen.h): the tiles its loop body stages get up to
+// `stages` shared-memory slots each, so that the copies (cp.async) of the next stages - 1
+// iterations fly while iteration f computes. Without it a block loads its tiles, waits, then
+// computes: with one block per SM (a decode matmul's 128 KiB weight tile) the memory idles
+// during the math and the math during the loads; with two slots (double buffering) one
+// iteration's bytes are in flight, with three two iterations' (docs/tuning.md, "The CUDA target").
 #pragma once
 #include <cstdint>
 #include <string>
@@ -15,18 +16,19 @@ namespace prism::backend::cuda {
 struct BufferedTile {
   int value = -1;              // the block value the tile holds
   DType storage = DType::F32;  // its element type
-  int64_t first = 0, second = 0;  // byte offsets of its two slots (first: the lowering's)
+  std::vector<int64_t> slots;  // byte offsets of its slots, one per stage (the first: the lowering's)
 };
 
 struct DoubleBuffer {
-  std::vector<BufferedTile> tiles;  // empty: the loop stays single-buffered
-  int64_t shared_bytes = 0;         // the block's shared memory with the second slots
+  int stages = 1;                   // 1: the loop stays single-buffered
+  std::vector<BufferedTile> tiles;  // empty when single-buffered
+  int64_t shared_bytes = 0;         // the block's shared memory with the extra slots
 };
 
-// Every tile the body stages, when the loop runs more than once, no statement after the loop
-// reads such a tile (it would find the last iteration's in either slot), the kernel saves to no
-// tensor the body loads, and the second slots fit in `shared_limit` bytes beside the kernel's
-// own. Else none.
-DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_limit);
+// Every tile the body stages, in the most stages up to `max_stages` (and the loop's range) whose
+// extra slots fit in `shared_limit` bytes beside the kernel's own, when the loop runs more than
+// once, no statement after the loop reads such a tile (it would find the last iteration's in any
+// slot) and the kernel saves to no tensor the body loads. Else none (one stage).
+DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_limit, int max_stages = 2);
 
 }  // namespace prism::backend::cuda

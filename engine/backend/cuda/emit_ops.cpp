@@ -274,7 +274,7 @@ namespace {
 // advances all of them, so a thread has `per` independent FMA chains in flight instead of one
 // after the other. Each output still sums its products in order along k.
 std::string blocked_matmul(const View& a, const View& b, const View& out, const std::vector<int64_t>& sa, const std::vector<int64_t>& sb,
-                           const std::vector<int64_t>& so, int64_t k, int64_t per, const EmitContext& ctx) {
+                           const std::vector<int64_t>& so, int64_t k, int64_t per, const EmitContext& ctx, bool accumulate) {
   const size_t ra = a.shape.size(), rb = b.shape.size();
   const int64_t outputs = element_count(out.shape);
   const std::string ind = ctx.indent, in2 = ind + "  ";
@@ -290,7 +290,7 @@ std::string blocked_matmul(const View& a, const View& b, const View& out, const 
     s += coordinates(out.shape, e, i, in2, ctx);
     s += in2 + "const auto* ar" + U + " = &" + element(a, sa, out.shape, ctx, i) + ";\n";
     s += in2 + "const auto* bc" + U + " = &" + element(b, sb, out.shape, ctx, i) + ";\n";
-    s += in2 + "float acc" + U + " = 0.0f;\n";
+    s += in2 + "float acc" + U + " = " + (accumulate ? "prism_f32(" + element(out, so, out.shape, ctx, i) + ")" : std::string("0.0f")) + ";\n";
     fma += in2 + "  acc" + U + " += prism_f32(ar" + U + "[k * " + astep + "]) * prism_f32(bc" + U + "[k * " + bstep + "]);\n";
     const std::string put = "prism_put(&" + element(out, so, out.shape, ctx, i) + ", acc" + U + ");\n";
     store += in2 + (clamp ? "if (" + inside + ") " : "") + put;
@@ -301,7 +301,7 @@ std::string blocked_matmul(const View& a, const View& b, const View& out, const 
 
 }  // namespace
 
-std::string emit_matmul(const View& a, const View& b, const View& out, const EmitContext& ctx) {
+std::string emit_matmul(const View& a, const View& b, const View& out, const EmitContext& ctx, bool accumulate) {
   size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
   if (ra < 2 || rb < 2 || ro < 2) throw Error(Error::Kind::InvalidArgument, "cuda codegen: matmul needs operands of rank 2 or more");
   int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
@@ -321,11 +321,11 @@ std::string emit_matmul(const View& a, const View& b, const View& out, const Emi
   const bool wide = ctx.spread == Spread::Grid;
   const int64_t outputs = element_count(out.shape), per_thread = (outputs + ctx.threads - 1) / ctx.threads;
   if (ctx.spread == Spread::Block && per_thread >= 2 && per_thread <= kMatmulOutputsPerThread)
-    return blocked_matmul(a, b, out, sa, sb, so, k, per_thread, ctx);
+    return blocked_matmul(a, b, out, sa, sb, so, k, per_thread, ctx, accumulate);
   return ctx.indent + "// scalar matmul: a thread per output element\n" + element_loop(out.shape, ctx, [&](const std::string& ind) {
     std::string s = ind + "const auto* ar = &" + element(a, sa, out.shape, ctx) + ";\n";
     s += ind + "const auto* bc = &" + element(b, sb, out.shape, ctx) + ";\n";
-    s += ind + "float acc = 0.0f;\n";
+    s += ind + "float acc = " + (accumulate ? "prism_f32(" + element(out, so, out.shape, ctx) + ")" : std::string("0.0f")) + ";\n";
     s += ind + "#pragma unroll 4\n";
     s += ind + "for (int k = 0; k < " + std::to_string(k) + "; ++k) acc += prism_f32(ar[k * " + literal(a.strides[ra - 1], wide) +
          "]) * prism_f32(bc[k * " + literal(b.strides[rb - 2], wide) + "]);\n";
@@ -406,7 +406,7 @@ std::string wmma_tile_index(const WmmaPlan& p, const std::string& ind, const Emi
 
 bool wmma_fits(int64_t m, int64_t n, int64_t k) { return wmma_shape(m, n, k).has_value(); }
 
-std::string emit_wmma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx) {
+std::string emit_wmma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx, bool accumulate) {
   std::optional<WmmaPlan> plan = plan_wmma(a, b, out);
   if (!plan || !wmma_aligned(*plan)) return "";
   const WmmaPlan& p = *plan;
@@ -425,7 +425,7 @@ std::string emit_wmma_matmul(const View& a, const View& b, const View& out, cons
   s += in3 + "const " + type + "* bp = &" + b.ptr + "[" + offset(p.sb, p.batch, "i", ctx) + col + "];\n";
   s += in3 + "float* op = &" + out.ptr + "[" + offset(p.so, p.batch, "i", ctx) + row_o + col + "];\n";
   s += in3 + "wmma::fragment<wmma::accumulator, " + frag + "float> acc;\n";
-  s += in3 + "wmma::fill_fragment(acc, 0.0f);\n";
+  s += in3 + (accumulate ? "wmma::load_matrix_sync(acc, op, " + std::to_string(p.ldo) + ", wmma::mem_row_major);\n" : std::string("wmma::fill_fragment(acc, 0.0f);\n"));
   s += in3 + "for (int kk = 0; kk < " + std::to_string(p.k) + "; kk += " + std::to_string(K) + ") {\n";
   s += in3 + "  wmma::fragment<wmma::matrix_a, " + frag + type + ", wmma::row_major> fa;\n";
   s += in3 + "  wmma::fragment<wmma::matrix_b, " + frag + type + ", wmma::row_major> fb;\n";

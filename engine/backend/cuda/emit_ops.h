@@ -61,10 +61,19 @@ std::string emit_tile_load(const View& x, const View& out, int64_t element_bytes
 std::string emit_reduce(Op op, int axis, const View& x, const View& out, const EmitContext& ctx);
 // out += the sum of squares of x along `axis` (out: x's shape with the axis at 1).
 std::string emit_square_sum_into(int axis, const View& x, const View& out, const EmitContext& ctx);
+// Where a block matmul's result goes: written (rounded to out's storage) or, with `accumulate`,
+// added to what out holds (an accumulator's f32 tile: kir::Stmt::into_accumulator). With
+// `f32_shared` (out an f32 tile in shared memory) warps that split k add their partials into it
+// atomically.
+struct MatmulOut {
+  bool f32_shared = false;
+  bool accumulate = false;
+};
 // Up to this many outputs per thread, a block's scalar matmul advances them all in one k loop.
 inline constexpr int64_t kMatmulOutputsPerThread = 8;
-// out = a @ b, batch dims broadcast, f32 accumulation in order along the contraction.
-std::string emit_matmul(const View& a, const View& b, const View& out, const EmitContext& ctx);
+// out = a @ b (out += a @ b with `accumulate`), batch dims broadcast, f32 accumulation in order
+// along the contraction.
+std::string emit_matmul(const View& a, const View& b, const View& out, const EmitContext& ctx, bool accumulate = false);
 
 // Whether m x n x k has a WMMA shape (m16n16k16, m8n32k16, m32n8k16).
 bool wmma_fits(int64_t m, int64_t n, int64_t k);
@@ -73,7 +82,8 @@ bool wmma_fits(int64_t m, int64_t n, int64_t k);
 // broadcast), out an f32 tile, each pointer 32-byte aligned. Shape m16n16k16, else m8n32k16, else
 // m32n8k16, as the sizes allow; "" when none fits or a pointer the code would form is not
 // provably 32-byte aligned (then emit_matmul).
-std::string emit_wmma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx);
+// With `accumulate` the accumulator fragments start from out's values (out += a @ b).
+std::string emit_wmma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx, bool accumulate = false);
 
 // out = a @ b on tensor cores with mma.sync m16n8k16 (f32 accumulators), spread over the block's
 // warps, a warp per 16 x 8 output tile: each lane reads its fragment elements from a and b where
@@ -81,10 +91,25 @@ std::string emit_wmma_matmul(const View& a, const View& b, const View& out, cons
 // rounds them to `type` (__half or __nv_bfloat16) in registers. For matmuls WMMA cannot take: an
 // operand computed in f32, fewer than 8 rows, unaligned tiles. Where the block has at least twice
 // as many warps as output tiles (a decode block's few rows on 256 or 512 threads) and `out` is an
-// f32 tile in shared memory (`out_f32_shared`), k is split across them too: SPLIT warps per tile,
+// f32 tile in shared memory (`to.f32_shared`), k is split across them too: SPLIT warps per tile,
 // each a slice of k, the first storing its partial and the others adding theirs with atomicAdd
-// after a __syncthreads (docs/tuning.md, "Schedules").
-std::string emit_mma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx, bool out_f32_shared = false);
+// after a __syncthreads (docs/tuning.md, "Schedules"); into an accumulator (`to.accumulate`)
+// every slice adds its partial atomically, with no barrier.
+std::string emit_mma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx, MatmulOut to = {});
+// Whether emit_ldmatrix_mma takes an m x n x k matmul: a decode block's fewer than 16 rows, n and
+// k multiples of 16.
+bool ldmatrix_mma_fits(int64_t m, int64_t n, int64_t k);
+// out = a @ b for a decode block (ldmatrix_mma_fits) on tensor cores through mma.sync m16n8k16
+// computed as out^T = b^T a^T, so that b's columns fill the instruction's 16 rows and a's few rows
+// its 8 columns (no wasted rows at 8 rows or fewer): b's fragments loaded by ldmatrix (its rows
+// transposed), a's by ldmatrix where `a_staged`, else gathered from wherever a lies and rounded to
+// `type` in registers (a tile computed in f32: a normalized activation); f32 accumulators, spread
+// over the block's warps and, with `to.f32_shared`, k split across them as emit_mma_matmul
+// splits it. b ([k, n]) and a staged a ([m, k]) dense row-major 16-bit tiles of `type` in shared
+// memory, 16-byte aligned; "" where the shapes or layouts do not fit (then WMMA or
+// emit_mma_matmul).
+std::string emit_ldmatrix_mma(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx, bool a_staged,
+                              MatmulOut to = {});
 // The warps per output tile emit_mma_matmul splits k over: a power of two, at most warps / tiles
 // and k's 16-wide steps; 1 where it does not split.
 int64_t mma_k_split(int64_t tiles, int64_t k, int threads);

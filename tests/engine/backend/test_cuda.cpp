@@ -563,7 +563,7 @@ std::vector<TensorCoreCase> tensor_core_cases() {
         {fam::kRmsLinear, {{"n", 24}, {"d", 64}}, {{"g1", 1}, {"F1", 2}}, "wmma m8n32k16 __half", kHalfTol},   // 3 x 2 tiles
         {fam::kRmsLinear, {{"n", 32}, {"d", 64}}, {{"g1", 8}, {"F1", 2}}, "wmma m32n8k16 __half", kHalfTol},
         {as_bf16(fam::kRmsLinear), {{"n", 16}, {"d", 64}}, {{"g1", 4}, {"F1", 2}}, "wmma m16n16k16 __nv_bfloat16", 2e-2},
-        {as_bf16(fam::kGatedMlp), {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, "wmma m8n32k16 __nv_bfloat16", 2e-2},
+        {as_bf16(fam::kGatedMlp), {{"n", 24}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}, "wmma m8n32k16 __nv_bfloat16", 2e-2},
         {fam::kAttention, {{"B", 2}, {"q", 32}, {"s", 128}, {"e", 16}}, {{"g1", 1}, {"g2", 2}, {"F1", 2}, {"g3", 2}, {"F2", 1}},
          "wmma m16n16k16 __half", kHalfTol},  // 2 x 2 x 2 tiles
         {kBroadcastBatchFamily, {{"b", 4}, {"m", 16}, {"k", 32}, {"n", 16}}, {{"g1", 2}}, "wmma m16n16k16 __half", 1e-5},
@@ -579,6 +579,8 @@ TEST_CASE("cuda: matmuls of staged 16-bit tiles take tensor cores where sizes an
     CHECK(has(src, std::string("// tensor cores: ").append(c.path)));
     CHECK(has(src, "wmma::mma_sync"));
     CHECK(has(src, "#include <mma.h>"));
+    // rms_linear's product goes into its sum accumulator: the fragments start from it.
+    if (c.family == fam::kRmsLinear) CHECK(has(src, "wmma::load_matrix_sync(acc, op, "));
     CudaCodegenOptions scalar;
     scalar.tensor_cores = false;
     std::string off = cuda_source(c.family, c.dims, c.sizes, scalar);
@@ -606,8 +608,8 @@ TEST_CASE("cuda: matmuls of staged 16-bit tiles take tensor cores where sizes an
 }
 
 TEST_CASE("cuda: loads are staged with 16-byte vectors where every row allows", "[cuda]") {
-  CudaCodegenOptions single;  // loads not run ahead (double buffering has its own test)
-  single.double_buffer = false;
+  CudaCodegenOptions single;  // loads not run ahead (the pipeline has its own test)
+  single.pipeline_stages = 1;
   std::string src = cuda_source(fam::kRmsLinear, {{"n", 16}, {"d", 64}}, {{"g1", 4}, {"F1", 2}}, single);
   INFO(src);
   // Into shared memory with cp.async: both loads of the loop body in flight at once, then one
@@ -629,7 +631,7 @@ TEST_CASE("cuda: loads are staged with 16-byte vectors where every row allows", 
 
 TEST_CASE("cuda: a tile read transposed (nn.Linear's [out, in] weight) is staged by 16-byte vectors along its stored rows", "[cuda]") {
   CudaCodegenOptions single;
-  single.double_buffer = false;
+  single.pipeline_stages = 1;
   std::string half = fam::kLlama;  // its inputs stored as f16
   for (const char* name : {"input X: f32[", "input g: f32[", "input W: f32["}) {
     const size_t at = half.find(name);
@@ -674,11 +676,12 @@ TEST_CASE("cuda: a block's scalar matmul with several outputs per thread advance
 
 TEST_CASE("cuda: matmuls WMMA cannot take (few rows, an f32 operand computed in the block) run through mma.sync and match", "[cuda]") {
   const std::string mma = "// tensor cores: mma.sync m16n8k16";
-  // 2 rows a block (decode), 16-bit tiles: rows 2..15 of the fragment read as zeros.
-  std::string decode = cuda_source(fam::kRmsLinear, {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 2}});
+  // 4 rows a block (decode) against 8 columns (no multiple of 16, so not the ldmatrix form),
+  // 16-bit tiles: rows 4..15 of the fragment read as zeros.
+  std::string decode = cuda_source(fam::kRmsLinear, {{"n", 4}, {"d", 40}}, {{"g1", 5}, {"F1", 2}});
   CHECK(has(decode, mma + ", operands rounded to __half"));
-  CHECK(has(decode, "r1 < 4 ?"));
-  CHECK(emulated_error(fam::kRmsLinear, {{"n", 4}, {"d", 64}}, {{"g1", 2}, {"F1", 2}}) < kHalfTol);
+  CHECK(has(decode, "r1 < 4 && k0 < 20 ?"));
+  CHECK(emulated_error(fam::kRmsLinear, {{"n", 4}, {"d", 40}}, {{"g1", 5}, {"F1", 2}}) < kHalfTol);
   // Columns and k that are no multiple of the fragment's (20 of 8, 20 of 16).
   std::string ragged = cuda_source(fam::kRmsLinear, {{"n", 3}, {"d", 20}}, {{"g1", 1}, {"F1", 1}});
   CHECK(has(ragged, "c < 20 ?"));
@@ -742,33 +745,101 @@ TEST_CASE("cuda: a decode block's mma.sync matmul with more warps than output ti
   }
   CHECK(checked > 0);
   CHECK(split_families > 0);
-  // 128 threads: two tiles split k over two warps each; eight tiles keep a warp a tile, as before.
-  CHECK(has(cuda_source(fam::kRmsLinear, {{"n", 4}, {"d", 128}}, {{"g1", 8}, {"F1", 1}}), split + "2 warps a tile"));
+  // 128 threads: one tile (16 columns through ldmatrix) splits k over the four warps; four tiles
+  // keep a warp a tile, as before.
+  CHECK(has(cuda_source(fam::kRmsLinear, {{"n", 4}, {"d", 128}}, {{"g1", 8}, {"F1", 1}}), split + "4 warps a tile"));
   CHECK(emulated_error(fam::kRmsLinear, {{"n", 4}, {"d", 128}}, {{"g1", 8}, {"F1", 1}}) < kHalfTol);
   CHECK_FALSE(has(cuda_source(fam::kRmsLinear, {{"n", 4}, {"d", 128}}, {{"g1", 2}, {"F1", 1}}), split));
 }
 
-TEST_CASE("cuda: a loop's loads run one iteration ahead into second slots where they fit, and match", "[cuda]") {
-  // rms_linear over 4 iterations: W's and X's tiles staged in the body, twice.
+// The decode form (emit_ops.h, emit_ldmatrix_mma): a block of fewer than 16 rows against a staged
+// 16-bit weight runs out^T = W^T x^T on mma.sync, W's columns as the instruction's 16 rows through
+// ldmatrix.trans, x's rows as its 8 columns through ldmatrix (a staged x) or gathered and rounded
+// (an x computed in the block).
+TEST_CASE("cuda: a decode block's matmul takes W's columns as mma.sync's rows through ldmatrix, and matches", "[cuda]") {
+  const std::string form = "// tensor cores: mma.sync m16n8k16 through ldmatrix";
+  CHECK(detail::ldmatrix_mma_fits(8, 32, 32));
+  CHECK(detail::ldmatrix_mma_fits(1, 16, 16));
+  CHECK_FALSE(detail::ldmatrix_mma_fits(16, 32, 32));  // a prefill block: WMMA
+  CHECK_FALSE(detail::ldmatrix_mma_fits(8, 24, 32));   // columns no multiple of 16
+  CHECK_FALSE(detail::ldmatrix_mma_fits(8, 32, 40));
+  // 8, 1, 5 and 12 rows (12: two groups of 8, rows past 11 read row 11 into columns never stored)
+  // against 32 columns (two 16-row tiles of the instruction), f16 and bf16, rms_linear and SwiGLU.
+  for (int64_t n : {8, 1, 5, 12}) {
+    INFO("n=" << n);
+    const DimBindings dims{{"n", n}, {"d", 64}}, sizes{{"g1", 2}, {"F1", 2}};
+    const std::string src = cuda_source(fam::kRmsLinear, dims, sizes);
+    CHECK(has(src, form + ", __half, b's columns as the instruction's rows"));
+    CHECK(has(src, "prism_ldmatrix<4, true>(fa, brow + kk * 32);"));
+    CHECK(has(src, "prism_ldmatrix<2, false>(fb, arow + kk);"));
+    CHECK_FALSE(has(src, "wmma"));
+    // The loop's product adds into the accumulator: no tile of its own, no pass that adds it.
+    CHECK(has(src, ", added into the accumulator"));
+    CHECK_FALSE(has(src, "// acc = sum_accumulate"));
+    CHECK(emulated_error(fam::kRmsLinear, dims, sizes) < kHalfTol);
+  }
+  const std::string bf16 = test::retyped(fam::kRmsLinear, "f16", "bf16");
+  CHECK(has(cuda_source(bf16, {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 2}}), form + ", __nv_bfloat16"));
+  CHECK(emulated_error(bf16, {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 2}}) < 2e-2);
+  CHECK(has(cuda_source(fam::kGatedMlp, {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}), form));
+  CHECK(emulated_error(fam::kGatedMlp, {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 4}}) < kHalfTol);
+  // k over the block's warps: 2 tiles at 512 threads take 8 warps each, one 16-wide step each.
+  CudaCodegenOptions wide;
+  wide.threads_per_block = 512;
+  const DimBindings at{{"n", 4}, {"d", 128}}, with{{"g1", 4}, {"F1", 1}};
+  CHECK(has(cuda_source(fam::kRmsLinear, at, with, wide), "k split over 8 warps a tile"));
+  CHECK(emulated_error(fam::kRmsLinear, at, with, wide) < kHalfTol);
+  // Llama's norm with a gain and an nn.Linear [out, in] weight, all stored at f16: x * g is
+  // computed in f32 and rounded in registers (the program's own rounding); W^T is staged dense.
+  std::string llama = test::retyped(fam::kLlama, "f32", "f16");
+  llama.replace(llama.find("save O: f32"), 11, "save O: f16");
+  const DimBindings ld{{"n", 4}, {"d", 64}, {"m", 32}}, ls{{"g1", 1}, {"F1", 2}};
+  const std::string gathered = cuda_source(llama, ld, ls);
+  CHECK(has(gathered, form + ", __half, b's columns as the instruction's rows, a's rows rounded in registers"));
+  CHECK(emulated_error(llama, ld, ls) < kHalfTol);
+  CHECK(emulated_error(llama, ld, ls, wide) < kHalfTol);
+  if (!have_nvrtc()) return;
+  for (const std::string& src : {cuda_source(fam::kRmsLinear, {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 2}}), gathered}) {
+    const std::string ptx = compile_to_ptx(src, "compute_90", cache_dir()).ptx;
+    CHECK(has(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
+    CHECK(has(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
+  }
+}
+
+TEST_CASE("cuda: a loop's loads run two iterations ahead into three slots where they fit, else one into two, and match", "[cuda]") {
+  // rms_linear over 4 iterations: W's and X's tiles staged in the body, three times.
   const DimBindings dims{{"n", 8}, {"d", 64}}, sizes{{"g1", 2}, {"F1", 4}};
   std::string src = cuda_source(fam::kRmsLinear, dims, sizes);
   INFO(src);
-  CHECK(has(src, "// loads one iteration ahead"));
+  CHECK(has(src, "// loads 2 iteration(s) ahead, into 3 slots per tile"));
   CHECK(has(src, "_next = reinterpret_cast<"));
-  CHECK(has(src, "(f + 1) * "));  // the next iteration's box
-  CHECK(has(src, "prism_copy_wait_prior1();"));
+  CHECK(has(src, "{  // w = load W, iteration 1"));  // the prologue's second group
+  CHECK(has(src, "(f + 2) * "));                      // the box two iterations on
+  CHECK(has(src, "prism_copy_wait_prior<2>();"));
   CHECK(emulated_error(fam::kRmsLinear, dims, sizes) < kHalfTol);
   CHECK(emulated_error(fam::kGatedMlp, {{"n", 4}, {"d", 48}}, {{"g1", 2}, {"F1", 3}}) < kHalfTol);
   CHECK(emulated_error(fam::kAttention, {{"B", 2}, {"q", 3}, {"s", 256}, {"e", 8}}, {{"g1", 1}, {"g2", 2}, {"F1", 4}, {"g3", 2}, {"F2", 1}}) <
         kHalfTol);
-  // Turned off, or the second slots do not fit, or one iteration: loads wait for the math.
+  // Two stages (asked for, or all a loop of two iterations has): one iteration ahead.
+  CudaCodegenOptions two;
+  two.pipeline_stages = 2;
+  const std::string doubled = cuda_source(fam::kRmsLinear, dims, sizes, two);
+  CHECK(has(doubled, "// loads 1 iteration(s) ahead, into 2 slots per tile"));
+  CHECK(has(doubled, "(f + 1) * "));
+  CHECK(has(doubled, "prism_copy_wait_prior<1>();"));
+  CHECK(emulated_error(fam::kRmsLinear, dims, sizes, two) < kHalfTol);
+  CHECK(has(cuda_source(fam::kRmsLinear, dims, {{"g1", 2}, {"F1", 2}}), "into 2 slots per tile"));
+  // Turned off, or no extra slot fits, or one iteration: loads wait for the math.
   CudaCodegenOptions single;
-  single.double_buffer = false;
+  single.pipeline_stages = 1;
   CHECK_FALSE(has(cuda_source(fam::kRmsLinear, dims, sizes, single), "_next"));
+  const int64_t own = generate_cuda_source(sgraph::instantiate(sgraph::parse(fam::kRmsLinear), dims, sizes, kGpu), single).kernels[0].shared_bytes;
   CudaCodegenOptions small;  // the kernel's own tiles fit, twice its loads do not
-  small.shared_memory_bytes =
-      generate_cuda_source(sgraph::instantiate(sgraph::parse(fam::kRmsLinear), dims, sizes, kGpu), single).kernels[0].shared_bytes + 64;
+  small.shared_memory_bytes = own + 64;
   CHECK_FALSE(has(cuda_source(fam::kRmsLinear, dims, sizes, small), "_next"));
+  CudaCodegenOptions middle;  // twice its loads fit, three times do not: two stages
+  middle.shared_memory_bytes = generate_cuda_source(sgraph::instantiate(sgraph::parse(fam::kRmsLinear), dims, sizes, kGpu), two).kernels[0].shared_bytes;
+  CHECK(has(cuda_source(fam::kRmsLinear, dims, sizes, middle), "into 2 slots per tile"));
   CHECK_FALSE(has(cuda_source(fam::kRmsLinear, dims, {{"g1", 2}, {"F1", 1}}), "_next"));
 }
 

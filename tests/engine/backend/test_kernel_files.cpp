@@ -48,7 +48,11 @@ extern "C" __global__ void prism_kernel_files_instantiated(const __half* h, cons
   __shared__ __align__(16) float staged[4 * 32];
   prism_copy16_async(staged + 4 * threadIdx.x, out + 4 * threadIdx.x);
   prism_copy_commit();
-  prism_copy_wait_prior1();
+  prism_copy_wait_prior<1>();
+  prism_copy_wait_prior<2>();
+  unsigned r[4];
+  prism_ldmatrix<4, true>(r, staged + 8 * (threadIdx.x & 7));
+  prism_ldmatrix<2, false>(r, staged + 8 * (threadIdx.x & 7));
   prism_copy_wait();
   prism_copy16(out + 4 * threadIdx.x, staged + 4 * threadIdx.x);
   float d[4] = {0, 0, 0, 0};

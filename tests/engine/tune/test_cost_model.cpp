@@ -266,7 +266,7 @@ TEST_CASE("cost model: a long loop of thin K steps into an accumulator larger th
   CHECK(small(256).cache_bytes - small(8).cache_bytes < 0.01 * (2 * (2 * 2 * 1024 * 4.0) * 2) * (256 - 8));
 }
 
-TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles runs at the tensor-core peak in a WMMA shape, at the part of each fragment it fills through mma.sync", "[tune][cost]") {
+TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles runs at the tensor-core peak in a WMMA shape or the decode form, at the part of each fragment it fills through mma.sync", "[tune][cost]") {
   // The H100 with its peaks scaled down 1000x, so that compute decides the estimate.
   TargetDescription gpu = cuda_h100_data();
   gpu.peak_gflops /= 1000;
@@ -274,19 +274,23 @@ TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles runs at the ten
   TargetDescription no_tensor_cores = gpu;
   backend::cuda::gpu_features(no_tensor_cores).tensor_peak_gflops = 0;
   sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);  // f16 X and W
-  auto compute_bound = [&](int64_t n, const TargetDescription& t) {
-    sgraph::Instance inst = sgraph::instantiate(g, {{"n", n}, {"d", 8192}}, {{"g1", 64}, {"F1", 64}}, t.tile_budget());
+  auto compute_bound = [&](int64_t n, const TargetDescription& t, int64_t g1 = 64) {
+    sgraph::Instance inst = sgraph::instantiate(g, {{"n", n}, {"d", 8192}}, {{"g1", g1}, {"F1", 64}}, t.tile_budget());
     return estimate_cost(inst, t);
   };
   // n=16: 16 x 128 @ 128 x 128 tiles fit m16n16k16.
   CHECK(compute_bound(16, gpu).bound == "compute");
   CHECK(compute_bound(16, gpu).seconds < 0.5 * compute_bound(16, no_tensor_cores).seconds);
-  // n=12: no WMMA shape; mma.sync fills 12 of a fragment's 16 rows: faster than the f32 FMA
-  // peak, slower per row than a WMMA shape.
+  // n=12: the decode form (W's columns as the instruction's rows) fills 12 of its two 8-column
+  // groups: faster than the f32 FMA peak, slower per row than a WMMA shape.
   CHECK(compute_bound(12, gpu).seconds < 0.9 * compute_bound(12, no_tensor_cores).seconds);
   CHECK(compute_bound(12, gpu).seconds / 12 > compute_bound(16, gpu).seconds / 16);
-  // n=3: 3 of 16 rows; never predicted slower than the FMA path.
-  CHECK(compute_bound(3, gpu).seconds == compute_bound(3, no_tensor_cores).seconds);
+  // n=3: 3 of its 8 columns: still faster than the FMA path, slower per row than 8 rows.
+  CHECK(compute_bound(3, gpu).seconds < 0.5 * compute_bound(3, no_tensor_cores).seconds);
+  CHECK(compute_bound(3, gpu).seconds / 3 > compute_bound(8, gpu).seconds / 8);
+  // 8 columns a block (no multiple of 16): mma.sync gathering every element fills 3 of a
+  // fragment's 16 rows, never predicted slower than the FMA path.
+  CHECK(compute_bound(3, gpu, 1024).seconds == compute_bound(3, no_tensor_cores, 1024).seconds);
   // The flops counted are the same; only the rate differs.
   CHECK(compute_bound(16, gpu).flops == compute_bound(16, no_tensor_cores).flops);
 }

@@ -45,19 +45,50 @@ __device__ __forceinline__ void prism_copy_wait() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
-// Double buffering: the copies issued since the last commit form a group; wait_prior1 waits for
-// every group but the newest.
+// A pipeline of loads: the copies issued since the last commit form a group;
+// prism_copy_wait_prior<N> waits for every group but the newest N.
 __device__ __forceinline__ void prism_copy_commit() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void prism_copy_wait_prior1() {
+template <int N>
+__device__ __forceinline__ void prism_copy_wait_prior() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group 1;\n" ::: "memory");
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }
 __device__ __forceinline__ float prism_neg_inf() { return __int_as_float(0xff800000); }
+// ldmatrix: N (2 or 4) 8 x 8 matrices of 16-bit elements from shared memory, each row 16
+// aligned bytes whose address lane 8j + i gives (row i of matrix j). Lane l = 4g + q receives in
+// r[j] matrix j's row g, columns 2q and 2q + 1 (TRANS: column g, rows 2q and 2q + 1, the
+// transposed matrix's row g), the low half first: an mma.sync operand fragment. Before sm_75 (and
+// in the host emulation) the same words from the rows' addresses shared through warp shuffles.
+template <int N, bool TRANS>
+__device__ __forceinline__ void prism_ldmatrix(unsigned* r, const void* row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  if (N == 4 && TRANS)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+  else if (N == 4)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+  else if (TRANS)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+#else
+  const uint4 row_bytes = *static_cast<const uint4*>(row);  // a row is 16 aligned bytes, as ldmatrix needs
+  (void)row_bytes;
+  const unsigned long long p = reinterpret_cast<unsigned long long>(row);
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  auto element = [&](int from, int i) {
+    const unsigned lo = __shfl_sync(0xffffffffu, static_cast<unsigned>(p), from), hi = __shfl_sync(0xffffffffu, static_cast<unsigned>(p >> 32), from);
+    return static_cast<unsigned>(reinterpret_cast<const unsigned short*>(static_cast<unsigned long long>(hi) << 32 | lo)[i]);
+  };
+  for (int j = 0; j < N; ++j)
+    r[j] = TRANS ? element(8 * j + 2 * q, g) | element(8 * j + 2 * q + 1, g) << 16 : element(8 * j + g, 2 * q) | element(8 * j + g, 2 * q + 1) << 16;
+#endif
+}
 // Two values rounded to f16 (BF16: bf16) and packed as an mma operand register, the first in the
 // low half.
 template <bool BF16>
