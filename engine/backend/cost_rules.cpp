@@ -6,6 +6,8 @@ double CostRules::block_matmul_factor(const BlockMatmul&, const TargetDescriptio
 
 int64_t CostRules::b_row_piece(const BlockMatmul&, const TargetDescription&) const { return 0; }
 
+double CostRules::run_overhead_bytes(const TargetDescription&) const { return 256; }
+
 int64_t CostRules::private_cache_bytes(const TargetDescription&) const { return 0; }
 
 bool CostRules::overlaps(const LoopTiles&, const TargetDescription&) const { return true; }

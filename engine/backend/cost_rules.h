@@ -53,6 +53,10 @@ class CostRules {
   virtual double block_matmul_factor(const BlockMatmul& m, const TargetDescription& target) const;
   // Where a block matmul reads its loaded B's rows in pieces, their length in elements; else 0.
   virtual int64_t b_row_piece(const BlockMatmul& m, const TargetDescription& target) const;
+  // The bytes' worth of streaming each contiguous run of a tile costs on top of its own bytes (the
+  // cost model's assumption 7); the default, a CPU's, 256: a new DRAM page and a hardware
+  // prefetch stream restarting.
+  virtual double run_overhead_bytes(const TargetDescription& target) const;
   // The cache private to the core that runs a block, whose overflow by the block's computed and
   // loaded tiles moves through the next level (0: the model counts no such traffic).
   virtual int64_t private_cache_bytes(const TargetDescription& target) const;

@@ -40,9 +40,10 @@
 //  7. Access pattern. A tile is read as runs of contiguous bytes (its rows, when it does not span
 //     the tensor's last dim, in the tensor's own dim order: an nn.Linear weight's W^T tile of
 //     K x N lies as N runs of K; a B the backend reads in row pieces, CostRules::b_row_piece, as
-//     runs of a piece); every run costs kRunOverhead bytes' worth of streaming on top of its own
-//     bytes (a new DRAM page and a prefetch stream restarting). This is what sets instantiations
-//     apart that move the same bytes: wide, contiguous tiles stream better than narrow ones.
+//     runs of a piece); every run costs the backend's CostRules::run_overhead_bytes of streaming
+//     on top of its own bytes (a CPU's: a new DRAM page and a prefetch stream restarting; a GPU's:
+//     a memory sector). This is what sets instantiations apart that move the same bytes: wide,
+//     contiguous tiles stream better than narrow ones.
 //  8. Accumulators. Where the backend has a private cache per core (CostRules::
 //     private_cache_bytes), a matmul's accumulator tile larger than half of it moves twice its
 //     bytes through the next level every loop iteration (cache_bytes).
@@ -102,7 +103,6 @@ constexpr double kCacheSpeedup = 4;
 constexpr double kBlockOverhead = 1e-6;
 constexpr double kKernelOverhead = 5e-6;
 constexpr double kCallOverhead = 0.3e-6;
-constexpr double kRunOverhead = 256;
 constexpr double kL2Speedup = 3;
 
 using sgraph::BlockOp;
@@ -288,7 +288,7 @@ class CostModel {
           loaded[op.tensor] += double(element_count(shape)) * element * runs;
           c.work += double(element_count(shape)) * runs;
           if (in_body) body_tiles += double(element_count(shape)) * element;
-          run_overhead[op.tensor] += double(element_count(shape)) * element * runs * kRunOverhead / std::max(run, 1.0);
+          run_overhead[op.tensor] += double(element_count(shape)) * element * runs * rules_.run_overhead_bytes(target_) / std::max(run, 1.0);
           break;
         }
         case BlockOp::Kind::Save:
@@ -365,7 +365,7 @@ class CostModel {
       c.loop = false;
       c.scaled_flops *= cost.flop_factor;
       if (cost.b_piece > 0 && cost.b_piece < out.back())  // B's rows read in pieces (assumption 7)
-        c.memory_bytes += tensor_bytes(lib.inputs[1]) * kRunOverhead / double(cost.b_piece * sgraph::element_bytes(m.b_dtype));
+        c.memory_bytes += tensor_bytes(lib.inputs[1]) * rules_.run_overhead_bytes(target_) / double(cost.b_piece * sgraph::element_bytes(m.b_dtype));
       if (cost.b_stream_passes > 0) c.stream_bytes = cost.b_stream_passes * tensor_bytes(lib.inputs[1]);
     }
     return c;

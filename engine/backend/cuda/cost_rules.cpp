@@ -14,6 +14,8 @@ namespace {
 constexpr double kMmaGather = 8;
 // The decode form's A gathered element by element (docs/tuning.md, "The GPU's cost rules").
 constexpr double kDecodeGather = 2;
+// The granularity of a GPU's global memory accesses.
+constexpr double kSectorBytes = 32;
 // A warp's 32 lanes run one instruction together: a tile narrower than that wastes the rest.
 constexpr int kWarpLanes = 32;
 
@@ -38,6 +40,10 @@ double CudaCostRules::block_matmul_factor(const BlockMatmul& m, const TargetDesc
   const double fill = double(rows) / double(16 * ((rows + 15) / 16)) * double(n) / double(8 * ((n + 7) / 8)) * double(k) / double(16 * ((k + 15) / 16));
   return std::min(1.0, target.peak_gflops * kMmaGather / (tensor_peak * fill));
 }
+
+// A GPU reads global memory in 32-byte sectors, and its many DRAM banks serve a grid's narrow
+// runs side by side with no prefetch stream to restart: a run costs at most a sector's worth more.
+double CudaCostRules::run_overhead_bytes(const TargetDescription&) const { return kSectorBytes; }
 
 bool CudaCostRules::overlaps(const LoopTiles& loop, const TargetDescription& target) const {
   // double_buffer.h's condition as the model sees it: more than one iteration, and the body's

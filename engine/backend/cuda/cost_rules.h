@@ -11,6 +11,7 @@ class CudaCostRules final : public CostRules {
  public:
   int vector_lanes(const TargetDescription& target) const override;
   double block_matmul_factor(const BlockMatmul& m, const TargetDescription& target) const override;
+  double run_overhead_bytes(const TargetDescription& target) const override;
   bool overlaps(const LoopTiles& loop, const TargetDescription& target) const override;
   double peak_gflops(DType storage, const TargetDescription& target) const override;
 };

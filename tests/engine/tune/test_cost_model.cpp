@@ -295,6 +295,24 @@ TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles runs at the ten
   CHECK(compute_bound(16, gpu).flops == compute_bound(16, no_tensor_cores).flops);
 }
 
+TEST_CASE("cost model: a GPU pays a sector for each contiguous run of a tile, a CPU a DRAM page", "[tune][cost]") {
+  // rms_linear at a decode shape, f16: W's tile [d/F1, d/g1] lies as d/F1 runs of d/g1 halves.
+  const sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);
+  const TargetDescription gpu = cuda_h100_data();
+  TargetDescription cpu = four_cores();
+  cpu.fast_memory_bytes = gpu.fast_memory_bytes;
+  auto bytes = [&](int64_t g1, int64_t f1, const TargetDescription& t) {
+    return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", 4096}}, {{"g1", g1}, {"F1", f1}}, t.tile_budget()), t).memory_bytes;
+  };
+  const double w = 4096.0 * 4096 * 2;  // W's bytes (X's re-reads add a few percent)
+  // 32 columns a block, runs of 64 bytes: half their bytes more on a GPU (32 of 64), 4x on a CPU.
+  CHECK(bytes(128, 4, gpu) > 1.45 * w);
+  CHECK(bytes(128, 4, gpu) < 1.6 * w);
+  CHECK(bytes(128, 4, cpu) > 4 * w);
+  // 256 columns, runs of 512 bytes: a sixteenth more on a GPU.
+  CHECK(bytes(16, 64, gpu) < 1.15 * w);
+}
+
 TEST_CASE("cost model: on a GPU, loads overlap the math only where the loop's tiles fit twice (double buffering)", "[tune][cost]") {
   TargetDescription gpu = cuda_h100_data();
   backend::cuda::gpu_features(gpu).tensor_peak_gflops = 0;  // f32 FMA math: of the order of the loads here
