@@ -164,7 +164,8 @@ class CustomLowering {
     auto add = [&](size_t i) {
       const BlockOp& op = k_.ops[i];
       add_tile(int(i), op.name,
-               op.kind == BlockOp::Kind::Load && !options_.wide_staged_tiles ? program_.tensor(op.tensor).dtype : DType::F32, shape_[i]);
+               op.kind == BlockOp::Kind::Load && !options_.wide_staged_tiles ? program_.tensor(op.tensor).dtype : DType::F32,
+               staged_as_stored(i) ? last_two_swapped(shape_[i]) : shape_[i]);
     };
     const bool first = options_.accumulators_first;
     for (size_t i = 0; i < n_; ++i)
@@ -227,6 +228,29 @@ class CustomLowering {
     return true;
   }
 
+  template <class T>
+  static std::vector<T> last_two_swapped(std::vector<T> v) {
+    std::swap(v[v.size() - 2], v[v.size() - 1]);
+    return v;
+  }
+
+  // Load i is staged in its tensor's own order (LowerOptions::stage_transposed_as_stored): its
+  // view swaps the tensor's last two dims and keeps the others, and every use is a matmul's B.
+  bool staged_as_stored(size_t i) const {
+    const BlockOp& op = k_.ops[i];
+    if (!options_.stage_transposed_as_stored || op.kind != BlockOp::Kind::Load || !staged(i) || uses_[i].empty()) return false;
+    const std::vector<int>& view = op.view;
+    const size_t r = view.size();
+    if (r < 2 || r != program_.tensor(op.tensor).shape.size() || view[r - 2] != int(r) - 1 || view[r - 1] != int(r) - 2) return false;
+    for (size_t d = 0; d + 2 < r; ++d)
+      if (view[d] != int(d)) return false;
+    for (size_t u : uses_[i]) {
+      const BlockOp& user = k_.ops[u];
+      if (user.kind != BlockOp::Kind::Compute || user.op != Op::Matmul || user.operands.at(0) == int(i) || user.operands.at(1) != int(i)) return false;
+    }
+    return true;
+  }
+
   kir::Place load_box(size_t i) const {
     const BlockOp& op = k_.ops[i];
     const kir::Tensor& t = program_.tensor(op.tensor);
@@ -275,7 +299,15 @@ class CustomLowering {
     for (int o : op.operands) s.in.push_back(places_[size_t(o)]);
     switch (op.kind) {
       case BlockOp::Kind::Load:
-        if (staged(i)) {
+        if (staged_as_stored(i)) {  // copied as it lies, read back transposed
+          s.kind = kir::Stmt::Kind::Stage;
+          kir::Place box = load_box(i);
+          box.shape = last_two_swapped(box.shape), box.strides = last_two_swapped(box.strides);
+          s.in = {box};
+          const std::vector<int64_t> stored = last_two_swapped(shape_[i]);
+          s.out = {kir::Place::Kind::Tile, int(i), "", {}, stored, dense_strides(stored)};
+          places_[i] = {kir::Place::Kind::Tile, int(i), "", {}, shape_[i], last_two_swapped(dense_strides(stored))};
+        } else if (staged(i)) {
           s.kind = kir::Stmt::Kind::Stage;
           s.in = {load_box(i)};
           s.out = places_[i] = tile(i);

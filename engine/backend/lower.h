@@ -27,6 +27,10 @@ struct LowerOptions {
   // read as their B is read in place (the printer has a kernel for a transposed B); else a view
   // that does not keep the tensor's last dim last is copied into a tile.
   bool transposed_b_in_place = true;
+  // A staged load whose view swaps the tensor's last two dims (W^T of an nn.Linear weight, K^T)
+  // and that only matmuls read as their B is copied in the tensor's own order (its rows
+  // contiguous, as 16-byte vectors copy them) and read through a transposed view of its tile.
+  bool stage_transposed_as_stored = false;
   // Where set and true for a matmul (A's dtype as the kernel reads it, B's, A's rows), its B is
   // read in place however many rows A has (the CPU's AMX tiles multiply it as it lies).
   std::function<bool(DType, DType, int64_t)> transposed_b_any_rows;
@@ -48,6 +52,7 @@ inline LowerOptions cuda_lowering() {
   options.tile_align_bytes = 32;
   options.who = "cuda codegen";
   options.transposed_b_in_place = false;
+  options.stage_transposed_as_stored = true;
   return options;
 }
 

@@ -152,8 +152,10 @@ std::string emit_ldmatrix_mma(const View& a, const View& b, const View& out, con
   if (a.shape.size() != 2 || b.shape.size() != 2 || out.shape.size() != 2 || ctx.spread != Spread::Block) return "";
   const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
   if (b.shape[0] != k || out.shape[0] != m || out.shape[1] != n || !ldmatrix_mma_fits(m, n, k)) return "";
-  // ldmatrix reads rows of 8 elements, 16 aligned bytes each: b (and a staged a) dense, row-major.
-  if (b.strides != std::vector<int64_t>{n, 1} || (a_staged && a.strides != std::vector<int64_t>{k, 1})) return "";
+  // ldmatrix reads rows of 8 elements, 16 aligned bytes each: b dense, row-major (read
+  // transposed) or column-major (a W^T tile staged as W lies: read as it is), a staged a row-major.
+  const bool b_rows = b.strides == std::vector<int64_t>{n, 1};
+  if ((!b_rows && b.strides != std::vector<int64_t>{1, k}) || (a_staged && a.strides != std::vector<int64_t>{k, 1})) return "";
   const int64_t tn = n / 16, tm = (m + 7) / 8, tiles = tn * tm, ldo = out.strides[0], co = out.strides[1];
   const bool row_test = m % 8 != 0;
   const std::string bf = std::string(type) == "__nv_bfloat16" ? "true" : "false", N = std::to_string(n), K = std::to_string(k);
@@ -163,7 +165,8 @@ std::string emit_ldmatrix_mma(const View& a, const View& b, const View& out, con
   // whose products land in columns no store writes).
   auto tile = [&](const std::string& at, const std::string& from, int64_t step, const std::string& compute) {
     std::string code = at + "const int n0 = t % " + std::to_string(tn) + " * 16, m0 = t / " + std::to_string(tn) + " * 8;\n";
-    code += at + "const " + type + "* brow = &" + b.ptr + "[((lane & 7) + (lane >> 4) * 8) * " + N + " + n0 + (lane >> 3 & 1) * 8];\n";
+    if (b_rows) code += at + "const " + type + "* brow = &" + b.ptr + "[((lane & 7) + (lane >> 4) * 8) * " + N + " + n0 + (lane >> 3 & 1) * 8];\n";
+    else code += at + "const " + type + "* brow = &" + b.ptr + "[(n0 + (lane & 7) + (lane >> 3 & 1) * 8) * " + K + " + (lane >> 4) * 8];\n";
     const std::string arow = row_test ? "(m0 + (lane & 7) < " + std::to_string(m) + " ? m0 + (lane & 7) : " + std::to_string(m - 1) + ")" : "(m0 + (lane & 7))";
     if (a_staged) code += at + "const " + type + "* arow = &" + a.ptr + "[" + arow + " * " + K + " + (lane >> 3 & 1) * 8];\n";
     else code += at + "const int ar = m0 + g;\n";
@@ -172,7 +175,7 @@ std::string emit_ldmatrix_mma(const View& a, const View& b, const View& out, con
     if (!compute.empty()) code += at + "if (" + compute + ") {\n";
     code += loop + "for (int kk = " + from + "; kk < " + K + "; kk += " + std::to_string(step) + ") {\n";
     code += body + "unsigned fa[4], fb[2];\n";
-    code += body + "prism_ldmatrix<4, true>(fa, brow + kk * " + N + ");\n";
+    code += body + (b_rows ? "prism_ldmatrix<4, true>(fa, brow + kk * " + N + ");\n" : std::string("prism_ldmatrix<4, false>(fa, brow + kk);\n"));
     if (a_staged) {
       code += body + "prism_ldmatrix<2, false>(fb, arow + kk);\n";
     } else {  // column g of the fragment is a's row m0 + g: its elements gathered and rounded

@@ -353,21 +353,30 @@ bool row_major_rows(const View& v) {
   return r >= 2 && v.strides[r - 1] == 1 && v.strides[r - 2] >= v.shape[r - 1];
 }
 
+// Column-major in its last two dims (a W^T tile staged as W lies): wmma::col_major.
+bool col_major_rows(const View& v) {
+  size_t r = v.shape.size();
+  return r >= 2 && v.strides[r - 2] == 1 && v.strides[r - 1] >= v.shape[r - 2];
+}
+
 // How a block's warps split a matmul into WMMA tiles: tm x tn output tiles per batch element.
 struct WmmaPlan {
   WmmaShape shape;
   int64_t k, lda, ldb, ldo, tm, tn;
   std::vector<int64_t> batch, sa, sb, so;  // the result's batch shape, each view's strides along it
+  bool b_col = false;                      // b column-major (ldb: its columns' stride)
 };
 
 std::optional<WmmaPlan> plan_wmma(const View& a, const View& b, const View& out) {
-  if (!row_major_rows(a) || !row_major_rows(b) || !row_major_rows(out)) return std::nullopt;
+  const bool b_col = !row_major_rows(b) && col_major_rows(b);
+  if (!row_major_rows(a) || !(row_major_rows(b) || b_col) || !row_major_rows(out)) return std::nullopt;
   size_t ra = a.shape.size(), rb = b.shape.size(), ro = out.shape.size();
   const int64_t m = a.shape[ra - 2], k = a.shape[ra - 1], n = b.shape[rb - 1];
   if (b.shape[rb - 2] != k || out.shape[ro - 2] != m || out.shape[ro - 1] != n) return std::nullopt;
   std::optional<WmmaShape> shape = wmma_shape(m, n, k);
   if (!shape) return std::nullopt;
-  WmmaPlan p{*shape, k, a.strides[ra - 2], b.strides[rb - 2], out.strides[ro - 2], m / shape->m, n / shape->n, {}, {}, {}, {}};
+  WmmaPlan p{*shape, k, a.strides[ra - 2], b.strides[b_col ? rb - 1 : rb - 2], out.strides[ro - 2], m / shape->m, n / shape->n, {}, {}, {}, {},
+             b_col};
   p.batch.assign(out.shape.begin(), out.shape.end() - 2);
   p.sa = batch_strides(a, p.batch), p.sb = batch_strides(b, p.batch), p.so = batch_strides(out, p.batch);
   return p;
@@ -382,8 +391,8 @@ bool wmma_aligned(const WmmaPlan& p) {
   for (size_t d = 0; d < p.batch.size(); ++d)
     if (p.batch[d] > 1) steps.insert(steps.end(), {p.sa[d] * 2, p.sb[d] * 2, p.so[d] * 4});
   if (p.tm > 1) steps.insert(steps.end(), {M * p.lda * 2, M * p.ldo * 4});
-  if (p.tn > 1) steps.insert(steps.end(), {N * 2, N * 4});
-  if (p.k > K) steps.insert(steps.end(), {K * 2, K * p.ldb * 2});
+  if (p.tn > 1) steps.insert(steps.end(), {N * (p.b_col ? p.ldb : 1) * 2, N * 4});
+  if (p.k > K) steps.insert(steps.end(), {K * 2, K * (p.b_col ? 1 : p.ldb) * 2});
   for (int64_t step : steps)
     if (step % 32 != 0) return false;
   return p.lda * 2 % 16 == 0 && p.ldb * 2 % 16 == 0 && p.ldo * 4 % 16 == 0;
@@ -414,6 +423,7 @@ std::string emit_wmma_matmul(const View& a, const View& b, const View& out, cons
   const std::string row_a = p.tm > 1 ? std::string(" + ti * ").append(std::to_string(M * p.lda)) : "";
   const std::string row_o = p.tm > 1 ? std::string(" + ti * ").append(std::to_string(M * p.ldo)) : "";
   const std::string col = p.tn > 1 ? std::string(" + tj * ").append(std::to_string(N)) : "";
+  const std::string col_b = p.tn > 1 ? std::string(" + tj * ").append(std::to_string(N * (p.b_col ? p.ldb : 1))) : "";
   const std::string ind = ctx.indent, in2 = ind + "  ", in3 = in2 + "  ";
   const std::string frag = std::to_string(M) + ", " + std::to_string(N) + ", " + std::to_string(K) + ", ";
   std::string s = ind + "// tensor cores: wmma m" + std::to_string(M) + "n" + std::to_string(N) + "k" + std::to_string(K) + " " + type + "\n";
@@ -422,15 +432,15 @@ std::string emit_wmma_matmul(const View& a, const View& b, const View& out, cons
        std::to_string(ctx.threads / 32) + ") {\n";
   s += wmma_tile_index(p, in3, ctx);
   s += in3 + "const " + type + "* ap = &" + a.ptr + "[" + offset(p.sa, p.batch, "i", ctx) + row_a + "];\n";
-  s += in3 + "const " + type + "* bp = &" + b.ptr + "[" + offset(p.sb, p.batch, "i", ctx) + col + "];\n";
+  s += in3 + "const " + type + "* bp = &" + b.ptr + "[" + offset(p.sb, p.batch, "i", ctx) + col_b + "];\n";
   s += in3 + "float* op = &" + out.ptr + "[" + offset(p.so, p.batch, "i", ctx) + row_o + col + "];\n";
   s += in3 + "wmma::fragment<wmma::accumulator, " + frag + "float> acc;\n";
   s += in3 + (accumulate ? "wmma::load_matrix_sync(acc, op, " + std::to_string(p.ldo) + ", wmma::mem_row_major);\n" : std::string("wmma::fill_fragment(acc, 0.0f);\n"));
   s += in3 + "for (int kk = 0; kk < " + std::to_string(p.k) + "; kk += " + std::to_string(K) + ") {\n";
   s += in3 + "  wmma::fragment<wmma::matrix_a, " + frag + type + ", wmma::row_major> fa;\n";
-  s += in3 + "  wmma::fragment<wmma::matrix_b, " + frag + type + ", wmma::row_major> fb;\n";
+  s += in3 + "  wmma::fragment<wmma::matrix_b, " + frag + type + (p.b_col ? ", wmma::col_major> fb;\n" : ", wmma::row_major> fb;\n");
   s += in3 + "  wmma::load_matrix_sync(fa, ap + kk, " + std::to_string(p.lda) + ");\n";
-  s += in3 + "  wmma::load_matrix_sync(fb, bp + kk * " + std::to_string(p.ldb) + ", " + std::to_string(p.ldb) + ");\n";
+  s += in3 + "  wmma::load_matrix_sync(fb, bp + kk" + (p.b_col ? std::string() : " * " + std::to_string(p.ldb)) + ", " + std::to_string(p.ldb) + ");\n";
   s += in3 + "  wmma::mma_sync(acc, fa, fb, acc);\n";
   s += in3 + "}\n";
   s += in3 + "wmma::store_matrix_sync(op, acc, " + std::to_string(p.ldo) + ", wmma::mem_row_major);\n";

@@ -78,11 +78,11 @@ std::string emit_matmul(const View& a, const View& b, const View& out, const Emi
 // Whether m x n x k has a WMMA shape (m16n16k16, m8n32k16, m32n8k16).
 bool wmma_fits(int64_t m, int64_t n, int64_t k);
 // out = a @ b on tensor cores (nvcuda::wmma, f32 accumulators; needs <mma.h>), spread over the
-// block's warps: a, b row-major 16-bit tiles of storage type `type` (batch dims dense or
-// broadcast), out an f32 tile, each pointer 32-byte aligned. Shape m16n16k16, else m8n32k16, else
-// m32n8k16, as the sizes allow; "" when none fits or a pointer the code would form is not
-// provably 32-byte aligned (then emit_matmul).
-// With `accumulate` the accumulator fragments start from out's values (out += a @ b).
+// block's warps: a row-major and b row- or column-major (a W^T tile staged as W lies) 16-bit
+// tiles of storage type `type` (batch dims dense or broadcast), out an f32 tile, each pointer
+// 32-byte aligned. Shape m16n16k16, else m8n32k16, else m32n8k16, as the sizes allow; "" when none
+// fits or a pointer the code would form is not provably 32-byte aligned (then emit_matmul). With
+// `accumulate` the accumulator fragments start from out's values (out += a @ b).
 std::string emit_wmma_matmul(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx, bool accumulate = false);
 
 // out = a @ b on tensor cores with mma.sync m16n8k16 (f32 accumulators), spread over the block's
@@ -102,11 +102,12 @@ bool ldmatrix_mma_fits(int64_t m, int64_t n, int64_t k);
 // out = a @ b for a decode block (ldmatrix_mma_fits) on tensor cores through mma.sync m16n8k16
 // computed as out^T = b^T a^T, so that b's columns fill the instruction's 16 rows and a's few rows
 // its 8 columns (no wasted rows at 8 rows or fewer): b's fragments loaded by ldmatrix (its rows
-// transposed), a's by ldmatrix where `a_staged`, else gathered from wherever a lies and rounded to
+// transposed; a column-major b, a W^T tile staged as W lies, as they are), a's by ldmatrix where
+// `a_staged`, else gathered from wherever a lies and rounded to
 // `type` in registers (a tile computed in f32: a normalized activation); f32 accumulators, spread
 // over the block's warps and, with `to.f32_shared`, k split across them as emit_mma_matmul
-// splits it. b ([k, n]) and a staged a ([m, k]) dense row-major 16-bit tiles of `type` in shared
-// memory, 16-byte aligned; "" where the shapes or layouts do not fit (then WMMA or
+// splits it. b ([k, n], row- or column-major) and a staged a ([m, k], row-major) dense 16-bit
+// tiles of `type` in shared memory, 16-byte aligned; "" where the shapes or layouts do not fit (then WMMA or
 // emit_mma_matmul).
 std::string emit_ldmatrix_mma(const View& a, const View& b, const View& out, const char* type, const EmitContext& ctx, bool a_staged,
                               MatmulOut to = {});

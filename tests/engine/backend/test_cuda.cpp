@@ -629,7 +629,31 @@ TEST_CASE("cuda: loads are staged with 16-byte vectors where every row allows", 
   CHECK(has(cuda_source(fam::kSplitContractionPartials, {{"n", 4}, {"d", 32}, {"m", 24}}, {{"g1", 4}}), "prism_copy16_async(&"));
 }
 
-TEST_CASE("cuda: a tile read transposed (nn.Linear's [out, in] weight) is staged by 16-byte vectors along its stored rows", "[cuda]") {
+// X @ W^T with nn.Linear's [out, in] weight, every tensor f16: W's tile is only a matmul's B.
+constexpr const char* kLinearT = R"(input X: f16[n, d]
+input W: f16[m, d]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: -, loop: 1}
+  w = load W view [1, 0] map {grid: 1->g1, loop: 0}
+  xw = matmul(x, w)
+  acc = sum_accumulate(xw)
+  save O: f16 = acc map {grid: 1->g1, loop: -}
+output O
+)";
+// The same weight squared elementwise before the matmul: its tile has another use.
+constexpr const char* kSquaredLinearT = R"(input X: f16[n, d]
+input W: f16[m, d]
+kernel 0: custom grid=[g1] loop=F1
+  x = load X map {grid: -, loop: 1}
+  w = load W view [1, 0] map {grid: 1->g1, loop: 0}
+  ww = mul(w, w)
+  xw = matmul(x, ww)
+  acc = sum_accumulate(xw)
+  save O: f16 = acc map {grid: 1->g1, loop: -}
+output O
+)";
+
+TEST_CASE("cuda: a W^T tile only matmuls read is staged as W lies and read transposed; another is staged transposed by 16-byte vectors", "[cuda]") {
   CudaCodegenOptions single;
   single.pipeline_stages = 1;
   std::string half = fam::kLlama;  // its inputs stored as f16
@@ -639,18 +663,41 @@ TEST_CASE("cuda: a tile read transposed (nn.Linear's [out, in] weight) is staged
   }
   for (const std::string& family : {std::string(fam::kLlama), half}) {
     INFO(family);
-    // W [m, d] read as [d, m]: a tile of 32 x 16 whose columns lie along W's rows.
+    // W [m, d] read as [d, m]: its tile of 16 x 32 copied as W's rows lie (16-byte vectors where
+    // they fit), the matmul reading it through a transposed view.
     const std::string src = cuda_source(family, {{"n", 4}, {"d", 64}, {"m", 32}}, {{"g1", 2}, {"F1", 2}}, single);
-    CHECK(has(src, "prism_scatter16(&v"));
+    CHECK_FALSE(has(src, "prism_scatter16(&v"));
     CHECK(emulated_error(family, {{"n", 4}, {"d", 64}, {"m", 32}}, {{"g1", 2}, {"F1", 2}}, single) < kHalfTol);
-    CHECK(emulated_error(family, {{"n", 4}, {"d", 64}, {"m", 32}}, {{"g1", 2}, {"F1", 2}}) < kHalfTol);  // double-buffered
+    CHECK(emulated_error(family, {{"n", 4}, {"d", 64}, {"m", 32}}, {{"g1", 2}, {"F1", 2}}) < kHalfTol);  // pipelined
     CHECK(emulated_error(family, {{"n", 3}, {"d", 128}, {"m", 24}}, {{"g1", 3}, {"F1", 4}}) < kHalfTol);
   }
+  CHECK(has(cuda_source(half, {{"n", 4}, {"d", 64}, {"m", 32}}, {{"g1", 2}, {"F1", 2}}, single), "prism_copy16_async(&v2["));  // W's rows
+  // Decode: the decode form reads W's staged rows with ldmatrix as they are (no .trans).
+  const DimBindings dims{{"n", 4}, {"d", 64}, {"m", 32}}, sizes{{"g1", 1}, {"F1", 2}};
+  const std::string decode = cuda_source(kLinearT, dims, sizes);
+  CHECK(has(decode, "prism_ldmatrix<4, false>(fa, brow + kk);"));
+  CHECK(has(decode, "prism_ldmatrix<2, false>(fb, arow + kk);"));
+  CHECK(emulated_error(kLinearT, dims, sizes) < kHalfTol);
+  CudaCodegenOptions wide;
+  wide.threads_per_block = 512;
+  CHECK(emulated_error(kLinearT, dims, sizes, wide) < kHalfTol);
+  // Prefill: WMMA takes the staged W^T tile as a column-major B.
+  const DimBindings rows{{"n", 32}, {"d", 64}, {"m", 32}};
+  const std::string prefill = cuda_source(kLinearT, rows, sizes);
+  CHECK(has(prefill, "wmma::col_major> fb;"));
+  CHECK(emulated_error(kLinearT, rows, sizes) < kHalfTol);
+  CHECK(emulated_error(kLinearT, rows, {{"g1", 2}, {"F1", 1}}) < kHalfTol);
+  // A W^T tile with another use is staged transposed, by 16-byte vectors along W's rows.
+  const std::string squared = cuda_source(kSquaredLinearT, dims, sizes, single);
+  CHECK(has(squared, "prism_scatter16(&v"));
+  CHECK(emulated_error(kSquaredLinearT, dims, sizes, single) < kHalfTol);
   // Columns of 12 halves (24 bytes) along W's rows: element by element, and still right.
-  const std::string odd = cuda_source(half, {{"n", 4}, {"d", 24}, {"m", 16}}, {{"g1", 2}, {"F1", 2}}, single);
+  const std::string odd = cuda_source(kSquaredLinearT, {{"n", 4}, {"d", 24}, {"m", 16}}, {{"g1", 2}, {"F1", 2}}, single);
   CHECK_FALSE(has(odd, "prism_scatter16(&v"));
-  CHECK(emulated_error(half, {{"n", 4}, {"d", 24}, {"m", 16}}, {{"g1", 2}, {"F1", 2}}, single) < kHalfTol);
-  if (have_nvrtc()) compiles(sgraph::instantiate(sgraph::parse(half), {{"n", 8}, {"d", 256}, {"m", 64}}, {{"g1", 4}, {"F1", 2}}, kGpu));
+  CHECK(emulated_error(kSquaredLinearT, {{"n", 4}, {"d", 24}, {"m", 16}}, {{"g1", 2}, {"F1", 2}}, single) < kHalfTol);
+  if (!have_nvrtc()) return;
+  compiles(sgraph::instantiate(sgraph::parse(half), {{"n", 8}, {"d", 256}, {"m", 64}}, {{"g1", 4}, {"F1", 2}}, kGpu));
+  for (const std::string& src : {decode, prefill}) CHECK_NOTHROW(compile_to_ptx(src, "compute_90", cache_dir()));
 }
 
 TEST_CASE("cuda: a block's scalar matmul with several outputs per thread advances them in one pass over k, and matches", "[cuda]") {
@@ -790,20 +837,22 @@ TEST_CASE("cuda: a decode block's matmul takes W's columns as mma.sync's rows th
   CHECK(has(cuda_source(fam::kRmsLinear, at, with, wide), "k split over 8 warps a tile"));
   CHECK(emulated_error(fam::kRmsLinear, at, with, wide) < kHalfTol);
   // Llama's norm with a gain and an nn.Linear [out, in] weight, all stored at f16: x * g is
-  // computed in f32 and rounded in registers (the program's own rounding); W^T is staged dense.
+  // computed in f32 and rounded in registers (the program's own rounding); W's tile is staged as
+  // W lies, its rows read by ldmatrix as they are.
   std::string llama = test::retyped(fam::kLlama, "f32", "f16");
   llama.replace(llama.find("save O: f32"), 11, "save O: f16");
   const DimBindings ld{{"n", 4}, {"d", 64}, {"m", 32}}, ls{{"g1", 1}, {"F1", 2}};
   const std::string gathered = cuda_source(llama, ld, ls);
   CHECK(has(gathered, form + ", __half, b's columns as the instruction's rows, a's rows rounded in registers"));
+  CHECK(has(gathered, "prism_ldmatrix<4, false>(fa, brow + kk);"));
   CHECK(emulated_error(llama, ld, ls) < kHalfTol);
   CHECK(emulated_error(llama, ld, ls, wide) < kHalfTol);
   if (!have_nvrtc()) return;
-  for (const std::string& src : {cuda_source(fam::kRmsLinear, {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 2}}), gathered}) {
-    const std::string ptx = compile_to_ptx(src, "compute_90", cache_dir()).ptx;
-    CHECK(has(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
-    CHECK(has(ptx, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
-  }
+  const auto ptx = [](const std::string& src) { return compile_to_ptx(src, "compute_90", cache_dir()).ptx; };
+  const std::string in_out = ptx(cuda_source(fam::kRmsLinear, {{"n", 8}, {"d", 64}}, {{"g1", 2}, {"F1", 2}})), out_in = ptx(gathered);
+  CHECK(has(in_out, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"));
+  CHECK(has(out_in, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"));
+  for (const std::string& p : {in_out, out_in}) CHECK(has(p, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
 }
 
 TEST_CASE("cuda: a loop's loads run two iterations ahead into three slots where they fit, else one into two, and match", "[cuda]") {
