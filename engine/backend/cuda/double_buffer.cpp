@@ -30,7 +30,7 @@ DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_
   for (const kir::Stmt& s : kernel.after)
     for (const kir::Place& in : s.in)
       if (in.kind == kir::Place::Kind::Tile && staged.count(in.value)) return none;
-  for (int stages = int(std::min<int64_t>(max_stages, kernel.loop)); stages >= 2; --stages) {
+  auto planned = [&](int stages) {
     DoubleBuffer plan;
     plan.stages = stages;
     int64_t end = aligned(kernel.fast_memory_bytes);
@@ -43,9 +43,15 @@ DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_
       }
       plan.tiles.push_back(std::move(tile));
     }
-    if (end > shared_limit) continue;
     plan.shared_bytes = end;
     return plan;
+  };
+  // A stage past the second never costs the block a neighbour: where two blocks fit with two
+  // stages (each within half the limit), a deeper pipeline must fit twice too.
+  const bool two_fit = planned(2).shared_bytes <= shared_limit / 2;
+  for (int stages = int(std::min<int64_t>(max_stages, kernel.loop)); stages >= 2; --stages) {
+    DoubleBuffer plan = planned(stages);
+    if (plan.shared_bytes <= (stages > 2 && two_fit ? shared_limit / 2 : shared_limit)) return plan;
   }
   return none;
 }

@@ -849,7 +849,7 @@ TEST_CASE("cuda: a decode block's matmul takes W's columns as mma.sync's rows th
   for (const std::string& p : {in_out, out_in}) CHECK(has(p, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"));
 }
 
-TEST_CASE("cuda: a loop's loads run two iterations ahead into three slots where they fit, else one into two, and match", "[cuda]") {
+TEST_CASE("cuda: a loop's loads run two iterations ahead into three slots where they fit (and cost no second block), else one into two, and match", "[cuda]") {
   // rms_linear over 4 iterations: W's and X's tiles staged in the body, three times.
   const DimBindings dims{{"n", 8}, {"d", 64}}, sizes{{"g1", 2}, {"F1", 4}};
   std::string src = cuda_source(fam::kRmsLinear, dims, sizes);
@@ -883,6 +883,9 @@ TEST_CASE("cuda: a loop's loads run two iterations ahead into three slots where 
   CudaCodegenOptions middle;  // twice its loads fit, three times do not: two stages
   middle.shared_memory_bytes = generate_cuda_source(sgraph::instantiate(sgraph::parse(fam::kRmsLinear), dims, sizes, kGpu), two).kernels[0].shared_bytes;
   CHECK(has(cuda_source(fam::kRmsLinear, dims, sizes, middle), "into 2 slots per tile"));
+  CudaCodegenOptions pair = middle;  // two blocks of two stages fit, of three stages only one: two
+  pair.shared_memory_bytes = 2 * middle.shared_memory_bytes;
+  CHECK(has(cuda_source(fam::kRmsLinear, dims, sizes, pair), "into 2 slots per tile"));
   CHECK_FALSE(has(cuda_source(fam::kRmsLinear, dims, {{"g1", 2}, {"F1", 1}}), "_next"));
 }
 
