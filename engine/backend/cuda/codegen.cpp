@@ -106,12 +106,12 @@ class KernelPrinter {
     std::string s = "  // loads " + ahead + " iteration(s) ahead, into " + std::to_string(stages) + " slots per tile (a pipeline of cp.async groups)\n";
     for (int i = 0; i < stages - 1; ++i) {  // iteration 0's slots are the lowering's; i's the i-th
       tile_names_.clear();
-      for (const BufferedTile& t : buffers.tiles) {
-        if (i == 0) continue;
-        const std::string type = storage_type(t.storage), v = std::string("v").append(std::to_string(t.value)).append("_").append(std::to_string(i));
-        s += "  " + type + "* const " + v + " = reinterpret_cast<" + type + "*>(prism_smem + " + std::to_string(t.slots[size_t(i)]) + ");\n";
-        tile_names_[t.value] = v;
-      }
+      if (i > 0)
+        for (const BufferedTile& t : buffers.tiles) {
+          const std::string type = storage_type(t.storage), v = std::string("v").append(std::to_string(t.value)).append("_").append(std::to_string(i));
+          s += "  " + type + "* const " + v + " = reinterpret_cast<" + type + "*>(prism_smem + " + std::to_string(t.slots[size_t(i)]) + ");\n";
+          tile_names_[t.value] = v;
+        }
       s += stage_all("  ", std::to_string(i)) + "  prism_copy_commit();\n";
     }
     tile_names_.clear();
@@ -210,10 +210,10 @@ class KernelPrinter {
     if (!options_.tensor_cores) return emit_matmul(a, b, out, ctx, add);
     bool tile = false;
     const MatmulOut to{tile_storage(s.out, tile) == DType::F32 && tile, add};  // a split k adds into an f32 tile
-    const std::string ta = staged_16bit(s.in[0]), tb = staged_16bit(s.in[1]);
+    const std::string ta = staged_16bit(s.in[0]), tb = staged_16bit(s.in[1]), type = mma_type(s);
     // The decode form reads a staged b (a weight) through ldmatrix, a through it too where staged
     // at b's type, else gathered and rounded where mma_type allows.
-    if (!tb.empty() && (ta == tb || mma_type(s) == tb))
+    if (!tb.empty() && (ta == tb || type == tb))
       if (std::string code = emit_ldmatrix_mma(a, b, out, tb.c_str(), ctx, ta == tb, to); !code.empty()) return code;
     if (!ta.empty() && tb == ta) {
       std::string code = emit_wmma_matmul(a, b, out, ta.c_str(), ctx, add);
@@ -222,7 +222,7 @@ class KernelPrinter {
         return code;
       }
     }
-    if (const std::string type = mma_type(s); !type.empty())
+    if (!type.empty())
       if (std::string code = emit_mma_matmul(a, b, out, type.c_str(), ctx, to); !code.empty()) return code;
     return emit_matmul(a, b, out, ctx, add);
   }

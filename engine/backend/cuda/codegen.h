@@ -41,10 +41,10 @@ struct CudaCodegenOptions {
 // Whether an m x n x k block matmul of 16-bit tiles has a tensor-core (WMMA) shape: m16n16k16,
 // m8n32k16 or m32n8k16. (The generated code also needs its pointers 32-byte aligned.)
 bool tensor_core_shape(int64_t m, int64_t n, int64_t k);
-// Whether a block matmul of two 16-bit tiles of one type with m x n x k takes the decode form
-// (fewer than 16 rows; n and k multiples of 16): mma.sync fed by ldmatrix with B's columns as the
-// instruction's 16 rows, its 8 columns up to 8 rows of A (emit_ops.h, emit_ldmatrix_mma). It is
-// taken before WMMA.
+// Whether a block matmul of m x n x k against a staged 16-bit B takes the decode form (fewer than
+// 16 rows; n and k multiples of 16): mma.sync fed by ldmatrix with B's columns as the
+// instruction's 16 rows, its 8 columns up to 8 rows of A (staged at B's type, or computed and
+// rounded as tensor_core_storage allows; emit_ops.h, emit_ldmatrix_mma). It is taken before WMMA.
 bool decode_tensor_core_shape(int64_t m, int64_t n, int64_t k);
 
 // The 16-bit type a block matmul of tiles stored as `a` and `b` (F32: computed in f32) runs at on

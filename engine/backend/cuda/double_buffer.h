@@ -26,10 +26,10 @@ struct DoubleBuffer {
 };
 
 // Every tile the body stages, in the most stages up to `max_stages` (and the loop's range) whose
-// extra slots fit in `shared_limit` bytes beside the kernel's own (more than two only within
-// half of it where two stages are: a deeper pipeline never costs a second resident block), when
-// the loop runs more than once, no statement after the loop reads such a tile (it would find the last iteration's in any
-// slot) and the kernel saves to no tensor the body loads. Else none (one stage).
-DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_limit, int max_stages = 2);
+// extra slots fit in `shared_limit` bytes beside the kernel's own (more than two only within half
+// of it where two stages are: a deeper pipeline never costs a second resident block), when the
+// loop runs more than once, no statement after the loop reads such a tile (it would find the last
+// iteration's in any slot) and the kernel saves to no tensor the body loads. Else none (one stage).
+DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_limit, int max_stages);
 
 }  // namespace prism::backend::cuda
