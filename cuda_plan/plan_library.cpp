@@ -59,7 +59,9 @@ extern "C" int prism_plan_run(void* handle, const void* const* inputs, void* con
     for (size_t o = 0; o < plan.outputs.size(); ++o)
       tensors[plan.outputs[o].name] = {reinterpret_cast<CudaDevice::Ptr>(outputs[o]), plan.outputs[o].dtype};
     for (const CudaTensor& t : plan.scratch) {
-      scratch.push_back(loaded.device->allocate_async(size_t(t.elements) * size_t(prism::dtype_bytes(t.dtype)), stream));
+      const size_t bytes = size_t(t.elements) * size_t(prism::dtype_bytes(t.dtype));
+      scratch.push_back(loaded.device->allocate_async(bytes, stream));
+      if (t.zeroed) loaded.device->zero_async(scratch.back(), bytes, stream);
       tensors[t.name] = {scratch.back(), t.dtype};
     }
     run_steps(plan, *loaded.device, loaded.cublas.get(), tensors, stream);

@@ -19,5 +19,6 @@ LibraryMatmulCost CostRules::library_matmul(const LibraryMatmul&, const TargetDe
 double CostRules::peak_gflops(DType, const TargetDescription& target) const { return target.peak_gflops; }
 
 int CostRules::kernel_cores(double, bool, const TargetDescription& target) const { return target.cores; }
+bool CostRules::runs_as_tail(int64_t, int64_t, int64_t) const { return false; }
 
 }  // namespace prism::backend

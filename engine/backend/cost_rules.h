@@ -72,6 +72,10 @@ class CostRules {
   // per call (each statement's elements, a matmul's output times its depth), a library loop
   // (`loop`: an elementwise or row op over whole tensors) for `work` elements; the default: all.
   virtual int kernel_cores(double work, bool loop, const TargetDescription& target) const;
+  // Whether a custom kernel of `tail_blocks` blocks that sums what the one before it saved, in
+  // `groups` groups (sgraph/tail_groups.h), runs in that kernel's launch: its blocks then run on
+  // as many blocks as there are groups, and it costs no launch of its own. The default: never.
+  virtual bool runs_as_tail(int64_t groups, int64_t first_blocks, int64_t tail_blocks) const;
 };
 
 }  // namespace prism::backend

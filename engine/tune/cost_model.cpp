@@ -51,6 +51,11 @@
 //     the op that reads it reads it back: where those tiles and the tiles it loads together exceed
 //     the private cache, the part of that traffic beyond it moves through the next level
 //     (scratch_bytes), at kL2Speedup times the cache bandwidth of assumption 2.
+// 10. Tails. A custom kernel that sums what the custom kernel before it saved, in groups
+//     (sgraph/tail_groups.h: a split-k kernel's partials and the kernel that sums them), runs in
+//     that kernel's launch where the backend says so (CostRules::runs_as_tail: the GPU's ticket):
+//     no launch of its own, and its blocks run on as many cores as there are groups (the last
+//     block of each group runs the group's tail blocks one after another).
 #include "engine/tune/cost_model.h"
 
 #include <algorithm>
@@ -61,6 +66,7 @@
 #include <set>
 
 #include "engine/ir/shape.h"
+#include "engine/sgraph/tail_groups.h"
 #include "engine/tune/backends.h"
 
 namespace prism::tune {
@@ -116,10 +122,16 @@ class CostModel {
   CostEstimate run() {
     const auto& kernels = in_.graph.kernels;
     if (memo_) memo_->kernels.resize(kernels.size());
+    int64_t previous_blocks = 0;
     for (size_t k = 0; k < kernels.size(); ++k) {
       if (!kernels[k].custom && sgraph::reshapes_in_place(in_.graph, in_.analysis, kernels[k].library)) continue;  // no copy, no launch
-      add(memo_ ? remembered(k) : cost_of(k));
-      ++est_.kernels;
+      const KernelCost c = memo_ ? remembered(k) : cost_of(k);
+      // A kernel that sums the partials the one before saved may run in its launch (assumption 10).
+      const int64_t groups = sgraph::tail_groups(in_, k);
+      const bool tail = groups > 0 && k > 0 && rules_.runs_as_tail(groups, previous_blocks, c.blocks);
+      previous_blocks = c.blocks;
+      add(c, tail ? groups : 0);
+      if (!tail) ++est_.kernels;
     }
     est_.seconds = memory_s_ + cache_s_ + compute_s_ + overhead_s_;
     double top = std::max({memory_s_, cache_s_, compute_s_, overhead_s_});
@@ -416,10 +428,13 @@ class CostModel {
     return named;
   }
 
-  void add(const KernelCost& c) {
+  // `tail_groups` > 0: the kernel runs in the launch before it, its blocks on that many (assumption 10).
+  void add(const KernelCost& c, int64_t tail_groups = 0) {
     // A kernel whose tensors fit in the caches reads them from there when run again (assumption 2).
     const double bw = std::max(target_.bandwidth_for(c.memory_bytes), 1e-3) * 1e9, peak = std::max(target_.peak_gflops, 1e-3) * 1e9;
-    const int64_t cores = std::max(1, target_.cores), used = std::clamp<int64_t>(rules_.kernel_cores(c.work, c.loop, target_), 1, cores);
+    const int64_t cores = std::max(1, target_.cores);
+    int64_t used = std::clamp<int64_t>(rules_.kernel_cores(c.work, c.loop, target_), 1, cores);
+    if (tail_groups > 0) used = std::min(used, tail_groups);
     double efficiency = 1, waves = 0;
     if (c.custom) {
       waves = double((c.blocks + used - 1) / used);
@@ -445,7 +460,7 @@ class CostModel {
     if (!c.overlaps) loss = std::min(compute, movement);  // one after the other
     if (compute >= movement) compute_s_ += compute + loss;
     else (cache > mem ? cache_s_ : memory_s_) += movement + loss;
-    const double launch = used > 1 ? kKernelOverhead : kCallOverhead;
+    const double launch = tail_groups > 0 ? 0.0 : used > 1 ? kKernelOverhead : kCallOverhead;
     overhead_s_ += waves * kBlockOverhead + launch;
     est_.kernel_seconds.push_back(std::max(compute, movement) + loss + waves * kBlockOverhead + launch);
     est_.memory_bytes += c.memory_bytes;

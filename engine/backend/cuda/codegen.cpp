@@ -7,6 +7,7 @@
 #include "engine/backend/c_expr.h"
 #include "engine/backend/cuda/double_buffer.h"
 #include "engine/backend/cuda/emit_ops.h"
+#include "engine/backend/cuda/ticket.h"
 #include "engine/backend/lower.h"
 #include "engine/error.h"
 #include "engine/ir/shape.h"
@@ -36,20 +37,84 @@ class KernelPrinter {
   bool uses_tensor_cores() const { return uses_tensor_cores_; }
 
   std::string custom(const std::string& fn, CudaKernelInfo& info) {
-    const kir::CustomKernel& k = k_.block;
     const std::string params = parameters(fn, info);
-    info.grid_blocks = k.blocks();
-    if (info.grid_blocks > INT32_MAX) fail(fn + ": a grid of " + std::to_string(info.grid_blocks) + " blocks is too large");
+    info.grid_blocks = grid_blocks(fn);
+    info.shared_bytes = shared_bytes(fn);
+    return signature(fn, params) + block_code("blockIdx.x") + "}\n";
+  }
+
+  // This kernel with `tail` (the next kernel) in its launch (ticket.h): this block's code, then
+  // its ticket, then, in the last block of its group to arrive, the group's tail blocks one after
+  // another. The counters are the last parameter (`counters`: a tensor of 32-bit words, zero
+  // before every launch).
+  std::string with_tail(const std::string& fn, CudaKernelInfo& info, KernelPrinter& tail, const TicketGroups& groups,
+                        const std::string& counters) {
+    std::string params = parameters(fn, info);
+    for (const std::string& name : tail.k_.reads) params += parameter(name, true, info);
+    for (const std::string& name : tail.k_.writes) params += parameter(name, false, info);
+    tail.param_ = param_;
+    const std::string c = "p" + std::to_string(info.params.size());
+    info.params.push_back(counters);
+    params += ", unsigned* __restrict__ " + c;
+    info.grid_blocks = grid_blocks(fn);
+    tail.grid_blocks(fn + "'s tail");
+    // The ticket's flag lives in shared memory: at least one word of it.
+    info.shared_bytes = std::max({shared_bytes(fn), tail.shared_bytes(fn + "'s tail"), int64_t(16)});
+    auto table = [&](const char* what, const std::vector<int>& v) {
+      std::string s = "__constant__ int " + fn + "_" + what + "[" + std::to_string(v.size()) + "] = {";
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+      return s + "};\n";
+    };
+    std::string s = "\n// " + fn + "'s groups (engine/backend/cuda/ticket.h): " + std::to_string(groups.groups()) + "\n";
+    s += table("group", groups.group_of) + table("arrivals", groups.arrivals) + table("tail_start", groups.tail_start) +
+         table("tail_blocks", groups.tail_blocks);
+    s += signature(fn, params) + "  {\n" + block_code("blockIdx.x") + "  }\n";
+    s += "  // its ticket: the last block of its group to arrive runs the group's tail blocks\n";
+    s += "  const int prism_group = " + fn + "_group[blockIdx.x];\n";
+    s += "  if (prism_group < 0) return;\n";
+    s += "  __threadfence();\n  __syncthreads();\n";
+    s += "  volatile int* const prism_last = reinterpret_cast<volatile int*>(prism_smem);\n";
+    s += "  if (threadIdx.x == 0) {\n";
+    s += "    const bool last = atomicAdd(" + c + " + prism_group, 1u) + 1u == unsigned(" + fn + "_arrivals[prism_group]);\n";
+    s += "    if (last) " + c + "[prism_group] = 0u;\n";
+    s += "    *prism_last = last;\n  }\n";
+    s += "  __syncthreads();\n  const bool prism_is_last = *prism_last != 0;\n  __syncthreads();\n";
+    s += "  if (!prism_is_last) return;\n  __threadfence();\n";
+    s += "  for (int prism_tail = " + fn + "_tail_start[prism_group]; prism_tail < " + fn + "_tail_start[prism_group + 1]; ++prism_tail) {\n";
+    s += tail.block_code(fn + "_tail_blocks[prism_tail]") + "  __syncthreads();\n  }\n";
+    uses_tensor_cores_ = uses_tensor_cores_ || tail.uses_tensor_cores_;
+    return s + "}\n";
+  }
+
+ private:
+  int64_t grid_blocks(const std::string& fn) const {
+    const int64_t blocks = k_.block.blocks();
+    if (blocks > INT32_MAX) fail(fn + ": a grid of " + std::to_string(blocks) + " blocks is too large");
+    return blocks;
+  }
+
+  int64_t shared_bytes(const std::string& fn) const {
+    const kir::CustomKernel& k = k_.block;
     if (k.fast_memory_bytes > options_.shared_memory_bytes)
       fail(fn + ": its tiles need " + std::to_string(k.fast_memory_bytes) + " bytes of shared memory, more than the " +
            std::to_string(options_.shared_memory_bytes) + " a block may use");
     const DoubleBuffer buffers = plan_double_buffer(k, options_.shared_memory_bytes, options_.pipeline_stages);
-    info.shared_bytes = buffers.tiles.empty() ? k.fast_memory_bytes : buffers.shared_bytes;
+    return buffers.tiles.empty() ? k.fast_memory_bytes : buffers.shared_bytes;
+  }
 
+  std::string signature(const std::string& fn, const std::string& params) const {
     const std::string t = std::to_string(options_.threads_per_block);
-    std::string s = "extern \"C\" __global__ void __launch_bounds__(" + t + ") " + fn + "(" + params + ") {\n";
-    s += "  extern __shared__ __align__(128) unsigned char prism_smem[];\n";
-    s += "  const long long blk = blockIdx.x;\n";
+    return "extern \"C\" __global__ void __launch_bounds__(" + t + ") " + fn + "(" + params + ") {\n" +
+           "  extern __shared__ __align__(128) unsigned char prism_smem[];\n";
+  }
+
+  // One block's code: the block `blk` (an expression) names, its tiles and accumulators, its
+  // phases; every thread of the block runs it and meets the others at its barriers.
+  std::string block_code(const std::string& blk) {
+    const kir::CustomKernel& k = k_.block;
+    const DoubleBuffer buffers = plan_double_buffer(k, options_.shared_memory_bytes, options_.pipeline_stages);
+    const std::string t = std::to_string(options_.threads_per_block);
+    std::string s = "  const long long blk = " + blk + ";\n";
     int64_t inner = 1;
     for (size_t gi = k.grid.size(); gi-- > 0;) {
       s += "  const int b" + std::to_string(gi) + " = int(blk / " + ll(inner) + " % " + ll(k.grid[gi]) + ");\n";
@@ -76,10 +141,10 @@ class KernelPrinter {
            std::to_string(a.count) + ".0f);  // " + a.name + "\n";
     }
     s += "  __syncthreads();\n";
-    s += phase(k.after, "  ", "0");
-    return s + "}\n";
+    return s + phase(k.after, "  ", "0");
   }
 
+ public:
   // The loop with its loads stages - 1 iterations ahead (double_buffer.h): the first stages - 1
   // iterations' loads before it, each a cp.async group; in iteration f, f + stages - 1's into the
   // slots iteration f - 1 read (a group, empty past the last), then a wait for f's (all groups
@@ -145,23 +210,25 @@ class KernelPrinter {
   std::string parameters(const std::string& fn, CudaKernelInfo& info) {
     info.name = fn;
     info.threads = options_.threads_per_block;
-    std::vector<std::pair<std::string, bool>> list;  // (tensor, read)
-    if (k_.custom) {
-      for (const std::string& name : k_.reads) list.emplace_back(name, true);
-      for (const std::string& name : k_.writes) list.emplace_back(name, false);
-    } else {
-      for (const kir::Place& in : k_.library.in) list.emplace_back(in.tensor, true);
-      list.emplace_back(k_.library.out.tensor, false);
-    }
     std::string params;
-    for (const auto& [name, read] : list) {
-      std::string p = std::string("p").append(std::to_string(info.params.size()));
-      param_[name] = p;
-      info.params.push_back(name);
-      if (!params.empty()) params += ", ";
-      params += std::string(read ? "const " : "") + storage_type(p_.tensor(name).dtype) + "* __restrict__ " + p;
+    if (k_.custom) {
+      for (const std::string& name : k_.reads) params += parameter(name, true, info);
+      for (const std::string& name : k_.writes) params += parameter(name, false, info);
+    } else {
+      for (const kir::Place& in : k_.library.in) params += parameter(in.tensor, true, info);
+      params += parameter(k_.library.out.tensor, false, info);
     }
     return params;
+  }
+
+  // The next pointer parameter, to device tensor `name` (const where the kernel only reads it),
+  // after a comma unless it is the first; "" where the kernel has one to it already.
+  std::string parameter(const std::string& name, bool read, CudaKernelInfo& info) {
+    if (param_.count(name)) return "";
+    std::string p = std::string("p").append(std::to_string(info.params.size()));
+    param_[name] = p;
+    info.params.push_back(name);
+    return std::string(info.params.size() > 1 ? ", " : "") + (read ? "const " : "") + storage_type(p_.tensor(name).dtype) + "* __restrict__ " + p;
   }
 
   View view(const kir::Place& place, const std::string& f) const {
@@ -340,11 +407,24 @@ CudaSource generate_cuda_source(const kir::Program& program, const CudaCodegenOp
     KernelPrinter printer(program, kernel, options);
     const std::string fn = "prism_kernel_" + std::to_string(k);
     kernels += "\n";
-    kernels += kernel.custom ? printer.custom(fn, info) : printer.library(fn, info);
+    const std::optional<TicketGroups> groups = kernel.custom && options.tails_in_launch ? ticket_groups(program, k) : std::nullopt;
+    if (groups) {
+      KernelPrinter tail(program, program.kernels[k + 1], options);
+      const std::string counters = fn + "_tickets";
+      kernels += printer.with_tail(fn, info, tail, *groups, counters);
+      out.counters.emplace_back(counters, groups->groups());
+    } else {
+      kernels += kernel.custom ? printer.custom(fn, info) : printer.library(fn, info);
+    }
     tensor_cores = tensor_cores || printer.uses_tensor_cores();
+    const size_t last = groups ? k + 1 : k;  // the lowering's kernels this launch runs
+    for (size_t j = k; j <= last; ++j) {
+      out.launch_of.push_back(out.kernels.size());
+      for (const std::string& t : program.kernels[j].writes)
+        if (!returned.count(t)) out.scratch_tensors.push_back(t);
+    }
     out.kernels.push_back(std::move(info));
-    for (const std::string& t : kernel.writes)
-      if (!returned.count(t)) out.scratch_tensors.push_back(t);
+    k = last;
   }
   out.source = prelude() + (tensor_cores ? "#include <mma.h>\n" : "") + kernels;
   return out;

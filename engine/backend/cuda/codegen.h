@@ -24,6 +24,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/kernel_ir.h"
@@ -36,6 +37,7 @@ struct CudaCodegenOptions {
   int64_t shared_memory_bytes = 232448; // the most dynamic shared memory a block may use (H100: 227 KiB)
   bool tensor_cores = true;             // false: every matmul on the scalar path (no wmma)
   int pipeline_stages = 3;              // a loop's loads up to this many iterations deep (double_buffer.h; 1: they wait for its math)
+  bool tails_in_launch = true;          // a kernel that ticket.h allows runs in the launch before it (false: its own)
 };
 
 // Whether an m x n x k block matmul of 16-bit tiles has a tensor-core (WMMA) shape: m16n16k16,
@@ -64,10 +66,15 @@ struct CudaKernelInfo {
 struct CudaSource {
   std::string source;
   std::vector<CudaKernelInfo> kernels;       // in launch order (the sGraph's kernel order)
+  std::vector<size_t> launch_of;             // each kernel of the lowering: the one of `kernels` it runs in
   std::vector<std::string> scratch_tensors;  // intermediate device tensors the host must allocate, in order
+  // Ticket counters (ticket.h): tensors of 32-bit words, zero before the first launch (the
+  // kernels leave them zero), with their word counts.
+  std::vector<std::pair<std::string, int64_t>> counters;
 };
 
-// CUDA C++ for a lowered program (cuda_lowering()). Throws Error{InvalidArgument} for options out
+// CUDA C++ for a lowered program (cuda_lowering()). A custom kernel that ticket.h lets run as the
+// tail of the one before shares its launch (split-k in one launch). Throws Error{InvalidArgument} for options out
 // of range and tiles over the shared memory a block may use.
 CudaSource generate_cuda_source(const kir::Program& program, const CudaCodegenOptions& options = {});
 // The same for a concrete instance (every map concrete, every size bound). Throws

@@ -4,6 +4,7 @@
 
 #include "engine/backend/cuda/codegen.h"
 #include "engine/backend/cuda/gpu_features.h"
+#include "engine/backend/cuda/ticket.h"
 
 namespace prism::backend::cuda {
 
@@ -55,6 +56,12 @@ double CudaCostRules::peak_gflops(DType storage, const TargetDescription& target
   if (storage == DType::F32) return target.peak_gflops;
   const double tensor_peak = gpu_features(target).tensor_peak_gflops;
   return tensor_peak > 0 ? tensor_peak : target.peak_gflops;
+}
+
+// Split-k's combining kernel runs in the launch before it where the ticket's tables allow
+// (docs/tuning.md, "Split-k in one launch").
+bool CudaCostRules::runs_as_tail(int64_t groups, int64_t first_blocks, int64_t tail_blocks) const {
+  return tail_in_launch(groups, first_blocks, tail_blocks);
 }
 
 }  // namespace prism::backend::cuda

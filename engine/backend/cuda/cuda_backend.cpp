@@ -27,6 +27,8 @@ std::string launches(const CudaSource& cuda) {
     s += "//   " + k.name + "<<<" + std::to_string(k.grid_blocks) + ", " + std::to_string(k.threads) + ", " +
          std::to_string(k.shared_bytes) + ">>>(" + join(k.params, ", ") + ")\n";
   if (!cuda.scratch_tensors.empty()) s += "// Intermediate tensors the caller allocates: " + join(cuda.scratch_tensors, ", ") + "\n";
+  for (const auto& [name, words] : cuda.counters)
+    s += "// " + name + ": " + std::to_string(words) + " unsigned ints the caller allocates and sets to 0 once (ticket counters)\n";
   return s;
 }
 

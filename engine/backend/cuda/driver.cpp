@@ -219,6 +219,11 @@ CudaDevice::Ptr CudaDevice::allocate_async(size_t bytes, void* stream) {
   return p;
 }
 
+void CudaDevice::zero_async(Ptr p, size_t bytes, void* stream) {
+  set_current();
+  check(driver().memset32(p, 0, bytes / 4, stream), "cuMemsetD32Async of " + std::to_string(bytes) + " bytes");
+}
+
 void CudaDevice::release_async(Ptr p, void* stream) {
   if (!p) return;
   if (!driver().mem_free_async) {  // cuMemFree waits for the device

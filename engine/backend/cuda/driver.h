@@ -53,6 +53,8 @@ class CudaDevice {
   // allocate and release.
   Ptr allocate_async(size_t bytes, void* stream);
   void release_async(Ptr p, void* stream);
+  // Sets `bytes` (a multiple of 4) at p to zero, in `stream`'s order.
+  void zero_async(Ptr p, size_t bytes, void* stream);
   void to_device(Ptr dst, const void* src, size_t bytes);
   void to_host(void* dst, Ptr src, size_t bytes);
 

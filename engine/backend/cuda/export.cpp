@@ -71,6 +71,7 @@ std::string launcher(const CudaPlan& plan, const std::string& symbol) {
     const std::string bytes = std::to_string(t.elements * dtype_bytes(t.dtype));
     s += "  if (!failed && !(T[" + std::to_string(inputs + outputs + i) + "] = prism_export_alloc(" + bytes +
          ", stream))) failed = \"out of device memory for the scratch tensor " + t.name + " (" + bytes + " bytes)\";\n";
+    if (t.zeroed) s += "  if (!failed) failed = prism_export_zero(T[" + std::to_string(inputs + outputs + i) + "], " + bytes + ", stream);\n";
   }
   for (const CudaStep& step : plan.steps)
     s += "  if (!failed) {\n" + (step.is_gemm ? gemm_call(step.gemm, plan, slots) : kernel_call(step.kernel, slots)) + "  }\n";

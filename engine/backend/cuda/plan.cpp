@@ -79,7 +79,8 @@ std::string plan_text(const CudaPlan& plan) {
   };
   tensors("input", plan.inputs);
   tensors("output", plan.outputs);
-  tensors("scratch", plan.scratch);
+  for (const auto& t : plan.scratch)
+    out << "tensor " << (t.zeroed ? "zeroed" : "scratch") << " " << t.name << " " << t.elements << " " << dtype_name(t.dtype) << "\n";
   for (const auto& s : plan.steps) {
     if (s.is_gemm) {
       const CudaGemm& g = s.gemm;
@@ -120,7 +121,7 @@ CudaPlan parse_plan(const std::string& text) {
       t.dtype = *d;
       if (role == "input") plan.inputs.push_back(t);
       else if (role == "output") plan.outputs.push_back(t);
-      else if (role == "scratch") plan.scratch.push_back(t);
+      else if (role == "scratch" || role == "zeroed") t.zeroed = role == "zeroed", plan.scratch.push_back(t);
       else malformed(line);
     } else if (word == "kernel") {
       CudaStep s;
@@ -205,16 +206,18 @@ CudaPlan candidate_plan(const sgraph::Instance& instance, const kir::Program& lo
   for (const sgraph::TensorDecl& in : g.inputs) plan.inputs.push_back(tensor(in.name));
   for (const auto& name : g.outputs) plan.outputs.push_back(tensor(name));
   for (const auto& name : source.scratch_tensors) plan.scratch.push_back(tensor(name));
-  if (source.kernels.size() != lowered.kernels.size()) throw Error(Error::Kind::InvalidArgument, "the source does not match its lowering");
-  for (size_t k = 0; k < source.kernels.size(); ++k) {
+  for (const auto& [name, words] : source.counters) plan.scratch.push_back({name, words, DType::F32, true});
+  if (source.launch_of.size() != lowered.kernels.size()) throw Error(Error::Kind::InvalidArgument, "the source does not match its lowering");
+  for (size_t k = 0; k < lowered.kernels.size(); ++k) {
     const kir::Kernel& kernel = lowered.kernels[k];
+    if (k > 0 && source.launch_of[k] == source.launch_of[k - 1]) continue;  // a tail, in the launch before
     if (!kernel.custom && kernel.library.op == Op::Matmul)
       if (const std::optional<std::vector<CudaGemm>> calls = vendor_matmul(lowered, kernel.library)) {
         for (const CudaGemm& call : *calls) plan.steps.push_back(CudaStep{true, {}, call});
         continue;
       }
     CudaStep s;
-    s.kernel = source.kernels[k];
+    s.kernel = source.kernels.at(source.launch_of[k]);
     plan.steps.push_back(std::move(s));
   }
   return plan;

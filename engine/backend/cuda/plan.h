@@ -4,7 +4,7 @@
 // CudaKernelInfo) and matmuls through cuBLAS. A plain data structure with a line-based text
 // form, handed to the worker in a file:
 //
-//   tensor input|output|scratch NAME ELEMENTS DTYPE
+//   tensor input|output|scratch|zeroed NAME ELEMENTS DTYPE     (zeroed: scratch set to 0 once allocated)
 //   kernel NAME BLOCKS THREADS SHARED_BYTES N PARAM_1 … PARAM_N
 //   gemm A B C M N K BATCH STRIDE_A STRIDE_B STRIDE_C OFFSET_A OFFSET_B OFFSET_C
 //   ptx
@@ -23,6 +23,7 @@ struct CudaTensor {
   std::string name;
   int64_t elements = 0;
   DType dtype = DType::F32;
+  bool zeroed = false;  // scratch whose bytes are zero before the plan's first launch (ticket counters, ticket.h)
 };
 
 // Row-major C[i] = A[i] @ B[i] for i < batch, at element offsets offset + i * stride (a stride 0
@@ -77,7 +78,8 @@ CudaPlan parse_plan(const std::string& text);
 
 // The plan of a generated candidate (codegen.h) from the instance, its lowering and its source:
 // its inputs the instance's input tensors (in the program's parameter order, as a family declares
-// them), its outputs the graph's, scratch sized from the instance. A library matmul runs as cuBLAS
+// them), its outputs the graph's, scratch sized from the instance and the source's ticket counters
+// (zeroed; 32-bit words, declared f32 for their size), a step per launch. A library matmul runs as cuBLAS
 // calls (a vendor kernel, as OpenBLAS on the CPU) when its operands' layouts and dtypes allow
 // (dense rows or columns, one dtype for A and B, C in it or f32), else as its generated kernel.
 CudaPlan candidate_plan(const sgraph::Instance& instance, const kir::Program& lowered, const CudaSource& source);

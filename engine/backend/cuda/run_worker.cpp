@@ -97,7 +97,10 @@ std::string run(const CudaPlan& plan, const std::string& out_path, const std::ve
     std::vector<char> bytes = encode(nan.data(), t.elements, t.dtype);
     device.to_device(allocate(t), bytes.data(), bytes.size());
   }
-  for (const CudaTensor& t : plan.scratch) allocate(t);
+  for (const CudaTensor& t : plan.scratch) {
+    const CudaDevice::Ptr p = allocate(t);
+    if (t.zeroed) device.zero_async(p, size_t(t.elements) * size_t(dtype_bytes(t.dtype)), nullptr);
+  }
   auto sequence = [&] { run_steps(plan, device, s.cublas.get(), tensors); };
   sequence();
   device.synchronize();

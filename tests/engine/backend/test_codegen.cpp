@@ -234,7 +234,7 @@ TEST_CASE("codegen: many rows over a transposed B take the packed NT form and ma
   CHECK(big.kc % 8 == 0);
   sgraph::Instance inst = sgraph::instantiate(sgraph::parse(fam::kLlama), {{"n", 20}, {"d", 406}, {"m", 74}}, {{"g1", 2}, {"F1", 2}},
                                               sgraph::TileBudget{1 << 20});
-  const detail::Blocking packed = detail::nt_packing(20, 37, 203, native_simd_bytes());
+  const detail::Blocking packed = detail::nt_packing(20, 37, 203, CodegenOptions{}.simd_bytes);  // the options below
   CHECK_THAT(generate_cpu_source(inst, {}), Catch::Contains("prism_mm_nt<20, 37, 203,") &&
                                                 Catch::Contains(", " + std::to_string(packed.mr) + ", " + std::to_string(packed.nv) + ", 203>("));
 }

@@ -22,12 +22,16 @@
 #include "engine/backend/cuda/codegen.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/emit_ops.h"
+#include "engine/backend/cuda/export.h"
 #include "engine/backend/cuda/nvrtc.h"
+#include "engine/backend/cuda/plan.h"
+#include "engine/backend/cuda/ticket.h"
 #include "engine/backend/lower.h"
 #include "engine/error.h"
 #include "engine/sgraph/evaluate.h"
 #include "engine/sgraph/parse.h"
 #include "engine/sgraph/print.h"
+#include "engine/sgraph/tail_groups.h"
 #include "support/subprocess.h"
 
 using namespace prism;
@@ -54,7 +58,7 @@ double compiles(const sgraph::Instance& inst, const CudaCodegenOptions& options 
   CudaSource src = generate_cuda_source(inst, options);
   if (const char* dump = std::getenv("PRISM_CUDA_DUMP")) std::ofstream(dump, std::ios::app) << src.source;  // for reading by hand
   INFO("family\n" << sgraph::print(inst.graph) << "\nsource\n" << src.source);
-  REQUIRE(src.kernels.size() == backend::lower(inst, backend::cuda_lowering()).kernels.size());  // a reshape read in place is none
+  REQUIRE(src.launch_of.size() == backend::lower(inst, backend::cuda_lowering()).kernels.size());  // a reshape read in place is none
   auto start = std::chrono::steady_clock::now();
   PtxResult ptx;
   try {
@@ -143,8 +147,12 @@ TEST_CASE("cuda: NVRTC status is in words", "[cuda]") {
 TEST_CASE("cuda: source layout: kernels, parameters, scratch tensors", "[cuda]") {
   sgraph::Instance inst = sgraph::instantiate(sgraph::parse(fam::kAttention), {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}},
                                               {{"g1", 2}, {"g2", 4}, {"F1", 2}, {"g3", 2}, {"F2", 2}}, kGpu);
-  CudaSource src = generate_cuda_source(inst);
+  CudaCodegenOptions separate;
+  separate.tails_in_launch = false;
+  CudaSource src = generate_cuda_source(inst, separate);
   REQUIRE(src.kernels.size() == 2);
+  CHECK(src.launch_of == std::vector<size_t>{0, 1});
+  CHECK(src.counters.empty());
   CHECK(src.kernels[0].name == "prism_kernel_0");
   CHECK(src.kernels[0].grid_blocks == 8);
   CHECK(src.kernels[0].threads == 128);
@@ -254,6 +262,8 @@ std::vector<Tensor> emulated_outputs(const sgraph::Instance& inst, const std::ma
   for (const auto& in : inst.graph.inputs) names.push_back(in.name);
   for (const auto& k : inst.graph.kernels)
     for (const std::string& o : sgraph::kernel_outputs(k)) names.push_back(o);
+  std::map<std::string, int64_t> counters(src.counters.begin(), src.counters.end());  // zeroed (ticket.h)
+  for (const auto& [n, words] : counters) names.push_back(n);
   auto slot = [&](const std::string& n) { return size_t(std::find(names.begin(), names.end(), n) - names.begin()); };
   std::string host = src.source + "\nextern \"C\" void prism_emulate(void* const* T) {\n";
   for (const CudaKernelInfo& k : src.kernels) {
@@ -287,6 +297,12 @@ extern "C" void prism_load(int dtype, const void* x, float* out, long n) {
   std::vector<std::unique_ptr<void, decltype(&std::free)>> buffers;
   std::vector<void*> ptrs;
   for (const std::string& n : names) {
+    if (counters.count(n)) {
+      buffers.emplace_back(std::aligned_alloc(256, size_t(counters[n] * 4 + 255) / 256 * 256), &std::free);
+      ptrs.push_back(buffers.back().get());
+      std::memset(ptrs.back(), 0, size_t(counters[n]) * 4);
+      continue;
+    }
     const Type& t = inst.analysis.tensors.at(n);
     std::vector<int64_t> shape = concrete_shape(t.shape, inst.bindings);
     int64_t count = 1;
@@ -298,6 +314,8 @@ extern "C" void prism_load(int dtype, const void* x, float* out, long n) {
     if (inputs.count(n)) store(int(t.dtype), inputs.at(n).data.data(), ptrs.back(), long(count));
   }
   emulate(ptrs.data());
+  for (const auto& [n, words] : counters)  // the launch leaves its ticket counters zero
+    for (int64_t w = 0; w < words; ++w) REQUIRE(static_cast<const unsigned*>(ptrs[slot(n)])[w] == 0u);
   std::vector<Tensor> outputs;
   for (const std::string& n : inst.graph.outputs) {
     Tensor got = Tensor::zeros(DType::F32, concrete_shape(inst.analysis.tensors.at(n).shape, inst.bindings));
@@ -338,6 +356,105 @@ TEST_CASE("cuda: generated code run on the host (a thread per CUDA thread) match
   CHECK(emulated_error(kLibraryFamily, {{"b", 3}, {"m", 5}, {"k", 7}, {"n", 19}}, {}) < 2e-2);  // bf16 inside
   std::string combined = std::string(fam::kSplitContractionPartials) + "kernel 1: O: f32 = sum(P, axis=0, keepdims=false)\noutput O\n";
   CHECK(emulated_error(combined, {{"n", 4}, {"d", 32}, {"m", 24}}, {{"g1", 4}}) < 1e-5);
+}
+
+TEST_CASE("cuda: a split-k kernel and the kernel that sums its partials run in one launch, and match", "[cuda][ticket]") {
+  // Decode-sized (n = 8): g1 splits d, g2 the columns; each combining block's columns lie in one
+  // column tile of the partials (g3 = 4 over g2 = 2) or span two (g3 = 2 over g2 = 4).
+  const DimBindings dims{{"n", 8}, {"d", 64}};
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(fam::kGatedMlpSplitK), dims, {{"g1", 2}, {"g2", 2}, {"F1", 2}, {"g3", 4}, {"F2", 2}}, kGpu);
+  const backend::kir::Program lowered = backend::lower(inst, backend::cuda_lowering());
+  std::optional<TicketGroups> groups = ticket_groups(lowered, 0);
+  REQUIRE(groups);
+  // Blocks (split, column tile), the last dim fastest: the groups are the column tiles.
+  CHECK(groups->group_of == std::vector<int>{0, 1, 0, 1});
+  CHECK(groups->arrivals == std::vector<int>{2, 2});
+  CHECK(groups->tail_start == std::vector<int>{0, 2, 4});
+  CHECK(groups->tail_blocks == std::vector<int>{0, 1, 2, 3});
+  CHECK_FALSE(ticket_groups(lowered, 1));  // no kernel after the last
+  // The cost model's count from the maps (sgraph/tail_groups.h) agrees with the trace.
+  CHECK(sgraph::tail_groups(inst, 1) == 2);
+  CHECK(sgraph::tail_groups(inst, 0) == 0);
+  for (const DimBindings& sizes : std::vector<DimBindings>{{{"g1", 2}, {"g2", 4}, {"F1", 1}, {"g3", 2}, {"F2", 1}},
+                                                           {{"g1", 4}, {"g2", 4}, {"F1", 1}, {"g3", 8}, {"F2", 2}},
+                                                           {{"g1", 1}, {"g2", 8}, {"F1", 2}, {"g3", 8}, {"F2", 1}}}) {
+    sgraph::Instance other = sgraph::instantiate(sgraph::parse(fam::kGatedMlpSplitK), dims, sizes, kGpu);
+    std::optional<TicketGroups> traced = ticket_groups(backend::lower(other, backend::cuda_lowering()), 0);
+    REQUIRE(traced);
+    CHECK(sgraph::tail_groups(other, 1) == traced->groups());
+  }
+  sgraph::Instance flash = sgraph::instantiate(sgraph::parse(fam::kAttention), {{"B", 4}, {"q", 1}, {"s", 64}, {"e", 16}},
+                                               {{"g1", 4}, {"g2", 4}, {"F1", 2}, {"g3", 2}, {"F2", 2}}, kGpu);
+  REQUIRE(ticket_groups(backend::lower(flash, backend::cuda_lowering()), 0));
+  CHECK(sgraph::tail_groups(flash, 1) == ticket_groups(backend::lower(flash, backend::cuda_lowering()), 0)->groups());
+
+  CudaSource src = generate_cuda_source(inst);
+  REQUIRE(src.kernels.size() == 1);
+  CHECK(src.launch_of == std::vector<size_t>{0, 0});
+  CHECK(src.kernels[0].params == std::vector<std::string>{"X", "Wg", "Wu", "Pg", "Pu", "O", "prism_kernel_0_tickets"});
+  CHECK(src.counters == std::vector<std::pair<std::string, int64_t>>{{"prism_kernel_0_tickets", 2}});
+  CHECK(src.scratch_tensors == std::vector<std::string>{"Pg", "Pu"});
+  CHECK(src.source.find("atomicAdd(p6 + prism_group, 1u)") != std::string::npos);
+  // The plan: one launch, the counters zeroed scratch, and its text keeps them so.
+  CudaPlan plan = candidate_plan(inst, lowered, src);
+  REQUIRE(plan.steps.size() == 1);
+  REQUIRE(plan.scratch.size() == 3);
+  CHECK(plan.scratch[2].zeroed);
+  CHECK(plan.scratch[2].elements == 2);
+  const std::string text = plan_text(plan);
+  CHECK(text.find("tensor zeroed prism_kernel_0_tickets 2 f32\n") != std::string::npos);
+  CHECK(parse_plan(text).scratch[2].zeroed);
+  CHECK_FALSE(parse_plan(text).scratch[0].zeroed);
+
+  // Run on the host, blocks out of index order: the outputs match, the counters end at zero.
+  CHECK(emulated_error(inst) < kHalfTol);
+  CHECK(emulated_error(fam::kGatedMlpSplitK, dims, {{"g1", 2}, {"g2", 4}, {"F1", 1}, {"g3", 2}, {"F2", 1}}) < kHalfTol);
+  CHECK(emulated_error(fam::kGatedMlpSplitK, {{"n", 3}, {"d", 48}}, {{"g1", 3}, {"g2", 3}, {"F1", 1}, {"g3", 3}, {"F2", 3}}, {256}) < kHalfTol);
+  // Flash decoding: the partial numerators and denominators of each batch element, then their sums.
+  CHECK(emulated_error(fam::kAttention, {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}}, {{"g1", 2}, {"g2", 4}, {"F1", 2}, {"g3", 2}, {"F2", 2}}) < kHalfTol);
+
+  // Where one combining block reads every partial there is one group: two launches, as before.
+  sgraph::Instance one = sgraph::instantiate(sgraph::parse(fam::kGatedMlpSplitK), dims, {{"g1", 2}, {"g2", 2}, {"F1", 2}, {"g3", 1}, {"F2", 2}}, kGpu);
+  CHECK_FALSE(ticket_groups(backend::lower(one, backend::cuda_lowering()), 0));
+  CHECK(generate_cuda_source(one).kernels.size() == 2);
+  CHECK(emulated_error(one) < kHalfTol);
+  if (!have_nvrtc()) return;
+  compiles(inst);
+  const PtxResult ptx = compile_to_ptx(src.source, "compute_90", cache_dir());
+  CHECK(ptx.ptx.find("atom.global.add.u32") != std::string::npos);
+  CHECK(ptx.ptx.find("membar.gl") != std::string::npos);
+}
+
+TEST_CASE("cuda: an export's launcher zeroes the ticket counters of a launch with a tail, call after call", "[cuda][ticket][export]") {
+  // f32 throughout, so that the launcher takes the caller's float arrays as they are. Scratch in
+  // the emulation is allocated full of 0xff bytes: counters left so would never see a last block.
+  std::string family = fam::kGatedMlpSplitK;
+  for (size_t at; (at = family.find("f16")) != std::string::npos;) family.replace(at, 3, "f32");
+  const DimBindings dims{{"n", 4}, {"d", 32}};
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, {{"g1", 2}, {"g2", 2}, {"F1", 1}, {"g3", 2}, {"F2", 1}}, kGpu);
+  const backend::kir::Program lowered = backend::lower(inst, backend::cuda_lowering());
+  const CudaSource src = generate_cuda_source(lowered);
+  REQUIRE(src.counters.size() == 1);
+  const std::string exported = export_source(src.source, candidate_plan(inst, lowered, src), "prism_split");
+  REQUIRE_THAT(exported, Catch::Contains("prism_export_zero("));
+  const std::string shim = std::string(PRISM_SOURCE_DIR) + "/tests/engine/backend/cuda_emulation";
+  backend::cpu::CompileOptions co;
+  co.cache_dir = cache_dir();
+  co.flags = {"-std=c++20", "-O1", "-fPIC", "-shared", "-pthread", "-include", shim + "/prism_cuda_host.h", "-I", shim};
+  backend::cpu::LoadedLibrary lib(backend::cpu::compile_library(exported, co).path);
+  auto run = lib.function<int (*)(const void* const*, void* const*, void*)>("prism_split");
+
+  auto inputs = test::random_inputs(inst.graph, inst.bindings, 3);
+  const std::vector<Tensor> want = sgraph::evaluate(inst, inputs);
+  const void* in[] = {inputs.at("X").data.data(), inputs.at("Wg").data.data(), inputs.at("Wu").data.data()};
+  for (int call = 0; call < 2; ++call) {
+    std::vector<float> got(want[0].data.size(), std::nanf(""));
+    void* out[] = {got.data()};
+    REQUIRE(run(in, out, nullptr) == 0);
+    Tensor t = want[0];
+    t.data = got;
+    CHECK(test::relative_error(t, want[0]) < 1e-5);
+  }
 }
 
 TEST_CASE("cuda: split and concat on tiles compile and run right on the host", "[cuda][rotary]") {

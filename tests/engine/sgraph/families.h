@@ -48,6 +48,36 @@ kernel 0: custom grid=[g1] loop=F1
 output O
 )";
 
+// The gated MLP with k split across blocks, as a decode step runs it: kernel 0's grid splits d
+// (g1) and the output columns (g2), its loop walks each split, every block saves its partial
+// products (g1 a leading partial axis); kernel 1 splits the columns (g3), walks the partials with
+// its loop, sums them and applies silu(.) * (.).
+inline constexpr const char* kGatedMlpSplitK = R"(input X: f16[n, d]
+input Wg: f16[d, d]
+input Wu: f16[d, d]
+kernel 0: custom grid=[g1, g2] loop=F1
+  x = load X map {grid: 1->g1, loop: 1}
+  wg = load Wg map {grid: 0->g1 1->g2, loop: 0}
+  wu = load Wu map {grid: 0->g1 1->g2, loop: 0}
+  a = matmul(x, wg)
+  b = matmul(x, wu)
+  ga = sum_accumulate(a)
+  ub = sum_accumulate(b)
+  save Pg: f32 = ga map {grid: 1->g2, loop: -}
+  save Pu: f32 = ub map {grid: 1->g2, loop: -}
+kernel 1: custom grid=[g3] loop=F2
+  pg = load Pg map {grid: 2->g3, loop: 0}
+  pu = load Pu map {grid: 2->g3, loop: 0}
+  sg = sum(pg, axis=0, keepdims=false)
+  su = sum(pu, axis=0, keepdims=false)
+  cg = sum_accumulate(sg)
+  cu = sum_accumulate(su)
+  s = silu(cg)
+  y = mul(s, cu)
+  save O: f16 = y map {grid: 1->g3, loop: -}
+output O
+)";
+
 // exp(Q@Kt) normalized, @V. Flash-decoding style: g1 splits the batch, g2 splits the key/value
 // length s, the loop walks each split; each block saves its partial numerator and denominator
 // (g2 is a cross-block reduction: leading partial axis). Kernel 1 walks the g2 partials with its

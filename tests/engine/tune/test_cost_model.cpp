@@ -467,3 +467,23 @@ TEST_CASE("cost model (CPU): a 16-bit library matmul with fewer chunks than core
   CHECK(cost(4096, 16).parallel_efficiency == 1.0);
   CHECK(cost(1024, 2).parallel_efficiency == 1.0);
 }
+
+TEST_CASE("cost model: on a GPU, the kernel that sums split-k partials runs in the launch before it, on one block per group", "[tune][cost]") {
+  // The gated MLP at a decode shape, k split 4 ways over 32 column tiles (sgraph/tail_groups.h).
+  const sgraph::SGraph g = sgraph::parse(fam::kGatedMlpSplitK);
+  const TargetDescription gpu = cuda_h100_data();
+  const DimBindings dims{{"n", 8}, {"d", 4096}};
+  auto estimate = [&](int64_t g3, const TargetDescription& t, const sgraph::SGraph& family) {
+    return estimate_cost(sgraph::instantiate(family, dims, {{"g1", 4}, {"g2", 32}, {"F1", 8}, {"g3", g3}, {"F2", 4}}, t.tile_budget()), t);
+  };
+  const CostEstimate groups32 = estimate(32, gpu, g), groups8 = estimate(8, gpu, g);
+  CHECK(groups32.kernels == 1);  // one launch: the partials' sum is the first kernel's tail
+  REQUIRE(groups32.kernel_seconds.size() == 2);
+  CHECK(groups32.kernel_seconds[1] < 5e-6);  // no launch of its own (a launch alone is priced 5 us)
+  CHECK(groups8.kernels == 1);
+  CHECK(groups8.kernel_seconds[1] > groups32.kernel_seconds[1]);  // 8 blocks sum all 32 tiles' partials
+  // A CPU runs no tail in a launch before it: two kernels, each a parallel region.
+  TargetDescription cpu = four_cores();
+  cpu.fast_memory_bytes = gpu.fast_memory_bytes;
+  CHECK(estimate(32, cpu, cpu_family(fam::kGatedMlpSplitK)).kernels == 2);
+}

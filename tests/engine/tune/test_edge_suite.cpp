@@ -253,13 +253,17 @@ TEST_CASE("edge check: where the eager baseline misses large logits too, a row a
   // in its own order, did not, so the set was not skipped, and the piece had no kernel.
   const Program program = test::lowered_text(kLlamaPrefillAttention, "llama_prefill_attention");
   const tune::TuneResult result = edge_check_with_kernel(program, {}, kWritesNothing, 1);
-  bool held = false;
+  bool held = false, eager_missed = false;
   for (const std::string& note : result.edge_notes) {
     UNSCOPED_INFO(note);
-    held = held || (note.rfind("the eager baseline fails large logits beside a causal -inf mask (causal_mask): output 0", 0) == 0 &&
-                    note.find("(candidates are held to twice its error there)") != std::string::npos);
+    const bool large_logits = note.rfind("the eager baseline fails large logits beside a causal -inf mask (causal_mask): output 0", 0) == 0;
+    eager_missed = eager_missed || large_logits;
+    held = held || (large_logits && note.find("(candidates are held to twice its error there)") != std::string::npos);
   }
-  CHECK(held);
+  // Whether sgemm misses depends on the order its kernel for this CPU sums in (it did on AVX2
+  // Zen 3 and Xeons, not on an AVX-512 EPYC); the rule itself is pinned by the next test.
+  if (!eager_missed) WARN("this machine's sgemm sums the large logits within the tolerance: nothing to hold a row to");
+  else CHECK(held);
   INFO(result.rows[0].error);
   CHECK(result.rows[0].ok);  // the eager plan as a row: its own error
   CHECK_FALSE(result.rows[1].ok);

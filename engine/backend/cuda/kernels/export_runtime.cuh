@@ -36,6 +36,12 @@ static void* prism_export_alloc(size_t bytes, void* stream) {
 
 static void prism_export_free(void* p, void* stream) { cudaFreeAsync(p, static_cast<cudaStream_t>(stream)); }
 
+// Ticket counters (engine/backend/cuda/ticket.h) start at zero.
+static const char* prism_export_zero(void* p, size_t bytes, void* stream) {
+  const cudaError_t e = cudaMemsetAsync(p, 0, bytes, static_cast<cudaStream_t>(stream));
+  return e == cudaSuccess ? nullptr : cudaGetErrorString(e);
+}
+
 // Column-major C = op(first) op(second), f32 accumulation, on `stream`: plan.h's ColumnMajorGemm,
 // written out by the launcher. One cuBLAS handle per host thread, created on first use.
 static const char* prism_export_gemm(void* stream, bool transpose_first, bool transpose_second, long m, long n, long k,

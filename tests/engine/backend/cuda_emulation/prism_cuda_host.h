@@ -1,7 +1,7 @@
 // Test support: runs generated CUDA C++ on the host, to check its indexing against
 // sgraph::evaluate on machines without a GPU. Compiled as C++20 with -include of this file and
 // -I of this directory (whose cuda_fp16.h / cuda_bf16.h stand in for the toolkit's). A launch
-// runs the blocks one after another, each with one std::thread per CUDA thread: __syncthreads is
+// runs the blocks one after another (not in index order), each with one std::thread per CUDA thread: __syncthreads is
 // a barrier of the block, __shfl_xor_sync and __shfl_sync an exchange through a barrier of the
 // warp, shared memory one buffer. Slow, and only for tiny sizes. Accesses that need alignment on a GPU (uint4
 // vectors, wmma pointers in mma.h) check it here and abort with a message when it is missing.
@@ -20,6 +20,7 @@
 
 #define __global__
 #define __device__
+#define __constant__
 #define __forceinline__ inline
 #define __launch_bounds__(n)
 #define __restrict__ __restrict
@@ -86,6 +87,9 @@ inline unsigned __shfl_sync(unsigned, unsigned v, int from) {
 }
 // Threads of a block adding into one shared float (a matmul's k split over warps).
 inline float atomicAdd(float* p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
+// A block's ticket (engine/backend/cuda/ticket.h): the counter's old value.
+inline unsigned atomicAdd(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_add(v); }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline float __int_as_float(unsigned bits) {
   float f;
   std::memcpy(&f, &bits, 4);
@@ -103,10 +107,26 @@ void prism_invoke(void (*fn)(A...), void* const* p, std::index_sequence<I...>) {
   fn(static_cast<A>(p[I])...);
 }
 
+// The order a launch runs its blocks in: a GPU promises none, so neither does the emulation. A
+// stride coprime to the count, near its golden section, visits every block once, far from
+// index order (a kernel that relies on block order, a ticket that takes the highest block for the
+// last, fails here).
+inline long prism_block_stride(long blocks) {
+  auto gcd = [](long a, long b) {
+    while (b) a %= b, std::swap(a, b);
+    return a;
+  };
+  long stride = blocks * 618 / 1000 + 1;
+  while (blocks > 1 && gcd(stride, blocks) != 1) ++stride;
+  return stride;
+}
+
 template <class... A>
 void prism_launch(void (*fn)(A...), void* const* params, long blocks, int threads) {
   gridDim.x = unsigned(blocks);
-  for (long b = 0; b < blocks; ++b) {
+  const long stride = prism_block_stride(blocks);
+  for (long i = 0; i < blocks; ++i) {
+    const long b = i * stride % blocks;
     blockIdx.x = unsigned(b);
     std::barrier<> block(threads);
     prism_block_barrier = &block;
@@ -137,6 +157,10 @@ static void* prism_export_alloc(size_t bytes, void*) {
   return p;
 }
 static void prism_export_free(void* p, void*) { std::free(p); }
+static const char* prism_export_zero(void* p, size_t bytes, void*) {
+  std::memset(p, 0, bytes);
+  return nullptr;
+}
 static const char* prism_export_gemm(void*, bool, bool, long, long, long, const void*, int, long, long long, const void*, int, long,
                                      long long, void*, int, long, long long, long) {
   return "the host emulation runs no cuBLAS";
