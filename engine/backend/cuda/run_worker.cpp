@@ -121,6 +121,14 @@ std::string run(const CudaPlan& plan, const std::string& out_path, const std::ve
     device.flush_l2();  // each run starts cold, as on a model too large for L2
     times.push_back(device.time_ms(sequence, 1));
   }
+  // Every launch must leave its ticket counters zero (ticket.h), or the next call computes wrong.
+  for (const CudaTensor& t : plan.scratch) {
+    if (!t.zeroed) continue;
+    std::vector<unsigned> words(size_t(t.elements));
+    device.to_host(words.data(), tensors.at(t.name).ptr, words.size() * 4);
+    for (unsigned w : words)
+      if (w != 0) return "error the plan's launches left its ticket counters " + t.name + " nonzero";
+  }
   std::sort(times.begin(), times.end());
   size_t n = times.size();
   double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;

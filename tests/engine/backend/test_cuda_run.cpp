@@ -16,6 +16,7 @@
 #include "engine/sgraph/evaluate.h"
 #include "engine/sgraph/parse.h"
 #include "../sgraph/sgraph_helpers.h"
+#include "../sgraph/families.h"
 #include "engine/interp/interpreter.h"
 #include "engine/tune/compare.h"
 
@@ -150,4 +151,37 @@ TEST_CASE("cuda run: each timed run starts with the L2 overwritten (twice its si
   d.flush_l2();
   d.flush_l2();  // the buffer is allocated once
   d.synchronize();
+}
+
+TEST_CASE("cuda run: a split-k kernel with its combining tail in one launch runs right on a device, launch after launch",
+          "[cuda][runner][ticket]") {
+  // Decode-sized: 16 column tiles of 4 k-splits, 16 groups; the worker's timed launches reuse the
+  // counters, and it refuses a plan that leaves them nonzero.
+  const sgraph::Instance inst = sgraph::instantiate(sgraph::parse(test::families::kGatedMlpSplitK), {{"n", 8}, {"d", 1024}},
+                                                    {{"g1", 4}, {"g2", 16}, {"F1", 4}, {"g3", 16}, {"F2", 1}}, sgraph::TileBudget{200 * 1024});
+  const backend::kir::Program lowered = backend::lower(inst, backend::cuda_lowering());
+  const backend::cuda::CudaSource source = backend::cuda::generate_cuda_source(lowered);
+  backend::cuda::CudaPlan plan = backend::cuda::candidate_plan(inst, lowered, source);
+  REQUIRE(plan.steps.size() == 1);
+  REQUIRE(plan.scratch.back().zeroed);
+  if (!backend::cuda::cuda_status().available || !backend::cuda::nvrtc_status().available) return;
+  std::map<std::string, Tensor> named = test::random_inputs(inst.graph, inst.bindings, 11);
+  std::vector<Tensor> inputs;
+  for (const sgraph::TensorDecl& in : inst.graph.inputs) inputs.push_back(named.at(in.name));
+  std::vector<Tensor> want = sgraph::evaluate(inst, named);
+  plan.ptx = backend::cuda::compile_to_ptx(source.source, backend::cuda::CudaDevice().info().arch()).ptx;
+  backend::CudaRunRequest request;
+  for (const auto& t : want) request.output_shapes.push_back(t.shape);
+  request.plan = backend::cuda::plan_text(plan);
+  request.runs = 20;
+  backend::KernelRunner runner;
+  runner.set_inputs(inputs);
+  backend::RunOutcome outcome = runner.run_cuda(request);
+  INFO(outcome.error);
+  REQUIRE(outcome.ok);
+  double scale = 0;
+  for (float x : want[0].data) scale = std::max(scale, double(std::abs(x)));
+  tune::Comparison check = tune::compare_outputs(outcome.outputs, want, 1e-2, 1e-2 * scale);
+  INFO(check.failure.value_or(""));
+  CHECK_FALSE(check.failure);
 }
