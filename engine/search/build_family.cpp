@@ -116,11 +116,51 @@ class FamilyBuilder {
     return "";
   }
 
-  // A value downstream of the block partials: computed by the combining kernel from them only.
+  // A reduction over the cross-block class with no axis in a data-parallel grid dim's class,
+  // computed from the leaves by elementwise ops that nothing else reads: kernel 0's blocks along
+  // that dim would each save the same partial (a norm's statistic beside a matmul whose columns
+  // the grid cuts). The combining kernel computes it instead, from the leaves loaded whole along
+  // the reduced class (rms_linear's GEMV form): the elementwise ops it reads through (in DAG
+  // order), with its leaves marked as kernel 1's loads; none where v is no such reduction.
+  std::optional<std::vector<int>> cone_kernel0_would_copy(int v) {
+    bool copied = false;
+    for (int c : data_parallel_) copied = copied || axis_in(ix_, v, c) < 0;
+    if (!copied) return std::nullopt;
+    std::vector<int> cone, leaves;
+    std::vector<int> stack(dag_.values[size_t(v)].operands);
+    while (!stack.empty()) {
+      const int o = stack.back();
+      stack.pop_back();
+      const DagValue& d = dag_.values[size_t(o)];
+      if (is_leaf(d)) {
+        leaves.push_back(o);
+        continue;
+      }
+      const OpClass cls = op_class(d.op);
+      if ((cls != OpClass::Unary && cls != OpClass::Binary) || users(o) != 1 || local_[size_t(o)] >= 0) return std::nullopt;
+      cone.push_back(o);
+      stack.insert(stack.end(), d.operands.begin(), d.operands.end());
+    }
+    for (int leaf : leaves) read_by_k1_[size_t(leaf)] = read_by_k1_[size_t(leaf)] || dag_.values[size_t(leaf)].op == Op::Input;
+    std::sort(cone.begin(), cone.end());
+    cone.erase(std::unique(cone.begin(), cone.end()), cone.end());
+    return cone;
+  }
+
+  // How many values read value v.
+  int users(int v) const {
+    int n = 0;
+    for (const DagValue& d : dag_.values) n += int(std::count(d.operands.begin(), d.operands.end(), v));
+    return n;
+  }
+
+  // A value downstream of the block partials: computed by the combining kernel from them only
+  // (and from leaves it loads itself, reduces_leaves_kernel0_would_copy).
   std::string place_in_combining_kernel(int v) {
     kernel_[size_t(v)] = 1;
     for (int o : dag_.values[size_t(v)].operands) {
       if (dag_.values[size_t(o)].op == Op::Const) continue;  // a constant is made where it is used
+      if (read_by_k1_[size_t(o)] && dag_.values[size_t(o)].op == Op::Input) continue;  // a leaf kernel 1 loads whole
       if (!partial_[size_t(o)] && kernel_[size_t(o)] != 1) return "the combining kernel would read a value other than the block partials";
       if (partial_[size_t(o)]) read_by_k1_[size_t(o)] = true;
     }
@@ -151,6 +191,13 @@ class FamilyBuilder {
       }
       if (region_op && k1) return "the combining kernel would read a value other than the block partials";
       if (walk && after) return "a value after the loop meets a loop-body value";
+      if (!k1 && r >= 0 && r == C_ && !region_op) {
+        if (std::optional<std::vector<int>> cone = cone_kernel0_would_copy(v)) {
+          for (int a : *cone)  // computed again by the combining kernel, from the leaves
+            if (std::string why = place_in_combining_kernel(a); !why.empty()) return why;
+          k1 = true;
+        }
+      }
       if (k1) {
         if (std::string why = place_in_combining_kernel(v); !why.empty()) return why;
         continue;
@@ -325,6 +372,17 @@ class FamilyBuilder {
       load.map = map_of(v, data_parallel_, 1, true);
       load.map.loop = Choice::none();
       loaded[size_t(v)] = push(ops1, load);
+    }
+    for (int v = 0; v < dag_.num_inputs; ++v) {  // leaves it reads whole along the reduced class
+      if (!read_by_k1_[size_t(v)] || dag_.values[size_t(v)].op != Op::Input) continue;
+      BlockOp load;
+      load.kind = BlockOp::Kind::Load;
+      load.name = "x" + std::to_string(v);
+      load.tensor = dag_.values[size_t(v)].name;
+      load.view = dag_.values[size_t(v)].view;
+      load.map = map_of(v, data_parallel_, 0, true);
+      load.map.loop = Choice::none();
+      at1[size_t(v)] = push(ops1, load);
     }
     auto compute = [&](const std::string& name, Op o, std::vector<int> operands, bool reduce) {
       BlockOp c;

@@ -115,9 +115,14 @@ class FamilyTerm {
     return y;
   }
 
-  // A block partial that kernel 1 reads: saved by kernel 0's blocks, loaded by kernel 1's.
+  // A block partial that kernel 1 reads: saved by kernel 0's blocks, loaded by kernel 1's (or a
+  // leaf it loads itself, cut by its own grid).
   eg::Id in_kernel1(int o) {
     if (family_.kernel[size_t(o)] == 1 || dag_.values[size_t(o)].op == Op::Const) return at_[size_t(o)];
+    if (dag_.values[size_t(o)].op == Op::Input) {  // a leaf kernel 1 loads itself: its own tiles
+      if (recut_[size_t(o)] == eg::kNoId) recut_[size_t(o)] = cut(leaf_term(tg_, dag_.values[size_t(o)]), size_t(o), 1);
+      return recut_[size_t(o)];
+    }
     if (recut_[size_t(o)] == eg::kNoId) recut_[size_t(o)] = cut(uncut(at_[size_t(o)], size_t(o)), size_t(o), 1);
     return recut_[size_t(o)];
   }

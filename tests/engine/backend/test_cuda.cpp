@@ -579,6 +579,39 @@ TEST_CASE("cuda: online-softmax and flash-decoding families compile and run righ
   }
 }
 
+// Llama's RMSNorm (eps, a gain) before an nn.Linear projection: the GEMV form splits the
+// projection's k and its columns across blocks, and the combining kernel, in the same launch,
+// sums the partials and computes the norm's statistic from X itself (build_family.cpp,
+// cone_kernel0_would_copy), since every column block would otherwise save the same one.
+TEST_CASE("cuda: a norm beside a split-k projection: the combining kernel computes it from X, in one launch, and matches",
+          "[cuda][search][ticket]") {
+  const test::ExampleLayer& layer = test::example_layer("llama_rmsnorm_proj");
+  SearchResult r = gpu_search(test::layer_text(layer.name), layer.name);
+  int ran = 0, fused = 0;
+  for (const auto& c : r.candidates) {
+    const auto& kernels = c.graph->kernels;
+    if (kernels.size() != 2 || !kernels[1].custom) continue;
+    bool loads_x = false;
+    for (const sgraph::BlockOp& op : kernels[1].block.ops) loads_x = loads_x || (op.kind == sgraph::BlockOp::Kind::Load && op.tensor == "X");
+    if (!loads_x || c.summary.find("splits m") == std::string::npos) continue;
+    // Sizes whose combining blocks fall into two groups or more (a tail in the launch), else the middle ones.
+    std::optional<sgraph::Instance> found = middle_instance(*c.graph, layer.small);
+    for (const DimBindings& sizes : sgraph::enumerate(*c.graph, layer.small, kGpu, {}, 64)) {
+      sgraph::Instance inst = sgraph::instantiate(*c.graph, layer.small, sizes, kGpu);
+      if (!ticket_groups(backend::lower(inst, backend::cuda_lowering()), 0)) continue;
+      found = std::move(inst);
+      ++fused;
+      break;
+    }
+    if (!found) continue;
+    INFO(c.summary << "\nfamily\n" << sgraph::print(found->graph));
+    CHECK(emulated_error(*found) < 1e-4);  // f32 throughout
+    if (++ran == 3) break;
+  }
+  CHECK(ran == 3);
+  CHECK(fused == 3);
+}
+
 // docs/sgraph.md, "Masked pieces": pieces of a row all -inf under a causal mask.
 TEST_CASE("cuda: online softmax under a causal -inf mask, run on the host: finite where the reference is, NaN on a row masked whole",
           "[cuda][search][online][masked]") {
