@@ -22,6 +22,36 @@
 
 using namespace prism;
 
+namespace {
+
+// A candidate's plan run `runs` times in the worker on the device, on seeded inputs: its outputs
+// match the evaluator's within `tol` of each and of the largest.
+void check_on_device(const sgraph::Instance& inst, const backend::cuda::CudaSource& source, backend::cuda::CudaPlan plan, int runs,
+                     uint64_t seed, double tol) {
+  std::map<std::string, Tensor> named = test::random_inputs(inst.graph, inst.bindings, seed);
+  std::vector<Tensor> inputs;
+  for (const sgraph::TensorDecl& in : inst.graph.inputs) inputs.push_back(named.at(in.name));
+  std::vector<Tensor> want = sgraph::evaluate(inst, named);
+  plan.ptx = backend::cuda::compile_to_ptx(source.source, backend::cuda::CudaDevice().info().arch()).ptx;
+  backend::CudaRunRequest request;
+  for (const auto& t : want) request.output_shapes.push_back(t.shape);
+  request.plan = backend::cuda::plan_text(plan);
+  request.runs = runs;
+  backend::KernelRunner runner;
+  runner.set_inputs(inputs);
+  backend::RunOutcome outcome = runner.run_cuda(request);
+  INFO(outcome.error);
+  REQUIRE(outcome.ok);
+  double scale = 1;
+  for (const Tensor& t : want)
+    for (float x : t.data) scale = std::max(scale, double(std::abs(x)));
+  tune::Comparison check = tune::compare_outputs(outcome.outputs, want, tol, tol * scale);
+  INFO(check.failure.value_or(""));
+  CHECK_FALSE(check.failure);
+}
+
+}  // namespace
+
 TEST_CASE("cuda run: the eager baseline runs in the worker, or the run says why not", "[cuda][runner]") {
   Program p = test::lowered_example("rms_linear");
   DimBindings dims{{"n", 8}, {"d", 256}};
@@ -120,24 +150,7 @@ output P, Q, R, S
 
   // With a device: the plan's outputs match the evaluator.
   if (!backend::cuda::cuda_status().available || !backend::cuda::nvrtc_status().available) return;
-  std::map<std::string, Tensor> named = test::random_inputs(inst.graph, inst.bindings, 5);
-  std::vector<Tensor> inputs;
-  for (const sgraph::TensorDecl& in : inst.graph.inputs) inputs.push_back(named.at(in.name));
-  std::vector<Tensor> want = sgraph::evaluate(inst, named);
-  backend::cuda::CudaPlan run = plan;
-  run.ptx = backend::cuda::compile_to_ptx(source.source, backend::cuda::CudaDevice().info().arch()).ptx;
-  backend::CudaRunRequest request;
-  for (const auto& t : want) request.output_shapes.push_back(t.shape);
-  request.plan = backend::cuda::plan_text(run);
-  request.runs = 3;
-  backend::KernelRunner runner;
-  runner.set_inputs(inputs);
-  backend::RunOutcome outcome = runner.run_cuda(request);
-  INFO(outcome.error);
-  REQUIRE(outcome.ok);
-  tune::Comparison check = tune::compare_outputs(outcome.outputs, want, 1e-2, 1e-2);
-  INFO(check.failure.value_or(""));
-  CHECK_FALSE(check.failure);
+  check_on_device(inst, source, plan, 3, 5, 1e-2);
 }
 
 TEST_CASE("cuda run: each timed run starts with the L2 overwritten (twice its size), on a device", "[cuda][runner]") {
@@ -165,23 +178,5 @@ TEST_CASE("cuda run: a split-k kernel with its combining tail in one launch runs
   REQUIRE(plan.steps.size() == 1);
   REQUIRE(plan.scratch.back().zeroed);
   if (!backend::cuda::cuda_status().available || !backend::cuda::nvrtc_status().available) return;
-  std::map<std::string, Tensor> named = test::random_inputs(inst.graph, inst.bindings, 11);
-  std::vector<Tensor> inputs;
-  for (const sgraph::TensorDecl& in : inst.graph.inputs) inputs.push_back(named.at(in.name));
-  std::vector<Tensor> want = sgraph::evaluate(inst, named);
-  plan.ptx = backend::cuda::compile_to_ptx(source.source, backend::cuda::CudaDevice().info().arch()).ptx;
-  backend::CudaRunRequest request;
-  for (const auto& t : want) request.output_shapes.push_back(t.shape);
-  request.plan = backend::cuda::plan_text(plan);
-  request.runs = 20;
-  backend::KernelRunner runner;
-  runner.set_inputs(inputs);
-  backend::RunOutcome outcome = runner.run_cuda(request);
-  INFO(outcome.error);
-  REQUIRE(outcome.ok);
-  double scale = 0;
-  for (float x : want[0].data) scale = std::max(scale, double(std::abs(x)));
-  tune::Comparison check = tune::compare_outputs(outcome.outputs, want, 1e-2, 1e-2 * scale);
-  INFO(check.failure.value_or(""));
-  CHECK_FALSE(check.failure);
+  check_on_device(inst, source, plan, 20, 11, 1e-2);
 }
