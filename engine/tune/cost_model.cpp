@@ -123,13 +123,15 @@ class CostModel {
     const auto& kernels = in_.graph.kernels;
     if (memo_) memo_->kernels.resize(kernels.size());
     int64_t previous_blocks = 0;
+    bool previous_tail = false;  // a tail is no first kernel of another (the code generator's pairs)
     for (size_t k = 0; k < kernels.size(); ++k) {
       if (!kernels[k].custom && sgraph::reshapes_in_place(in_.graph, in_.analysis, kernels[k].library)) continue;  // no copy, no launch
       const KernelCost c = memo_ ? remembered(k) : cost_of(k);
       // A kernel that sums the partials the one before saved may run in its launch (assumption 10).
       const int64_t groups = sgraph::tail_groups(in_, k);
-      const bool tail = groups > 0 && k > 0 && rules_.runs_as_tail(groups, previous_blocks, c.blocks);
+      const bool tail = groups > 0 && !previous_tail && rules_.runs_as_tail(groups, previous_blocks, c.blocks);
       previous_blocks = c.blocks;
+      previous_tail = tail;
       add(c, tail ? groups : 0);
       if (!tail) ++est_.kernels;
     }
