@@ -7,6 +7,9 @@
 
 #include "bench/shapes.h"
 #include "engine/backend/cuda/review.h"
+#include "engine/backend/lower.h"
+#include "engine/sgraph/instantiate.h"
+#include "engine/tune/backends.h"
 
 namespace prism::bench {
 
@@ -28,6 +31,11 @@ inline bool one_launch_expected(const std::string& workload) {
   return workload == "rmsnorm_mlp" || workload == "gated_mlp" || workload == "swiglu_ffn";
 }
 
+// A loaded HBM's latency for Little's law: the bytes in flight a device needs are its bandwidth
+// times this. A guess (public microbenchmarks put an H100's unloaded DRAM latency near 0.5-0.7
+// us; queues under load add to it) until a lent GPU's Nsight Compute run measures it.
+constexpr double kLoadedLatencySeconds = 1e-6;
+
 struct ShapeReview {
   tune::KernelSource kernel;  // the cost model's first choice for an H100 (no GPU here)
   backend::cuda::StaticReview review;
@@ -44,7 +52,17 @@ inline ShapeReview review_shape(Workspace& ws, std::set<std::string>& opened, co
   ShapeReview r;
   r.kernel = ws.kernel_source(s.workload, candidate, s.bindings, backend::Target::Cuda);
   r.review = backend::cuda::review_plan(r.kernel.source, backend::cuda::parse_plan(r.kernel.launch));
-  r.checks = backend::cuda::static_checks(r.review, one_launch_expected(s.workload));
+  // The loads each block keeps in flight, from the kernel IR the source was printed from.
+  const Candidate& family = ws.search_result(s.workload)->candidates.at(size_t(r.kernel.candidate - 1));
+  const backend::Backend& cuda = tune::backend_for(backend::Target::Cuda);
+  const backend::TargetDescription gpu = cuda.describe("");
+  const DimBindings dims(r.kernel.bindings.begin(), r.kernel.bindings.end()), sizes(r.kernel.sizes.begin(), r.kernel.sizes.end());
+  const sgraph::Instance instance = sgraph::instantiate(cuda.stored(*family.graph), dims, sizes, gpu.tile_budget());
+  backend::cuda::CudaCodegenOptions options;
+  options.shared_memory_bytes = gpu.fast_memory_bytes;
+  backend::cuda::add_loads_in_flight(r.review, backend::lower(instance, backend::cuda_lowering()), options);
+  const auto little = int64_t(gpu.bandwidth_gbs * 1e9 * kLoadedLatencySeconds);
+  r.checks = backend::cuda::static_checks(r.review, one_launch_expected(s.workload), 2, 16, little);
   return r;
 }
 

@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
   if (families) return review_families(ws, only);
   std::set<std::string> opened;
   bool failed = false;
-  std::printf("| workload | shape | candidate | kernel | blocks x threads | dyn. shared | regs | spills st/ld | stack | static shared | blocks/SM | warps/SM | limit | global loads |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| workload | shape | candidate | kernel | blocks x threads | dyn. shared | regs | spills st/ld | stack | static shared | blocks/SM | warps/SM | limit | global loads | in flight a block (KiB) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<std::string> verdicts;
   for (const Shape& s : decode_targets()) {
     if (!only.empty() && !only.count(s.workload)) continue;
@@ -88,14 +88,14 @@ int main(int argc, char** argv) {
       const std::string candidate = std::to_string(r.kernel.candidate) + " " + tune::sizes_text(r.kernel.sizes);
       for (const auto& k : r.review.kernels) {
         const auto& res = k.resources;
-        std::printf("| %s | %s | %s | %s | %lld x %d | %lld | %d | %lld/%lld | %lld | %lld | %d | %d | %s | %s |\n", s.workload, shape.c_str(),
-                    candidate.c_str(), res.name.c_str(), (long long)k.launch.grid_blocks, k.launch.threads, (long long)k.launch.shared_bytes,
-                    res.registers, (long long)res.spill_store_bytes, (long long)res.spill_load_bytes, (long long)res.stack_bytes,
-                    (long long)res.static_shared_bytes, k.occupancy.blocks, k.occupancy.warps, k.occupancy.limit.c_str(),
-                    widths_text(k.load_widths).c_str());
+        std::printf("| %s | %s | %s | %s | %lld x %d | %lld | %d | %lld/%lld | %lld | %lld | %d | %d | %s | %s | %lld |\n", s.workload,
+                    shape.c_str(), candidate.c_str(), res.name.c_str(), (long long)k.launch.grid_blocks, k.launch.threads,
+                    (long long)k.launch.shared_bytes, res.registers, (long long)res.spill_store_bytes, (long long)res.spill_load_bytes,
+                    (long long)res.stack_bytes, (long long)res.static_shared_bytes, k.occupancy.blocks, k.occupancy.warps,
+                    k.occupancy.limit.c_str(), widths_text(k.load_widths).c_str(), (long long)(k.loads.ahead / 1024));
       }
       if (r.review.library_calls)
-        std::printf("| %s | %s | %s | %d cuBLAS call(s) | | | | | | | | | | |\n", s.workload, shape.c_str(), candidate.c_str(), r.review.library_calls);
+        std::printf("| %s | %s | %s | %d cuBLAS call(s) | | | | | | | | | | | |\n", s.workload, shape.c_str(), candidate.c_str(), r.review.library_calls);
       std::string verdict = std::string(s.workload) + " " + shape + ":";
       for (const auto& c : r.checks) {
         verdict += std::string(" ") + c.name + (c.holds ? " ok;" : " FAILS (" + c.why + ");");

@@ -56,4 +56,21 @@ DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_
   return none;
 }
 
+LoadsInFlight loads_in_flight(const kir::CustomKernel& kernel, const DoubleBuffer& buffers) {
+  auto staged = [&](const std::vector<kir::Stmt>& stmts) {
+    int64_t bytes = 0;
+    for (const kir::Stmt& st : stmts) {
+      if (st.kind != kir::Stmt::Kind::Stage) continue;
+      for (const kir::Tile& t : kernel.tiles)
+        if (t.value == st.out.value) bytes += element_count(st.out.shape) * dtype_bytes(t.storage);
+    }
+    return bytes;
+  };
+  const int64_t before = staged(kernel.before), body = staged(kernel.body), after = staged(kernel.after);
+  LoadsInFlight out;
+  out.total = before + kernel.loop * body + after;
+  out.ahead = body == 0 ? before : int64_t(std::max(1, buffers.stages - 1)) * body;
+  return out;
+}
+
 }  // namespace prism::backend::cuda

@@ -32,4 +32,14 @@ struct DoubleBuffer {
 // iteration's in any slot) and the kernel saves to no tensor the body loads. Else none (one stage).
 DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_limit, int max_stages);
 
+// What a block of `kernel` asks of global memory: `ahead`, the bytes its copies keep in flight
+// while it computes (a pipelined loop's next stages - 1 iterations' stagings; else one
+// iteration's, issued together before their wait; without a loop the stagings before it), and
+// `total`, the bytes it stages in all. The static review's Little's-law check reads them
+// (review.h; docs/tuning.md, "Static checks").
+struct LoadsInFlight {
+  int64_t ahead = 0, total = 0;
+};
+LoadsInFlight loads_in_flight(const kir::CustomKernel& kernel, const DoubleBuffer& buffers);
+
 }  // namespace prism::backend::cuda

@@ -11,6 +11,7 @@ StaticReview review_plan(const std::string& source, const CudaPlan& plan, const 
   const PtxResult compiled = compile_for_review(source, "sm_90");
   const std::vector<KernelResources> reported = parse_ptxas_log(compiled.log);
   StaticReview review;
+  review.sms = sm.sms;
   for (const CudaStep& step : plan.steps) {
     if (step.is_gemm) {
       ++review.library_calls;
@@ -28,8 +29,18 @@ StaticReview review_plan(const std::string& source, const CudaPlan& plan, const 
   return review;
 }
 
-std::vector<StaticCheck> static_checks(const StaticReview& review, bool one_launch, int min_blocks, int min_warps) {
+void add_loads_in_flight(StaticReview& review, const kir::Program& lowered, const CudaCodegenOptions& options) {
+  for (KernelReview& k : review.kernels)
+    for (size_t i = 0; i < lowered.kernels.size(); ++i)
+      if (lowered.kernels[i].custom && k.launch.name == "prism_kernel_" + std::to_string(i)) {
+        const kir::CustomKernel& block = lowered.kernels[i].block;
+        k.loads = loads_in_flight(block, plan_double_buffer(block, options.shared_memory_bytes, options.pipeline_stages));
+      }
+}
+
+std::vector<StaticCheck> static_checks(const StaticReview& review, bool one_launch, int min_blocks, int min_warps, int64_t little_bytes) {
   StaticCheck spills{"no spills", true, ""}, wide{"16-byte global loads", true, ""}, launches{"one launch", true, ""};
+  StaticCheck little{"bytes in flight (Little's law)", true, ""};
   StaticCheck resident{std::to_string(min_blocks) + " blocks and " + std::to_string(min_warps) + " warps per SM", true, ""};
   auto fail = [](StaticCheck& c, const std::string& why) {
     c.holds = false;
@@ -45,11 +56,17 @@ std::vector<StaticCheck> static_checks(const StaticReview& review, bool one_laun
                          k.occupancy.limit + ")");
     for (const auto& [bytes, count] : k.load_widths)
       if (bytes != 16) fail(wide, r.name + ": " + std::to_string(count) + " load(s) of " + std::to_string(bytes) + " bytes");
+    const int64_t resident = std::min<int64_t>(k.launch.grid_blocks, int64_t(review.sms) * k.occupancy.blocks);
+    const int64_t in_flight = resident * k.loads.ahead, need = std::min(little_bytes, k.launch.grid_blocks * k.loads.total);
+    if (in_flight < need)
+      fail(little, r.name + ": " + std::to_string(resident) + " blocks keep " + std::to_string(in_flight / 1024) + " KiB in flight of the " +
+                       std::to_string(need / 1024) + " KiB needed");
   }
   if (review.launches() != 1)
     fail(launches, std::to_string(review.kernels.size()) + " kernel(s) and " + std::to_string(review.library_calls) + " cuBLAS call(s)");
   std::vector<StaticCheck> checks{spills, resident, wide};
   if (one_launch) checks.push_back(launches);
+  if (little_bytes > 0) checks.push_back(little);
   return checks;
 }
 

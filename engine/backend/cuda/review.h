@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/cuda/double_buffer.h"
 #include "engine/backend/cuda/plan.h"
 #include "engine/backend/cuda/resources.h"
+#include "engine/backend/kernel_ir.h"
 
 namespace prism::backend::cuda {
 
@@ -16,11 +18,13 @@ struct KernelReview {
   KernelResources resources;           // ptxas's counts
   Occupancy occupancy;                 // on the SM reviewed for
   std::map<int64_t, int> load_widths;  // its global loads, by bytes per instruction and thread
+  LoadsInFlight loads;                 // a block's (add_loads_in_flight; zero until then)
 };
 
 struct StaticReview {
   std::vector<KernelReview> kernels;  // in launch order
   int library_calls = 0;              // the plan's cuBLAS calls
+  int sms = 0;                        // of the SM reviewed for
   int launches() const { return int(kernels.size()) + library_calls; }
 };
 
@@ -34,8 +38,17 @@ struct StaticCheck {
   bool holds = true;
   std::string why;
 };
+// Each custom kernel's loads in flight from the kernel IR the source was printed from (kernel k
+// of `lowered` is prism_kernel_<k>; a tail's loads are its first kernel's), with the code
+// generator's pipeline plan under `options`.
+void add_loads_in_flight(StaticReview& review, const kir::Program& lowered, const CudaCodegenOptions& options);
+
 // No spills; at least `min_blocks` blocks and `min_warps` warps on an SM for every kernel; every
-// global load 16 bytes wide; with `one_launch`, a single launch.
-std::vector<StaticCheck> static_checks(const StaticReview& review, bool one_launch, int min_blocks = 2, int min_warps = 16);
+// global load 16 bytes wide; with `one_launch`, a single launch. With `little_bytes` (a device's
+// bandwidth times its loaded memory latency), also Little's law: the blocks resident at once
+// (the grid, or the SMs times the blocks one holds) keep that many bytes in flight, or all a
+// kernel loads where it loads less.
+std::vector<StaticCheck> static_checks(const StaticReview& review, bool one_launch, int min_blocks = 2, int min_warps = 16,
+                                       int64_t little_bytes = 0);
 
 }  // namespace prism::backend::cuda

@@ -20,6 +20,7 @@
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cuda/bandwidth.h"
 #include "engine/backend/cuda/codegen.h"
+#include "engine/backend/cuda/double_buffer.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/emit_ops.h"
 #include "engine/backend/cuda/export.h"
@@ -1037,6 +1038,22 @@ TEST_CASE("cuda: a loop's loads run two iterations ahead into three slots where 
   pair.shared_memory_bytes = 2 * middle.shared_memory_bytes;
   CHECK(has(cuda_source(fam::kRmsLinear, dims, sizes, pair), "into 2 slots per tile"));
   CHECK_FALSE(has(cuda_source(fam::kRmsLinear, dims, {{"g1", 2}, {"F1", 1}}), "_next"));
+}
+
+TEST_CASE("cuda: a block's loads in flight are its pipeline's stages ahead, or one iteration's", "[cuda][review]") {
+  // The gated MLP at n = 8, d = 64, 4 column blocks of 16: an iteration stages X [8, 64/F1] and
+  // two W tiles [64/F1, 16], all f16.
+  auto loads = [](int64_t f1, int stages) {
+    const sgraph::Instance inst = sgraph::instantiate(sgraph::parse(fam::kGatedMlp), {{"n", 8}, {"d", 64}}, {{"g1", 4}, {"F1", f1}}, kGpu);
+    const backend::kir::CustomKernel k = backend::lower(inst, backend::cuda_lowering()).kernels.at(0).block;
+    return loads_in_flight(k, plan_double_buffer(k, 232448, stages));
+  };
+  const LoadsInFlight four = loads(4, 3);  // 1280 bytes an iteration, two ahead in three slots
+  CHECK(four.ahead == 2560);
+  CHECK(four.total == 4 * 1280);
+  CHECK(loads(4, 1).ahead == 1280);        // not pipelined: one iteration's, issued together
+  CHECK(loads(2, 3).ahead == 2560);        // two iterations: two slots, one ahead
+  CHECK(loads(1, 3).ahead == 5120);        // no loop to pipeline: everything before the math
 }
 
 TEST_CASE("cuda: tensor-core matmuls and vector loads, run on the host, match the evaluator", "[cuda]") {

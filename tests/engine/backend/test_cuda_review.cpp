@@ -179,6 +179,16 @@ extern "C" __global__ void wide(float4* out, const float4* __restrict__ in) {
   CHECK(check_named(checks, "2 blocks").holds);  // 2 blocks of 32 warps, 8 of 8
   CHECK_FALSE(check_named(checks, "one launch").holds);
   CHECK(static_checks(review, /*one_launch=*/false).size() == 3);
+  // Little's law: 1056 blocks resident (132 SMs x 8) keeping 1 KiB each in flight hold 1 MiB,
+  // not 3 (less than the kernel loads in all, 16 MiB); a kernel that loads nothing needs none.
+  StaticReview loading = review;
+  loading.kernels[1].loads = {1024, 4096};
+  const int64_t mib = 1 << 20;
+  const std::vector<StaticCheck> enough = static_checks(loading, false, 2, 16, mib), short_of = static_checks(loading, false, 2, 16, 3 * mib);
+  CHECK(enough.size() == 4);
+  CHECK(check_named(enough, "bytes in flight").holds);
+  CHECK_FALSE(check_named(short_of, "bytes in flight").holds);
+  CHECK_THAT(check_named(short_of, "bytes in flight").why, Catch::Contains("wide: 1056 blocks keep 1056 KiB in flight of the 3072 KiB needed"));
   // A kernel the plan launches but the source lacks is an error, not a silent pass.
   CHECK_THROWS_WITH(review_plan(source, one_launch("missing", 1, 128)), Catch::Contains("no resources for kernel missing"));
 }
@@ -194,9 +204,10 @@ TEST_CASE("cuda review: the cost model's first choice at each decode shape, comp
     const bench::ShapeReview r = bench::review_shape(ws, opened, s);
     const CudaPlan plan = parse_plan(r.kernel.launch);
     CHECK(r.review.launches() == int(plan.steps.size()));
-    CHECK(r.checks.size() == (bench::one_launch_expected(s.workload) ? 4u : 3u));
+    CHECK(r.checks.size() == (bench::one_launch_expected(s.workload) ? 5u : 4u));
     for (const KernelReview& k : r.review.kernels) {
       CHECK(k.resources.registers > 0);
+      CHECK(k.loads.ahead > 0);  // every decode kernel stages its loads
       CHECK(k.occupancy.blocks >= 1);  // every block fits an SM
       CHECK_FALSE(k.load_widths.empty());
     }
