@@ -155,7 +155,7 @@ class FamilyBuilder {
   }
 
   // A value downstream of the block partials: computed by the combining kernel from them only
-  // (and from leaves it loads itself, reduces_leaves_kernel0_would_copy).
+  // (and from leaves it loads itself, cone_kernel0_would_copy).
   std::string place_in_combining_kernel(int v) {
     kernel_[size_t(v)] = 1;
     for (int o : dag_.values[size_t(v)].operands) {
@@ -274,6 +274,17 @@ class FamilyBuilder {
     return push(ops, c);
   }
 
+  // A load of input leaf v, its tiles cut by `map`.
+  BlockOp leaf_load(int v, sgraph::Map map) const {
+    BlockOp load;
+    load.kind = BlockOp::Kind::Load;
+    load.name = "x" + std::to_string(v);
+    load.tensor = dag_.values[size_t(v)].name;
+    load.view = dag_.values[size_t(v)].view;
+    load.map = std::move(map);
+    return load;
+  }
+
   // Kernel 0's loads of the leaves it uses.
   void load_leaves(std::vector<BlockOp>& ops, std::vector<int>& at) const {
     for (int v = 0; v < dag_.num_inputs; ++v) {
@@ -282,15 +293,10 @@ class FamilyBuilder {
         at[size_t(v)] = constant(ops, v);
         continue;
       }
-      BlockOp load;
-      load.kind = BlockOp::Kind::Load;
-      load.name = "x" + std::to_string(v);
-      load.tensor = dag_.values[size_t(v)].name;
-      load.view = dag_.values[size_t(v)].view;
-      load.map = map_of(v, plan_.grid, 0, true);
-      int la = axis_in(ix_, v, L_);
-      load.map.loop = la < 0 ? Choice::none() : Choice::of(la);
-      at[size_t(v)] = push(ops, load);
+      sgraph::Map map = map_of(v, plan_.grid, 0, true);
+      const int la = axis_in(ix_, v, L_);
+      map.loop = la < 0 ? Choice::none() : Choice::of(la);
+      at[size_t(v)] = push(ops, leaf_load(v, map));
     }
   }
 
@@ -373,17 +379,8 @@ class FamilyBuilder {
       load.map.loop = Choice::none();
       loaded[size_t(v)] = push(ops1, load);
     }
-    for (int v = 0; v < dag_.num_inputs; ++v) {  // leaves it reads whole along the reduced class
-      if (!read_by_k1_[size_t(v)] || dag_.values[size_t(v)].op != Op::Input) continue;
-      BlockOp load;
-      load.kind = BlockOp::Kind::Load;
-      load.name = "x" + std::to_string(v);
-      load.tensor = dag_.values[size_t(v)].name;
-      load.view = dag_.values[size_t(v)].view;
-      load.map = map_of(v, data_parallel_, 0, true);
-      load.map.loop = Choice::none();
-      at1[size_t(v)] = push(ops1, load);
-    }
+    for (int v = 0; v < dag_.num_inputs; ++v)  // leaves it reads whole along the reduced class
+      if (read_by_k1_[size_t(v)] && dag_.values[size_t(v)].op == Op::Input) at1[size_t(v)] = push(ops1, leaf_load(v, map_of(v, data_parallel_, 0, true)));
     auto compute = [&](const std::string& name, Op o, std::vector<int> operands, bool reduce) {
       BlockOp c;
       c.kind = BlockOp::Kind::Compute;
