@@ -65,7 +65,9 @@ def test_the_interpreter_and_the_prover(client):
 
 
 def test_ctrl_c_cancels_the_request_on_the_daemon_and_the_client_stays_usable(client):
-    client.open(example("attention"))
+    # causal_sdpa searches for seconds (it stops at its budget): a search that ends before its first
+    # progress report (attention's, 0.1 s on a fast machine) would leave nothing to interrupt.
+    client.open(example("layers/causal_sdpa"))
 
     def interrupt(value):
         if value["kind"] == "report":
@@ -73,7 +75,7 @@ def test_ctrl_c_cancels_the_request_on_the_daemon_and_the_client_stays_usable(cl
 
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        client.search("attention", progress=interrupt, budget_seconds=60)
+        client.search("causal_sdpa", progress=interrupt, budget_seconds=60)
     assert time.monotonic() - started < 20
     assert client.status()["documents"] >= 1
 
