@@ -385,6 +385,8 @@ class KernelPrinter {
 
 }  // namespace
 
+std::string kernel_name(size_t k) { return "prism_kernel_" + std::to_string(k); }
+
 bool tensor_core_shape(int64_t m, int64_t n, int64_t k) { return wmma_fits(m, n, k); }
 bool decode_tensor_core_shape(int64_t m, int64_t n, int64_t k) { return ldmatrix_mma_fits(m, n, k); }
 
@@ -405,7 +407,7 @@ CudaSource generate_cuda_source(const kir::Program& program, const CudaCodegenOp
     const kir::Kernel& kernel = program.kernels[k];
     CudaKernelInfo info;
     KernelPrinter printer(program, kernel, options);
-    const std::string fn = "prism_kernel_" + std::to_string(k);
+    const std::string fn = kernel_name(k);
     kernels += "\n";
     const std::optional<TicketGroups> groups = kernel.custom && options.tails_in_launch ? ticket_groups(program, k) : std::nullopt;
     if (groups) {

@@ -63,6 +63,10 @@ struct CudaKernelInfo {
   std::vector<std::string> params;  // the device tensors its pointer parameters point to, in order
 };
 
+// The extern "C" name of the kernel printed for kernel k of the lowering (a tail's is its first
+// kernel's).
+std::string kernel_name(size_t k);
+
 struct CudaSource {
   std::string source;
   std::vector<CudaKernelInfo> kernels;       // in launch order (the sGraph's kernel order)
@@ -74,8 +78,8 @@ struct CudaSource {
 };
 
 // CUDA C++ for a lowered program (cuda_lowering()). A custom kernel that ticket.h lets run as the
-// tail of the one before shares its launch (split-k in one launch). Throws Error{InvalidArgument} for options out
-// of range and tiles over the shared memory a block may use.
+// tail of the one before shares its launch (split-k in one launch). Throws Error{InvalidArgument}
+// for options out of range and tiles over the shared memory a block may use.
 CudaSource generate_cuda_source(const kir::Program& program, const CudaCodegenOptions& options = {});
 // The same for a concrete instance (every map concrete, every size bound). Throws
 // Error{InvalidArgument} naming what it cannot lower.

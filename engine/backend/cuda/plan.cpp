@@ -75,12 +75,12 @@ bool CudaPlan::uses_cublas() const {
 std::string plan_text(const CudaPlan& plan) {
   std::ostringstream out;
   auto tensors = [&](const char* role, const std::vector<CudaTensor>& list) {
-    for (const auto& t : list) out << "tensor " << role << " " << t.name << " " << t.elements << " " << dtype_name(t.dtype) << "\n";
+    for (const auto& t : list)
+      out << "tensor " << (t.zeroed ? "zeroed" : role) << " " << t.name << " " << t.elements << " " << dtype_name(t.dtype) << "\n";
   };
   tensors("input", plan.inputs);
   tensors("output", plan.outputs);
-  for (const auto& t : plan.scratch)
-    out << "tensor " << (t.zeroed ? "zeroed" : "scratch") << " " << t.name << " " << t.elements << " " << dtype_name(t.dtype) << "\n";
+  tensors("scratch", plan.scratch);
   for (const auto& s : plan.steps) {
     if (s.is_gemm) {
       const CudaGemm& g = s.gemm;

@@ -32,7 +32,7 @@ StaticReview review_plan(const std::string& source, const CudaPlan& plan, const 
 void add_loads_in_flight(StaticReview& review, const kir::Program& lowered, const CudaCodegenOptions& options) {
   for (KernelReview& k : review.kernels)
     for (size_t i = 0; i < lowered.kernels.size(); ++i)
-      if (lowered.kernels[i].custom && k.launch.name == "prism_kernel_" + std::to_string(i)) {
+      if (lowered.kernels[i].custom && k.launch.name == kernel_name(i)) {
         const kir::CustomKernel& block = lowered.kernels[i].block;
         k.loads = loads_in_flight(block, plan_double_buffer(block, options.shared_memory_bytes, options.pipeline_stages));
       }

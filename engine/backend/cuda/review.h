@@ -39,7 +39,7 @@ struct StaticCheck {
   std::string why;
 };
 // Each custom kernel's loads in flight from the kernel IR the source was printed from (kernel k
-// of `lowered` is prism_kernel_<k>; a tail's loads are its first kernel's), with the code
+// of `lowered` is kernel_name(k); a tail's loads are its first kernel's), with the code
 // generator's pipeline plan under `options`.
 void add_loads_in_flight(StaticReview& review, const kir::Program& lowered, const CudaCodegenOptions& options);
 
