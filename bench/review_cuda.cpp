@@ -1,8 +1,8 @@
 // prism_review_cuda [WORKLOAD...] [--check] [--families]: the static review of the CUDA kernel the
 // cost model ranks first at each of issue 65's decode shapes (bench/review.h), with no GPU: per
 // kernel, its launch, ptxas's registers, spills, stack and shared memory on sm_90, the blocks and
-// warps that fit on an SM and what limits them, and its global loads by width; then each shape's
-// checks. --check: exit 1 where a check fails. --families: instead, every family the search
+// warps that fit on an SM and what limits them, and its global loads by width (of the program's
+// inputs, of scratch such as split-k partials); then each shape's checks. --check: exit 1 where a check fails. --families: instead, every family the search
 // found at each shape, cheapest estimate first, with the checks its kernel passes.
 #include <algorithm>
 #include <cstdio>
@@ -20,6 +20,14 @@ std::string widths_text(const std::map<int64_t, int>& widths) {
   std::string text;
   for (const auto& [bytes, count] : widths) text += (text.empty() ? "" : ", ") + std::to_string(count) + " x " + std::to_string(bytes) + " B";
   return text.empty() ? "none" : text;
+}
+
+// A kernel's loads of its plan's scratch (split-k partials): all its loads but its inputs'.
+std::map<int64_t, int> scratch_widths(const backend::cuda::KernelReview& k) {
+  std::map<int64_t, int> out;
+  for (const auto& [bytes, count] : k.load_widths)
+    if (int rest = count - (k.input_load_widths.count(bytes) ? k.input_load_widths.at(bytes) : 0); rest > 0) out[bytes] = rest;
+  return out;
 }
 
 // Every family of each shape at the sizes the cost model picks for it, by estimate.
@@ -77,8 +85,8 @@ int main(int argc, char** argv) {
   if (families) return review_families(ws, only);
   std::set<std::string> opened;
   bool failed = false;
-  std::printf("| workload | shape | candidate | kernel | blocks x threads | dyn. shared | regs | spills st/ld | stack | static shared | blocks/SM | warps/SM | limit | global loads | in flight a block (KiB) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| workload | shape | candidate | kernel | blocks x threads | dyn. shared | regs | spills st/ld | stack | static shared | blocks/SM | warps/SM | limit | loads of inputs | loads of scratch | in flight a block (KiB) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<std::string> verdicts;
   for (const Shape& s : decode_targets()) {
     if (!only.empty() && !only.count(s.workload)) continue;
@@ -88,14 +96,15 @@ int main(int argc, char** argv) {
       const std::string candidate = std::to_string(r.kernel.candidate) + " " + tune::sizes_text(r.kernel.sizes);
       for (const auto& k : r.review.kernels) {
         const auto& res = k.resources;
-        std::printf("| %s | %s | %s | %s | %lld x %d | %lld | %d | %lld/%lld | %lld | %lld | %d | %d | %s | %s | %lld |\n", s.workload,
+        std::printf("| %s | %s | %s | %s | %lld x %d | %lld | %d | %lld/%lld | %lld | %lld | %d | %d | %s | %s | %s | %lld |\n", s.workload,
                     shape.c_str(), candidate.c_str(), res.name.c_str(), (long long)k.launch.grid_blocks, k.launch.threads,
                     (long long)k.launch.shared_bytes, res.registers, (long long)res.spill_store_bytes, (long long)res.spill_load_bytes,
                     (long long)res.stack_bytes, (long long)res.static_shared_bytes, k.occupancy.blocks, k.occupancy.warps,
-                    k.occupancy.limit.c_str(), widths_text(k.load_widths).c_str(), (long long)(k.loads.ahead / 1024));
+                    k.occupancy.limit.c_str(), widths_text(k.input_load_widths).c_str(), widths_text(scratch_widths(k)).c_str(),
+                    (long long)(k.loads.ahead / 1024));
       }
       if (r.review.library_calls)
-        std::printf("| %s | %s | %s | %d cuBLAS call(s) | | | | | | | | | | | |\n", s.workload, shape.c_str(), candidate.c_str(), r.review.library_calls);
+        std::printf("| %s | %s | %s | %d cuBLAS call(s) | | | | | | | | | | | | |\n", s.workload, shape.c_str(), candidate.c_str(), r.review.library_calls);
       std::string verdict = std::string(s.workload) + " " + shape + ":";
       for (const auto& c : r.checks) {
         verdict += std::string(" ") + c.name + (c.holds ? " ok;" : " FAILS (" + c.why + ");");

@@ -1,11 +1,10 @@
 // What a kernel holds of an SM, read without a GPU: ptxas's resource counts for a module compiled
 // for a real architecture (registers, spills, stack, static shared memory), the blocks of a launch
-// that fit on one SM at once, and the widths of its global loads in the PTX. The static review of
-// docs/tuning.md, "Static checks", reads these for the cost model's first choice of each decode
-// shape (review.h).
+// that fit on one SM at once. The static review of docs/tuning.md, "Static checks", reads these
+// for the cost model's first choice of each decode shape (review.h); ptx_loads.h reads its global
+// loads.
 #pragma once
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,10 +50,5 @@ struct Occupancy {
 // A launch of `grid_blocks` blocks of `threads` threads, each with `dynamic_shared_bytes` of
 // dynamic shared memory, spread evenly over the SMs.
 Occupancy occupancy(const KernelResources& kernel, int64_t grid_blocks, int threads, int64_t dynamic_shared_bytes, const SmLimits& sm);
-
-// The global loads in the body of entry `kernel` in `ptx`, counted by bytes per instruction and
-// thread: `ld.global` (its vector width times its type's size) and `cp.async` / `cp.async.bulk`
-// from global to shared memory (the copy's size). Empty when the entry is not there.
-std::map<int64_t, int> global_load_widths(std::string_view ptx, const std::string& kernel);
 
 }  // namespace prism::backend::cuda

@@ -23,7 +23,12 @@ StaticReview review_plan(const std::string& source, const CudaPlan& plan, const 
     k.launch = step.kernel;
     k.resources = *found;
     k.occupancy = occupancy(*found, step.kernel.grid_blocks, step.kernel.threads, step.kernel.shared_bytes, sm);
-    k.load_widths = global_load_widths(compiled.ptx, step.kernel.name);
+    for (const GlobalLoad& load : global_loads(compiled.ptx, step.kernel.name)) {
+      ++k.load_widths[load.bytes];
+      const bool scratch = load.param >= 0 && size_t(load.param) < step.kernel.params.size() &&
+                           std::none_of(plan.inputs.begin(), plan.inputs.end(), [&](const CudaTensor& t) { return t.name == step.kernel.params[size_t(load.param)]; });
+      if (!scratch) ++k.input_load_widths[load.bytes];
+    }
     review.kernels.push_back(std::move(k));
   }
   return review;
@@ -39,7 +44,7 @@ void add_loads_in_flight(StaticReview& review, const kir::Program& lowered, cons
 }
 
 std::vector<StaticCheck> static_checks(const StaticReview& review, bool one_launch, int min_blocks, int min_warps, int64_t little_bytes) {
-  StaticCheck spills{"no spills", true, ""}, wide{"16-byte global loads", true, ""}, launches{"one launch", true, ""};
+  StaticCheck spills{"no spills", true, ""}, wide{"16-byte loads of inputs", true, ""}, launches{"one launch", true, ""};
   StaticCheck little{"bytes in flight (Little's law)", true, ""};
   StaticCheck resident{std::to_string(min_blocks) + " blocks and " + std::to_string(min_warps) + " warps per SM", true, ""};
   auto fail = [](StaticCheck& c, const std::string& why) {
@@ -54,7 +59,7 @@ std::vector<StaticCheck> static_checks(const StaticReview& review, bool one_laun
     if (k.occupancy.blocks < min_blocks || k.occupancy.warps < min_warps)
       fail(resident, r.name + ": " + std::to_string(k.occupancy.blocks) + " block(s), " + std::to_string(k.occupancy.warps) + " warps (" +
                          k.occupancy.limit + ")");
-    for (const auto& [bytes, count] : k.load_widths)
+    for (const auto& [bytes, count] : k.input_load_widths)
       if (bytes != 16) fail(wide, r.name + ": " + std::to_string(count) + " load(s) of " + std::to_string(bytes) + " bytes");
     const int64_t resident = std::min<int64_t>(k.launch.grid_blocks, int64_t(review.sms) * k.occupancy.blocks);
     const int64_t in_flight = resident * k.loads.ahead, need = std::min(little_bytes, k.launch.grid_blocks * k.loads.total);

@@ -8,6 +8,7 @@
 
 #include "engine/backend/cuda/double_buffer.h"
 #include "engine/backend/cuda/plan.h"
+#include "engine/backend/cuda/ptx_loads.h"
 #include "engine/backend/cuda/resources.h"
 #include "engine/backend/kernel_ir.h"
 
@@ -18,6 +19,9 @@ struct KernelReview {
   KernelResources resources;           // ptxas's counts
   Occupancy occupancy;                 // on the SM reviewed for
   std::map<int64_t, int> load_widths;  // its global loads, by bytes per instruction and thread
+  // Those of them that read the plan's inputs (weights, activations, caches), and any whose
+  // address derives from no one parameter; the rest read its scratch (split-k partials).
+  std::map<int64_t, int> input_load_widths;
   LoadsInFlight loads;                 // a block's (add_loads_in_flight; zero until then)
 };
 
@@ -44,7 +48,8 @@ struct StaticCheck {
 void add_loads_in_flight(StaticReview& review, const kir::Program& lowered, const CudaCodegenOptions& options);
 
 // No spills; at least `min_blocks` blocks and `min_warps` warps on an SM for every kernel; every
-// global load 16 bytes wide; with `one_launch`, a single launch. With `little_bytes` (a device's
+// global load of an input 16 bytes wide (a combining kernel's reads of split-k partials it
+// computed are not the streams the roofline counts); with `one_launch`, a single launch. With `little_bytes` (a device's
 // bandwidth times its loaded memory latency), also Little's law: the blocks resident at once
 // (the grid, or the SMs times the blocks one holds) keep that many bytes in flight, or all a
 // kernel loads where it loads less.

@@ -128,6 +128,39 @@ TEST_CASE("cuda review: global loads in an entry's body are counted by bytes per
   CHECK(global_load_widths(ptx, "absent").empty());
 }
 
+TEST_CASE("cuda review: a global load's address is followed back to the parameter it derives from", "[cuda][review]") {
+  const std::string ptx =
+      ".visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0,\n\t.param .u64 k_param_1,\n\t.param .u64 k_param_2\n)\n{\n"
+      "\tld.param.u64 %rd1, [k_param_0];\n"
+      "\tld.param.u64 %rd2, [k_param_1];\n"
+      "\tld.param.u64 %rd3, [k_param_2];\n"
+      "\tcvta.to.global.u64 %rd4, %rd1;\n"
+      "\tmov.u32 %r1, %tid.x;\n"
+      "\tmul.wide.u32 %rd5, %r1, 16;\n"
+      "\tadd.s64 %rd6, %rd4, %rd5;  // param 0 plus an offset\n"
+      "\tld.global.nc.v4.f32 {%f1, %f2, %f3, %f4}, [%rd6];\n"
+      "$L__BB0_1:\n"
+      "\tcp.async.cg.shared.global [%r2], [%rd7+16], 16;\n"  // %rd7 is set below, in the loop
+      "\tadd.s64 %rd7, %rd8, 64;\n"
+      "\tmov.b64 %rd8, %rd7;\n"
+      "\t@%p1 bra $L__BB0_1;\n"
+      "\tmov.b64 %rd8, %rd2;  // the loop's pointer starts at param 1\n"
+      "\tld.global.f32 %f5, [%rd3];\n"
+      "\tld.global.u64 %rd9, [%rd4];  // a pointer read from memory: no parameter's\n"
+      "\tld.global.f32 %f6, [%rd9];\n"
+      "\tadd.s64 %rd10, %rd4, %rd2;  // two parameters' sum\n"
+      "\tld.global.b16 %rs1, [%rd10+2];\n"
+      "}\n";
+  const std::vector<GlobalLoad> loads = global_loads(ptx, "k");
+  REQUIRE(loads.size() == 6);
+  CHECK((loads[0].bytes == 16 && loads[0].param == 0));
+  CHECK((loads[1].bytes == 16 && loads[1].param == 1));  // found by the fixed point over the loop
+  CHECK((loads[2].bytes == 4 && loads[2].param == 2));
+  CHECK((loads[3].bytes == 8 && loads[3].param == 0));
+  CHECK((loads[4].bytes == 4 && loads[4].param == -1));
+  CHECK((loads[5].bytes == 2 && loads[5].param == -1));
+}
+
 TEST_CASE("cuda review: NVRTC's sm_90 report of hand kernels: spills, shared memory, 16-byte loads", "[cuda][review]") {
   if (!have_nvrtc()) return;
   const std::string source = R"(
@@ -142,6 +175,11 @@ extern "C" __global__ void __launch_bounds__(1024, 2) spilled(float* out, const 
 #pragma unroll
   for (int j = 0; j < 96; ++j) s += acc[j];
   out[threadIdx.x] = s;
+}
+extern "C" __global__ void combine(float4* out, const float* __restrict__ partial, const float4* __restrict__ x) {
+  const float scale = partial[blockIdx.x * 32] + partial[blockIdx.x * 32 + 4096];
+  const float4 v = x[blockIdx.x * 128 + threadIdx.x];
+  out[blockIdx.x * 128 + threadIdx.x] = make_float4(v.x * scale, v.y * scale, v.z * scale, v.w * scale);
 }
 extern "C" __global__ void wide(float4* out, const float4* __restrict__ in) {
   __shared__ float4 tile[256];
@@ -191,6 +229,21 @@ extern "C" __global__ void wide(float4* out, const float4* __restrict__ in) {
   CHECK_THAT(check_named(short_of, "bytes in flight").why, Catch::Contains("wide: 1056 blocks keep 1056 KiB in flight of the 3072 KiB needed"));
   // A kernel the plan launches but the source lacks is an error, not a silent pass.
   CHECK_THROWS_WITH(review_plan(source, one_launch("missing", 1, 128)), Catch::Contains("no resources for kernel missing"));
+
+  // A combining kernel's 4-byte reads of partials it summed are scratch's: the 16-byte check
+  // asks it of the inputs only, and an input read 4 bytes at a time still fails it.
+  CudaPlan combining = one_launch("combine", 4096, 128);
+  combining.steps[0].kernel.params = {"O", "T2", "X"};
+  combining.inputs = {{"X", 4096 * 512, DType::F32}};
+  combining.outputs = {{"O", 4096 * 512, DType::F32}};
+  combining.scratch = {{"T2", 8192, DType::F32}};
+  const StaticReview combined = review_plan(source, combining);
+  CHECK(combined.kernels[0].input_load_widths == std::map<int64_t, int>{{16, 1}});
+  CHECK(combined.kernels[0].load_widths.count(4));
+  CHECK(check_named(static_checks(combined, false), "16-byte").holds);
+  combining.inputs.push_back({"T2", 8192, DType::F32});
+  const StaticReview as_input = review_plan(source, combining);
+  CHECK_THAT(check_named(static_checks(as_input, false), "16-byte").why, Catch::Contains("combine: 2 load(s) of 4 bytes"));
 }
 
 TEST_CASE("cuda review: the cost model's first choice at each decode shape, compiled for sm_90", "[cuda][review][search]") {
@@ -209,7 +262,7 @@ TEST_CASE("cuda review: the cost model's first choice at each decode shape, comp
       CHECK(k.resources.registers > 0);
       CHECK(k.loads.ahead > 0);  // every decode kernel stages its loads
       CHECK(k.occupancy.blocks >= 1);  // every block fits an SM
-      CHECK_FALSE(k.load_widths.empty());
+      CHECK_FALSE(k.input_load_widths.empty());  // every decode kernel streams an input
     }
     // Holds today and must keep holding: nothing the generator writes spills.
     CHECK(check_named(r.checks, "no spills").holds);
