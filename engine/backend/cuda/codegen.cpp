@@ -7,6 +7,7 @@
 #include "engine/backend/c_expr.h"
 #include "engine/backend/cuda/double_buffer.h"
 #include "engine/backend/cuda/emit_ops.h"
+#include "engine/backend/cuda/pad_tiles.h"
 #include "engine/backend/cuda/ticket.h"
 #include "engine/backend/lower.h"
 #include "engine/error.h"
@@ -396,9 +397,10 @@ DType tensor_core_storage(DType a, DType b, bool all_16bit) {
   return all_16bit ? (a == DType::F32 ? b : a) : DType::F32;
 }
 
-CudaSource generate_cuda_source(const kir::Program& program, const CudaCodegenOptions& options) {
+CudaSource generate_cuda_source(const kir::Program& lowered, const CudaCodegenOptions& options) {
   if (options.threads_per_block < 32 || options.threads_per_block > 1024 || options.threads_per_block % 32 != 0)
     fail("threads_per_block must be a multiple of 32 from 32 to 1024, not " + std::to_string(options.threads_per_block));
+  const kir::Program program = options.pad_rows ? pad_tile_rows(lowered, options.shared_memory_bytes, options.pipeline_stages) : lowered;
   CudaSource out;
   std::string kernels;
   bool tensor_cores = false;

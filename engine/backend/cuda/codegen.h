@@ -10,7 +10,8 @@
 //     __syncthreads() after each; each is shared by the block's threads (elementwise: thread t
 //     takes elements t, t + T, …; matmul: an output element per thread, f32 accumulation in order;
 //     reductions: a warp per result element with shuffles, or a thread per element for short axes);
-//   - loads are staged with 16-byte vectors where every row allows it; a matmul of two staged
+//   - loads are staged with 16-byte vectors where every row allows it, the rows of a 16-bit tile
+//     only matmuls read padded where 8 of them would share banks (pad_tiles.h); a matmul of two staged
 //     16-bit tiles of one type runs on tensor cores (nvcuda::wmma, f32 accumulators, a warp per
 //     16x16 / 8x32 / 32x8 output tile) where the sizes fit and every pointer is 32-byte aligned;
 //   - a library kernel becomes a simple grid-stride kernel over its whole device tensors;
@@ -38,6 +39,7 @@ struct CudaCodegenOptions {
   bool tensor_cores = true;             // false: every matmul on the scalar path (no wmma)
   int pipeline_stages = 3;              // a loop's loads up to this many iterations deep (double_buffer.h; 1: they wait for its math)
   bool tails_in_launch = true;          // a kernel that ticket.h allows runs in the launch before it (false: its own)
+  bool pad_rows = true;                 // pad_tiles.h: a staged tile only matmuls read gets rows free of bank conflicts
 };
 
 // Whether an m x n x k block matmul of 16-bit tiles has a tensor-core (WMMA) shape: m16n16k16,

@@ -152,30 +152,37 @@ std::string emit_ldmatrix_mma(const View& a, const View& b, const View& out, con
   if (a.shape.size() != 2 || b.shape.size() != 2 || out.shape.size() != 2 || ctx.spread != Spread::Block) return "";
   const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
   if (b.shape[0] != k || out.shape[0] != m || out.shape[1] != n || !ldmatrix_mma_fits(m, n, k)) return "";
-  // ldmatrix reads rows of 8 elements, 16 aligned bytes each: b dense, row-major (read
-  // transposed) or column-major (a W^T tile staged as W lies: read as it is), a staged a row-major.
-  const bool b_rows = b.strides == std::vector<int64_t>{n, 1};
-  if ((!b_rows && b.strides != std::vector<int64_t>{1, k}) || (a_staged && a.strides != std::vector<int64_t>{k, 1})) return "";
+  // ldmatrix reads rows of 8 elements, 16 aligned bytes each: b row-major (read transposed) or
+  // column-major (a W^T tile staged as W lies: read as it is), a staged a row-major; rows dense
+  // or padded (pad_tiles.h), 16-byte multiples apart.
+  auto pitch = [](const View& v, int along, int64_t least) {  // the stride between rows along dim `along`, else 0
+    const int64_t s = v.strides[size_t(along)];
+    return v.strides[size_t(1 - along)] == 1 && s >= least && s * 2 % 16 == 0 ? s : 0;
+  };
+  const bool b_rows = pitch(b, 0, n) > 0;
+  const int64_t ldb = b_rows ? pitch(b, 0, n) : pitch(b, 1, k), lda = a_staged ? pitch(a, 0, k) : 0;
+  if (ldb == 0 || (a_staged && lda == 0)) return "";
   const int64_t tn = n / 16, tm = (m + 7) / 8, tiles = tn * tm, ldo = out.strides[0], co = out.strides[1];
   const bool row_test = m % 8 != 0;
-  const std::string bf = std::string(type) == "__nv_bfloat16" ? "true" : "false", N = std::to_string(n), K = std::to_string(k);
+  const std::string bf = std::string(type) == "__nv_bfloat16" ? "true" : "false", K = std::to_string(k);
+  const std::string LDB = std::to_string(ldb), LDA = std::to_string(lda);
   const int64_t split = to.f32_shared ? mma_k_split(tiles, k, ctx.threads) : 1;
   // The instruction's rows are 16 columns of b (its A fragment: b's rows read transposed), its 8
   // columns up to 8 rows of a (its B fragment: a's rows as they lie; rows past m read row m - 1,
   // whose products land in columns no store writes).
   auto tile = [&](const std::string& at, const std::string& from, int64_t step, const std::string& compute) {
     std::string code = at + "const int n0 = t % " + std::to_string(tn) + " * 16, m0 = t / " + std::to_string(tn) + " * 8;\n";
-    if (b_rows) code += at + "const " + type + "* brow = &" + b.ptr + "[((lane & 7) + (lane >> 4) * 8) * " + N + " + n0 + (lane >> 3 & 1) * 8];\n";
-    else code += at + "const " + type + "* brow = &" + b.ptr + "[(n0 + (lane & 7) + (lane >> 3 & 1) * 8) * " + K + " + (lane >> 4) * 8];\n";
+    if (b_rows) code += at + "const " + type + "* brow = &" + b.ptr + "[((lane & 7) + (lane >> 4) * 8) * " + LDB + " + n0 + (lane >> 3 & 1) * 8];\n";
+    else code += at + "const " + type + "* brow = &" + b.ptr + "[(n0 + (lane & 7) + (lane >> 3 & 1) * 8) * " + LDB + " + (lane >> 4) * 8];\n";
     const std::string arow = row_test ? "(m0 + (lane & 7) < " + std::to_string(m) + " ? m0 + (lane & 7) : " + std::to_string(m - 1) + ")" : "(m0 + (lane & 7))";
-    if (a_staged) code += at + "const " + type + "* arow = &" + a.ptr + "[" + arow + " * " + K + " + (lane >> 3 & 1) * 8];\n";
+    if (a_staged) code += at + "const " + type + "* arow = &" + a.ptr + "[" + arow + " * " + LDA + " + (lane >> 3 & 1) * 8];\n";
     else code += at + "const int ar = m0 + g;\n";
     code += at + "float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};\n";
     const std::string loop = compute.empty() ? at : at + "  ", body = loop + "  ";
     if (!compute.empty()) code += at + "if (" + compute + ") {\n";
     code += loop + "for (int kk = " + from + "; kk < " + K + "; kk += " + std::to_string(step) + ") {\n";
     code += body + "unsigned fa[4], fb[2];\n";
-    code += body + (b_rows ? "prism_ldmatrix<4, true>(fa, brow + kk * " + N + ");\n" : std::string("prism_ldmatrix<4, false>(fa, brow + kk);\n"));
+    code += body + (b_rows ? "prism_ldmatrix<4, true>(fa, brow + kk * " + LDB + ");\n" : std::string("prism_ldmatrix<4, false>(fa, brow + kk);\n"));
     if (a_staged) {
       code += body + "prism_ldmatrix<2, false>(fb, arow + kk);\n";
     } else {  // column g of the fragment is a's row m0 + g: its elements gathered and rounded

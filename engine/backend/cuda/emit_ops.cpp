@@ -133,9 +133,17 @@ std::string emit_raw_copy(const View& x, const View& out, const EmitContext& ctx
 
 namespace {
 
-// Whether every row of x can be copied as 16-byte vectors into the dense `out`.
+// The elements from one row of `out` to the next where its rows lie evenly, 16-byte aligned: a
+// dense tile's row, a two-dim tile's padded one (pad_tiles.h); else 0.
+int64_t row_pitch(const View& out, int64_t element_bytes) {
+  if (out.strides == dense_strides(out.shape)) return out.shape.back();
+  const bool padded = out.shape.size() == 2 && out.strides[1] == 1 && out.strides[0] >= out.shape[1] && out.strides[0] * element_bytes % 16 == 0;
+  return padded ? out.strides[0] : 0;
+}
+
+// Whether every row of x can be copied as 16-byte vectors into `out`, whose rows lie evenly.
 bool rows_in_vectors(const View& x, const View& out, int64_t element_bytes) {
-  if (x.shape.empty() || out.shape != x.shape || out.strides != dense_strides(out.shape) || x.strides.back() != 1) return false;
+  if (x.shape.empty() || out.shape != x.shape || row_pitch(out, element_bytes) == 0 || x.strides.back() != 1) return false;
   if (x.shape.back() * element_bytes % 16 != 0) return false;
   for (size_t d = 0; d + 1 < x.shape.size(); ++d)
     if (x.strides[d] * element_bytes % 16 != 0) return false;
@@ -186,7 +194,7 @@ std::string emit_tile_load(const View& x, const View& out, int64_t element_bytes
   if (const int along = columns_in_vectors(x, out, element_bytes); along >= 0) return emit_column_load(x, out, along, element_bytes, ctx);
   if (!rows_in_vectors(x, out, element_bytes)) return emit_raw_copy(x, out, ctx);
   const bool wide = ctx.spread == Spread::Grid;
-  const int64_t row = x.shape.back(), per_vector = 16 / element_bytes, vectors_per_row = row / per_vector;
+  const int64_t row = x.shape.back(), pitch = row_pitch(out, element_bytes), per_vector = 16 / element_bytes, vectors_per_row = row / per_vector;
   const std::vector<int64_t> rows(x.shape.begin(), x.shape.end() - 1), row_strides(x.strides.begin(), x.strides.end() - 1);
   const std::string I = index_type(ctx);
   return spread_loop(element_count(rows) * vectors_per_row, "e", ctx, [&](const std::string& ind) {
@@ -203,7 +211,7 @@ std::string emit_tile_load(const View& x, const View& out, int64_t element_bytes
     // Into shared memory the copies are asynchronous (all of a thread's in flight at once); the
     // caller ends them with prism_copy_wait() before the barrier.
     const char* copy = ctx.spread == Spread::Block ? "prism_copy16_async(&" : "prism_copy16(&";
-    return s + ind + copy + out.ptr + "[r * " + literal(row, wide) + " + c], &" + x.ptr + "[" +
+    return s + ind + copy + out.ptr + "[r * " + literal(pitch, wide) + " + c], &" + x.ptr + "[" +
            offset(row_strides, rows, "i", ctx) + " + c]);\n";
   });
 }

@@ -25,6 +25,7 @@
 #include "engine/backend/cuda/emit_ops.h"
 #include "engine/backend/cuda/export.h"
 #include "engine/backend/cuda/nvrtc.h"
+#include "engine/backend/cuda/pad_tiles.h"
 #include "engine/backend/cuda/plan.h"
 #include "engine/backend/cuda/ticket.h"
 #include "engine/backend/lower.h"
@@ -845,6 +846,58 @@ TEST_CASE("cuda: a W^T tile only matmuls read is staged as W lies and read trans
   for (const std::string& src : {decode, prefill}) CHECK_NOTHROW(compile_to_ptx(src, "compute_90", cache_dir()));
 }
 
+TEST_CASE("cuda: a 16-bit tile only matmuls read gets rows free of bank conflicts, never at a pipeline stage's cost", "[cuda]") {
+  // 8 rows 16 bytes each, one ldmatrix phase: rows 128 bytes apart share one slot, 64 two,
+  // 32 four; an odd number of 16-byte slots apart, none.
+  CHECK(ldmatrix_conflict_ways(256) == 8);
+  CHECK(ldmatrix_conflict_ways(128) == 8);
+  CHECK(ldmatrix_conflict_ways(64) == 4);
+  CHECK(ldmatrix_conflict_ways(32) == 2);
+  CHECK(ldmatrix_conflict_ways(272) == 1);
+  CHECK(ldmatrix_conflict_ways(80) == 1);
+  // Decode X @ W^T, nn.Linear's W: x's tile 8 x 128 and W's 64 x 128 (staged as W lies), rows
+  // of 256 bytes padded to 272; both copied by 16-byte vectors and read by ldmatrix at that pitch.
+  const DimBindings dims{{"n", 8}, {"d", 256}, {"m", 64}}, sizes{{"g1", 1}, {"F1", 2}};
+  const std::string src = cuda_source(kLinearT, dims, sizes);
+  INFO(src);
+  CHECK(has(src, "prism_copy16_async(&v0[r * 136 + c]"));
+  CHECK(has(src, "prism_copy16_async(&v1[r * 136 + c]"));
+  CHECK(has(src, "brow = &v1[(n0 + (lane & 7) + (lane >> 3 & 1) * 8) * 136 + (lane >> 4) * 8];"));
+  CHECK(has(src, "arow = &v0[(m0 + (lane & 7)) * 136 + (lane >> 3 & 1) * 8];"));
+  CHECK(emulated_error(kLinearT, dims, sizes) < kHalfTol);  // three stages, padded slots
+  CudaCodegenOptions dense;
+  dense.pad_rows = false;
+  CHECK(has(cuda_source(kLinearT, dims, sizes, dense), "prism_copy16_async(&v1[r * 128 + c]"));
+  CudaCodegenOptions wide;
+  wide.threads_per_block = 256;
+  CHECK(emulated_error(kLinearT, dims, sizes, wide) < kHalfTol);
+  // An [in, out] weight read transposed by ldmatrix.trans, padded; a tile with another use (W
+  // squared elementwise) dense.
+  // x's tile has another reader here (the rms accumulator) and stays dense.
+  const std::string rms = cuda_source(fam::kRmsLinear, {{"n", 8}, {"d", 256}}, {{"g1", 2}, {"F1", 2}});
+  CHECK(has(rms, "prism_ldmatrix<4, true>(fa, brow + kk * 136);"));
+  CHECK(has(rms, "prism_copy16_async(&v0[r * 128 + c]"));
+  CHECK(emulated_error(fam::kRmsLinear, {{"n", 8}, {"d", 256}}, {{"g1", 2}, {"F1", 2}}) < kHalfTol);
+  const std::string squared = cuda_source(squared_weight(kLinearT), dims, sizes), scatter = "prism_scatter16(&v";
+  const size_t at = squared.find(scatter);
+  REQUIRE(at != std::string::npos);
+  const std::string w_copy = squared.substr(at, squared.find('\n', at) - at);
+  CHECK(has(cuda_source(squared_weight(kLinearT), dims, sizes, dense), w_copy));  // W's tile: the same copy as unpadded
+  CHECK(has(squared, "prism_copy16_async(&v0[r * 136 + c]"));                   // x's: padded
+  // Padding that would cost the loop its third stage is not taken.
+  const backend::kir::Program lowered = backend::lower(sgraph::instantiate(sgraph::parse(kLinearT), dims, {{"g1", 1}, {"F1", 4}}, kGpu), backend::cuda_lowering());
+  const backend::kir::CustomKernel& k = lowered.kernels[0].block;
+  const int64_t three = plan_double_buffer(k, 1 << 20, 3).shared_bytes;
+  const backend::kir::Program roomy = pad_tile_rows(lowered, 1 << 20, 3), tight = pad_tile_rows(lowered, three, 3);
+  CHECK(roomy.kernels[0].block.fast_memory_bytes > k.fast_memory_bytes);
+  CHECK(plan_double_buffer(roomy.kernels[0].block, 1 << 20, 3).stages == 3);
+  CHECK(tight.kernels[0].block.fast_memory_bytes == k.fast_memory_bytes);
+  CHECK(plan_double_buffer(tight.kernels[0].block, three, 3).stages == 3);
+  if (!have_nvrtc()) return;
+  CHECK_NOTHROW(compile_to_ptx(src, "compute_90", cache_dir()));
+  CHECK_NOTHROW(compile_to_ptx(rms, "compute_90", cache_dir()));
+}
+
 TEST_CASE("cuda: a block's scalar matmul with several outputs per thread advances them in one pass over k, and matches", "[cuda]") {
   CudaCodegenOptions options;
   options.tensor_cores = false;
@@ -962,7 +1015,7 @@ TEST_CASE("cuda: a decode block's matmul takes W's columns as mma.sync's rows th
     const DimBindings dims{{"n", n}, {"d", 64}}, sizes{{"g1", 2}, {"F1", 2}};
     const std::string src = cuda_source(fam::kRmsLinear, dims, sizes);
     CHECK(has(src, form + ", __half, b's columns as the instruction's rows"));
-    CHECK(has(src, "prism_ldmatrix<4, true>(fa, brow + kk * 32);"));
+    CHECK(has(src, "prism_ldmatrix<4, true>(fa, brow + kk * 40);"));  // W's rows of 32 padded (pad_tiles.h)
     CHECK(has(src, "prism_ldmatrix<2, false>(fb, arow + kk);"));
     CHECK_FALSE(has(src, "wmma"));
     // The loop's product adds into the accumulator: no tile of its own, no pass that adds it.
