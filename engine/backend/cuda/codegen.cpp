@@ -269,6 +269,15 @@ class KernelPrinter {
     return type == DType::F32 ? "" : storage_type(type);
   }
 
+  // `v` without its leading dims of size 1, down to two.
+  static View matrix_of(View v) {
+    while (v.shape.size() > 2 && v.shape.front() == 1) {
+      v.shape.erase(v.shape.begin());
+      v.strides.erase(v.strides.begin());
+    }
+    return v;
+  }
+
   // Tensor cores: a decode block's few rows against a staged 16-bit b through ldmatrix and mma.sync
   // with b's columns as the instruction's rows; else, both operands staged 16-bit tiles of one
   // type, WMMA where the sizes and alignment fit a shape; else through mma.sync where mma_type
@@ -281,8 +290,10 @@ class KernelPrinter {
     const std::string ta = staged_16bit(s.in[0]), tb = staged_16bit(s.in[1]), type = mma_type(s);
     // The decode form reads a staged b (a weight) through ldmatrix, a through it too where staged
     // at b's type, else gathered and rounded where mma_type allows.
+    // A batch of one (an attention block of one head) is the decode form's two dims.
     if (!tb.empty() && (ta == tb || type == tb))
-      if (std::string code = emit_ldmatrix_mma(a, b, out, tb.c_str(), ctx, ta == tb, to); !code.empty()) return code;
+      if (std::string code = emit_ldmatrix_mma(matrix_of(a), matrix_of(b), matrix_of(out), tb.c_str(), ctx, ta == tb, to); !code.empty())
+        return code;
     if (!ta.empty() && tb == ta) {
       std::string code = emit_wmma_matmul(a, b, out, ta.c_str(), ctx, add);
       if (!code.empty()) {

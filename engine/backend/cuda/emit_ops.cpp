@@ -2,6 +2,7 @@
 
 #include "engine/backend/cuda/kernel_sources.h"
 
+#include <algorithm>
 #include <climits>
 #include <optional>
 
@@ -134,11 +135,13 @@ std::string emit_raw_copy(const View& x, const View& out, const EmitContext& ctx
 namespace {
 
 // The elements from one row of `out` to the next where its rows lie evenly, 16-byte aligned: a
-// dense tile's row, a two-dim tile's padded one (pad_tiles.h); else 0.
+// dense tile's row, a matrix tile's padded one (pad_tiles.h: two dims after any of size 1); else 0.
 int64_t row_pitch(const View& out, int64_t element_bytes) {
   if (out.strides == dense_strides(out.shape)) return out.shape.back();
-  const bool padded = out.shape.size() == 2 && out.strides[1] == 1 && out.strides[0] >= out.shape[1] && out.strides[0] * element_bytes % 16 == 0;
-  return padded ? out.strides[0] : 0;
+  const size_t n = out.shape.size();
+  if (n < 2 || std::any_of(out.shape.begin(), out.shape.end() - 2, [](int64_t d) { return d != 1; })) return 0;
+  const int64_t pitch = out.strides[n - 2];
+  return out.strides[n - 1] == 1 && pitch >= out.shape[n - 1] && pitch * element_bytes % 16 == 0 ? pitch : 0;
 }
 
 // Whether every row of x can be copied as 16-byte vectors into `out`, whose rows lie evenly.

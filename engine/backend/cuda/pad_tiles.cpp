@@ -27,18 +27,27 @@ void for_each_tile_place(kir::CustomKernel& k, F f) {
     }
 }
 
-// A place that covers the whole tile of storage shape {rows, cols}, as it lies or transposed.
+// A shape of two dims after leading dims of 1 (a block's one head of attention): a matrix.
+bool matrix_shape(const std::vector<int64_t>& shape) {
+  return shape.size() >= 2 && std::all_of(shape.begin(), shape.end() - 2, [](int64_t d) { return d == 1; });
+}
+int64_t rows_of(const std::vector<int64_t>& shape) { return shape[shape.size() - 2]; }
+int64_t cols_of(const std::vector<int64_t>& shape) { return shape.back(); }
+
+// A place that covers the whole tile of storage shape {…, rows, cols}, as it lies or transposed.
 bool whole(const kir::Place& p, int64_t rows, int64_t cols) {
-  if (p.start != 0 || p.shape.size() != 2) return false;
-  const bool as_lies = p.shape == std::vector<int64_t>{rows, cols} && p.strides == std::vector<int64_t>{cols, 1};
-  const bool transposed = p.shape == std::vector<int64_t>{cols, rows} && p.strides == std::vector<int64_t>{1, cols};
+  if (p.start != 0 || !matrix_shape(p.shape)) return false;
+  const size_t r = p.shape.size() - 2;
+  const std::vector<int64_t> shape{p.shape[r], p.shape[r + 1]}, strides{p.strides[r], p.strides[r + 1]};
+  const bool as_lies = shape == std::vector<int64_t>{rows, cols} && strides == std::vector<int64_t>{cols, 1};
+  const bool transposed = shape == std::vector<int64_t>{cols, rows} && strides == std::vector<int64_t>{1, cols};
   return as_lies || transposed;
 }
 
 // Whether tile `t` is staged by rows of 16-byte vectors and only matmuls read it, whole.
 bool paddable(kir::CustomKernel& k, const kir::Tile& t) {
-  if (t.shape.size() != 2 || dtype_bytes(t.storage) != 2 || t.shape[0] < kPhaseRows) return false;
-  const int64_t rows = t.shape[0], cols = t.shape[1], row_bytes = cols * 2;
+  if (!matrix_shape(t.shape) || dtype_bytes(t.storage) != 2 || rows_of(t.shape) < kPhaseRows) return false;
+  const int64_t rows = rows_of(t.shape), cols = cols_of(t.shape), row_bytes = cols * 2;
   if (row_bytes % kSlotBytes != 0 || ldmatrix_conflict_ways(row_bytes) == 1) return false;
   bool ok = true, staged = false, read = false;
   for_each_tile_place(k, [&](const kir::Stmt& s, const kir::Place& p, bool is_out) {
@@ -47,8 +56,9 @@ bool paddable(kir::CustomKernel& k, const kir::Tile& t) {
     if (is_out) {
       // The copy in: rows of the tensor box contiguous and 16-byte multiples apart (emit_tile_load's vectors).
       const kir::Place& from = s.in.empty() ? p : s.in[0];
-      const bool rows_copy = s.kind == kir::Stmt::Kind::Stage && p.strides.back() == 1 && from.strides.size() == 2 &&
-                             from.strides.back() == 1 && from.strides[0] * 2 % kSlotBytes == 0;
+      const size_t n = from.strides.size();
+      const bool rows_copy = s.kind == kir::Stmt::Kind::Stage && p.strides.back() == 1 && matrix_shape(from.shape) && n >= 2 &&
+                             from.strides[n - 1] == 1 && from.strides[n - 2] * 2 % kSlotBytes == 0;
       ok = ok && rows_copy;
       staged = true;
     } else {
@@ -61,19 +71,22 @@ bool paddable(kir::CustomKernel& k, const kir::Tile& t) {
 
 // The bytes a two-dim 16-bit tile grows by with its rows padded (its allocation stays aligned).
 int64_t padding_growth(const kir::Tile& t) {
-  return aligned(t.shape[0] * (t.shape[1] + kSlotBytes / 2) * 2) - aligned(t.shape[0] * t.shape[1] * 2);
+  const int64_t rows = rows_of(t.shape), cols = cols_of(t.shape);
+  return aligned(rows * (cols + kSlotBytes / 2) * 2) - aligned(rows * cols * 2);
 }
 
 void pad(kir::CustomKernel& k, size_t index) {
   kir::Tile& t = k.tiles[index];
-  const int64_t cols = t.shape[1], padded = cols + kSlotBytes / 2, growth = padding_growth(t);
+  const int64_t rows = rows_of(t.shape), cols = cols_of(t.shape), padded = cols + kSlotBytes / 2, growth = padding_growth(t);
   for_each_tile_place(k, [&](const kir::Stmt&, kir::Place& p, bool) {
     if (p.value != t.value) return;
-    for (int64_t& s : p.strides)
-      if (s == cols) s = padded;
+    const size_t r = p.strides.size() - 2;
+    for (size_t d = 0; d < r; ++d) p.strides[d] = rows * padded;  // dims of 1: a matrix apart
+    for (size_t d = r; d < p.strides.size(); ++d)
+      if (p.strides[d] == cols) p.strides[d] = padded;
   });
   const int64_t at = t.offset_bytes;
-  t.shape[1] = padded;
+  t.shape.back() = padded;
   for (kir::Tile& other : k.tiles)
     if (other.offset_bytes > at) other.offset_bytes += growth;
   k.fast_memory_bytes += growth;

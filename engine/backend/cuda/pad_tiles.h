@@ -16,7 +16,8 @@ namespace prism::backend::cuda {
 int ldmatrix_conflict_ways(int64_t row_bytes);
 
 // `program` with the rows of every tile a custom kernel stages and only matmuls read (16-bit, two
-// dims, copied in by rows of 16-byte vectors; read whole, from its start) padded by 16 bytes where
+// dims after any of size 1, copied in by rows of 16-byte vectors; read whole, from its start)
+// padded by 16 bytes where
 // 8 of them conflict: the tile's shape (its allocation) gains 8 elements a row, every place that
 // reads or writes it the row stride, the tiles after it their offsets, the kernel its bytes. A tile
 // stays dense where its padding would take the kernel past `shared_limit` bytes or cost its loop

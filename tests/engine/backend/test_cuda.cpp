@@ -950,6 +950,27 @@ TEST_CASE("cuda: matmuls WMMA cannot take (few rows, an f32 operand computed in 
   CHECK(has(scalar, "// scalar matmul"));
 }
 
+TEST_CASE("cuda: decode attention's blocks of one head take the decode form: K's and V's rows through ldmatrix, and match", "[cuda]") {
+  // g1 = B: a block's tiles are [1, q, e], [1, e, s/g2/F1], [1, s/g2/F1, e], a batch of one: the
+  // matmuls are the decode form's two dims (Kt's columns and V's as the instruction's rows).
+  const std::string form = "// tensor cores: mma.sync m16n8k16 through ldmatrix, __half, b's columns as the instruction's rows";
+  for (int64_t q : {1, 3}) {
+    INFO("q=" << q);
+    const DimBindings dims{{"B", 4}, {"q", q}, {"s", 256}, {"e", 16}}, sizes{{"g1", 4}, {"g2", 2}, {"F1", 2}, {"g3", 2}, {"F2", 1}};
+    const std::string src = cuda_source(fam::kAttention, dims, sizes);
+    INFO(src);
+    CHECK(has(src, form + "\n"));                              // Q Kt: Q staged, read by ldmatrix too
+    CHECK(has(src, form + ", a's rows rounded in registers"));  // exp(S) V: exp(S) in f32, rounded
+    CHECK(has(src, "prism_ldmatrix<4, true>(fa, brow + kk * 72);"));  // Kt's rows of 64 halves, padded
+    CHECK(has(src, "prism_ldmatrix<4, true>(fa, brow + kk * 24);"));  // V's rows of 16, padded
+    CHECK(emulated_error(fam::kAttention, dims, sizes) < kHalfTol);
+  }
+  // Two heads a block: a batch of two, which the decode form does not take.
+  const std::string two = cuda_source(fam::kAttention, {{"B", 4}, {"q", 1}, {"s", 256}, {"e", 16}}, {{"g1", 2}, {"g2", 2}, {"F1", 2}, {"g3", 2}, {"F2", 1}});
+  CHECK_FALSE(has(two, "through ldmatrix"));
+  CHECK(emulated_error(fam::kAttention, {{"B", 4}, {"q", 1}, {"s", 256}, {"e", 16}}, {{"g1", 2}, {"g2", 2}, {"F1", 2}, {"g3", 2}, {"F2", 1}}) < kHalfTol);
+}
+
 TEST_CASE("cuda: a decode block's mma.sync matmul with more warps than output tiles splits k over them, and matches", "[cuda][schedule]") {
   using detail::mma_k_split;
   CHECK(mma_k_split(8, 32, 128) == 1);   // 4 warps, 8 tiles: a warp a tile at most
