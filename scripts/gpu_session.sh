@@ -98,7 +98,8 @@ run_tests() {
   test_summary "$tests_dir/device.log"
 }
 
-# Nsight Compute on the best kernel (the cost model's first choice, --top 1) of each decode shape,
+# Nsight Compute on the best kernel (the cost model's first choice, --top 1) of each decode shape
+# (the tables section: shared-memory bank conflicts by instruction, what pad_tiles.h removes),
 # one profiled daemon each: a daemon left by an earlier stage would run the tune outside the
 # profiler, so it is stopped first; the report comes when the worker exits.
 ncu_shapes=("rms_linear n=8 d=4096" "gated_mlp n=8 d=4096")
@@ -108,7 +109,8 @@ run_ncu() {
     build/bin/prism -c "daemon stop" >/dev/null 2>&1
     echo "--- ncu: $shape"
     ncu --target-processes all -k regex:prism_kernel --launch-count 4 --section SpeedOfLight \
-      --section MemoryWorkloadAnalysis --section LaunchStats --section Occupancy --section WarpStateStats \
+      --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section LaunchStats \
+      --section Occupancy --section WarpStateStats \
       bash -c "build/bin/prism -c 'open examples/${shape%% *}.prism; tune $shape --target cuda --fresh --top 1'
                build/bin/prism -c 'daemon stop'"
   done
