@@ -1,4 +1,5 @@
-// The REPL's commands: one table that drives dispatch, `help` and tab completion.
+// The REPL's commands: one table that is the dispatch (each row's handler), `help` and tab
+// completion.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -9,14 +10,20 @@
 
 namespace prism::repl {
 
+class Session;
+struct CommandOutput;
+
 struct CommandSpec {
   enum class Arg { None, Program, Path, Subcommand };
+  // What runs the command: a Session member given the words after the name.
+  using Handler = CommandOutput (Session::*)(const std::vector<std::string>& args);
   std::string name;
   std::string usage;    // "run NAME DIM=VALUE... [--seed S] [--in X=x.npy] [--out o.npy]"
   std::string summary;  // one line for the `help` overview
   std::string details;  // what `help NAME` adds
   Arg first_arg = Arg::None;  // what tab completion offers after the name
   std::vector<std::string> subcommands = {};
+  Handler handler = nullptr;  // Session::execute calls it; a command without one is an error
 };
 
 const std::vector<CommandSpec>& command_table();

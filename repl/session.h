@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "repl/client.h"
+#include "repl/commands.h"
 
 namespace prism::repl {
 
@@ -86,6 +87,9 @@ class Session {
   void show_progress_with(std::function<void(const json& value)> sink) { progress_sink_ = std::move(sink); }
 
  private:
+  // The command table names the handlers below (commands.cpp): it is the dispatch.
+  friend const std::vector<CommandSpec>& command_table();
+
   json call(const std::string& method, const json& params);
   // `call` of a long request with a progress bar (a workDoneToken "prism-KIND-N"), ended
   // whether the request answers or fails.
@@ -97,7 +101,7 @@ class Session {
   CommandOutput define_program(const std::string& text, const Origin& origin);
   CommandOutput open(const std::vector<std::string>& args);
   CommandOutput close(const std::vector<std::string>& args);
-  CommandOutput programs();
+  CommandOutput programs(const std::vector<std::string>& args);
   CommandOutput show(const std::vector<std::string>& args);
   CommandOutput run(const std::vector<std::string>& args);
   CommandOutput daemon(const std::vector<std::string>& args);
@@ -110,8 +114,9 @@ class Session {
   CommandOutput export_kernel(const std::vector<std::string>& args);
   CommandOutput tuning_db(const std::vector<std::string>& args);
   CommandOutput batch(const std::vector<std::string>& args);
-  CommandOutput egraph();
+  CommandOutput egraph(const std::vector<std::string>& args);
   CommandOutput help(const std::vector<std::string>& args);
+  CommandOutput quit(const std::vector<std::string>& args);
   // Turns a DocumentState into output; throws CommandError when it carries errors.
   CommandOutput document_report(const json& state, const std::string& what, const Origin& typed = {});
   std::string source_of(const std::string& uri) const;

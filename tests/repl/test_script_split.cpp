@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <sstream>
 
 #include "engine/lang/op_signature.h"
@@ -66,6 +67,16 @@ TEST_CASE("words split on blanks with double quotes grouping", "[repl][script]")
   CHECK(split_words("   ").empty());
   CHECK_FALSE(is_program_block("programs"));
   CHECK(is_program_block("  program p() {}"));
+}
+
+TEST_CASE("the command table is the dispatch: every row names its handler, each its own", "[repl][help]") {
+  std::vector<CommandSpec::Handler> handlers;  // member pointers compare only for equality
+  for (const auto& c : command_table()) {
+    INFO(c.name);
+    CHECK(c.handler != nullptr);
+    CHECK(std::find(handlers.begin(), handlers.end(), c.handler) == handlers.end());  // no row runs another's command
+    handlers.push_back(c.handler);
+  }
 }
 
 TEST_CASE("every command has help and unknown ones have none", "[repl][help]") {
