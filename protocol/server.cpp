@@ -148,11 +148,7 @@ void Server::dispatch(const SessionPtr& session, const Incoming& message) {
   const Entry& entry = it->second;
   try {
     // A question about programs sees the files as they are on disk now.
-    for (const char* prefix : {"program/", "search/", "tune/", "kernel/"})
-      if (!notification && message.method.rfind(prefix, 0) == 0) {
-        refresh_from_disk();
-        break;
-      }
+    if (!notification && entry.reads == Reads::Disk) refresh_from_disk();
     if (entry.async) {
       entry.async(session, message);
     } else if (entry.notification) {
@@ -162,7 +158,7 @@ void Server::dispatch(const SessionPtr& session, const Incoming& message) {
     } else {
       json result = entry.method(*session, message.params);
       reply(make_result(message.id.value_or(nullptr), std::move(result)));
-      if (message.method == "daemon/stop" && options_.stop) options_.stop();
+      if (entry.then == Then::StopDaemon && options_.stop) options_.stop();
     }
   } catch (const RpcFailure& e) {
     reply(error_reply(*session, message, e.code(), e.what(), e.data()));
@@ -178,71 +174,89 @@ void Server::dispatch(const SessionPtr& session, const Incoming& message) {
 }
 
 void Server::register_builtins() {
-  auto method = [this](const char* name, json (Server::*fn)(Session&, const json&)) {
-    methods_[name] = Entry{[this, fn](Session& s, const json& p) { return (this->*fn)(s, p); }, {}, {}};
-  };
-  method("initialize", &Server::initialize);
-  method("program/open", &Server::open);
-  method("program/change", &Server::change);
-  method("program/close", &Server::close);
-  methods_["shutdown"] = Entry{[](Session& s, const json&) {
-                                 s.shut_down = true;
-                                 return json(nullptr);
-                               },
-                               {},
-                               {}};
-  methods_["daemon/status"] = Entry{[this](Session&, const json&) { return status(); }, {}, {}};
-  // The reply goes out first; dispatch() then calls Options::stop.
-  methods_["daemon/stop"] = Entry{[](Session&, const json&) { return json(nullptr); }, {}, {}};
-  methods_["program/list"] = Entry{[this](Session&, const json& p) {
-                                     params_object(p);
-                                     return list();
-                                   },
-                                   {},
-                                   {}};
-  methods_["program/show"] = Entry{[this](Session&, const json& p) { return show(p); }, {}, {}};
-  methods_["program/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { run(s, m); }};
-  methods_["program/equivalent"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { equivalent(s, m); }};
-  methods_["search/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { search(s, m); }};
-  methods_["search/candidates"] = Entry{[this](Session&, const json& p) { return candidates(p); }, {}, {}};
-  methods_["tune/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { tune(s, m); }};
-  methods_["tune/results"] = Entry{[this](Session&, const json& p) { return tune_results(p); }, {}, {}};
-  methods_["batch/run"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { batch(s, m); }};
-  methods_["tuningDb/export"] = Entry{[this](Session&, const json& p) { return export_tuning_db(p); }, {}, {}};
-  methods_["tuningDb/import"] = Entry{[this](Session&, const json& p) { return import_tuning_db(p); }, {}, {}};
-  methods_["kernel/source"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { kernel_source(s, m); }};
-  methods_["kernel/library"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { kernel_library(s, m); }};
-  methods_["egraph/stats"] = Entry{[this](Session&, const json& p) {
-                                     params_object(p);
-                                     return egraph_stats_json(workspace_.egraph_stats());
-                                   },
-                                   {},
-                                   {}};
-  methods_["initialized"] = Entry{{}, [](Session&, const json&) {}, {}};
-  auto notification = [this](const char* name, void (Server::*fn)(Session&, const json&)) {
-    methods_[name] = Entry{{}, [this, fn](Session& s, const json& p) { (this->*fn)(s, p); }, {}};
-  };
-  notification("textDocument/didOpen", &Server::did_open);
-  notification("textDocument/didChange", &Server::did_change);
-  notification("textDocument/didClose", &Server::did_close);
-  notification("textDocument/didSave", &Server::did_save);
-  method("textDocument/hover", &Server::hover);
-  method("textDocument/definition", &Server::definition);
-  method("textDocument/documentSymbol", &Server::document_symbol);
-  method("textDocument/references", &Server::references);
-  method("textDocument/inlayHint", &Server::inlay_hint);
-  method("textDocument/completion", &Server::completion);
-  method("textDocument/signatureHelp", &Server::signature_help);
-  method("textDocument/codeLens", &Server::code_lens);
-  method("textDocument/formatting", &Server::formatting);
-  methods_["workspace/executeCommand"] = Entry{{}, {}, [this](const SessionPtr& s, const Incoming& m) { execute_command(s, m); }};
-  methods_["window/workDoneProgress/cancel"] = Entry{{}, [](Session& s, const json& p) {
-                                                       if (const json* token = p.is_object() ? find_field(p, "token") : nullptr)
-                                                         s.cancel_progress(*token);
-                                                     },
-                                                     {}};
-  methods_["exit"] = Entry{{}, [](Session& s, const json&) { s.close(s.shut_down ? 0 : 1); }, {}};
-  methods_["$/cancelRequest"] = Entry{{}, [this](Session& s, const json& p) { cancel_request(s, p); }, {}};
+  using R = Reads;
+  bind("initialize", &Server::initialize);
+  bind("initialized", &Server::initialized);
+  bind("shutdown", &Server::shutdown);
+  bind("exit", &Server::exit_session);
+  bind("$/cancelRequest", &Server::cancel_request);
+  bind("window/workDoneProgress/cancel", &Server::cancel_progress);
+  bind("daemon/status", &Server::daemon_status);
+  bind("daemon/stop", &Server::daemon_stop, R::Workspace, Then::StopDaemon);  // after its reply is handed over
+  bind("program/open", &Server::open, R::Disk);
+  bind("program/change", &Server::change, R::Disk);
+  bind("program/close", &Server::close, R::Disk);
+  bind("program/list", &Server::list_programs, R::Disk);
+  bind("program/show", &Server::show, R::Disk);
+  bind("program/run", &Server::run, R::Disk);
+  bind("program/equivalent", &Server::equivalent, R::Disk);
+  bind("search/run", &Server::search, R::Disk);
+  bind("search/candidates", &Server::candidates, R::Disk);
+  bind("tune/run", &Server::tune, R::Disk);
+  bind("tune/results", &Server::tune_results, R::Disk);
+  bind("batch/run", &Server::batch);
+  bind("tuningDb/export", &Server::export_tuning_db);
+  bind("tuningDb/import", &Server::import_tuning_db);
+  bind("kernel/source", &Server::kernel_source, R::Disk);
+  bind("kernel/library", &Server::kernel_library, R::Disk);
+  bind("egraph/stats", &Server::egraph_stats);
+  bind("textDocument/didOpen", &Server::did_open);
+  bind("textDocument/didChange", &Server::did_change);
+  bind("textDocument/didClose", &Server::did_close);
+  bind("textDocument/didSave", &Server::did_save);
+  bind("textDocument/hover", &Server::hover);
+  bind("textDocument/definition", &Server::definition);
+  bind("textDocument/documentSymbol", &Server::document_symbol);
+  bind("textDocument/references", &Server::references);
+  bind("textDocument/inlayHint", &Server::inlay_hint);
+  bind("textDocument/completion", &Server::completion);
+  bind("textDocument/signatureHelp", &Server::signature_help);
+  bind("textDocument/codeLens", &Server::code_lens);
+  bind("textDocument/formatting", &Server::formatting);
+  bind("workspace/executeCommand", &Server::execute_command);
+}
+
+void Server::bind(const char* name, json (Server::*fn)(Session&, const json&), Reads reads, Then then) {
+  methods_[name] = Entry{[this, fn](Session& s, const json& p) { return (this->*fn)(s, p); }, {}, {}, reads, then};
+}
+
+void Server::bind(const char* name, json (Server::*fn)(const json&), Reads reads, Then then) {
+  methods_[name] = Entry{[this, fn](Session&, const json& p) { return (this->*fn)(p); }, {}, {}, reads, then};
+}
+
+void Server::bind(const char* name, void (Server::*fn)(const SessionPtr&, const Incoming&), Reads reads) {
+  methods_[name] = Entry{{}, {}, [this, fn](const SessionPtr& s, const Incoming& m) { (this->*fn)(s, m); }, reads};
+}
+
+void Server::bind(const char* name, void (Server::*fn)(Session&, const json&)) {
+  methods_[name] = Entry{{}, [this, fn](Session& s, const json& p) { (this->*fn)(s, p); }, {}};
+}
+
+json Server::shutdown(Session& session, const json&) {
+  session.shut_down = true;
+  return nullptr;
+}
+
+void Server::initialized(Session&, const json&) {}
+
+void Server::exit_session(Session& session, const json&) { session.close(session.shut_down ? 0 : 1); }
+
+void Server::cancel_progress(Session& session, const json& params) {
+  if (const json* token = params.is_object() ? find_field(params, "token") : nullptr) session.cancel_progress(*token);
+}
+
+json Server::daemon_status(const json&) { return status(); }
+
+json Server::daemon_stop(const json&) { return nullptr; }
+
+json Server::list_programs(const json& params) {
+  params_object(params);
+  return list();
+}
+
+json Server::egraph_stats(const json& params) {
+  params_object(params);
+  return egraph_stats_json(workspace_.egraph_stats());
 }
 
 void Server::check_token(const Session& session, const json& params) const {

@@ -73,13 +73,28 @@ class Server {
  private:
   using Notification = std::function<void(Session& session, const json& params)>;
   using AsyncMethod = std::function<void(const SessionPtr& session, const Incoming& message)>;
+  // Whether a method's question is about programs, answered from the files as they are on disk
+  // now (refreshed first), or from the workspace as it is.
+  enum class Reads { Workspace, Disk };
+  // What follows a method's reply.
+  enum class Then { Nothing, StopDaemon };
   struct Entry {
     Method method;
     Notification notification;
     AsyncMethod async;
+    Reads reads = Reads::Workspace;
+    Then then = Then::Nothing;
   };
 
+  // The built-in methods, one bind line each (clangd's LSPBinder is the model).
   void register_builtins();
+  // A request answered at once, from the session and its params or from its params alone.
+  void bind(const char* name, json (Server::*fn)(Session&, const json&), Reads reads = Reads::Workspace, Then then = Then::Nothing);
+  void bind(const char* name, json (Server::*fn)(const json&), Reads reads = Reads::Workspace, Then then = Then::Nothing);
+  // A request answered later (a long one, on Options::spawn).
+  void bind(const char* name, void (Server::*fn)(const SessionPtr&, const Incoming&), Reads reads = Reads::Workspace);
+  // A notification.
+  void bind(const char* name, void (Server::*fn)(Session&, const json&));
   // receive() without its guard; sets `id` as soon as the message's id is known.
   void receive_guarded(const SessionPtr& session, std::string_view body, json& id);
   void dispatch(const SessionPtr& session, const Incoming& message);
@@ -95,6 +110,15 @@ class Server {
   void check_token(const Session& session, const json& params) const;
   json status();
   void cancel_request(Session& session, const json& params);
+  // The lifecycle's and the daemon's small methods (server.cpp).
+  json shutdown(Session& session, const json& params);
+  void initialized(Session& session, const json& params);
+  void exit_session(Session& session, const json& params);
+  void cancel_progress(Session& session, const json& params);
+  json daemon_status(const json& params);
+  json daemon_stop(const json& params);
+  json list_programs(const json& params);
+  json egraph_stats(const json& params);
   // Documents.
   json open(Session& session, const json& params);
   json change(Session& session, const json& params);

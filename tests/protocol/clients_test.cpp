@@ -121,6 +121,13 @@ TEST_CASE("a file opened from disk is read again when it changes there, and its 
   CHECK((*reloaded)["params"]["uri"] == uri);
   CHECK((*reloaded)["params"]["programs"] == json::array({"rms_linear2"}));
   CHECK(server.workspace.document(uri)->version == 1);
+  // Every question about programs reads the disk first (its bind line says Reads::Disk), not
+  // program/list alone; daemon/status does not.
+  write_file(path, "program rms_linear3(X: f16[n, d], W: f16[d, d]) {\n  return matmul(rms_norm(X), W)\n}\n");
+  server.result(*b, "daemon/status");
+  CHECK(server.workspace.document(uri)->version == 1);
+  CHECK(server.result(*b, "program/show", {{"program", "rms_linear3"}})["name"] == "rms_linear3");
+  CHECK(server.workspace.document(uri)->version == 2);
 
   // An editor's buffer is the editor's: a file it sent the text of is never read behind its back.
   const std::string other = dir / "e.prism";
