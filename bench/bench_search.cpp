@@ -69,6 +69,6 @@ int main(int argc, char** argv) {
     const uint64_t pruned = s.pruned_expression + s.pruned_dims + s.pruned_structure + s.pruned_hardware;
     std::printf("%-18s %7.3f %7.3f %8.2f %8llu %8llu %8llu %5llu %4llu %4llu %8.3f %8.4f %7s\n", name.c_str(), best[0], best[1], best[0] / best[1],
                 (unsigned long long)s.generated, (unsigned long long)pruned, (unsigned long long)s.families, (unsigned long long)s.duplicates,
-                (unsigned long long)s.verified, (unsigned long long)s.rejected, s.verify_s, s.saturate_s, s.stop_reason.c_str());
+                (unsigned long long)s.verified, (unsigned long long)s.rejected, s.verify_s, s.saturate_s, search_stop_name(s.stop_reason));
   }
 }

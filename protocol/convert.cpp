@@ -241,7 +241,7 @@ json search_stats_json(const SearchStats& s) {
           {"fingerprintRejected", s.fingerprint_rejected}, {"fingerprintSeconds", s.fingerprint_s},
           {"generateSeconds", s.generate_s},
           {"verifySeconds", s.verify_s},     {"totalSeconds", s.total_s},
-          {"stopReason", s.stop_reason},     {"emptyReason", s.empty_reason},
+          {"stopReason", search_stop_name(s.stop_reason)},     {"emptyReason", s.empty_reason},
           {"fromStore", s.from_store}};
 }
 

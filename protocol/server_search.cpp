@@ -37,7 +37,7 @@ void Server::start_search(const SessionPtr& session, const Incoming& message, co
     });
     json summary = search_summary_json(result);
     progress.end(std::to_string(result.candidates.size()) + " verified " +
-                     (result.candidates.size() == 1 ? "family" : "families") + " (" + result.stats.stop_reason +
+                     (result.candidates.size() == 1 ? "family" : "families") + " (" + search_stop_name(result.stats.stop_reason) +
                      (result.stats.from_store ? ", stored" : "") + ")",
                  {{"stats", summary["stats"]}});
     refresh_lenses();

@@ -38,6 +38,18 @@
 #include "engine/sgraph/print.h"
 #include "engine/sgraph/validate.h"
 
+namespace prism {
+
+const char* search_stop_name(SearchStop stop) {
+  switch (stop) {
+    case SearchStop::Complete: return "complete";
+    case SearchStop::Budget: return "budget";
+  }
+  return "complete";
+}
+
+}  // namespace prism
+
 namespace prism::search {
 
 namespace {
@@ -89,7 +101,7 @@ std::string empty_reason(const SearchStats& st, const SearchLimits& limits, cons
     r = "no computation of at most " + std::to_string(limits.max_block_ops) + " ops equals the program (raise --max-ops)";
     if (!seed_why.empty()) r += ", and the program as written is no fused computation: " + seed_why;
   }
-  if (st.stop_reason == "budget")
+  if (st.stop_reason == SearchStop::Budget)
     r += "; the search's budget of " + std::to_string(int(limits.budget_s)) + " s ran out before it finished (raise --budget)";
   return r;
 }
@@ -188,7 +200,7 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
   SearchStats& st = result.stats;
   Counters c;
   if (std::optional<std::string> why = kept_cast_reason(program)) {
-    st.stop_reason = "complete";
+    st.stop_reason = SearchStop::Complete;
     st.empty_reason = *why;
     return result;
   }
@@ -416,7 +428,7 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
   st.generate_s = seconds_since(tg0);
 
   fill_stats(st, c);
-  st.stop_reason = over_budget ? "budget" : "complete";
+  st.stop_reason = over_budget ? SearchStop::Budget : SearchStop::Complete;
   if (found.empty()) st.empty_reason = empty_reason(st, limits, c.first_why, seed_why, several, !cuts.empty());
   result.candidates = in_stable_order(found);
   st.total_s = seconds_since(t0);
@@ -467,7 +479,7 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
   SearchResult result;
   result.program = given.name;
   result.limits = limits;
-  result.stats.stop_reason = "budget";
+  result.stats.stop_reason = SearchStop::Budget;
   result.stats.empty_reason = "the search's budget of " + std::to_string(int(limits.budget_s)) + " s ran out while it prepared the checks of '" +
                               given.name + "' (" + std::to_string(given.values.size()) + " values), before any computation was tried (raise --budget)";
   result.stats.total_s = seconds_since(t0);

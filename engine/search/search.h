@@ -46,6 +46,12 @@ struct SearchLimits {
   bool operator==(const SearchLimits&) const = default;
 };
 
+// Why a search stopped: it enumerated all its limits allow, or its time budget ran out first (its
+// results are partial).
+enum class SearchStop { Complete, Budget };
+// "complete", "budget": the protocol's stopReason.
+const char* search_stop_name(SearchStop stop);
+
 struct SearchStats {
   uint64_t generated = 0, pruned_expression = 0, pruned_dims = 0, pruned_structure = 0,
            pruned_hardware = 0, duplicates = 0, verified = 0, rejected = 0, unproved = 0;
@@ -57,7 +63,7 @@ struct SearchStats {
   double generate_s = 0;        // wall time of the enumeration (verification runs inside it)
   double verify_s = 0;          // worker time in verification, summed over threads
   double total_s = 0;
-  std::string stop_reason;      // "complete", "budget", "cancelled"
+  SearchStop stop_reason = SearchStop::Complete;
   // With no candidate: which stage removed the last family, its first concrete reason, and the
   // limit to raise when a limit was the cause. Empty when something was found.
   std::string empty_reason;

@@ -106,7 +106,7 @@ std::optional<SearchResult> parse_search(std::string_view text) {
       if (!(stats >> v)) throw Error(Error::Kind::Failed, "not a search");
     });
     r.stats.empty_reason = in.field("empty_reason");
-    r.stats.stop_reason = "complete";
+    r.stats.stop_reason = SearchStop::Complete;
     const size_t count = std::stoull(in.line("candidates"));
     for (size_t i = 0; i < count; ++i) {
       Candidate c;
@@ -162,7 +162,7 @@ std::optional<SearchResult> SearchStore::get(const std::string& key) const {
 }
 
 void SearchStore::put(const std::string& key, const SearchResult& result) const {
-  if (dir_.empty() || result.stats.stop_reason != "complete" || result.stats.from_store) return;
+  if (dir_.empty() || result.stats.stop_reason != SearchStop::Complete || result.stats.from_store) return;
   const PrivateDir dir = open_store(dir_);
   if (!dir.ok()) return;
   const std::string text = format_search(result);

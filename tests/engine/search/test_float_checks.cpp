@@ -69,7 +69,7 @@ TEST_CASE("float checks: no family of a masked softmax overflows on the floating
   limits.threads = 2;
   limits.budget_s = 120;
   const SearchResult r = search_program(p, limits);
-  REQUIRE(r.stats.stop_reason == "complete");
+  REQUIRE(r.stats.stop_reason == SearchStop::Complete);
   REQUIRE_FALSE(r.candidates.empty());
   // Re-checked apart from the search: every family reported runs finite where the program does.
   NumericCheck check(p);

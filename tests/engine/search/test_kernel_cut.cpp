@@ -374,7 +374,7 @@ TEST_CASE("block cuts: a chain of residual blocks is cut at its residual stream,
 TEST_CASE("block cut families: blocks alike are searched once, and every composite equals the chain", "[search][kernel-cut]") {
   const Program program = push_transposes(test::lowered_text(chain(3, 2), "chain"));
   const SearchResult r = search::search_program(program, test_limits());
-  CHECK(r.stats.stop_reason == "complete");
+  CHECK(r.stats.stop_reason == SearchStop::Complete);
   REQUIRE(r.candidates.size() >= 2);
   for (const Candidate& c : r.candidates) {
     INFO(c.summary);

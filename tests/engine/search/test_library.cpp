@@ -197,5 +197,5 @@ TEST_CASE("library families: by default a prologue, a vendor matmul and a fused 
   limits.max_kernels = 2;  // then the vendor matmul and the two fused kernels are one too many
   SearchResult two = search::search_program(program, limits);
   CHECK(std::none_of(two.candidates.begin(), two.candidates.end(), [&](const Candidate& c) { return three(*c.graph); }));
-  CHECK_THAT(two.stats.stop_reason, Catch::Equals("complete"));
+  CHECK(two.stats.stop_reason == SearchStop::Complete);
 }

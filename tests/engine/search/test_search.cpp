@@ -47,7 +47,7 @@ SearchResult search_example(const std::string& name, SearchLimits limits = {}) {
 }
 
 void check_reported(const SearchResult& r) {
-  CHECK(r.stats.stop_reason == "complete");
+  CHECK(r.stats.stop_reason == SearchStop::Complete);
   CHECK(r.stats.verified == r.candidates.size());
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const Candidate& c = r.candidates[i];
@@ -319,8 +319,8 @@ TEST_CASE("search: pruning removes only what could never verify", "[search][soun
     off.prune = false;
     SearchResult a = k.text.empty() ? search_example(k.program, on) : search_text(k.text, k.program, on);
     SearchResult b = k.text.empty() ? search_example(k.program, off) : search_text(k.text, k.program, off);
-    REQUIRE(a.stats.stop_reason == "complete");
-    REQUIRE(b.stats.stop_reason == "complete");
+    REQUIRE(a.stats.stop_reason == SearchStop::Complete);
+    REQUIRE(b.stats.stop_reason == SearchStop::Complete);
     std::set<uint64_t> ha, hb;
     for (const Candidate& c : a.candidates) ha.insert(c.hash);
     for (const Candidate& c : b.candidates) hb.insert(c.hash);
@@ -380,7 +380,7 @@ TEST_CASE("search: stop reasons, cancellation and progress", "[search][control]"
   SearchLimits tight;
   tight.budget_s = 0;
   SearchResult r = search_example("qk_norm_attention", tight);
-  CHECK(r.stats.stop_reason == "budget");
+  CHECK(r.stats.stop_reason == SearchStop::Budget);
   for (const Candidate& c : r.candidates) CHECK(c.verified);
 
   CancelToken token;

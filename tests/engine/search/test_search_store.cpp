@@ -45,7 +45,7 @@ TEST_CASE("search store: a search reads back family by family, kernel cuts and l
   for (const char* name : {"rms_linear", "gated_mlp", "attention"}) {
     INFO(name);
     const SearchResult made = search::search_program(test::lowered_example(name), SearchLimits{});
-    REQUIRE(made.stats.stop_reason == "complete");
+    REQUIRE(made.stats.stop_reason == SearchStop::Complete);
     REQUIRE_FALSE(made.candidates.empty());
     const std::optional<SearchResult> back = search::parse_search(search::format_search(made));
     REQUIRE(back);
@@ -83,7 +83,7 @@ TEST_CASE("search store: a second workspace answers the same question without se
   second.open("b.prism", text, 1);
   const SearchResult answered = second.search("rms_linear", SearchLimits{});
   CHECK(answered.stats.from_store);
-  CHECK(answered.stats.stop_reason == "complete");
+  CHECK(answered.stats.stop_reason == SearchStop::Complete);
   check_same(answered, made);
 
   // Other limits ask another question; a search cut short by its budget is not kept.
@@ -94,7 +94,7 @@ TEST_CASE("search store: a second workspace answers the same question without se
   cut.max_block_ops = 7;
   cut.budget_s = 0;
   const SearchResult short_one = second.search("rms_linear", cut);
-  CHECK(short_one.stats.stop_reason == "budget");
+  CHECK(short_one.stats.stop_reason == SearchStop::Budget);
   Workspace third;
   third.set_storage(data.path(), cache.path());
   third.open("c.prism", text, 1);

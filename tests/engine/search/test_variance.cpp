@@ -32,7 +32,7 @@ TEST_CASE("variance: GroupNorm's statistics stream each group once at bf16, twic
     limits.threads = 2;
     limits.budget_s = 120;
     const SearchResult r = search_program(test::lowered_text(text, "groupnorm_stats"), limits);
-    REQUIRE(r.stats.stop_reason == "complete");
+    REQUIRE(r.stats.stop_reason == SearchStop::Complete);
     const Candidate* loop = nullptr;
     for (const Candidate& c : r.candidates)
       if (c.kernels == 1 && c.summary.find("loop F1 over k, sum+sum accumulated") != std::string::npos) loop = &c;
@@ -93,7 +93,7 @@ TEST_CASE("variance: a row variance loops over the row or splits it over blocks;
   limits.threads = 2;
   limits.budget_s = 120;
   const SearchResult r = search_program(test::lowered_text(row_variance("bf16"), "var"), limits);
-  REQUIRE(r.stats.stop_reason == "complete");
+  REQUIRE(r.stats.stop_reason == SearchStop::Complete);
   int one_pass = 0;
   bool loop = false, split = false;
   for (const Candidate& c : r.candidates) {
@@ -116,7 +116,7 @@ TEST_CASE("variance: at f32 no family computes a row variance in one pass", "[se
   limits.threads = 2;
   limits.budget_s = 120;
   const SearchResult r = search_program(test::lowered_text(row_variance("f32"), "var"), limits);
-  REQUIRE(r.stats.stop_reason == "complete");
+  REQUIRE(r.stats.stop_reason == SearchStop::Complete);
   CHECK_FALSE(r.candidates.empty());
   for (const Candidate& c : r.candidates) CHECK(c.proof.find("sum-centred-square") == std::string::npos);
 }
