@@ -1,5 +1,7 @@
-// The sound axioms of the tensor term language (tensor_lang.h), as one readable table in
-// axioms.cpp. Guards read the e-class analysis of `tg`, so the rules belong to one TensorGraph.
+// The sound axioms of the tensor term language (tensor_lang.h), as tables grouped by family
+// (axioms_arithmetic.cpp, axioms_layout.cpp, axioms_reductions.cpp, axioms_grid.cpp; their order
+// and the rules exact only over the reals in axioms.cpp). Guards read the e-class analysis of
+// `tg`, so the rules belong to one TensorGraph.
 #pragma once
 #include <vector>
 
