@@ -184,80 +184,93 @@ std::vector<Candidate> in_stable_order(tbb::concurrent_vector<Candidate>& found)
 // deadline: everything before the enumeration polls it, so a deadline there throws (and
 // search_program answers "budget"); from the enumeration on, a deadline stops the search with
 // what it found.
-SearchResult search_within(const Program& given, const SearchLimits& limits, const CancelToken* cancel, const CancelToken& bounded,
-                           Clock::time_point t0, const std::function<void(const SearchProgress&)>& progress) {
-  const Program program = search_form(given, bounded);  // every check below is against it
-  if (program.outputs.empty()) throw Error(Error::Kind::InvalidArgument, "the search needs a program with an output");
-  // Several outputs: the program as written is the only computation (the enumeration and its
-  // pruning follow one root), parallelized by every plan.
-  const bool several = program.outputs.size() > 1;
-  if (limits.fast_memory_bytes <= 0)
-    throw Error(Error::Kind::InvalidArgument, "the search's fast-memory budget must be positive, not " + std::to_string(limits.fast_memory_bytes));
-  const sgraph::TileBudget hw{limits.fast_memory_bytes};
-  SearchResult result;
-  result.program = program.name;
-  result.limits = limits;
-  SearchStats& st = result.stats;
-  Counters c;
-  if (std::optional<std::string> why = kept_cast_reason(program)) {
-    st.stop_reason = SearchStop::Complete;
-    st.empty_reason = *why;
-    return result;
+// One search of one program past its early answers: what its workers share, and its steps.
+class SearchRun {
+ public:
+  SearchRun(const Program& program, const SearchLimits& limits, const CancelToken* cancel, const CancelToken& bounded, Clock::time_point t0,
+            const std::function<void(const SearchProgress&)>& progress, SearchResult& result)
+      : program_(program),
+        limits_(limits),
+        cancel_(cancel),
+        bounded_(bounded),
+        t0_(t0),
+        progress_(progress),
+        result_(result),
+        several_(program.outputs.size() > 1),
+        hw_{limits.fast_memory_bytes},
+        cuts_(kernel_cuts(program)),
+        cut_required_(!cuts_.empty() && cuts_.front().required),
+        by_blocks_(cut_required_ && cuts_.front().blocks),
+        leaves_(dag_leaves(program)),
+        expr_(saturated(program, limits, bounded)),
+        saturate_s_(seconds_since(t0)),
+        check_(program, &bounded),
+        fingerprint_(program, fingerprint_dims(program), &bounded),
+        prover_(program),
+        gen_(program, leaves_, expr_.get(), limits.max_block_ops, c_.gen) {}
+
+  // The enumeration, then the families made of parts; the statistics and candidates into the result.
+  void run() {
+    SearchStats& st = result_.stats;
+    st.saturate_s = saturate_s_;
+    std::string seed_why;  // why the program as written is no DAG, if it is not
+    const std::optional<Program> one_pass = one_pass_variance(program_);
+    bounded_.check();
+    const auto tg0 = Clock::now();
+    enumerate(one_pass, seed_why);
+    if (cancelled_ || (cancel_ && cancel_->cancelled())) throw Error(Error::Kind::Cancelled, "search cancelled");
+    compose();
+    st.generate_s = seconds_since(tg0);
+    fill_stats(st, c_);
+    st.stop_reason = over_budget_ ? SearchStop::Budget : SearchStop::Complete;
+    if (found_.empty()) st.empty_reason = empty_reason(st, limits_, c_.first_why, seed_why, several_, !cuts_.empty());
+    result_.candidates = in_stable_order(found_);
+    st.total_s = seconds_since(t0_);
+    report(true);
   }
 
-  // A program cut where its layout changes has no family whole, and one of many blocks is searched
-  // block by block (kernel_cut.h): past its seeds, its pieces are the search; they cut their own
-  // matmuls. One cut by blocks has no seeds of its own, so nothing for its saturated e-graph to prune.
-  const std::vector<KernelCut> cuts = kernel_cuts(program);
-  const bool cut_required = !cuts.empty() && cuts.front().required;
-  const bool by_blocks = cut_required && cuts.front().blocks;
-  const std::vector<DagValue> leaves = dag_leaves(program);
-  bounded.check();
-  std::unique_ptr<ProgramExpressions> expr;
-  if (limits.prune && !several && !by_blocks) expr = std::make_unique<ProgramExpressions>(program, leaves, SaturationLimits{}, &bounded);
-  st.saturate_s = seconds_since(t0);
-  NumericCheck check(program, &bounded);
-  FingerprintCheck fingerprint(program, fingerprint_dims(program), &bounded);
-  Prover prover(program);
-  Generator gen(program, leaves, expr.get(), limits.max_block_ops, c.gen);
-  tbb::concurrent_unordered_set<uint64_t> seen;
-  tbb::concurrent_vector<Candidate> found;
+ private:
+  // The program's expression e-graph, for pruning (none for several outputs or a search by blocks).
+  std::unique_ptr<ProgramExpressions> saturated(const Program& program, const SearchLimits& limits, const CancelToken& bounded) const {
+    bounded.check();
+    if (!limits.prune || several_ || by_blocks_) return nullptr;
+    return std::make_unique<ProgramExpressions>(program, leaves_, SaturationLimits{}, &bounded);
+  }
 
-  std::atomic<bool> cancelled{false}, over_budget{false};
-  std::atomic<int64_t> last_report{0};
-  std::mutex report_mutex;
-  auto report = [&](bool force) {
-    if (!progress) return;
-    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
-    int64_t last = last_report.load();
-    if (!force && (now - last < 100 || !last_report.compare_exchange_strong(last, now))) return;
-    std::lock_guard<std::mutex> lock(report_mutex);
-    progress(SearchProgress{c.gen.generated + c.families, c.pruned(), c.verified, seconds_since(t0)});
-  };
-  const std::function<bool()> stop = [&] {
-    if (cancelled || over_budget) return true;
-    if (cancel && cancel->cancelled()) return cancelled = true;
-    if (bounded.cancelled()) return over_budget = true;  // the budget's deadline (the cancel is above)
+  void report(bool force) {
+    if (!progress_) return;
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0_).count();
+    int64_t last = last_report_.load();
+    if (!force && (now - last < 100 || !last_report_.compare_exchange_strong(last, now))) return;
+    std::lock_guard<std::mutex> lock(report_mutex_);
+    progress_(SearchProgress{c_.gen.generated + c_.families, c_.pruned(), c_.verified, seconds_since(t0_)});
+  }
+
+  bool stop() {
+    if (cancelled_ || over_budget_) return true;
+    if (cancel_ && cancel_->cancelled()) return cancelled_ = true;
+    if (bounded_.cancelled()) return over_budget_ = true;  // the budget's deadline (the cancel is above)
     report(false);
     return false;
-  };
+  }
+
   // Runs `f`; the deadline firing inside it stops the search as over its budget, keeping what was
   // found; a client's cancel goes on up.
-  auto within_budget = [&](const std::function<void()>& f) {
+  void within_budget(const std::function<void()>& f) {
     try {
       f();
     } catch (const Error& e) {
-      if (e.kind() != Error::Kind::Cancelled || (cancel && cancel->cancelled())) throw;
-      over_budget = true;
+      if (e.kind() != Error::Kind::Cancelled || (cancel_ && cancel_->cancelled())) throw;
+      over_budget_ = true;
     }
-  };
+  }
 
   // A family that passed the structural checks: kept when new, equal to the program on the
   // fingerprint and the numeric check, and proved by `prove`.
-  auto keep = [&](const sgraph::SGraph& graph, const std::string& summary, const std::function<Proof()>& prove) {
+  void keep(const sgraph::SGraph& graph, const std::string& summary, const std::function<Proof()>& prove) {
     const uint64_t hash = sgraph::canonical_hash(graph);
-    if (!seen.insert(hash).second) {
-      c.duplicates++;
+    if (!seen_.insert(hash).second) {
+      c_.duplicates++;
       return;
     }
     const auto tv = Clock::now();
@@ -265,24 +278,24 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
     Proof proof;
     // The fingerprint first: a mismatch rejects; a match or no fingerprint goes on to the rest.
     std::string fp_why;
-    const FingerprintCheck::Verdict fv = fingerprint.check(graph, fp_why, &bounded);
-    c.fingerprint_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
-    if (fv != FingerprintCheck::Verdict::Cannot) c.fingerprinted++;
+    const FingerprintCheck::Verdict fv = fingerprint_.check(graph, fp_why, &bounded_);
+    c_.fingerprint_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
+    if (fv != FingerprintCheck::Verdict::Cannot) c_.fingerprinted++;
     if (fv == FingerprintCheck::Verdict::Differ) {
-      c.fingerprint_rejected++;
-      c.rejected++;
-      c.why("rejected", "its finite-field fingerprint differs from the program's: " + fp_why);
-    } else if (auto mismatch = check.mismatch(graph, &bounded)) {
-      c.rejected++;
-      c.why("rejected", "at the numeric check's sizes it " + *mismatch);
+      c_.fingerprint_rejected++;
+      c_.rejected++;
+      c_.why("rejected", "its finite-field fingerprint differs from the program's: " + fp_why);
+    } else if (auto mismatch = check_.mismatch(graph, &bounded_)) {
+      c_.rejected++;
+      c_.why("rejected", "at the numeric check's sizes it " + *mismatch);
     } else {
       proof = prove();
       if (proof.proved) ok = true;
-      else c.unproved++, c.why("unproved", proof.text);
+      else c_.unproved++, c_.why("unproved", proof.text);
     }
-    c.verify_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
+    c_.verify_ns += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - tv).count());
     if (!ok) return;
-    c.verified++;
+    c_.verified++;
     Candidate cand;
     auto canon = std::make_shared<const sgraph::SGraph>(sgraph::canonicalize(graph));
     cand.kernels = sgraph::kernels_run(*canon);
@@ -291,148 +304,196 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
     cand.summary = summary;
     cand.proof = proof.text;
     cand.hash = hash;
-    found.push_back(std::move(cand));
-  };
+    found_.push_back(std::move(cand));
+  }
 
-  // A program with a variance may be computed in one pass (one_pass_variance.h), which is exact
-  // only in real arithmetic: the check on mean-shifted rows (NumericCheck::unstable) keeps it
-  // only where the dtype cannot resolve a mean large enough to make it cancel.
-  const std::optional<Program> one_pass = one_pass_variance(program);
-  bounded.check();
-  const std::function<void(const Dag&)> emit = [&](const Dag& dag) {
+  // A computation the enumeration (or a seed) produced: its plans' families, on all workers.
+  void emit(const Dag& dag) {
     within_budget([&] {
-    // Without expression pruning nothing vouches for the computation yet: check it whole first
-    // (no plan can fix a computation that differs from the program).
-    if (!expr && !check.dag_matches(dag, &bounded)) {
-      c.rejected++;
-      return;
-    }
-    // Proved over the reals is not enough: in floats the computation must keep what the program
-    // keeps (verify.h, NumericCheck::unstable; docs/design.md, "Numerics").
-    if (auto why = check.unstable(dag, &bounded)) {
-      c.rejected++;
-      c.why("rejected", "it is less stable in floating point than the program: " + *why);
-      return;
-    }
-    const Indices ix = analyze_indices(dag);
-    const std::vector<Plan> plans = enumerate_plans(ix);
-    // The plans of one computation are independent: verify them on all workers.
-    tbb::parallel_for_each(plans.begin(), plans.end(), [&](const Plan& plan) {
-      if (stop()) return;
-      std::string why;
-      std::optional<Family> fam = build_family(dag, ix, plan, program, limits, why);
-      if (!fam) {
-        c.pruned_structure++;
-        c.why("structure", why);
+      // Without expression pruning nothing vouches for the computation yet: check it whole first
+      // (no plan can fix a computation that differs from the program).
+      if (!expr_ && !check_.dag_matches(dag, &bounded_)) {
+        c_.rejected++;
         return;
       }
-      c.families++;
-      const sgraph::Analysis an = sgraph::analyze(fam->graph);
-      if (!an.ok()) {
-        c.pruned_structure++;
-        c.why("structure", an.errors.front());
+      // Proved over the reals is not enough: in floats the computation must keep what the program
+      // keeps (verify.h, NumericCheck::unstable; docs/design.md, "Numerics").
+      if (auto why = check_.unstable(dag, &bounded_)) {
+        c_.rejected++;
+        c_.why("rejected", "it is less stable in floating point than the program: " + *why);
         return;
       }
-      // A dim equality left open (d/F1 == d/g1) holds only for some sizes: not a generic family.
-      auto open = std::find_if(an.constraints.begin(), an.constraints.end(), [](const sgraph::Constraint& k) { return k.kind == sgraph::Constraint::Kind::Equal; });
-      if (open != an.constraints.end()) {
-        c.pruned_dims++;
-        c.why("dims", "a dim equality holds only for some sizes: " + open->str());
-        return;
-      }
-      if (expr && !limits.bindings.empty()) {
-        const std::vector<std::string> bound = sgraph::memory_lower_bound(fam->graph, limits.bindings, hw);
-        if (!bound.empty()) {
-          c.pruned_hardware++;
-          c.why("hardware", bound.front());
-          return;
-        }
-      }
-      keep(fam->graph, fam->summary, [&] { return prover.prove(dag, *fam, &bounded); });
+      const Indices ix = analyze_indices(dag);
+      const std::vector<Plan> plans = enumerate_plans(ix);
+      // The plans of one computation are independent: verify them on all workers.
+      tbb::parallel_for_each(plans.begin(), plans.end(), [&](const Plan& plan) {
+        if (!stop()) family_of_plan(dag, ix, plan);
+      });
     });
-    });
-  };
+  }
 
-  std::string seed_why;  // why the program as written is no DAG, if it is not
-  const auto tg0 = Clock::now();
-  tbb::task_arena arena(limits.threads > 0 ? limits.threads : tbb::task_arena::automatic);
-  arena.execute([&] {
-    tbb::task_group group;
-    const std::function<void(std::function<void()>)> spawn = [&](std::function<void()> f) { group.run(std::move(f)); };
-    try {
-      // The program as written first: its families do not depend on the enumeration's op limit.
-      // Then rewritten forms, seeds too since they are often longer than that limit: with a
-      // one-pass variance (both row sums in one loop), and each with row scales moved past
-      // matmuls (attention normalized after its matmul with V, the form online softmax accumulates).
-      // A program of many blocks has none: its blocks' searches make its families.
-      std::vector<Program> forms;
-      if (!by_blocks) forms.push_back(program);
-      if (one_pass && !forms.empty()) forms.push_back(*one_pass);
-      for (size_t f = 0; f < forms.size(); ++f) {
-        if (const std::optional<Dag> seed = program_dag(forms[f], leaves, f == 0 ? &seed_why : nullptr)) {
-          c.gen.generated++;
-          emit(*seed);
-        }
-        if (const std::optional<Program> deferred = defer_row_scales(forms[f]))
-          if (const std::optional<Dag> seed = program_dag(*deferred, leaves)) {
-            c.gen.generated++;
+  // One plan's family: built, its structure, dims and memory checked, then kept if proved.
+  void family_of_plan(const Dag& dag, const Indices& ix, const Plan& plan) {
+    std::string why;
+    std::optional<Family> fam = build_family(dag, ix, plan, program_, limits_, why);
+    if (!fam) {
+      c_.pruned_structure++;
+      c_.why("structure", why);
+      return;
+    }
+    c_.families++;
+    const sgraph::Analysis an = sgraph::analyze(fam->graph);
+    if (!an.ok()) {
+      c_.pruned_structure++;
+      c_.why("structure", an.errors.front());
+      return;
+    }
+    // A dim equality left open (d/F1 == d/g1) holds only for some sizes: not a generic family.
+    auto open = std::find_if(an.constraints.begin(), an.constraints.end(), [](const sgraph::Constraint& k) { return k.kind == sgraph::Constraint::Kind::Equal; });
+    if (open != an.constraints.end()) {
+      c_.pruned_dims++;
+      c_.why("dims", "a dim equality holds only for some sizes: " + open->str());
+      return;
+    }
+    if (expr_ && !limits_.bindings.empty()) {
+      const std::vector<std::string> bound = sgraph::memory_lower_bound(fam->graph, limits_.bindings, hw_);
+      if (!bound.empty()) {
+        c_.pruned_hardware++;
+        c_.why("hardware", bound.front());
+        return;
+      }
+    }
+    keep(fam->graph, fam->summary, [&] { return prover_.prove(dag, *fam, &bounded_); });
+  }
+
+  // The program as written first: its families do not depend on the enumeration's op limit.
+  // Then rewritten forms, seeds too since they are often longer than that limit: with a
+  // one-pass variance (both row sums in one loop; one_pass_variance.h, exact only in real
+  // arithmetic: the check on mean-shifted rows keeps it only where the dtype cannot resolve a
+  // mean large enough to make it cancel), and each with row scales moved past matmuls
+  // (attention normalized after its matmul with V, the form online softmax accumulates). A
+  // program of many blocks has none: its blocks' searches make its families. Then the
+  // enumeration, on `limits.threads` workers.
+  void enumerate(const std::optional<Program>& one_pass, std::string& seed_why) {
+    const std::function<void(const Dag&)> emit = [this](const Dag& dag) { this->emit(dag); };
+    const std::function<bool()> stop = [this] { return this->stop(); };
+    tbb::task_arena arena(limits_.threads > 0 ? limits_.threads : tbb::task_arena::automatic);
+    arena.execute([&] {
+      tbb::task_group group;
+      const std::function<void(std::function<void()>)> spawn = [&](std::function<void()> f) { group.run(std::move(f)); };
+      try {
+        std::vector<Program> forms;
+        if (!by_blocks_) forms.push_back(program_);
+        if (one_pass && !forms.empty()) forms.push_back(*one_pass);
+        for (size_t f = 0; f < forms.size(); ++f) {
+          if (const std::optional<Dag> seed = program_dag(forms[f], leaves_, f == 0 ? &seed_why : nullptr)) {
+            c_.gen.generated++;
             emit(*seed);
           }
+          if (const std::optional<Program> deferred = defer_row_scales(forms[f]))
+            if (const std::optional<Dag> seed = program_dag(*deferred, leaves_)) {
+              c_.gen.generated++;
+              emit(*seed);
+            }
+        }
+        if (!several_ && !cut_required_ && limits_.max_block_ops > 0) gen_.run(emit, stop, spawn, 2);
+      } catch (...) {
+        cancelled_ = true;  // unwind the other workers, then rethrow
+        group.wait();
+        throw;
       }
-      if (!several && !cut_required && limits.max_block_ops > 0) gen.run(emit, stop, spawn, 2);
-    } catch (...) {
-      cancelled = true;  // unwind the other workers, then rethrow
       group.wait();
-      throw;
-    }
-    group.wait();
-  });
-  if (cancelled || (cancel && cancel->cancelled())) throw Error(Error::Kind::Cancelled, "search cancelled");
+    });
+  }
+
   // Families made of parts (a vendor matmul's cut, a kernel cut's pieces): the parts' own searches
-  // proved them; the whole is checked here. A family's vendor matmuls count as one kernel against
-  // --max-kernels (--library-kernels bounds how many there are): SwiGLU's two projections beside
-  // one fused kernel is two. A kernel cut's pieces are each bounded by it (docs/search.md, "Kernel
-  // cuts").
-  auto keep_composed = [&](const ComposedFamily& f, bool count_kernels) {
-    c.families++;
+  // proved them; the whole is checked here.
+  void compose() {
+    if (!several_ && !over_budget_ && !cut_required_) within_budget([&] {
+      const double left = limits_.budget_s - seconds_since(t0_);
+      for (const ComposedFamily& f : library_families(program_, limits_, cuts_.empty() ? left : left / 2, &bounded_)) keep_composed(f, true);
+    });
+    if (!cuts_.empty() && !over_budget_) within_budget([&] {
+      for (const ComposedFamily& f : kernel_cut_families(program_, cuts_, limits_, limits_.budget_s - seconds_since(t0_), &bounded_))
+        keep_composed(f, false);
+    });
+  }
+
+  // A family's vendor matmuls count as one kernel against --max-kernels (--library-kernels bounds
+  // how many there are): SwiGLU's two projections beside one fused kernel is two. A kernel cut's
+  // pieces are each bounded by it (docs/search.md, "Kernel cuts").
+  void keep_composed(const ComposedFamily& f, bool count_kernels) {
+    c_.families++;
     const int fused = int(std::count_if(f.graph.kernels.begin(), f.graph.kernels.end(), [](const sgraph::Kernel& k) { return k.custom; }));
-    if (count_kernels && fused + 1 > limits.max_kernels) {
-      c.pruned_structure++;
-      c.why("structure", "a vendor matmul beside fused kernels takes " + std::to_string(fused + 1) + " kernels, more than --max-kernels " +
-                             std::to_string(limits.max_kernels));
+    if (count_kernels && fused + 1 > limits_.max_kernels) {
+      c_.pruned_structure++;
+      c_.why("structure", "a vendor matmul beside fused kernels takes " + std::to_string(fused + 1) + " kernels, more than --max-kernels " +
+                              std::to_string(limits_.max_kernels));
       return;
     }
     const sgraph::Analysis an = sgraph::analyze(f.graph);
     if (!an.ok()) {
-      c.pruned_structure++;
-      c.why("structure", an.errors.front());
+      c_.pruned_structure++;
+      c_.why("structure", an.errors.front());
       return;
     }
-    if (limits.prune && !limits.bindings.empty()) {  // the parts were searched without pruning
-      const std::vector<std::string> bound = sgraph::memory_lower_bound(f.graph, limits.bindings, hw);
+    if (limits_.prune && !limits_.bindings.empty()) {  // the parts were searched without pruning
+      const std::vector<std::string> bound = sgraph::memory_lower_bound(f.graph, limits_.bindings, hw_);
       if (!bound.empty()) {
-        c.pruned_hardware++;
-        c.why("hardware", bound.front());
+        c_.pruned_hardware++;
+        c_.why("hardware", bound.front());
         return;
       }
     }
     keep(f.graph, f.summary, [&] { return Proof{true, f.proof}; });
-  };
-  if (!several && !over_budget && !cut_required) within_budget([&] {
-    const double left = limits.budget_s - seconds_since(t0);
-    for (const ComposedFamily& f : library_families(program, limits, cuts.empty() ? left : left / 2, &bounded)) keep_composed(f, true);
-  });
-  if (!cuts.empty() && !over_budget) within_budget([&] {
-    for (const ComposedFamily& f : kernel_cut_families(program, cuts, limits, limits.budget_s - seconds_since(t0), &bounded)) keep_composed(f, false);
-  });
-  st.generate_s = seconds_since(tg0);
+  }
 
-  fill_stats(st, c);
-  st.stop_reason = over_budget ? SearchStop::Budget : SearchStop::Complete;
-  if (found.empty()) st.empty_reason = empty_reason(st, limits, c.first_why, seed_why, several, !cuts.empty());
-  result.candidates = in_stable_order(found);
-  st.total_s = seconds_since(t0);
-  report(true);
+  const Program& program_;
+  const SearchLimits& limits_;
+  const CancelToken* cancel_;
+  const CancelToken& bounded_;
+  const Clock::time_point t0_;
+  const std::function<void(const SearchProgress&)>& progress_;
+  SearchResult& result_;
+  Counters c_;
+  // Several outputs: the program as written is the only computation (the enumeration and its
+  // pruning follow one root), parallelized by every plan.
+  const bool several_;
+  const sgraph::TileBudget hw_;
+  // A program cut where its layout changes has no family whole, and one of many blocks is searched
+  // block by block (kernel_cut.h): past its seeds, its pieces are the search; they cut their own
+  // matmuls. One cut by blocks has no seeds of its own, so nothing for its saturated e-graph to prune.
+  const std::vector<KernelCut> cuts_;
+  const bool cut_required_, by_blocks_;
+  const std::vector<DagValue> leaves_;
+  const std::unique_ptr<ProgramExpressions> expr_;
+  const double saturate_s_;
+  NumericCheck check_;
+  FingerprintCheck fingerprint_;
+  Prover prover_;
+  Generator gen_;
+  tbb::concurrent_unordered_set<uint64_t> seen_;
+  tbb::concurrent_vector<Candidate> found_;
+  std::atomic<bool> cancelled_{false}, over_budget_{false};
+  std::atomic<int64_t> last_report_{0};
+  std::mutex report_mutex_;
+};
+
+SearchResult search_within(const Program& given, const SearchLimits& limits, const CancelToken* cancel, const CancelToken& bounded,
+                           Clock::time_point t0, const std::function<void(const SearchProgress&)>& progress) {
+  const Program program = search_form(given, bounded);  // every check below is against it
+  if (program.outputs.empty()) throw Error(Error::Kind::InvalidArgument, "the search needs a program with an output");
+  if (limits.fast_memory_bytes <= 0)
+    throw Error(Error::Kind::InvalidArgument, "the search's fast-memory budget must be positive, not " + std::to_string(limits.fast_memory_bytes));
+  SearchResult result;
+  result.program = program.name;
+  result.limits = limits;
+  if (std::optional<std::string> why = kept_cast_reason(program)) {
+    result.stats.stop_reason = SearchStop::Complete;
+    result.stats.empty_reason = *why;
+    return result;
+  }
+  SearchRun(program, limits, cancel, bounded, t0, progress, result).run();
   return result;
 }
 
