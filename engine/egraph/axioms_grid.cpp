@@ -3,28 +3,12 @@
 
 namespace prism::eg::axiom {
 
-void grid(Table& t) {
+namespace {
+
+// Ops on tiles lifted to the tiles of the op on whole tensors.
+void lifted_ops(Table& t) {
   TensorGraph& tg = t.tg;
   const Shapes sh{&tg};
-  // ---- parallel structure: grid axis first ------------------------------------------------------
-  t.rule("combine-partition", "(combine@a (partition@a$g ?x))", "?x");
-  t.rule("partition-combine", "(partition@a$g (combine@a ?y))", "?y",
-         [&tg](const EGraph&, const Subst& m) { return tg.dim_at(m.var[0], 0) == m.payload[0]; });
-  for (TOp u : kUnary) {
-    t.rule("partition-" + s(u), "(partition@a$g (" + head(u) + " ?x))", "(" + head(u) + " (partition@a$g ?x))");
-    t.rule("combine-" + s(u), "(combine@a (" + head(u) + " ?y))", "(" + head(u) + " (combine@a ?y))");
-    t.rule("replicate-" + s(u), "(" + head(u) + " (replicate$g ?x))", "(replicate$g (" + head(u) + " ?x))");
-  }
-  for (TOp b : kBinary) {
-    t.rule("partition-" + s(b), "(partition@a$g (" + s(b) + " ?x ?y))", "(" + s(b) + " (partition@a$g ?x) (partition@a$g ?y))",
-           [=, &tg](const EGraph&, const Subst& m) { return sh.same_rank(m.var[0], m.var[1]) && tg.dim_at(m.var[0], m.axis[0]) == tg.dim_at(m.var[1], m.axis[0]); });
-    t.rule("replicate-" + s(b), "(" + s(b) + " (replicate$g ?x) (replicate$g ?y))", "(replicate$g (" + s(b) + " ?x ?y))",
-           [=](const EGraph&, const Subst& m) { return sh.same_rank(m.var[0], m.var[1]); });
-  }
-  // Lifting the grid outward (a block body on tiles -> the tiles of the whole body). A tile's axis
-  // j >= 1 is axis j-1 of the tensor it was cut from (the grid axis is 0), so every lifted op
-  // shifts its axis by one; an op on the grid axis itself (j = 0) is never lifted.
-  t.lifting = true;
   for (TOp u : kUnary) t.rule(s(u) + "-partition", "(" + head(u) + " (partition@a$g ?x))", "(partition@a$g (" + head(u) + " ?x))");
   for (TOp b : kBinary) {
     // Both sides cut the same axis of equal size: block k combines the k-th tiles of both.
@@ -60,6 +44,12 @@ void grid(Table& t) {
                  out.push_back(tg.op(TOp::Replicate, {tg.op(r, {m.var[0]}, m.axis[0] - 1)}, 0, m.payload[0]));
                });
   }
+}
+
+// Layout ops, split parts and concats on tiles lifted likewise; the sum over the grid.
+void lifted_layouts(Table& t) {
+  TensorGraph& tg = t.tg;
+  const Shapes sh{&tg};
   // Layout ops on a tile axis j >= 1 act on axis j-1 of the cut tensor; the cut axis a moves when
   // an axis is inserted or removed before it. squeeze / splitax of the cut axis itself is not lifted.
   t.computed("unsqueeze-partition", "(unsqueeze@j (partition@a$g ?x))", "(partition@a' (unsqueeze@j-1 ?x)), j >= 1, a' = j-1 <= a ? a+1 : a",
@@ -123,6 +113,34 @@ void grid(Table& t) {
   t.rule("reduce-partition-sum", "(reduce (sum@a+1 (partition@a$g ?x)))", "(sum@a ?x)");
   t.rule("reduce-replicate-factor", "(reduce (mul (replicate$g ?x) ?y))", "(mul ?x (reduce ?y))",
          [=](const EGraph&, const Subst& m) { return sh.rank(m.var[0]) + 1 == sh.rank(m.var[1]); });
+}
+
+}  // namespace
+
+void grid(Table& t) {
+  TensorGraph& tg = t.tg;
+  const Shapes sh{&tg};
+  // ---- parallel structure: grid axis first ------------------------------------------------------
+  t.rule("combine-partition", "(combine@a (partition@a$g ?x))", "?x");
+  t.rule("partition-combine", "(partition@a$g (combine@a ?y))", "?y",
+         [&tg](const EGraph&, const Subst& m) { return tg.dim_at(m.var[0], 0) == m.payload[0]; });
+  for (TOp u : kUnary) {
+    t.rule("partition-" + s(u), "(partition@a$g (" + head(u) + " ?x))", "(" + head(u) + " (partition@a$g ?x))");
+    t.rule("combine-" + s(u), "(combine@a (" + head(u) + " ?y))", "(" + head(u) + " (combine@a ?y))");
+    t.rule("replicate-" + s(u), "(" + head(u) + " (replicate$g ?x))", "(replicate$g (" + head(u) + " ?x))");
+  }
+  for (TOp b : kBinary) {
+    t.rule("partition-" + s(b), "(partition@a$g (" + s(b) + " ?x ?y))", "(" + s(b) + " (partition@a$g ?x) (partition@a$g ?y))",
+           [=, &tg](const EGraph&, const Subst& m) { return sh.same_rank(m.var[0], m.var[1]) && tg.dim_at(m.var[0], m.axis[0]) == tg.dim_at(m.var[1], m.axis[0]); });
+    t.rule("replicate-" + s(b), "(" + s(b) + " (replicate$g ?x) (replicate$g ?y))", "(replicate$g (" + s(b) + " ?x ?y))",
+           [=](const EGraph&, const Subst& m) { return sh.same_rank(m.var[0], m.var[1]); });
+  }
+  // Lifting the grid outward (a block body on tiles -> the tiles of the whole body). A tile's axis
+  // j >= 1 is axis j-1 of the tensor it was cut from (the grid axis is 0), so every lifted op
+  // shifts its axis by one; an op on the grid axis itself (j = 0) is never lifted.
+  t.lifting = true;
+  lifted_ops(t);
+  lifted_layouts(t);
   t.lifting = false;
   // Besides the lifts, a grid's proof needs matmul as the sum it lifts through and back, and the
   // order of a commutative op's operands (a family writes `eps + x` for the program's `x + eps`).
