@@ -513,17 +513,14 @@ double regret(const TuneResult& result) {
 
 std::string sizes_text(const std::map<std::string, int64_t>& sizes) { return sizes.empty() ? "-" : key_values(sizes); }
 
-TuneResult tune_families(const backend::Backend& backend, const Program& lowered, const std::vector<Candidate>& families,
-                         const TuneRequest& request, const TuneEnvironment& env, const CancelToken* cancel,
-                         const std::function<void(const TuneProgress&)>& progress) {
-  const auto start = Clock::now();
-  auto report = [&](const std::string& phase, int done, int total) {
-    if (progress) progress({phase, done, total, seconds_since(start), ""});
-  };
-  const DimBindings dims(request.bindings.begin(), request.bindings.end());
-  check_bindings(lowered, dims);
-  const backend::TargetDescription& target = env.target;
+namespace {
 
+using PhaseReport = std::function<void(const std::string& phase, int done, int total)>;
+
+// What a result is about: the program, the target and its toolchain, the prism that tunes, the
+// request's bindings, K and threads.
+TuneResult result_header(const backend::Backend& backend, const Program& lowered, const TuneRequest& request,
+                         const backend::TargetDescription& target) {
   TuneResult result;
   result.program = lowered.name;
   result.target = backend.target();
@@ -534,37 +531,41 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   result.bindings = request.bindings;
   result.top = request.top;
   result.threads = backend.threads(request.threads, target);
+  return result;
+}
 
-  // The reference: the program at the backend's storage dtypes, on seeded random inputs. The
-  // roofline's peak is that of the instructions its matmuls run on (roofline_peak_gflops).
-  report("reference", 0, 1);
-  const Program program = backend.stored(lowered);
-  std::map<std::string, Tensor> named;
-  std::vector<Tensor> inputs;
-  std::vector<Tensor> reference = finite_reference(program, dims, request.seed, cancel, inputs, named, result);
-  // The user's data (--check-with), checked against the program's inputs before anything compiles.
-  std::optional<InputSet> user;
-  if (!request.check_with.empty()) user = user_input_set(program, dims, named, request.check_with, cancel);
-  std::vector<DType> out_dtypes;
-  for (int id : program.outputs) out_dtypes.push_back(program.value(id).type.dtype);
+// The roofline of the stored program at `dims` on the target: its time, bound and the bandwidth
+// and peak behind it ("cache": memory-bound, but the working set fits in the last-level cache
+// and is read from there).
+void set_roofline(TuneResult& result, const Program& program, const DimBindings& dims, const backend::TargetDescription& target) {
   const Roofline roof = stored_roofline(program, dims, target);
   result.roofline_ms = roof.seconds * 1e3;
-  // "cache": memory-bound, but the working set fits in the last-level cache and is read from there.
   result.roofline_bound = roof.bound == "memory" && roof.level == "cache" ? "cache" : roof.bound;
   result.bandwidth_gbs = roof.bandwidth_gbs;
   result.peak_gflops = roof.peak_gflops;
+}
 
+// The instantiations to time: an import's claimed rows where any is valid here (measured before
+// it is served), else the cost model's top K, each at the backend's schedules.
+std::vector<Option> options_to_time(const backend::Backend& backend, const std::vector<Candidate>& families, const DimBindings& dims,
+                                    const TuneRequest& request, const backend::TargetDescription& target, const CancelToken* cancel,
+                                    TuneResult& result, const PhaseReport& report) {
   report("ranking", 0, int(families.size()));
   std::vector<sgraph::SGraph> graphs;
   for (const auto& family : families) graphs.push_back(backend.stored(*family.graph));
   std::vector<Option> ranked = rank_options(graphs, dims, target, cancel);
   result.stats.instantiations = ranked.size();
-  // An import's claimed rows where any is valid here (measured before it is served), else the
-  // cost model's top K.
   std::vector<Option> timed = claimed_options(ranked, families, request.claimed, backend.schedules(target));
   if (timed.empty()) timed = timed_options(ranked, choose(ranked, request.top), backend.schedules(target));
+  return timed;
+}
 
-  // Builds: the eager baseline first, then the chosen instantiations; all compiled at once.
+// The builds: the eager baseline first, then each option's (a fault where a test plants one), all
+// compiled at once; the compile's time and counts into the result.
+std::vector<backend::Build> compiled_builds(const backend::Backend& backend, const Program& program, const DimBindings& dims,
+                                            const std::vector<Option>& timed, const TuneEnvironment& env, const CancelToken* cancel,
+                                            TuneResult& result, const PhaseReport& report) {
+  const backend::TargetDescription& target = env.target;
   std::vector<backend::Build> builds{backend.eager(program, dims)};
   result.baseline_note = builds.front().note;
   const std::map<size_t, std::string> faults = planted_faults();
@@ -580,6 +581,39 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   for (const backend::Build& b : builds)
     if (b.error.empty()) ++(b.cached ? result.stats.cached : result.stats.compiled);
   if (cancel) cancel->check();
+  return builds;
+}
+
+}  // namespace
+
+TuneResult tune_families(const backend::Backend& backend, const Program& lowered, const std::vector<Candidate>& families,
+                         const TuneRequest& request, const TuneEnvironment& env, const CancelToken* cancel,
+                         const std::function<void(const TuneProgress&)>& progress) {
+  const auto start = Clock::now();
+  auto report = [&](const std::string& phase, int done, int total) {
+    if (progress) progress({phase, done, total, seconds_since(start), ""});
+  };
+  const DimBindings dims(request.bindings.begin(), request.bindings.end());
+  check_bindings(lowered, dims);
+  const backend::TargetDescription& target = env.target;
+  TuneResult result = result_header(backend, lowered, request, target);
+
+  // The reference: the program at the backend's storage dtypes, on seeded random inputs. The
+  // roofline's peak is that of the instructions its matmuls run on (roofline_peak_gflops).
+  report("reference", 0, 1);
+  const Program program = backend.stored(lowered);
+  std::map<std::string, Tensor> named;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> reference = finite_reference(program, dims, request.seed, cancel, inputs, named, result);
+  // The user's data (--check-with), checked against the program's inputs before anything compiles.
+  std::optional<InputSet> user;
+  if (!request.check_with.empty()) user = user_input_set(program, dims, named, request.check_with, cancel);
+  std::vector<DType> out_dtypes;
+  for (int id : program.outputs) out_dtypes.push_back(program.value(id).type.dtype);
+  set_roofline(result, program, dims, target);
+
+  const std::vector<Option> timed = options_to_time(backend, families, dims, request, target, cancel, result, report);
+  const std::vector<backend::Build> builds = compiled_builds(backend, program, dims, timed, env, cancel, result, report);
 
   // Checking: every build once in one worker, baseline first, all on the same inputs; each output
   // checked against the reference at its dtype's tolerance. Then timing: the baseline and the
