@@ -370,12 +370,15 @@ std::string TensorGraph::print(Id root, const NodeAt& at, size_t max_len) const 
   return out;
 }
 
-Program TensorGraph::to_program(const std::vector<Id>& outputs, const NodeAt& at) const {
+namespace {
+
+// A Program written value by value, as to_program reads a term: every value f32 (a cast's rounds),
+// named t<id>, inputs by name once each.
+struct ProgramWriter {
   Program p;
-  p.name = "term";
-  std::unordered_map<Id, int> done;
   std::map<std::string, int> input_ids;
-  auto add_value = [&](Op op, std::vector<int> operands, const std::vector<Dim>& shape, Attrs attrs = {}) {
+
+  int value(Op op, std::vector<int> operands, const std::vector<Dim>& shape, Attrs attrs = {}) {
     Value v;
     v.id = int(p.values.size());
     v.name = "t" + std::to_string(v.id);
@@ -385,21 +388,81 @@ Program TensorGraph::to_program(const std::vector<Id>& outputs, const NodeAt& at
     v.type = Type{DType::F32, shape, false};
     p.values.push_back(v);
     return v.id;
-  };
-  auto add_input = [&](const std::string& name, const std::vector<Dim>& shape) {
+  }
+  int input(const std::string& name, const std::vector<Dim>& shape) {
     if (auto it = input_ids.find(name); it != input_ids.end()) return it->second;
-    int id = add_value(Op::Input, {}, shape);
+    int id = value(Op::Input, {}, shape);
     p.values[size_t(id)].name = name;
     p.values[size_t(id)].named = true;
     p.inputs.push_back(id);
     input_ids[name] = id;
     return id;
-  };
-  auto reshape = [&](int x, const std::vector<Dim>& shape) {
+  }
+  int reshape(int x, const std::vector<Dim>& shape) {
     Attrs a;
     a.shape = shape;
-    return add_value(Op::Reshape, {x}, shape, a);
-  };
+    return value(Op::Reshape, {x}, shape, a);
+  }
+  // partition@axis$g of x (dims `split` before the cut): [.., d, ..] -> [.., g, d/g, ..] -> the g
+  // axis moved to the front.
+  int partition(int x, std::vector<Dim> split, const Dim& g, int axis, const std::vector<Dim>& shape) {
+    split[size_t(axis)] = split[size_t(axis)] / g;
+    split.insert(split.begin() + axis, g);
+    int s = reshape(x, split);
+    Attrs attrs;
+    attrs.perm.push_back(axis);
+    for (int i = 0; i < int(split.size()); ++i)
+      if (i != axis) attrs.perm.push_back(i);
+    return value(Op::Transpose, {s}, shape, attrs);
+  }
+  // combine@axis of y (dims `y`): [g, .., t, ..] -> g moved next to t -> merged into g*t.
+  int combine(int x, const std::vector<Dim>& y, int axis, const std::vector<Dim>& shape) {
+    Attrs attrs;
+    std::vector<Dim> moved;
+    for (int i = 1; i <= axis; ++i) {
+      attrs.perm.push_back(i);
+      moved.push_back(y[size_t(i)]);
+    }
+    attrs.perm.push_back(0);
+    moved.push_back(y[0]);
+    for (int i = axis + 1; i < int(y.size()); ++i) {
+      attrs.perm.push_back(i);
+      moved.push_back(y[size_t(i)]);
+    }
+    return reshape(value(Op::Transpose, {x}, moved, attrs), shape);
+  }
+  // replicate$g of x (dims `lifted` before the grid axis): x times a [g, 1, ..] input of ones.
+  int replicate(int x, std::vector<Dim> lifted, const Dim& g, const std::vector<Dim>& shape) {
+    lifted.insert(lifted.begin(), Dim(1));
+    int r = reshape(x, lifted);
+    std::vector<Dim> ones_shape(lifted.size(), Dim(1));
+    ones_shape[0] = g;
+    int ones = input("__ones_" + g.canonical() + "_" + std::to_string(lifted.size()), ones_shape);
+    return value(Op::Mul, {ones, r}, shape);
+  }
+  // reduce of x (dims `kept`): the sum over the grid axis, kept, then dropped.
+  int reduce(int x, std::vector<Dim> kept, const std::vector<Dim>& shape) {
+    kept[0] = Dim(1);
+    Attrs attrs;
+    attrs.axis = 0;
+    attrs.keepdims = true;
+    return reshape(value(Op::Sum, {x}, kept, attrs), shape);
+  }
+  // The program's dims: every symbol of a value's shape, in order of appearance.
+  void collect_dims() {
+    for (const Value& v : p.values)
+      for (const Dim& d : v.type.shape)
+        for (const auto& s : d.symbols())
+          if (std::find(p.dims.begin(), p.dims.end(), s) == p.dims.end()) p.dims.push_back(s);
+  }
+};
+
+}  // namespace
+
+Program TensorGraph::to_program(const std::vector<Id>& outputs, const NodeAt& at) const {
+  ProgramWriter w;
+  w.p.name = "term";
+  std::unordered_map<Id, int> done;
   auto dims = [&](const Shape& s) {
     std::vector<Dim> out;
     for (DimId d : s) out.push_back(dims_[d]);
@@ -415,104 +478,55 @@ Program TensorGraph::to_program(const std::vector<Id>& outputs, const NodeAt& at
     Attrs attrs;
     int v = -1;
     switch (o) {
-      case TOp::Input: v = add_input(inputs_[n.payload].name, shape); break;
+      case TOp::Input: v = w.input(inputs_[n.payload].name, shape); break;
       case TOp::Const: {
         attrs.constant = consts_[n.payload];
-        v = add_value(Op::Const, {}, {}, attrs);
-        p.values[size_t(v)].type.weak = true;
-        p.values[size_t(v)].name.clear();
+        v = w.value(Op::Const, {}, {}, attrs);
+        w.p.values[size_t(v)].type.weak = true;
+        w.p.values[size_t(v)].name.clear();
         break;
       }
-      case TOp::Matmul: v = add_value(Op::Matmul, kids, shape); break;
+      case TOp::Matmul: v = w.value(Op::Matmul, kids, shape); break;
       case TOp::Sum: case TOp::Max: case TOp::Rms:
         attrs.axis = n.axis;
         attrs.keepdims = true;
-        v = add_value(o == TOp::Sum ? Op::Sum : o == TOp::Max ? Op::Max : Op::Rms, kids, shape, attrs);
+        v = w.value(o == TOp::Sum ? Op::Sum : o == TOp::Max ? Op::Max : Op::Rms, kids, shape, attrs);
         break;
-      case TOp::Unsqueeze: case TOp::Squeeze: case TOp::SplitAx: case TOp::Reshape: v = reshape(kids[0], shape); break;
+      case TOp::Unsqueeze: case TOp::Squeeze: case TOp::SplitAx: case TOp::Reshape: v = w.reshape(kids[0], shape); break;
       case TOp::Transpose:
         attrs.perm = perms_[n.payload];
-        v = add_value(Op::Transpose, kids, shape, attrs);
+        v = w.value(Op::Transpose, kids, shape, attrs);
         break;
       case TOp::Cast:
         attrs.dtype = DType(n.payload);
-        v = add_value(Op::Cast, kids, shape, attrs);
-        p.values[size_t(v)].type.dtype = DType(n.payload);  // rounded there; its readers compute in f32
+        v = w.value(Op::Cast, kids, shape, attrs);
+        w.p.values[size_t(v)].type.dtype = DType(n.payload);  // rounded there; its readers compute in f32
         break;
       case TOp::Concat:
         attrs.axis = n.axis;
-        v = add_value(Op::Concat, kids, shape, attrs);
+        v = w.value(Op::Concat, kids, shape, attrs);
         break;
       case TOp::SplitPart:
         attrs.axis = n.axis;
         attrs.parts = int(n.payload >> 16);
         attrs.index = int(n.payload & 0xffff);
-        v = add_value(Op::Split, kids, shape, attrs);
+        v = w.value(Op::Split, kids, shape, attrs);
         break;
-      case TOp::Partition: {
-        // [.., d, ..] -> [.., g, d/g, ..] -> move the g axis to the front.
-        std::vector<Dim> split = dims(shape_of(n.child[0]));
-        Dim g = dims_[n.payload];
-        split[size_t(n.axis)] = split[size_t(n.axis)] / g;
-        split.insert(split.begin() + n.axis, g);
-        int s = reshape(kids[0], split);
-        attrs.perm.push_back(n.axis);
-        for (int i = 0; i < int(split.size()); ++i)
-          if (i != n.axis) attrs.perm.push_back(i);
-        v = add_value(Op::Transpose, {s}, shape, attrs);
-        break;
-      }
-      case TOp::Combine: {
-        // [g, .., t, ..] -> move g next to t -> merge into g*t.
-        std::vector<Dim> y = dims(shape_of(n.child[0]));
-        std::vector<Dim> moved;
-        for (int i = 1; i <= n.axis; ++i) {
-          attrs.perm.push_back(i);
-          moved.push_back(y[size_t(i)]);
-        }
-        attrs.perm.push_back(0);
-        moved.push_back(y[0]);
-        for (int i = n.axis + 1; i < int(y.size()); ++i) {
-          attrs.perm.push_back(i);
-          moved.push_back(y[size_t(i)]);
-        }
-        int t = add_value(Op::Transpose, kids, moved, attrs);
-        v = reshape(t, shape);
-        break;
-      }
-      case TOp::Replicate: {
-        std::vector<Dim> lifted = dims(shape_of(n.child[0]));
-        lifted.insert(lifted.begin(), Dim(1));
-        int x = reshape(kids[0], lifted);
-        std::vector<Dim> ones_shape(lifted.size(), Dim(1));
-        ones_shape[0] = dims_[n.payload];
-        int ones = add_input("__ones_" + dims_[n.payload].canonical() + "_" + std::to_string(lifted.size()), ones_shape);
-        v = add_value(Op::Mul, {ones, x}, shape);
-        break;
-      }
-      case TOp::Reduce: {
-        std::vector<Dim> kept = dims(shape_of(n.child[0]));
-        kept[0] = Dim(1);
-        attrs.axis = 0;
-        attrs.keepdims = true;
-        int s = add_value(Op::Sum, kids, kept, attrs);
-        v = reshape(s, shape);
-        break;
-      }
+      case TOp::Partition: v = w.partition(kids[0], dims(shape_of(n.child[0])), dims_[n.payload], n.axis, shape); break;
+      case TOp::Combine: v = w.combine(kids[0], dims(shape_of(n.child[0])), n.axis, shape); break;
+      case TOp::Replicate: v = w.replicate(kids[0], dims(shape_of(n.child[0])), dims_[n.payload], shape); break;
+      case TOp::Reduce: v = w.reduce(kids[0], dims(shape_of(n.child[0])), shape); break;
       default: {
-        if (is_unary(o) || is_binary(o)) v = add_value(*ir_op(o), kids, shape);
+        if (is_unary(o) || is_binary(o)) v = w.value(*ir_op(o), kids, shape);
         else ill("to_program: unknown op");
       }
     }
     done[id] = v;
     return v;
   };
-  for (Id o : outputs) p.outputs.push_back(go(o));
-  for (const Value& v : p.values)
-    for (const Dim& d : v.type.shape)
-      for (const auto& s : d.symbols())
-        if (std::find(p.dims.begin(), p.dims.end(), s) == p.dims.end()) p.dims.push_back(s);
-  return p;
+  for (Id o : outputs) w.p.outputs.push_back(go(o));
+  w.collect_dims();
+  return std::move(w.p);
 }
 
 }  // namespace prism::eg
