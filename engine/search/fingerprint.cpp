@@ -247,6 +247,31 @@ void copy_box(const FieldTensor& src, const std::vector<int64_t>& from, FieldTen
   each(extent, ss, ds, [&](int64_t, int64_t s, int64_t d) { dst.data[size_t(d0 + d)] = src.data[size_t(s0 + s)]; });
 }
 
+// A rescaled accumulator's step: acc * exp(M - M') + x * exp(m - M'), M' = max(M, m), with M the
+// running max `run` (updated to M'): exact, since exp is a homomorphism the rescalings telescope
+// to exp(m_f - final max) whatever order the max takes.
+void rescale_into(FieldTensor& acc, const FieldTensor& x, const FieldTensor& m, FieldTensor& run) {
+  if (m.shape.size() > x.shape.size() || acc.data.size() != x.data.size()) throw Cannot{};
+  auto factor = [](FieldElem from, FieldElem to) { return from.p == kNoMax ? FieldElem{} : exp(add(from, neg(to))); };
+  std::vector<FieldElem> keep(m.data.size()), take(m.data.size());
+  for (size_t j = 0; j < m.data.size(); ++j) {
+    const FieldElem next = max2(run.data[j], m.data[j]);
+    keep[j] = factor(run.data[j], next);
+    take[j] = factor(m.data[j], next);
+    run.data[j] = next;
+  }
+  std::vector<int64_t> ms(x.shape.size() - m.shape.size(), 1);  // m's strides against x's shape
+  ms.insert(ms.end(), m.shape.begin(), m.shape.end());
+  std::vector<int64_t> strides(ms.size(), 0);
+  for (int64_t d = int64_t(ms.size()) - 1, st = 1; d >= 0; --d) {
+    strides[size_t(d)] = ms[size_t(d)] == 1 ? 0 : st;
+    st *= ms[size_t(d)];
+  }
+  each(x.shape, strides, strides, [&](int64_t e, int64_t j, int64_t) {
+    acc.data[size_t(e)] = add(mul(acc.data[size_t(e)], keep[size_t(j)]), mul(x.data[size_t(e)], take[size_t(j)]));
+  });
+}
+
 // One custom kernel over the field, block by block, as sgraph::evaluate does it.
 void run_custom(const sgraph::CustomKernel& k, const std::vector<sgraph::TileInfo>& tiles, const DimBindings& b, FieldInputs& tensors,
                 const CancelToken* cancel) {
@@ -302,29 +327,7 @@ void run_custom(const sgraph::CustomKernel& k, const std::vector<sgraph::TileInf
         const FieldTensor& x = values[size_t(op.operands[0])];
         FieldTensor& acc = values[i];
         if (op.acc == sgraph::AccKind::Rescaled) {
-          // acc * exp(M - M') + x * exp(m - M'), M' = max(M, m): exact, since exp is a homomorphism
-          // the rescalings telescope to exp(m_f - final max) whatever order the max takes.
-          const FieldTensor& m = values[size_t(op.operands[1])];
-          FieldTensor& run = running_max.at(i);
-          if (m.shape.size() > x.shape.size() || acc.data.size() != x.data.size()) throw Cannot{};
-          auto factor = [](FieldElem from, FieldElem to) { return from.p == kNoMax ? FieldElem{} : exp(add(from, neg(to))); };
-          std::vector<FieldElem> keep(m.data.size()), take(m.data.size());
-          for (size_t j = 0; j < m.data.size(); ++j) {
-            const FieldElem next = max2(run.data[j], m.data[j]);
-            keep[j] = factor(run.data[j], next);
-            take[j] = factor(m.data[j], next);
-            run.data[j] = next;
-          }
-          std::vector<int64_t> ms(x.shape.size() - m.shape.size(), 1);  // m's strides against x's shape
-          ms.insert(ms.end(), m.shape.begin(), m.shape.end());
-          std::vector<int64_t> strides(ms.size(), 0);
-          for (int64_t d = int64_t(ms.size()) - 1, st = 1; d >= 0; --d) {
-            strides[size_t(d)] = ms[size_t(d)] == 1 ? 0 : st;
-            st *= ms[size_t(d)];
-          }
-          each(x.shape, strides, strides, [&](int64_t e, int64_t j, int64_t) {
-            acc.data[size_t(e)] = add(mul(acc.data[size_t(e)], keep[size_t(j)]), mul(x.data[size_t(e)], take[size_t(j)]));
-          });
+          rescale_into(acc, x, values[size_t(op.operands[1])], running_max.at(i));
           continue;
         }
         if (op.acc == sgraph::AccKind::Rms) {
