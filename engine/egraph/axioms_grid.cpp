@@ -21,14 +21,8 @@ void lifted_ops(Table& t) {
     t.rule(s(b) + "-partition-replicate", "(" + s(b) + " (partition@a$g ?x) (replicate$g ?y))", "(partition@a$g (" + s(b) + " ?x ?y))",
            [=](const EGraph&, const Subst& m) { return sh.same_rank(m.var[0], m.var[1]) && sh.one(m.var[1], m.axis[0]); });
     // A scalar (rank 0) is the same in every block.
-    t.rule(s(b) + "-partition-scalar", "(" + s(b) + " (partition@a$g ?x) ?c)", "(partition@a$g (" + s(b) + " ?x ?c))",
-           [=](const EGraph&, const Subst& m) { return sh.rank(m.var[1]) == 0; });
-    t.rule(s(b) + "-scalar-partition", "(" + s(b) + " ?c (partition@a$g ?x))", "(partition@a$g (" + s(b) + " ?c ?x))",
-           [=](const EGraph&, const Subst& m) { return sh.rank(m.var[0]) == 0; });
-    t.rule(s(b) + "-replicate-scalar", "(" + s(b) + " (replicate$g ?x) ?c)", "(replicate$g (" + s(b) + " ?x ?c))",
-           [=](const EGraph&, const Subst& m) { return sh.rank(m.var[1]) == 0; });
-    t.rule(s(b) + "-scalar-replicate", "(" + s(b) + " ?c (replicate$g ?x))", "(replicate$g (" + s(b) + " ?c ?x))",
-           [=](const EGraph&, const Subst& m) { return sh.rank(m.var[0]) == 0; });
+    t.past_scalar(s(b), "partition@a$g", "partition");
+    t.past_scalar(s(b), "replicate$g", "replicate");
   }
   // A reduction over a tile axis other than the grid axis and the cut axis (j-1 != a): reducing
   // each tile along an uncut axis is cutting the reduced tensor.

@@ -35,15 +35,9 @@ void layout(Table& t) {
   for (TOp b : kBinary) {
     t.rule(s(b) + "-unsqueeze", "(" + s(b) + " (unsqueeze@i ?a) (unsqueeze@i ?b))", "(unsqueeze@i (" + s(b) + " ?a ?b))",
            [=](const EGraph&, const Subst& m) { return sh.rank(m.var[0]) == sh.rank(m.var[1]); });
-    t.rule(s(b) + "-unsqueeze-scalar", "(" + s(b) + " (unsqueeze@i ?a) ?c)", "(unsqueeze@i (" + s(b) + " ?a ?c))",
-           [=](const EGraph&, const Subst& m) { return sh.rank(m.var[1]) == 0; });
-    t.rule(s(b) + "-scalar-unsqueeze", "(" + s(b) + " ?c (unsqueeze@i ?a))", "(unsqueeze@i (" + s(b) + " ?c ?a))",
-           [=](const EGraph&, const Subst& m) { return sh.rank(m.var[0]) == 0; });
-    // squeeze@i needs size 1 at i, which ?a has (it is squeezed there).
-    t.rule(s(b) + "-squeeze-scalar", "(" + s(b) + " (squeeze@i ?a) ?c)", "(squeeze@i (" + s(b) + " ?a ?c))",
-           [=](const EGraph&, const Subst& m) { return sh.rank(m.var[1]) == 0; });
-    t.rule(s(b) + "-scalar-squeeze", "(" + s(b) + " ?c (squeeze@i ?a))", "(squeeze@i (" + s(b) + " ?c ?a))",
-           [=](const EGraph&, const Subst& m) { return sh.rank(m.var[0]) == 0; });
+    t.past_scalar(s(b), "unsqueeze@i", "unsqueeze");
+    // squeeze@i needs size 1 at i, which ?x has (it is squeezed there).
+    t.past_scalar(s(b), "squeeze@i", "squeeze");
   }
   t.rule("squeeze-unsqueeze", "(squeeze@i (unsqueeze@i ?x))", "?x");
   t.rule("unsqueeze-squeeze", "(unsqueeze@i (squeeze@i ?x))", "?x");
