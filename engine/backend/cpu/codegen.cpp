@@ -13,6 +13,7 @@
 #include "engine/backend/cpu/storage_types.h"
 #include "engine/backend/c_expr.h"
 #include "engine/backend/lower.h"
+#include "engine/backend/statement_walk.h"
 #include "engine/error.h"
 #include "engine/ir/shape.h"
 
@@ -30,6 +31,10 @@ std::string var(size_t tensor) { return std::string("t").append(std::to_string(t
 // of a tensor box ("(t1 + b0 * 64L)") or of a load bound to a pointer ("v1").
 class Printer {
  public:
+  // The shared walk over a statement's kinds calls the members that print each (statement_walk.h).
+  template <class P, class C>
+  friend std::string prism::backend::walk_statement(P& p, const kir::Stmt& s, const C& ctx, const std::string& f);
+
   Printer(const kir::Program& p, const CodegenOptions& o) : p_(p), options_(o) {
     for (const kir::Tensor& t : p_.tensors) working_set_bytes_ += t.bytes();
   }
@@ -48,44 +53,41 @@ class Printer {
     return shifted(View{off == "0" ? t : "(" + t + " + " + off + ")", place.shape, place.strides, p_.tensor(place.tensor).dtype}, place.start);
   }
 
-  std::string statement(const kir::Stmt& s, const EmitContext& ctx, const std::string& f) const {
-    auto in = [&](size_t k) { return view(s.in.at(k), f); };
-    const View out = view(s.out, f);
-    switch (s.kind) {
-      case kir::Stmt::Kind::Compute:
-        switch (op_class(s.op)) {
-          case OpClass::Unary: return emit_unary(s.op, in(0), out, ctx);
-          case OpClass::Binary:
-            if (s.finite_shift) return emit_zip(in(0), in(1), out, finite_shift, ctx);
-            return emit_binary(s.op, in(0), in(1), out, ctx);
-          case OpClass::Matmul: return emit_matmul(in(0), in(1), out, s.into_accumulator, ctx);
-          case OpClass::Const: return ctx.indent + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
-          case OpClass::Concat: {  // (a split is read in place: lower.cpp)
-            std::vector<View> ins;
-            for (size_t k = 0; k < s.in.size(); ++k) ins.push_back(in(k));
-            std::string code;
-            for (const auto& [from, to] : concat_moves(s.axis, ins, out)) code += emit_copy(from, to, ctx);
-            return code;
-          }
-          default:
-            if (s.squares) return emit_square_sum_into(s.axis, in(0), out, ctx, false);
-            return emit_reduce(s.op, s.axis, in(0), out, ctx);
-        }
-      case kir::Stmt::Kind::Accumulate:
-        switch (s.acc) {
-          case sgraph::AccKind::Sum: return emit_binary(Op::Add, out, in(0), out, ctx);
-          case sgraph::AccKind::Max:
-            return emit_zip(
-                out, in(0), out, [](const std::string& a, const std::string& b) { return "prism_max_into(" + a + ", " + b + ")"; }, ctx);
-          case sgraph::AccKind::Rms: return emit_square_sum_into(s.axis, in(0), out, ctx);
-          case sgraph::AccKind::Rescaled: return rescaled(in(0), in(1), in(2), in(3), in(4), out, ctx);
-        }
-        return "";
-      case kir::Stmt::Kind::Save: return emit_copy(in(0), out, ctx);
-      case kir::Stmt::Kind::Stage: return emit_copy(in(0), out, ctx);  // a view the printers cannot read in place (W^T)
-      case kir::Stmt::Kind::Bind: break;
-    }
-    throw Error(Error::Kind::InvalidArgument, "codegen: a bound load is a declaration, not a statement");
+  std::string statement(const kir::Stmt& s, const EmitContext& ctx, const std::string& f) const { return walk_statement(*this, s, ctx, f); }
+
+  // How each kind of statement prints (statement_walk.h walks them).
+  std::string stage(const kir::Stmt&, const View& x, const View& out, const EmitContext& ctx) const {
+    return emit_copy(x, out, ctx);  // a view the printers cannot read in place (W^T)
+  }
+  std::string save(const View& x, const View& out, const EmitContext& ctx) const { return emit_copy(x, out, ctx); }
+  [[noreturn]] std::string bound() const { throw Error(Error::Kind::InvalidArgument, "codegen: a bound load is a declaration, not a statement"); }
+  std::string unary(const kir::Stmt& s, const View& x, const View& out, const EmitContext& ctx) const { return emit_unary(s.op, x, out, ctx); }
+  std::string binary(const kir::Stmt& s, const View& a, const View& b, const View& out, const EmitContext& ctx) const {
+    if (s.finite_shift) return emit_zip(a, b, out, finite_shift, ctx);
+    return emit_binary(s.op, a, b, out, ctx);
+  }
+  std::string matmul(const kir::Stmt& s, const View& a, const View& b, const View& out, const EmitContext& ctx) const {
+    return emit_matmul(a, b, out, s.into_accumulator, ctx);
+  }
+  std::string constant(const kir::Stmt& s, const View& out, const EmitContext& ctx) const {
+    return ctx.indent + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
+  }
+  std::string concat(const kir::Stmt& s, const std::vector<View>& ins, const View& out, const EmitContext& ctx) const {
+    std::string code;
+    for (const auto& [from, to] : concat_moves(s.axis, ins, out)) code += emit_copy(from, to, ctx);
+    return code;
+  }
+  std::string reduce(const kir::Stmt& s, const View& x, const View& out, const EmitContext& ctx) const {
+    if (s.squares) return emit_square_sum_into(s.axis, x, out, ctx, false);
+    return emit_reduce(s.op, s.axis, x, out, ctx);
+  }
+  std::string accumulate_sum(const View& x, const View& out, const EmitContext& ctx) const { return emit_binary(Op::Add, out, x, out, ctx); }
+  std::string accumulate_max(const View& x, const View& out, const EmitContext& ctx) const {
+    return emit_zip(
+        out, x, out, [](const std::string& a, const std::string& b) { return "prism_max_into(" + a + ", " + b + ")"; }, ctx);
+  }
+  std::string accumulate_rms(const kir::Stmt& s, const View& x, const View& out, const EmitContext& ctx) const {
+    return emit_square_sum_into(s.axis, x, out, ctx);
   }
 
   // x - m with an m of -inf read as 0 (docs/sgraph.md, "Masked pieces").

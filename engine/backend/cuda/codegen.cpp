@@ -10,6 +10,7 @@
 #include "engine/backend/cuda/pad_tiles.h"
 #include "engine/backend/cuda/ticket.h"
 #include "engine/backend/lower.h"
+#include "engine/backend/statement_walk.h"
 #include "engine/error.h"
 #include "engine/ir/shape.h"
 
@@ -27,6 +28,10 @@ std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
 // tile in shared memory ("v3") or of a box of a pointer parameter ("(p1 + b0 * 64LL)").
 class KernelPrinter {
  public:
+  // The shared walk over a statement's kinds calls the members that print each (statement_walk.h).
+  template <class P, class C>
+  friend std::string prism::backend::walk_statement(P& p, const kir::Stmt& s, const C& ctx, const std::string& f);
+
   KernelPrinter(const kir::Program& p, const kir::Kernel& k, const CudaCodegenOptions& o) : p_(p), k_(k), options_(o) {
     ctx_.threads = o.threads_per_block;
     all_16bit_ = !p.tensors.empty();
@@ -306,53 +311,50 @@ class KernelPrinter {
     return emit_matmul(a, b, out, ctx, add);
   }
 
-  std::string statement(const kir::Stmt& s, const EmitContext& ctx, const std::string& f) {
-    auto in = [&](size_t k) { return view(s.in.at(k), f); };
-    const View out = view(s.out, f);
-    auto same = [](const std::string& x) { return x; };
-    switch (s.kind) {
-      case kir::Stmt::Kind::Stage: return emit_tile_load(in(0), out, dtype_bytes(p_.tensor(s.in[0].tensor).dtype), ctx);
-      case kir::Stmt::Kind::Compute:
-        switch (op_class(s.op)) {
-          case OpClass::Unary:
-            return emit_map(
-                in(0), out, [&](const std::string& x) { return unary_expr(s.op, x); }, ctx);
-          case OpClass::Binary:
-            return emit_zip(
-                in(0), in(1), out,
-                [&](const std::string& a, const std::string& b) {
-                  // x - m with an m of -inf read as 0 (docs/sgraph.md, "Masked pieces").
-                  return s.finite_shift ? a + " - prism_finite_max(" + b + ")" : binary_expr(s.op, a, b);
-                },
-                ctx);
-          case OpClass::Matmul: return matmul(s, in(0), in(1), out, ctx);
-          case OpClass::Const: return ctx.indent + "if (threadIdx.x == 0) " + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
-          // Disjoint parts: a concat's copies need no barrier between them.
-          case OpClass::Concat: {  // (a split is read in place: lower.cpp)
-            std::vector<View> ins;
-            for (size_t k = 0; k < s.in.size(); ++k) ins.push_back(in(k));
-            std::string code;
-            for (const auto& [from, to] : concat_moves(s.axis, ins, out)) code += emit_map(from, to, same, ctx);
-            return code;
-          }
-          default: return emit_reduce(s.op, s.axis, in(0), out, ctx);
-        }
-      case kir::Stmt::Kind::Accumulate:
-        switch (s.acc) {
-          case sgraph::AccKind::Sum:
-            return emit_zip(
-                out, in(0), out, [](const std::string& a, const std::string& b) { return a + " + " + b; }, ctx);
-          case sgraph::AccKind::Max:
-            return emit_zip(
-                out, in(0), out, [](const std::string& a, const std::string& b) { return "prism_max_into(" + a + ", " + b + ")"; }, ctx);
-          case sgraph::AccKind::Rms: return emit_square_sum_into(s.axis, in(0), out, ctx);
-          case sgraph::AccKind::Rescaled: return rescaled(in(0), in(1), in(2), in(3), in(4), out, ctx);
-        }
-        return "";
-      case kir::Stmt::Kind::Save: return emit_map(in(0), out, same, ctx);
-      case kir::Stmt::Kind::Bind: break;
-    }
-    fail("a load read in place (a block stages its loads in shared memory)");
+  std::string statement(const kir::Stmt& s, const EmitContext& ctx, const std::string& f) { return walk_statement(*this, s, ctx, f); }
+
+  // How each kind of statement prints (statement_walk.h walks them).
+  static std::string same(const std::string& x) { return x; }
+  std::string stage(const kir::Stmt& s, const View& x, const View& out, const EmitContext& ctx) const {
+    return emit_tile_load(x, out, dtype_bytes(p_.tensor(s.in[0].tensor).dtype), ctx);
+  }
+  std::string save(const View& x, const View& out, const EmitContext& ctx) const { return emit_map(x, out, same, ctx); }
+  [[noreturn]] std::string bound() const { fail("a load read in place (a block stages its loads in shared memory)"); }
+  std::string unary(const kir::Stmt& s, const View& x, const View& out, const EmitContext& ctx) const {
+    return emit_map(
+        x, out, [&](const std::string& v) { return unary_expr(s.op, v); }, ctx);
+  }
+  std::string binary(const kir::Stmt& s, const View& a, const View& b, const View& out, const EmitContext& ctx) const {
+    return emit_zip(
+        a, b, out,
+        [&](const std::string& x, const std::string& y) {
+          // x - m with an m of -inf read as 0 (docs/sgraph.md, "Masked pieces").
+          return s.finite_shift ? x + " - prism_finite_max(" + y + ")" : binary_expr(s.op, x, y);
+        },
+        ctx);
+  }
+  std::string constant(const kir::Stmt& s, const View& out, const EmitContext& ctx) const {
+    return ctx.indent + "if (threadIdx.x == 0) " + out.ptr + "[0] = " + float_literal(s.constant) + ";\n";
+  }
+  // Disjoint parts: a concat's copies need no barrier between them.
+  std::string concat(const kir::Stmt& s, const std::vector<View>& ins, const View& out, const EmitContext& ctx) const {
+    std::string code;
+    for (const auto& [from, to] : concat_moves(s.axis, ins, out)) code += emit_map(from, to, same, ctx);
+    return code;
+  }
+  std::string reduce(const kir::Stmt& s, const View& x, const View& out, const EmitContext& ctx) const {
+    return emit_reduce(s.op, s.axis, x, out, ctx);
+  }
+  std::string accumulate_sum(const View& x, const View& out, const EmitContext& ctx) const {
+    return emit_zip(
+        out, x, out, [](const std::string& a, const std::string& b) { return a + " + " + b; }, ctx);
+  }
+  std::string accumulate_max(const View& x, const View& out, const EmitContext& ctx) const {
+    return emit_zip(
+        out, x, out, [](const std::string& a, const std::string& b) { return "prism_max_into(" + a + ", " + b + ")"; }, ctx);
+  }
+  std::string accumulate_rms(const kir::Stmt& s, const View& x, const View& out, const EmitContext& ctx) const {
+    return emit_square_sum_into(s.axis, x, out, ctx);
   }
 
   // Online softmax's accumulator (kernel_ir.h): the factors from the old running max, the max
