@@ -20,7 +20,11 @@ TimingPolicy timing_policy_from_env() {
       policy.noise_limit = 1e300;
       policy.load_makes_noisy = false;
       policy.attempts = 1;  // whatever a second attempt found, its answer would be kept: one suffices
-    } else if (double limit = std::atof(v); limit > 0) policy.noise_limit = limit;
+    } else {
+      char* end = nullptr;
+      const double limit = std::strtod(v, &end);
+      if (end && *end == '\0' && limit >= 0) policy.noise_limit = limit;  // 0: every measurement disagrees
+    }
   }
   return policy;
 }
@@ -129,11 +133,11 @@ void summarize(Measurement& m, bool has_baseline) {
 
 // Why the rounds cannot be trusted: "" when they agree.
 std::string disagreement(const Measurement& m, bool has_baseline, const TimingPolicy& policy) {
-  if (has_baseline && !m.items.empty() && !m.items[0].failed && m.items[0].spread > policy.noise_limit)
+  if (has_baseline && !m.items.empty() && !m.items[0].failed && m.items[0].spread >= policy.noise_limit)
     return "the eager baseline's rounds disagree (spread " + percent(m.items[0].spread) + ")";
-  if (m.best >= 0 && m.ratio_spread > policy.noise_limit)
+  if (m.best >= 0 && m.ratio_spread >= policy.noise_limit)
     return "the best's ratio to the baseline varies between rounds (spread " + percent(m.ratio_spread) + ")";
-  if (m.best >= 0 && m.items[size_t(m.best)].spread > policy.noise_limit && !(has_baseline && !m.items[0].failed))
+  if (m.best >= 0 && m.items[size_t(m.best)].spread >= policy.noise_limit && !(has_baseline && !m.items[0].failed))
     return "the best's rounds disagree (spread " + percent(m.items[size_t(m.best)].spread) + ")";
   return "";
 }

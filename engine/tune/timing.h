@@ -24,14 +24,14 @@ namespace prism::tune {
 struct TimingPolicy {
   int rounds = 5;             // rounds per attempt
   int attempts = 2;           // at most this many attempts in all (one re-measure)
-  double noise_limit = 0.2;   // relative spread above which rounds disagree
+  double noise_limit = 0.2;   // relative spread at or above which rounds disagree
   double foreign_limit = 0.5; // other processes' CPU use, in cores
   double steal_limit = 0.05;  // the fraction of CPU time the hypervisor took
   bool load_makes_noisy = true;  // a last attempt under load is noisy (false: only disagreeing rounds are)
 };
 
-// The policy with PRISM_TUNE_NOISE_LIMIT (a relative spread; "off": never noisy, load or not,
-// and measured once) applied.
+// The policy with PRISM_TUNE_NOISE_LIMIT (a relative spread at or above which rounds disagree; 0:
+// every measurement disagrees; "off": never noisy, load or not, and measured once) applied.
 TimingPolicy timing_policy_from_env();
 
 // What becomes of a provisional result: a noisy one, stored with its spread and answered at once

@@ -365,7 +365,7 @@ Measurement time_rounds(TuneResult& result, const TimingPolicy& policy, const st
     }
     row.measured_ms = t.median_ms;
     row.spread = t.spread;
-    row.noisy = t.spread > policy.noise_limit;
+    row.noisy = t.spread >= policy.noise_limit;
   }
   Measured& info = result.measured;
   info.rounds = m.rounds;

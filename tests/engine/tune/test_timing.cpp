@@ -185,6 +185,24 @@ TEST_CASE("timing: PRISM_TUNE_NOISE_LIMIT=off trusts a loaded machine too, measu
   CHECK_THAT(m.contention, Catch::Contains("other processes used 1.5 cores"));  // still said
 }
 
+TEST_CASE("timing: PRISM_TUNE_NOISE_LIMIT is a spread at or above which rounds disagree; 0 makes every one disagree", "[tune][timing]") {
+  {
+    test::ScopedEnv strict("PRISM_TUNE_NOISE_LIMIT", "0");
+    const TimingPolicy policy = timing_policy_from_env();
+    CHECK(policy.noise_limit == 0);
+    FakeClock clock{{2.0, 1.0}};  // every round the same: a spread of 0
+    Measurement m = measure_interleaved(2, true, policy, std::ref(clock), quiet(), {});
+    CHECK(m.noisy);
+    CHECK_THAT(m.contention, Catch::Contains("disagree"));
+  }
+  for (const char* bad : {"abc", "-1", "0.2x"}) {
+    test::ScopedEnv odd("PRISM_TUNE_NOISE_LIMIT", bad);
+    CHECK(timing_policy_from_env().noise_limit == TimingPolicy{}.noise_limit);  // not a limit: the default
+  }
+  test::ScopedEnv half("PRISM_TUNE_NOISE_LIMIT", "0.5");
+  CHECK(timing_policy_from_env().noise_limit == 0.5);
+}
+
 TEST_CASE("timing: an item that fails a round is not timed again and says why", "[tune][timing]") {
   int calls_of_item1 = 0;
   auto time_round = [&](size_t item) {
