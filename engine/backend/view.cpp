@@ -15,6 +15,14 @@ std::vector<std::pair<View, View>> concat_moves(int axis, const std::vector<View
   return moves;
 }
 
+View matrix_of(View v) {
+  while (v.shape.size() > 2 && v.shape.front() == 1) {
+    v.shape.erase(v.shape.begin());
+    v.strides.erase(v.strides.begin());
+  }
+  return v;
+}
+
 View shifted(const View& v, int64_t elements) {
   View out = v;
   if (elements != 0) out.ptr = "(" + v.ptr + " + " + std::to_string(elements) + ")";

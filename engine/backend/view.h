@@ -21,6 +21,8 @@ struct View {
 
 // v from `elements` elements on (the same shape and strides).
 View shifted(const View& v, int64_t elements);
+// v without its leading dims of size 1, down to two (a block's batch of one as a matrix).
+View matrix_of(View v);
 // The box of v that spans [start, start + size) along `axis` (a split part, or where one operand
 // of a concat goes): the same strides from a shifted first element.
 View part_of(const View& v, int axis, int64_t start, int64_t size);

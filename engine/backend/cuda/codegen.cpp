@@ -274,15 +274,6 @@ class KernelPrinter {
     return type == DType::F32 ? "" : storage_type(type);
   }
 
-  // `v` without its leading dims of size 1, down to two.
-  static View matrix_of(View v) {
-    while (v.shape.size() > 2 && v.shape.front() == 1) {
-      v.shape.erase(v.shape.begin());
-      v.strides.erase(v.strides.begin());
-    }
-    return v;
-  }
-
   // Tensor cores: a decode block's few rows against a staged 16-bit b through ldmatrix and mma.sync
   // with b's columns as the instruction's rows; else, both operands staged 16-bit tiles of one
   // type, WMMA where the sizes and alignment fit a shape; else through mma.sync where mma_type
@@ -410,10 +401,14 @@ DType tensor_core_storage(DType a, DType b, bool all_16bit) {
   return all_16bit ? (a == DType::F32 ? b : a) : DType::F32;
 }
 
+kir::Program printed_program(const kir::Program& lowered, const CudaCodegenOptions& options) {
+  return options.pad_rows ? pad_tile_rows(lowered, options.shared_memory_bytes, options.pipeline_stages) : lowered;
+}
+
 CudaSource generate_cuda_source(const kir::Program& lowered, const CudaCodegenOptions& options) {
   if (options.threads_per_block < 32 || options.threads_per_block > 1024 || options.threads_per_block % 32 != 0)
     fail("threads_per_block must be a multiple of 32 from 32 to 1024, not " + std::to_string(options.threads_per_block));
-  const kir::Program program = options.pad_rows ? pad_tile_rows(lowered, options.shared_memory_bytes, options.pipeline_stages) : lowered;
+  const kir::Program program = printed_program(lowered, options);
   CudaSource out;
   std::string kernels;
   bool tensor_cores = false;

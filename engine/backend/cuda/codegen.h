@@ -79,6 +79,9 @@ struct CudaSource {
   std::vector<std::pair<std::string, int64_t>> counters;
 };
 
+// The kernel IR as generate_cuda_source prints it: `lowered` with the rows of tiles only matmuls
+// read padded where `options.pad_rows` (pad_tiles.h).
+kir::Program printed_program(const kir::Program& lowered, const CudaCodegenOptions& options);
 // CUDA C++ for a lowered program (cuda_lowering()). A custom kernel that ticket.h lets run as the
 // tail of the one before shares its launch (split-k in one launch). Throws Error{InvalidArgument}
 // for options out of range and tiles over the shared memory a block may use.

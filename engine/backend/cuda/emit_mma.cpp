@@ -155,12 +155,9 @@ std::string emit_ldmatrix_mma(const View& a, const View& b, const View& out, con
   // ldmatrix reads rows of 8 elements, 16 aligned bytes each: b row-major (read transposed) or
   // column-major (a W^T tile staged as W lies: read as it is), a staged a row-major; rows dense
   // or padded (pad_tiles.h), 16-byte multiples apart.
-  auto pitch = [](const View& v, int along, int64_t least) {  // the stride between rows along dim `along`, else 0
-    const int64_t s = v.strides[size_t(along)];
-    return v.strides[size_t(1 - along)] == 1 && s >= least && s * 2 % 16 == 0 ? s : 0;
-  };
-  const bool b_rows = pitch(b, 0, n) > 0;
-  const int64_t ldb = b_rows ? pitch(b, 0, n) : pitch(b, 1, k), lda = a_staged ? pitch(a, 0, k) : 0;
+  const View b_columns{b.ptr, {n, k}, {b.strides[1], b.strides[0]}, b.dtype};  // b as its columns lie
+  const bool b_rows = row_pitch(b, 2) > 0;
+  const int64_t ldb = b_rows ? row_pitch(b, 2) : row_pitch(b_columns, 2), lda = a_staged ? row_pitch(a, 2) : 0;
   if (ldb == 0 || (a_staged && lda == 0)) return "";
   const int64_t tn = n / 16, tm = (m + 7) / 8, tiles = tn * tm, ldo = out.strides[0], co = out.strides[1];
   const bool row_test = m % 8 != 0;

@@ -2,7 +2,6 @@
 
 #include "engine/backend/cuda/kernel_sources.h"
 
-#include <algorithm>
 #include <climits>
 #include <optional>
 
@@ -132,17 +131,15 @@ std::string emit_raw_copy(const View& x, const View& out, const EmitContext& ctx
   });
 }
 
-namespace {
-
-// The elements from one row of `out` to the next where its rows lie evenly, 16-byte aligned: a
-// dense tile's row, a matrix tile's padded one (pad_tiles.h: two dims after any of size 1); else 0.
-int64_t row_pitch(const View& out, int64_t element_bytes) {
-  if (out.strides == dense_strides(out.shape)) return out.shape.back();
-  const size_t n = out.shape.size();
-  if (n < 2 || std::any_of(out.shape.begin(), out.shape.end() - 2, [](int64_t d) { return d != 1; })) return 0;
-  const int64_t pitch = out.strides[n - 2];
-  return out.strides[n - 1] == 1 && pitch >= out.shape[n - 1] && pitch * element_bytes % 16 == 0 ? pitch : 0;
+int64_t row_pitch(const View& v, int64_t element_bytes) {
+  if (v.strides == dense_strides(v.shape)) return v.shape.back();
+  const View m = matrix_of(v);
+  if (m.shape.size() != 2) return 0;
+  const int64_t pitch = m.strides[0];
+  return m.strides[1] == 1 && pitch >= m.shape[1] && pitch * element_bytes % 16 == 0 ? pitch : 0;
 }
+
+namespace {
 
 // Whether every row of x can be copied as 16-byte vectors into `out`, whose rows lie evenly.
 bool rows_in_vectors(const View& x, const View& out, int64_t element_bytes) {

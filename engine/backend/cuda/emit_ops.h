@@ -49,6 +49,10 @@ std::string emit_zip(const View& a, const View& b, const View& out, const std::f
 // out = expr(x0, x1, …) elementwise, every x broadcast to out's shape.
 std::string emit_zip_n(const std::vector<View>& xs, const View& out, const std::function<std::string(const std::vector<std::string>&)>& expr,
                        const EmitContext& ctx);
+// The elements from one row of `v` to the next where its rows lie evenly, 16-byte aligned
+// (`element_bytes` each): a dense view's row length, or a matrix's (two dims after any of size 1)
+// row stride when its rows are contiguous, at least a row long (padded: pad_tiles.h); else 0.
+int64_t row_pitch(const View& v, int64_t element_bytes);
 // out[...] = x[...] without conversion (same storage type), same shape: a tile's load.
 std::string emit_raw_copy(const View& x, const View& out, const EmitContext& ctx);
 // The same copy for a Load's staging into a dense shared tile (`element_bytes` per element): with

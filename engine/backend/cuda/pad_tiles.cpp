@@ -1,19 +1,21 @@
 #include "engine/backend/cuda/pad_tiles.h"
 
-#include "engine/backend/cuda/double_buffer.h"
-
 #include <algorithm>
 #include <map>
-#include <set>
+
+#include "engine/backend/cuda/double_buffer.h"
+#include "engine/backend/lower.h"
 
 namespace prism::backend::cuda {
 
 namespace {
 
 constexpr int64_t kSlotBytes = 16, kBankCycleBytes = 128, kPhaseRows = 8;
-constexpr int64_t kAlignBytes = 32;  // cuda_lowering()'s tile alignment
-
-int64_t aligned(int64_t bytes) { return (bytes + kAlignBytes - 1) / kAlignBytes * kAlignBytes; }
+// A tile's allocation, as the lowering aligns it.
+int64_t aligned(int64_t bytes) {
+  const int64_t align = cuda_lowering().tile_align_bytes;
+  return (bytes + align - 1) / align * align;
+}
 
 // Every place of the kernel that names a tile, with the statement it belongs to.
 template <typename F>

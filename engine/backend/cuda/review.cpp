@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "engine/backend/cuda/nvrtc.h"
-#include "engine/backend/cuda/pad_tiles.h"
 #include "engine/error.h"
 
 namespace prism::backend::cuda {
@@ -36,7 +35,7 @@ StaticReview review_plan(const std::string& source, const CudaPlan& plan, const 
 }
 
 void add_loads_in_flight(StaticReview& review, const kir::Program& lowered, const CudaCodegenOptions& options) {
-  const kir::Program printed = options.pad_rows ? pad_tile_rows(lowered, options.shared_memory_bytes, options.pipeline_stages) : lowered;  // as generate_cuda_source prints it
+  const kir::Program printed = printed_program(lowered, options);
   for (KernelReview& k : review.kernels)
     for (size_t i = 0; i < lowered.kernels.size(); ++i)
       if (lowered.kernels[i].custom && k.launch.name == kernel_name(i)) {
