@@ -265,6 +265,17 @@ class SearchRun {
     }
   }
 
+  // Whether `graph` needs more fast memory than the budget at the search's bindings (none: it
+  // cannot tell), counted as a hardware prune.
+  bool over_memory(const sgraph::SGraph& graph) {
+    if (limits_.bindings.empty()) return false;
+    const std::vector<std::string> bound = sgraph::memory_lower_bound(graph, limits_.bindings, hw_);
+    if (bound.empty()) return false;
+    c_.pruned_hardware++;
+    c_.why("hardware", bound.front());
+    return true;
+  }
+
   // A family that passed the structural checks: kept when new, equal to the program on the
   // fingerprint and the numeric check, and proved by `prove`.
   void keep(const sgraph::SGraph& graph, const std::string& summary, const std::function<Proof()>& prove) {
@@ -355,14 +366,7 @@ class SearchRun {
       c_.why("dims", "a dim equality holds only for some sizes: " + open->str());
       return;
     }
-    if (expr_ && !limits_.bindings.empty()) {
-      const std::vector<std::string> bound = sgraph::memory_lower_bound(fam->graph, limits_.bindings, hw_);
-      if (!bound.empty()) {
-        c_.pruned_hardware++;
-        c_.why("hardware", bound.front());
-        return;
-      }
-    }
+    if (expr_ && over_memory(fam->graph)) return;
     keep(fam->graph, fam->summary, [&] { return prover_.prove(dag, *fam, &bounded_); });
   }
 
@@ -437,14 +441,7 @@ class SearchRun {
       c_.why("structure", an.errors.front());
       return;
     }
-    if (limits_.prune && !limits_.bindings.empty()) {  // the parts were searched without pruning
-      const std::vector<std::string> bound = sgraph::memory_lower_bound(f.graph, limits_.bindings, hw_);
-      if (!bound.empty()) {
-        c_.pruned_hardware++;
-        c_.why("hardware", bound.front());
-        return;
-      }
-    }
+    if (limits_.prune && over_memory(f.graph)) return;  // the parts were searched without pruning
     keep(f.graph, f.summary, [&] { return Proof{true, f.proof}; });
   }
 
