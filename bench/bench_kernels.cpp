@@ -29,7 +29,7 @@
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/describe.h"
-#include "engine/backend/cpu/host_buffer.h"
+#include "engine/backend/runner/host_buffer.h"
 #include "engine/interp/half.h"
 #include "engine/interp/interpreter.h"
 #include "engine/workspace/workspace.h"
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
     for (auto it = bindings.begin(); it != bindings.end();)
       if (std::find(dims.begin(), dims.end(), it->first) == dims.end()) sizes.insert(*it), it = bindings.erase(it);
       else ++it;
-    const tune::KernelSource k = ws.kernel_source(program, candidate, bindings, backend::Target::Cpu, sizes.empty() ? nullptr : &sizes);
+    const tune::KernelSource k = ws.kernel_source(program, candidate, bindings, backend::cpu::kTarget, sizes.empty() ? nullptr : &sizes);
     if (!source_path.empty()) std::ofstream(source_path) << k.source;  // the generated C++, to read
     const backend::TargetDescription target = describe_cpu();
     if (threads <= 0) threads = target.cores;
@@ -112,19 +112,19 @@ int main(int argc, char** argv) {
     const Program lowered = ws.lowered_program(program).first;
     // In the runner's buffers (huge pages for large ones): a weight in 4 KiB pages costs a kernel
     // that steps down its rows page walks the tuner never sees.
-    std::vector<std::unique_ptr<HostBuffer>> ins, outs;
+    std::vector<std::unique_ptr<backend::HostBuffer>> ins, outs;
     std::vector<const void*> in_ptrs;
     std::vector<void*> out_ptrs;
     std::map<std::string, Tensor> by_name;
     for (const Tensor& t : random_inputs(lowered, bindings, 1, &by_name)) {
       const std::vector<char> data = stored(t);
-      ins.push_back(std::make_unique<HostBuffer>(data.size()));
+      ins.push_back(std::make_unique<backend::HostBuffer>(data.size()));
       std::memcpy(ins.back()->data(), data.data(), data.size());
       in_ptrs.push_back(ins.back()->data());
     }
     for (int o : lowered.outputs) {
       const Type& type = lowered.value(o).type;
-      outs.push_back(std::make_unique<HostBuffer>(size_t(element_count(concrete_shape(type.shape, bindings))) * dtype_bytes(type.dtype)));
+      outs.push_back(std::make_unique<backend::HostBuffer>(size_t(element_count(concrete_shape(type.shape, bindings))) * dtype_bytes(type.dtype)));
       out_ptrs.push_back(outs.back()->data());
     }
     if (run(in_ptrs.data(), out_ptrs.data(), threads, 0, kernels) != 0) throw std::runtime_error(std::string("the candidate failed: ") + error());

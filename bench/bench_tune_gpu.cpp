@@ -11,6 +11,7 @@
 #include <string>
 
 #include "bench/shapes.h"
+#include "engine/backend/cuda/gpu_features.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/backend/cuda/describe.h"
@@ -40,7 +41,7 @@ int main(int argc, char** argv) {
     limits.fast_memory_bytes = kGpuOptInSharedBytes;
     const double search_s = open_and_search(ws, opened, s.workload, limits, "f16");
     tune::TuneRequest request;
-    request.target = backend::Target::Cuda;
+    request.target = backend::cuda::kTarget;
     request.bindings = s.bindings;
     request.top = top;
     try {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bench/shapes.h"
+#include "engine/backend/cuda/gpu_features.h"
 #include "engine/backend/cuda/review.h"
 #include "engine/backend/lower.h"
 #include "engine/sgraph/instantiate.h"
@@ -50,11 +51,11 @@ inline ShapeReview review_shape(Workspace& ws, std::set<std::string>& opened, co
   limits.fast_memory_bytes = kGpuOptInSharedBytes;
   open_and_search(ws, opened, s.workload, limits, "f16");
   ShapeReview r;
-  r.kernel = ws.kernel_source(s.workload, candidate, s.bindings, backend::Target::Cuda);
+  r.kernel = ws.kernel_source(s.workload, candidate, s.bindings, backend::cuda::kTarget);
   r.review = backend::cuda::review_plan(r.kernel.source, backend::cuda::parse_plan(r.kernel.launch));
   // The loads each block keeps in flight, from the kernel IR the source was printed from.
   const Candidate& family = ws.search_result(s.workload)->candidates.at(size_t(r.kernel.candidate - 1));
-  const backend::Backend& cuda = tune::backend_for(backend::Target::Cuda);
+  const backend::Backend& cuda = tune::backend_for(backend::cuda::kTarget);
   const backend::TargetDescription gpu = cuda.describe("");
   const DimBindings dims(r.kernel.bindings.begin(), r.kernel.bindings.end()), sizes(r.kernel.sizes.begin(), r.kernel.sizes.end());
   const sgraph::Instance instance = sgraph::instantiate(cuda.stored(*family.graph), dims, sizes, gpu.tile_budget());

@@ -47,7 +47,7 @@ void keep(const std::string& source) {
 
 backend::TargetDescription avx2_cpu() {
   backend::TargetDescription t;
-  t.target = backend::Target::Cpu;
+  t.target = backend::cpu::kTarget;
   t.model = "snapshot AVX2, 2 cores";
   t.cores = 2;
   t.l1_bytes = 32 << 10, t.l2_bytes = 512 << 10, t.l3_bytes = 32 << 20;

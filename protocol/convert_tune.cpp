@@ -86,6 +86,8 @@ json tune_result_json(const tune::TuneResult& r) {
   json out{{"program", r.program},
            {"version", r.version},
            {"target", tune::target_name(r.target)},
+           {"targetMachine", tune::backend_for(r.target).presentation().machine},
+           {"threadsMeaning", tune::backend_for(r.target).presentation().threads},
            {"targetModel", r.target_model},
            {"bindings", sizes_json(r.bindings)},
            {"top", r.top},
@@ -128,7 +130,7 @@ namespace {
 json kernel_json(const tune::KernelSource& k) {
   json out{{"program", k.program}, {"candidate", k.candidate}, {"summary", k.summary},
            {"bindings", sizes_json(k.bindings)}, {"sizes", sizes_json(k.sizes)}, {"target", tune::target_name(k.target)},
-           {"tuned", k.tuned}, {"symbol", k.symbol}};
+           {"targetMachine", tune::backend_for(k.target).presentation().machine}, {"tuned", k.tuned}, {"symbol", k.symbol}};
   if (!k.schedule.empty()) out["schedule"] = sizes_json(k.schedule);
   return out;
 }
@@ -145,12 +147,18 @@ json kernel_library_json(const tune::KernelLibrary& l) {
   json out = kernel_json(l.kernel);
   out["library"] = l.path;
   out["eager"] = l.eager;
+  out["runtime"] = tune::backend_for(l.kernel.target).presentation().runtime;
+  out["device"] = tune::backend_for(l.kernel.target).presentation().device;
   return out;
 }
 
 json target_status_json(const std::vector<tune::TargetStatus>& targets) {
   json out = json::array();
-  for (const auto& t : targets) out.push_back({{"name", tune::target_name(t.target)}, {"available", t.available}, {"detail", t.detail}});
+  for (const auto& t : targets) {
+    const backend::Backend::Presentation shown = tune::backend_for(t.target).presentation();
+    out.push_back({{"name", tune::target_name(t.target)}, {"available", t.available}, {"detail", t.detail}, {"machine", shown.machine},
+                   {"device", shown.device}, {"runtime", shown.runtime}});
+  }
   return out;
 }
 

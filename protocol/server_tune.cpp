@@ -57,7 +57,7 @@ struct KernelQuestion {
   std::string program;
   int candidate = 0;
   std::map<std::string, int64_t> bindings;
-  backend::Target target = backend::Target::Cpu;
+  backend::Target target{};
   std::string basis;
 };
 

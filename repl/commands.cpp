@@ -63,7 +63,7 @@ const std::vector<CommandSpec>& command_table() {
       {"explain", "explain NAME K [--no-proof]", "show family K's structure and its equivalence proof",
        "--no-proof leaves the proof out (it runs to hundreds of lines) and says how long it is.",
        CommandSpec::Arg::Program, {}, &Session::explain},
-      {"tune", "tune NAME [DIM=VALUE...] [--target cpu|cuda] [--top K] [--threads T] [--seed S] [--fresh] [--check-with X=x.npy]...",
+      {"tune", "tune NAME [DIM=VALUE...] [--target T] [--top K] [--threads T] [--seed S] [--fresh] [--check-with X=x.npy]...",
        "tune a program's families for concrete dims and show the speedup table",
        "Instantiates every verified family (searching first if needed) for the dims (every dim the\n"
        "program has; none for one of fixed sizes, as prism.compile imports them), ranks the\n"
@@ -74,6 +74,7 @@ const std::vector<CommandSpec>& command_table() {
        "repeatable, adds your own data for X, the other inputs drawn as usual) and times it in a\n"
        "separate process (on the seeded inputs), beside the eager\n"
        "baseline (one kernel per op; OpenBLAS matmul on the CPU, cuBLAS on the GPU) and the roofline.\n"
+       "T is a target `daemon status` lists: cpu (the default), cuda, or one a build registered;\n"
        "--target cuda needs a CUDA device and NVRTC (f16 stays f16 there). The baseline and the\n"
        "candidates are timed in interleaved rounds (SPREAD: how much a row's rounds disagree); one\n"
        "tune runs at a time on the machine, another waits. A result whose rounds disagree is marked\n"
@@ -83,7 +84,7 @@ const std::vector<CommandSpec>& command_table() {
        "measures again). Where the eager baseline beats every candidate timed, a note says so.\n"
        "A progress bar shows the phases; Ctrl-C cancels.",
        CommandSpec::Arg::Program, {}, &Session::tune},
-      {"code", "code NAME [K] [DIM=VALUE...] [--target cpu]", "print a kernel's generated source",
+      {"code", "code NAME [K] [DIM=VALUE...] [--target T]", "print a kernel's generated source",
        "Without dims: those of your last `tune NAME` (else the latest tune by any client; the\n"
        "header line says which). Without K: the best candidate of that tune, else (not tuned at\n"
        "those dims) the family the cost model ranks first. With K: family K, at its tuned sizes\n"

@@ -83,8 +83,8 @@ json take_check_with(std::vector<std::string>& args) {
 // The largest DB file `db import` reads: what one request to the daemon may carry, less its framing.
 constexpr size_t kMaxImportBytes = size_t(48) << 20;
 
-// "the CPU", "the GPU", or another registered target's name.
-std::string target_words(const std::string& target) { return target == "cpu" ? "the CPU" : target == "cuda" ? "the GPU" : target; }
+// How the answer's backend names its machine ("the CPU"), or its target's name.
+std::string target_words(const json& r) { return r.value("targetMachine", r.value("target", "")); }
 
 }  // namespace
 
@@ -107,7 +107,7 @@ CommandOutput Session::tune(const std::vector<std::string>& given) {
   CommandOutput out{r, tune_report(r, program)};
   if (r.value("best", json()).is_null())
     out.failure = "no kernel of '" + program + "' passed its check at " + sizes_of(r.value("bindings", json::object())) +
-                  " on " + target_words(r.value("target", "cpu"));
+                  " on " + target_words(r);
   return out;
 }
 
@@ -119,7 +119,7 @@ std::string kernel_identity(const json& r) {
   const std::string basis = r.value("basis", "");
   const std::string why = basis == "your tune" ? " (your last tune)" : basis == "latest tune" ? " (the latest tune, by any client)" : "";
   return r.value("program", "") + " candidate " + std::to_string(r.value("candidate", 0)) + " at " + sizes_of(r.value("bindings", json::object())) +
-         why + " on " + target_words(r.value("target", "cpu")) + ", sizes " + sizes_and_schedule(r) +
+         why + " on " + target_words(r) + ", sizes " + sizes_and_schedule(r) +
          (r.value("tuned", false) ? " (tuned)" : " (chosen by the cost model)");
 }
 

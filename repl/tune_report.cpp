@@ -125,7 +125,7 @@ std::string tune_report(const json& r, const std::string& program, int columns) 
   out << program << " " << sizes_of(r.value("bindings", json::object())) << " on " << r.value("target", "") << " ("
       << r.value("targetModel", "") << "; " << number(std::round(r.value("bandwidthGBs", 0.0) * 10) / 10) << " GB/s, "
       << number(std::round(r.value("peakGflops", 0.0))) << " GFLOP/s), " << r.value("threads", 0)
-      << (r.value("target", "") == "cuda" ? " threads per block by default" : " threads")
+      << " " << r.value("threadsMeaning", "threads")
       << from_db_text(r) << "\n";
   Table summary({"EAGER", "BEST", "SPEEDUP", "ROOFLINE", "CANDIDATE", "SIZES", "SUMMARY"});
   // The headline is the best row's own ratios (fill_ratios), so it cannot differ from that row.

@@ -1,6 +1,6 @@
 // prism-runner's side of the kernel runner (engine/backend/runner/runner.h): the process that loads
-// and times generated kernels, CPU shared objects (engine/backend/cpu/abi.h) and CUDA plans
-// (engine/backend/cuda/plan.h), so that a kernel that crashes or hangs takes only this process.
+// and times generated kernels, each run by the worker half of its backend (Backend::serve), so that
+// a kernel that crashes or hangs takes only this process.
 #pragma once
 
 namespace prism::runner {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/backend/lower.h"
 #include "engine/error.h"
 #include "engine/util/text.h"
 
@@ -23,6 +24,12 @@ Build Backend::fault(const std::string& kind) const {
   b.error = "no '" + kind + "' fault is planted on the " + name();
   return b;
 }
+
+kir::Program Backend::kernel_ir(const sgraph::Instance& instance, const TargetDescription&, const Schedule&) const {
+  return lower(instance, LowerOptions{});
+}
+
+std::string Backend::serve(WorkerCall&) const { return std::string("error the ") + name() + " backend runs nothing in the worker"; }
 
 std::string Backend::export_source(const Build& generated, const std::string&) const { return generated.source; }
 

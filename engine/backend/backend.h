@@ -2,7 +2,8 @@
 // flow drives the CPU (cpu/cpu_backend.h) and a GPU (cuda/cuda_backend.h) alike: describe the
 // device, say whether kernels can run here, store a program at the backend's dtypes, generate the
 // source of an instance or of the eager baseline, compile them, run and time them in the kernel
-// runner's worker, and the tolerance a result is checked with.
+// runner's worker (both halves: the daemon's and the worker's), the tolerance a result is checked
+// with, and the words people and the Python package read about it.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -12,7 +13,9 @@
 #include <vector>
 
 #include "engine/backend/cost_rules.h"
+#include "engine/backend/kernel_ir.h"
 #include "engine/backend/runner/runner.h"
+#include "engine/backend/runner/worker_call.h"
 #include "engine/backend/target.h"
 #include "engine/cancel.h"
 #include "engine/ir/program.h"
@@ -77,6 +80,17 @@ class Backend {
   Target target() const { return target_; }
   // How people and clients name the target ("cpu", "cuda"): unique among the registered backends.
   virtual const char* name() const = 0;
+  // How the REPL, the protocol's answers and the Python package present the target and reach the
+  // libraries it makes (library()): nothing outside the backend spells these.
+  struct Presentation {
+    std::string machine;  // a sentence's name for it: "the CPU", "the GPU"
+    std::string threads;  // what a tune's thread count counts: "threads", "threads per block by default"
+    std::string device;   // the torch device type its tensors are on: "cpu", "cuda"
+    // What library() makes, for a caller's loader: "c-abi" (a shared object with cpu/abi.h's entry
+    // points), "cuda-plan" (a plan for libprism_cuda_plan); "" where it makes none.
+    std::string runtime;
+  };
+  virtual Presentation presentation() const = 0;
   // Whether kernels can be compiled and run here; the detail says what (a model) or why not.
   struct Availability {
     bool available = false;
@@ -101,6 +115,10 @@ class Backend {
   // `schedule`, or the default (the first offered) where it is empty. Throws
   // Error{InvalidArgument} naming the schedules offered when it is not one of them.
   Schedule resolve_schedule(const Schedule& schedule, const TargetDescription& target) const;
+  // The kernel IR an instance's kernels are printed from: lowered (lower.h) as this backend lowers,
+  // with the rewrites it makes before printing (what `--dump-after lower` shows, pipeline.h).
+  // The default: the common lowering. Throws Error{InvalidArgument} where it cannot lower.
+  virtual kir::Program kernel_ir(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const;
   // Sources; failures to generate are the build's error, never an exception (a schedule the
   // backend does not offer among them). An empty schedule is the default.
   virtual Build generate(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const = 0;
@@ -111,8 +129,13 @@ class Backend {
   virtual Build fault(const std::string& kind) const;
   // Compiles every build without an error, for `target` (a failure becomes its error).
   virtual void compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const = 0;
-  // Runs a compiled build in the runner's worker: the checked call's outputs and the timing.
+  // Runs a compiled build in the runner's worker: the checked call's outputs and the timing. The
+  // daemon's half: it asks the runner for a run of its own (WorkerRun) that serve() below answers.
   virtual RunOutcome run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const = 0;
+  // The worker's half (prism-runner): loads what run() handed over, calls it once for the outputs
+  // (unless a timing round), times it; "ok MEDIAN MIN RUNS" or "error …" (runner/worker_call.h).
+  // It may throw: the error is the answer. The default runs nothing.
+  virtual std::string serve(WorkerCall& call) const;
   // How close an output stored at `dtype` must be to the reference.
   virtual Tolerance tolerance(DType dtype) const = 0;
   // What the cost model and the roofline ask of this kind of machine (cost_rules.h).

@@ -17,6 +17,7 @@
 //   - A library kernel: one op over whole device tensors.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -134,5 +135,11 @@ struct Program {
   size_t index(const std::string& tensor) const;  // throws Error{InvalidArgument} for an unknown name
   const Tensor& tensor(const std::string& name) const { return tensors[index(name)]; }
 };
+
+// The device tensors `kernel` reads or writes, by index, in index order, each once.
+std::vector<size_t> kernel_tensors(const Program& program, const Kernel& kernel);
+// The element type of every block value of `kernel` that lives in a tile (its storage) or is read
+// where it lies (its tensor's dtype), by value.
+std::map<int, DType> block_value_dtypes(const Program& program, const CustomKernel& kernel);
 
 }  // namespace prism::backend::kir

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "engine/error.h"
 #include "engine/ir/shape.h"
@@ -14,6 +15,22 @@ using sgraph::BlockOp;
 namespace kir {
 
 int64_t CustomKernel::blocks() const { return element_count(grid); }
+
+std::vector<size_t> kernel_tensors(const Program& program, const Kernel& kernel) {
+  std::set<size_t> used;
+  for (const auto* list : {&kernel.reads, &kernel.writes})
+    for (const std::string& name : *list) used.insert(program.index(name));
+  return {used.begin(), used.end()};
+}
+
+std::map<int, DType> block_value_dtypes(const Program& program, const CustomKernel& kernel) {
+  std::map<int, DType> dtypes;
+  for (const Tile& t : kernel.tiles) dtypes[t.value] = t.storage;
+  for (const auto* phase : {&kernel.before, &kernel.body, &kernel.after})
+    for (const Stmt& st : *phase)
+      if (st.kind == Stmt::Kind::Bind) dtypes[st.value] = program.tensor(st.out.tensor).dtype;
+  return dtypes;
+}
 
 size_t Program::index(const std::string& name) const {
   for (size_t i = 0; i < tensors.size(); ++i)

@@ -18,13 +18,15 @@
 
 namespace prism::backend {
 
-// A kind of machine, one registered backend's (tune/backends.h): the built-in ones have these
-// names; a backend registered later has the next value. Named as people name it by
+// A kind of machine: one registered backend's place in the registry (tune/backends.h), in the
+// order of registration. Target{} is the first built-in backend's, the CPU's, and what a request
+// that names no target runs on; a backend's own folder names its built-in place (cpu::kTarget),
+// a backend registered at run time is given the next one. Named as people name it by
 // tune::target_name, parsed by tune::parse_target.
-enum class Target : int { Cpu = 0, Cuda = 1 };
+enum class Target : int {};
 
 struct TargetDescription {
-  Target target = Target::Cpu;
+  Target target{};
   std::string model;                   // e.g. "AMD EPYC, 2 cores, AVX-512"
   std::string toolchain;               // what builds and runs its kernels: the host compiler's
                                        // version, or the NVRTC and driver versions

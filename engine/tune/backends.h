@@ -1,8 +1,9 @@
 // The backends prism tunes on: the one place that knows them all. Each backend has a Target, its
 // place in the order of registration: the built-in ones first (one line each in backends.cpp, in
-// the order of backend::Target's named values), then any a program registers itself (the tests'
-// fake backend). The tuner, the roofline, the cost model and the workspace reach a backend only
-// through here, and never name one (docs/architecture.md, "Adding a backend").
+// the order of their folders' kTarget), then any a program registers itself (the tests' scalar
+// backend, tests/backends/scalar). The tuner, the roofline, the cost model, the workspace, the
+// protocol and prism-runner reach a backend only through here, and never name one
+// (docs/architecture.md, "Adding a backend").
 #pragma once
 #include <functional>
 #include <memory>
@@ -22,9 +23,27 @@ const backend::Backend& backend_for(backend::Target target);
 // Every registered target, in the order of registration.
 std::vector<backend::Target> registered_targets();
 
-// Registers the backend `make` builds for the target it is given (the next one), and returns that
-// target. Throws Error{InvalidArgument} when a backend of the same name is registered already.
-backend::Target register_backend(const std::function<std::unique_ptr<backend::Backend>(backend::Target)>& make);
+// A backend registered at run time (the tests' scalar backend, tests/backends/scalar), listed
+// while the registration lives: its end takes the backend out of every list and lookup (a target
+// is never given to another backend, and asking for it afterwards is an error). The backend itself
+// stays in memory until the process ends, so that a reference taken before cannot dangle.
+class Registration {
+ public:
+  explicit Registration(backend::Target target) : target_(target) {}
+  Registration(Registration&& other) noexcept : target_(other.target_), live_(other.live_) { other.live_ = false; }
+  Registration& operator=(Registration&&) = delete;
+  ~Registration();
+  backend::Target target() const { return target_; }
+
+ private:
+  backend::Target target_;
+  bool live_ = true;
+};
+
+// Registers the backend `make` builds for the target it is given (the next one): the one line a
+// backend of a program's own needs. Throws Error{InvalidArgument} when a backend of the same name
+// is registered already.
+Registration register_backend(const std::function<std::unique_ptr<backend::Backend>(backend::Target)>& make);
 
 // How people and clients name a target: its backend's name ("cpu", "cuda").
 const char* target_name(backend::Target target);

@@ -41,7 +41,7 @@ struct TuneRow {
 };
 
 struct TuneRequest {
-  backend::Target target = backend::Target::Cpu;
+  backend::Target target{};  // the CPU (target.h)
   std::map<std::string, int64_t> bindings;  // every dim of the program
   int top = 8;           // instantiations compiled and timed (by cost rank, at most half from one family)
   int threads = 0;       // the CPU's kernel threads; 0: the target's cores (a GPU's threads per block are the backend's)
@@ -93,7 +93,7 @@ struct Measured {
 struct TuneResult {
   std::string program;
   int64_t version = 0;
-  backend::Target target = backend::Target::Cpu;
+  backend::Target target{};  // the CPU (target.h)
   std::string target_model;    // "AMD EPYC, 2 cores, AVX-512"
   std::string toolchain;       // what built and ran the kernels (TargetDescription::toolchain)
   std::string lowered;         // the program as tuned (lowered, printed) and the prism that tuned it:
@@ -192,7 +192,7 @@ struct KernelSource {
   std::string summary;
   std::map<std::string, int64_t> bindings, sizes;
   backend::Schedule schedule;  // the backend's (a GPU's threads per block; empty on the CPU)
-  backend::Target target = backend::Target::Cpu;
+  backend::Target target{};  // the CPU (target.h)
   bool tuned = false;   // sizes from a timed instantiation (else the caller's or the cost model's)
   std::string source;   // the backend's source (the CPU's implements engine/backend/cpu/abi.h)
   std::string launch;   // what running the source also needs (backend::Build::launch: a CUDA plan)
@@ -211,7 +211,7 @@ struct KernelLibrary {
 
 // A target and whether it can be used here ("cuda": no CUDA device …).
 struct TargetStatus {
-  backend::Target target = backend::Target::Cpu;
+  backend::Target target{};  // the CPU (target.h)
   bool available = false;
   std::string detail;  // the model when available, else why not
 };

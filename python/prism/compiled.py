@@ -22,7 +22,6 @@ from .errors import ConnectionLost, NoFusedKernel, PrismError
 from .fx_import import from_torch
 
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
-_TARGETS = ("cpu", "cuda")  # each also the torch device type its tensors are on
 _COMPILED = itertools.count(1)
 # One lock per loaded library: the same library loaded twice (two callables of one program) is one
 # handle whose tensor table and scratch both share.
@@ -78,7 +77,7 @@ class _CudaPlan:
     stream of their device; read only when its directory, the file and its seal pass
     checked_files' checks."""
 
-    def __init__(self, path):
+    def __init__(self, path, threads=None):
         self._lib = _plan_library()
         try:
             text = read_checked_bytes(path)
@@ -100,6 +99,23 @@ class _CudaPlan:
             self._lib.prism_plan_free(self._plan)
 
 
+# How a library is loaded, by the runtime its backend names (Backend::Presentation, engine/backend/backend.h).
+_RUNTIMES = {"c-abi": _CpuLibrary, "cuda-plan": _CudaPlan}
+
+
+def _target_of(client, name):
+    """The daemon's description of target `name` (daemon/status: its machine's words, the torch
+    device its tensors are on, the runtime of its libraries); ValueError naming the targets there
+    are when none has the name."""
+    targets = client.status()["targets"]
+    for target in targets:
+        if target["name"] == name:
+            return target
+    names = [repr(t["name"]) for t in targets]
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    raise ValueError(f"prism.compile's targets are {listed}, not {name!r}")
+
+
 class Kernel:
     """One tuned kernel loaded from its library: `bindings`, `candidate`, `summary`, `tune` (the
     tune/run result: its table, speedup and roofline), `library` (the file: a shared object on the
@@ -114,7 +130,11 @@ class Kernel:
         self.library = answer["library"]
         self.tune = tune
         self.threads = tune["threads"]
-        self._runner = _CudaPlan(self.library) if answer["target"] == "cuda" else _CpuLibrary(self.library, self.threads)
+        runtime = answer.get("runtime", "")
+        if runtime not in _RUNTIMES:
+            raise PrismError(None, f"the {answer['target']} target's libraries ({runtime or 'none'}) cannot be loaded "
+                                   f"by this package (it loads {', '.join(sorted(_RUNTIMES))})")
+        self._runner = _RUNTIMES[runtime](self.library, self.threads)
 
     def run(self, inputs, outputs, device=None):
         """Calls the kernel on contiguous tensors at the program's dtypes, on the target's device
@@ -165,8 +185,6 @@ class Compiled:
                  progress=None, imported=None, eager_plan=True):
         import torch
 
-        if target not in _TARGETS:
-            raise ValueError(f"prism.compile's targets are 'cpu' and 'cuda', not {target!r}")
         # `imported`: the program already written (torch_backend's partitions, from_graph).
         self.program = _named_by_content(imported or from_torch(fn_or_module, example_inputs, dims=dims, name=name))
         self._module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else self.program.module
@@ -190,6 +208,7 @@ class Compiled:
         """Opens and searches the program, on a fresh connection when the last one was lost."""
         if self._client is None:
             self._client = Client()
+        self._target = _target_of(self._client, self.target)
         self._client.open(text=self.program.text, uri=self._uri)
         self.search = self._client.search(self.program.name, progress=self.progress)
         if self.search["candidates"] == 0:
@@ -225,16 +244,16 @@ class Compiled:
                     passed = tuned["best"] is not None
                     if not passed and not tuned["baselineMs"] > 0:
                         raise PrismError(None, f"no kernel of '{self.program.name}' passed its check at "
-                                               f"{_sizes(bindings)} on the {self.target}; see `tune` in the REPL")
+                                               f"{_sizes(bindings)} on {self._target['machine']}; see `tune` in the REPL")
                     eager = not passed or 0 < tuned["speedup"] < 1
                     if eager and not self.eager_plan:
-                        raise NoFusedKernel(_no_fused_kernel(self.program.name, bindings, self.target, tuned))
+                        raise NoFusedKernel(_no_fused_kernel(self.program.name, bindings, self._target["machine"], tuned))
                     if not passed:
                         warnings.warn(f"no fused kernel for '{self.program.name}' at {_sizes(bindings)} passed its "
-                                      f"check on the {self.target}: the eager plan runs", RuntimeWarning, stacklevel=4)
+                                      f"check on {self._target['machine']}: the eager plan runs", RuntimeWarning, stacklevel=4)
                     elif eager:
                         warnings.warn(f"no fused kernel for '{self.program.name}' at {_sizes(bindings)} beat prism's "
-                                      f"eager plan on the {self.target} (the best ran at {tuned['speedup']:.2f}x its "
+                                      f"eager plan on {self._target['machine']} (the best ran at {tuned['speedup']:.2f}x its "
                                       "speed): the eager plan runs", RuntimeWarning, stacklevel=4)
                     answer = client.library(self.program.name, bindings=bindings, target=self.target, eager=eager or None)
                     return Kernel(answer, tuned)
@@ -252,9 +271,9 @@ class Compiled:
             name = declared["name"]
             if not isinstance(tensor, torch.Tensor):
                 raise TypeError(f"{self.program.name}: input '{name}' is a {type(tensor).__name__}, not a tensor")
-            if tensor.device.type != self.target:
+            if tensor.device.type != self._target["device"]:
                 raise ValueError(f"{self.program.name}: input '{name}' is on {tensor.device}; this callable runs "
-                                 f"on {'the CPU' if self.target == 'cpu' else 'a CUDA device'}")
+                                 f"on {self._target['machine']}")
             if device is not None and tensor.device != device:
                 raise ValueError(f"{self.program.name}: input '{name}' is on {tensor.device}, an earlier one on {device}")
             device = tensor.device
@@ -320,15 +339,15 @@ def _signature(tensors):
     return tuple([(t.shape, t.dtype, t.device) if hasattr(t, "data_ptr") else type(t) for t in tensors])
 
 
-def _no_fused_kernel(name, bindings, target, tuned):
+def _no_fused_kernel(name, bindings, machine, tuned):
     """Why a tune left no fused kernel to run, in words."""
     if tuned["best"] is not None:
-        return (f"no fused kernel for '{name}' at {_sizes(bindings)} beat the same ops run one by one on the {target} "
+        return (f"no fused kernel for '{name}' at {_sizes(bindings)} beat the same ops run one by one on {machine} "
                 f"(the best ran at {tuned['speedup']:.2f}x their speed)")
     if tuned.get("stats", {}).get("instantiations", 1) == 0:
-        return (f"no family of '{name}' can be instantiated at {_sizes(bindings)} on the {target}: every one splits "
+        return (f"no family of '{name}' can be instantiated at {_sizes(bindings)} on {machine}: every one splits "
                 "a dim into tiles that must divide it, or needs more fast memory per block there")
-    return f"no fused kernel for '{name}' at {_sizes(bindings)} passed its check on the {target}"
+    return f"no fused kernel for '{name}' at {_sizes(bindings)} passed its check on {machine}"
 
 
 def _named_by_content(program):

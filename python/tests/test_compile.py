@@ -414,7 +414,7 @@ def test_two_callables_of_one_program_share_one_library_and_take_turns_on_it(com
 
 def test_a_cuda_callable_takes_tensors_on_a_cuda_device_only(compiled_of):
     compiled = compiled_of(BertIntermediate(DIM, HIDDEN).eval(), target="cuda")  # searched; tuned at a call
-    with pytest.raises(ValueError, match=r"input 'x' is on cpu; this callable runs on a CUDA device"):
+    with pytest.raises(ValueError, match=r"input 'x' is on cpu; this callable runs on the GPU"):
         compiled(torch.randn(3, DIM))
 
 

@@ -29,7 +29,8 @@ json mlp_result(double baseline_ms, double best_ms) {
   slower["schedule"] = {{"threads", 512}};  // timed at another schedule than the default (tuner_steps.h)
   json failed = {{"candidate", 7}, {"sizes", {{"g1", 2}}}, {"costRank", 3}, {"predictedMs", 0.05}, {"ok", false},
                  {"error", "wrong result: output 0 differs at (3, 17)"}};
-  return {{"program", "rmsnorm_mlp"}, {"target", "cuda"}, {"targetModel", "NVIDIA H200"}, {"bindings", {{"n", 8}, {"d", 2048}}},
+  return {{"program", "rmsnorm_mlp"}, {"target", "cuda"}, {"targetMachine", "the GPU"},
+          {"threadsMeaning", "threads per block by default"}, {"targetModel", "NVIDIA H200"}, {"bindings", {{"n", 8}, {"d", 2048}}},
           {"threads", 256}, {"bandwidthGBs", 4382.0}, {"peakGflops", 67000.0}, {"baselineMs", baseline_ms}, {"bestMs", best_ms},
           {"speedup", baseline_ms / best_ms}, {"rooflineMs", 0.0039}, {"rooflineFraction", 0.0039 / best_ms}, {"rooflineBound", "cache"},
           {"rankCorrelation", 1.0}, {"regret", 1.0}, {"fromDb", false}, {"best", best}, {"rows", {best, slower, failed}},
@@ -98,6 +99,8 @@ TEST_CASE("tune report: the headline is the best row's own ratios, and no row sh
   json r = mlp_result(64.0, 7.086);
   r["speedup"] = 8.01;
   r["target"] = "cpu";
+  r["targetMachine"] = "the CPU";
+  r["threadsMeaning"] = "threads";
   // The best beat the roofline drawn from the measured peaks: raised to its time, and said so.
   r["rooflineMs"] = 7.086;
   r["rooflineDrawnMs"] = 9.0;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "engine/backend/cpu/amx_kernel.h"
 #include "engine/backend/cpu/emit_ops.h"
@@ -126,11 +125,8 @@ class Printer {
 
   // Declarations of the device tensors a kernel reads or writes, in index order.
   std::string tensors(const kir::Kernel& k) const {
-    std::set<size_t> used;
-    for (const auto* list : {&k.reads, &k.writes})
-      for (const std::string& name : *list) used.insert(p_.index(name));
     std::string s;
-    for (size_t t : used) {
+    for (size_t t : kir::kernel_tensors(p_, k)) {
       const std::string ty = storage_type_name(p_.tensors[t].dtype);
       s += "  " + ty + "* __restrict " + var(t) + " = static_cast<" + ty + "*>(T[" + std::to_string(t) + "]);\n";
     }
@@ -139,12 +135,7 @@ class Printer {
 
   std::string custom(const std::string& fn, const kir::Kernel& kernel) {
     const kir::CustomKernel& k = kernel.block;
-    // The element type of every block value that lives in a tile or is read where it lies.
-    value_dtypes_.clear();
-    for (const kir::Tile& t : k.tiles) value_dtypes_[t.value] = t.storage;
-    for (const auto* phase : {&k.before, &k.body, &k.after})
-      for (const kir::Stmt& st : *phase)
-        if (st.kind == kir::Stmt::Kind::Bind) value_dtypes_[st.value] = p_.tensor(st.out.tensor).dtype;
+    value_dtypes_ = kir::block_value_dtypes(p_, k);
     std::string s = "static void " + fn + "(int threads) {\n" + tensors(kernel);
     // Below the grain the blocks run on the calling thread (parallel_grain.h).
     const int64_t work = kernel_work(k);
@@ -266,7 +257,7 @@ std::string generate_cpu_source(const kir::Program& program, const CodegenOption
   return s + printer.entry();
 }
 
-std::string generate_cpu_source(const sgraph::Instance& instance, const CodegenOptions& options) {
+kir::Program cpu_kernel_ir(const sgraph::Instance& instance, const CodegenOptions& options) {
   if (options.simd_bytes != 32 && options.simd_bytes != 64)
     throw Error(Error::Kind::InvalidArgument, "codegen: simd_bytes must be 32 or 64, not " + std::to_string(options.simd_bytes));
   LowerOptions lowering = cpu_lowering();
@@ -274,7 +265,11 @@ std::string generate_cpu_source(const sgraph::Instance& instance, const CodegenO
     lowering.transposed_b_any_rows = [](DType a, DType b, int64_t rows) { return detail::amx_matmul(a, b, rows, true); };
   kir::Program program = lower(instance, lowering);
   fuse_squares(program);
-  return generate_cpu_source(program, options);
+  return program;
+}
+
+std::string generate_cpu_source(const sgraph::Instance& instance, const CodegenOptions& options) {
+  return generate_cpu_source(cpu_kernel_ir(instance, options), options);
 }
 
 }  // namespace prism::backend::cpu

@@ -36,8 +36,11 @@ struct CodegenOptions {
 
 // C++17 source for a lowered program implementing the ABI of abi.h.
 std::string generate_cpu_source(const kir::Program& program, const CodegenOptions& options = {});
-// The same for a concrete instance (every map concrete, every size bound), lowered with
-// cpu_lowering(). Throws Error{InvalidArgument} naming what it cannot lower.
+// A concrete instance (every map concrete, every size bound) as the CPU prints it: lowered with
+// cpu_lowering() (AMX's NT kernel reading any rows of a transposed B where `options` has AMX),
+// sums of squares fused (fuse_squares.h). Throws Error{InvalidArgument} naming what it cannot lower.
+kir::Program cpu_kernel_ir(const sgraph::Instance& instance, const CodegenOptions& options = {});
+// The same printed: generate_cpu_source(cpu_kernel_ir(instance, options), options).
 std::string generate_cpu_source(const sgraph::Instance& instance, const CodegenOptions& options = {});
 
 }  // namespace prism::backend::cpu

@@ -235,4 +235,31 @@ void* LoadedLibrary::symbol(const std::string& name) const {
   return p;
 }
 
+void compile_builds(std::vector<Build>& builds, const CompileOptions& options, int parallel) {
+  std::vector<std::string> sources, errors;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < builds.size(); ++i)
+    if (builds[i].error.empty()) {
+      sources.push_back(builds[i].source);
+      which.push_back(i);
+    }
+  const std::vector<CompiledLibrary> libraries = compile_libraries(sources, options, std::max(1, parallel), &errors);
+  for (size_t j = 0; j < which.size(); ++j) {
+    Build& b = builds[which[j]];
+    b.runnable = libraries[j].path;
+    b.cached = libraries[j].cached;
+    if (b.runnable.empty()) {
+      b.error = errors[j];
+      b.transient = true;
+    }
+  }
+}
+
+std::string compiled_library(const Build& build, const CompileOptions& options) {
+  std::vector<Build> builds{build};
+  compile_builds(builds, options, 1);
+  if (!builds[0].error.empty()) throw Error(Error::Kind::Failed, builds[0].error);
+  return builds[0].runnable;
+}
+
 }  // namespace prism::backend::cpu

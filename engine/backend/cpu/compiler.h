@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/backend/backend.h"
+
 namespace prism::backend::cpu {
 
 struct CompileOptions {
@@ -53,6 +55,13 @@ CompiledLibrary compile_library(const std::string& source, const CompileOptions&
 // result for sources[i], or its error message in `errors[i]` (then path is empty).
 std::vector<CompiledLibrary> compile_libraries(const std::vector<std::string>& sources, const CompileOptions& options,
                                                int parallel, std::vector<std::string>* errors);
+
+// What a host backend's compile() does (backend.h): every build without an error compiled, its
+// runnable the shared object, or its error (transient: a compiler's failure is not the
+// candidate's verdict).
+void compile_builds(std::vector<Build>& builds, const CompileOptions& options, int parallel);
+// And its library(): one build's shared object; throws Error{Failed} with the compiler's error.
+std::string compiled_library(const Build& build, const CompileOptions& options);
 
 // A loaded shared object (dlopen RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE: a kernel built with
 // OpenMP leaves pool threads behind, so its code is never unmapped).

@@ -9,6 +9,7 @@
 #include "engine/backend/cpu/cost_rules.h"
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/describe.h"
+#include "engine/backend/cpu/library_run.h"
 #include "engine/error.h"
 #include "engine/backend/cpu/eager.h"
 
@@ -29,15 +30,28 @@ Program CpuBackend::stored(const Program& lowered) const { return lowered; }
 
 sgraph::SGraph CpuBackend::stored(const sgraph::SGraph& family) const { return family; }
 
-Build CpuBackend::generate(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const {
+namespace {
+
+CodegenOptions codegen_options(const TargetDescription& target) {
   CodegenOptions options;
   options.simd_bytes = cpu_features(target).simd_bytes;
   options.cores = target.cores;
   options.amx = cpu_features(target).bf16_amx_gflops > 0;
   options.cache_bytes = int64_t(target.cache_capacity());
+  return options;
+}
+
+}  // namespace
+
+kir::Program CpuBackend::kernel_ir(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const {
+  resolve_schedule(schedule, target);
+  return cpu_kernel_ir(instance, codegen_options(target));
+}
+
+Build CpuBackend::generate(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const {
   return make_build("cannot generate code", [&](Build& b) {
-    resolve_schedule(schedule, target);
-    b.source = generate_cpu_source(instance, options);
+    const CodegenOptions options = codegen_options(target);
+    b.source = generate_cpu_source(kernel_ir(instance, target, schedule), options);
   });
 }
 
@@ -75,29 +89,11 @@ CompileOptions kernel_compile_options(const TargetDescription& target, const std
 }
 
 void CpuBackend::compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const {
-  const CompileOptions options = kernel_compile_options(target, settings.cache_dir);
-  std::vector<std::string> sources;
-  std::vector<size_t> which;
-  for (size_t i = 0; i < builds.size(); ++i)
-    if (builds[i].error.empty()) {
-      sources.push_back(builds[i].source);
-      which.push_back(i);
-    }
-  std::vector<std::string> errors;
-  std::vector<CompiledLibrary> libraries = compile_libraries(sources, options, std::max(1, settings.parallel), &errors);
-  for (size_t j = 0; j < which.size(); ++j) {
-    Build& b = builds[which[j]];
-    b.runnable = libraries[j].path;
-    b.cached = libraries[j].cached;
-    if (b.runnable.empty()) {
-      b.error = errors[j];
-      b.transient = true;
-    }
-  }
+  compile_builds(builds, kernel_compile_options(target, settings.cache_dir), settings.parallel);
 }
 
 RunOutcome CpuBackend::run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const {
-  RunRequest request;
+  LibraryRun request;
   request.library = build.runnable;
   request.output_shapes = settings.output_shapes;
   request.threads = settings.threads;
@@ -115,8 +111,10 @@ RunOutcome CpuBackend::run(KernelRunner& runner, const Build& build, const RunSe
     request.min_runs = request.max_runs = 1;
     request.min_time_s = 0;
   }
-  return runner.run(request, cancel);
+  return run_library(runner, request, cancel);
 }
+
+std::string CpuBackend::serve(WorkerCall& call) const { return serve_library(call); }
 
 // 16-bit results: the reference rounds every intermediate to the storage dtype, a fused kernel
 // keeps its intermediates in f32; the bound covers the difference (the GPU's, cuda_backend.cpp).
@@ -196,10 +194,7 @@ std::string CpuBackend::header_declarations(const std::string& guard, const std:
 
 // What compile() makes is a shared object implementing abi.h.
 std::string CpuBackend::library(const Build& generated, const TargetDescription& target, const CompileSettings& settings) const {
-  std::vector<Build> builds{generated};
-  compile(builds, target, settings);
-  if (!builds[0].error.empty()) throw Error(Error::Kind::Failed, builds[0].error);
-  return builds[0].runnable;
+  return compiled_library(generated, kernel_compile_options(target, settings.cache_dir));
 }
 
 }  // namespace prism::backend::cpu

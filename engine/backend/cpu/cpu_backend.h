@@ -5,6 +5,7 @@
 #pragma once
 #include "engine/backend/backend.h"
 #include "engine/backend/cpu/compiler.h"
+#include "engine/backend/cpu/cpu_features.h"
 
 namespace prism::backend::cpu {
 
@@ -15,8 +16,9 @@ CompileOptions kernel_compile_options(const TargetDescription& target, const std
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(Target target = Target::Cpu) : Backend(target) {}
+  explicit CpuBackend(Target target = kTarget) : Backend(target) {}
   const char* name() const override { return "cpu"; }
+  Presentation presentation() const override { return {"the CPU", "threads", "cpu", "c-abi"}; }
   Availability availability() const override;
   TargetDescription describe(const std::string& cache_dir) const override;
   int threads(int requested, const TargetDescription& target) const override;
@@ -28,6 +30,8 @@ class CpuBackend final : public Backend {
   Build fault(const std::string& kind) const override;
   void compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const override;
   RunOutcome run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const override;
+  std::string serve(WorkerCall& call) const override;
+  kir::Program kernel_ir(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const override;
   Tolerance tolerance(DType dtype) const override;
   const CostRules& cost_rules() const override;
   // CpuFeatures' fields, each as "name=value" (cpu_features.h).

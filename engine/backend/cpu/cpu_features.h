@@ -6,6 +6,10 @@
 
 namespace prism::backend::cpu {
 
+// The CPU's target: the first built-in backend's place in the registry (tune/backends.cpp, whose
+// test pins it), and so what a request that names no target runs on.
+inline constexpr Target kTarget{0};
+
 struct CpuFeatures {
   int simd_bytes = 32;                 // 16 SSE, 32 AVX2, 64 AVX-512
   double bf16_dot_gflops = 0;          // AVX-512 BF16: vdpbf16ps's measured peak (0: none)

@@ -260,7 +260,7 @@ void apply_measurement(TargetDescription& t, const CpuMeasurement& m, int64_t ca
 
 TargetDescription describe_cpu(const std::string& cache_dir) {
   TargetDescription t;
-  t.target = Target::Cpu;
+  t.target = kTarget;
   t.cores = cpu_cores();
   read_caches(t);
   CpuFeatures& cpu = cpu_features(t);

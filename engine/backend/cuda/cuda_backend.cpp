@@ -1,4 +1,5 @@
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/run_worker.h"
 
 #include "engine/backend/cuda/codegen.h"
 #include "engine/backend/cuda/cost_rules.h"
@@ -53,11 +54,24 @@ std::vector<Schedule> CudaBackend::schedules(const TargetDescription&) const {
   return {{{"threads", kThreadsPerBlock}}, {{"threads", 256}}, {{"threads", 512}}};
 }
 
-Build CudaBackend::generate(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const {
+namespace {
+
+CudaCodegenOptions codegen_options(const CudaBackend& backend, const TargetDescription& target, const Schedule& schedule) {
   CudaCodegenOptions options;
   options.shared_memory_bytes = target.fast_memory_bytes;
+  options.threads_per_block = int(backend.resolve_schedule(schedule, target).at("threads"));
+  return options;
+}
+
+}  // namespace
+
+kir::Program CudaBackend::kernel_ir(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const {
+  return printed_program(lower(instance, cuda_lowering()), codegen_options(*this, target, schedule));
+}
+
+Build CudaBackend::generate(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const {
   return make_build("cannot generate CUDA code", [&](Build& b) {
-    options.threads_per_block = int(resolve_schedule(schedule, target).at("threads"));
+    const CudaCodegenOptions options = codegen_options(*this, target, schedule);
     const kir::Program lowered = lower(instance, cuda_lowering());
     CudaSource cuda = generate_cuda_source(lowered, options);
     b.source = launches(cuda) + cuda.source;
@@ -92,7 +106,7 @@ void CudaBackend::compile(std::vector<Build>& builds, const TargetDescription& t
 }
 
 RunOutcome CudaBackend::run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const {
-  CudaRunRequest request;
+  PlanRun request;
   request.plan = build.runnable;
   request.output_shapes = settings.output_shapes;
   if (settings.timeout_s > 0) request.timeout_s = settings.timeout_s;
@@ -104,8 +118,10 @@ RunOutcome CudaBackend::run(KernelRunner& runner, const Build& build, const RunS
     request.warmup = 0;
     request.runs = 1;
   }
-  return runner.run_cuda(request, cancel);
+  return run_plan(runner, request, cancel);
 }
+
+std::string CudaBackend::serve(WorkerCall& call) const { return serve_plan(call); }
 
 const CostRules& CudaBackend::cost_rules() const {
   static const CudaCostRules rules;

@@ -4,6 +4,7 @@
 // compiled to PTX by NVRTC (nvrtc.h) and run as CUDA plans (plan.h) by the kernel runner's worker.
 #pragma once
 #include "engine/backend/backend.h"
+#include "engine/backend/cuda/gpu_features.h"
 
 namespace prism::backend::cuda {
 
@@ -11,8 +12,9 @@ class CudaBackend final : public Backend {
  public:
   static constexpr int kThreadsPerBlock = 128;
 
-  explicit CudaBackend(Target target = Target::Cuda) : Backend(target) {}
+  explicit CudaBackend(Target target = kTarget) : Backend(target) {}
   const char* name() const override { return "cuda"; }
+  Presentation presentation() const override { return {"the GPU", "threads per block by default", "cuda", "cuda-plan"}; }
   Availability availability() const override;
   TargetDescription describe(const std::string& cache_dir) const override;
   int threads(int requested, const TargetDescription& target) const override;
@@ -24,6 +26,8 @@ class CudaBackend final : public Backend {
   Build eager(const Program& stored, const DimBindings& dims) const override;
   void compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const override;
   RunOutcome run(KernelRunner& runner, const Build& build, const RunSettings& settings, const CancelToken* cancel) const override;
+  std::string serve(WorkerCall& call) const override;
+  kir::Program kernel_ir(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const override;
   // Relative to the output's largest value: f16 1e-2, bf16 5e-2, f32 1e-3.
   Tolerance tolerance(DType dtype) const override;
   const CostRules& cost_rules() const override;

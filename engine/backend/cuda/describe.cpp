@@ -11,7 +11,7 @@ namespace prism::backend::cuda {
 
 TargetDescription cuda_h100_data() {
   TargetDescription t;
-  t.target = Target::Cuda;
+  t.target = kTarget;
   t.model = "NVIDIA H100 SXM (data sheet)";
   t.cores = 132;                     // SMs: one block per SM at a time, the unit of parallelism
   t.l1_bytes = 256 * 1024;           // L1 + shared memory per SM

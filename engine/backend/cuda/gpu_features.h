@@ -7,6 +7,10 @@
 
 namespace prism::backend::cuda {
 
+// A GPU's target: the second built-in backend's place in the registry (tune/backends.cpp, whose
+// test pins it).
+inline constexpr Target kTarget{1};
+
 struct GpuFeatures {
   std::string arch;                // the virtual architecture NVRTC compiles for ("compute_90")
   double tensor_peak_gflops = 0;   // f16/bf16 dense peak on tensor cores, for block matmuls and the

@@ -32,17 +32,6 @@ std::vector<char> encode(const float* data, int64_t n, DType dtype) {
   return bytes;
 }
 
-std::vector<float> decode(const std::vector<char>& bytes, int64_t n, DType dtype) {
-  std::vector<float> out(static_cast<size_t>(n));
-  if (dtype == DType::F32) {
-    std::memcpy(out.data(), bytes.data(), out.size() * 4);
-    return out;
-  }
-  const auto* in = reinterpret_cast<const uint16_t*>(bytes.data());
-  for (int64_t i = 0; i < n; ++i) out[size_t(i)] = dtype == DType::F16 ? f16_bits_to_f32(in[i]) : bf16_bits_to_f32(in[i]);
-  return out;
-}
-
 // The primary context and the cuBLAS handle live as long as the worker: a fresh CudaDevice per
 // run (its own modules: every candidate names its kernels alike) retains the context cheaply.
 struct Session {
@@ -66,12 +55,12 @@ struct Allocations {
   }
 };
 
-std::string run(const CudaPlan& plan, const std::string& out_path, const std::vector<HostInput>& inputs, int warmup, int runs) {
+std::string run(const CudaPlan& plan, const std::string& out_path, WorkerInputs& inputs, int warmup, int runs) {
   if (plan.inputs.size() != inputs.size())
     return "error the plan has " + std::to_string(plan.inputs.size()) + " inputs, the worker holds " + std::to_string(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (plan.inputs[i].elements != inputs[i].elements)
-      return "error input " + std::to_string(i) + " (" + plan.inputs[i].name + ") has " + std::to_string(inputs[i].elements) +
+    if (plan.inputs[i].elements != inputs.elements(i))
+      return "error input " + std::to_string(i) + " (" + plan.inputs[i].name + ") has " + std::to_string(inputs.elements(i)) +
              " elements, the plan says " + std::to_string(plan.inputs[i].elements);
   Session& s = session();
   if (!s.keep) s.keep = std::make_unique<CudaDevice>();
@@ -89,8 +78,7 @@ std::string run(const CudaPlan& plan, const std::string& out_path, const std::ve
   };
   for (size_t i = 0; i < inputs.size(); ++i) {
     const CudaTensor& t = plan.inputs[i];
-    std::vector<char> bytes = encode(inputs[i].data, t.elements, t.dtype);
-    device.to_device(allocate(t), bytes.data(), bytes.size());
+    device.to_device(allocate(t), inputs.at(i, t.dtype), size_t(t.elements) * size_t(dtype_bytes(t.dtype)));
   }
   for (const CudaTensor& t : plan.outputs) {
     std::vector<float> nan(size_t(t.elements), std::nanf(""));
@@ -105,14 +93,14 @@ std::string run(const CudaPlan& plan, const std::string& out_path, const std::ve
   sequence();
   device.synchronize();
   if (out_path != "-") {  // "-": a timing round, nothing written back
-    std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
+    std::vector<std::vector<char>> bytes;
+    std::vector<OutputValues> values;
     for (const CudaTensor& t : plan.outputs) {
-      std::vector<char> bytes(size_t(t.elements) * size_t(dtype_bytes(t.dtype)));
-      device.to_host(bytes.data(), tensors.at(t.name).ptr, bytes.size());
-      std::vector<float> values = decode(bytes, t.elements, t.dtype);
-      out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
+      bytes.emplace_back(size_t(t.elements) * size_t(dtype_bytes(t.dtype)));
+      device.to_host(bytes.back().data(), tensors.at(t.name).ptr, bytes.back().size());
+      values.push_back({bytes.back().data(), t.elements, t.dtype});
     }
-    if (!out) return "error cannot write the outputs to " + out_path;
+    if (auto e = write_outputs(out_path, values); !e.empty()) return e;
   }
   for (int i = 0; i < warmup; ++i) sequence();
   device.synchronize();
@@ -129,24 +117,33 @@ std::string run(const CudaPlan& plan, const std::string& out_path, const std::ve
     for (unsigned w : words)
       if (w != 0) return "error the plan's launches left its ticket counters " + t.name + " nonzero";
   }
-  std::sort(times.begin(), times.end());
-  size_t n = times.size();
-  double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
-  char reply[128];
-  std::snprintf(reply, sizeof reply, "ok %.6f %.6f %zu", median, times.front(), n);
-  return reply;
+  return timed_reply(times);
 }
 
 }  // namespace
 
-std::string run_cuda_plan(const std::string& plan_path, const std::string& out_path, const std::vector<HostInput>& inputs,
-                          int warmup, int runs) {
-  std::ifstream in(plan_path, std::ios::binary);
-  if (!in) return "error cannot read the CUDA plan " + plan_path;
+RunOutcome run_plan(KernelRunner& runner, const PlanRun& run, const CancelToken* cancel) {
+  WorkerRun w;
+  w.backend = "cuda";
+  w.arguments = std::to_string(run.warmup) + " " + std::to_string(run.runs);  // WARMUP RUNS
+  w.attachment = run.plan;
+  w.output_shapes = run.output_shapes;
+  w.outputs = run.outputs;
+  w.timeout_s = run.timeout_s;
+  w.fresh_worker_after_failure = true;
+  return runner.run(w, cancel);
+}
+
+std::string serve_plan(WorkerCall& call) {
+  int warmup = 0, runs = 1;
+  std::istringstream args(call.arguments);
+  if (!(args >> warmup >> runs)) return "error malformed cuda run '" + call.arguments + "'";
+  std::ifstream in(call.attachment, std::ios::binary);
+  if (!in) return "error cannot read the CUDA plan " + call.attachment;
   std::stringstream text;
   text << in.rdbuf();
   try {
-    return run(parse_plan(text.str()), out_path, inputs, warmup, runs);
+    return run(parse_plan(text.str()), call.out_path, call.inputs, warmup, runs);
   } catch (const std::exception& e) {
     return std::string("error ") + e.what();
   }

@@ -236,45 +236,23 @@ void KernelRunner::set_inputs(const std::vector<Tensor>& inputs) {
 
 int KernelRunner::worker_pid() const { return worker_ && worker_->pid > 0 ? int(worker_->pid) : 0; }
 
-namespace {
-// The run command's STORAGE: "-" when every tensor is f32, else "IN/OUT" dtype lists.
-std::string storage_text(const std::vector<DType>& in, const std::vector<DType>& out, size_t inputs, size_t outputs) {
-  auto all_f32 = [](const std::vector<DType>& v) { return std::all_of(v.begin(), v.end(), [](DType t) { return t == DType::F32; }); };
-  if (all_f32(in) && all_f32(out)) return "-";
-  auto list = [](const std::vector<DType>& v, size_t n) {
-    std::string s;
-    for (size_t i = 0; i < n; ++i) s.append(i ? "," : "").append(dtype_name(i < v.size() ? v[i] : DType::F32));
-    return s;
-  };
-  return list(in, inputs) + "/" + list(out, outputs);
-}
-}  // namespace
-
-RunOutcome KernelRunner::run(const RunRequest& request, const CancelToken* cancel) {
-  const std::string out_path = request.outputs ? dir_ + "/outputs-" + std::to_string(runs_++) + ".bin" : "-";
-  std::ostringstream cmd;
-  cmd << "run " << request.threads << " " << request.warmup << " " << request.min_runs << " " << request.max_runs << " "
-      << request.min_time_s << " " << storage_text(request.input_dtypes, request.output_dtypes, input_sizes_.size(), request.output_shapes.size())
-      << " " << request.output_shapes.size();
-  for (const auto& shape : request.output_shapes) cmd << " " << checked_element_count(shape);
-  cmd << " " << out_path << "\t" << request.library << "\n";
-  return exchange(cmd.str(), out_path, request.output_shapes, request.timeout_s, cancel);
-}
-
-RunOutcome KernelRunner::run_cuda(const CudaRunRequest& request, const CancelToken* cancel) {
+RunOutcome KernelRunner::run(const WorkerRun& run, const CancelToken* cancel) {
   const std::string id = std::to_string(runs_++);
-  const std::string out_path = request.outputs ? dir_ + "/outputs-" + id + ".bin" : "-", plan_path = dir_ + "/plan-" + id + ".txt";
-  {
-    std::ofstream plan(plan_path, std::ios::binary | std::ios::trunc);
-    plan << request.plan;
-    if (!plan) throw Error(Error::Kind::Failed, "cannot write the CUDA plan to " + plan_path);
+  const std::string out_path = run.outputs ? dir_ + "/outputs-" + id + ".bin" : "-";
+  const std::string attachment = run.attachment.empty() ? "" : dir_ + "/attachment-" + id;
+  if (!attachment.empty()) {
+    std::ofstream file(attachment, std::ios::binary | std::ios::trunc);
+    file << run.attachment;
+    if (!file) throw Error(Error::Kind::Failed, "cannot write the run's attachment to " + attachment);
   }
-  std::ostringstream cmd;
-  cmd << "cuda " << request.warmup << " " << request.runs << " " << out_path << "\t" << plan_path << "\n";
-  RunOutcome outcome = exchange(cmd.str(), out_path, request.output_shapes, request.timeout_s, cancel);
+  std::ostringstream cmd;  // runner/worker.cpp: run BACKEND K SIZE_1 … SIZE_K \t OUT_PATH \t ATTACHMENT \t ARGUMENTS
+  cmd << "run " << run.backend << " " << run.output_shapes.size();
+  for (const auto& shape : run.output_shapes) cmd << " " << checked_element_count(shape);
+  cmd << "\t" << out_path << "\t" << attachment << "\t" << run.arguments << "\n";
+  RunOutcome outcome = exchange(cmd.str(), out_path, run.output_shapes, run.timeout_s, cancel);
   std::error_code ec;
-  fs::remove(plan_path, ec);
-  if (!outcome.ok) stop();
+  if (!attachment.empty()) fs::remove(attachment, ec);
+  if (!outcome.ok && run.fresh_worker_after_failure) stop();
   return outcome;
 }
 

@@ -3,8 +3,8 @@
 // daemon (docs/tuning.md).
 //
 // A KernelRunner owns one worker. The inputs are handed over once (a file in /dev/shm, mapped by
-// the worker) and every run reuses them; each run loads a shared object (cpu/abi.h), calls it once
-// for the outputs that are checked, then times it: the median of N calls after warm-up. A worker
+// the worker) and every run reuses them; each run is one backend's (WorkerRun): its worker half
+// loads the build, calls it once for the outputs that are checked, then times it. A worker
 // that dies (signal, exit) or does not answer within the run's time limit is killed, that run
 // fails with a message saying what happened, and the next run starts a fresh worker.
 #pragma once
@@ -17,32 +17,20 @@
 
 namespace prism::backend {
 
-struct RunRequest {
-  std::string library;                             // a shared object implementing abi.h
-  std::vector<std::vector<int64_t>> output_shapes; // in return order
-  int threads = 1;
-  int warmup = 2;          // untimed calls after the checked one
-  int min_runs = 5;        // timed calls: at least min_runs, and more until min_time_s has passed,
-  int max_runs = 50;       // at most max_runs
-  double min_time_s = 0.2;
-  double timeout_s = 20;   // for the whole run (load, checked call, warm-up, timing)
-  bool outputs = true;     // false: a timing round; the outputs are neither written nor read back
-  // The dtypes the library's inputs and outputs are stored at (empty: every one f32). Inputs are
-  // handed to it converted, outputs widened to f32 when read back.
-  std::vector<DType> input_dtypes, output_dtypes;
-};
-
-// A run on the GPU: a CUDA plan (cuda/plan.h) in its text form. The plan's inputs are this runner's
-// inputs in order (uploaded at each plan input's dtype), its outputs come back as f32 tensors of
-// `output_shapes`; the whole launch sequence is run once, warmed up, then timed `runs` times with
-// CUDA events (median, minimum).
-struct CudaRunRequest {
-  std::string plan;  // cuda::plan_text()
+// One run in the worker, for the backend named `backend`: the worker hands it to that backend's
+// worker half (Backend::serve, worker_call.h), which loads the build, calls it once for the outputs
+// that are checked (or not at all in a timing round) and times it as the backend times its
+// kernels. The daemon's half of each backend writes the words it reads (`arguments`).
+struct WorkerRun {
+  std::string backend;                              // the serving backend's name ("cpu", "cuda")
+  std::string arguments;                            // the backend's own words, on one line
+  std::string attachment;                           // a text handed over as a file (a CUDA plan); "": none
   std::vector<std::vector<int64_t>> output_shapes;  // in return order
-  int warmup = 5;
-  int runs = 50;
-  double timeout_s = 60;   // for the whole run (context, module load, checked run, timing)
   bool outputs = true;     // false: a timing round; the outputs are neither written nor read back
+  double timeout_s = 20;   // for the whole run (load, checked call, warm-up, timing)
+  // A failure that may leave the worker unfit for the next run (a CUDA error poisons its
+  // context): the worker is ended with it and the next run starts a fresh one.
+  bool fresh_worker_after_failure = false;
 };
 
 struct RunOutcome {
@@ -72,12 +60,10 @@ class KernelRunner {
 
   // The inputs of every following run, in parameter order (converted to dense f32).
   void set_inputs(const std::vector<Tensor>& inputs);
+  size_t input_count() const { return input_sizes_.size(); }
   // Never throws for what the kernel does; throws Error{Cancelled} when `cancel` fires (the worker
   // is killed) and Error{Failed} when no worker can be started at all.
-  RunOutcome run(const RunRequest& request, const CancelToken* cancel = nullptr);
-  // The same for a CUDA plan. A run that fails on the device also ends the worker (a CUDA error
-  // can poison its context), so the next run starts a fresh one.
-  RunOutcome run_cuda(const CudaRunRequest& request, const CancelToken* cancel = nullptr);
+  RunOutcome run(const WorkerRun& run, const CancelToken* cancel = nullptr);
   // The worker's process id, 0 when none runs (the tuner counts its CPU time apart from the
   // machine's, engine/tune/timing.h).
   int worker_pid() const;

@@ -11,6 +11,7 @@
 #include "engine/backend/cpu/compiler.h"
 #include "device_call.h"
 #include "engine/backend/cuda/driver.h"
+#include "engine/backend/cuda/gpu_features.h"
 #include "engine/interp/interpreter.h"
 #include "engine/workspace/workspace.h"
 #include "support/subprocess.h"
@@ -43,7 +44,7 @@ tune::KernelSource cuda_export(Workspace& ws, const std::string& program, const 
   for (const Candidate& c : found.candidates)
     if (library && candidate == 0 && c.summary.find("library matmul") != std::string::npos) candidate = c.id;
   REQUIRE((!library || candidate != 0));
-  return ws.kernel_source(program, candidate, dims, backend::Target::Cuda);
+  return ws.kernel_source(program, candidate, dims, backend::cuda::kTarget);
 }
 
 // The export compiled for the host emulation, and its entry point.

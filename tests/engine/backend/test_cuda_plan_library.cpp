@@ -12,6 +12,7 @@
 #include "cuda_plan/plan_library.h"
 #include "device_call.h"
 #include "engine/backend/cuda/driver.h"
+#include "engine/backend/cuda/gpu_features.h"
 #include "engine/interp/interpreter.h"
 #include "engine/workspace/workspace.h"
 #include "support/subprocess.h"
@@ -83,9 +84,9 @@ TEST_CASE("cuda plan library: on a GPU, tuned plans run on device pointers to th
   int with_library = 0;
   for (const Candidate& c : found.candidates)
     if (!with_library && c.summary.find("library matmul") != std::string::npos) with_library = c.id;
-  std::vector<std::string> plans = {ws.kernel_library("llama_rmsnorm_proj", 0, dims, backend::Target::Cuda).path,
-                                    ws.kernel_library("llama_rmsnorm_proj", with_library, dims, backend::Target::Cuda).path,
-                                    ws.eager_library("llama_rmsnorm_proj", dims, backend::Target::Cuda).path};
+  std::vector<std::string> plans = {ws.kernel_library("llama_rmsnorm_proj", 0, dims, backend::cuda::kTarget).path,
+                                    ws.kernel_library("llama_rmsnorm_proj", with_library, dims, backend::cuda::kTarget).path,
+                                    ws.eager_library("llama_rmsnorm_proj", dims, backend::cuda::kTarget).path};
   for (const std::string& path : plans) {
     INFO(path);
     std::ifstream file(path);

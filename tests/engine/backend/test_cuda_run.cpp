@@ -1,4 +1,4 @@
-// CUDA runs in the worker process (KernelRunner::run_cuda). Without a device the run fails in
+// CUDA runs in the worker process (cuda/run_worker.h). Without a device the run fails in
 // words (the driver's reason) and the GPU part warns and returns; with one, the eager baseline
 // of an example (kernels and cuBLAS) matches the reference interpreter at f16 tolerances.
 #include <catch2/catch.hpp>
@@ -12,6 +12,7 @@
 #include "engine/backend/cuda/eager.h"
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/backend/cuda/plan.h"
+#include "engine/backend/cuda/run_worker.h"
 #include "engine/backend/lower.h"
 #include "engine/sgraph/evaluate.h"
 #include "engine/sgraph/parse.h"
@@ -33,13 +34,13 @@ void check_on_device(const sgraph::Instance& inst, const backend::cuda::CudaSour
   for (const sgraph::TensorDecl& in : inst.graph.inputs) inputs.push_back(named.at(in.name));
   std::vector<Tensor> want = sgraph::evaluate(inst, named);
   plan.ptx = backend::cuda::compile_to_ptx(source.source, backend::cuda::CudaDevice().info().arch()).ptx;
-  backend::CudaRunRequest request;
+  backend::cuda::PlanRun request;
   for (const auto& t : want) request.output_shapes.push_back(t.shape);
   request.plan = backend::cuda::plan_text(plan);
   request.runs = runs;
   backend::KernelRunner runner;
   runner.set_inputs(inputs);
-  backend::RunOutcome outcome = runner.run_cuda(request);
+  backend::RunOutcome outcome = backend::cuda::run_plan(runner, request);
   INFO(outcome.error);
   REQUIRE(outcome.ok);
   double scale = 1;
@@ -59,7 +60,7 @@ TEST_CASE("cuda run: the eager baseline runs in the worker, or the run says why 
   std::map<std::string, Tensor> named;
   std::vector<Tensor> inputs = random_inputs(p, dims, 7, &named);
   std::vector<Tensor> reference = interpret(p, dims, named);
-  backend::CudaRunRequest request;
+  backend::cuda::PlanRun request;
   for (const auto& t : reference) request.output_shapes.push_back(t.shape);
   request.runs = 5;
 
@@ -70,7 +71,7 @@ TEST_CASE("cuda run: the eager baseline runs in the worker, or the run says why 
   if (!device.available || !nvrtc.available) {
     eager.plan.ptx = "// no PTX: nothing can load it here\n";
     request.plan = backend::cuda::plan_text(eager.plan);
-    backend::RunOutcome outcome = runner.run_cuda(request);
+    backend::RunOutcome outcome = backend::cuda::run_plan(runner, request);
     CHECK_FALSE(outcome.ok);
     if (!device.available) CHECK_THAT(outcome.error, Catch::Contains(device.detail));
     WARN("skipped the GPU run: " << (device.available ? nvrtc.detail : device.detail) << " (the worker answered: " << outcome.error << ")");
@@ -78,7 +79,7 @@ TEST_CASE("cuda run: the eager baseline runs in the worker, or the run says why 
   }
   eager.plan.ptx = backend::cuda::compile_to_ptx(eager.source, backend::cuda::CudaDevice().info().arch()).ptx;
   request.plan = backend::cuda::plan_text(eager.plan);
-  backend::RunOutcome outcome = runner.run_cuda(request);
+  backend::RunOutcome outcome = backend::cuda::run_plan(runner, request);
   INFO(outcome.error);
   REQUIRE(outcome.ok);
   CHECK(outcome.runs == 5);
@@ -98,17 +99,17 @@ TEST_CASE("cuda run: a plan that does not match the worker's inputs is refused i
   plan.inputs = {{"a", 4, DType::F16}, {"b", 4, DType::F16}};
   plan.outputs = {{"c", 4, DType::F16}};
   plan.ptx = "// none\n";
-  backend::CudaRunRequest request;
+  backend::cuda::PlanRun request;
   request.plan = backend::cuda::plan_text(plan);
   request.output_shapes = {{4}};
-  backend::RunOutcome outcome = runner.run_cuda(request);
+  backend::RunOutcome outcome = backend::cuda::run_plan(runner, request);
   CHECK_FALSE(outcome.ok);
   CHECK_THAT(outcome.error, Catch::Contains("the plan has 2 inputs, the worker holds 1"));
   // The worker was restarted for the next run, which still answers.
   plan.inputs.pop_back();
   plan.inputs[0].elements = 5;
   request.plan = backend::cuda::plan_text(plan);
-  outcome = runner.run_cuda(request);
+  outcome = backend::cuda::run_plan(runner, request);
   CHECK_THAT(outcome.error, Catch::Contains("input 0 (a) has 4 elements, the plan says 5"));
 }
 

@@ -6,6 +6,7 @@
 
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cpu/describe.h"
+#include "engine/backend/cpu/library_run.h"
 #include "engine/backend/runner/runner.h"
 #include "engine/error.h"
 #include "support/subprocess.h"
@@ -41,12 +42,12 @@ struct RunnerFixture {
     runner.set_inputs({x});
   }
   RunOutcome run(const std::string& body, double timeout_s = 20) {
-    RunRequest request;
+    LibraryRun request;
     request.library = compile_library(kernel(body), options).path;
     request.output_shapes = {{4}};
     request.timeout_s = timeout_s;
     request.min_time_s = 0;
-    return runner.run(request);
+    return run_library(runner, request);
   }
 };
 
@@ -90,7 +91,7 @@ TEST_CASE("runner: a hanging kernel is killed at its time limit; an error return
 
 TEST_CASE("runner: cancelling a run kills the worker at once", "[backend][runner]") {
   RunnerFixture f;
-  RunRequest request;
+  LibraryRun request;
   request.library = compile_library(kernel("  for (volatile int spin = 0;; spin = spin + 1) {}"), f.options).path;
   request.output_shapes = {{4}};
   CancelToken cancel;
@@ -99,7 +100,7 @@ TEST_CASE("runner: cancelling a run kills the worker at once", "[backend][runner
     cancel.cancel();
   });
   auto start = std::chrono::steady_clock::now();
-  CHECK_THROWS_AS(f.runner.run(request, &cancel), Error);
+  CHECK_THROWS_AS(run_library(f.runner, request, &cancel), Error);
   canceller.join();
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
   CHECK(f.run("").ok);
@@ -107,14 +108,28 @@ TEST_CASE("runner: cancelling a run kills the worker at once", "[backend][runner
 
 TEST_CASE("runner: a missing library or runner binary is a clear error", "[backend][runner]") {
   RunnerFixture f;
-  RunRequest request;
+  LibraryRun request;
   request.library = f.dir / "missing.so";
   request.output_shapes = {{4}};
-  RunOutcome r = f.runner.run(request);
+  RunOutcome r = run_library(f.runner, request);
   CHECK_FALSE(r.ok);
   CHECK_THAT(r.error, Catch::Contains("cannot load"));
   KernelRunner nowhere(f.dir / "no-runner");
-  CHECK_THROWS_WITH(nowhere.run(request), Catch::Contains("cannot start the kernel runner"));
+  CHECK_THROWS_WITH(run_library(nowhere, request), Catch::Contains("cannot start the kernel runner"));
+}
+
+TEST_CASE("runner: a run goes to the worker half of the backend it names, and a name no backend has is an error", "[backend][runner]") {
+  RunnerFixture f;
+  WorkerRun run;
+  run.backend = "nowhere";
+  run.output_shapes = {{4}};
+  RunOutcome r = f.runner.run(run);
+  CHECK_FALSE(r.ok);
+  CHECK_THAT(r.error, Catch::Contains("no backend is named 'nowhere' (cpu, cuda"));
+  run.backend = "cpu";
+  run.arguments = "two threads";
+  CHECK_THAT(f.runner.run(run).error, Catch::Contains("malformed cpu run 'two threads'"));
+  CHECK(f.run("").ok);  // the worker still serves
 }
 
 TEST_CASE("runner: OpenBLAS in the worker runs the kernels of this CPU's instructions, not its SSE3 fallback", "[backend][runner]") {

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <utility>
 
+#include "engine/backend/cuda/gpu_features.h"
+#include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cpu/describe.h"
 #include "engine/backend/cuda/describe.h"
 #include "engine/backend/target.h"
@@ -50,7 +52,7 @@ TEST_CASE("describe_cpu measures once and reads its cache afterwards", "[tune][t
   test::TempDir dir;
   TargetDescription first = describe_cpu(dir.path());
   const cpu::CpuFeatures& cpu_first = cpu::cpu_features(first);
-  CHECK(first.target == Target::Cpu);
+  CHECK(first.target == cpu::kTarget);
   CHECK(first.measured);
   CHECK(first.cores >= 1);
   CHECK((cpu_first.simd_bytes == 16 || cpu_first.simd_bytes == 32 || cpu_first.simd_bytes == 64));
@@ -186,9 +188,9 @@ TEST_CASE("peaks are what the machine reached: a disturbed measurement does not 
 }
 
 TEST_CASE("targets are named and parsed in one place", "[tune][target]") {
-  for (Target t : {Target::Cpu, Target::Cuda}) CHECK(tune::parse_target(tune::target_name(t)) == t);
-  CHECK(tune::target_name(Target::Cpu) == std::string("cpu"));
-  CHECK(tune::target_name(Target::Cuda) == std::string("cuda"));
+  for (Target t : {cpu::kTarget, cuda::kTarget}) CHECK(tune::parse_target(tune::target_name(t)) == t);
+  CHECK(tune::target_name(cpu::kTarget) == std::string("cpu"));
+  CHECK(tune::target_name(cuda::kTarget) == std::string("cuda"));
   CHECK_FALSE(tune::parse_target("gpu"));
   CHECK_FALSE(tune::parse_target("CPU"));
   CHECK_FALSE(tune::parse_target(""));
@@ -198,7 +200,7 @@ TEST_CASE("targets are named and parsed in one place", "[tune][target]") {
 
 TEST_CASE("the H100 is described from its data sheet", "[tune][target]") {
   TargetDescription h = cuda_h100_data();
-  CHECK(h.target == Target::Cuda);
+  CHECK(h.target == cuda::kTarget);
   CHECK_FALSE(h.measured);
   CHECK(h.cores == 132);
   CHECK(h.fast_memory_bytes == 227 * 1024);

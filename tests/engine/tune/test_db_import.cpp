@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "engine/backend/cpu/cpu_features.h"
 #include "engine/tune/tune_db.h"
 #include "engine/workspace/workspace.h"
 #include "support/scoped_env.h"
@@ -125,7 +126,7 @@ TEST_CASE("tune DB import: a claim is measured here before it is served, and can
   REQUIRE(done.added == 1);
 
   // `code` before any tune: the claim is no answer, so its impossible sizes never reach it.
-  tune::KernelSource untuned = here.ws.kernel_source("rms_linear", 0, honest.request.bindings, backend::Target::Cpu);
+  tune::KernelSource untuned = here.ws.kernel_source("rms_linear", 0, honest.request.bindings, backend::cpu::kTarget);
   CHECK_FALSE(untuned.tuned);
 
   // The same question from an honest machine: joined to the claim, not kept out by it.
@@ -150,7 +151,7 @@ TEST_CASE("tune DB import: a claim is measured here before it is served, and can
   tune::TuneResult again = here.ws.tune("rms_linear", honest.request);
   CHECK(again.from_db);
   CHECK(again.best_ms == measured.best_ms);
-  CHECK(here.ws.kernel_source("rms_linear", 0, honest.request.bindings, backend::Target::Cpu).tuned);
+  CHECK(here.ws.kernel_source("rms_linear", 0, honest.request.bindings, backend::cpu::kTarget).tuned);
 
   // An import of the question now measured here changes nothing.
   done = here.ws.import_tuning_db(claim);

@@ -43,7 +43,7 @@ FakeTune fake_tune(const std::vector<double>& times) {
   REQUIRE(found != t.search.candidates.end());
   const Candidate& family = *found;
   t.result.program = "rms_linear";
-  t.result.target = backend::Target::Cuda;
+  t.result.target = backend::cuda::kTarget;
   t.result.bindings = {{"n", 8}, {"d", 4096}};
   t.result.threads = 128;
   t.result.baseline_ms = 0.04;
@@ -93,7 +93,7 @@ TEST_CASE("csv: fields with commas, quotes and newlines come back whole; an open
 
 TEST_CASE("measurements: a GPU tune's rows round-trip through CSV with the family, sizes and device", "[tune][measurements]") {
   FakeTune t = fake_tune({0.030, 0.020, -1, 0.025});
-  const std::vector<StoredRow> rows = measurements(t.result, t.search.candidates, backend_for(backend::Target::Cuda), t.gpu);
+  const std::vector<StoredRow> rows = measurements(t.result, t.search.candidates, backend_for(backend::cuda::kTarget), t.gpu);
   REQUIRE(rows.size() == 4);
   const std::string csv = measurements_header() + measurements_csv(rows);
   const std::vector<StoredRow> back = parse_measurements(csv);
@@ -111,7 +111,7 @@ TEST_CASE("measurements: a GPU tune's rows round-trip through CSV with the famil
     CHECK(back[i].error == rows[i].error);
     CHECK(back[i].memory_bytes == Approx(rows[i].memory_bytes).epsilon(1e-9));
     CHECK(back[i].memory_bytes > 8 * 4096 * 2);  // at least the f16 activations
-    CHECK(back[i].target.target == backend::Target::Cuda);
+    CHECK(back[i].target.target == backend::cuda::kTarget);
     CHECK(back[i].target.model == t.gpu.model);
     CHECK(back[i].target.cores == t.gpu.cores);
     CHECK(back[i].target.bandwidth_gbs == t.gpu.bandwidth_gbs);
@@ -131,7 +131,7 @@ TEST_CASE("measurements: a GPU tune's rows round-trip through CSV with the famil
 
 TEST_CASE("measurements: the regret is the measured time of today's first choice over the best", "[tune][measurements]") {
   FakeTune t = fake_tune({1, 1, 1, 1, -1});
-  std::vector<StoredRow> rows = measurements(t.result, t.search.candidates, backend_for(backend::Target::Cuda), t.gpu);
+  std::vector<StoredRow> rows = measurements(t.result, t.search.candidates, backend_for(backend::cuda::kTarget), t.gpu);
   const std::vector<double> cost = estimates(rows);
   const size_t first = size_t(std::min_element(cost.begin(), cost.begin() + 4) - cost.begin());
   // The model's first choice measured 1.5 times the best: regret 1.5.

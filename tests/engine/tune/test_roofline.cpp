@@ -85,7 +85,7 @@ TEST_CASE("the roofline's peak is that of the instructions a stored program's ma
 
   // A GPU: its tensor cores at either 16-bit dtype.
   TargetDescription gpu = machine(4300, 67000);
-  gpu.target = backend::Target::Cuda;
+  gpu.target = backend::cuda::kTarget;
   backend::cuda::gpu_features(gpu).tensor_peak_gflops = 989000;
   CHECK(roofline_peak_gflops(gpu, DType::F16) == 989000);
   CHECK(roofline_peak_gflops(gpu, DType::BF16) == 989000);

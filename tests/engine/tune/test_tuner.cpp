@@ -7,6 +7,7 @@
 #include <fstream>
 #include <thread>
 
+#include "engine/backend/cuda/gpu_features.h"
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/interp/interpreter.h"
@@ -124,7 +125,7 @@ void check_tuned(Workspace& ws, const std::string& program, const std::map<std::
   CHECK_FALSE(r.measured.search.empty());
   CHECK(r.roofline_ms > 0);
   CHECK_FALSE(r.from_db);
-  tune::KernelSource k = ws.kernel_source(program, 0, bindings, backend::Target::Cpu);
+  tune::KernelSource k = ws.kernel_source(program, 0, bindings, backend::cpu::kTarget);
   CHECK(k.candidate == best.candidate);
   CHECK(k.sizes == best.sizes);
   CHECK(k.tuned);
@@ -361,8 +362,8 @@ TEST_CASE("tuner: a kernel's source without a tune is the family the cost model 
   ws.open("a.prism", test::read_example("rms_linear"), 1);
   const std::map<std::string, int64_t> dims{{"n", 4}, {"d", 64}};
   // No tune and no dims: nothing to go by.
-  CHECK_THROWS_WITH(ws.kernel_source("rms_linear", 0, {}, backend::Target::Cpu), Catch::Contains("has not been tuned yet"));
-  tune::KernelSource cpu = ws.kernel_source("rms_linear", 0, dims, backend::Target::Cpu);
+  CHECK_THROWS_WITH(ws.kernel_source("rms_linear", 0, {}, backend::cpu::kTarget), Catch::Contains("has not been tuned yet"));
+  tune::KernelSource cpu = ws.kernel_source("rms_linear", 0, dims, backend::cpu::kTarget);
   CHECK_FALSE(cpu.tuned);
   CHECK(cpu.candidate >= 1);
   CHECK(cpu.symbol == "prism_rms_linear_d64_n4");
@@ -370,7 +371,7 @@ TEST_CASE("tuner: a kernel's source without a tune is the family the cost model 
   CHECK_THAT(cpu.export_source, Catch::StartsWith("// The C ABI") && Catch::Contains("#define prism_entry prism_rms_linear_d64_n4\n") &&
                                     Catch::EndsWith(cpu.source));
   check_source(ws.lowered_program("rms_linear").first, cpu.source, dims, 3);
-  tune::KernelSource cuda = ws.kernel_source("rms_linear", 0, dims, backend::Target::Cuda);
+  tune::KernelSource cuda = ws.kernel_source("rms_linear", 0, dims, backend::cuda::kTarget);
   CHECK_FALSE(cuda.tuned);
   CHECK_THAT(cuda.header, Catch::Contains("int prism_rms_linear_d64_n4(const void* const* inputs, void* const* outputs, void* stream);"));
   CHECK_THAT(cuda.source, Catch::Contains("prism_kernel_0<<<") && Catch::Contains("__global__"));
@@ -380,27 +381,27 @@ TEST_CASE("tuner: a kernel's source without a tune is the family the cost model 
   request.top = 2;
   tune::TuneResult r = ws.tune("rms_linear", request);
   REQUIRE(r.best >= 0);
-  tune::KernelSource tuned = ws.kernel_source("rms_linear", 0, dims, backend::Target::Cpu);
+  tune::KernelSource tuned = ws.kernel_source("rms_linear", 0, dims, backend::cpu::kTarget);
   CHECK(tuned.tuned);
   CHECK(tuned.candidate == r.rows[size_t(r.best)].candidate);
   // The same kernel compiled, for a caller to load (prism.compile); the GPU gives none yet.
-  tune::KernelLibrary library = ws.kernel_library("rms_linear", 0, dims, backend::Target::Cpu);
+  tune::KernelLibrary library = ws.kernel_library("rms_linear", 0, dims, backend::cpu::kTarget);
   CHECK(library.kernel.candidate == tuned.candidate);
   check_library(ws.lowered_program("rms_linear").first, library.path, dims, 4);
-  CHECK_THROWS_WITH(ws.kernel_library("rms_linear", 0, dims, backend::Target::Cuda), Catch::Contains("cuda"));
+  CHECK_THROWS_WITH(ws.kernel_library("rms_linear", 0, dims, backend::cuda::kTarget), Catch::Contains("cuda"));
   // Sizes the caller gives (prism_bench_kernels g1=1 ...) are taken as they are; ones that do not
   // divide the dims are an error. (Of the first family with a grid g1: at these sizes, below the
   // CPU's grain, the cost model may rank one without a grid first.)
   tune::KernelSource split = cpu;
-  for (int c = 1; !split.sizes.count("g1"); ++c) split = ws.kernel_source("rms_linear", c, dims, backend::Target::Cpu);
+  for (int c = 1; !split.sizes.count("g1"); ++c) split = ws.kernel_source("rms_linear", c, dims, backend::cpu::kTarget);
   std::map<std::string, int64_t> sizes = split.sizes;
   sizes["g1"] = 1;
-  tune::KernelSource given = ws.kernel_source("rms_linear", split.candidate, dims, backend::Target::Cpu, &sizes);
+  tune::KernelSource given = ws.kernel_source("rms_linear", split.candidate, dims, backend::cpu::kTarget, &sizes);
   CHECK(given.sizes == sizes);
   CHECK_FALSE(given.tuned);
   check_source(ws.lowered_program("rms_linear").first, given.source, dims, 3);
   sizes["g1"] = 3;
-  CHECK_THROWS(ws.kernel_source("rms_linear", split.candidate, dims, backend::Target::Cpu, &sizes));
+  CHECK_THROWS(ws.kernel_source("rms_linear", split.candidate, dims, backend::cpu::kTarget, &sizes));
 }
 
 TEST_CASE("tuner: a repeated question is answered by the tuning DB without compiling anything", "[tune][tuner][db]") {
@@ -434,7 +435,7 @@ TEST_CASE("tuner: a repeated question is answered by the tuning DB without compi
   ws.set_storage(data.path(), cache.path());
   ws.open("a.prism", test::read_example("rms_linear"), 1);
   // `code NAME DIMS` after the restart: the tuned best, from the DB.
-  tune::KernelSource restored = ws.kernel_source("rms_linear", 0, request.bindings, backend::Target::Cpu);
+  tune::KernelSource restored = ws.kernel_source("rms_linear", 0, request.bindings, backend::cpu::kTarget);
   CHECK(restored.tuned);
   CHECK(restored.candidate == first_best.candidate);
   CHECK(restored.sizes == first_best.sizes);
@@ -487,7 +488,7 @@ TEST_CASE("tuner: a stored tune names its families by the current search's ids, 
     CHECK(family.summary == row.summary);
   }
   // `code` answers with the same family, by its new id.
-  tune::KernelSource k = ws.kernel_source("rms_linear", 0, request.bindings, backend::Target::Cpu);
+  tune::KernelSource k = ws.kernel_source("rms_linear", 0, request.bindings, backend::cpu::kTarget);
   CHECK(k.candidate == same->id);
   CHECK(k.tuned);
 }
@@ -577,7 +578,7 @@ TEST_CASE("tune DB: the text form round-trips and a damaged file is a miss", "[t
   tune::TuneResult r;
   r.program = "p";
   r.version = 3;
-  r.target = backend::Target::Cpu;
+  r.target = backend::cpu::kTarget;
   r.target_model = "Some CPU, 2 cores";
   r.bindings = {{"n", 8}, {"d", 4096}};
   r.top = 4;
@@ -947,12 +948,12 @@ TEST_CASE("tuner: each chosen option is timed at the default schedule, the cheap
   CHECK(once[1].rank == 3);
   CHECK(once[1].schedule.empty());
   // The CUDA backend offers 128 (its default), 256 and 512 threads per block and refuses others by name.
-  const backend::Backend& cuda = tune::backend_for(backend::Target::Cuda);
+  const backend::Backend& cuda = tune::backend_for(backend::cuda::kTarget);
   const backend::TargetDescription h100 = backend::cuda::cuda_h100_data();
   CHECK(cuda.schedules(h100) == threads);
   CHECK(cuda.resolve_schedule({}, h100) == threads[0]);
   CHECK_THROWS_WITH(cuda.resolve_schedule({{"threads", 96}}, h100), Catch::Contains("no schedule threads=96") && Catch::Contains("threads=512"));
-  CHECK_THROWS_WITH(tune::backend_for(backend::Target::Cpu).resolve_schedule({{"threads", 256}}, h100), Catch::Contains("(it has default)"));
+  CHECK_THROWS_WITH(tune::backend_for(backend::cpu::kTarget).resolve_schedule({{"threads", 256}}, h100), Catch::Contains("(it has default)"));
   const backend::Build bad = cuda.generate(ranked[0].instance(), h100, {{"threads", 96}});
   CHECK_THAT(bad.error, Catch::Contains("no schedule threads=96"));
   const backend::Build wide = cuda.generate(ranked[0].instance(), h100, {{"threads", 512}});
@@ -1094,7 +1095,7 @@ TEST_CASE("tuner: Llama's decode attention over a cache past the tile budget is 
   backend::TargetDescription tight = cpu;
   tight.spill_tile_bytes = 0;
   std::vector<sgraph::SGraph> stored;
-  for (const Candidate& c : searched.candidates) stored.push_back(tune::backend_for(backend::Target::Cpu).stored(*c.graph));
+  for (const Candidate& c : searched.candidates) stored.push_back(tune::backend_for(backend::cpu::kTarget).stored(*c.graph));
   const DimBindings dims{{"s", s}};
   CHECK(tune::steps::rank_options(stored, dims, tight, nullptr).empty());
   CHECK_FALSE(tune::steps::rank_options(stored, dims, cpu, nullptr).empty());

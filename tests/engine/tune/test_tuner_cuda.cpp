@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "../search/search_helpers.h"
+#include "engine/backend/cuda/gpu_features.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/error.h"
@@ -28,7 +29,7 @@ TEST_CASE("tuner cuda: target cuda without a device is refused in words", "[tune
   ws.set_storage(data.path(), data.path());
   ws.open("a.prism", test::read_example("rms_linear"), 1);
   tune::TuneRequest request;
-  request.target = backend::Target::Cuda;
+  request.target = backend::cuda::kTarget;
   request.bindings = {{"n", 4}, {"d", 64}};
   try {
     ws.tune("rms_linear", request);
@@ -56,17 +57,17 @@ TEST_CASE("tuner cuda: a small tune runs the baseline and the candidates in the 
   SearchResult found = search::search_program(p, limits);
   REQUIRE_FALSE(found.candidates.empty());
   tune::TuneRequest request;
-  request.target = backend::Target::Cuda;
+  request.target = backend::cuda::kTarget;
   request.bindings = {{"n", 8}, {"d", 256}};
   request.top = 3;
   test::TempDir cache;
   tune::TuneEnvironment env;
-  const backend::Backend& cuda = tune::backend_for(backend::Target::Cuda);
+  const backend::Backend& cuda = tune::backend_for(backend::cuda::kTarget);
   env.target = cuda.describe(cache.path());
   if (!device.available) CHECK(env.target.model == backend::cuda::cuda_h100_data().model);
   env.kernel_cache_dir = cache.path();
   tune::TuneResult r = tune::tune_families(cuda, p, found.candidates, request, env);
-  CHECK(r.target == backend::Target::Cuda);
+  CHECK(r.target == backend::cuda::kTarget);
   CHECK(r.threads == 128);
   // The three chosen at 128 threads per block, then the cheapest two at 256 and 512 (tuner_steps.h).
   REQUIRE(r.rows.size() == 7);

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <new>
 
-namespace prism::backend::cpu {
+namespace prism::backend {
 
 class HostBuffer {
  public:
@@ -33,4 +33,4 @@ class HostBuffer {
   void* data_ = nullptr;
 };
 
-}  // namespace prism::backend::cpu
+}  // namespace prism::backend
