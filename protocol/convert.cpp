@@ -205,6 +205,25 @@ json egraph_stats_json(const EGraphStats& s) {
   return out;
 }
 
+std::optional<pipeline::Pass> parse_dump_param(const json& params, pipeline::Stage stage) {
+  const std::optional<std::string> name = optional_string(params, "dumpAfter");
+  if (!name) return std::nullopt;
+  const char* method = stage == pipeline::Stage::Search ? "search/run" : "kernel/source";
+  const std::string theirs = "; " + std::string(method) + " runs " + pipeline::pass_names(stage);
+  const std::optional<pipeline::Pass> pass = pipeline::parse_pass(*name);
+  if (!pass) throw invalid_params("dumpAfter", "no pass is named '" + *name + "'" + theirs);
+  if (pipeline::stage_of(*pass) != stage)
+    throw invalid_params("dumpAfter", "'" + *name + "' runs " +
+                                          (stage == pipeline::Stage::Search ? "when a kernel is made (kernel/source, the REPL's `code`)"
+                                                                            : "in the search (search/run, the REPL's `search`)") +
+                                          theirs);
+  return pass;
+}
+
+json dump_json(const pipeline::Dump& dump) {
+  return {{"pass", pipeline::pass_name(dump.after())}, {"items", dump.items()}, {"dropped", dump.dropped()}};
+}
+
 SearchLimits parse_search_limits(const json& params) {
   SearchLimits limits;
   const json* given = optional_object(params, "limits");

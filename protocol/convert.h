@@ -2,6 +2,7 @@
 #pragma once
 #include <string>
 
+#include "engine/pipeline.h"
 #include "engine/workspace/workspace.h"
 #include "protocol/jsonrpc.h"
 #include "protocol/positions.h"
@@ -37,6 +38,11 @@ json egraph_stats_json(const EGraphStats& stats);
 // search/run's `limits` ({maxOps, maxKernels, maxAccumulators, threads, budgetSeconds, prune}).
 SearchLimits parse_search_limits(const json& params);
 json search_stats_json(const SearchStats& stats);
+// `dumpAfter`: a pass of `stage` (pipeline.h), none when absent; InvalidParams naming the stage's
+// passes for an unknown one or another stage's.
+std::optional<pipeline::Pass> parse_dump_param(const json& params, pipeline::Stage stage);
+// {pass, items: [text], dropped}: what the pass left.
+json dump_json(const pipeline::Dump& dump);
 // search/run's answer: {program, version, stats, limits, candidates: N}.
 json search_summary_json(const SearchResult& result);
 // One family: {id, kernels, text, summary, parameters, verified, proof, hash (16 hex digits)}.

@@ -26,16 +26,20 @@ void Server::search(const SessionPtr& session, const Incoming& message) {
 void Server::start_search(const SessionPtr& session, const Incoming& message, const json& params, json token) {
   std::string program = require_string(params, "program");
   SearchLimits limits = parse_search_limits(params);
+  const std::optional<pipeline::Pass> dump_after = parse_dump_param(params, pipeline::Stage::Search);
   if (!token.is_null() && message.id) session->bind_progress(token, *message.id);
-  long_request(session, message, {program}, [this, session, program, limits, token](const CancelToken& cancel) {
+  long_request(session, message, {program}, [this, session, program, limits, token, dump_after](const CancelToken& cancel) {
+    std::optional<pipeline::Dump> dump;
+    if (dump_after) dump.emplace(*dump_after);
     WorkDoneProgress progress(session, token);
     progress.begin("search " + program, "generating");
     SearchResult result = workspace_.search(program, limits, &cancel, [&](const SearchProgress& p) {
       int percent = limits.budget_s > 0 ? static_cast<int>(100 * p.elapsed_s / limits.budget_s) : 0;
       progress.report(counts(p), percent,
                       {{"generated", p.generated}, {"pruned", p.pruned}, {"verified", p.verified}, {"elapsedSeconds", p.elapsed_s}});
-    });
+    }, dump ? &*dump : nullptr);
     json summary = search_summary_json(result);
+    if (dump) summary["dump"] = dump_json(*dump);
     progress.end(std::to_string(result.candidates.size()) + " verified " +
                      (result.candidates.size() == 1 ? "family" : "families") + " (" + search_stop_name(result.stats.stop_reason) +
                      (result.stats.from_store ? ", stored" : "") + ")",

@@ -86,10 +86,15 @@ void Server::kernel_source(const SessionPtr& session, const Incoming& message) {
   const json& params = params_object(message.params);
   const KernelQuestion q = kernel_question(*session, params);
   const bool for_export = optional_bool(params, "export").value_or(false);
+  const std::optional<pipeline::Pass> dump_after = parse_dump_param(params, pipeline::Stage::Kernel);
   // It may search and describe the CPU first: off the I/O thread.
-  long_request(session, message, {q.program}, [this, q, for_export](const CancelToken&) {
-    json out = kernel_source_json(workspace_.kernel_source(q.program, q.candidate, q.bindings, q.target), for_export);
+  long_request(session, message, {q.program}, [this, q, for_export, dump_after](const CancelToken&) {
+    std::optional<pipeline::Dump> dump;
+    if (dump_after) dump.emplace(*dump_after);
+    json out = kernel_source_json(workspace_.kernel_source(q.program, q.candidate, q.bindings, q.target, nullptr, dump ? &*dump : nullptr),
+                                  for_export);
     out["basis"] = q.basis;
+    if (dump) out["dump"] = dump_json(*dump);
     return out;
   });
 }

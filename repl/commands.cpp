@@ -47,12 +47,15 @@ const std::vector<CommandSpec>& command_table() {
        "its new terms. Lists nodes, classes, memory, terms added vs shared, and each rule's matches,\n"
        "applications and time.",
        CommandSpec::Arg::None, {}, &Session::egraph},
-      {"search", "search NAME [--budget SECONDS] [--max-ops N] [--max-kernels K] [--max-accumulators A] [--library-kernels 0-3] [--kernel-cuts 0-3] [--threads T]",
+      {"search", "search NAME [--budget SECONDS] [--max-ops N] [--max-kernels K] [--max-accumulators A] [--library-kernels 0-3] [--kernel-cuts 0-3] [--threads T] [--dump-after PASS]",
        "search for fused kernel families equivalent to a program",
        "Generates families of kernels with symbolic grid sizes and loop ranges, prunes them by\n"
        "symbolic reasoning, and keeps those an e-graph proves equal to NAME. A live progress bar\n"
        "shows the counts (not in scripts); Ctrl-C cancels. Results are kept per program version:\n"
-       "`candidates NAME` lists them, `explain NAME K` shows one with its proof.",
+       "`candidates NAME` lists them, `explain NAME K` shows one with its proof.\n"
+       "--dump-after PASS prints what a pass left (at most 100 items; the search runs again): parse,\n"
+       "normalize, name-sizes, search-form, saturate, enumerate, prune, verify, fix-sizes\n"
+       "(docs/architecture.md, \"The pipeline\").",
        CommandSpec::Arg::Program, {}, &Session::search},
       {"candidates", "candidates NAME", "list the verified families the last search found",
        "One row per family: its id, how many kernels, its symbolic parameters, and a summary.\n"
@@ -84,14 +87,15 @@ const std::vector<CommandSpec>& command_table() {
        "measures again). Where the eager baseline beats every candidate timed, a note says so.\n"
        "A progress bar shows the phases; Ctrl-C cancels.",
        CommandSpec::Arg::Program, {}, &Session::tune},
-      {"code", "code NAME [K] [DIM=VALUE...] [--target T]", "print a kernel's generated source",
+      {"code", "code NAME [K] [DIM=VALUE...] [--target T] [--dump-after PASS]", "print a kernel's generated source",
        "Without dims: those of your last `tune NAME` (else the latest tune by any client; the\n"
        "header line says which). Without K: the best candidate of that tune, else (not tuned at\n"
        "those dims) the family the cost model ranks first. With K: family K, at its tuned sizes\n"
        "when it was timed, else at the cost model's choice (give the dims if NAME was not tuned).\n"
        "--target cuda prints the CUDA source (no GPU needed: sizes from the cost model for this\n"
        "machine's GPU or an H100's data sheet, the launches in a comment). --json prints an object\n"
-       "with `source`.",
+       "with `source`. --dump-after PASS prints what instantiate (the family at its sizes), lower\n"
+       "(the kernel IR the backend prints) or print (the source) left, before the source.",
        CommandSpec::Arg::Program, {}, &Session::code},
       {"export", "export NAME FILE [K] [DIM=VALUE...]", "write a kernel's source and a C header to files",
        "Writes FILE (the source) and FILE with the extension .h (a C header with the tensors'\n"

@@ -19,6 +19,7 @@
 #include "protocol/framing.h"
 #include "repl/commands.h"
 #include "repl/format.h"
+#include "repl/pass_dump.h"
 #include "repl/script.h"
 
 namespace prism::repl {
@@ -545,7 +546,9 @@ CommandOutput Session::egraph(const std::vector<std::string>&) {
   return {s, out.str()};
 }
 
-CommandOutput Session::search(const std::vector<std::string>& args) {
+CommandOutput Session::search(const std::vector<std::string>& given) {
+  std::vector<std::string> args = given;
+  const std::string dump_after = take_dump_after("search", args);
   if (args.empty()) throw CommandError(usage_error("search", "search needs a program name"));
   json limits = json::object();
   for (size_t i = 1; i < args.size(); ++i) {
@@ -574,10 +577,12 @@ CommandOutput Session::search(const std::vector<std::string>& args) {
   }
   json params = {{"program", args[0]}};
   if (!limits.empty()) params["limits"] = limits;
+  if (!dump_after.empty()) params["dumpAfter"] = dump_after;
   json r = call_with_progress("search/run", params, "search");
 
   const json stats = r.value("stats", json::object());
   std::ostringstream out;
+  out << dump_text(r);
   out << r.value("program", args[0]) << ": " << r.value("candidates", 0) << " verified "
       << (r.value("candidates", 0) == 1 ? "family" : "families") << " (" << stats.value("stopReason", "") << ", "
       << elapsed_s(stats.value("totalSeconds", 0.0))

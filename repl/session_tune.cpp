@@ -7,6 +7,7 @@
 #include "engine/util/private_files.h"
 #include "repl/commands.h"
 #include "repl/format.h"
+#include "repl/pass_dump.h"
 #include "repl/session.h"
 #include "repl/tune_report.h"
 
@@ -138,11 +139,15 @@ json source_params(const std::string& command, const Parsed& p, size_t candidate
 }
 }  // namespace
 
-CommandOutput Session::code(const std::vector<std::string>& args) {
+CommandOutput Session::code(const std::vector<std::string>& given) {
+  std::vector<std::string> args = given;
+  const std::string dump_after = take_dump_after("code", args);
   Parsed p = parse_args("code", args, {});
   if (p.positional.empty() || p.positional.size() > 2) throw CommandError(usage_error("code", "code takes a program name and optionally a candidate"));
-  json r = call("kernel/source", source_params("code", p, 1));
-  std::string text = "// " + kernel_identity(r) + "\n" + r.value("source", "");
+  json params = source_params("code", p, 1);
+  if (!dump_after.empty()) params["dumpAfter"] = dump_after;
+  json r = call("kernel/source", params);
+  std::string text = dump_text(r) + "// " + kernel_identity(r) + "\n" + r.value("source", "");
   if (!text.empty() && text.back() != '\n') text += "\n";
   CommandOutput out{r, text};
   out.verbatim = true;

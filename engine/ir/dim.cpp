@@ -201,28 +201,32 @@ std::string Dim::print_term(const Monomial& m, const Rational& c, bool canonical
   return out;
 }
 
+// Higher degree first, then by the order names were written: "2*d+1", "n*d+n".
+std::vector<std::pair<Dim::Monomial, Rational>> Dim::print_order() const {
+  std::vector<std::pair<Monomial, Rational>> terms(terms_.begin(), terms_.end());
+  auto degree = [](const Monomial& m) {
+    int d = 0;
+    for (const auto& [k, e] : m) d += e;
+    return d;
+  };
+  auto ranks = [&](const Monomial& m) {
+    std::vector<std::pair<long, int>> r;
+    for (const auto& [k, e] : m) r.emplace_back(std::find(order_.begin(), order_.end(), k) - order_.begin(), -e);
+    std::sort(r.begin(), r.end());
+    return r;
+  };
+  std::stable_sort(terms.begin(), terms.end(), [&](const auto& a, const auto& b) {
+    int da = degree(a.first), db = degree(b.first);
+    if (da != db) return da > db;
+    return ranks(a.first) < ranks(b.first);
+  });
+  return terms;
+}
+
 std::string Dim::print(bool canonical_order) const {
   if (terms_.empty()) return "0";
-  std::vector<std::pair<Monomial, Rational>> terms(terms_.begin(), terms_.end());
-  if (!canonical_order) {
-    // Higher degree first, then by the order names were written: "2*d+1", "n*d+n".
-    auto degree = [](const Monomial& m) {
-      int d = 0;
-      for (const auto& [k, e] : m) d += e;
-      return d;
-    };
-    auto ranks = [&](const Monomial& m) {
-      std::vector<std::pair<long, int>> r;
-      for (const auto& [k, e] : m) r.emplace_back(std::find(order_.begin(), order_.end(), k) - order_.begin(), -e);
-      std::sort(r.begin(), r.end());
-      return r;
-    };
-    std::stable_sort(terms.begin(), terms.end(), [&](const auto& a, const auto& b) {
-      int da = degree(a.first), db = degree(b.first);
-      if (da != db) return da > db;
-      return ranks(a.first) < ranks(b.first);
-    });
-  }
+  const std::vector<std::pair<Monomial, Rational>> terms =
+      canonical_order ? std::vector<std::pair<Monomial, Rational>>(terms_.begin(), terms_.end()) : print_order();
   std::string out;
   for (size_t i = 0; i < terms.size(); ++i) {
     bool negative = terms[i].second.num() < 0;
@@ -259,6 +263,26 @@ std::vector<Dim> Dim::zero_divisors() const {
   std::vector<Dim> out;
   for (const auto& [k, d] : zero_divisors_) out.push_back(*d);
   return out;
+}
+
+Dim Dim::substituted(const std::map<std::string, Dim>& values) const {
+  std::map<std::string, Dim> atoms;  // each atom's replacement, in the order written
+  for (const std::string& k : order_) {
+    if (auto s = sums_.find(k); s != sums_.end()) atoms.emplace(k, s->second->substituted(values));
+    else if (auto v = values.find(k); v != values.end()) atoms.emplace(k, v->second);
+    else atoms.emplace(k, Dim::symbol(k));
+  }
+  Dim total(0);
+  for (const auto& [m, c] : print_order()) {
+    Dim term = Dim::constant(c);
+    for (const std::string& k : order_) {
+      auto e = std::find_if(m.begin(), m.end(), [&](const auto& a) { return a.first == k; });
+      if (e == m.end()) continue;
+      for (int i = 0; i < std::abs(e->second); ++i) term = e->second > 0 ? term * atoms.at(k) : term / atoms.at(k);
+    }
+    total = total + term;
+  }
+  return total;
 }
 
 Rational Dim::evaluate(const DimBindings& bindings) const {

@@ -66,6 +66,10 @@ class Dim {
   Rational evaluate(const DimBindings& bindings) const;
   // A size: must evaluate to a positive integer, else DimError naming the expression and bindings.
   int64_t evaluate_size(const DimBindings& bindings) const;
+  // This expression with each dim of `values` replaced by its expression (inside opaque sums too),
+  // rebuilt by this class's arithmetic in the order it is written, so that it prints as the same
+  // text with the replacements written in would parse to. Throws DimError as the arithmetic does.
+  Dim substituted(const std::map<std::string, Dim>& values) const;
 
  private:
   using Monomial = std::vector<std::pair<std::string, int>>;  // (atom key, exponent), sorted by key
@@ -75,6 +79,7 @@ class Dim {
   void merge_atoms_from(const Dim& o);
   void prune_atoms();
   std::string print(bool canonical_order) const;
+  std::vector<std::pair<Monomial, Rational>> print_order() const;  // the terms as str() writes them
   std::string print_term(const Monomial& m, const Rational& c, bool canonical_order) const;
   std::string atom_text(const std::string& key, bool canonical_order) const;
 

@@ -20,6 +20,8 @@
 #include "engine/error.h"
 #include "engine/interp/footprint.h"
 #include "engine/ir/defer_row_scales.h"
+#include "engine/ir/print.h"
+#include "engine/pipeline.h"
 #include "engine/ir/drop_casts.h"
 #include "engine/ir/one_pass_variance.h"
 #include "engine/ir/push_transposes.h"
@@ -34,8 +36,8 @@
 #include "engine/search/verify.h"
 #include "engine/sgraph/canonical.h"
 #include "engine/sgraph/instantiate.h"
-#include "engine/sgraph/parse.h"
 #include "engine/sgraph/print.h"
+#include "engine/sgraph/substitute_dims.h"
 #include "engine/sgraph/validate.h"
 
 namespace prism {
@@ -188,7 +190,7 @@ std::vector<Candidate> in_stable_order(tbb::concurrent_vector<Candidate>& found)
 class SearchRun {
  public:
   SearchRun(const Program& program, const SearchLimits& limits, const CancelToken* cancel, const CancelToken& bounded, Clock::time_point t0,
-            const std::function<void(const SearchProgress&)>& progress, SearchResult& result)
+            const std::function<void(const SearchProgress&)>& progress, SearchResult& result, pipeline::Dump* dump)
       : program_(program),
         limits_(limits),
         cancel_(cancel),
@@ -196,6 +198,7 @@ class SearchRun {
         t0_(t0),
         progress_(progress),
         result_(result),
+        dump_(dump),
         several_(program.outputs.size() > 1),
         hw_{limits.fast_memory_bytes},
         cuts_(kernel_cuts(program)),
@@ -213,6 +216,10 @@ class SearchRun {
   void run() {
     SearchStats& st = result_.stats;
     st.saturate_s = saturate_s_;
+    pipeline::dump_after(dump_, pipeline::Pass::Saturate, [&] {
+      return expr_ ? std::to_string(expr_->nodes()) + " e-nodes over the program's expressions, saturated in " + std::to_string(saturate_s_) + " s"
+                   : std::string("none: the search does not prune by expressions here (no pruning, several outputs, or a search by blocks)");
+    });
     std::string seed_why;  // why the program as written is no DAG, if it is not
     const std::optional<Program> one_pass = one_pass_variance(program_);
     bounded_.check();
@@ -315,11 +322,13 @@ class SearchRun {
     cand.summary = summary;
     cand.proof = proof.text;
     cand.hash = hash;
+    pipeline::dump_after(dump_, pipeline::Pass::Verify, [&] { return sgraph::print(*cand.graph) + "# " + cand.summary + "\n"; });
     found_.push_back(std::move(cand));
   }
 
   // A computation the enumeration (or a seed) produced: its plans' families, on all workers.
   void emit(const Dag& dag) {
+    pipeline::dump_after(dump_, pipeline::Pass::Enumerate, [&] { return dag.key(); });
     within_budget([&] {
       // Without expression pruning nothing vouches for the computation yet: check it whole first
       // (no plan can fix a computation that differs from the program).
@@ -367,6 +376,7 @@ class SearchRun {
       return;
     }
     if (expr_ && over_memory(fam->graph)) return;
+    pipeline::dump_after(dump_, pipeline::Pass::Prune, [&] { return sgraph::print(fam->graph); });
     keep(fam->graph, fam->summary, [&] { return prover_.prove(dag, *fam, &bounded_); });
   }
 
@@ -442,6 +452,7 @@ class SearchRun {
       return;
     }
     if (limits_.prune && over_memory(f.graph)) return;  // the parts were searched without pruning
+    pipeline::dump_after(dump_, pipeline::Pass::Prune, [&] { return sgraph::print(f.graph); });
     keep(f.graph, f.summary, [&] { return Proof{true, f.proof}; });
   }
 
@@ -452,6 +463,7 @@ class SearchRun {
   const Clock::time_point t0_;
   const std::function<void(const SearchProgress&)>& progress_;
   SearchResult& result_;
+  pipeline::Dump* const dump_;
   Counters c_;
   // Several outputs: the program as written is the only computation (the enumeration and its
   // pruning follow one root), parallelized by every plan.
@@ -477,8 +489,9 @@ class SearchRun {
 };
 
 SearchResult search_within(const Program& given, const SearchLimits& limits, const CancelToken* cancel, const CancelToken& bounded,
-                           Clock::time_point t0, const std::function<void(const SearchProgress&)>& progress) {
+                           Clock::time_point t0, const std::function<void(const SearchProgress&)>& progress, pipeline::Dump* dump) {
   const Program program = search_form(given, bounded);  // every check below is against it
+  pipeline::dump_after(dump, pipeline::Pass::SearchForm, [&] { return print_program(program); });
   if (program.outputs.empty()) throw Error(Error::Kind::InvalidArgument, "the search needs a program with an output");
   if (limits.fast_memory_bytes <= 0)
     throw Error(Error::Kind::InvalidArgument, "the search's fast-memory budget must be positive, not " + std::to_string(limits.fast_memory_bytes));
@@ -490,7 +503,7 @@ SearchResult search_within(const Program& given, const SearchLimits& limits, con
     result.stats.empty_reason = *why;
     return result;
   }
-  SearchRun(program, limits, cancel, bounded, t0, progress, result).run();
+  SearchRun(program, limits, cancel, bounded, t0, progress, result, dump).run();
   return result;
 }
 
@@ -502,9 +515,11 @@ namespace {
 // written as their numbers (docs/search.md, "Fixed sizes").
 SearchResult with_fixed_sizes(SearchResult r, const SymbolizedSizes& fixed, const SearchLimits& limits) {
   r.limits = limits;
+  std::map<std::string, Dim> values;
+  for (const auto& [dim, size] : fixed.sizes) values.emplace(dim, Dim(size));
   r.stats.empty_reason = with_sizes(r.stats.empty_reason, fixed.sizes);
   for (Candidate& c : r.candidates) {
-    auto graph = std::make_shared<const sgraph::SGraph>(sgraph::canonicalize(sgraph::parse(with_sizes(sgraph::print(*c.graph), fixed.sizes))));
+    auto graph = std::make_shared<const sgraph::SGraph>(sgraph::canonicalize(sgraph::substitute_dims(*c.graph, values)));
     c.hash = sgraph::canonical_hash(*graph);
     c.parameters = graph->parameters();
     c.graph = std::move(graph);
@@ -514,22 +529,15 @@ SearchResult with_fixed_sizes(SearchResult r, const SymbolizedSizes& fixed, cons
   return r;
 }
 
-}  // namespace
-
-SearchResult search_program(const Program& given, const SearchLimits& limits, const CancelToken* cancel,
-                            const std::function<void(const SearchProgress&)>& progress) {
-  if (const SymbolizedSizes fixed = symbolize_sizes(given); !fixed.sizes.empty()) {
-    SearchLimits symbolic = limits;
-    if (!limits.bindings.empty())  // shape-generic stays shape-generic
-      for (const auto& [dim, size] : fixed.sizes) symbolic.bindings[dim] = size;
-    return with_fixed_sizes(search_program(fixed.program, symbolic, cancel, progress), fixed, limits);
-  }
+// The search of a program whose fixed sizes are dims already (or that has none).
+SearchResult search_named(const Program& given, const SearchLimits& limits, const CancelToken* cancel,
+                          const std::function<void(const SearchProgress&)>& progress, pipeline::Dump* dump) {
   const auto t0 = Clock::now();
   const bool timed = std::isfinite(limits.budget_s) && limits.budget_s < 1e9;  // else no deadline
   const CancelToken bounded(cancel, timed ? t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, limits.budget_s)))
                                           : Clock::time_point::max());
   try {
-    return search_within(given, limits, cancel, bounded, t0, progress);
+    return search_within(given, limits, cancel, bounded, t0, progress, dump);
   } catch (const Error& e) {
     if (e.kind() != Error::Kind::Cancelled || (cancel && cancel->cancelled())) throw;
   }
@@ -542,6 +550,25 @@ SearchResult search_program(const Program& given, const SearchLimits& limits, co
                               given.name + "' (" + std::to_string(given.values.size()) + " values), before any computation was tried (raise --budget)";
   result.stats.total_s = seconds_since(t0);
   return result;
+}
+
+}  // namespace
+
+SearchResult search_program(const Program& given, const SearchLimits& limits, const CancelToken* cancel,
+                            const std::function<void(const SearchProgress&)>& progress, pipeline::Dump* dump) {
+  const SymbolizedSizes fixed = symbolize_sizes(given);
+  pipeline::dump_after(dump, pipeline::Pass::NameSizes, [&] { return print_program(fixed.sizes.empty() ? given : fixed.program); });
+  SearchResult r;
+  if (fixed.sizes.empty()) {
+    r = search_named(given, limits, cancel, progress, dump);
+  } else {
+    SearchLimits symbolic = limits;
+    if (!limits.bindings.empty())  // shape-generic stays shape-generic
+      for (const auto& [dim, size] : fixed.sizes) symbolic.bindings[dim] = size;
+    r = with_fixed_sizes(search_named(fixed.program, symbolic, cancel, progress, dump), fixed, limits);
+  }
+  for (const Candidate& c : r.candidates) pipeline::dump_after(dump, pipeline::Pass::FixSizes, [&] { return c.text(); });
+  return r;
 }
 
 }  // namespace prism::search

@@ -101,13 +101,17 @@ struct SearchResult {
 
 struct Program;
 class CancelToken;
+namespace pipeline {
+class Dump;
+}
 
 namespace search {
 // The whole search for one lowered single-output program (Workspace::search calls it without
 // holding the workspace mutex). Throws Error{Cancelled}, Error{InvalidArgument} (a program the
 // e-graph terms cannot express, a fast-memory budget that is not positive).
+// `dump`: what the search's passes leave, for the one it asks for (pipeline.h).
 SearchResult search_program(const Program& lowered, const SearchLimits& limits, const CancelToken* cancel = nullptr,
-                            const std::function<void(const SearchProgress&)>& progress = {});
+                            const std::function<void(const SearchProgress&)>& progress = {}, pipeline::Dump* dump = nullptr);
 // The memory a search of `lowered` takes at most, estimated from its tensors at the checks' dims
 // (literal dims count as they are): Workspace::search refuses one over its budget up front.
 int64_t search_memory_bytes(const Program& lowered);

@@ -11,12 +11,15 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/backend/print_kernel_ir.h"
 #include "engine/backend/runner/runner.h"
 #include "engine/backend/storage.h"
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
 #include "engine/ir/print.h"
+#include "engine/pipeline.h"
 #include "engine/sgraph/instantiate.h"
+#include "engine/sgraph/print.h"
 #include "engine/tune/compare.h"
 #include "engine/tune/cost_model.h"
 #include "engine/tune/edge_check.h"
@@ -694,12 +697,16 @@ std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance) 
 
 KernelChoice kernel_for(const backend::Backend& backend, const Program& lowered, const Candidate& family,
                         const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target,
-                        const std::map<std::string, int64_t>* sizes, const backend::Schedule& schedule) {
+                        const std::map<std::string, int64_t>* sizes, const backend::Schedule& schedule, pipeline::Dump* dump) {
   sgraph::Instance instance = choose_instance(lowered, backend.stored(*family.graph), family.id, bindings, target, sizes);
+  pipeline::dump_after(dump, pipeline::Pass::Instantiate,
+                       [&] { return sgraph::print(instance.graph) + "# at " + sizes_text(instance.bindings) + "\n"; });
   KernelChoice choice;
   choice.schedule = backend.resolve_schedule(schedule, target);
+  pipeline::dump_after(dump, pipeline::Pass::Lower, [&] { return backend::print_kernel_ir(backend.kernel_ir(instance, target, choice.schedule)); });
   backend::Build build = backend.generate(instance, target, choice.schedule);
   if (!build.error.empty()) throw Error(Error::Kind::InvalidArgument, build.error);
+  pipeline::dump_after(dump, pipeline::Pass::Print, [&] { return build.source; });
   choice.sizes = instance_sizes(instance);
   choice.build = std::move(build);
   choice.estimate = estimate_cost(instance, target);

@@ -183,7 +183,8 @@ std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance);
 // schedule the backend does not offer, a family the backend cannot generate).
 KernelChoice kernel_for(const backend::Backend& backend, const Program& lowered, const Candidate& family,
                         const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target,
-                        const std::map<std::string, int64_t>* sizes = nullptr, const backend::Schedule& schedule = {});
+                        const std::map<std::string, int64_t>* sizes = nullptr, const backend::Schedule& schedule = {},
+                        pipeline::Dump* dump = nullptr);
 
 // What the workspace answers for kernel/source and export.
 struct KernelSource {

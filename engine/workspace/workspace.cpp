@@ -15,6 +15,7 @@
 #include "engine/io/npy.h"
 #include "engine/ir/lower_composites.h"
 #include "engine/ir/print.h"
+#include "engine/pipeline.h"
 #include "engine/lang/compile.h"
 #include "engine/lang/lexer.h"
 #include "engine/lang/suggest.h"
@@ -542,24 +543,29 @@ bool same_question(SearchLimits a, SearchLimits b) {
 }  // namespace
 
 SearchResult Workspace::search(const std::string& program, const SearchLimits& limits, const CancelToken* cancel,
-                               const std::function<void(const SearchProgress&)>& progress) {
+                               const std::function<void(const SearchProgress&)>& progress, pipeline::Dump* dump) {
   std::shared_ptr<const CompiledProgram> compiled;
   int64_t version = 0;
+  // A dump of the search's own passes needs them run (pipeline.h); parsing's and normalizing's
+  // are the compiled program's.
+  const bool rerun = dump && dump->after() != pipeline::Pass::Parse && dump->after() != pipeline::Pass::Normalize;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     compiled = impl_->find(program);
     if (!compiled) impl_->unknown_program(program);
     version = impl_->docs.at(compiled->summary.uri).version;
-    if (auto it = impl_->searches.find(program); it != impl_->searches.end() && it->second.version == version &&
+    pipeline::dump_after(dump, pipeline::Pass::Parse, [&] { return print_program(compiled->source); });
+    pipeline::dump_after(dump, pipeline::Pass::Normalize, [&] { return compiled->lowered_text; });
+    if (auto it = impl_->searches.find(program); !rerun && it != impl_->searches.end() && it->second.version == version &&
                                                  same_question(it->second.limits, limits))
       return it->second;
   }
   // The same question searched before, by this daemon or another (search_store.h).
   const search::SearchStore store = search_store();
   const std::string key = store.enabled() ? search::search_key(compiled->lowered, limits) : "";
-  std::optional<SearchResult> stored = store.get(key);
+  std::optional<SearchResult> stored = rerun ? std::nullopt : store.get(key);
   if (!stored) check_memory_budget("searching '" + program + "'", search::search_memory_bytes(compiled->lowered), memory_budget());
-  SearchResult r = stored ? std::move(*stored) : search::search_program(compiled->lowered, limits, cancel, progress);  // no lock held
+  SearchResult r = stored ? std::move(*stored) : search::search_program(compiled->lowered, limits, cancel, progress, dump);  // no lock held
   if (!stored) store.put(key, r);
   r.program = program;
   r.version = version;

@@ -149,9 +149,11 @@ class Workspace {
   // (unknown program) or Cancelled. Long work runs without the workspace mutex. The result is
   // stored for (program, current version); a repeated search of an unchanged program with the
   // same limits returns the stored result. `progress` is called at most ~10 times a second.
+  // `dump` (pipeline.h): what the passes from parsing to the search's last leave, for the one it
+  // asks for; a search it asks a dump of runs again, whatever is stored.
   SearchResult search(const std::string& program, const SearchLimits& limits,
                       const CancelToken* cancel = nullptr,
-                      const std::function<void(const SearchProgress&)>& progress = {});
+                      const std::function<void(const SearchProgress&)>& progress = {}, pipeline::Dump* dump = nullptr);
   // The stored result for the program's CURRENT version, if any (an edit invalidates it).
   std::optional<SearchResult> search_result(const std::string& program) const;
 
@@ -216,8 +218,10 @@ class Workspace {
   // A kernel's source: family `candidate` (0: the best of the latest tune) at `bindings` (empty:
   // the latest tune's), with the tuned sizes when that family was timed, else the cost model's;
   // `sizes` (grid sizes and loop ranges, e.g. g1=1) where given.
+  // `dump`: what instantiating, lowering and printing it leave, for the pass it asks for.
   tune::KernelSource kernel_source(const std::string& program, int candidate, const std::map<std::string, int64_t>& bindings,
-                                   backend::Target target, const std::map<std::string, int64_t>* sizes = nullptr);
+                                   backend::Target target, const std::map<std::string, int64_t>* sizes = nullptr,
+                                   pipeline::Dump* dump = nullptr);
   // The same kernel compiled, as a shared object a caller loads and calls in its own process
   // (backend.h, Backend::library). Throws Error{InvalidArgument} where the target gives none or
   // cannot run here, Error{Failed} when compiling fails.

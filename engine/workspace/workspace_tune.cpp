@@ -274,7 +274,8 @@ std::vector<tune::TuneResult> Workspace::tune_results(const std::string& program
 }
 
 tune::KernelSource Workspace::kernel_source(const std::string& program, int candidate, const std::map<std::string, int64_t>& bindings,
-                                            backend::Target target, const std::map<std::string, int64_t>* explicit_sizes) {
+                                            backend::Target target, const std::map<std::string, int64_t>* explicit_sizes,
+                                            pipeline::Dump* dump) {
   auto [lowered, version] = lowered_program(program);
   std::vector<tune::TuneResult> tuned = tune_results(program);
   tune::TuneResult* match = nullptr;
@@ -329,7 +330,7 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
         schedule = row.schedule;
         break;
       }
-  tune::KernelChoice choice = tune::kernel_for(backend, lowered, family, k.bindings, description, sizes, schedule);
+  tune::KernelChoice choice = tune::kernel_for(backend, lowered, family, k.bindings, description, sizes, schedule, dump);
   k.candidate = candidate;
   k.summary = family.summary;
   k.sizes = choice.sizes;

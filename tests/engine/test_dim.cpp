@@ -109,3 +109,17 @@ TEST_CASE("a division by a dim that may be zero is remembered through cancellati
   CHECK(!Dim(0).provably_nonzero());
   CHECK((d / (d - Dim(7))).zero_divisors().size() == 1);
 }
+
+TEST_CASE("dims substitute expressions for dims, written as they were", "[engine][dim]") {
+  Dim d = s("d"), n = s("n"), F = s("F"), g = s("g1");
+  const std::map<std::string, Dim> sizes{{"d", Dim(1024)}, {"n", Dim(8)}};
+  CHECK((d / (g * F)).substituted(sizes).str() == "1024/g1/F");
+  CHECK((d / (g * F)).substituted(sizes) == Dim(1024) / (g * F));
+  CHECK((n * d).substituted(sizes) == Dim(8192));
+  CHECK((d / (n + Dim(1))).substituted({{"n", F * g}}).str() == "d/(F*g1+1)");
+  CHECK((Dim(2) * d + Dim(1)).substituted({{"d", g / Dim(2)}}).str() == "g1+1");
+  CHECK((n * d + n).substituted({}).str() == (n * d + n).str());
+  CHECK((d / F).substituted({{"F", d}}) == Dim(1));
+  // A divisor that may be zero stays remembered; one substituted to 0 is a division by zero.
+  CHECK_THROWS_AS((d / (n - Dim(1))).substituted({{"n", Dim(1)}}), DimError);
+}

@@ -9,8 +9,11 @@
 #include "engine/interp/interpreter.h"
 #include "engine/ir/print.h"
 #include "engine/ir/symbolize_sizes.h"
+#include "engine/sgraph/canonical.h"
 #include "engine/sgraph/instantiate.h"
+#include "engine/sgraph/parse.h"
 #include "engine/sgraph/print.h"
+#include "engine/sgraph/substitute_dims.h"
 
 using namespace prism;
 
@@ -68,4 +71,22 @@ TEST_CASE("search at fixed widths: the families of the named widths, written wit
     CHECK(test::relative_error(sgraph::evaluate(inst, inputs).at(0), interpret(p, {{"n", 4}}, inputs).at(0)) < 1e-4);
   }
   CHECK(cut);
+}
+
+TEST_CASE("a family's fixed sizes are written back on the sGraph's values, as printing, renaming and parsing it did",
+          "[search][fixed-sizes][sgraph]") {
+  const Program p = test::lowered_text(kImported, "imported");
+  const SymbolizedSizes fixed = symbolize_sizes(p);
+  SearchLimits limits;
+  limits.threads = 2;
+  limits.budget_s = 120;
+  const SearchResult r = search::search_program(fixed.program, limits);
+  REQUIRE(r.candidates.size() >= 10);
+  std::map<std::string, Dim> values;
+  for (const auto& [dim, size] : fixed.sizes) values.emplace(dim, Dim(size));
+  for (const Candidate& c : r.candidates) {
+    const std::string by_text = sgraph::print(sgraph::canonicalize(sgraph::parse(with_sizes(sgraph::print(*c.graph), fixed.sizes))));
+    INFO(by_text);
+    CHECK(sgraph::print(sgraph::canonicalize(sgraph::substitute_dims(*c.graph, values))) == by_text);
+  }
 }
