@@ -178,6 +178,9 @@ def run_job(job, fresh=False):
     tuning DB answered, "failed"), its TuneResult or error, and its DB entries as exported. A
     daemon that cannot be reached or goes away is a failed job, in words, not an exception."""
     out = {"program": job["program"], "bindings": job["bindings"], "target": job["target"]}
+    worker = _worker_name()
+    if worker is not None:
+        out["worker"] = worker  # what ran where: the Dask worker's name (its host's, as it was started)
     if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
         out["gpu"] = os.environ["CUDA_VISIBLE_DEVICES"]  # the one GPU this worker's daemon sees
     try:
@@ -193,6 +196,16 @@ def run_job(job, fresh=False):
         return out
     out.update(status="stored" if result.get("fromDb") else "tuned", result=result, entries=entries)
     return out
+
+
+def _worker_name():
+    """The name of the Dask worker running this task, None outside one."""
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().name)
+    except (ImportError, ValueError):
+        return None
 
 
 def batch(manifest, client=None, fresh=False, progress=None):
@@ -243,6 +256,8 @@ def _on_dask(jobs, dask_client, fresh, progress):
             try:
                 outcome = future.result()
             except Exception as e:  # noqa: BLE001 - a lost worker raises whatever distributed raises
+                if dask_client.status != "running":  # the scheduler went away: no job can run any more
+                    raise _scheduler_lost(dask_client, outcomes) from e
                 outcome = _failed(jobs[i], e)
             if outcome.pop("lost", False) and tries[i] < 2:
                 queue.add(submit(i))
@@ -253,6 +268,15 @@ def _on_dask(jobs, dask_client, fresh, progress):
                 progress(outcome)
     return {"jobs": outcomes, "failed": sum(o["status"] == "failed" for o in outcomes),
             "stored": sum(o["status"] == "stored" for o in outcomes), "imported": imported}
+
+
+def _scheduler_lost(dask_client, outcomes):
+    """The batch's end when its scheduler went away, in words: what finished is imported already."""
+    finished = sum(o is not None for o in outcomes)
+    address = getattr(dask_client.scheduler, "address", None) or "its address"
+    return PrismError(None, f"the Dask scheduler at {address} went away after {finished} of {len(outcomes)} jobs: their "
+                            f"results are in this machine's tuning DB; {len(outcomes) - finished} did not finish (run the "
+                            "batch again on a scheduler: the DB answers the finished ones at once)")
 
 
 def _failed(job, error):
