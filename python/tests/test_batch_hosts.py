@@ -40,6 +40,16 @@ def start_cluster(hosts, logs):
     return client
 
 
+def manifest_and_logs(tmp_path):
+    """The batch's manifest (test_batch's model: 3 programs x 2 bindings) and a directory for the
+    hosts' logs."""
+    manifest = tmp_path / "model.json"
+    model_manifest(manifest)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    return manifest, logs
+
+
 def tuned_entries(home):
     """The tuning DB entries a host's daemon keeps (one file per question)."""
     directory = os.path.join(home, "state", "prism", "tune")
@@ -47,10 +57,7 @@ def tuned_entries(home):
 
 
 def test_a_batch_runs_across_hosts_each_tuning_with_its_own_daemon_and_db(quiet_client, tmp_path):
-    manifest = tmp_path / "model.json"
-    model_manifest(manifest)
-    logs = tmp_path / "logs"
-    logs.mkdir()
+    manifest, logs = manifest_and_logs(tmp_path)
     with Hosts(tmp_path / "hosts", 3) as hosts:
         dask = start_cluster(hosts, str(logs))
         try:
@@ -81,10 +88,7 @@ def test_a_host_lost_mid_batch_loses_nothing_and_counts_no_job_twice(fault, quie
     """A host with a job in flight is cut off (its link down: the scheduler hears nothing more from
     it) or its worker is killed (SIGKILL): its job runs again on the other host, the jobs that
     finished keep their results, and no job is counted twice."""
-    manifest = tmp_path / "model.json"
-    model_manifest(manifest)
-    logs = tmp_path / "logs"
-    logs.mkdir()
+    manifest, logs = manifest_and_logs(tmp_path)
     cut = []
     with Hosts(tmp_path / "hosts", 3) as hosts:
         # The scheduler gives a worker it has not heard from 10 s up (Dask's default waits 5 minutes).
@@ -129,10 +133,7 @@ def test_a_host_lost_mid_batch_loses_nothing_and_counts_no_job_twice(fault, quie
 
 
 def test_a_scheduler_that_goes_away_is_said_in_words_and_what_was_imported_stays(quiet_client, tmp_path):
-    manifest = tmp_path / "model.json"
-    model_manifest(manifest)
-    logs = tmp_path / "logs"
-    logs.mkdir()
+    manifest, logs = manifest_and_logs(tmp_path)
     outcomes = []
     with Hosts(tmp_path / "hosts", 3) as hosts:
         dask = start_cluster(hosts, str(logs))
