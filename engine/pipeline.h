@@ -68,8 +68,10 @@ class Dump {
   size_t dropped_ = 0;
 };
 
-// dump->add(pass, text) where a run carries a dump (most carry none).
-inline void dump_after(Dump* dump, Pass pass, const std::function<std::string()>& text) {
+// dump->add(pass, text) where a run carries a dump (most carry none): a template, so that the
+// search's per-computation and per-family calls build nothing when there is none.
+template <class Text>
+void dump_after(Dump* dump, Pass pass, const Text& text) {
   if (dump) dump->add(pass, text);
 }
 

@@ -81,13 +81,14 @@ tune::TuneRequest parse_tune_request(const json& params) {
 }
 
 json tune_result_json(const tune::TuneResult& r) {
+  const backend::Backend::Presentation shown = tune::backend_for(r.target).presentation();
   json rows = json::array();
   for (const auto& row : r.rows) rows.push_back(row_json(row));
   json out{{"program", r.program},
            {"version", r.version},
            {"target", tune::target_name(r.target)},
-           {"targetMachine", tune::backend_for(r.target).presentation().machine},
-           {"threadsMeaning", tune::backend_for(r.target).presentation().threads},
+           {"targetMachine", shown.machine},
+           {"threadsMeaning", shown.threads},
            {"targetModel", r.target_model},
            {"bindings", sizes_json(r.bindings)},
            {"top", r.top},
@@ -147,8 +148,9 @@ json kernel_library_json(const tune::KernelLibrary& l) {
   json out = kernel_json(l.kernel);
   out["library"] = l.path;
   out["eager"] = l.eager;
-  out["runtime"] = tune::backend_for(l.kernel.target).presentation().runtime;
-  out["device"] = tune::backend_for(l.kernel.target).presentation().device;
+  const backend::Backend::Presentation shown = tune::backend_for(l.kernel.target).presentation();
+  out["runtime"] = shown.runtime;
+  out["device"] = shown.device;
   return out;
 }
 

@@ -15,10 +15,10 @@
 #include "engine/io/npy.h"
 #include "engine/ir/lower_composites.h"
 #include "engine/ir/print.h"
-#include "engine/pipeline.h"
 #include "engine/lang/compile.h"
 #include "engine/lang/lexer.h"
 #include "engine/lang/suggest.h"
+#include "engine/pipeline.h"
 #include "engine/tune/tuner.h"
 #include "engine/util/text.h"
 

@@ -5,9 +5,7 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <sstream>
-#include <stdexcept>
 
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/compiler.h"

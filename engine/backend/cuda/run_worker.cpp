@@ -1,11 +1,7 @@
 #include "engine/backend/cuda/run_worker.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <fstream>
-#include <map>
 #include <memory>
 #include <sstream>
 
@@ -14,23 +10,10 @@
 #include "engine/backend/cuda/plan.h"
 #include "engine/backend/cuda/plan_run.h"
 #include "engine/error.h"
-#include "engine/interp/half.h"
 
 namespace prism::backend::cuda {
 
 namespace {
-
-// f32 values as `dtype`'s bytes (round to nearest even).
-std::vector<char> encode(const float* data, int64_t n, DType dtype) {
-  std::vector<char> bytes(size_t(n) * size_t(dtype_bytes(dtype)));
-  if (dtype == DType::F32) {
-    std::memcpy(bytes.data(), data, bytes.size());
-    return bytes;
-  }
-  auto* out = reinterpret_cast<uint16_t*>(bytes.data());
-  for (int64_t i = 0; i < n; ++i) out[i] = dtype == DType::F16 ? f32_to_f16_bits(data[i]) : f32_to_bf16_bits(data[i]);
-  return bytes;
-}
 
 // The primary context and the cuBLAS handle live as long as the worker: a fresh CudaDevice per
 // run (its own modules: every candidate names its kernels alike) retains the context cheaply.
@@ -81,9 +64,8 @@ std::string run(const CudaPlan& plan, const std::string& out_path, WorkerInputs&
     device.to_device(allocate(t), inputs.at(i, t.dtype), size_t(t.elements) * size_t(dtype_bytes(t.dtype)));
   }
   for (const CudaTensor& t : plan.outputs) {
-    std::vector<float> nan(size_t(t.elements), std::nanf(""));
-    std::vector<char> bytes = encode(nan.data(), t.elements, t.dtype);
-    device.to_device(allocate(t), bytes.data(), bytes.size());
+    const HostOutputs nan({t.elements}, {t.dtype});  // NaN everywhere: an output the plan does not write shows
+    device.to_device(allocate(t), nan.pointers()[0], size_t(t.elements) * size_t(dtype_bytes(t.dtype)));
   }
   for (const CudaTensor& t : plan.scratch) {
     const CudaDevice::Ptr p = allocate(t);
