@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "engine/ir/print.h"
 #include "engine/tune/backends.h"
@@ -353,16 +355,14 @@ DbExport TuneDb::export_entries(const std::function<bool(const TuneResult&)>& ke
   return out;
 }
 
-std::string implausible_claim(const TuneResult& r, double roofline_ms) {
-  double product = 1;
-  for (const auto& [dim, value] : r.bindings) product *= double(value);
+std::string implausible_claim(const TuneResult& r, const ClaimLimits& limits) {
   for (const TuneRow& row : r.rows) {
     for (const auto& [name, value] : row.sizes)
-      if (value < 1 || double(value) > product)
+      if (value < 1 || (limits.largest_size > 0 && double(value) > limits.largest_size))
         return "candidate " + std::to_string(row.candidate) + " claims " + name + "=" + std::to_string(value) + ", no size at " + sizes_field(r.bindings);
-    if (row.ok && roofline_ms > 0 && row.measured_ms < roofline_ms / 4)
+    if (row.ok && limits.roofline_ms > 0 && row.measured_ms < limits.roofline_ms / 4)
       return "candidate " + std::to_string(row.candidate) + " claims " + number(row.measured_ms) + " ms, under a quarter of this machine's roofline (" +
-             number(roofline_ms) + " ms)";
+             number(limits.roofline_ms) + " ms)";
   }
   return "";
 }
@@ -372,16 +372,54 @@ namespace {
 // The same instantiation: family, sizes and schedule.
 bool same_instantiation(const TuneRow& a, const TuneRow& b) { return a.family == b.family && a.sizes == b.sizes && a.schedule == b.schedule; }
 
-// `claim`'s rows that `into` lacks, joined to it; ok rows by time first, `best` the fastest.
-void join_claims(TuneResult& into, const TuneResult& claim) {
-  for (const TuneRow& row : claim.rows)
-    if (std::none_of(into.rows.begin(), into.rows.end(), [&](const TuneRow& r) { return same_instantiation(r, row); }))
-      into.rows.push_back(row);
-  std::stable_sort(into.rows.begin(), into.rows.end(), [](const TuneRow& a, const TuneRow& b) {
-    return a.ok != b.ok ? a.ok : a.ok && a.measured_ms < b.measured_ms;
-  });
-  into.best = !into.rows.empty() && into.rows.front().ok ? 0 : -1;
-  fill_ratios(into);
+// What orders the rows of one claim: those that passed first, faster first; the rest of the order
+// (then by instantiation) only makes a join's outcome the same whichever claim came first.
+auto row_order(const TuneRow& r) {
+  return std::tie(r.measured_ms, r.spread, r.max_error, r.cost_rank, r.error, r.family, r.sizes, r.schedule, r.candidate, r.predicted_ms,
+                  r.summary, r.noisy, r.transient);
+}
+bool row_before(const TuneRow& a, const TuneRow& b) {
+  if (a.ok != b.ok) return a.ok;
+  return row_order(a) < row_order(b);
+}
+
+// A claim as the DB keeps it: its rows in row_before's order, `best` the first.
+void in_claim_order(TuneResult& claim) {
+  std::sort(claim.rows.begin(), claim.rows.end(), row_before);
+  claim.best = !claim.rows.empty() && claim.rows.front().ok ? 0 : -1;
+  fill_ratios(claim);
+}
+
+// Which of two claims on one question leads their join: the faster best; at the same time, the
+// one whose text sorts first (the DB's own import time left out), so that no order of imports
+// decides it.
+bool leads(const TuneResult& a, const TuneResult& b) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double ta = a.best >= 0 ? a.best_ms : inf, tb = b.best >= 0 ? b.best_ms : inf;
+  if (ta != tb) return ta < tb;
+  TuneResult x = a, y = b;
+  x.measured.imported.clear();
+  y.measured.imported.clear();
+  return format_tune_result(x) < format_tune_result(y);
+}
+
+// Two claims on one question (one key: the same kind of machine) as one: the faster one's fields
+// and every row of both, an instantiation claimed by both at its better claim; `best` the fastest.
+// Commutative, associative and idempotent, so that any number of exports merged in any order, at
+// once or again, leave the same entry (docs/tuning.md, "Sharing a tuning DB"). Its import time is
+// the first.
+void join_claims(TuneResult& held, TuneResult claim) {
+  const std::string first_import = std::min(held.measured.imported, claim.measured.imported);
+  if (leads(claim, held)) std::swap(held, claim);
+  for (const TuneRow& row : claim.rows) {
+    auto same = std::find_if(held.rows.begin(), held.rows.end(), [&](const TuneRow& r) { return same_instantiation(r, row); });
+    if (same == held.rows.end())
+      held.rows.push_back(row);
+    else if (row_before(row, *same))
+      *same = row;
+  }
+  in_claim_order(held);
+  held.measured.imported = first_import;
 }
 
 }  // namespace
@@ -416,6 +454,7 @@ DbImport TuneDb::import_entries(std::string_view text, const ImportCheck& refute
     }
     r->measured.imported = now;  // whatever the entry says: here it is another machine's claim
     r->measured.confirmed.clear();
+    in_claim_order(*r);
     const std::string key = entry_key(*r);
     std::lock_guard lock(mutex_);
     std::optional<TuneResult> held = get_locked(key);
@@ -424,7 +463,7 @@ DbImport TuneDb::import_entries(std::string_view text, const ImportCheck& refute
       continue;
     }
     if (held) {
-      join_claims(*held, *r);
+      join_claims(*held, std::move(*r));
       put_locked(key, *held);
       ++done.merged;
       continue;

@@ -55,11 +55,17 @@ struct DbImport {
 // Why an imported result cannot be true here, or "" (TuneDb::import_entries' `refute`).
 using ImportCheck = std::function<std::string(const TuneResult&)>;
 
+// What this machine knows of an imported result's question before any search (0: not known).
+struct ClaimLimits {
+  double roofline_ms = 0;   // this machine's roofline for the program at its bindings
+  double largest_size = 0;  // the most elements of any of the program's tensors at them
+};
+
 // What can be checked of an imported result without its program's search: every size is a
-// positive number no larger than the product of the bindings, and no row claims a time below a
-// quarter of `roofline_ms` (this machine's roofline for the program; 0: not known here). "" when
-// it holds.
-std::string implausible_claim(const TuneResult& result, double roofline_ms);
+// positive number no larger than `limits.largest_size` (no grid splits, and no loop runs over,
+// more than a tensor's elements), and no row claims a time below a quarter of the roofline. ""
+// when it holds.
+std::string implausible_claim(const TuneResult& result, const ClaimLimits& limits);
 
 class TuneDb {
  public:

@@ -157,9 +157,10 @@ class Workspace {
   // The stored result for the program's CURRENT version, if any (an edit invalidates it).
   std::optional<SearchResult> search_result(const std::string& program) const;
 
-  // This machine's roofline (ms) for the program an imported result names, at its bindings; 0
-  // when its target is not here or its program text does not compile.
-  double claimed_roofline_ms(const tune::TuneResult& result) const;
+  // What this machine knows of the question an imported result names: its roofline (0 when its
+  // target is not here) and the largest of its program's tensors at its bindings (both 0 when the
+  // program text does not compile or the bindings do not fit it).
+  tune::ClaimLimits claim_limits(const tune::TuneResult& result) const;
   // The lowered program and the version of its document. Throws NotFound.
   std::pair<Program, int64_t> lowered_program(const std::string& program) const;
 

@@ -242,25 +242,42 @@ tune::DbExport Workspace::export_tuning_db(const std::string& program, const std
 }
 
 tune::DbImport Workspace::import_tuning_db(std::string_view entries) {
-  // What this machine can check of a claim before any search: its sizes, and its times against
-  // this machine's roofline for the program the entry names (when that target is here).
-  return tune_state_->db.import_entries(entries, [this](const tune::TuneResult& r) {
-    return tune::implausible_claim(r, claimed_roofline_ms(r));
-  });
+  // What this machine can check of a claim before any search: its sizes against its program's
+  // tensors, and its times against this machine's roofline for the program (when that target is here).
+  return tune_state_->db.import_entries(entries, [this](const tune::TuneResult& r) { return tune::implausible_claim(r, claim_limits(r)); });
 }
 
-double Workspace::claimed_roofline_ms(const tune::TuneResult& r) const {
-  const backend::Backend& backend = tune::backend_for(r.target);
-  if (!backend.availability().available) return 0;
-  CompileResult compiled = compile_text(r.lowered, "<imported>");
-  if (compiled.programs.size() != 1) return 0;
-  const DimBindings dims(r.bindings.begin(), r.bindings.end());
-  try {
-    tune::steps::check_bindings(compiled.programs.front(), dims);
-    return tune::steps::stored_roofline(backend.stored(compiled.programs.front()), dims, described(r.target)).seconds * 1e3;
-  } catch (const Error&) {
-    return 0;  // bindings that do not fit the program: the claim's key names no question here
+namespace {
+
+// The most elements of any value of `program` at `dims`.
+double largest_tensor(const Program& program, const DimBindings& dims) {
+  double largest = 0;
+  for (const Value& v : program.values) {
+    double elements = 1;
+    for (const Dim& d : v.type.shape) elements *= double(d.evaluate_size(dims));
+    largest = std::max(largest, elements);
   }
+  return largest;
+}
+
+}  // namespace
+
+tune::ClaimLimits Workspace::claim_limits(const tune::TuneResult& r) const {
+  CompileResult compiled = compile_text(r.lowered, "<imported>");
+  if (compiled.programs.size() != 1) return {};
+  const Program& program = compiled.programs.front();
+  const DimBindings dims(r.bindings.begin(), r.bindings.end());
+  tune::ClaimLimits limits;
+  try {
+    tune::steps::check_bindings(program, dims);
+    limits.largest_size = largest_tensor(program, dims);
+    const backend::Backend& backend = tune::backend_for(r.target);
+    if (backend.availability().available)
+      limits.roofline_ms = tune::steps::stored_roofline(backend.stored(program), dims, described(r.target)).seconds * 1e3;
+  } catch (const std::exception&) {  // Error, DimError
+    return {};  // bindings that do not fit the program: the claim's key names no question here
+  }
+  return limits;
 }
 
 std::vector<tune::TuneResult> Workspace::tune_results(const std::string& program) const {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <thread>
 
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/tune/tune_db.h"
@@ -96,6 +97,36 @@ TEST_CASE("tune DB import: claims that cannot be true here are rejected with the
   }
 }
 
+TEST_CASE("tune DB import: sizes over a program's fixed dims are sizes, however small its bindings", "[tune][db][hosts]") {
+  // As prism.model_manifest writes a layer: its hidden size fixed, only the token count bound.
+  // Found when a worker host's honest entry for a decoder at n=1 (a grid of 2 over its hidden
+  // size) was rejected by the caller as "no size at n=1".
+  test::ScopedEnv trusting("PRISM_TUNE_NOISE_LIMIT", "off");
+  const std::string text = "program fixed(X: f32[n, 256], W: f32[256, 256]) {\n  return rms_norm(X) @ W\n}\n";
+  test::TempDir data, cache;
+  Workspace there;
+  there.set_storage(data.path(), cache.path());
+  there.open("fixed.prism", text, 1);
+  tune::TuneRequest request;
+  request.bindings = {{"n", 1}};
+  request.top = 4;
+  const tune::TuneResult tuned = there.tune("fixed", request);
+  REQUIRE(std::any_of(tuned.rows.begin(), tuned.rows.end(), [](const tune::TuneRow& r) {
+    return std::any_of(r.sizes.begin(), r.sizes.end(), [](const auto& size) { return size.second > 1; });
+  }));
+  Importer here;
+  const tune::DbImport done = here.ws.import_tuning_db(there.export_tuning_db().text);
+  for (const std::string& p : done.problems) UNSCOPED_INFO(p);
+  CHECK(done.added == 1);
+  CHECK(done.rejected == 0);
+  // Past the largest of its tensors (256 x 256 elements) a size is none.
+  const std::string forged_size = forged(there.export_tuning_db().text, [](tune::TuneResult& r) {
+    for (tune::TuneRow& row : r.rows)
+      if (!row.sizes.empty()) row.sizes.begin()->second = 65537;
+  });
+  CHECK(Importer().ws.import_tuning_db(forged_size).rejected == 1);
+}
+
 TEST_CASE("tune DB import: a claim is measured here before it is served, and cannot keep another from being measured", "[tune][db][security]") {
   test::ScopedEnv trusting("PRISM_TUNE_NOISE_LIMIT", "off");
   Honest honest;
@@ -107,7 +138,7 @@ TEST_CASE("tune DB import: a claim is measured here before it is served, and can
   // at import, then measured: its invalid row is dropped, and what is served is this machine's
   // own time.
   Importer here;
-  const double possible_ms = here.ws.claimed_roofline_ms(honest.result) / 4 * 1.25;
+  const double possible_ms = here.ws.claim_limits(honest.result).roofline_ms / 4 * 1.25;
   auto faster = [&](double ms) { return std::max(ms / 2, possible_ms); };
   std::string invalid_size;
   const std::string claim = forged(honest.exported, [&](tune::TuneResult& r) {
@@ -157,4 +188,112 @@ TEST_CASE("tune DB import: a claim is measured here before it is served, and can
   done = here.ws.import_tuning_db(claim);
   CHECK(done.present == 1);
   CHECK(here.ws.tune("rms_linear", honest.request).best_ms == measured.best_ms);
+}
+
+namespace {
+
+// The entries of a DB's export, each as it would be without the time it was imported here: what
+// two DBs that merged the same claims must agree on.
+std::string without_import_times(const tune::DbExport& exported) {
+  std::string out;
+  size_t at = 0;
+  while (at < exported.text.size()) {
+    const size_t end = exported.text.find("\nend\t", at);
+    REQUIRE(end != std::string::npos);
+    const size_t next = exported.text.find('\n', end + 1) + 1;
+    std::optional<tune::TuneResult> r = tune::parse_tune_result(exported.text.substr(at, next - at));
+    REQUIRE(r);
+    r->measured.imported.clear();
+    out += tune::format_tune_result(*r);
+    at = next;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("tune DB import: another kind of machine's entry never answers here", "[tune][db][hosts]") {
+  test::ScopedEnv trusting("PRISM_TUNE_NOISE_LIMIT", "off");
+  Honest honest;
+  REQUIRE(honest.result.best >= 0);
+  // The same question measured on a machine of another kind: another CPU, the same CPU with
+  // fewer cores (a worker pinned by taskset or a cgroup), or another compiler.
+  const std::vector<std::string> others = {
+      forged(honest.exported, [](tune::TuneResult& r) { r.target_model = "Intel Xeon Platinum 8480+, 56 cores, AVX-512"; }),
+      forged(honest.exported, [](tune::TuneResult& r) { r.target_model = r.target_model.substr(0, r.target_model.find(',')) + ", 1 core, AVX-512"; }),
+      forged(honest.exported, [](tune::TuneResult& r) { r.toolchain = "clang++|Debian clang version 14.0.6"; }),
+  };
+  Importer here;
+  for (const std::string& other : others) CHECK(here.ws.import_tuning_db(other).added == 1);  // each under its own key
+
+  CHECK_FALSE(here.ws.kernel_source("rms_linear", 0, honest.request.bindings, backend::cpu::kTarget).tuned);
+  const tune::TuneResult tuned = here.ws.tune("rms_linear", honest.request);
+  CHECK_FALSE(tuned.from_db);
+  CHECK(tuned.measured.confirmed.empty());  // a tune of its own, not the claim's rows measured here
+  CHECK(tuned.target_model == honest.result.target_model);
+  // The other kinds' entries stay as they came, each still a claim no tune here asks for.
+  const tune::DbExport all = here.ws.export_tuning_db();
+  CHECK(all.entries == 4);
+  CHECK(here.ws.import_tuning_db(all.text).present == 1);
+}
+
+TEST_CASE("tune DB import: claims of one kind merge to one entry, in any order, at once or again", "[tune][db][hosts]") {
+  test::ScopedEnv trusting("PRISM_TUNE_NOISE_LIMIT", "off");
+  Honest honest;
+  REQUIRE(honest.result.rows.size() >= 2);
+  // Three hosts of this kind answered the same question: one as measured here; one faster on
+  // every row but without the slowest; one slower, with a row none of the others has.
+  const std::string a = honest.exported;
+  const std::string b = forged(a, [](tune::TuneResult& r) {
+    for (tune::TuneRow& row : r.rows) row.measured_ms *= 0.9;
+    r.rows.pop_back();
+    tune::fill_ratios(r);
+  });
+  uint64_t extra_family = 0;
+  const std::string c = forged(a, [&](tune::TuneResult& r) {
+    for (tune::TuneRow& row : r.rows) row.measured_ms *= 1.2;
+    tune::TuneRow extra = r.rows.back();
+    extra.family = extra_family = extra.family ^ 0x5eed;
+    extra.measured_ms *= 3;
+    r.rows.push_back(extra);
+    tune::fill_ratios(r);
+  });
+  const std::optional<tune::TuneResult> fastest = tune::parse_tune_result(b);
+  REQUIRE(fastest);
+
+  auto merged = [](const std::vector<std::string>& order) {
+    tune::TuneDb db;
+    for (const std::string& text : order) db.import_entries(text);
+    return db.export_entries();
+  };
+  const tune::DbExport first = merged({a, b, c});
+  REQUIRE(first.entries == 1);
+  const std::string expected = without_import_times(first);
+  std::optional<tune::TuneResult> joined = tune::parse_tune_result(first.text);
+  REQUIRE(joined);
+  CHECK(joined->best_ms == fastest->best_ms);  // the faster claim leads
+  CHECK(joined->rows.size() == honest.result.rows.size() + 1);  // every instantiation any host claimed
+  CHECK(std::any_of(joined->rows.begin(), joined->rows.end(), [&](const tune::TuneRow& r) { return r.family == extra_family; }));
+
+  for (const auto& order : std::vector<std::vector<std::string>>{{a, c, b}, {b, a, c}, {b, c, a}, {c, a, b}, {c, b, a}, {a, b, c, c, b, a}})
+    CHECK(without_import_times(merged(order)) == expected);
+
+  // The three imported at once, from three threads, and then again: the same one entry.
+  tune::TuneDb db;
+  std::vector<std::thread> threads;
+  for (const std::string* text : {&a, &b, &c}) threads.emplace_back([&db, text] { db.import_entries(*text); });
+  for (std::thread& t : threads) t.join();
+  CHECK(without_import_times(db.export_entries()) == expected);
+  const tune::DbImport again = db.import_entries(first.text);
+  CHECK(again.merged == 1);
+  CHECK(without_import_times(db.export_entries()) == expected);
+
+  // A faster claim from another kind of machine is kept apart: it joins nothing.
+  const std::string elsewhere = forged(b, [](tune::TuneResult& r) {
+    r.target_model = "Intel Xeon Platinum 8480+, 56 cores, AVX-512";
+    for (tune::TuneRow& row : r.rows) row.measured_ms *= 0.5;
+    tune::fill_ratios(r);
+  });
+  CHECK(db.import_entries(elsewhere).added == 1);
+  CHECK(without_import_times(db.export_entries()).find(expected) != std::string::npos);
 }
