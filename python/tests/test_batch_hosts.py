@@ -18,9 +18,10 @@ WHY_NOT = Hosts.available()
 pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "hosts can be made")
 
 
-def start_cluster(hosts, logs):
+def start_cluster(hosts, logs, one_core=()):
     """The scheduler on h0, a worker on each other host, one thread each (docs/tuning.md); a client
-    of the scheduler's from the test's own namespace."""
+    of the scheduler's from the test's own namespace. Hosts in `one_core` run theirs on one core
+    (taskset): a machine of another kind, as the tuner tells kinds apart."""
     port = 8786 + os.getpid() % 1000
     address = f"tcp://{hosts.address(0)}:{port}"
     # The scheduler unpickles the tasks too: prism must be importable on its host as on the workers'.
@@ -32,7 +33,8 @@ def start_cluster(hosts, logs):
             cache = os.path.join(hosts.homes[i], "cache", "prism")
             os.makedirs(cache, mode=0o700, exist_ok=True)
             shutil.copy(os.environ["PRISM_CPU_DESCRIPTION"], os.path.join(cache, "cpu-target.txt"))
-        hosts.spawn(i, dask_command("worker") + [address, "--nthreads", "1", "--name", f"h{i}", "--host", hosts.address(i),
+        pin = ["taskset", "--cpu-list", "0"] if i in one_core else []
+        hosts.spawn(i, pin + dask_command("worker") + [address, "--nthreads", "1", "--name", f"h{i}", "--host", hosts.address(i),
                                                  "--no-dashboard"],
                     extra_env={"PYTHONPATH": PACKAGE, "PRISM_TUNE_NOISE_LIMIT": "off"}, log=os.path.join(logs, f"worker-h{i}.log"))
     client = distributed.Client(address, timeout=60)
@@ -56,18 +58,26 @@ def tuned_entries(home):
     return [f for f in os.listdir(directory) if not f.startswith(".")] if os.path.isdir(directory) else []
 
 
-def test_a_batch_runs_across_hosts_each_tuning_with_its_own_daemon_and_db(quiet_client, tmp_path):
-    manifest, logs = manifest_and_logs(tmp_path)
+def test_a_whole_models_batch_runs_across_hosts_each_tuning_with_its_own_daemon_and_db(quiet_client, tmp_path):
+    """The manifest prism.model_manifest writes for a small Llama (test_model_manifest: its decoder
+    layer, the final norm, the LM head, each at 1 and 8 tokens) runs across the hosts."""
+    from test_model_manifest import example
+
+    model, inputs = example()
+    manifest = tmp_path / "model.json"
+    prism.model_manifest(str(manifest), model, inputs, tokens=[1, 8], top=1)
+    logs = tmp_path / "logs"
+    logs.mkdir()
     with Hosts(tmp_path / "hosts", 3) as hosts:
         dask = start_cluster(hosts, str(logs))
         try:
             r = prism.batch(str(manifest), client=dask)
         finally:
             dask.close()
-        assert r["failed"] == 0, r
         ran = {job["worker"] for job in r["jobs"]}
         entries = [tuned_entries(home) for home in hosts.homes]
-    assert len(r["jobs"]) == 6 and r["failed"] == 0, r
+    assert [(job["program"], job["bindings"]) for job in r["jobs"]] == [(p, {"n": n}) for p in ("decoder", "rms_norm", "linear")
+                                                                         for n in (1, 8)]
     for job in r["jobs"]:
         assert job["status"] == "tuned", job
         assert job["result"]["bestMs"] > 0 and job["result"]["rows"][0]["ok"]
@@ -75,7 +85,7 @@ def test_a_batch_runs_across_hosts_each_tuning_with_its_own_daemon_and_db(quiet_
     # Each host kept what it measured in its own DB; the scheduler's host ran nothing.
     assert not entries[0]
     assert sum(len(e) for e in entries[1:]) >= 6
-    assert {k: r["imported"][k] for k in ("added", "present", "rejected")} == {"added": 6, "present": 0, "rejected": 0}
+    assert {k: r["imported"][k] for k in ("added", "present", "rejected")} == {"added": 6, "present": 0, "rejected": 0}, r["imported"]
 
 
 def host_of(hosts, worker_address):
@@ -153,3 +163,39 @@ def test_a_scheduler_that_goes_away_is_said_in_words_and_what_was_imported_stays
     done = outcomes[0]
     again = quiet_client.request("tuningDb/export", {"program": done["program"], "bindings": done["bindings"]})["text"]
     assert again.strip()
+
+
+def test_a_host_of_another_kind_never_answers_for_this_one(quiet_client, tmp_path):
+    """h2's worker runs on one core, h1's on all of this machine's: their measurements are of two
+    kinds of machine. Both land in this machine's DB; a tune here is answered (after measuring the
+    claimed rows) by h1's, never by h2's."""
+    manifest, logs = manifest_and_logs(tmp_path)
+    with Hosts(tmp_path / "hosts", 3) as hosts:
+        dask = start_cluster(hosts, str(logs), one_core={2})
+        try:
+            r = prism.batch(str(manifest), client=dask)
+        finally:
+            dask.close()
+    assert r["failed"] == 0, r
+    by_host = {}
+    for job in r["jobs"]:
+        by_host.setdefault(job["worker"], []).append(job)
+    assert set(by_host) == {"h1", "h2"}, f"the jobs ran on {sorted(by_host)} alone"
+    kinds = {host: {job["result"]["targetModel"] for job in jobs} for host, jobs in by_host.items()}
+    assert len(kinds["h1"]) == 1 and len(kinds["h2"]) == 1 and kinds["h1"] != kinds["h2"], kinds
+    assert ", 1 core," in next(iter(kinds["h2"])), kinds
+    assert r["imported"]["added"] == 6 and r["imported"]["rejected"] == 0, r
+
+    files = {job["program"]: job["file"] for job in prism.load_manifest(str(manifest))}
+    for path in set(files.values()):
+        quiet_client.open(path=path)
+    for host in ("h1", "h2"):
+        job = by_host[host][0]
+        mine = quiet_client.tune(job["program"], job["bindings"], top=1)
+        assert mine["targetModel"] in kinds["h1"]  # this machine is h1's kind
+        # h1's claim is measured here and answers; h2's is no answer: a tune of this machine's own.
+        assert bool(mine["measured"]["confirmed"]) == (host == "h1"), (host, mine["measured"])
+    # h2's entry stays, filed under its own kind, beside what this machine measured.
+    job = by_host["h2"][0]
+    text = quiet_client.request("tuningDb/export", {"program": job["program"], "bindings": job["bindings"]})["text"]
+    assert text.count("\ntarget\tcpu\t") == 2 and ", 1 core," in text
