@@ -16,6 +16,7 @@ packages=(
   python3-numpy         # the C++ tests cross-check .npy files with the system's NumPy
   python3-venv          # the Python environment (setup_venv.sh) where python3 is Debian's
   neovim                # the LSP test drives prismd from Neovim's own client (headless)
+  slurmctld slurmd slurm-client munge  # prism.batch on a real Slurm (python/tests/test_batch_slurm.py)
 )
 
 missing=()

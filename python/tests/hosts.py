@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 _IP = shutil.which("ip") or "/usr/sbin/ip"
+_NSENTER = shutil.which("nsenter") or "/usr/bin/nsenter"
 
 
 def _run(*argv, check=True):
@@ -67,6 +68,9 @@ class Hosts:
             _run("netns", "exec", name, _IP, "addr", "add", f"{self.address(i)}/24", "dev", "eth0")
             _run("netns", "exec", name, _IP, "link", "set", "eth0", "up")
             _run("netns", "exec", name, _IP, "link", "set", "lo", "up")
+            # A default route, as a host has: programs that find their own address by the route
+            # out (Dask's scheduler without --host) find the host's, not 127.0.0.1.
+            _run("netns", "exec", name, _IP, "route", "add", "default", "via", f"{self.subnet}.1")
             for sub in ("state", "cache", "runtime"):
                 os.makedirs(os.path.join(self.homes[i], sub), mode=0o700, exist_ok=True)
         return self
@@ -81,14 +85,23 @@ class Hosts:
         env.update(extra or {})
         return env
 
-    def spawn(self, i, argv, extra_env=None, log=None):
-        """A program started on host i (in its namespace, as its user would start it there)."""
+    def spawn(self, i, argv, extra_env=None, log=None, host_sys=False):
+        """A program started on host i (in its namespace, as its user would start it there).
+        `ip netns exec` mounts a /sys of the namespace's own, without cgroups; `host_sys` enters
+        the network namespace alone (nsenter), for a program that needs the machine's cgroups
+        (slurmd)."""
         out = open(log, "w") if log else subprocess.DEVNULL
-        p = subprocess.Popen([_IP, "netns", "exec", self.names[i], *argv], env=self.env(i, extra_env), stdout=out,
-                             stderr=subprocess.STDOUT, start_new_session=True)
+        enter = [_NSENTER, f"--net=/run/netns/{self.names[i]}"] if host_sys else [_IP, "netns", "exec", self.names[i]]
+        p = subprocess.Popen([*enter, *argv], env=self.env(i, extra_env), stdout=out, stderr=subprocess.STDOUT,
+                             start_new_session=True)
         p.host = i
         self.processes.append(p)
         return p
+
+    def run(self, i, argv, extra_env=None, timeout=60):
+        """A command run to its end on host i, its output captured."""
+        return subprocess.run([_IP, "netns", "exec", self.names[i], *argv], env=self.env(i, extra_env), capture_output=True,
+                              text=True, timeout=timeout)
 
     def kill(self, i):
         """Every program started on host i dies of SIGKILL (its prismd, started by them, stays)."""
