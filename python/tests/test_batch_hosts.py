@@ -18,6 +18,14 @@ WHY_NOT = Hosts.available()
 pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "hosts can be made")
 
 
+def copy_cpu_description(cache_home):
+    """The test's CPU description (PRISM_CPU_DESCRIPTION) into a host's cache directory: its own
+    copy, as a fleet of identical nodes shares one measurement."""
+    if os.path.exists(os.environ.get("PRISM_CPU_DESCRIPTION", "")):
+        os.makedirs(os.path.join(cache_home, "prism"), mode=0o700, exist_ok=True)
+        shutil.copy(os.environ["PRISM_CPU_DESCRIPTION"], os.path.join(cache_home, "prism", "cpu-target.txt"))
+
+
 def start_cluster(hosts, logs, one_core=()):
     """The scheduler on h0, a worker on each other host, one thread each (docs/tuning.md); a client
     of the scheduler's from the test's own namespace. Hosts in `one_core` run theirs on one core
@@ -28,11 +36,7 @@ def start_cluster(hosts, logs, one_core=()):
     hosts.spawn(0, dask_command("scheduler") + ["--host", hosts.address(0), "--port", str(port), "--no-dashboard"],
                 extra_env={"PYTHONPATH": PACKAGE}, log=os.path.join(logs, "scheduler.log"))
     for i in range(1, len(hosts.names)):
-        # The host's CPU description as a fleet of identical nodes shares it: its own copy.
-        if os.path.exists(os.environ.get("PRISM_CPU_DESCRIPTION", "")):
-            cache = os.path.join(hosts.homes[i], "cache", "prism")
-            os.makedirs(cache, mode=0o700, exist_ok=True)
-            shutil.copy(os.environ["PRISM_CPU_DESCRIPTION"], os.path.join(cache, "cpu-target.txt"))
+        copy_cpu_description(os.path.join(hosts.homes[i], "cache"))
         pin = ["taskset", "--cpu-list", "0"] if i in one_core else []
         hosts.spawn(i, pin + dask_command("worker") + [address, "--nthreads", "1", "--name", f"h{i}", "--host", hosts.address(i),
                                                  "--no-dashboard"],

@@ -4,7 +4,6 @@ a login host, a compute node on another (network namespaces, hosts.py), the work
 node by `srun` as the docs write it. Run with `-s` to see what a user sees (docs/tuning.md shows it)."""
 import json
 import os
-import shutil
 import time
 
 import distributed
@@ -14,7 +13,7 @@ import prism
 from hosts import Hosts, dask_command
 from slurm import SlurmCluster
 from test_batch import PACKAGE
-from test_batch_hosts import manifest_and_logs, tuned_entries
+from test_batch_hosts import copy_cpu_description, manifest_and_logs, tuned_entries
 
 WHY_NOT = Hosts.available() or SlurmCluster.available()
 pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "Slurm can run here")
@@ -27,13 +26,6 @@ def node_local(home):
     variable the login shell has as it was: Slurm 22.05 gave the task the login host's.)"""
     local = os.path.join(home, "local")  # short: a socket's path has at most 107 bytes
     return {"XDG_STATE_HOME": f"{local}/state", "XDG_CACHE_HOME": f"{local}/cache", "XDG_RUNTIME_DIR": f"{local}/run"}
-
-
-def copy_cpu_description(cache_home):
-    """The node's CPU description, as a fleet of identical nodes shares it (test_batch_hosts)."""
-    if os.path.exists(os.environ.get("PRISM_CPU_DESCRIPTION", "")):
-        os.makedirs(os.path.join(cache_home, "prism"), mode=0o700, exist_ok=True)
-        shutil.copy(os.environ["PRISM_CPU_DESCRIPTION"], os.path.join(cache_home, "prism", "cpu-target.txt"))
 
 
 def wait_for(path, seconds=60):
