@@ -22,10 +22,11 @@ def _which(name):
 
 class SlurmCluster:
     """Slurm on `hosts` (started): the controller on host 0, compute nodes node1, node2 … on
-    hosts 1, 2 …, each with `cpus` CPUs, in one partition `batch`. `root`: a directory of the
+    hosts 1, 2 …, each with `cpus` CPUs (no more than any machine has: slurmd drains a node
+    that has fewer than its slurm.conf says), in one partition `batch`. `root`: a directory of the
     test's for the cluster's files."""
 
-    def __init__(self, hosts, root, cpus=2):
+    def __init__(self, hosts, root, cpus=1):
         self.hosts = hosts
         self.root = str(root)
         self.cpus = cpus

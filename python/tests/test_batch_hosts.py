@@ -37,7 +37,7 @@ def start_cluster(hosts, logs, one_core=()):
                 extra_env={"PYTHONPATH": PACKAGE}, log=os.path.join(logs, "scheduler.log"))
     for i in range(1, len(hosts.names)):
         copy_cpu_description(os.path.join(hosts.homes[i], "cache"))
-        pin = ["taskset", "--cpu-list", "0"] if i in one_core else []
+        pin = ["taskset", "--cpu-list", str(min(os.sched_getaffinity(0)))] if i in one_core else []
         hosts.spawn(i, pin + dask_command("worker") + [address, "--nthreads", "1", "--name", f"h{i}", "--host", hosts.address(i),
                                                  "--no-dashboard"],
                     extra_env={"PYTHONPATH": PACKAGE, "PRISM_TUNE_NOISE_LIMIT": "off"}, log=os.path.join(logs, f"worker-h{i}.log"))
@@ -169,6 +169,7 @@ def test_a_scheduler_that_goes_away_is_said_in_words_and_what_was_imported_stays
     assert again.strip()
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core here: a host pinned to one is of the same kind")
 def test_a_host_of_another_kind_never_answers_for_this_one(quiet_client, tmp_path):
     """h2's worker runs on one core, h1's on all of this machine's: their measurements are of two
     kinds of machine. Both land in this machine's DB; a tune here is answered (after measuring the
