@@ -45,7 +45,7 @@ def on_workers(path, workers, base):
     os.environ["PYTHONPATH"] = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "python"))
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as dask:
-        dask.register_worker_plugin(private_daemons(base))
+        dask.register_plugin(private_daemons(base))
         start = time.perf_counter()
         r = prism.batch(path, client=dask)
         seconds = time.perf_counter() - start
@@ -100,9 +100,10 @@ def one_daemon(path, base):
 
 
 def described(base):
-    """The description of this machine's CPU as one core sees it, measured by a daemon of its own
-    (the kernel source of a small program needs it) before anything is timed: the one description
-    every timed daemon then reads (PRISM_CPU_DESCRIPTION), as a fleet of identical nodes shares it."""
+    """The description of this machine's CPU (as this process's affinity shows it), measured by a
+    daemon of its own (the kernel source of a small program needs it) before anything is timed: the
+    one description every timed daemon then reads (PRISM_CPU_DESCRIPTION), as a fleet of identical
+    nodes shares it."""
     use_daemon_in(base)
     with prism.Client() as client:
         client.open(path=os.path.join(EXAMPLES, "rms_linear.prism"))
@@ -133,6 +134,7 @@ def main_hosts(jobs, counts, tmp, path):
 
 
 def main_local(jobs, counts, tmp, path):
+    os.environ["PRISM_CPU_DESCRIPTION"] = described(os.path.join(tmp, "describe"))
     alone, r = one_daemon(path, os.path.join(tmp, "one"))
     print(f"{'JOBS':>5} {'WORKERS':>8} {'SECONDS':>9} {'JOBS/MIN':>9} {'SPEEDUP':>8} {'FAILED':>7}")
     print(f"{jobs:5d} {'daemon':>8} {alone:9.1f} {60 * jobs / alone:9.1f} {1:8.2f}x {r['failed']:7d}")
