@@ -18,7 +18,6 @@ the workers spent beyond the one daemon's, min(K, cores) x wall minus the daemon
   ~/.cache/prism/venv/bin/python scripts/bench_batch.py --hosts 24 1 2 4
 """
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -57,7 +56,7 @@ def on_hosts(path, workers, root, description):
     """The batch on `workers` namespaced hosts, each worker on one core, the scheduler on one more;
     the seconds from submitting the first job to importing the last."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python", "tests"))
-    from hosts import Hosts, dask_command
+    from hosts import Hosts, copy_cpu_description, dask_command
 
     package = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "python"))
     cores = sorted(os.sched_getaffinity(0))
@@ -65,9 +64,7 @@ def on_hosts(path, workers, root, description):
         address = f"tcp://{hosts.address(0)}:8786"
         hosts.spawn(0, dask_command("scheduler") + ["--host", hosts.address(0), "--no-dashboard"], extra_env={"PYTHONPATH": package})
         for i in range(1, workers + 1):
-            cache = os.path.join(hosts.homes[i], "cache", "prism")
-            os.makedirs(cache, mode=0o700, exist_ok=True)
-            shutil.copy(description, os.path.join(cache, "cpu-target.txt"))  # the fleet's one description
+            copy_cpu_description(os.path.join(hosts.homes[i], "cache"), description)
             core = str(cores[(i - 1) % len(cores)])
             hosts.spawn(i, ["taskset", "--cpu-list", core] + dask_command("worker") +
                         [address, "--nthreads", "1", "--name", f"h{i}", "--host", hosts.address(i), "--no-dashboard"],

@@ -144,6 +144,16 @@ class Hosts:
         self.close()
 
 
+def copy_cpu_description(cache_home, source=None):
+    """A host's own copy of the CPU description `source` (default: the test's
+    PRISM_CPU_DESCRIPTION, where it exists) in its cache directory `cache_home` (its
+    XDG_CACHE_HOME): a fleet of identical nodes shares one measurement."""
+    source = source or os.environ.get("PRISM_CPU_DESCRIPTION", "")
+    if os.path.exists(source):
+        os.makedirs(os.path.join(cache_home, "prism"), mode=0o700, exist_ok=True)
+        shutil.copy(source, os.path.join(cache_home, "prism", "cpu-target.txt"))
+
+
 def dask_command(tool):
     """`dask scheduler` / `dask worker` from this Python's environment, as the docs start them."""
     return [os.path.join(os.path.dirname(sys.executable), "dask"), tool]

@@ -3,7 +3,6 @@ each with its own address, HOME, caches and prismd; the Dask scheduler on one an
 of the others, started as docs/tuning.md ("Batches") tells a user to start them. Jobs carry the
 program's text and bindings, never a path of the submitting host's."""
 import os
-import shutil
 import threading
 import time
 
@@ -11,19 +10,11 @@ import distributed
 import pytest
 
 import prism
-from hosts import Hosts, dask_command
+from hosts import Hosts, copy_cpu_description, dask_command
 from test_batch import PACKAGE, model_manifest
 
 WHY_NOT = Hosts.available()
 pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "hosts can be made")
-
-
-def copy_cpu_description(cache_home):
-    """The test's CPU description (PRISM_CPU_DESCRIPTION) into a host's cache directory: its own
-    copy, as a fleet of identical nodes shares one measurement."""
-    if os.path.exists(os.environ.get("PRISM_CPU_DESCRIPTION", "")):
-        os.makedirs(os.path.join(cache_home, "prism"), mode=0o700, exist_ok=True)
-        shutil.copy(os.environ["PRISM_CPU_DESCRIPTION"], os.path.join(cache_home, "prism", "cpu-target.txt"))
 
 
 def start_cluster(hosts, logs, one_core=()):

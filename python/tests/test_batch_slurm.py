@@ -10,10 +10,10 @@ import distributed
 import pytest
 
 import prism
-from hosts import Hosts, dask_command
+from hosts import Hosts, copy_cpu_description, dask_command
 from slurm import SlurmCluster
 from test_batch import PACKAGE
-from test_batch_hosts import copy_cpu_description, manifest_and_logs, tuned_entries
+from test_batch_hosts import manifest_and_logs, tuned_entries
 
 WHY_NOT = Hosts.available() or SlurmCluster.available()
 pytestmark = pytest.mark.skipif(bool(WHY_NOT), reason=WHY_NOT or "Slurm can run here")
