@@ -1,9 +1,11 @@
 // prism_review_cuda [WORKLOAD...] [--check] [--families]: the static review of the CUDA kernel the
-// cost model ranks first at each of issue 65's decode shapes (bench/review.h), with no GPU: per
+// cost model ranks first at each of issue 65's decode shapes (bench/review.h), at the default
+// schedule and at the one of 2 blocks an SM (the tuner times both), with no GPU: per
 // kernel, its launch, ptxas's registers, spills, stack and shared memory on sm_90, the blocks and
 // warps that fit on an SM and what limits them, and its global loads by width (of the program's
 // inputs, of scratch such as split-k partials); then each shape's checks. --check: exit 1 where a check fails. --families: instead, every family the search
-// found at each shape, cheapest estimate first, with the checks its kernel passes.
+// found at each shape, cheapest estimate first, with the checks its kernel passes (--two-blocks:
+// ranked and printed at the schedule of 2 blocks an SM).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -31,19 +33,19 @@ std::map<int64_t, int> scratch_widths(const backend::cuda::KernelReview& k) {
 }
 
 // Every family of each shape at the sizes the cost model picks for it, by estimate.
-int review_families(Workspace& ws, const std::set<std::string>& only) {
+int review_families(Workspace& ws, const std::set<std::string>& only, const backend::Schedule& schedule) {
   std::set<std::string> opened;
   std::printf("| workload | shape | family | sizes | estimate us | bound | launches | blocks x threads (blocks/SM, warps/SM) | failed checks |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const Shape& s : decode_targets()) {
     if (!only.empty() && !only.count(s.workload)) continue;
     const std::string shape = tune::sizes_text(s.bindings);
-    review_shape(ws, opened, s);
+    review_shape(ws, opened, s, 0, schedule);
     std::vector<std::pair<double, std::string>> rows;
     const size_t families = ws.search_result(s.workload)->candidates.size();
     for (size_t c = 1; c <= families; ++c) {
       try {
-        const ShapeReview r = review_shape(ws, opened, s, int(c));
+        const ShapeReview r = review_shape(ws, opened, s, int(c), schedule);
         std::string kernels, failed;
         for (const auto& k : r.review.kernels)
           kernels += (kernels.empty() ? "" : ", ") + std::to_string(k.launch.grid_blocks) + " x " + std::to_string(k.launch.threads) + " (" +
@@ -66,14 +68,57 @@ int review_families(Workspace& ws, const std::set<std::string>& only) {
   return 0;
 }
 
+// The table's rows for the cost model's first choice at `s` (at `schedule` where it changes the
+// target, the first of prism's own kernels alone, which the tuner always times there), and its
+// verdict; whether every check holds.
+bool review_row(Workspace& ws, std::set<std::string>& opened, const Shape& s, const backend::Schedule& schedule,
+                std::vector<std::string>& verdicts) {
+  const std::string shape = tune::sizes_text(s.bindings);
+  try {
+    const std::optional<ShapeReview> reviewed = schedule.empty() ? review_shape(ws, opened, s) : review_own_kernels(ws, opened, s, schedule);
+    if (!reviewed) {
+      verdicts.push_back(std::string(s.workload) + " " + shape + " at " + backend::schedule_text(schedule) + ": every family calls cuBLAS");
+      return false;
+    }
+    const ShapeReview& r = *reviewed;
+    const std::string candidate = std::to_string(r.kernel.candidate) + " " + tune::sizes_text(r.kernel.sizes);
+    const std::string scheduled = backend::schedule_text(r.kernel.schedule);
+    for (const auto& k : r.review.kernels) {
+      const auto& res = k.resources;
+      std::printf("| %s | %s | %s | %s | %s | %lld x %d | %lld | %d | %lld/%lld | %lld | %lld | %d | %d | %s | %s | %s | %lld |\n", s.workload,
+                  shape.c_str(), candidate.c_str(), scheduled.c_str(), res.name.c_str(), (long long)k.launch.grid_blocks, k.launch.threads,
+                  (long long)k.launch.shared_bytes, res.registers, (long long)res.spill_store_bytes, (long long)res.spill_load_bytes,
+                  (long long)res.stack_bytes, (long long)res.static_shared_bytes, k.occupancy.blocks, k.occupancy.warps,
+                  k.occupancy.limit.c_str(), widths_text(k.input_load_widths).c_str(), widths_text(scratch_widths(k)).c_str(),
+                  (long long)(k.loads.ahead / 1024));
+    }
+    if (r.review.library_calls)
+      std::printf("| %s | %s | %s | %s | %d cuBLAS call(s) | | | | | | | | | | | | |\n", s.workload, shape.c_str(), candidate.c_str(),
+                  scheduled.c_str(), r.review.library_calls);
+    std::string verdict = std::string(s.workload) + " " + shape + " at " + scheduled + ":";
+    bool holds = true;
+    for (const auto& c : r.checks) {
+      verdict += std::string(" ") + c.name + (c.holds ? " ok;" : " FAILS (" + c.why + ");");
+      holds &= c.holds;
+    }
+    verdicts.push_back(verdict);
+    return holds;
+  } catch (const std::exception& e) {
+    verdicts.push_back(std::string(s.workload) + " " + shape + " at " + backend::schedule_text(schedule) + ": not reviewed: " + e.what());
+    return false;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::set<std::string> only;
   bool check = false, families = false;
+  backend::Schedule schedule;
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--check") == 0) check = true;
     else if (std::strcmp(argv[i], "--families") == 0) families = true;
+    else if (std::strcmp(argv[i], "--two-blocks") == 0) schedule = two_blocks_an_sm();
     else only.insert(argv[i]);
   const backend::cuda::NvrtcStatus nvrtc = backend::cuda::nvrtc_status();
   if (!nvrtc.available) {
@@ -82,39 +127,16 @@ int main(int argc, char** argv) {
   }
   Workspace ws;
   ws.set_storage("", "");  // no tuning DB: the cost model's first choice
-  if (families) return review_families(ws, only);
+  if (families) return review_families(ws, only, schedule);
   std::set<std::string> opened;
   bool failed = false;
-  std::printf("| workload | shape | candidate | kernel | blocks x threads | dyn. shared | regs | spills st/ld | stack | static shared | blocks/SM | warps/SM | limit | loads of inputs | loads of scratch | in flight a block (KiB) |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| workload | shape | candidate | schedule | kernel | blocks x threads | dyn. shared | regs | spills st/ld | stack | static shared | blocks/SM | warps/SM | limit | loads of inputs | loads of scratch | in flight a block (KiB) |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<std::string> verdicts;
   for (const Shape& s : decode_targets()) {
     if (!only.empty() && !only.count(s.workload)) continue;
-    const std::string shape = tune::sizes_text(s.bindings);
-    try {
-      const ShapeReview r = review_shape(ws, opened, s);
-      const std::string candidate = std::to_string(r.kernel.candidate) + " " + tune::sizes_text(r.kernel.sizes);
-      for (const auto& k : r.review.kernels) {
-        const auto& res = k.resources;
-        std::printf("| %s | %s | %s | %s | %lld x %d | %lld | %d | %lld/%lld | %lld | %lld | %d | %d | %s | %s | %s | %lld |\n", s.workload,
-                    shape.c_str(), candidate.c_str(), res.name.c_str(), (long long)k.launch.grid_blocks, k.launch.threads,
-                    (long long)k.launch.shared_bytes, res.registers, (long long)res.spill_store_bytes, (long long)res.spill_load_bytes,
-                    (long long)res.stack_bytes, (long long)res.static_shared_bytes, k.occupancy.blocks, k.occupancy.warps,
-                    k.occupancy.limit.c_str(), widths_text(k.input_load_widths).c_str(), widths_text(scratch_widths(k)).c_str(),
-                    (long long)(k.loads.ahead / 1024));
-      }
-      if (r.review.library_calls)
-        std::printf("| %s | %s | %s | %d cuBLAS call(s) | | | | | | | | | | | | |\n", s.workload, shape.c_str(), candidate.c_str(), r.review.library_calls);
-      std::string verdict = std::string(s.workload) + " " + shape + ":";
-      for (const auto& c : r.checks) {
-        verdict += std::string(" ") + c.name + (c.holds ? " ok;" : " FAILS (" + c.why + ");");
-        failed |= !c.holds;
-      }
-      verdicts.push_back(verdict);
-    } catch (const std::exception& e) {
-      verdicts.push_back(std::string(s.workload) + " " + shape + ": not reviewed: " + e.what());
-      failed = true;
-    }
+    for (const backend::Schedule& schedule : {backend::Schedule{}, two_blocks_an_sm()})
+      failed |= !review_row(ws, opened, s, schedule, verdicts);
     std::fflush(stdout);
   }
   const backend::cuda::SmLimits sm = backend::cuda::sm90_limits();

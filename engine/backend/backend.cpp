@@ -52,6 +52,8 @@ Schedule Backend::resolve_schedule(const Schedule& schedule, const TargetDescrip
   throw Error(Error::Kind::InvalidArgument, std::string("the ") + name() + " target has no schedule " + schedule_text(schedule) + " (it has " + names + ")");
 }
 
+std::optional<TargetDescription> Backend::scheduled_target(const Schedule&, const TargetDescription&) const { return std::nullopt; }
+
 std::string Backend::features_text(const TargetDescription&) const { return ""; }
 
 void Backend::read_features(std::string_view text, TargetDescription&) const {

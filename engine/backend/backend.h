@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -115,6 +116,11 @@ class Backend {
   // `schedule`, or the default (the first offered) where it is empty. Throws
   // Error{InvalidArgument} naming the schedules offered when it is not one of them.
   Schedule resolve_schedule(const Schedule& schedule, const TargetDescription& target) const;
+  // The target the cost model ranks a schedule's instances on where the schedule changes what a
+  // block may hold (a GPU's 2 blocks an SM: half the shared memory a block may use, twice the
+  // blocks at once); nullopt where it changes nothing. The tuner times the cheapest instances
+  // ranked on it at that schedule (docs/tuning.md, "Schedules").
+  virtual std::optional<TargetDescription> scheduled_target(const Schedule& schedule, const TargetDescription& target) const;
   // The kernel IR an instance's kernels are printed from: lowered (lower.h) as this backend lowers,
   // with the rewrites it makes before printing (what `--dump-after lower` shows, pipeline.h).
   // The default: the common lowering. Throws Error{InvalidArgument} where it cannot lower.

@@ -223,6 +223,18 @@ std::vector<Option> timed_options(const std::vector<Option>& ranked, const std::
   return timed;
 }
 
+std::vector<Option> scheduled_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims,
+                                      const backend::TargetDescription& scheduled, const backend::Schedule& schedule,
+                                      const CancelToken* cancel, int explored) {
+  const std::vector<Option> ranked = rank_options(graphs, dims, scheduled, cancel);
+  std::vector<Option> timed;
+  for (size_t i : choose(ranked, explored)) {
+    timed.push_back(ranked[i]);
+    timed.back().schedule = schedule;
+  }
+  return timed;
+}
+
 Roofline stored_roofline(const Program& stored, const DimBindings& dims, const backend::TargetDescription& target) {
   const DType storage = stored.inputs.empty() ? DType::F32 : stored.value(stored.inputs.front()).type.dtype;
   backend::TargetDescription roof_target = target;
@@ -558,8 +570,18 @@ std::vector<Option> options_to_time(const backend::Backend& backend, const std::
   for (const auto& family : families) graphs.push_back(backend.stored(*family.graph));
   std::vector<Option> ranked = rank_options(graphs, dims, target, cancel);
   result.stats.instantiations = ranked.size();
-  std::vector<Option> timed = claimed_options(ranked, families, request.claimed, backend.schedules(target));
-  if (timed.empty()) timed = timed_options(ranked, choose(ranked, request.top), backend.schedules(target));
+  const std::vector<backend::Schedule> schedules = backend.schedules(target);
+  std::vector<Option> timed = claimed_options(ranked, families, request.claimed, schedules);
+  if (!timed.empty()) return timed;
+  std::vector<backend::Schedule> same_target;  // the default's and those that keep its target
+  for (const backend::Schedule& schedule : schedules)
+    if (!backend.scheduled_target(schedule, target)) same_target.push_back(schedule);
+  timed = timed_options(ranked, choose(ranked, request.top), same_target);
+  for (const backend::Schedule& schedule : schedules)
+    if (std::optional<backend::TargetDescription> scheduled = backend.scheduled_target(schedule, target)) {
+      std::vector<Option> own = scheduled_options(graphs, dims, *scheduled, schedule, cancel);
+      timed.insert(timed.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
+    }
   return timed;
 }
 
@@ -698,18 +720,20 @@ std::map<std::string, int64_t> instance_sizes(const sgraph::Instance& instance) 
 KernelChoice kernel_for(const backend::Backend& backend, const Program& lowered, const Candidate& family,
                         const std::map<std::string, int64_t>& bindings, const backend::TargetDescription& target,
                         const std::map<std::string, int64_t>* sizes, const backend::Schedule& schedule, pipeline::Dump* dump) {
-  sgraph::Instance instance = choose_instance(lowered, backend.stored(*family.graph), family.id, bindings, target, sizes);
-  pipeline::dump_after(dump, pipeline::Pass::Instantiate,
-                       [&] { return sgraph::print(instance.graph) + "# at " + sizes_text(instance.bindings) + "\n"; });
   KernelChoice choice;
   choice.schedule = backend.resolve_schedule(schedule, target);
+  // A schedule that changes what a block holds ranks the family's instances on its own target.
+  const backend::TargetDescription ranked_on = backend.scheduled_target(choice.schedule, target).value_or(target);
+  sgraph::Instance instance = choose_instance(lowered, backend.stored(*family.graph), family.id, bindings, ranked_on, sizes);
+  pipeline::dump_after(dump, pipeline::Pass::Instantiate,
+                       [&] { return sgraph::print(instance.graph) + "# at " + sizes_text(instance.bindings) + "\n"; });
   pipeline::dump_after(dump, pipeline::Pass::Lower, [&] { return backend::print_kernel_ir(backend.kernel_ir(instance, target, choice.schedule)); });
   backend::Build build = backend.generate(instance, target, choice.schedule);
   if (!build.error.empty()) throw Error(Error::Kind::InvalidArgument, build.error);
   pipeline::dump_after(dump, pipeline::Pass::Print, [&] { return build.source; });
   choice.sizes = instance_sizes(instance);
   choice.build = std::move(build);
-  choice.estimate = estimate_cost(instance, target);
+  choice.estimate = estimate_cost(instance, ranked_on);
   return choice;
 }
 

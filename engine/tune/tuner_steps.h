@@ -54,11 +54,18 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
 // where none fits the budget, else (K >= 2) the cheapest of them in the last slot.
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top);
 // What is timed: each chosen option at the first of `schedules` (the backend's default), then the
-// first `explored` chosen ones at each other schedule (docs/tuning.md, "Schedules"). The cost
-// model does not price schedules yet: the device measures them.
+// first `explored` chosen ones at each other schedule (docs/tuning.md, "Schedules"), each a
+// schedule that leaves the target as it is. The cost model does not price schedules yet: the
+// device measures them.
 constexpr int kScheduleExplored = 2;
 std::vector<Option> timed_options(const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
                                   const std::vector<backend::Schedule>& schedules, int explored = kScheduleExplored);
+// A schedule that changes what a block may hold is timed on instantiations of its own: every
+// instantiation ranked again on `scheduled` (Backend::scheduled_target), and the first `explored`
+// that choose() takes of them, at `schedule`, each with its rank and estimate there.
+std::vector<Option> scheduled_options(const std::vector<sgraph::SGraph>& graphs, const DimBindings& dims,
+                                      const backend::TargetDescription& scheduled, const backend::Schedule& schedule,
+                                      const CancelToken* cancel, int explored = kScheduleExplored);
 // The roofline of `stored` (the program at the backend's storage dtypes) at `dims` on `target`,
 // the peak being that of the instructions its matmuls run on (roofline_peak_gflops).
 Roofline stored_roofline(const Program& stored, const DimBindings& dims, const backend::TargetDescription& target);

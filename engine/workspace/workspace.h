@@ -220,9 +220,11 @@ class Workspace {
   // the latest tune's), with the tuned sizes when that family was timed, else the cost model's;
   // `sizes` (grid sizes and loop ranges, e.g. g1=1) where given.
   // `dump`: what instantiating, lowering and printing it leave, for the pass it asks for.
+  // `schedule`: generated at it (one the target offers), the family and sizes the cost model's
+  // on the target it schedules (Backend::scheduled_target) where the tune gave none.
   tune::KernelSource kernel_source(const std::string& program, int candidate, const std::map<std::string, int64_t>& bindings,
                                    backend::Target target, const std::map<std::string, int64_t>* sizes = nullptr,
-                                   pipeline::Dump* dump = nullptr);
+                                   pipeline::Dump* dump = nullptr, const backend::Schedule* schedule = nullptr);
   // The same kernel compiled, as a shared object a caller loads and calls in its own process
   // (backend.h, Backend::library). Throws Error{InvalidArgument} where the target gives none or
   // cannot run here, Error{Failed} when compiling fails.

@@ -292,7 +292,7 @@ std::vector<tune::TuneResult> Workspace::tune_results(const std::string& program
 
 tune::KernelSource Workspace::kernel_source(const std::string& program, int candidate, const std::map<std::string, int64_t>& bindings,
                                             backend::Target target, const std::map<std::string, int64_t>* explicit_sizes,
-                                            pipeline::Dump* dump) {
+                                            pipeline::Dump* dump, const backend::Schedule* explicit_schedule) {
   auto [lowered, version] = lowered_program(program);
   std::vector<tune::TuneResult> tuned = tune_results(program);
   tune::TuneResult* match = nullptr;
@@ -309,6 +309,8 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
   if (!found) found = search(program, SearchLimits{});
   const backend::Backend& backend = tune::backend_for(target);
   const backend::TargetDescription description = described(target);
+  const backend::Schedule asked = explicit_schedule ? backend.resolve_schedule(*explicit_schedule, description) : backend::Schedule{};
+  const backend::TargetDescription ranked_on = backend.scheduled_target(asked, description).value_or(description);
   // Tuned before a restart: the tuning DB holds the answer.
   std::optional<tune::TuneResult> stored;
   // (Another machine's claim, not measured here, is no answer: its sizes may not even fit.)
@@ -322,8 +324,8 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
     double best = std::numeric_limits<double>::infinity();
     for (const auto& family : found->candidates) {
       try {
-        sgraph::Instance instance = tune::choose_instance(lowered, backend.stored(*family.graph), family.id, k.bindings, description);
-        double seconds = tune::estimate_cost(instance, description).seconds;
+        sgraph::Instance instance = tune::choose_instance(lowered, backend.stored(*family.graph), family.id, k.bindings, ranked_on);
+        double seconds = tune::estimate_cost(instance, ranked_on).seconds;
         if (seconds < best) best = seconds, candidate = family.id;
       } catch (const Error&) {
         // no valid instantiation at these dims
@@ -339,10 +341,10 @@ tune::KernelSource Workspace::kernel_source(const std::string& program, int cand
                 std::to_string(candidate));
   const Candidate& family = found->candidates[size_t(candidate - 1)];
   const std::map<std::string, int64_t>* sizes = explicit_sizes;
-  backend::Schedule schedule;  // the fastest row's where the family was timed, else the default
+  backend::Schedule schedule = asked;  // the fastest row's where the family was timed, else the default
   if (match && !sizes)
     for (const auto& row : match->rows)  // ok rows come first, fastest first
-      if (row.ok && row.candidate == candidate) {
+      if (row.ok && row.candidate == candidate && (!explicit_schedule || row.schedule == asked)) {
         sizes = &row.sizes;
         schedule = row.schedule;
         break;

@@ -108,9 +108,16 @@ class KernelPrinter {
     return buffers.tiles.empty() ? k.fast_memory_bytes : buffers.shared_bytes;
   }
 
+  // __launch_bounds__(threads) or, where a schedule holds several blocks an SM,
+  // __launch_bounds__(threads, blocks).
+  std::string launch_bounds() const {
+    std::string bounds = "__launch_bounds__(" + std::to_string(options_.threads_per_block);
+    if (options_.blocks_per_sm > 1) bounds += ", " + std::to_string(options_.blocks_per_sm);
+    return bounds + ")";
+  }
+
   std::string signature(const std::string& fn, const std::string& params) const {
-    const std::string t = std::to_string(options_.threads_per_block);
-    return "extern \"C\" __global__ void __launch_bounds__(" + t + ") " + fn + "(" + params + ") {\n" +
+    return "extern \"C\" __global__ void " + launch_bounds() + " " + fn + "(" + params + ") {\n" +
            "  extern __shared__ __align__(128) unsigned char prism_smem[];\n";
   }
 
@@ -206,7 +213,7 @@ class KernelPrinter {
     const int64_t items = element_count(k_.library.out.shape);
     info.grid_blocks = std::clamp<int64_t>((items + ctx_.threads - 1) / ctx_.threads, 1, int64_t(1) << 20);
     info.shared_bytes = 0;
-    return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(ctx_.threads) + ") " + fn + "(" + params + ") {\n" +
+    return "extern \"C\" __global__ void " + launch_bounds() + " " + fn + "(" + params + ") {\n" +
            statement(k_.library, ctx_, "0") + "}\n";
   }
 

@@ -35,6 +35,7 @@ namespace prism::backend::cuda {
 
 struct CudaCodegenOptions {
   int threads_per_block = 128;          // a multiple of 32, at most 1024
+  int blocks_per_sm = 1;                // the blocks an SM must hold at once: ptxas keeps registers to their share
   int64_t shared_memory_bytes = 232448; // the most dynamic shared memory a block may use (H100: 227 KiB)
   bool tensor_cores = true;             // false: every matmul on the scalar path (no wmma)
   int pipeline_stages = 3;              // a loop's loads up to this many iterations deep (double_buffer.h; 1: they wait for its math)

@@ -1,6 +1,8 @@
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/backend/cuda/run_worker.h"
 
+#include <algorithm>
+
 #include "engine/backend/cuda/codegen.h"
 #include "engine/backend/cuda/cost_rules.h"
 #include "engine/backend/cuda/describe.h"
@@ -51,27 +53,50 @@ TargetDescription CudaBackend::describe(const std::string&) const {
 int CudaBackend::threads(int, const TargetDescription&) const { return kThreadsPerBlock; }
 
 std::vector<Schedule> CudaBackend::schedules(const TargetDescription&) const {
-  return {{{"threads", kThreadsPerBlock}}, {{"threads", 256}}, {{"threads", 512}}};
+  return {{{"threads", kThreadsPerBlock}}, {{"threads", 256}}, {{"threads", 512}}, {{"threads", 256}, {"blocks_per_sm", 2}}};
 }
 
 namespace {
 
-CudaCodegenOptions codegen_options(const CudaBackend& backend, const TargetDescription& target, const Schedule& schedule) {
-  CudaCodegenOptions options;
-  options.shared_memory_bytes = target.fast_memory_bytes;
-  options.threads_per_block = int(backend.resolve_schedule(schedule, target).at("threads"));
-  return options;
+// What the system keeps of an SM's shared memory for each resident block (sm_80 on), and the unit
+// it gives shared memory in: a block may opt into the SM's whole less one reservation.
+constexpr int64_t kSharedReservedPerBlock = 1024;
+constexpr int64_t kSharedUnit = 128;
+
+int64_t blocks_per_sm(const Schedule& schedule) {
+  auto found = schedule.find("blocks_per_sm");
+  return found == schedule.end() ? 1 : std::max<int64_t>(1, found->second);
 }
 
 }  // namespace
 
+std::optional<TargetDescription> CudaBackend::scheduled_target(const Schedule& schedule, const TargetDescription& target) const {
+  const int64_t blocks = blocks_per_sm(schedule);
+  if (blocks == 1) return std::nullopt;
+  TargetDescription t = target;
+  const int64_t sm_shared = target.fast_memory_bytes + kSharedReservedPerBlock;
+  t.fast_memory_bytes = (sm_shared / blocks - kSharedReservedPerBlock) / kSharedUnit * kSharedUnit;
+  t.spill_tile_bytes = std::min(t.spill_tile_bytes, t.fast_memory_bytes);
+  t.cores = int(target.cores * blocks);
+  return t;
+}
+
+CudaCodegenOptions CudaBackend::codegen_options(const TargetDescription& target, const Schedule& schedule) const {
+  const Schedule resolved = resolve_schedule(schedule, target);
+  CudaCodegenOptions options;
+  options.shared_memory_bytes = scheduled_target(resolved, target).value_or(target).fast_memory_bytes;
+  options.threads_per_block = int(resolved.at("threads"));
+  options.blocks_per_sm = int(blocks_per_sm(resolved));
+  return options;
+}
+
 kir::Program CudaBackend::kernel_ir(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const {
-  return printed_program(lower(instance, cuda_lowering()), codegen_options(*this, target, schedule));
+  return printed_program(lower(instance, cuda_lowering()), codegen_options(target, schedule));
 }
 
 Build CudaBackend::generate(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const {
   return make_build("cannot generate CUDA code", [&](Build& b) {
-    const CudaCodegenOptions options = codegen_options(*this, target, schedule);
+    const CudaCodegenOptions options = codegen_options(target, schedule);
     const kir::Program lowered = lower(instance, cuda_lowering());
     CudaSource cuda = generate_cuda_source(lowered, options);
     b.source = launches(cuda) + cuda.source;

@@ -4,6 +4,7 @@
 // compiled to PTX by NVRTC (nvrtc.h) and run as CUDA plans (plan.h) by the kernel runner's worker.
 #pragma once
 #include "engine/backend/backend.h"
+#include "engine/backend/cuda/codegen.h"
 #include "engine/backend/cuda/gpu_features.h"
 
 namespace prism::backend::cuda {
@@ -20,8 +21,14 @@ class CudaBackend final : public Backend {
   int threads(int requested, const TargetDescription& target) const override;
   Program stored(const Program& lowered) const override { return lowered; }
   sgraph::SGraph stored(const sgraph::SGraph& family) const override { return family; }
-  // threads=128 (the default), 256 and 512 threads per block (docs/tuning.md, "Schedules").
+  // threads=128 (the default), 256 and 512 threads per block, and 256 threads with shared memory
+  // for 2 blocks an SM (blocks_per_sm=2) (docs/tuning.md, "Schedules").
   std::vector<Schedule> schedules(const TargetDescription& target) const override;
+  // blocks_per_sm=B: each block's shared memory the SM's over B, less the 1 KiB the system keeps
+  // for each; B times the SMs' blocks at once.
+  std::optional<TargetDescription> scheduled_target(const Schedule& schedule, const TargetDescription& target) const override;
+  // How `schedule` (empty: the default) prints an instance's kernels on `target`.
+  CudaCodegenOptions codegen_options(const TargetDescription& target, const Schedule& schedule) const;
   Build generate(const sgraph::Instance& instance, const TargetDescription& target, const Schedule& schedule) const override;
   Build eager(const Program& stored, const DimBindings& dims) const override;
   void compile(std::vector<Build>& builds, const TargetDescription& target, const CompileSettings& settings) const override;

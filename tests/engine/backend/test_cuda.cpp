@@ -20,6 +20,8 @@
 #include "engine/backend/cpu/compiler.h"
 #include "engine/backend/cuda/bandwidth.h"
 #include "engine/backend/cuda/codegen.h"
+#include "engine/backend/cuda/cuda_backend.h"
+#include "engine/backend/cuda/describe.h"
 #include "engine/backend/cuda/double_buffer.h"
 #include "engine/backend/cuda/driver.h"
 #include "engine/backend/cuda/emit_ops.h"
@@ -1112,6 +1114,48 @@ TEST_CASE("cuda: a loop's loads run two iterations ahead into three slots where 
   pair.shared_memory_bytes = 2 * middle.shared_memory_bytes;
   CHECK(has(cuda_source(fam::kRmsLinear, dims, sizes, pair), "into 2 slots per tile"));
   CHECK_FALSE(has(cuda_source(fam::kRmsLinear, dims, {{"g1", 2}, {"F1", 1}}), "_next"));
+}
+
+// docs/tuning.md, "Schedules": blocks_per_sm=2.
+TEST_CASE("cuda: the schedule of 2 blocks an SM gives a block half an SM's shared memory, keeps registers to two blocks, and matches",
+          "[cuda][schedule]") {
+  const CudaBackend cuda;
+  const backend::TargetDescription h100 = cuda_h100_data();
+  const backend::Schedule two{{"threads", 256}, {"blocks_per_sm", 2}};
+  CHECK_FALSE(cuda.scheduled_target({}, h100));
+  CHECK_FALSE(cuda.scheduled_target({{"threads", 512}}, h100));
+  const std::optional<backend::TargetDescription> half = cuda.scheduled_target(two, h100);
+  REQUIRE(half);
+  CHECK(half->fast_memory_bytes == 233472 / 2 - 1024);  // an SM's 228 KiB, less 1 KiB the system keeps for each block
+  CHECK(half->cores == 2 * h100.cores);
+  CHECK(half->bandwidth_gbs == h100.bandwidth_gbs);
+  const CudaCodegenOptions options = cuda.codegen_options(h100, two);
+  CHECK(options.threads_per_block == 256);
+  CHECK(options.blocks_per_sm == 2);
+  CHECK(options.shared_memory_bytes == half->fast_memory_bytes);
+  CHECK(cuda.codegen_options(h100, {}).shared_memory_bytes == h100.fast_memory_bytes);
+  CHECK(cuda.codegen_options(h100, {}).blocks_per_sm == 1);
+  // rms_linear over 4 iterations on an SM whose whole holds three stages of its loads and whose
+  // half holds none: the same sizes lose their pipeline at 2 blocks an SM (the tuner ranks the
+  // schedule's instances on its own target for this).
+  const DimBindings dims{{"n", 8}, {"d", 64}}, sizes{{"g1", 2}, {"F1", 4}};
+  const sgraph::Instance inst = sgraph::instantiate(sgraph::parse(fam::kRmsLinear), dims, sizes, kGpu);
+  backend::TargetDescription small = h100;
+  CudaCodegenOptions single;
+  single.pipeline_stages = 1;
+  const int64_t own = generate_cuda_source(inst, single).kernels[0].shared_bytes, three = generate_cuda_source(inst, {}).kernels[0].shared_bytes;
+  small.fast_memory_bytes = std::max((three + 127) / 128 * 128, 2 * ((own + 127) / 128 * 128 + 1024) - 1024);
+  const CudaCodegenOptions whole = cuda.codegen_options(small, {}), halves = cuda.codegen_options(small, two);
+  CHECK(has(generate_cuda_source(inst, whole).source, "into 3 slots per tile"));
+  const CudaSource src = generate_cuda_source(inst, halves);
+  INFO(src.source);
+  CHECK_FALSE(has(src.source, "_next"));
+  CHECK(has(src.source, "__launch_bounds__(256, 2)"));
+  CHECK(src.kernels[0].threads == 256);
+  CHECK(src.kernels[0].shared_bytes <= halves.shared_memory_bytes);
+  CHECK(emulated_error(inst, halves) < kHalfTol);
+  CHECK(emulated_error(fam::kGatedMlp, {{"n", 4}, {"d", 48}}, {{"g1", 2}, {"F1", 3}}, halves) < kHalfTol);
+  if (have_nvrtc()) family_compiles(fam::kRmsLinear, dims, sizes, halves);
 }
 
 TEST_CASE("cuda: a block's loads in flight are its pipeline's stages ahead, or one iteration's", "[cuda][review]") {

@@ -275,3 +275,29 @@ TEST_CASE("cuda review: the cost model's first choice at each decode shape, comp
   }
   WARN(failing << " decode checks fail (issue 65: `prism_review_cuda` prints the table)");
 }
+
+// docs/tuning.md, "Static checks": the kernel the tuner always times at 2 blocks an SM.
+TEST_CASE("cuda review: prism's own first choice at 2 blocks an SM holds every check at each decode shape, compiled for sm_90",
+          "[cuda][review][search][schedule]") {
+  if (!have_nvrtc()) return;
+  Workspace ws;
+  ws.set_storage("", "");
+  std::set<std::string> opened;
+  for (const bench::Shape& s : bench::decode_targets()) {
+    CAPTURE(s.workload, tune::sizes_text(s.bindings));
+    const std::optional<bench::ShapeReview> r = bench::review_own_kernels(ws, opened, s, bench::two_blocks_an_sm());
+    REQUIRE(r);
+    CHECK(r->kernel.schedule == bench::two_blocks_an_sm());
+    CHECK(r->review.library_calls == 0);
+    for (const KernelReview& k : r->review.kernels) {
+      CHECK(k.launch.threads == 256);
+      CHECK(k.resources.registers <= 128);  // __launch_bounds__(256, 2)
+    }
+    for (const StaticCheck& c : r->checks) {
+      CAPTURE(c.name, c.why);
+      // The SwiGLU's down projection reads the whole gated product: a second kernel (issue 65).
+      if (s.workload == std::string("swiglu_ffn") && c.name == "one launch") CHECK_FALSE(c.holds);
+      else CHECK(c.holds);
+    }
+  }
+}

@@ -947,10 +947,13 @@ TEST_CASE("tuner: each chosen option is timed at the default schedule, the cheap
   REQUIRE(once.size() == 2);
   CHECK(once[1].rank == 3);
   CHECK(once[1].schedule.empty());
-  // The CUDA backend offers 128 (its default), 256 and 512 threads per block and refuses others by name.
+  // The CUDA backend offers 128 (its default), 256 and 512 threads per block, and 256 with 2
+  // blocks an SM, and refuses others by name.
   const backend::Backend& cuda = tune::backend_for(backend::cuda::kTarget);
   const backend::TargetDescription h100 = backend::cuda::cuda_h100_data();
-  CHECK(cuda.schedules(h100) == threads);
+  std::vector<backend::Schedule> offered = threads;
+  offered.push_back({{"threads", 256}, {"blocks_per_sm", 2}});
+  CHECK(cuda.schedules(h100) == offered);
   CHECK(cuda.resolve_schedule({}, h100) == threads[0]);
   CHECK_THROWS_WITH(cuda.resolve_schedule({{"threads", 96}}, h100), Catch::Contains("no schedule threads=96") && Catch::Contains("threads=512"));
   CHECK_THROWS_WITH(tune::backend_for(backend::cpu::kTarget).resolve_schedule({{"threads", 256}}, h100), Catch::Contains("(it has default)"));
@@ -960,6 +963,36 @@ TEST_CASE("tuner: each chosen option is timed at the default schedule, the cheap
   REQUIRE(wide.error.empty());
   CHECK_THAT(wide.source, Catch::Contains("__launch_bounds__(512)"));
   CHECK_THAT(wide.launch, Catch::Contains("512"));
+}
+
+TEST_CASE("tuner: a schedule of 2 blocks an SM is timed on the instances ranked first on half the shared memory", "[tune][schedule]") {
+  namespace fam = test::families;
+  const backend::Backend& cuda = tune::backend_for(backend::cuda::kTarget);
+  const backend::TargetDescription h100 = backend::cuda::cuda_h100_data();
+  const backend::Schedule two{{"threads", 256}, {"blocks_per_sm", 2}};
+  const std::optional<backend::TargetDescription> half = cuda.scheduled_target(two, h100);
+  REQUIRE(half);
+  CHECK_FALSE(tune::backend_for(backend::cpu::kTarget).scheduled_target({}, backend::cpu::describe_cpu()));
+  // gated_mlp at decode sizes: its tiles fill a whole SM's shared memory at one block.
+  const std::vector<sgraph::SGraph> graphs{sgraph::parse(fam::kGatedMlp)};
+  const DimBindings dims{{"n", 8}, {"d", 4096}};
+  const std::vector<tune::steps::Option> whole = tune::steps::rank_options(graphs, dims, h100, nullptr);
+  const std::vector<tune::steps::Option> ranked = tune::steps::rank_options(graphs, dims, *half, nullptr);
+  const std::vector<tune::steps::Option> timed = tune::steps::scheduled_options(graphs, dims, *half, two, nullptr);
+  const std::vector<size_t> chosen = tune::steps::choose(ranked, tune::steps::kScheduleExplored);
+  REQUIRE(!timed.empty());
+  REQUIRE(timed.size() == chosen.size());
+  for (size_t i = 0; i < timed.size(); ++i) {
+    CAPTURE(i, tune::sizes_text(timed[i].sizes));
+    CHECK(timed[i].schedule == two);
+    // choose()'s picks of the half's ranking, with its ranks and estimates; their tiles fit the half.
+    CHECK(timed[i].sizes == ranked[chosen[i]].sizes);
+    CHECK(timed[i].rank == ranked[chosen[i]].rank);
+    CHECK(timed[i].predicted_s == tune::estimate_cost(timed[i].instance(), *half).seconds);
+    CHECK_NOTHROW(sgraph::instantiate(graphs[0], dims, timed[i].sizes, half->tile_budget()));
+  }
+  // The whole SM's first choice is not the half's: the schedule times instances of its own.
+  CHECK(whole.front().sizes != ranked.front().sizes);
 }
 
 TEST_CASE("tuner: an untuned kernel's instance is the cost model's first, found without keeping every instance", "[tune]") {

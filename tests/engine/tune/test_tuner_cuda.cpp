@@ -69,19 +69,27 @@ TEST_CASE("tuner cuda: a small tune runs the baseline and the candidates in the 
   tune::TuneResult r = tune::tune_families(cuda, p, found.candidates, request, env);
   CHECK(r.target == backend::cuda::kTarget);
   CHECK(r.threads == 128);
-  // The three chosen at 128 threads per block, then the cheapest two at 256 and 512 (tuner_steps.h).
-  REQUIRE(r.rows.size() == 7);
+  // The three chosen at 128 threads per block, then the cheapest two at 256 and 512, then two
+  // ranked on half an SM's shared memory at 2 blocks an SM (tuner_steps.h).
+  REQUIRE(r.rows.size() == 9);
   std::vector<int> by_default;  // cost ranks
   std::set<std::pair<int, int64_t>> others;  // (cost rank, threads)
+  std::vector<tune::TuneRow> two_blocks;
   for (const auto& row : r.rows) {
     const int64_t threads = row.schedule.at("threads");
-    if (threads == 128) by_default.push_back(row.cost_rank);
+    if (row.schedule.count("blocks_per_sm")) two_blocks.push_back(row);
+    else if (threads == 128) by_default.push_back(row.cost_rank);
     else others.emplace(row.cost_rank, threads);
   }
   REQUIRE(by_default.size() == 3);
   std::sort(by_default.begin(), by_default.end());
   CHECK(others == std::set<std::pair<int, int64_t>>{{by_default[0], 256}, {by_default[0], 512}, {by_default[1], 256}, {by_default[1], 512}});
-  CHECK(r.stats.compiled + r.stats.cached == 8);  // the baseline and seven builds compiled to PTX
+  REQUIRE(two_blocks.size() == 2);
+  for (const tune::TuneRow& row : two_blocks) {
+    CHECK(row.schedule == backend::Schedule{{"threads", 256}, {"blocks_per_sm", 2}});
+    CHECK(row.cost_rank >= 1);  // its rank on the half
+  }
+  CHECK(r.stats.compiled + r.stats.cached == 10);  // the baseline and nine builds compiled to PTX
   CHECK(r.roofline_ms > 0);
   if (!device.available) {
     // Everything compiled; every run fails saying there is no device.

@@ -22,7 +22,7 @@
 #define __device__
 #define __constant__
 #define __forceinline__ inline
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 #define __restrict__ __restrict
 #define __shared__
 #define __align__(n)  // the buffer below is aligned
