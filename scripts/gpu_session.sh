@@ -98,17 +98,21 @@ run_tests() {
   test_summary "$tests_dir/device.log"
 }
 
-# Nsight Compute on the best kernel (the cost model's first choice, --top 1) of each decode shape
-# (the tables section: shared-memory bank conflicts by instruction, what pad_tiles.h removes),
-# one profiled daemon each: a daemon left by an earlier stage would run the tune outside the
-# profiler, so it is stopped first; the report comes when the worker exits.
+# Nsight Compute on the kernels a --top 1 tune of each decode shape times: the cost model's first
+# choice, then its thread variants and the two first choices at 2 blocks an SM: the second launch
+# of each launch configuration, the first being the check's (the tables section: shared-memory bank
+# conflicts by instruction, what pad_tiles.h removes; Occupancy and WarpStateStats: what one
+# block of 4 warps an SM against two of 8 leaves idle), one profiled daemon each: a daemon left by
+# an earlier stage would run the tune outside the profiler, so it is stopped first; the report
+# comes when the worker exits.
 ncu_shapes=("rms_linear n=8 d=4096" "gated_mlp n=8 d=4096")
 run_ncu() {
   local shape
   for shape in "${ncu_shapes[@]}"; do
     build/bin/prism -c "daemon stop" >/dev/null 2>&1
     echo "--- ncu: $shape"
-    ncu --target-processes all -k regex:prism_kernel --launch-count 4 --section SpeedOfLight \
+    ncu --target-processes all -k regex:prism_kernel --filter-mode per-launch-config --launch-skip 1 --launch-count 1 \
+      --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section LaunchStats \
       --section Occupancy --section WarpStateStats \
       bash -c "build/bin/prism -c 'open examples/${shape%% *}.prism; tune $shape --target cuda --fresh --top 1'
@@ -185,7 +189,8 @@ case ${1:-} in
     [ ${#stages[@]} -eq 0 ] && stages=(env tests repl torch python bench)
     if [ "${stages[*]}" = check ]; then
       STAGE_TIMEOUT=30 run_stage env
-      STAGE_TIMEOUT=270 BENCH_ARGS=${BENCH_ARGS:---top 4} run_stage bench  # 4 + 4 schedule variants: the 8 builds a row took before schedules
+      # 3 + 4 thread variants + 2 at 2 blocks an SM: about the 8 builds a shape took before schedules
+      STAGE_TIMEOUT=270 BENCH_ARGS=${BENCH_ARGS:---top 3} run_stage bench
       STAGE_TIMEOUT=120 run_stage tests
       STAGE_TIMEOUT=60 run_stage ncu
     else

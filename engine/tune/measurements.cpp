@@ -257,20 +257,21 @@ std::vector<ShapeRegret> model_regret(const std::vector<StoredRow>& rows) {
     ShapeRegret r;
     std::tie(r.device, r.date, r.workload, std::ignore) = key;
     r.bindings = shape.front()->bindings;
-    // The model's order: its estimate, then the rank it gave then, then the backend's default
-    // schedule before the others (the model does not price schedules: the tuner times them).
-    std::tuple<double, int, bool> first{};
-    std::pair<int, bool> stored_order{};  // the stored model's: rank, then the default schedule
+    // The model's order: its estimate, then the backend's default schedule before the others (the
+    // model does not price schedules: the tuner times them; a schedule ranked on a target of its
+    // own numbers its rows in that ranking), then the rank it gave then.
+    std::tuple<double, bool, int> first{};
+    std::pair<bool, int> stored_order{};  // the stored model's: the default schedule, then rank
     double stored_ms = 0;
     for (const StoredRow* m : shape) {
       r.best_ms = r.best_ms > 0 ? std::min(r.best_ms, m->measured_ms) : m->measured_ms;
       const bool alternative = !is_default_schedule(*m);
-      if (stored_ms == 0 || std::pair{m->cost_rank, alternative} < stored_order) stored_order = {m->cost_rank, alternative}, stored_ms = m->measured_ms;
-      std::tuple<double, int, bool> order;
+      if (stored_ms == 0 || std::pair{alternative, m->cost_rank} < stored_order) stored_order = {alternative, m->cost_rank}, stored_ms = m->measured_ms;
+      std::tuple<double, bool, int> order;
       try {
         const DimBindings dims(m->bindings.begin(), m->bindings.end()), sizes(m->sizes.begin(), m->sizes.end());
         order = {estimate_cost(sgraph::instantiate(sgraph::parse(m->graph), dims, sizes, kTunedAlready), m->target).seconds,
-                 m->cost_rank, alternative};
+                 alternative, m->cost_rank};
       } catch (const std::exception& e) {
         r.unranked.push_back("candidate " + std::to_string(m->candidate) + " " + sizes_text(m->sizes) + ": " + e.what());
         continue;

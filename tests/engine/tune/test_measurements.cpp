@@ -156,6 +156,14 @@ TEST_CASE("measurements: the regret is the measured time of today's first choice
   r = model_regret(rows);
   CHECK(r[0].first_schedule == backend::Schedule{{"threads", 128}});
   CHECK(r[0].regret == Approx(0.010 / 0.008));
+  // So does a schedule ranked on a target of its own (2 blocks an SM), whose rows are numbered
+  // in that ranking: its rank 1 does not put it before the default's row.
+  rows.back().schedule = {{"threads", 256}, {"blocks_per_sm", 2}};
+  rows.back().cost_rank = 1;
+  rows[first].cost_rank = 3;
+  r = model_regret(rows);
+  CHECK(r[0].first_schedule == backend::Schedule{{"threads", 128}});
+  CHECK(r[0].regret == Approx(0.010 / 0.008));
   rows.pop_back();
   // A row whose family no longer reads is left out and says why; another day is another shape.
   rows[first].graph = "kernel ???";
