@@ -19,6 +19,6 @@ LibraryMatmulCost CostRules::library_matmul(const LibraryMatmul&, const TargetDe
 double CostRules::peak_gflops(DType, const TargetDescription& target) const { return target.peak_gflops; }
 
 int CostRules::kernel_cores(double, bool, const TargetDescription& target) const { return target.cores; }
-bool CostRules::runs_as_tail(int64_t, int64_t, int64_t) const { return false; }
+int64_t CostRules::tail_blocks_at_once(int64_t, int64_t, int64_t, const TargetDescription&) const { return 0; }
 
 }  // namespace prism::backend

@@ -72,10 +72,12 @@ class CostRules {
   // per call (each statement's elements, a matmul's output times its depth), a library loop
   // (`loop`: an elementwise or row op over whole tensors) for `work` elements; the default: all.
   virtual int kernel_cores(double work, bool loop, const TargetDescription& target) const;
-  // Whether a custom kernel of `tail_blocks` blocks that sums what the one before it saved, in
-  // `groups` groups (sgraph/tail_groups.h), runs in that kernel's launch: its blocks then run on
-  // as many blocks as there are groups, and it costs no launch of its own. The default: never.
-  virtual bool runs_as_tail(int64_t groups, int64_t first_blocks, int64_t tail_blocks) const;
+  // Whether a custom kernel of `tail_blocks` blocks that reads what the one before it saved, in
+  // `groups` groups (sgraph/tail_groups.h), runs in that kernel's launch, and on how many blocks
+  // at once: 0 where it takes a launch of its own; else it costs no launch, its blocks running on
+  // that many (a GPU's: the groups, whose last blocks run them, or every SM, where they wait for
+  // the first kernel's). The default: 0.
+  virtual int64_t tail_blocks_at_once(int64_t groups, int64_t first_blocks, int64_t tail_blocks, const TargetDescription& target) const;
 };
 
 }  // namespace prism::backend

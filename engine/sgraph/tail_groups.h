@@ -2,7 +2,7 @@
 // kernel that sums them and applies the epilogue), seen from the maps: into how many groups the
 // two kernels' blocks fall, each group's blocks of the second reading only what the same group's
 // blocks of the first save. A backend may run such a second kernel in the first one's launch
-// (CostRules::runs_as_tail; the CUDA backend's ticket, cuda/ticket.h, traces the same groups
+// (CostRules::tail_blocks_at_once; the CUDA backend's ticket, cuda/ticket.h, traces the same groups
 // element by element); the cost model prices it so.
 #pragma once
 #include <cstddef>

@@ -51,11 +51,12 @@
 //     the op that reads it reads it back: where those tiles and the tiles it loads together exceed
 //     the private cache, the part of that traffic beyond it moves through the next level
 //     (scratch_bytes), at kL2Speedup times the cache bandwidth of assumption 2.
-// 10. Tails. A custom kernel that sums what the custom kernel before it saved, in groups
+// 10. Tails. A custom kernel that reads what the custom kernel before it saved, in groups
 //     (sgraph/tail_groups.h: a split-k kernel's partials and the kernel that sums them), runs in
-//     that kernel's launch where the backend says so (CostRules::runs_as_tail: the GPU's ticket):
-//     no launch of its own, and its blocks run on as many cores as there are groups (the last
-//     block of each group runs the group's tail blocks one after another).
+//     that kernel's launch where the backend says so (CostRules::tail_blocks_at_once: the GPU's
+//     ticket, or its blocks waiting for the first kernel's): no launch of its own, its blocks on
+//     as many cores as the backend says (a ticket's: the groups, the last block of each running
+//     the group's tail blocks one after another).
 #include "engine/tune/cost_model.h"
 
 #include <algorithm>
@@ -129,10 +130,11 @@ class CostModel {
       const KernelCost c = memo_ ? remembered(k) : cost_of(k);
       // A kernel that sums the partials the one before saved may run in its launch (assumption 10).
       const int64_t groups = sgraph::tail_groups(in_, k);
-      const bool tail = groups > 0 && !previous_tail && rules_.runs_as_tail(groups, previous_blocks, c.blocks);
+      const int64_t at_once = groups > 0 && !previous_tail ? rules_.tail_blocks_at_once(groups, previous_blocks, c.blocks, target_) : 0;
+      const bool tail = at_once > 0;
       previous_blocks = c.blocks;
       previous_tail = tail;
-      add(c, tail ? groups : 0);
+      add(c, at_once);
       if (!tail) ++est_.kernels;
     }
     est_.seconds = memory_s_ + cache_s_ + compute_s_ + overhead_s_;
@@ -430,13 +432,14 @@ class CostModel {
     return named;
   }
 
-  // `tail_groups` > 0: the kernel runs in the launch before it, its blocks on that many (assumption 10).
-  void add(const KernelCost& c, int64_t tail_groups = 0) {
+  // `tail_blocks` > 0: the kernel runs in the launch before it, its blocks on that many at once
+  // (assumption 10).
+  void add(const KernelCost& c, int64_t tail_blocks = 0) {
     // A kernel whose tensors fit in the caches reads them from there when run again (assumption 2).
     const double bw = std::max(target_.bandwidth_for(c.memory_bytes), 1e-3) * 1e9, peak = std::max(target_.peak_gflops, 1e-3) * 1e9;
     const int64_t cores = std::max(1, target_.cores);
     int64_t used = std::clamp<int64_t>(rules_.kernel_cores(c.work, c.loop, target_), 1, cores);
-    if (tail_groups > 0) used = std::min(used, tail_groups);
+    if (tail_blocks > 0) used = std::min(used, tail_blocks);
     double efficiency = 1, waves = 0;
     if (c.custom) {
       waves = double((c.blocks + used - 1) / used);
@@ -462,7 +465,7 @@ class CostModel {
     if (!c.overlaps) loss = std::min(compute, movement);  // one after the other
     if (compute >= movement) compute_s_ += compute + loss;
     else (cache > mem ? cache_s_ : memory_s_) += movement + loss;
-    const double launch = tail_groups > 0 ? 0.0 : used > 1 ? kKernelOverhead : kCallOverhead;
+    const double launch = tail_blocks > 0 ? 0.0 : used > 1 ? kKernelOverhead : kCallOverhead;
     overhead_s_ += waves * kBlockOverhead + launch;
     est_.kernel_seconds.push_back(std::max(compute, movement) + loss + waves * kBlockOverhead + launch);
     est_.memory_bytes += c.memory_bytes;

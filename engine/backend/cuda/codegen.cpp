@@ -55,17 +55,10 @@ class KernelPrinter {
   // before every launch).
   std::string with_tail(const std::string& fn, CudaKernelInfo& info, KernelPrinter& tail, const TicketGroups& groups,
                         const std::string& counters) {
-    std::string params = parameters(fn, info);
-    for (const std::string& name : tail.k_.reads) params += parameter(name, true, info);
-    for (const std::string& name : tail.k_.writes) params += parameter(name, false, info);
-    tail.param_ = param_;
-    const std::string c = "p" + std::to_string(info.params.size());
-    info.params.push_back(counters);
-    params += ", unsigned* __restrict__ " + c;
+    std::string c;
+    const std::string params = shared_launch(fn, info, tail, counters, c);
     info.grid_blocks = grid_blocks(fn);
     tail.grid_blocks(fn + "'s tail");
-    // The ticket's flag lives in shared memory: at least one word of it.
-    info.shared_bytes = std::max({shared_bytes(fn), tail.shared_bytes(fn + "'s tail"), int64_t(16)});
     auto table = [&](const char* what, const std::vector<int>& v) {
       std::string s = "__constant__ int " + fn + "_" + what + "[" + std::to_string(v.size()) + "] = {";
       for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
@@ -92,7 +85,49 @@ class KernelPrinter {
     return s + "}\n";
   }
 
+  // This kernel with `tail` (the next kernel) in its launch as a tail that waits (ticket.h,
+  // waits_in_launch): the first blocks run this kernel's and count themselves in, the tail's
+  // blocks follow, each waiting until all have. The counters are the last parameter (`counters`:
+  // two 32-bit words, zero before every launch: the arrivals, then the tail blocks that left).
+  std::string with_waiting_tail(const std::string& fn, CudaKernelInfo& info, KernelPrinter& tail, const std::string& counters) {
+    std::string c;
+    const std::string params = shared_launch(fn, info, tail, counters, c);
+    const int64_t first = grid_blocks(fn), rest = tail.grid_blocks(fn + "'s tail");
+    if (first + rest > INT32_MAX) fail(fn + ": a grid of " + std::to_string(first + rest) + " blocks with its tail is too large");
+    info.grid_blocks = first + rest;
+    const std::string n = std::to_string(first), m = std::to_string(rest);
+    std::string s = "\n// " + fn + " and its tail in one launch, the tail's blocks waiting (engine/backend/cuda/ticket.h)\n";
+    s += signature(fn, params) + "  if (blockIdx.x < " + n + ") {\n  {\n" + block_code("blockIdx.x") + "  }\n";
+    s += "  // counted in once its writes are done\n  __threadfence();\n  __syncthreads();\n";
+    s += "  if (threadIdx.x == 0) atomicAdd(" + c + ", 1u);\n  return;\n  }\n";
+    s += "  // a block of the tail: it waits until every block before it has counted itself in\n";
+    s += "  volatile int* const prism_ready = reinterpret_cast<volatile int*>(prism_smem);\n";
+    s += "  if (threadIdx.x == 0) *prism_ready = prism_blocks_arrived(" + c + ", " + n + "u);\n";
+    s += "  __syncthreads();\n  if (!*prism_ready) return;  // only in the host emulation: the block runs again later\n";
+    s += "  __threadfence();\n  __syncthreads();\n";
+    s += "  {\n" + tail.block_code("(blockIdx.x - " + n + "LL)") + "  }\n";
+    s += "  // the last tail block to leave sets the counters back to 0\n  __syncthreads();\n";
+    s += "  if (threadIdx.x == 0 && atomicAdd(" + c + " + 1, 1u) + 1u == " + m + "u) {\n";
+    s += "    " + c + "[0] = 0u;\n    " + c + "[1] = 0u;\n  }\n";
+    uses_tensor_cores_ = uses_tensor_cores_ || tail.uses_tensor_cores_;
+    return s + "}\n";
+  }
+
  private:
+  // This kernel and `tail` in one launch: their parameters, then the counters' (`counters`, 32-bit
+  // words; its parameter's name in `c`), and the larger of their shared memory, with at least a
+  // word for the flag a block shares.
+  std::string shared_launch(const std::string& fn, CudaKernelInfo& info, KernelPrinter& tail, const std::string& counters, std::string& c) {
+    std::string params = parameters(fn, info);
+    for (const std::string& name : tail.k_.reads) params += parameter(name, true, info);
+    for (const std::string& name : tail.k_.writes) params += parameter(name, false, info);
+    tail.param_ = param_;
+    c = "p" + std::to_string(info.params.size());
+    info.params.push_back(counters);
+    info.shared_bytes = std::max({shared_bytes(fn), tail.shared_bytes(fn + "'s tail"), int64_t(16)});
+    return params + ", unsigned* __restrict__ " + c;
+  }
+
   int64_t grid_blocks(const std::string& fn) const {
     const int64_t blocks = k_.block.blocks();
     if (blocks > INT32_MAX) fail(fn + ": a grid of " + std::to_string(blocks) + " blocks is too large");
@@ -427,16 +462,22 @@ CudaSource generate_cuda_source(const kir::Program& lowered, const CudaCodegenOp
     const std::string fn = kernel_name(k);
     kernels += "\n";
     const std::optional<TicketGroups> groups = kernel.custom && options.tails_in_launch ? ticket_groups(program, k) : std::nullopt;
+    const bool waits = !groups && kernel.custom && options.tails_in_launch && waits_in_launch(program, k);
     if (groups) {
       KernelPrinter tail(program, program.kernels[k + 1], options);
       const std::string counters = fn + "_tickets";
       kernels += printer.with_tail(fn, info, tail, *groups, counters);
       out.counters.emplace_back(counters, groups->groups());
+    } else if (waits) {
+      KernelPrinter tail(program, program.kernels[k + 1], options);
+      const std::string counters = fn + "_arrivals";
+      kernels += printer.with_waiting_tail(fn, info, tail, counters);
+      out.counters.emplace_back(counters, 2);
     } else {
       kernels += kernel.custom ? printer.custom(fn, info) : printer.library(fn, info);
     }
     tensor_cores = tensor_cores || printer.uses_tensor_cores();
-    const size_t last = groups ? k + 1 : k;  // the lowering's kernels this launch runs
+    const size_t last = groups || waits ? k + 1 : k;  // the lowering's kernels this launch runs
     for (size_t j = k; j <= last; ++j) {
       out.launch_of.push_back(out.kernels.size());
       for (const std::string& t : program.kernels[j].writes)

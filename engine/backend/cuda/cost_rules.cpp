@@ -58,10 +58,11 @@ double CudaCostRules::peak_gflops(DType storage, const TargetDescription& target
   return tensor_peak > 0 ? tensor_peak : target.peak_gflops;
 }
 
-// Split-k's combining kernel runs in the launch before it where the ticket's tables allow
-// (docs/tuning.md, "Split-k in one launch").
-bool CudaCostRules::runs_as_tail(int64_t groups, int64_t first_blocks, int64_t tail_blocks) const {
-  return tail_in_launch(groups, first_blocks, tail_blocks);
+// A kernel that reads the one before it runs in that one's launch: split-k's combining kernel by
+// the ticket's groups where its tables allow, else its blocks after the first kernel's, waiting for
+// them, on every SM (docs/tuning.md, "Split-k in one launch").
+int64_t CudaCostRules::tail_blocks_at_once(int64_t groups, int64_t first_blocks, int64_t tail_blocks, const TargetDescription& target) const {
+  return tail_in_launch(groups, first_blocks, tail_blocks) ? groups : std::max(1, target.cores);
 }
 
 }  // namespace prism::backend::cuda

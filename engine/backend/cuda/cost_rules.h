@@ -1,7 +1,7 @@
 // A GPU's answers to the cost model's questions (backend/cost_rules.h): a warp's lanes, tensor
 // cores for 16-bit block matmuls (WMMA where the shape fits, mma.sync otherwise), and data movement
 // that overlaps compute only where the code generator double-buffers the loop (double_buffer.h),
-// and split-k's combining kernel in the launch before it (ticket.h).
+// and a kernel that reads the one before it in that one's launch (ticket.h).
 // The rules and their calibration: docs/tuning.md, "The GPU's cost rules".
 #pragma once
 #include "engine/backend/cost_rules.h"
@@ -15,7 +15,7 @@ class CudaCostRules final : public CostRules {
   double run_overhead_bytes(const TargetDescription& target) const override;
   bool overlaps(const LoopTiles& loop, const TargetDescription& target) const override;
   double peak_gflops(DType storage, const TargetDescription& target) const override;
-  bool runs_as_tail(int64_t groups, int64_t first_blocks, int64_t tail_blocks) const override;
+  int64_t tail_blocks_at_once(int64_t groups, int64_t first_blocks, int64_t tail_blocks, const TargetDescription& target) const override;
 };
 
 }  // namespace prism::backend::cuda

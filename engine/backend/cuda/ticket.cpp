@@ -1,5 +1,6 @@
 #include "engine/backend/cuda/ticket.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -69,6 +70,16 @@ struct UnionFind {
 bool tail_in_launch(int64_t groups, int64_t first_blocks, int64_t tail_blocks) {
   // The tables: a group per first block, the tail's blocks, and two per group (groups <= tail blocks).
   return groups >= 2 && first_blocks + tail_blocks + 2 * groups + 1 <= kMaxTableEntries;
+}
+
+bool waits_in_launch(const kir::Program& program, size_t first) {
+  if (first + 1 >= program.kernels.size()) return false;
+  const kir::Kernel &head = program.kernels[first], &tail = program.kernels[first + 1];
+  if (!head.custom || !tail.custom) return false;
+  const std::set<std::string> head_reads(head.reads.begin(), head.reads.end()), head_writes(head.writes.begin(), head.writes.end());
+  for (const std::string& t : tail.writes)
+    if (head_reads.count(t) || head_writes.count(t)) return false;
+  return std::any_of(tail.reads.begin(), tail.reads.end(), [&](const std::string& t) { return head_writes.count(t) > 0; });
 }
 
 std::optional<TicketGroups> ticket_groups(const kir::Program& program, size_t first) {

@@ -1,4 +1,4 @@
-// Split-k in one launch (issue 65; docs/tuning.md, "The CUDA target"): a custom kernel that reads
+// Split-k in one launch (issue 65; docs/tuning.md, "Split-k in one launch"): a custom kernel that reads
 // what the custom kernel before it wrote (a split-k kernel's partials, then the kernel that sums
 // them and applies the epilogue) runs as that kernel's tail, in its launch. The first kernel's
 // blocks fall into groups: a group is every block that writes what some tail blocks read, and
@@ -32,9 +32,20 @@ struct TicketGroups {
 std::optional<TicketGroups> ticket_groups(const kir::Program& program, size_t first);
 
 // Whether groups of this count over grids of these sizes run the tail in the first kernel's
-// launch: at least two groups, tables within kMaxTableEntries. What ticket_groups decides, and
-// what the cost rules tell the cost model (cost_rules.h, runs_as_tail).
+// launch by tickets: at least two groups, tables within kMaxTableEntries. What ticket_groups
+// decides, and what the cost rules tell the cost model (cost_rules.h, tail_blocks_at_once).
 bool tail_in_launch(int64_t groups, int64_t first_blocks, int64_t tail_blocks);
+
+// Where no tickets run it (one group: every tail block reads what every first block writes, as
+// a down projection reads the whole gated product; or tables past their budget), kernel
+// `first` + 1 still runs in kernel `first`'s launch as a tail that waits: both custom, the tail
+// writes nothing the first kernel reads or writes, and reads something it writes. Its blocks
+// follow the first kernel's in the grid; each first block counts itself in once its writes are
+// done, and each tail block waits until all have. A GPU dispatches a grid's blocks in index order,
+// so when a tail block waits, every first block is running or done: the wait ends (the rule
+// CUTLASS's serial split-k and CUB's decoupled look-back rest on). The last tail block to leave
+// sets the counters back to 0.
+bool waits_in_launch(const kir::Program& program, size_t first);
 
 // The elements ticket_groups traces at most: beyond, the kernels launch one after the other.
 constexpr int64_t kMaxTracedElements = int64_t(1) << 25;

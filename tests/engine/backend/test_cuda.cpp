@@ -417,16 +417,39 @@ TEST_CASE("cuda: a split-k kernel and the kernel that sums its partials run in o
   // Flash decoding: the partial numerators and denominators of each batch element, then their sums.
   CHECK(emulated_error(fam::kAttention, {{"B", 2}, {"q", 2}, {"s", 64}, {"e", 16}}, {{"g1", 2}, {"g2", 4}, {"F1", 2}, {"g3", 2}, {"F2", 2}}) < kHalfTol);
 
-  // Where one combining block reads every partial there is one group: two launches, as before.
+  // Where one combining block reads every partial there is one group: no tickets, but the tail's
+  // blocks follow the first kernel's in its launch and wait for them (waits_in_launch). The host
+  // emulation runs the blocks out of index order, so tail blocks meet the wait unfinished and run
+  // again after the others.
   sgraph::Instance one = sgraph::instantiate(sgraph::parse(fam::kGatedMlpSplitK), dims, {{"g1", 2}, {"g2", 2}, {"F1", 2}, {"g3", 1}, {"F2", 2}}, kGpu);
-  CHECK_FALSE(ticket_groups(backend::lower(one, backend::cuda_lowering()), 0));
-  CHECK(generate_cuda_source(one).kernels.size() == 2);
+  const backend::kir::Program one_lowered = backend::lower(one, backend::cuda_lowering());
+  CHECK_FALSE(ticket_groups(one_lowered, 0));
+  CHECK(waits_in_launch(one_lowered, 0));
+  CHECK_FALSE(waits_in_launch(one_lowered, 1));
+  CHECK(sgraph::tail_groups(one, 1) == 1);
+  const CudaSource waiting = generate_cuda_source(one);
+  INFO(waiting.source);
+  REQUIRE(waiting.kernels.size() == 1);
+  CHECK(waiting.launch_of == std::vector<size_t>{0, 0});
+  CHECK(waiting.kernels[0].grid_blocks == 4 + 1);  // the first kernel's 2 x 2 blocks, then the tail's one
+  CHECK(waiting.counters == std::vector<std::pair<std::string, int64_t>>{{"prism_kernel_0_arrivals", 2}});
+  CHECK(waiting.source.find("prism_blocks_arrived(p6, 4u)") != std::string::npos);
   CHECK(emulated_error(one) < kHalfTol);
+  CHECK(emulated_error(fam::kGatedMlpSplitK, {{"n", 3}, {"d", 48}}, {{"g1", 3}, {"g2", 3}, {"F1", 1}, {"g3", 1}, {"F2", 3}}, {256}) < kHalfTol);
+  // Turned off: two launches.
+  CudaCodegenOptions apart;
+  apart.tails_in_launch = false;
+  CHECK(generate_cuda_source(one, apart).kernels.size() == 2);
+  CHECK(emulated_error(one, apart) < kHalfTol);
   if (!have_nvrtc()) return;
   compiles(inst);
   const PtxResult ptx = compile_to_ptx(src.source, "compute_90", cache_dir());
   CHECK(ptx.ptx.find("atom.global.add.u32") != std::string::npos);
   CHECK(ptx.ptx.find("membar.gl") != std::string::npos);
+  compiles(one);
+  const std::string waits = compile_to_ptx(waiting.source, "compute_90", cache_dir()).ptx;
+  CHECK(waits.find("nanosleep") != std::string::npos);
+  CHECK(waits.find("ld.volatile.global.u32") != std::string::npos);
 }
 
 TEST_CASE("cuda: an export's launcher zeroes the ticket counters of a launch with a tail, call after call", "[cuda][ticket][export]") {
@@ -435,7 +458,11 @@ TEST_CASE("cuda: an export's launcher zeroes the ticket counters of a launch wit
   std::string family = fam::kGatedMlpSplitK;
   for (size_t at; (at = family.find("f16")) != std::string::npos;) family.replace(at, 3, "f32");
   const DimBindings dims{{"n", 4}, {"d", 32}};
-  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, {{"g1", 2}, {"g2", 2}, {"F1", 1}, {"g3", 2}, {"F2", 1}}, kGpu);
+  // Tickets (two groups), and a tail that waits (one group): each launch leaves its counters at 0.
+  for (const DimBindings& sizes : {DimBindings{{"g1", 2}, {"g2", 2}, {"F1", 1}, {"g3", 2}, {"F2", 1}},
+                                   DimBindings{{"g1", 2}, {"g2", 2}, {"F1", 1}, {"g3", 1}, {"F2", 1}}}) {
+  CAPTURE(sizes.at("g3"));
+  sgraph::Instance inst = sgraph::instantiate(sgraph::parse(family), dims, sizes, kGpu);
   const backend::kir::Program lowered = backend::lower(inst, backend::cuda_lowering());
   const CudaSource src = generate_cuda_source(lowered);
   REQUIRE(src.counters.size() == 1);
@@ -458,6 +485,7 @@ TEST_CASE("cuda: an export's launcher zeroes the ticket counters of a launch wit
     Tensor t = want[0];
     t.data = got;
     CHECK(test::relative_error(t, want[0]) < 1e-5);
+  }
   }
 }
 

@@ -12,6 +12,7 @@
 #include "engine/backend/cuda/eager.h"
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/backend/cuda/plan.h"
+#include "engine/backend/cuda/ticket.h"
 #include "engine/backend/cuda/run_worker.h"
 #include "engine/backend/lower.h"
 #include "engine/sgraph/evaluate.h"
@@ -178,6 +179,24 @@ TEST_CASE("cuda run: a split-k kernel with its combining tail in one launch runs
   backend::cuda::CudaPlan plan = backend::cuda::candidate_plan(inst, lowered, source);
   REQUIRE(plan.steps.size() == 1);
   REQUIRE(plan.scratch.back().zeroed);
+  if (!backend::cuda::cuda_status().available || !backend::cuda::nvrtc_status().available) return;
+  check_on_device(inst, source, plan, 20, 11, 1e-2);
+}
+
+TEST_CASE("cuda run: a tail that waits for the first kernel's blocks in one launch runs right on a device, launch after launch",
+          "[cuda][runner][ticket]") {
+  // One group (every combining block reads every partial): 16 x 4 blocks of the split-k kernel,
+  // then one combining block that waits for them (ticket.h, waits_in_launch); the worker's timed
+  // launches reuse the two counters, and it refuses a plan that leaves them nonzero.
+  const sgraph::Instance inst = sgraph::instantiate(sgraph::parse(test::families::kGatedMlpSplitK), {{"n", 8}, {"d", 512}},
+                                                    {{"g1", 4}, {"g2", 16}, {"F1", 4}, {"g3", 1}, {"F2", 4}}, sgraph::TileBudget{200 * 1024});
+  const backend::kir::Program lowered = backend::lower(inst, backend::cuda_lowering());
+  REQUIRE(backend::cuda::waits_in_launch(lowered, 0));
+  const backend::cuda::CudaSource source = backend::cuda::generate_cuda_source(lowered);
+  backend::cuda::CudaPlan plan = backend::cuda::candidate_plan(inst, lowered, source);
+  REQUIRE(plan.steps.size() == 1);
+  REQUIRE(plan.scratch.back().zeroed);
+  CHECK(plan.scratch.back().elements == 2);
   if (!backend::cuda::cuda_status().available || !backend::cuda::nvrtc_status().available) return;
   check_on_device(inst, source, plan, 20, 11, 1e-2);
 }

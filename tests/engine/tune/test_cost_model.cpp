@@ -5,10 +5,12 @@
 
 #include "engine/sgraph/families.h"
 #include "engine/sgraph/parse.h"
+#include "engine/sgraph/tail_groups.h"
 #include "engine/backend/cpu/emit_ops.h"
 #include "engine/backend/cpu/cpu_features.h"
 #include "engine/backend/cuda/describe.h"
 #include "engine/backend/storage.h"
+#include "engine/tune/backends.h"
 #include "engine/tune/cost_model.h"
 
 using namespace prism;
@@ -468,7 +470,7 @@ TEST_CASE("cost model (CPU): a 16-bit library matmul with fewer chunks than core
   CHECK(cost(1024, 2).parallel_efficiency == 1.0);
 }
 
-TEST_CASE("cost model: on a GPU, the kernel that sums split-k partials runs in the launch before it, on one block per group", "[tune][cost]") {
+TEST_CASE("cost model: on a GPU, the kernel that sums split-k partials runs in the launch before it, on one block per group or waiting", "[tune][cost]") {
   // The gated MLP at a decode shape, k split 4 ways over 32 column tiles (sgraph/tail_groups.h).
   const sgraph::SGraph g = sgraph::parse(fam::kGatedMlpSplitK);
   const TargetDescription gpu = cuda_h100_data();
@@ -482,6 +484,15 @@ TEST_CASE("cost model: on a GPU, the kernel that sums split-k partials runs in t
   CHECK(groups32.kernel_seconds[1] < 5e-6);  // no launch of its own (a launch alone is priced 5 us)
   CHECK(groups8.kernels == 1);
   CHECK(groups8.kernel_seconds[1] > groups32.kernel_seconds[1]);  // 8 blocks sum all 32 tiles' partials
+  // One group (one block sums every partial): no tickets, but its blocks wait in the launch.
+  const sgraph::Instance one = sgraph::instantiate(g, {{"n", 8}, {"d", 256}}, {{"g1", 2}, {"g2", 2}, {"F1", 2}, {"g3", 1}, {"F2", 2}}, gpu.tile_budget());
+  CHECK(sgraph::tail_groups(one, 1) == 1);
+  CHECK(estimate_cost(one, gpu).kernels == 1);
+  // Tickets run a tail on its groups; a tail that waits runs on every SM.
+  const backend::CostRules& rules = tune::backend_for(backend::cuda::kTarget).cost_rules();
+  CHECK(rules.tail_blocks_at_once(32, 128, 32, gpu) == 32);
+  CHECK(rules.tail_blocks_at_once(1, 256, 256, gpu) == gpu.cores);
+  CHECK(tune::backend_for(backend::cpu::kTarget).cost_rules().tail_blocks_at_once(32, 128, 32, four_cores()) == 0);
   // A CPU runs no tail in a launch before it: two kernels, each a parallel region.
   TargetDescription cpu = four_cores();
   cpu.fast_memory_bytes = gpu.fast_memory_bytes;

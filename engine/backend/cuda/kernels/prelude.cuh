@@ -59,6 +59,23 @@ __device__ __forceinline__ void prism_copy_wait_prior() {
 #endif
 }
 __device__ __forceinline__ float prism_neg_inf() { return __int_as_float(0xff800000); }
+// A tail that waits (engine/backend/cuda/ticket.h, waits_in_launch): whether `arrivals` blocks
+// of the launch have counted themselves in `*counter`. On a GPU, it waits until they have (they
+// are running or done: blocks are dispatched in index order, and they precede the caller); then
+// true. The host emulation, which runs blocks one at a time, answers at once, and the launch runs
+// a block that was told false again after the others (prism_cuda_host.h).
+__device__ __forceinline__ bool prism_blocks_arrived(unsigned* counter, unsigned arrivals) {
+#if defined(PRISM_CUDA_HOST_EMULATION)
+  return prism_host_blocks_arrived(counter, arrivals);
+#else
+  while (*static_cast<volatile unsigned*>(counter) < arrivals) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    __nanosleep(256);
+#endif
+  }
+  return true;
+#endif
+}
 // ldmatrix: N (2 or 4) 8 x 8 matrices of 16-bit elements from shared memory, each row 16
 // aligned bytes whose address lane 8j + i gives (row i of matrix j). Lane l = 4g + q receives in
 // r[j] matrix j's row g, columns 2q and 2q + 1 (TRANS: column g, rows 2q and 2q + 1, the

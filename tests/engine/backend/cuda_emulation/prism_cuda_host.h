@@ -1,11 +1,12 @@
 // Test support: runs generated CUDA C++ on the host, to check its indexing against
 // sgraph::evaluate on machines without a GPU. Compiled as C++20 with -include of this file and
 // -I of this directory (whose cuda_fp16.h / cuda_bf16.h stand in for the toolkit's). A launch
-// runs the blocks one after another (not in index order), each with one std::thread per CUDA thread: __syncthreads is
+// runs the blocks one after another (not in index order; a block that waits for others, again after them), each with one std::thread per CUDA thread: __syncthreads is
 // a barrier of the block, __shfl_xor_sync and __shfl_sync an exchange through a barrier of the
 // warp, shared memory one buffer. Slow, and only for tiny sizes. Accesses that need alignment on a GPU (uint4
 // vectors, wmma pointers in mma.h) check it here and abort with a message when it is missing.
 #pragma once
+#define PRISM_CUDA_HOST_EMULATION 1  // prelude.cuh's functions take their host forms
 #include <atomic>
 #include <barrier>
 #include <math.h>
@@ -102,6 +103,15 @@ inline unsigned __float_as_uint(float f) {
   return bits;
 }
 
+// A tail that waits (prelude.cuh, prism_blocks_arrived): the blocks run one at a time, so a block
+// whose wait is not over is told so at once and marked to run again after the others.
+inline std::atomic<bool> prism_block_deferred{false};
+inline bool prism_host_blocks_arrived(unsigned* counter, unsigned arrivals) {
+  if (std::atomic_ref<unsigned>(*counter).load() >= arrivals) return true;
+  prism_block_deferred = true;
+  return false;
+}
+
 template <class... A, size_t... I>
 void prism_invoke(void (*fn)(A...), void* const* p, std::index_sequence<I...>) {
   fn(static_cast<A>(p[I])...);
@@ -122,23 +132,41 @@ inline long prism_block_stride(long blocks) {
 }
 
 template <class... A>
+void prism_run_block(void (*fn)(A...), void* const* params, long b, int threads) {
+  blockIdx.x = unsigned(b);
+  std::barrier<> block(threads);
+  prism_block_barrier = &block;
+  prism_warp_barriers.clear();
+  for (int w = 0; w < threads / 32; ++w) prism_warp_barriers.push_back(std::make_unique<std::barrier<>>(32));
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([=] {
+      threadIdx.x = unsigned(t);
+      prism_invoke(fn, params, std::index_sequence_for<A...>{});
+    });
+  for (auto& t : ts) t.join();
+}
+
+// Each block in prism_block_stride's order; a block that waited for blocks not yet run
+// (prism_host_blocks_arrived) runs again after them, until none is left or none gets further.
+template <class... A>
 void prism_launch(void (*fn)(A...), void* const* params, long blocks, int threads) {
   gridDim.x = unsigned(blocks);
   const long stride = prism_block_stride(blocks);
-  for (long i = 0; i < blocks; ++i) {
-    const long b = i * stride % blocks;
-    blockIdx.x = unsigned(b);
-    std::barrier<> block(threads);
-    prism_block_barrier = &block;
-    prism_warp_barriers.clear();
-    for (int w = 0; w < threads / 32; ++w) prism_warp_barriers.push_back(std::make_unique<std::barrier<>>(32));
-    std::vector<std::thread> ts;
-    for (int t = 0; t < threads; ++t)
-      ts.emplace_back([=] {
-        threadIdx.x = unsigned(t);
-        prism_invoke(fn, params, std::index_sequence_for<A...>{});
-      });
-    for (auto& t : ts) t.join();
+  std::vector<long> order, deferred;
+  for (long i = 0; i < blocks; ++i) order.push_back(i * stride % blocks);
+  while (!order.empty()) {
+    for (long b : order) {
+      prism_block_deferred = false;
+      prism_run_block(fn, params, b, threads);
+      if (prism_block_deferred) deferred.push_back(b);
+    }
+    if (deferred.size() == order.size()) {
+      std::fprintf(stderr, "prism_cuda_host: %zu block(s) wait for blocks that never count themselves in\n", deferred.size());
+      std::abort();
+    }
+    order.swap(deferred);
+    deferred.clear();
   }
 }
 
