@@ -644,6 +644,37 @@ TEST_CASE("cuda: a norm beside a split-k projection: the combining kernel comput
   CHECK(fused == 3);
 }
 
+// docs/tuning.md, "A tail that waits": a down projection that reads the whole gated product.
+TEST_CASE("cuda: the SwiGLU's down projection waits in the gated product's launch, run on the host, and matches",
+          "[cuda][search][ticket]") {
+  const test::ExampleLayer& layer = test::example_layer("swiglu_ffn");
+  SearchResult r = gpu_search(test::layer_text(layer.name), layer.name);
+  const CudaCodegenOptions two_blocks = CudaBackend().codegen_options(cuda_h100_data(), {{"threads", 256}, {"blocks_per_sm", 2}});
+  int ran = 0;
+  for (const auto& c : r.candidates) {
+    const auto& kernels = c.graph->kernels;
+    if (kernels.size() != 2 || !kernels[0].custom || !kernels[1].custom) continue;
+    // Sizes with more than one block in each kernel, so that tail blocks meet an unfinished wait.
+    std::optional<sgraph::Instance> found;
+    for (const DimBindings& sizes : sgraph::enumerate(*c.graph, layer.small, kGpu, {}, 64)) {
+      sgraph::Instance inst = sgraph::instantiate(*c.graph, layer.small, sizes, kGpu);
+      const backend::kir::Program lowered = backend::lower(inst, backend::cuda_lowering());
+      if (ticket_groups(lowered, 0) || !waits_in_launch(lowered, 0)) continue;
+      if (lowered.kernels[0].block.blocks() < 2 || lowered.kernels[1].block.blocks() < 2) continue;
+      found = std::move(inst);
+      break;
+    }
+    if (!found) continue;
+    INFO(c.summary << "\nfamily\n" << sgraph::print(found->graph));
+    CHECK(generate_cuda_source(*found).kernels.size() == 1);
+    CHECK(emulated_error(*found) < 1e-4);  // f32 throughout
+    CHECK(emulated_error(*found, two_blocks) < 1e-4);
+    if (have_nvrtc()) compiles(*found, two_blocks);
+    if (++ran == 2) break;
+  }
+  CHECK(ran == 2);
+}
+
 // docs/sgraph.md, "Masked pieces": pieces of a row all -inf under a causal mask.
 TEST_CASE("cuda: online softmax under a causal -inf mask, run on the host: finite where the reference is, NaN on a row masked whole",
           "[cuda][search][online][masked]") {
