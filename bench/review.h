@@ -51,9 +51,16 @@ struct ShapeReview {
 // 65's check): its instances ranked on half an SM's shared memory (Backend::scheduled_target).
 inline backend::Schedule two_blocks_an_sm() { return {{"threads", 256}, {"blocks_per_sm", 2}}; }
 
-// The family and sizes the tuner always times at `schedule` among those of prism's own kernels
-// alone (no library call): the cheapest such on the schedule's target (tune::steps::choose takes
-// the cheapest option of each count of library calls). {0, {}} where every family calls one.
+// Opens and searches `s.workload` once (f16 storage, a Hopper block's shared memory).
+inline void search_for_review(Workspace& ws, std::set<std::string>& opened, const Shape& s) {
+  SearchLimits limits;
+  limits.fast_memory_bytes = kGpuOptInSharedBytes;
+  open_and_search(ws, opened, s.workload, limits, "f16");
+}
+
+// The family and sizes of prism's own kernels alone (no library call) among those the tuner times
+// at `schedule` (tune::steps::scheduled_options: choose() takes the cheapest option of each count
+// of library calls). {0, {}} where it times none.
 inline std::pair<int, std::map<std::string, int64_t>> cheapest_own_kernels(Workspace& ws, const Shape& s, const backend::Schedule& schedule) {
   const backend::cuda::CudaBackend cuda;
   const backend::TargetDescription gpu = cuda.describe("");
@@ -62,7 +69,7 @@ inline std::pair<int, std::map<std::string, int64_t>> cheapest_own_kernels(Works
   std::vector<sgraph::SGraph> graphs;
   for (const Candidate& c : searched->candidates) graphs.push_back(cuda.stored(*c.graph));
   const DimBindings dims(s.bindings.begin(), s.bindings.end());
-  for (const tune::steps::Option& o : tune::steps::rank_options(graphs, dims, ranked_on, nullptr)) {
+  for (const tune::steps::Option& o : tune::steps::scheduled_options(graphs, dims, ranked_on, schedule, nullptr)) {
     const auto& kernels = o.shared->graph.kernels;
     if (std::none_of(kernels.begin(), kernels.end(), [](const sgraph::Kernel& k) { return k.vendor_matmul(); }))
       return {int(o.family) + 1, {o.sizes.begin(), o.sizes.end()}};
@@ -87,15 +94,13 @@ inline ShapeReview review_kernel(Workspace& ws, const Shape& s, ShapeReview r) {
   return r;
 }
 
-// Searches `s.workload` once (f16 storage, a Hopper block's shared memory), takes family
+// Searches `s.workload` once (search_for_review), takes family
 // `candidate` (0: the one the cost model ranks first at its bindings) at `sizes` (null: those the
 // cost model picks for it) at `schedule` (empty: the default), and reviews its CUDA source
 // compiled for sm_90.
 inline ShapeReview review_shape(Workspace& ws, std::set<std::string>& opened, const Shape& s, int candidate = 0,
                                 const backend::Schedule& schedule = {}, const std::map<std::string, int64_t>* sizes = nullptr) {
-  SearchLimits limits;
-  limits.fast_memory_bytes = kGpuOptInSharedBytes;
-  open_and_search(ws, opened, s.workload, limits, "f16");
+  search_for_review(ws, opened, s);
   ShapeReview r;
   r.kernel = ws.kernel_source(s.workload, candidate, s.bindings, backend::cuda::kTarget, sizes, nullptr, schedule.empty() ? nullptr : &schedule);
   return review_kernel(ws, s, std::move(r));
@@ -104,7 +109,7 @@ inline ShapeReview review_shape(Workspace& ws, std::set<std::string>& opened, co
 // The kernel the tuner always times at `schedule` that runs prism's kernels alone
 // (cheapest_own_kernels), reviewed; nullopt where every family calls a library.
 inline std::optional<ShapeReview> review_own_kernels(Workspace& ws, std::set<std::string>& opened, const Shape& s, const backend::Schedule& schedule) {
-  review_shape(ws, opened, s, 0, schedule);  // searches once
+  search_for_review(ws, opened, s);
   const auto [candidate, sizes] = cheapest_own_kernels(ws, s, schedule);
   if (candidate == 0) return std::nullopt;
   return review_shape(ws, opened, s, candidate, schedule, &sizes);

@@ -40,7 +40,7 @@ int review_families(Workspace& ws, const std::set<std::string>& only, const back
   for (const Shape& s : decode_targets()) {
     if (!only.empty() && !only.count(s.workload)) continue;
     const std::string shape = tune::sizes_text(s.bindings);
-    review_shape(ws, opened, s, 0, schedule);
+    search_for_review(ws, opened, s);
     std::vector<std::pair<double, std::string>> rows;
     const size_t families = ws.search_result(s.workload)->candidates.size();
     for (size_t c = 1; c <= families; ++c) {

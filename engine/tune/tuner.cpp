@@ -574,14 +574,16 @@ std::vector<Option> options_to_time(const backend::Backend& backend, const std::
   std::vector<Option> timed = claimed_options(ranked, families, request.claimed, schedules);
   if (!timed.empty()) return timed;
   std::vector<backend::Schedule> same_target;  // the default's and those that keep its target
-  for (const backend::Schedule& schedule : schedules)
-    if (!backend.scheduled_target(schedule, target)) same_target.push_back(schedule);
-  timed = timed_options(ranked, choose(ranked, request.top), same_target);
+  std::vector<Option> own_target;             // the others', each ranked on its own target
   for (const backend::Schedule& schedule : schedules)
     if (std::optional<backend::TargetDescription> scheduled = backend.scheduled_target(schedule, target)) {
       std::vector<Option> own = scheduled_options(graphs, dims, *scheduled, schedule, cancel);
-      timed.insert(timed.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
+      own_target.insert(own_target.end(), std::make_move_iterator(own.begin()), std::make_move_iterator(own.end()));
+    } else {
+      same_target.push_back(schedule);
     }
+  timed = timed_options(ranked, choose(ranked, request.top), same_target);
+  timed.insert(timed.end(), std::make_move_iterator(own_target.begin()), std::make_move_iterator(own_target.end()));
   return timed;
 }
 

@@ -83,12 +83,9 @@ bool waits_in_launch(const kir::Program& program, size_t first) {
 }
 
 std::optional<TicketGroups> ticket_groups(const kir::Program& program, size_t first) {
-  if (first + 1 >= program.kernels.size()) return std::nullopt;
+  if (!waits_in_launch(program, first)) return std::nullopt;  // the pair a launch may hold at all
   const kir::Kernel &head = program.kernels[first], &tail = program.kernels[first + 1];
-  if (!head.custom || !tail.custom) return std::nullopt;
-  const std::set<std::string> head_reads(head.reads.begin(), head.reads.end()), head_writes(head.writes.begin(), head.writes.end());
-  for (const std::string& t : tail.writes)
-    if (head_reads.count(t) || head_writes.count(t)) return std::nullopt;
+  const std::set<std::string> head_writes(head.writes.begin(), head.writes.end());
   const int64_t head_blocks = head.block.blocks(), tail_blocks = tail.block.blocks();
   if (!tail_in_launch(2, head_blocks, tail_blocks)) return std::nullopt;  // the tables past their budget, whatever the groups
   int64_t traced = head_blocks + tail_blocks;

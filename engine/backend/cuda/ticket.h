@@ -36,10 +36,11 @@ std::optional<TicketGroups> ticket_groups(const kir::Program& program, size_t fi
 // decides, and what the cost rules tell the cost model (cost_rules.h, tail_blocks_at_once).
 bool tail_in_launch(int64_t groups, int64_t first_blocks, int64_t tail_blocks);
 
-// Where no tickets run it (one group: every tail block reads what every first block writes, as
-// a down projection reads the whole gated product; or tables past their budget), kernel
-// `first` + 1 still runs in kernel `first`'s launch as a tail that waits: both custom, the tail
-// writes nothing the first kernel reads or writes, and reads something it writes. Its blocks
+// Whether kernel `first` + 1 may run in kernel `first`'s launch at all: both custom, the tail
+// writes nothing the first kernel reads or writes, and reads something it writes. Where no
+// tickets run it (one group: every tail block reads what every first block writes, as a down
+// projection reads the whole gated product; or tables past their budget), it runs there as a
+// tail that waits. Its blocks
 // follow the first kernel's in the grid; each first block counts itself in once its writes are
 // done, and each tail block waits until all have. A GPU dispatches a grid's blocks in index order,
 // so when a tail block waits, every first block is running or done: the wait ends (the rule
