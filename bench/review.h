@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bench/shapes.h"
+#include "engine/backend/cuda/cost_rules.h"
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/backend/cuda/gpu_features.h"
 #include "engine/backend/cuda/review.h"
@@ -35,11 +36,6 @@ inline std::vector<Shape> decode_targets() {
 inline bool one_launch_expected(const std::string& workload) {
   return workload == "rmsnorm_mlp" || workload == "gated_mlp" || workload == "swiglu_ffn";
 }
-
-// A loaded HBM's latency for Little's law: the bytes in flight a device needs are its bandwidth
-// times this. A guess (public microbenchmarks put an H100's unloaded DRAM latency near 0.5-0.7
-// us; queues under load add to it) until a lent GPU's Nsight Compute run measures it.
-constexpr double kLoadedLatencySeconds = 1e-6;
 
 struct ShapeReview {
   tune::KernelSource kernel;  // the cost model's first choice for an H100 (no GPU here)
@@ -89,7 +85,7 @@ inline ShapeReview review_kernel(Workspace& ws, const Shape& s, ShapeReview r) {
   const DimBindings dims(r.kernel.bindings.begin(), r.kernel.bindings.end()), sizes(r.kernel.sizes.begin(), r.kernel.sizes.end());
   const sgraph::Instance instance = sgraph::instantiate(cuda.stored(*family.graph), dims, sizes, gpu.tile_budget());
   backend::cuda::add_loads_in_flight(r.review, backend::lower(instance, backend::cuda_lowering()), cuda.codegen_options(gpu, r.kernel.schedule));
-  const auto little = int64_t(gpu.bandwidth_gbs * 1e9 * kLoadedLatencySeconds);
+  const auto little = int64_t(gpu.bandwidth_gbs * 1e9 * backend::cuda::kLoadedLatencySeconds);
   r.checks = backend::cuda::static_checks(r.review, one_launch_expected(s.workload), 2, 16, little);
   return r;
 }

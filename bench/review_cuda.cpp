@@ -1,6 +1,7 @@
 // prism_review_cuda [WORKLOAD...] [--check] [--families]: the static review of the CUDA kernel the
 // cost model ranks first at each of issue 65's decode shapes (bench/review.h), at the default
-// schedule and at the one of 2 blocks an SM (the tuner times both), with no GPU: per
+// schedule and at the one of 2 blocks an SM (the tuner times both; each verdict gives the cost
+// model's estimate, comparable across schedules), with no GPU: per
 // kernel, its launch, ptxas's registers, spills, stack and shared memory on sm_90, the blocks and
 // warps that fit on an SM and what limits them, and its global loads by width (of the program's
 // inputs, of scratch such as split-k partials); then each shape's checks. --check: exit 1 where a check fails. --families: instead, every family the search
@@ -95,7 +96,9 @@ bool review_row(Workspace& ws, std::set<std::string>& opened, const Shape& s, co
     if (r.review.library_calls)
       std::printf("| %s | %s | %s | %s | %d cuBLAS call(s) | | | | | | | | | | | | |\n", s.workload, shape.c_str(), candidate.c_str(),
                   scheduled.c_str(), r.review.library_calls);
-    std::string verdict = std::string(s.workload) + " " + shape + " at " + scheduled + ":";
+    char estimate[64];
+    std::snprintf(estimate, sizeof estimate, " (estimated %.1f us)", r.kernel.estimate.seconds * 1e6);
+    std::string verdict = std::string(s.workload) + " " + shape + " at " + scheduled + estimate + ":";
     bool holds = true;
     for (const auto& c : r.checks) {
       verdict += std::string(" ") + c.name + (c.holds ? " ok;" : " FAILS (" + c.why + ");");

@@ -12,7 +12,13 @@ int64_t CostRules::private_cache_bytes(const TargetDescription&) const { return 
 
 bool CostRules::overlaps(const LoopTiles&, const TargetDescription&) const { return true; }
 
+BlockResidency CostRules::residency(const LoopTiles&, const TargetDescription&) const { return {}; }
+
+double CostRules::memory_latency_seconds(const TargetDescription&) const { return 0; }
+
 double CostRules::overlap_loss() const { return 0; }
+
+double CostRules::statement_seconds(const TargetDescription&) const { return 0; }
 
 LibraryMatmulCost CostRules::library_matmul(const LibraryMatmul&, const TargetDescription&) const { return {}; }
 

@@ -18,6 +18,7 @@ struct BlockMatmul {
   DType a_storage = DType::F32, b_storage = DType::F32;
   bool b_loaded = false;   // B is a load (not computed in the block)
   bool all_16bit = false;  // every input and output of the instance is stored at 16 bits
+  int64_t blocks_per_core = 1;  // blocks of its kernel a core runs at once (CostRules::residency)
 };
 
 // A library kernel's matmul: its output's and A's shapes (A as the library reads it, through its
@@ -41,6 +42,14 @@ struct LoopTiles {
   double iterations = 1;     // the loop's range
   double body_bytes = 0;     // bytes a block loads in each iteration
   double resident_bytes = 0; // the block's tile footprint besides them
+  double block_bytes = 0;    // bytes a block loads in all
+};
+
+// How a custom kernel's blocks share a core: how many it runs at once, and the bytes each keeps
+// requested from memory while it streams (0: the model prices no memory latency).
+struct BlockResidency {
+  int64_t blocks_per_core = 1;
+  double bytes_in_flight = 0;
 };
 
 class CostRules {
@@ -49,7 +58,8 @@ class CostRules {
   // Lanes a vector instruction has for f32: a tile narrower than that wastes the rest.
   virtual int vector_lanes(const TargetDescription& target) const = 0;
   // The cost of a block matmul's flops over their count at the f32 peak (tensor cores, widening
-  // a 16-bit B, a matrix unit): below 1 where it runs faster than f32 FMAs.
+  // a 16-bit B, a matrix unit, the chains of dependent steps a GPU's warps run): below 1 where it
+  // runs faster than f32 FMAs.
   virtual double block_matmul_factor(const BlockMatmul& m, const TargetDescription& target) const;
   // Where a block matmul reads its loaded B's rows in pieces, their length in elements; else 0.
   virtual int64_t b_row_piece(const BlockMatmul& m, const TargetDescription& target) const;
@@ -62,8 +72,16 @@ class CostRules {
   virtual int64_t private_cache_bytes(const TargetDescription& target) const;
   // Whether a kernel's data movement overlaps its compute (else they take the sum).
   virtual bool overlaps(const LoopTiles& loop, const TargetDescription& target) const;
+  // How a custom kernel's blocks share a core and keep memory busy (the cost model's assumption
+  // 11, Little's law); the default: one block a core, no latency priced.
+  virtual BlockResidency residency(const LoopTiles& loop, const TargetDescription& target) const;
+  // The time a load takes under load, which bytes in flight must cover (0: none priced).
+  virtual double memory_latency_seconds(const TargetDescription& target) const;
   // The part of the smaller of streaming and compute that does not hide behind the larger.
   virtual double overlap_loss() const;
+  // What a statement of a custom kernel's block costs each time it runs beyond its work (a GPU's
+  // barrier after it); the default: nothing.
+  virtual double statement_seconds(const TargetDescription& target) const;
   // A library matmul; the default is a whole-tensor call at the peak.
   virtual LibraryMatmulCost library_matmul(const LibraryMatmul& m, const TargetDescription& target) const;
   // The flop rate no matmul of tensors stored at `storage` beats here (the roofline's peak).

@@ -57,6 +57,15 @@
 //     ticket, or its blocks waiting for the first kernel's): no launch of its own, its blocks on
 //     as many cores as the backend says (a ticket's: the groups, the last block of each running
 //     the group's tail blocks one after another).
+// 11. Latency. Where the backend prices memory's latency (CostRules::memory_latency_seconds: a
+//     GPU's), a core holds as many of a kernel's blocks at once as the backend says
+//     (CostRules::residency: an SM's threads and shared memory), and each block keeps so many
+//     bytes in flight (its pipeline's stages): a wave of resident blocks takes at least a
+//     latency for each time a block's loads refill its bytes in flight (Little's law), and the
+//     block overhead of assumption 5 is paid per wave of resident blocks. A block matmul's rate
+//     depends on the blocks a core holds (CostRules::block_matmul_factor: a GPU's chains of
+//     dependent tensor-core steps), and each statement a block runs costs the backend's
+//     CostRules::statement_seconds as compute (a GPU's barrier after it).
 #include "engine/tune/cost_model.h"
 
 #include <algorithm>
@@ -82,6 +91,9 @@ struct KernelCost {
   double work = 0;          // what the backend's kernel_cores counts (assumption 4): element operations,
   bool loop = false;        // or, for a library op other than a matmul, its output's elements
   int64_t blocks = 0;
+  int64_t blocks_per_core = 1;  // of a custom kernel's, run by a core at once (assumption 11)
+  double round_trips = 0;       // the times a block's loads refill its bytes in flight (0: no latency priced)
+  double statements = 0;        // a block's statements run (assumption 11)
   int64_t chunks = 0;    // a library kernel's parallel chunks (0: a whole-tensor call, assumption 6)
   bool custom = false;
   bool overlaps = true;  // its data movement overlaps its compute (assumption 4)
@@ -189,9 +201,33 @@ class CostModel {
     return m;
   }
 
-  // A block matmul's flops over their count at the f32 peak (assumption 3).
-  double matmul_factor(size_t k, const BlockOp& op) const {
-    return op.operands.size() == 2 ? rules_.block_matmul_factor(block_matmul(k, op), target_) : 1;
+  // A block matmul's flops over their count at the f32 peak (assumption 3), a core running
+  // `blocks_per_core` of its kernel's blocks at once (assumption 11).
+  double matmul_factor(size_t k, const BlockOp& op, int64_t blocks_per_core) const {
+    if (op.operands.size() != 2) return 1;
+    backend::BlockMatmul m = block_matmul(k, op);
+    m.blocks_per_core = blocks_per_core;
+    return rules_.block_matmul_factor(m, target_);
+  }
+
+  // Kernel k's loop as the backend's rules see it (assumptions 4 and 11): the bytes a block loads
+  // each iteration and in all, and its tile footprint.
+  backend::LoopTiles loop_tiles(size_t k, double loop) const {
+    const sgraph::CustomKernel& kernel = in_.graph.kernels[k].block;
+    backend::LoopTiles t;
+    t.iterations = loop;
+    for (size_t i = 0; i < kernel.ops.size(); ++i) {
+      const BlockOp& op = kernel.ops[i];
+      if (op.kind != BlockOp::Kind::Load) continue;
+      const LoopRole role = in_.analysis.tiles[k][i].role;
+      const bool in_body = role != LoopRole::Invariant && role != LoopRole::After;
+      const double bytes = double(element_count(tile(k, i))) * double(sgraph::element_bytes(in_.analysis.tensors.at(op.tensor).dtype));
+      if (in_body) t.body_bytes += bytes;
+      t.block_bytes += bytes * (in_body ? loop : 1);
+    }
+    const auto& footprint = in_.analysis.footprint.at(k);
+    t.resident_bytes = footprint ? footprint->evaluate(in_.bindings).to_double() : 0;
+    return t;
   }
 
   // Where block op `i` of kernel k is the B of a matmul that reads B's rows in pieces (the
@@ -271,8 +307,16 @@ class CostModel {
     c.blocks = 1;
     for (const Dim& g : kernel.grid) c.blocks *= g.evaluate_size(in_.bindings);
     const double loop = double(kernel.loop_range().evaluate_size(in_.bindings)), blocks = double(c.blocks);
+    // Assumptions 4 and 11: the loop's tiles, and the blocks a core runs at once.
+    const backend::LoopTiles loop_bytes = loop_tiles(k, loop);
+    const backend::BlockResidency residency = rules_.residency(loop_bytes, target_);
+    const int64_t cores = std::max(1, target_.cores);
+    c.blocks_per_core = std::clamp<int64_t>((c.blocks + cores - 1) / cores, 1, std::max<int64_t>(1, residency.blocks_per_core));
+    if (residency.bytes_in_flight > 0) c.round_trips = std::max(1.0, loop_bytes.block_bytes / residency.bytes_in_flight);
+    c.overlaps = rules_.overlaps(loop_bytes, target_);
+    // A block waits for its loads once before the loop and once an iteration (assumption 11).
+    c.statements = (loop_bytes.body_bytes > 0 ? loop : 0) + (loop_bytes.block_bytes > loop_bytes.body_bytes * loop ? 1 : 0);
     std::map<std::string, double> loaded;        // bytes moved per tensor over all blocks
-    double body_tiles = 0;                       // bytes a block loads in each loop iteration
     std::map<std::string, double> run_overhead;  // their access-pattern surcharge (assumption 7)
     // Assumption 9: the part of the scratch traffic that the private cache does not hold. A product
     // x * x or square(x) that only a sum reads is never written (a generator with scratch sums the
@@ -303,11 +347,11 @@ class CostModel {
           if (const int64_t piece = b_row_piece(k, i)) run = std::min(run, double(piece) * element);
           loaded[op.tensor] += double(element_count(shape)) * element * runs;
           c.work += double(element_count(shape)) * runs;
-          if (in_body) body_tiles += double(element_count(shape)) * element;
           run_overhead[op.tensor] += double(element_count(shape)) * element * runs * rules_.run_overhead_bytes(target_) / std::max(run, 1.0);
           break;
         }
         case BlockOp::Kind::Save:
+          c.statements += 1;
           c.memory_bytes += tensor_bytes(op.name);
           c.work += tensor_elements(op.name);
           break;
@@ -321,9 +365,10 @@ class CostModel {
           // An accumulator folds like a sum.
           const double f = op.kind == BlockOp::Kind::Accumulate ? op_flops(Op::Sum, shape, x) : op_flops(op.op, shape, x);
           c.flops += f * runs;
+          c.statements += in_body ? loop : 1;
           c.work += (matmul ? f / 2 : double(element_count(reduces ? x : shape))) * runs;
           if (scratch[i]) c.scratch_bytes += 2 * double(element_count(shape)) * 4 * runs * spill;
-          c.scaled_flops += f * runs / vector_factor(reduces ? x : shape) * (matmul ? matmul_factor(k, op) : 1.0);
+          c.scaled_flops += f * runs / vector_factor(reduces ? x : shape) * (matmul ? matmul_factor(k, op, c.blocks_per_core) : 1.0);
           if (op.kind == BlockOp::Kind::Accumulate && private_bytes > 0 && !op.operands.empty()) {
             const BlockOp& from = kernel.ops[size_t(op.operands[0])];
             const double tile_bytes = double(element_count(shape)) * 4;  // accumulators are f32
@@ -333,10 +378,6 @@ class CostModel {
           break;
         }
       }
-    }
-    {  // assumption 4
-      const auto& footprint = in_.analysis.footprint.at(k);
-      c.overlaps = rules_.overlaps({loop, body_tiles, footprint ? footprint->evaluate(in_.bindings).to_double() : 0}, target_);
     }
     std::set<std::string> touched;
     for (const auto& [name, bytes] : loaded) touched.insert(name);
@@ -442,8 +483,10 @@ class CostModel {
     if (tail_blocks > 0) used = std::min(used, tail_blocks);
     double efficiency = 1, waves = 0;
     if (c.custom) {
-      waves = double((c.blocks + used - 1) / used);
-      efficiency = double(c.blocks) / (waves * double(cores));
+      // Waves of the blocks the used cores hold at once (assumption 11; one a core on a CPU).
+      const int64_t slots = used * c.blocks_per_core;
+      waves = double((c.blocks + slots - 1) / slots);
+      efficiency = double(c.blocks) / (double((c.blocks + used - 1) / used) * double(cores));
       est_.blocks += c.blocks;
       est_.parallel_efficiency = std::min(est_.parallel_efficiency, efficiency);
     } else if (c.chunks > 0) {  // cores beyond a library matmul's chunks wait (assumption 6)
@@ -455,9 +498,12 @@ class CostModel {
     const double cache_bw = target_.cache_bandwidth_gbs > 0 ? target_.cache_bandwidth_gbs * 1e9 : kCacheSpeedup * bw;
     const double l2_bw = kL2Speedup * cache_bw;
     const double memory_bw = std::max(target_.bandwidth_gbs, 1e-3) * 1e9;
-    const double mem = (c.memory_bytes / bw + c.stream_bytes / memory_bw) / efficiency,
+    // A wave of blocks waits a latency each time their loads refill what they keep in flight
+    // (assumption 11).
+    const double latency = c.round_trips > 0 ? waves * c.round_trips * rules_.memory_latency_seconds(target_) : 0.0;
+    const double mem = std::max((c.memory_bytes / bw + c.stream_bytes / memory_bw) / efficiency, latency),
                  cache = (c.cache_bytes / cache_bw + c.scratch_bytes / l2_bw) / efficiency,
-                 compute = c.scaled_flops / peak / efficiency;
+                 compute = c.scaled_flops / peak / efficiency + waves * c.statements * rules_.statement_seconds(target_);
     // Data movement overlaps compute, in part where the backend says so (assumption 4); the time is
     // credited to the larger's kind.
     const double movement = mem + cache;

@@ -12,6 +12,7 @@
 #include "engine/backend/cuda/gpu_features.h"
 #include "engine/backend/cuda/nvrtc.h"
 #include "engine/backend/cuda/plan.h"
+#include "engine/backend/cuda/resources.h"
 #include "engine/backend/lower.h"
 #include "engine/util/cache.h"
 #include "engine/util/private_files.h"
@@ -58,11 +59,6 @@ std::vector<Schedule> CudaBackend::schedules(const TargetDescription&) const {
 
 namespace {
 
-// What the system keeps of an SM's shared memory for each resident block (sm_80 on), and the unit
-// it gives shared memory in: a block may opt into the SM's whole less one reservation.
-constexpr int64_t kSharedReservedPerBlock = 1024;
-constexpr int64_t kSharedUnit = 128;
-
 int64_t blocks_per_sm(const Schedule& schedule) {
   auto found = schedule.find("blocks_per_sm");
   return found == schedule.end() ? 1 : std::max<int64_t>(1, found->second);
@@ -73,11 +69,16 @@ int64_t blocks_per_sm(const Schedule& schedule) {
 std::optional<TargetDescription> CudaBackend::scheduled_target(const Schedule& schedule, const TargetDescription& target) const {
   const int64_t blocks = blocks_per_sm(schedule);
   if (blocks == 1) return std::nullopt;
+  // A block may opt into the SM's whole shared memory less the system's reservation for it (sm_80
+  // on); each of `blocks` gets its share less its own, in the unit the SM gives it in.
+  const SmLimits sm = sm90_limits();
   TargetDescription t = target;
-  const int64_t sm_shared = target.fast_memory_bytes + kSharedReservedPerBlock;
-  t.fast_memory_bytes = (sm_shared / blocks - kSharedReservedPerBlock) / kSharedUnit * kSharedUnit;
+  const int64_t sm_shared = target.fast_memory_bytes + sm.shared_reserved;
+  t.fast_memory_bytes = (sm_shared / blocks - sm.shared_reserved) / sm.shared_unit * sm.shared_unit;
   t.spill_tile_bytes = std::min(t.spill_tile_bytes, t.fast_memory_bytes);
   t.cores = int(target.cores * blocks);
+  gpu_features(t).threads_per_block = int(resolve_schedule(schedule, target).at("threads"));
+  gpu_features(t).blocks_per_sm = int(blocks);
   return t;
 }
 

@@ -46,14 +46,18 @@ DoubleBuffer plan_double_buffer(const kir::CustomKernel& kernel, int64_t shared_
     plan.shared_bytes = end;
     return plan;
   };
+  const int stages = pipeline_stages([&](int s) { return planned(s).shared_bytes; }, kernel.loop, shared_limit, max_stages);
+  return stages > 1 ? planned(stages) : none;
+}
+
+int pipeline_stages(const std::function<int64_t(int)>& shared_at, int64_t iterations, int64_t shared_limit, int max_stages) {
+  if (iterations <= 1 || max_stages < 2) return 1;
   // A stage past the second never costs the block a neighbour: where two blocks fit with two
   // stages (each within half the limit), a deeper pipeline must fit twice too.
-  const bool two_fit = planned(2).shared_bytes <= shared_limit / 2;
-  for (int stages = int(std::min<int64_t>(max_stages, kernel.loop)); stages >= 2; --stages) {
-    DoubleBuffer plan = planned(stages);
-    if (plan.shared_bytes <= (stages > 2 && two_fit ? shared_limit / 2 : shared_limit)) return plan;
-  }
-  return none;
+  const bool two_fit = shared_at(2) <= shared_limit / 2;
+  for (int stages = int(std::min<int64_t>(max_stages, iterations)); stages >= 2; --stages)
+    if (shared_at(stages) <= (stages > 2 && two_fit ? shared_limit / 2 : shared_limit)) return stages;
+  return 1;
 }
 
 LoadsInFlight loads_in_flight(const kir::CustomKernel& kernel, const DoubleBuffer& buffers) {

@@ -6,6 +6,7 @@
 // iteration's bytes are in flight, with three two iterations' (docs/tuning.md, "The CUDA target").
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ struct DoubleBuffer {
   std::vector<BufferedTile> tiles;  // empty when single-buffered
   int64_t shared_bytes = 0;         // the block's shared memory with the extra slots
 };
+
+// The stages a loop of `iterations` gets, at most `max_stages`, where `shared_at(s)` is its
+// block's shared memory with s: the most whose bytes fit `shared_limit`, more than two only within
+// half of it where two stages are (a deeper pipeline never costs a second resident block); 1
+// where two do not fit or the loop runs once. The cost model's rules ask it too (cost_rules.cpp).
+int pipeline_stages(const std::function<int64_t(int)>& shared_at, int64_t iterations, int64_t shared_limit, int max_stages);
 
 // Every tile the body stages, in the most stages up to `max_stages` (and the loop's range) whose
 // extra slots fit in `shared_limit` bytes beside the kernel's own (more than two only within half

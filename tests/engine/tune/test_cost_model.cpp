@@ -8,7 +8,9 @@
 #include "engine/sgraph/tail_groups.h"
 #include "engine/backend/cpu/emit_ops.h"
 #include "engine/backend/cpu/cpu_features.h"
+#include "engine/backend/cuda/cost_rules.h"
 #include "engine/backend/cuda/describe.h"
+#include "engine/backend/cuda/gpu_features.h"
 #include "engine/backend/storage.h"
 #include "engine/tune/backends.h"
 #include "engine/tune/cost_model.h"
@@ -287,14 +289,111 @@ TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles runs at the ten
   // groups: faster than the f32 FMA peak, slower per row than a WMMA shape.
   CHECK(compute_bound(12, gpu).seconds < 0.9 * compute_bound(12, no_tensor_cores).seconds);
   CHECK(compute_bound(12, gpu).seconds / 12 > compute_bound(16, gpu).seconds / 16);
-  // n=3: 3 of its 8 columns: still faster than the FMA path, slower per row than 8 rows.
-  CHECK(compute_bound(3, gpu).seconds < 0.5 * compute_bound(3, no_tensor_cores).seconds);
+  // n=3: 3 of its 8 columns, on 4 warps' chains of steps (the next test): no faster than the
+  // FMA path, slower per row than 8 rows.
+  CHECK(compute_bound(3, gpu).seconds <= compute_bound(3, no_tensor_cores).seconds);
   CHECK(compute_bound(3, gpu).seconds / 3 > compute_bound(8, gpu).seconds / 8);
   // 8 columns a block (no multiple of 16): mma.sync gathering every element fills 3 of a
   // fragment's 16 rows, never predicted slower than the FMA path.
   CHECK(compute_bound(3, gpu, 1024).seconds == compute_bound(3, no_tensor_cores, 1024).seconds);
   // The flops counted are the same; only the rate differs.
   CHECK(compute_bound(16, gpu).flops == compute_bound(16, no_tensor_cores).flops);
+}
+
+TEST_CASE("cost model: on a GPU, tensor cores run as fast as the warps' chains of steps keep them: more warps or more blocks an SM keep more", "[tune][cost]") {
+  // The H100 with its peaks scaled down 1000x, so that compute decides the estimate.
+  TargetDescription gpu = cuda_h100_data();
+  gpu.peak_gflops /= 1000;
+  backend::cuda::gpu_features(gpu).tensor_peak_gflops /= 1000;
+  const sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);  // f16 X and W
+  const DimBindings dims{{"n", 8}, {"d", 8192}};
+  auto estimate = [&](const TargetDescription& t, int64_t g1) {
+    return estimate_cost(sgraph::instantiate(g, dims, {{"g1", g1}, {"F1", 64}}, t.tile_budget()), t);
+  };
+  // 128 columns a block, the decode form's 8 tiles: 4 warps run two each, one after the other; 8
+  // warps one each; 16 split k in two. Each doubling halves the matmul's time.
+  TargetDescription threads256 = gpu, threads512 = gpu;
+  backend::cuda::gpu_features(threads256).threads_per_block = 256;
+  backend::cuda::gpu_features(threads512).threads_per_block = 512;
+  CHECK(estimate(gpu, 64).bound == "compute");
+  CHECK(estimate(gpu, 64).seconds > 1.9 * estimate(threads256, 64).seconds);
+  CHECK(estimate(threads256, 64).seconds > 1.9 * estimate(threads512, 64).seconds);
+  // 128 blocks of 64 columns on half the SMs (and half of every rate): two blocks an SM run
+  // their chains side by side, so the estimate holds; f32 FMAs, which need no chains, take twice
+  // as long.
+  TargetDescription half = gpu;
+  half.cores /= 2;
+  half.peak_gflops /= 2;
+  half.bandwidth_gbs /= 2;
+  backend::cuda::gpu_features(half).tensor_peak_gflops /= 2;
+  CHECK(estimate(half, 128).seconds == Approx(estimate(gpu, 128).seconds).epsilon(0.05));
+  TargetDescription fma = gpu, fma_half = half;
+  backend::cuda::gpu_features(fma).tensor_peak_gflops = 0;
+  backend::cuda::gpu_features(fma_half).tensor_peak_gflops = 0;
+  CHECK(estimate(fma_half, 128).seconds == Approx(2 * estimate(fma, 128).seconds).epsilon(0.05));
+}
+
+TEST_CASE("cost model: on a GPU, an SM holds the blocks its threads and shared memory allow, each with its pipeline's next stages in flight", "[tune][cost]") {
+  const backend::cuda::CudaCostRules rules;
+  const TargetDescription gpu = cuda_h100_data();  // 227 KiB of shared memory a block, 128 threads
+  // 40 KB of tiles and 32 KB loaded an iteration: three stages (104 KB) fit twice in 228 KiB;
+  // as a block waits for one, the other two are in flight too.
+  backend::BlockResidency r = rules.residency({8, 32768, 40960, 8 * 32768}, gpu);
+  CHECK(r.blocks_per_core == 2);
+  CHECK(r.bytes_in_flight == 3 * 32768);
+  // 120 KB an iteration fits once beside 100 KB: two stages, one block.
+  r = rules.residency({8, 120000, 100000, 8 * 120000}, gpu);
+  CHECK(r.blocks_per_core == 1);
+  CHECK(r.bytes_in_flight == 2 * 120000);
+  // 140 KB does not: one stage, one iteration's loads issued before their wait.
+  CHECK(rules.residency({8, 140000, 100000, 8 * 140000}, gpu).bytes_in_flight == 140000);
+  // No loop: what the block loads in all; a tiny block: 16 of 128 threads fill an SM's 2048.
+  r = rules.residency({1, 0, 4096, 4096}, gpu);
+  CHECK(r.blocks_per_core == 16);
+  CHECK(r.bytes_in_flight == 4096);
+  // Two blocks an SM (threads=256): a core is half an SM, which holds one of the first block.
+  const backend::Schedule two{{"threads", 256}, {"blocks_per_sm", 2}};
+  const TargetDescription slot = *tune::backend_for(backend::cuda::kTarget).scheduled_target(two, gpu);
+  CHECK(slot.cores == 2 * gpu.cores);
+  CHECK(rules.residency({8, 32768, 40960, 8 * 32768}, slot).blocks_per_core == 1);
+  // A CPU core runs one block at a time and prices no latency.
+  const backend::CostRules& cpu = tune::backend_for(backend::cpu::kTarget).cost_rules();
+  CHECK(cpu.residency({8, 32768, 40960, 8 * 32768}, four_cores()).blocks_per_core == 1);
+  CHECK(cpu.memory_latency_seconds(four_cores()) == 0);
+}
+
+TEST_CASE("cost model: on a GPU, a wave of blocks waits a loaded latency each time its loads refill what it keeps in flight", "[tune][cost]") {
+  const sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);
+  const TargetDescription gpu = cuda_h100_data();
+  auto estimate = [&](int64_t f1) {
+    return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", 4096}}, {{"g1", 128}, {"F1", f1}}, gpu.tile_budget()), gpu);
+  };
+  // 32 columns a block: 16 rows of W an iteration (1.25 KiB with X's), three iterations in
+  // flight, refill the 320 KiB a block loads 85 times, a microsecond each (kLoadedLatencySeconds):
+  // far slower than W's 32 MiB at 3.35 TB/s (10 us).
+  CHECK(estimate(256).seconds > 80 * backend::cuda::kLoadedLatencySeconds);
+  // 256 rows an iteration: 16 KiB, a handful of refills, well under the bandwidth's time.
+  CHECK(estimate(16).seconds < 30e-6);
+  CHECK(estimate(256).memory_bytes == Approx(estimate(16).memory_bytes).epsilon(0.05));
+}
+
+TEST_CASE("cost model: on a GPU, each statement a block runs costs a barrier", "[tune][cost]") {
+  // Compute-bound (peaks scaled down): the same tiles in twice the iterations (the chains' fill
+  // holds: each tile's steps halve with its k) add 64 iterations of the loop's statements, a
+  // barrier each (at least the loads' wait and the matmul), beside the accumulator's extra adds.
+  TargetDescription gpu = cuda_h100_data();
+  gpu.peak_gflops /= 1000;
+  backend::cuda::gpu_features(gpu).tensor_peak_gflops /= 1000;
+  const sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);
+  auto estimate = [&](int64_t f1) {
+    return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", 8192}}, {{"g1", 64}, {"F1", f1}}, gpu.tile_budget()), gpu);
+  };
+  const CostEstimate f64 = estimate(64), f128 = estimate(128);
+  REQUIRE(f64.bound == "compute");
+  const double adds = (f128.flops - f64.flops) / (gpu.peak_gflops * 1e9 * f64.parallel_efficiency);
+  const double barriers = f128.seconds - f64.seconds - adds;
+  CHECK(barriers > 64 * 2 * 50e-9);
+  CHECK(barriers < 64 * 10 * 50e-9);
 }
 
 TEST_CASE("cost model: a GPU pays a sector for each contiguous run of a tile, a CPU a DRAM page", "[tune][cost]") {
