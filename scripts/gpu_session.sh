@@ -102,7 +102,9 @@ run_tests() {
 # choice, then its thread variants and the two first choices at 2 blocks an SM: the second launch
 # of each launch configuration, the first being the check's (the tables section: shared-memory bank
 # conflicts by instruction, what pad_tiles.h removes; Occupancy and WarpStateStats: what one
-# block of 4 warps an SM against two of 8 leaves idle), one profiled daemon each: a daemon left by
+# block of 4 warps an SM against two of 8 leaves idle, stalls at barriers among them;
+# ComputeWorkloadAnalysis: how busy the warps' chains of steps keep the tensor pipe, the cost
+# model's kChainsToFill, docs/tuning.md "Latency"), one profiled daemon each: a daemon left by
 # an earlier stage would run the tune outside the profiler, so it is stopped first; the report
 # comes when the worker exits.
 ncu_shapes=("rms_linear n=8 d=4096" "gated_mlp n=8 d=4096")
@@ -114,7 +116,7 @@ run_ncu() {
     ncu --target-processes all -k regex:prism_kernel --filter-mode per-launch-config --launch-skip 1 --launch-count 1 \
       --section SpeedOfLight \
       --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section LaunchStats \
-      --section Occupancy --section WarpStateStats \
+      --section Occupancy --section WarpStateStats --section ComputeWorkloadAnalysis \
       bash -c "build/bin/prism -c 'open examples/${shape%% *}.prism; tune $shape --target cuda --fresh --top 1'
                build/bin/prism -c 'daemon stop'"
   done
