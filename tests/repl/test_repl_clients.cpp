@@ -126,7 +126,9 @@ TEST_CASE("when the daemon goes away, the REPL connects to a new one and says so
   a.send("programs");
   REQUIRE(wait_for_clients(f, 2));  // A is connected
   REQUIRE(f.prism({"--no-start", "-c", "daemon stop"}).exit_code == 0);  // client B stops it
-  for (int i = 0; i < 100 && ::kill(pid_t(first), 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Until it has exited (on a loaded machine, more than 5 s has been seen): else it would serve A.
+  for (int i = 0; i < 600 && ::kill(pid_t(first), 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  REQUIRE(::kill(pid_t(first), 0) != 0);
   a.send("run rms_linear n=2 d=8");
   auto r = a.finish();
   INFO(r.err);
