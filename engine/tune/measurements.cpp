@@ -257,9 +257,9 @@ std::vector<ShapeRegret> model_regret(const std::vector<StoredRow>& rows) {
     ShapeRegret r;
     std::tie(r.device, r.date, r.workload, std::ignore) = key;
     r.bindings = shape.front()->bindings;
-    // The model's order: its estimate, then the backend's default schedule before the others (the
-    // model does not price schedules: the tuner times them; a schedule ranked on a target of its
-    // own numbers its rows in that ranking), then the rank it gave then.
+    // The model's order: its estimate, then the backend's default schedule before the others (a
+    // schedule that keeps the target, its threads alone, is estimated as the default; one ranked
+    // on a target of its own numbers its rows in that ranking), then the rank it gave then.
     std::tuple<double, bool, int> first{};
     std::pair<bool, int> stored_order{};  // the stored model's: the default schedule, then rank
     double stored_ms = 0;

@@ -55,8 +55,8 @@ std::vector<Option> rank_options(const std::vector<sgraph::SGraph>& graphs, cons
 std::vector<size_t> choose(const std::vector<Option>& ranked, int top);
 // What is timed: each chosen option at the first of `schedules` (the backend's default), then the
 // first `explored` chosen ones at each other schedule (docs/tuning.md, "Schedules"), each a
-// schedule that leaves the target as it is. The cost model does not price schedules yet: the
-// device measures them.
+// schedule that leaves the target as it is. The cost model does not price such a schedule (its
+// threads alone): the device measures it.
 constexpr int kScheduleExplored = 2;
 std::vector<Option> timed_options(const std::vector<Option>& ranked, const std::vector<size_t>& chosen,
                                   const std::vector<backend::Schedule>& schedules, int explored = kScheduleExplored);

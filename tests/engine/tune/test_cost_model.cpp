@@ -35,6 +35,14 @@ TargetDescription four_cores() {
   return t;
 }
 
+// The H100 with its peaks scaled down 1000x, so that compute decides the estimate.
+TargetDescription compute_bound_h100() {
+  TargetDescription gpu = cuda_h100_data();
+  gpu.peak_gflops /= 1000;
+  backend::cuda::gpu_features(gpu).tensor_peak_gflops /= 1000;
+  return gpu;
+}
+
 // A family as the CPU backend stores it (every tensor f32), for the CPU-like targets above.
 sgraph::SGraph cpu_family(const std::string& text) { return backend::with_storage(sgraph::parse(text), DType::F32); }
 
@@ -271,10 +279,7 @@ TEST_CASE("cost model: a long loop of thin K steps into an accumulator larger th
 }
 
 TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles runs at the tensor-core peak in a WMMA shape or the decode form, at the part of each fragment it fills through mma.sync", "[tune][cost]") {
-  // The H100 with its peaks scaled down 1000x, so that compute decides the estimate.
-  TargetDescription gpu = cuda_h100_data();
-  gpu.peak_gflops /= 1000;
-  backend::cuda::gpu_features(gpu).tensor_peak_gflops /= 1000;
+  TargetDescription gpu = compute_bound_h100();
   TargetDescription no_tensor_cores = gpu;
   backend::cuda::gpu_features(no_tensor_cores).tensor_peak_gflops = 0;
   sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);  // f16 X and W
@@ -301,10 +306,7 @@ TEST_CASE("cost model: on a GPU, a matmul of loaded 16-bit tiles runs at the ten
 }
 
 TEST_CASE("cost model: on a GPU, tensor cores run as fast as the warps' chains of steps keep them: more warps or more blocks an SM keep more", "[tune][cost]") {
-  // The H100 with its peaks scaled down 1000x, so that compute decides the estimate.
-  TargetDescription gpu = cuda_h100_data();
-  gpu.peak_gflops /= 1000;
-  backend::cuda::gpu_features(gpu).tensor_peak_gflops /= 1000;
+  TargetDescription gpu = compute_bound_h100();
   const sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);  // f16 X and W
   const DimBindings dims{{"n", 8}, {"d", 8192}};
   auto estimate = [&](const TargetDescription& t, int64_t g1) {
@@ -381,9 +383,7 @@ TEST_CASE("cost model: on a GPU, each statement a block runs costs a barrier", "
   // Compute-bound (peaks scaled down): the same tiles in twice the iterations (the chains' fill
   // holds: each tile's steps halve with its k) add 64 iterations of the loop's statements, a
   // barrier each (at least the loads' wait and the matmul), beside the accumulator's extra adds.
-  TargetDescription gpu = cuda_h100_data();
-  gpu.peak_gflops /= 1000;
-  backend::cuda::gpu_features(gpu).tensor_peak_gflops /= 1000;
+  TargetDescription gpu = compute_bound_h100();
   const sgraph::SGraph g = sgraph::parse(fam::kRmsLinear);
   auto estimate = [&](int64_t f1) {
     return estimate_cost(sgraph::instantiate(g, {{"n", 8}, {"d", 8192}}, {{"g1", 64}, {"F1", f1}}, gpu.tile_budget()), gpu);
