@@ -44,3 +44,8 @@ class UnsupportedOp(Exception):
     def __init__(self, message, node=None, reason=None):
         super().__init__(message)
         self.node, self.reason = node, reason
+
+
+def as_bug(error):
+    """What a warning says of an error of prism's own: its type and text, and that it is a bug."""
+    return f"{type(error).__name__}: {error}; a bug: please report it"

@@ -19,9 +19,9 @@ import re
 import sys
 import warnings
 
-from . import fx_import, share
+from . import fx_import, share, varying_floats
 from .compiled import Compiled
-from .errors import ConnectionLost, PrismError, UnsupportedOp
+from .errors import ConnectionLost, PrismError, UnsupportedOp, as_bug
 from .layout_cuts import folds_rows, moves_layout, splits_heads
 from .rows import fold_rows
 
@@ -572,7 +572,7 @@ def _partition_module(name, compiled, rows, fallback):
 
         def refused(self, error):
             known = isinstance(error, (PrismError, ConnectionLost, UnsupportedOp))
-            why = error if known else f"prism failed ({type(error).__name__}: {error}; a bug: please report it)"
+            why = error if known else f"prism failed ({as_bug(error)})"
             _warn_once(f"prism: {name} stays PyTorch's at these sizes: {why}")
             return None  # the Call kept for these sizes: PyTorch's ops run them
 
@@ -589,6 +589,10 @@ def _needs_gradients(example_inputs):
     return torch.is_grad_enabled() and any(getattr(x, "requires_grad", False) for x in example_inputs)
 
 
+def _failed_on_graph(error):
+    _warn_once(f"prism: PyTorch runs this graph as written: prism failed on it ({as_bug(error)})")
+
+
 def torch_backend(graph_module, example_inputs, target="cpu", top=None, explain=False):
     """A torch.compile backend: `graph_module` with each partition prism compiles replaced by its
     callable. The result's `prism_partitions` lists (name, Compiled), `prism_skipped` (name, why)
@@ -599,10 +603,14 @@ def torch_backend(graph_module, example_inputs, target="cpu", top=None, explain=
     An error of prism's own outside every piece (a bug) leaves the whole graph to PyTorch, with
     one warning that says so: the user's model runs as written, never crashes in its compile."""
     try:
+        floats = varying_floats.positions(graph_module, example_inputs)
+        if floats:  # compiled for each set of their values (docs/python.md, "Floats dynamo lets vary")
+            return varying_floats.ByValues(graph_module, example_inputs, floats,
+                                           lambda graph, args: torch_backend(graph, args, target, top, explain),
+                                           _warn_once, _failed_on_graph)
         return _backend(graph_module, example_inputs, target, top, explain)
     except Exception as error:  # noqa: BLE001 -- the model runs as written, the bug is reported
-        _warn_once(f"prism: PyTorch runs this graph as written: prism failed on it ({type(error).__name__}: {error}; "
-                   "a bug: please report it)")
+        _failed_on_graph(error)
         graph_module.prism_partitions, graph_module.prism_left, graph_module.prism_programs = [], [], []
         graph_module.prism_skipped = [("graph", f"prism failed on it ({type(error).__name__}: {error})")]
         graph_module.prism_share = share.Share(0, 0, 0, 0)
@@ -684,7 +692,7 @@ def _backend(graph_module, example_inputs, target, top, explain):
             compiled = _compiled(piece, program, target, top)
         except Exception as error:  # noqa: BLE001 -- a piece prism fails on is PyTorch's, never the user's crash
             known = isinstance(error, (UnsupportedOp, PrismError, ConnectionLost))
-            why = str(error) if known else f"prism failed on it ({type(error).__name__}: {error}; a bug: please report it)"
+            why = str(error) if known else f"prism failed on it ({as_bug(error)})"
             if not explain:
                 _warn_once(f"prism: {node.target} stays PyTorch's: {why}")
             partitioned.prism_skipped.append((node.target, why))
