@@ -11,13 +11,16 @@ _FOLDABLE = {"_operator", "math"}  # modules whose functions of numbers alone th
 
 
 def positions(graph_module, example_inputs):
-    """The positions of the graph's inputs that are floats dynamo passes as tensors: 0-d floating
-    tensors the graph reads with `.item()`. [] when an example is fake (no value to compile for)."""
+    """The positions of the graph's inputs that are floats dynamo passes as tensors and the graph
+    reads with `.item()` (as dynamo's backends see them: its GraphArg says so). Not a tensor the
+    caller passes, whose value may change at every call. [] when an example is fake (no value to
+    compile for)."""
     placeholders = [n for n in graph_module.graph.nodes if n.op == "placeholder"]
     found = []
     for i, (node, example) in enumerate(zip(placeholders, example_inputs)):
-        scalar = getattr(example, "shape", None) == () and getattr(example, "is_floating_point", lambda: False)()
-        if scalar and any(_reads(user) for user in node.users):
+        argument = node.meta.get("grapharg")
+        wrapped = getattr(argument, "pass_arg_as_tensor", False) and not getattr(argument, "is_tensor", True)
+        if wrapped and any(_reads(user) for user in node.users):
             if _value(example) is None:
                 return []
             found.append(i)

@@ -65,11 +65,13 @@ def graphs_of_two_blocks(backend):
 
 
 def captured_graphs():
-    """[(graph, example inputs)] of graphs_of_two_blocks, as dynamo gave them, run by PyTorch."""
+    """[(graph, example inputs, the positions of its floats)] of graphs_of_two_blocks, as dynamo
+    gave them, run by PyTorch. The positions are found in the backend's call, as dynamo's
+    GraphArgs are on the placeholders only then."""
     captured = []
 
     def capture(graph_module, example_inputs):
-        captured.append((graph_module, list(example_inputs)))
+        captured.append((graph_module, list(example_inputs), varying_floats.positions(graph_module, example_inputs)))
         return graph_module.forward
 
     graphs_of_two_blocks(capture)
@@ -85,9 +87,8 @@ def with_values(inputs, at, values):
 
 
 def test_a_copy_of_the_graph_reads_the_floats_as_numbers_and_computes_the_same():
-    (first, first_inputs), (second, inputs) = captured_graphs()
-    assert varying_floats.positions(first, first_inputs) == []
-    at = varying_floats.positions(second, inputs)
+    (_, _, none), (second, inputs, at) = captured_graphs()
+    assert none == []
     assert len(at) == 2
     values = [inputs[i].item() for i in at]
     assert sorted(values) == sorted(VALUES[1])
@@ -102,8 +103,7 @@ def test_a_copy_of_the_graph_reads_the_floats_as_numbers_and_computes_the_same()
 
 @pytest.mark.parametrize("case", ["beyond its sets", "prism fails"])
 def test_pytorch_runs_the_graph_for_a_set_prism_does_not_compile_and_a_warning_says_why(monkeypatch, case):
-    graph, inputs = captured_graphs()[1]
-    at = varying_floats.positions(graph, inputs)
+    graph, inputs, at = captured_graphs()[1]
     tried = []
 
     def compile_graph(copy, args):
@@ -145,3 +145,21 @@ def test_a_block_compiled_again_with_other_floats_runs_in_prism_for_each_set(sha
     assert len(graph.compiled) == 2
     for compiled in graph.compiled.values():
         assert not compiled.prism_skipped, compiled.prism_skipped
+
+
+def test_a_0d_tensor_the_caller_passes_and_the_graph_reads_is_no_float_to_compile_for(monkeypatch):
+    # Its value may change at every call: compiled per value, it would search and tune each time.
+    # (dynamo keeps `.item()` in the graph, not breaking it there, when told to capture scalars.)
+    monkeypatch.setattr(torch._dynamo.config, "capture_scalar_outputs", True)
+    found = []
+
+    def capture(graph_module, example_inputs):
+        reads = [n for n in graph_module.graph.nodes if n.op == "call_method" and n.target == "item"]
+        found.append((len(reads), varying_floats.positions(graph_module, example_inputs)))
+        return graph_module.forward
+
+    torch._dynamo.reset()
+    with torch.no_grad():
+        torch.compile(lambda x, t: torch.softmax(x / t.item(), -1), backend=capture)(torch.randn(4, 8), torch.tensor(0.7))
+    torch._dynamo.reset()
+    assert found == [(1, [])]
