@@ -3,7 +3,7 @@ torch_backend and prism.explain give per graph (docs/python.md, "torch.compile")
 
 FLOPs count a multiply and an add as two: 2·M·N·K for a matmul (linear, addmm, bmm, the two of an
 attention), 2·out·C_in·k_h·k_w for a convolution, one per output element for every other op that
-computes a floating-point tensor. A weight is a parameter or a buffer the graph reads (dynamo
+computes a floating-point or complex tensor (Meta's reference Llama rotates by complex products). A weight is a parameter or a buffer the graph reads (dynamo
 passes them as inputs); it counts for prism where a piece prism runs reads it.
 """
 import math
@@ -68,10 +68,16 @@ _OPERANDS = {"addmm": ("input", "mat1", "mat2"), "baddbmm": ("input", "batch1", 
              "scaled_dot_product_attention": ("query", "key", "value")}
 
 
+def computes_numbers(node):
+    """Whether `node` gives a floating-point or complex tensor: one that computes numbers, not an
+    index, a mask or a count (integers and booleans)."""
+    dtype = getattr(node.meta.get("tensor_meta"), "dtype", None)
+    return bool(getattr(dtype, "is_floating_point", False) or getattr(dtype, "is_complex", False))
+
+
 def node_flops(node):
     """The floating-point operations `node` computes (module docstring); 0 for no float tensor."""
-    meta = node.meta.get("tensor_meta")
-    if not getattr(getattr(meta, "dtype", None), "is_floating_point", False):
+    if not computes_numbers(node):
         return 0
     out = math.prod(_shape(node))
     name = op_name(node)

@@ -275,12 +275,12 @@ def _described(node):
 
 
 def _left_to_pytorch(graph_module):
-    """[(node description, why)] for each node computing a floating-point tensor that prism does
-    not translate (index, mask and position arithmetic in integers and booleans is PyTorch's)."""
+    """[(node description, why)] for each node computing a floating-point or complex tensor that
+    prism does not translate (index, mask and position arithmetic in integers and booleans is
+    PyTorch's)."""
     left = []
     for n in graph_module.graph.nodes:
-        meta = n.meta.get("tensor_meta")
-        if n.op not in ("call_module", "call_method", "call_function") or not getattr(getattr(meta, "dtype", None), "is_floating_point", False):
+        if n.op not in ("call_module", "call_method", "call_function") or not share.computes_numbers(n):
             continue
         if n.target in (additive_mask, causal_mask):  # _simplify's own, beside the attention prism imports
             continue

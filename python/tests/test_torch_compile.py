@@ -295,6 +295,26 @@ def test_explain_says_what_prism_would_search_and_what_pytorch_keeps_without_a_d
     assert "PyTorch runs 'additive_mask" not in report
 
 
+def test_a_rotary_in_complex_numbers_is_pytorchs_and_the_report_says_so(monkeypatch, tmp_path):
+    # Meta's reference Llama rotates queries by complex products (view_as_complex, a product by
+    # freqs_cis, view_as_real): prism computes real numbers, and says so op by op.
+    monkeypatch.setenv("PRISM_SOCKET", str(tmp_path / "none.sock"))
+    monkeypatch.setenv("PRISM_BIN", str(tmp_path / "no-prism"))
+
+    def rotary_then_projection(x, freqs_cis, w):
+        b, s, _ = x.shape
+        pairs = torch.view_as_complex(x.float().reshape(b, s, 4, -1, 2))
+        rotated = torch.view_as_real(pairs * freqs_cis.view(1, s, 1, -1)).flatten(3)
+        return torch.nn.functional.linear(rotated.reshape(b, s, HIDDEN), w)
+
+    angles = torch.outer(torch.arange(6.0), 1.0 / 10000 ** (torch.arange(0, 16, 2) / 16))
+    explained = prism.explain(rotary_then_projection, activations(2, 6), torch.polar(torch.ones_like(angles), angles),
+                              torch.randn(32, HIDDEN))
+    report = str(explained)
+    assert re.search(r"PyTorch runs '\w+' \(view_as_complex\) at .*: prism has no translation of this op", report), report
+    assert re.search(r"PyTorch runs '\w+' \(mul\) at .*: its result is torch.complex64 \(prism computes f32", report), report
+
+
 def test_an_op_prism_lacks_stays_pytorchs_and_the_report_names_its_line(shared_daemon, spy):
     def with_cumsum(x, w):
         y = torch.nn.functional.linear(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * x, w)
