@@ -3,8 +3,9 @@ torch_backend and prism.explain give per graph (docs/python.md, "torch.compile")
 
 FLOPs count a multiply and an add as two: 2·M·N·K for a matmul (linear, addmm, bmm, the two of an
 attention), 2·out·C_in·k_h·k_w for a convolution, one per output element for every other op that
-computes a floating-point or complex tensor (Meta's reference Llama rotates by complex products). A weight is a parameter or a buffer the graph reads (dynamo
-passes them as inputs); it counts for prism where a piece prism runs reads it.
+computes a floating-point or complex tensor (Meta's reference Llama rotates by complex products).
+A weight is a parameter or a buffer the graph reads (dynamo passes them as inputs); it counts for
+prism where a piece prism runs reads it.
 """
 import math
 import operator
