@@ -24,4 +24,9 @@ DType wider(DType a, DType b) { return a == b ? a : DType::F32; }
 
 bool narrows(DType to, DType from) { return to != from && to != DType::F32; }
 
+DType coarser(DType a, DType b) {
+  if (a == DType::BF16 || b == DType::BF16) return DType::BF16;
+  return a == DType::F16 || b == DType::F16 ? DType::F16 : DType::F32;
+}
+
 }  // namespace prism

@@ -18,5 +18,8 @@ DType wider(DType a, DType b);
 // Whether rounding a value of dtype `from` to `to` may change it: f32 holds every value of the
 // others, so only a cast to a different 16-bit type narrows (f32 -> f16, f16 -> bf16, ...).
 bool narrows(DType to, DType from);
+// The one of fewer significand bits, whose rounding is the larger: bf16 (8) before f16 (11)
+// before f32 (24).
+DType coarser(DType a, DType b);
 
 }  // namespace prism

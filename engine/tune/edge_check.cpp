@@ -124,7 +124,7 @@ void check_edge_sets(TuneResult& result, const std::vector<MakeInputSet>& sets, 
       const backend::RunOutcome outcome = context.run(item);
       std::string failure = outcome.ok ? "" : outcome.error;
       if (outcome.ok)
-        if (Comparison c = compare_on_set(context.backend, outcome.outputs, set, context.output_dtypes, references); c.failure)
+        if (Comparison c = compare_on_set(context.backend, outcome.outputs, set, context.checked_dtypes, references); c.failure)
           failure = "wrong result on " + set.name + ": " + *c.failure;
       if (failure.empty()) continue;
       if (!outcome.ok) failure = "on " + set.name + ": " + failure;

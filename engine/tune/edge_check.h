@@ -25,7 +25,7 @@ struct EdgeContext {
   const backend::Backend& backend;
   const Program& program;  // as the reference runs it (the backend's storage)
   const DimBindings& dims;
-  std::vector<DType> output_dtypes;
+  std::vector<DType> checked_dtypes;  // the dtype each output is held to (engine/ir/checked_dtypes.h)
   std::function<void(const std::vector<Tensor>& inputs)> set_inputs;  // the runner's inputs, in parameter order
   std::function<backend::RunOutcome(size_t item)> run;                // item 0 the baseline, i + 1 row i (check order)
 };

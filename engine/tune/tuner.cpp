@@ -16,6 +16,7 @@
 #include "engine/backend/storage.h"
 #include "engine/error.h"
 #include "engine/interp/interpreter.h"
+#include "engine/ir/checked_dtypes.h"
 #include "engine/ir/print.h"
 #include "engine/pipeline.h"
 #include "engine/sgraph/instantiate.h"
@@ -659,7 +660,9 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
     if (!exact) exact = interpret(backend::with_storage(program, DType::F32), dims, named, cancel);
     return *exact;
   };
-  auto check = [&](const std::vector<Tensor>& got) { return check_outputs(backend, got, reference, out_dtypes, exact_reference); };
+  // Each output held to the tolerance of the coarsest dtype on its way (checked_dtypes.h).
+  const std::vector<DType> checked = checked_dtypes(program);
+  auto check = [&](const std::vector<Tensor>& got) { return check_outputs(backend, got, reference, checked, exact_reference); };
   auto check_build = [&](size_t i, TuneRow& row) {
     if (!builds[i].error.empty()) {
       row.error = builds[i].error;
@@ -673,7 +676,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   // build; then the seeded inputs again for the timing.
   std::vector<MakeInputSet> sets = edge_suite(program, dims, named, request.seed);
   if (user) sets.push_back([&](const CancelToken*) { return *user; });
-  const EdgeContext edges{backend, program, dims, out_dtypes, [&](const std::vector<Tensor>& in) { runner.set_inputs(in); },
+  const EdgeContext edges{backend, program, dims, checked, [&](const std::vector<Tensor>& in) { runner.set_inputs(in); },
                           [&](size_t i) { return backend.run(runner, builds[i], run, cancel); }};
   check_edge_sets(result, sets, edges, cancel, report);
   if (!result.edge_sets.empty()) runner.set_inputs(inputs);

@@ -300,6 +300,22 @@ TEST_CASE("tuner: layers written with PyTorch's spellings are tuned, and their b
   check_layer_list(test::spelled_layers());
 }
 
+// What torch.compile gives prism under torch.autocast (python/prism/implicit_casts.py): the
+// matmul's operands cast to bf16, its softmax and sum at bf16, added to an f32 residual. Every
+// kernel keeps the bf16 values it computes in f32 tiles, the reference rounds each to bf16; at
+// f32's tolerance none passed "near exp overflow" (docs/tuning.md, "Outputs of mixed dtypes").
+// Checked at bf16's (engine/ir/checked_dtypes.h), the best matches the reference.
+TEST_CASE("tuner: a layer autocast runs at bf16 beside an f32 residual is checked at bf16 and tuned", "[tune][tuner][bf16]") {
+  static const test::Layer autocast_layer = {
+      "autocast_softmax_sum",
+      "program autocast_softmax_sum(x: f32[n, d], h: bf16[n, d], w: f32[o, d], b: f32[o]) {\n"
+      "  logits = bf16(x) @ bf16(w).T + bf16(b)\n"
+      "  return x + h + sum(softmax(logits, axis=-1), axis=-1, keepdims=true)\n"
+      "}\n",
+      {{"n", 16}, {"d", 64}, {"o", 256}}};
+  check_layer_list({autocast_layer});
+}
+
 namespace {
 
 // The layers whose second binding is another regime, not the first one scaled up: one query row
