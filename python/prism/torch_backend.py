@@ -19,7 +19,7 @@ import re
 import sys
 import warnings
 
-from . import fx_import, share, varying_floats
+from . import fx_import, implicit_casts, share, varying_floats
 from .compiled import Compiled
 from .errors import ConnectionLost, PrismError, UnsupportedOp, as_bug
 from .layout_cuts import folds_rows, moves_layout, splits_heads
@@ -61,13 +61,15 @@ def _record_shapes(graph_module, example_inputs):
         ShapeProp(graph_module).propagate(*example_inputs)
 
 
-_OPENS = ("_vmap_increment_nesting", "_enter_autocast")  # calls whose effect lasts until their close
-_CLOSES = ("_vmap_decrement_nesting", "_exit_autocast")
+# Calls whose effect lasts until their close. An autocast's is not among them: the casts it makes
+# are written into the graph (implicit_casts.py), and what its ops compute depends on it no more.
+_OPENS = ("_vmap_increment_nesting",)
+_CLOSES = ("_vmap_decrement_nesting",)
 
 
 def _in_regions(graph_module):
-    """The nodes between a vmap nesting's or an autocast's opening call and its close: what they
-    compute depends on that state, which a partition moved out of the region would lose."""
+    """The nodes between a vmap nesting's opening call and its close: what they compute depends on
+    that state, which a partition moved out of the region would lose."""
     inside, depth = set(), 0
     for n in graph_module.graph.nodes:
         name = getattr(n.target, "__name__", "")
@@ -628,9 +630,11 @@ def _backend(graph_module, example_inputs, target, top, explain):
         graph_module.prism_share = share.share(graph_module, example_inputs, [])
         return graph_module
 
+    # Ops whose dtype no cast explains run where autocast is as it was (implicit_casts.py).
+    autocast_bound = implicit_casts.write_casts(graph_module)
     _record_shapes(graph_module, example_inputs)
     _simplify(graph_module)
-    regions = _in_regions(graph_module)
+    regions = _in_regions(graph_module) | autocast_bound
 
     refused = {}  # node -> why the importer refused it in a piece: PyTorch's, the piece cut around it
     cut_heads = set()  # head splits and merges a piece's search could not take: cut there
