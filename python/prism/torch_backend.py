@@ -469,9 +469,24 @@ def _untaken_head_splits(partitions, imported, compile_piece=None):
     return untaken
 
 
+def _device_target(piece):
+    """The target that runs `piece`: the one of the device its tensors are on ("cpu", "cuda"), as
+    dynamo's fake values say (a graph from symbolic_trace: the CPU's). UnsupportedOp where they lie
+    on devices of two kinds or on one prism has no target for."""
+    devices = {value.device.type for value in
+               (n.meta.get("example_value") for n in piece.graph.nodes if n.op == "placeholder")
+               if hasattr(value, "device")}
+    if len(devices) > 1 or devices - set(_TARGETS):
+        raise UnsupportedOp(f"its tensors are on {' and '.join(sorted(devices))}; prism's targets are "
+                            f"{' and '.join(map(repr, _TARGETS))}")
+    return devices.pop() if devices else "cpu"
+
+
 def _compiled(piece, program, target, top):
     """A Compiled for `program`: the one an identical piece already has in this process (a model's
-    layers, a graph dynamo compiles again: searched once, tuned once per size), else a new one."""
+    layers, a graph dynamo compiles again: searched once, tuned once per size), else a new one.
+    `target` None: the one of the device the piece's tensors are on (_device_target)."""
+    target = target or _device_target(piece)
     key = (_up_to_names(program.text), target, top)
     compiled = _SHARED.get(key)
     if compiled is None:
@@ -595,15 +610,42 @@ def _failed_on_graph(error):
     _warn_once(f"prism: PyTorch runs this graph as written: prism failed on it ({as_bug(error)})")
 
 
-def torch_backend(graph_module, example_inputs, target="cpu", top=None, explain=False):
+_TARGETS = ("cpu", "cuda")  # the daemon's targets, named by the torch device their tensors are on
+# torch.compile's modes, as the instantiations a tune times (`top`; None: the daemon's default).
+_MODES = {"default": None, "reduce-overhead": None, "max-autotune": 32, "max-autotune-no-cudagraphs": 32}
+
+
+def _settings(target, top, mode, options):
+    """(target, top) from torch.compile's `mode` and `options` (docs/python.md, "Modes and
+    options"); ValueError, naming what prism takes, for a mode or option it does not know."""
+    options = dict(options or {})
+    unknown = sorted(set(options) - {"target", "top"})
+    if unknown:
+        raise ValueError(f"prism's torch.compile options are 'target' and 'top', not {', '.join(map(repr, unknown))}")
+    if mode is not None and mode not in _MODES:
+        raise ValueError(f"prism's torch.compile modes are {', '.join(map(repr, _MODES))}, not {mode!r}")
+    if mode == "reduce-overhead":
+        _warn_once("prism: mode 'reduce-overhead' runs as 'default': prism captures no CUDA graphs")
+    target, top = options.get("target", target), options.get("top", _MODES.get(mode) if top is None else top)
+    if target is not None and target not in _TARGETS:
+        raise ValueError(f"prism's targets are {' and '.join(map(repr, _TARGETS))}, not {target!r}")
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= 256):
+        raise ValueError(f"prism's 'top' (instantiations a tune times) is an int from 1 to 256, not {top!r}")
+    return target, top
+
+
+def torch_backend(graph_module, example_inputs, target=None, top=None, explain=False, mode=None, options=None):
     """A torch.compile backend: `graph_module` with each partition prism compiles replaced by its
     callable. The result's `prism_partitions` lists (name, Compiled), `prism_skipped` (name, why)
-    and `prism_left` (node, why) for each op outside every partition.
+    and `prism_left` (node, why) for each op outside every partition. `target` ("cpu", "cuda"):
+    where prism's kernels run, else where each piece's tensors lie; `top`: the instantiations a
+    tune times; torch.compile's `mode` and `options` ({"target", "top"}) set them too.
     Under autograd (an input that requires grad, grad mode on) the graph is returned as it is:
     prism's kernels compute no gradients. `explain`: nothing is searched or said; each piece's
     program is kept in `prism_programs` (name, Imported) and PyTorch runs the whole graph.
     An error of prism's own outside every piece (a bug) leaves the whole graph to PyTorch, with
     one warning that says so: the user's model runs as written, never crashes in its compile."""
+    target, top = _settings(target, top, mode, options)  # the user's mistake: raised, not a fallback
     try:
         floats = varying_floats.positions(graph_module, example_inputs)
         if floats:  # compiled for each set of their values (docs/python.md, "Floats dynamo lets vary")
