@@ -114,30 +114,3 @@ def test_a_block_compiled_under_autocast_gives_eager_autocasts_dtype_from_prisms
     assert "bf16(" in compiled.program.text  # the weights' casts, as autocast made them
     assert all(call is not None for call in getattr(graph, name).calls.values()), "prism's kernel ran"
 
-
-class AutocastInside(torch.nn.Module):
-    """A block that turns autocast on in its own forward, as some modeling code does around its
-    projections, and adds the f32 residual."""
-
-    def __init__(self):
-        super().__init__()
-        self.block = LlamaMLPBlock()
-
-    def forward(self, x):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            h = self.block.mlp(self.block.norm(x))
-        return x + h.float()
-
-
-def test_a_model_that_turns_autocast_on_in_its_forward_runs_its_region_in_prism(shared_daemon, spy):
-    torch.manual_seed(3)
-    module, x = AutocastInside().eval(), activations(2, 8)
-    with torch.no_grad():
-        want = module(x)
-        got = torch.compile(module, backend=spy)(x)
-    assert got.dtype == want.dtype
-    assert torch.allclose(got, want, rtol=2e-2, atol=2e-2 * want.abs().max().item())
-    (graph,) = spy.graphs
-    texts = [compiled.program.text for _, compiled in graph.prism_partitions]
-    assert any("bf16(" in text and text.count("@") == 3 for text in texts), texts
-    assert all(call is not None for name, _ in graph.prism_partitions for call in getattr(graph, name).calls.values())
