@@ -27,6 +27,7 @@ void round_tensor(Tensor& t) { round_all(t.dtype, t.data.data(), t.data.size());
 
 // What every set shares: the program, its dims, the seeded inputs and what each input is.
 struct Suite : SetBasis {
+  std::vector<DType> checked;  // the dtype each output is held to (checked_dtypes.h)
 
   InputSet finish(std::string set_name, std::map<std::string, Tensor> named, const CancelToken* cancel) const {
     InputSet set{std::move(set_name), std::move(named), {}};
@@ -129,7 +130,6 @@ struct Suite : SetBasis {
         return set;
       }
       set.reference = interpret_exact_sums(program, dims, set.named, cancel);
-      const std::vector<DType> checked = checked_dtypes(program);
       for (size_t o = 0; o < program.outputs.size() && set.skip.empty(); ++o) {
         const double own = error_where_finite(every[o], set.reference[o], every[o]);
         if (own > dtype_tolerance(checked[o]))
@@ -158,7 +158,7 @@ struct Suite : SetBasis {
 
 std::vector<MakeInputSet> edge_suite(const Program& program, const DimBindings& dims, const std::map<std::string, Tensor>& seeded,
                                      uint64_t seed) {
-  auto suite = std::make_shared<Suite>(Suite{SetBasis::of(program, dims, seeded, seed)});
+  auto suite = std::make_shared<Suite>(Suite{SetBasis::of(program, dims, seeded, seed), checked_dtypes(program)});
   std::vector<MakeInputSet> sets;
   bool activations = false, domains = false;
   for (size_t i = 0; i < program.inputs.size(); ++i) {

@@ -16,10 +16,12 @@ The rules, for an op whose floating inputs are not all of the dtype it gives (D)
 - D is 16-bit and the wider of the inputs' dtypes is f32 (a norm's mixed-type kernel): its
   16-bit inputs are cast to f32, and its result to D;
 - otherwise no cast explains it: the op runs where autocast is as it was (PyTorch's)."""
+import functools
+
 from . import share
 
 _MATMULS = share.MATMULS | {"scaled_dot_product_attention"}
-_CASTS = {"to", "float", "half", "bfloat16", "type", "type_as"}  # their dtype is their argument's
+_CASTS = share.CASTS | {"type"}  # their dtype is their argument's
 
 
 def write_casts(graph_module):
@@ -34,15 +36,10 @@ def write_casts(graph_module):
         if (node.op not in ("call_function", "call_method") or given is None or share.op_name(node) in _CASTS
                 or "dtype" in node.kwargs or all(_floating_dtype(a) == given for a in inputs)):
             continue
-        widest = _widest([_floating_dtype(a) for a in inputs])
         if share.op_name(node) in _MATMULS or given == torch.float32:
-            for source in inputs:
-                if _floating_dtype(source) != given:
-                    _cast_input(graph, node, source, given)
-        elif widest == torch.float32:
-            for source in inputs:
-                if _floating_dtype(source) != widest:
-                    _cast_input(graph, node, source, widest)
+            _cast_inputs(graph, node, inputs, given)
+        elif functools.reduce(torch.promote_types, [_floating_dtype(a) for a in inputs]) == torch.float32:
+            _cast_inputs(graph, node, inputs, torch.float32)
             _cast_result(graph, node, given)
         else:
             unexplained.add(node)
@@ -56,22 +53,14 @@ def _floating_dtype(node):
     return dtype if dtype is not None and dtype.is_floating_point else None
 
 
-def _widest(dtypes):
-    """The dtype type promotion gives `dtypes` (f16 with bf16 is f32)."""
-    import torch
-
-    widest = dtypes[0]
-    for dtype in dtypes[1:]:
-        widest = torch.promote_types(widest, dtype)
-    return widest
-
-
-def _cast_input(graph, node, source, dtype):
-    """`node` reads `source` cast to `dtype`."""
-    with graph.inserting_before(node):
-        cast = graph.call_method("to", (source, dtype))
-    cast.meta["example_value"] = source.meta["example_value"].to(dtype)
-    node.replace_input_with(source, cast)
+def _cast_inputs(graph, node, inputs, dtype):
+    """`node` reads each of its floating `inputs` not of `dtype` cast to it."""
+    for source in inputs:
+        if _floating_dtype(source) != dtype:
+            with graph.inserting_before(node):
+                cast = graph.call_method("to", (source, dtype))
+            cast.meta["example_value"] = source.meta["example_value"].to(dtype)
+            node.replace_input_with(source, cast)
 
 
 def _cast_result(graph, node, dtype):

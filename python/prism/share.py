@@ -11,6 +11,7 @@ import math
 import operator
 
 MATMULS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm"}
+CASTS = frozenset({"to", "float", "half", "bfloat16", "type_as"})  # the methods that cast a tensor
 RESHAPES = frozenset({"view", "reshape"})  # the methods and functions that reshape a tensor
 SPLITS = frozenset({"split", "chunk"})  # the ops whose pieces are getitem nodes
 # Ops that move, pick or convert data and compute nothing: no FLOPs.

@@ -109,9 +109,6 @@ def _keep_order(graph_module, order):
     graph_module.recompile()
 
 
-_NO_OP_CASTS = ("to", "float", "half", "bfloat16", "type_as")
-
-
 def additive_mask(mask, dtype):
     """A boolean attention mask (True: attend) as the additive one scaled_dot_product_attention
     makes of it: 0 where kept, -inf where masked."""
@@ -220,7 +217,7 @@ def _simplify(graph_module):
             n.replace_all_uses_with(source)
             graph.erase_node(n)
             continue
-        if n.op == "call_method" and n.target in _NO_OP_CASTS and hasattr(meta, "dtype") and hasattr(source, "meta"):
+        if n.op == "call_method" and n.target in share.CASTS and hasattr(meta, "dtype") and hasattr(source, "meta"):
             before = source.meta.get("tensor_meta")
             if hasattr(before, "dtype") and before.dtype == meta.dtype and tuple(map(str, before.shape)) == tuple(map(str, meta.shape)):
                 n.replace_all_uses_with(source)
@@ -393,7 +390,7 @@ def _without_leading_row_views(piece):
 
 def _computes_nothing(node):
     """A cast that changes no value prism computes, or an op that only moves data."""
-    return node.op == "call_method" and node.target in _NO_OP_CASTS or share.op_name(node) in share.MOVES_DATA
+    return node.op == "call_method" and node.target in share.CASTS or share.op_name(node) in share.MOVES_DATA
 
 
 def _trimmed(partition):
@@ -616,8 +613,8 @@ _MODES = {"default": None, "reduce-overhead": None, "max-autotune": 32, "max-aut
 
 
 def _settings(target, top, mode, options):
-    """(target, top) from torch.compile's `mode` and `options` (docs/python.md, "Modes and
-    options"); ValueError, naming what prism takes, for a mode or option it does not know."""
+    """(target, top) from torch.compile's `mode` and `options` (docs/python.md, "Modes,
+    options and devices"); ValueError, naming what prism takes, for a mode or option it does not know."""
     options = dict(options or {})
     unknown = sorted(set(options) - {"target", "top"})
     if unknown:
