@@ -42,6 +42,19 @@ void take_place(Program& p, int from, int to) {
   replace_uses(p, from, to);
 }
 
+namespace {
+
+// The values of `id`'s statement: a split's parts (consecutive values), else `id` alone.
+std::vector<int> statement_of(const Program& p, int id) {
+  const Value& v = p.value(id);
+  if (v.op != Op::Split) return {id};
+  std::vector<int> parts;
+  for (int i = 0; i < v.attrs.parts; ++i) parts.push_back(id - v.attrs.index + i);
+  return parts;
+}
+
+}  // namespace
+
 Program live_in_order(const Program& p) {
   std::vector<bool> live(p.values.size(), false);
   std::vector<int> stack(p.outputs.begin(), p.outputs.end());
@@ -50,23 +63,26 @@ Program live_in_order(const Program& p) {
     const int id = stack.back();
     stack.pop_back();
     if (live[size_t(id)] && p.value(id).op != Op::Input) continue;
-    live[size_t(id)] = true;
+    for (int part : statement_of(p, id)) live[size_t(part)] = true;
     for (int o : p.value(id).operands) stack.push_back(o);
   }
   Program out = p;
   out.values.clear();
   std::vector<int> at(p.values.size(), -1);
   std::vector<bool> placed(p.values.size(), false);
-  // Depth-first from each live value in id order: operands before the values that read them.
+  // Depth-first from each live value in id order: operands before the values that read them, a
+  // split's parts together.
   std::function<void(int)> place = [&](int id) {
     if (placed[size_t(id)]) return;
-    placed[size_t(id)] = true;
     for (int o : p.value(id).operands) place(o);
-    Value v = p.value(id);
-    v.id = int(out.values.size());
-    for (int& o : v.operands) o = at[size_t(o)];
-    at[size_t(id)] = v.id;
-    out.values.push_back(std::move(v));
+    for (int part : statement_of(p, id)) {
+      placed[size_t(part)] = true;
+      Value v = p.value(part);
+      v.id = int(out.values.size());
+      for (int& o : v.operands) o = at[size_t(o)];
+      at[size_t(part)] = v.id;
+      out.values.push_back(std::move(v));
+    }
   };
   for (size_t i = 0; i < p.values.size(); ++i)
     if (live[i]) place(int(i));

@@ -27,7 +27,8 @@ void replace_uses(Program& p, int from, int to, int keep = -1);
 void take_place(Program& p, int from, int to);
 
 // Inputs stay (even unread ones: they are the program's parameters); every other value the
-// outputs do not read is dropped.
+// outputs do not read is dropped, but a split's parts stay together, consecutive, while one is
+// read: they are one statement (library_cut.h, kernel_cut.h and print.h read them so).
 Program live_in_order(const Program& p);
 
 // Applies `rewrite_one` (false: nothing left to rewrite) until it finds nothing, at most `limit`

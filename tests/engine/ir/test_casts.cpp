@@ -210,6 +210,30 @@ TEST_CASE("casts: the search sees the program without casts, each stored value a
   CHECK(print_program(drop_casts(plain)) == print_program(plain));
 }
 
+// Phi-3's fused qkv_proj under autocast: one bf16 projection split into query, key and value,
+// the second half of the first split unread. Dropping the casts dropped that part too, and the
+// search, reading a split's parts as consecutive values, stopped with an internal error
+// ("vector::_M_range_check"): the attention block stayed PyTorch's.
+TEST_CASE("casts: dropping them keeps every part of a split one part of which is read", "[casts][search]") {
+  const char* text =
+      "program qkv(x: f32[n, d], w: f32[o, d]) {\n"
+      "  y = bf16(x) @ bf16(w).T\n"
+      "  q, rest = split(y, 2, axis=1)\n"
+      "  k0, k1, k, v = split(y, 4, axis=1)\n"
+      "  return q, k, v\n"
+      "}\n";
+  const Program p = drop_casts(lower_composites(test::only_program(text)));
+  CHECK(count_op(p, Op::Cast) == 0);
+  CHECK(count_op(p, Op::Split) == 6);
+  for (const Value& v : p.values)
+    if (v.op == Op::Split) CHECK(p.value(v.id - v.attrs.index).attrs.index == 0);
+  CHECK(print_program(p).find("q, rest = split(") != std::string::npos);
+  SearchLimits limits;
+  limits.fast_memory_bytes = 1 << 20;
+  const SearchResult r = search::search_program(lower_composites(test::only_program(text)), limits);
+  CHECK_FALSE(r.candidates.empty());
+}
+
 TEST_CASE("casts: proofs keep a rounding a wider computation reads and see through the others", "[casts][egraph]") {
   Workspace ws;
   ws.open("file:///casts.prism", kLlamaUpcast, 1);
