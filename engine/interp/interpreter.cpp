@@ -61,8 +61,10 @@ Acc in_f32_range(Acc x) {
 class Interpreter : public Visitor {
  public:
   enum class Mode { Plain, Moved, ExactSums, KernelSums };
-  Interpreter(const Program& p, const DimBindings& b, const std::map<std::string, Tensor>& in, const CancelToken* c, Mode mode = Mode::Plain)
-      : p_(p), bindings_(b), inputs_(in), cancel_(c), mode_(mode), values_(p.values.size()), last_use_(p.values.size(), -1) {
+  Interpreter(const Program& p, const DimBindings& b, const std::map<std::string, Tensor>& in, const CancelToken* c, Mode mode = Mode::Plain,
+              std::vector<float> steps = {}, uint64_t pattern = 0)
+      : p_(p), bindings_(b), inputs_(in), cancel_(c), mode_(mode), steps_(std::move(steps)), values_(p.values.size()),
+        last_use_(p.values.size(), -1), move_state_(0x9e3779b97f4a7c15ull + pattern * 0x632be59bd9b4e019ull) {
     for (const auto& v : p.values)
       for (int o : v.operands) last_use_[size_t(o)] = v.id;
     for (int o : p.outputs) last_use_[size_t(o)] = int(p.values.size());
@@ -72,7 +74,7 @@ class Interpreter : public Visitor {
     for (const auto& v : p_.values) {
       poll();
       dispatch(v);
-      if (mode_ == Mode::Moved) move(values_[size_t(v.id)]);
+      if (mode_ == Mode::Moved) move(values_[size_t(v.id)], steps_.at(size_t(v.id)));
       release_dead_operands(v);
     }
     std::vector<Tensor> out;
@@ -350,17 +352,18 @@ class Interpreter : public Visitor {
   const std::map<std::string, Tensor>& inputs_;
   const CancelToken* cancel_;
   const Mode mode_;
+  const std::vector<float> steps_;  // interpret_moved's, per value
   std::vector<Tensor> values_;
   std::vector<int> last_use_;
 
-  // interpret_moved: each element times 1 ± 2^-18, the sign from one LCG over every value in order.
-  void move(Tensor& t) {
+  // interpret_moved: each element times 1 ± step, the sign from one LCG over every value in order.
+  void move(Tensor& t, float step) {
     for (float& x : t.data) {
       move_state_ = move_state_ * 6364136223846793005ull + 1442695040888963407ull;
-      x *= (move_state_ >> 63) ? 1 + 1.0f / (1 << 18) : 1 - 1.0f / (1 << 18);
+      x *= (move_state_ >> 63) ? 1 + step : 1 - step;
     }
   }
-  uint64_t move_state_ = 0x9e3779b97f4a7c15ull;
+  uint64_t move_state_;
 };
 
 }  // namespace
@@ -388,8 +391,19 @@ std::vector<Tensor> interpret(const Program& lowered, const DimBindings& binding
 }
 
 std::vector<Tensor> interpret_moved(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
-                                    const CancelToken* cancel) {
-  return Interpreter(lowered, bindings, inputs, cancel, Interpreter::Mode::Moved).run();
+                                    const std::vector<float>& steps, uint64_t pattern, const CancelToken* cancel) {
+  if (steps.size() != lowered.values.size())
+    throw Error(Error::Kind::InvalidArgument, "interpret_moved: " + std::to_string(steps.size()) + " steps for " +
+                                                  std::to_string(lowered.values.size()) + " values");
+  return Interpreter(lowered, bindings, inputs, cancel, Interpreter::Mode::Moved, steps, pattern).run();
+}
+
+std::vector<float> rounding_steps(const Program& declared, float others) {
+  std::vector<float> steps(declared.values.size(), others);
+  for (const Value& v : declared.values)
+    if (v.op != Op::Input && v.op != Op::Const && v.type.dtype != DType::F32)
+      steps[size_t(v.id)] = std::max(others, float(unit_roundoff(v.type.dtype)));
+  return steps;
 }
 
 std::vector<Tensor> interpret_exact_sums(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,

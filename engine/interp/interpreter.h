@@ -33,13 +33,19 @@ std::vector<Tensor> random_inputs(const Program& program, const DimBindings& dim
 std::vector<Tensor> interpret(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
                               const CancelToken* cancel = nullptr);
 
-// The same, with every value (each input and each op's result) moved by 2^-18 of itself as it is
-// computed: times 1 + 2^-18 or 1 - 2^-18, by a fixed pseudo-random sign per position. How far an
-// output then moves is how far rounding an intermediate differently can move it, as a kernel
-// that sums in another order does: the edge suite's allowance for an ill-conditioned output
-// (tune/compare.h, compare_conditioned; docs/tuning.md, "The edge suite").
+// The same, with each value (each input and each op's result) moved by `steps[id]` of itself as
+// it is computed: times 1 + step or 1 - step, by a pseudo-random sign per position that `pattern`
+// fixes (each pattern another draw of signs). How far an output then moves is how far rounding
+// its values differently can move it, as a kernel that sums in another order or keeps a 16-bit
+// value in f32 does: the edge suite's allowance for an ill-conditioned output (tune/compare.h,
+// compare_conditioned; docs/tuning.md, "The edge suite"). Throws Error{InvalidArgument} unless
+// there is one step per value.
 std::vector<Tensor> interpret_moved(const Program& lowered, const DimBindings& bindings, const std::map<std::string, Tensor>& inputs,
-                                    const CancelToken* cancel = nullptr);
+                                    const std::vector<float>& steps, uint64_t pattern = 0, const CancelToken* cancel = nullptr);
+// interpret_moved's steps for `declared` (its values' dtypes as the program declares them): a
+// value computed at a 16-bit dtype its unit roundoff (2^-8 bf16, 2^-11 f16), which a kernel keeping
+// it in f32 does not round, where that is more than `others`; every other value `others`.
+std::vector<float> rounding_steps(const Program& declared, float others);
 
 // The same with matmul accumulated in double too: the reference the floating-point checks measure
 // a computation's error against (docs/design.md, "Numerics").

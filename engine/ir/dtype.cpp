@@ -29,4 +29,6 @@ DType coarser(DType a, DType b) {
   return a == DType::F16 || b == DType::F16 ? DType::F16 : DType::F32;
 }
 
+double unit_roundoff(DType t) { return t == DType::BF16 ? 1.0 / 256 : t == DType::F16 ? 1.0 / 2048 : 1.0 / (1 << 24); }
+
 }  // namespace prism

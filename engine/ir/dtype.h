@@ -21,5 +21,7 @@ bool narrows(DType to, DType from);
 // The one of fewer significand bits, whose rounding is the larger: bf16 (8) before f16 (11)
 // before f32 (24).
 DType coarser(DType a, DType b);
+// The largest relative error of rounding to `t` (to nearest): 2^-8 bf16, 2^-11 f16, 2^-24 f32.
+double unit_roundoff(DType t);
 
 }  // namespace prism

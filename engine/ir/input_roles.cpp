@@ -15,27 +15,33 @@ int input_index(const Program& p, int id) {
 
 bool is_const(const Program& p, int id) { return p.value(id).op == Op::Const; }
 
-// Inputs read as a matmul's 2-D right operand, directly or through a transpose.
+// What `id` reads through casts (autocast's bf16(W), a bf16 softmax's f32(scores)).
+int uncast(const Program& p, int id) {
+  while (p.value(id).op == Op::Cast) id = p.value(id).operands[0];
+  return id;
+}
+
+// Inputs read as a matmul's 2-D right operand, directly or through a transpose, either under casts.
 void mark_weights(const Program& p, InputRoles& roles) {
   for (size_t i = 0; i < p.inputs.size(); ++i) roles.weight[i] = p.value(p.inputs[i]).type.shape.size() <= 1;
   for (const Value& v : p.values) {
     if (v.op != Op::Matmul) continue;
-    int b = v.operands[1];
-    if (p.value(b).op == Op::Transpose) b = p.value(b).operands[0];
+    int b = uncast(p, v.operands[1]);
+    if (p.value(b).op == Op::Transpose) b = uncast(p, p.value(b).operands[0]);
     const int i = input_index(p, b);
     if (i >= 0 && p.value(b).type.shape.size() == 2) roles.weight[size_t(i)] = true;
   }
 }
 
-// Inputs added to the scores a max reduces along `axis` of `scores` (through adds and scales by
-// constants), each along its own axis where it varies.
+// Inputs added to the scores a max reduces along `axis` of `scores` (through adds, scales by
+// constants and casts), each along its own axis where it varies.
 void mark_masks(const Program& p, int scores, int axis, InputRoles& roles) {
   const size_t rank = p.value(scores).type.shape.size();
   std::function<void(int)> walk = [&](int id) {
-    const Value& v = p.value(id);
+    const Value& v = p.value(uncast(p, id));
     if (v.op == Op::Add) {
-      for (int o : v.operands) {
-        const int i = input_index(p, o);
+      for (int operand : v.operands) {
+        const int o = uncast(p, operand), i = input_index(p, o);
         if (i < 0) {
           walk(o);
           continue;

@@ -10,11 +10,13 @@ namespace prism {
 
 struct InputRoles {
   // Per input, in parameter order. A weight: a gain or bias (rank 0 or 1), or a 2-D matmul right
-  // operand, read as it is or transposed (nn.Linear's W). Large-magnitude sets leave weights as
-  // drawn: activations of std 100 are what users have, weights of std 100 are not.
+  // operand, read as it is or transposed (nn.Linear's W), also under casts (autocast's bf16(W)).
+  // Large-magnitude sets leave weights as drawn: activations of std 100 are what users have,
+  // weights of std 100 are not.
   std::vector<bool> weight;
   // The input's axis along which it is an additive mask: added to scores that a max reduces
-  // along that axis (softmax(S + M), also under a scale), where its size is not 1; -1 elsewhere.
+  // along that axis (softmax(S + M), also under a scale or casts: a 16-bit softmax reduces
+  // f32(S + M)), where its size is not 1; -1 elsewhere.
   std::vector<int> mask_axis;
 
   bool activation(size_t input) const { return !weight[input] && mask_axis[input] < 0; }

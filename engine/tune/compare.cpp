@@ -81,7 +81,7 @@ Comparison compare_near_exact(const Tensor& got, const Tensor& want, const Tenso
       char buf[320];
       std::snprintf(buf, sizeof buf, "output 0 differs at %s: %g vs %g, and the exact result is %g (%.3g from it, allowed %.3g%s)",
                     index_text(want.shape, int64_t(i)).c_str(), g, w, e, err, bound,
-                    moved ? " with what moving every value by 2^-18 moves it" : "");
+                    moved ? " with what rounding its values differently moves it" : "");
       c.failure = buf;
       c.max_error = std::isnan(err) ? INFINITY : err;
       return c;

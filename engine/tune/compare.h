@@ -32,9 +32,10 @@ Comparison compare_no_worse(const Tensor& got, const Tensor& want, const Tensor&
 // can be ill-conditioned (a softmax of logits in the thousands with two near ties), so that
 // summing in another order moves it past the tolerance. `got` passes where
 //   |got - exact| <= |want - exact| + (unit_roundoff + rtol) |exact| + atol max|exact| + 2 |moved - exact|:
-// compare_no_worse's bound (unit_roundoff 0 and want = exact at f32) plus twice how far the exact
-// result moves when every value, input or intermediate, moves by 2^-18 of itself (`moved`,
-// interpret_moved), which is far below the tolerance wherever the output is well-conditioned.
+// compare_no_worse's bound plus twice how far the exact result moves when its values move as
+// rounding them differently may move them (`moved`: interpret_moved, every value by 2^-18 of
+// itself and each 16-bit one by its unit roundoff), which is far below the tolerance wherever the
+// output is well-conditioned.
 // One output each.
 Comparison compare_conditioned(const Tensor& got, const Tensor& want, const Tensor& exact, const Tensor& moved, double unit_roundoff,
                                double rtol, double atol);

@@ -1,5 +1,6 @@
 #include "engine/tune/edge_check.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -11,6 +12,11 @@
 namespace prism::tune {
 
 namespace {
+
+// How far a sum in another order moves an f32 value, relative to itself.
+constexpr float kSumOrderStep = 1.0f / (1 << 18);
+// How many draws of signs the moved reference takes the farthest of.
+constexpr uint64_t kMovedPatterns = 4;
 
 bool nowhere_finite(const std::vector<Tensor>& reference) {
   for (const Tensor& t : reference)
@@ -47,6 +53,39 @@ std::vector<double> errors_on_set(const std::vector<Tensor>& got, const InputSet
 
 }  // namespace
 
+SetReferenceCache::SetReferenceCache(const Program& program, const DimBindings& dims, const InputSet& set, const CancelToken* cancel)
+    : dims_(dims), set_(set), cancel_(cancel), wide_(backend::with_storage(program, DType::F32)),
+      steps_(rounding_steps(program, set.conditioned ? kSumOrderStep : 0)) {}
+
+SetReferences SetReferenceCache::references() {
+  SetReferences r{[this]() -> const std::vector<Tensor>& { return exact(); }, [this]() -> const std::vector<Tensor>& { return moved(); }};
+  if (std::all_of(steps_.begin(), steps_.end(), [](float step) { return step == 0; })) r.moved = nullptr;
+  return r;
+}
+
+const std::vector<Tensor>& SetReferenceCache::exact() {
+  if (!exact_) exact_ = interpret(wide_, dims_, set_.named, cancel_);
+  return *exact_;
+}
+
+// Per element, the farthest from exact of kMovedPatterns draws of signs: near a tie (two logits a
+// rounding apart) one draw may leave it where a kernel's own roundings break it.
+const std::vector<Tensor>& SetReferenceCache::moved() {
+  if (moved_) return *moved_;
+  const std::vector<Tensor>& e = exact();
+  moved_ = e;
+  for (uint64_t pattern = 0; pattern < kMovedPatterns; ++pattern) {
+    const std::vector<Tensor> draw = interpret_moved(wide_, dims_, set_.named, steps_, pattern, cancel_);
+    for (size_t o = 0; o < e.size(); ++o)
+      for (size_t i = 0; i < e[o].data.size(); ++i) {
+        float& far = (*moved_)[o].data[i];
+        const float x = draw[o].data[i], at = e[o].data[i];
+        if (std::isnan(x) || std::fabs(x - at) > std::fabs(far - at)) far = x;
+      }
+  }
+  return *moved_;
+}
+
 bool no_worse_than_eager(const std::vector<Tensor>& got, const std::vector<Tensor>& eager, const InputSet& set) {
   const std::vector<double> errors = errors_on_set(got, set), allowed = errors_on_set(eager, set);
   if (errors.size() != set.reference.size() || allowed.size() != errors.size()) return false;
@@ -75,14 +114,13 @@ Comparison compare_on_set(const backend::Backend& backend, std::vector<Tensor> g
     return *exact;
   };
   c = steps::check_outputs(backend, got, want, dtypes, masked_exact);
-  if (!c.failure || !set.conditioned) return c;
+  if (!c.failure || !references.moved) return c;
   // Ill-conditioned on these inputs? The second chance, output by output.
   const std::vector<Tensor> moved = zero_where_not_finite(references.moved(), set);
   Comparison all;
   for (size_t o = 0; o < got.size(); ++o) {
     const backend::Tolerance tol = backend.tolerance(dtypes[o]);
-    const double roundoff = dtypes[o] == DType::BF16 ? 1.0 / 256 : dtypes[o] == DType::F16 ? 1.0 / 2048 : 0;
-    Comparison one = compare_conditioned(got[o], want[o], masked_exact()[o], moved[o], roundoff, tol.rtol, tol.atol);
+    Comparison one = compare_conditioned(got[o], want[o], masked_exact()[o], moved[o], unit_roundoff(dtypes[o]), tol.rtol, tol.atol);
     all.max_error = std::max(all.max_error, one.max_error);
     if (one.failure && !all.failure) all.failure = "output " + std::to_string(o) + one.failure->substr(std::string("output 0").size());
   }
@@ -107,17 +145,8 @@ void check_edge_sets(TuneResult& result, const std::vector<MakeInputSet>& sets, 
       result.edge_notes.push_back(set.name + ": the reference is nowhere finite, nothing compared");
       continue;
     }
-    // The program at f32 on this set and on it moved, when a check needs them.
-    const Program wide = backend::with_storage(context.program, DType::F32);
-    std::optional<std::vector<Tensor>> exact, moved;
-    const SetReferences references{[&]() -> const std::vector<Tensor>& {
-                                     if (!exact) exact = interpret(wide, context.dims, set.named, cancel);
-                                     return *exact;
-                                   },
-                                   [&]() -> const std::vector<Tensor>& {
-                                     if (!moved) moved = interpret_moved(wide, context.dims, set.named, cancel);
-                                     return *moved;
-                                   }};
+    SetReferenceCache cache(context.program, context.dims, set, cancel);
+    const SetReferences references = cache.references();
     context.set_inputs(ordered_inputs(context.program, set));
     std::optional<std::vector<Tensor>> eager;  // its outputs, where the baseline missed this floating-point edge
     for (size_t item : items) {

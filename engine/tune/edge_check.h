@@ -10,6 +10,7 @@
 // held to no_worse_than_eager.
 #pragma once
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,15 +31,39 @@ struct EdgeContext {
   std::function<backend::RunOutcome(size_t item)> run;                // item 0 the baseline, i + 1 row i (check order)
 };
 
-// The program at f32 on a set (`exact`), and with every value moved by 2^-18 of itself as it is
-// computed (`moved`, interpreter.h's interpret_moved): each computed when first asked for.
+// The program at f32 on a set (`exact`), and with its values moved as rounding them differently
+// may move them (`moved`, interpreter.h's interpret_moved and rounding_steps; empty where a set
+// gives no second chance): each computed when first asked for.
 struct SetReferences {
   std::function<const std::vector<Tensor>&()> exact, moved;
 };
 
+// The program at f32 on a set and on it moved, each computed when first asked for: on a
+// conditioned set every value moved by a sum's rounding in another order and each 16-bit value
+// by its dtype's, elsewhere (a floating-point edge, the seeded inputs) only the 16-bit values,
+// and none for an all-f32 program (no moved reference: no second chance). `program` as the
+// reference runs it; it, `dims` and `set` must outlive the cache.
+class SetReferenceCache {
+ public:
+  SetReferenceCache(const Program& program, const DimBindings& dims, const InputSet& set, const CancelToken* cancel);
+  SetReferences references();
+
+ private:
+  const std::vector<Tensor>& exact();
+  const std::vector<Tensor>& moved();
+
+  const DimBindings& dims_;
+  const InputSet& set_;
+  const CancelToken* cancel_;
+  const Program wide_;
+  const std::vector<float> steps_;
+  std::optional<std::vector<Tensor>> exact_, moved_;
+};
+
 // `got` on `set` against its reference where it is finite, at the backend's tolerance; a 16-bit
 // output that misses it gets compare_no_worse against the exact result, and an output that
-// misses both compare_conditioned (what moving the inputs moves the exact result by).
+// misses both compare_conditioned (what moving its values moves the exact result by) where
+// `references.moved` is given.
 Comparison compare_on_set(const backend::Backend& backend, std::vector<Tensor> got, const InputSet& set, const std::vector<DType>& dtypes,
                           const SetReferences& references);
 

@@ -37,8 +37,9 @@ struct InputSet {
   std::map<std::string, Tensor> named;  // every input, by name, at its dtype
   std::vector<Tensor> reference;        // the reference interpreter's outputs on them
   std::string skip;                     // why nothing is judged on it (the program overflows inside)
-  // Whether a miss gets compare_conditioned's second chance. Not on the floating-point edges:
-  // there rounding intermediates differently is what is judged (docs/design.md, "Numerics").
+  // Whether a miss gets compare_conditioned's whole second chance. Not on the floating-point
+  // edges: there rounding f32 intermediates differently is what is judged (docs/design.md,
+  // "Numerics"); only what rounding the program's 16-bit values differently moves is allowed.
   bool conditioned = true;
 };
 

@@ -114,3 +114,28 @@ def test_a_block_compiled_under_autocast_gives_eager_autocasts_dtype_from_prisms
     assert "bf16(" in compiled.program.text  # the weights' casts, as autocast made them
     assert all(call is not None for call in getattr(graph, name).calls.values()), "prism's kernel ran"
 
+
+
+def test_llama_under_autocast_runs_its_attention_block_in_prisms_kernel(shared_daemon, spy):
+    # The block (RMSNorm, bf16 projections, rotary at f32, bf16 scores, o_proj) found no kernel
+    # that passed the edge suite: its weights, read through autocast's bf16 casts, were scaled as
+    # activations, and rounding its bf16 values otherwise was not allowed for (docs/tuning.md,
+    # "Rounding 16-bit values otherwise"). It stayed PyTorch's, with a warning.
+    import warnings
+
+    torch.manual_seed(1)
+    config = LlamaConfig(vocab_size=128, hidden_size=128, intermediate_size=256, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=4)
+    model, ids = LlamaForCausalLM(config).eval(), torch.randint(0, 128, (2, 16))
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        want = model(ids, use_cache=False).logits
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = torch.compile(model, backend=spy)(ids, use_cache=False).logits
+    assert not [str(w.message) for w in caught if "stays PyTorch's" in str(w.message)]
+    assert got.dtype == want.dtype
+    assert torch.allclose(got.float(), want.float(), rtol=0, atol=2e-2 * want.abs().max().item())
+    (graph,) = spy.graphs
+    attention = [name for name, compiled in graph.prism_partitions if "exp(" in compiled.program.text]
+    assert len(attention) == 1
+    assert all(call is not None for call in getattr(graph, attention[0]).calls.values()), "prism's kernel ran"

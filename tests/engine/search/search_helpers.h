@@ -42,6 +42,48 @@ inline const std::map<std::string, DimBindings>& small_example_dims() {
   return dims;
 }
 
+// Llama's attention block as torch.compile gives it under CPU autocast at bf16 (python/prism/
+// implicit_casts.py), at its sizes (2 x 16 tokens, 4 heads of 32; with symbolic sizes the search
+// runs out of its budget): bf16 projections of the f32 RMSNorm, rotary at f32 (transformers' cos
+// and sin), bf16 scores of the rotated q and k, a bf16 additive mask, o_proj.
+inline const char* autocast_attention_text() {
+  return "program autocast_llama_attention(x: f32[2, 16, 128], g: f32[128], wq: f32[128, 128], wk: f32[128, 128],\n"
+         "                                 wv: f32[128, 128], wo: f32[128, 128], cos: f32[1, 1, 16, 32], sin: f32[1, 1, 16, 32],\n"
+         "                                 mask: bf16[2, 1, 16, 16]) {\n"
+         "  y = bf16(g * (x * rsqrt(mean(x ** 2, axis=-1, keepdims=true) + 1e-06)))\n"
+         "  q = transpose(reshape(y @ bf16(wq).T, [2, 16, 4, 32]), perm=[0, 2, 1, 3])\n"
+         "  k = transpose(reshape(y @ bf16(wk).T, [2, 16, 4, 32]), perm=[0, 2, 1, 3])\n"
+         "  v = transpose(reshape(y @ bf16(wv).T, [2, 16, 4, 32]), perm=[0, 2, 1, 3])\n"
+         "  q1, q2 = split(q, 2, axis=3)\n"
+         "  k1, k2 = split(k, 2, axis=3)\n"
+         "  qr = f32(q) * cos + f32(concat(neg(q2), q1, axis=-1)) * sin\n"
+         "  kr = f32(k) * cos + f32(concat(neg(k2), k1, axis=-1)) * sin\n"
+         "  scores = bf16(qr) @ bf16(kr).mT * 0.1767766952966369 + mask\n"
+         "  a = softmax(scores, axis=-1) @ v\n"
+         "  return reshape(transpose(a, perm=[0, 2, 1, 3]), [2, 16, 128]) @ bf16(wo).T\n"
+         "}\n";
+}
+
+// BERT's attention block as torch.compile gives it under CPU autocast at bf16, at the same sizes:
+// the f32 LayerNorm of the previous layer, bf16 projections with bf16 biases, a bf16 additive
+// mask, the softmax as prism's importer writes scaled_dot_product_attention (each op at bf16),
+// the dense output widened to f32 for the residual.
+inline const char* autocast_bert_attention_text() {
+  return "program autocast_bert_attention(x: f32[2, 16, 128], g: f32[128], beta: f32[128], wq: f32[128, 128], bq: f32[128],\n"
+         "                                wk: f32[128, 128], bk: f32[128], wv: f32[128, 128], bv: f32[128],\n"
+         "                                mask: f32[2, 1, 16, 16], wo: f32[128, 128], bo: f32[128]) {\n"
+         "  y = layer_norm(x, eps=1e-12) * g + beta\n"
+         "  q = transpose(reshape(bf16(y) @ bf16(wq).T + bf16(bq), [2, 16, 4, 32]), perm=[0, 2, 1, 3])\n"
+         "  k = transpose(reshape(bf16(y) @ bf16(wk).T + bf16(bk), [2, 16, 4, 32]), perm=[0, 2, 1, 3])\n"
+         "  v = transpose(reshape(bf16(y) @ bf16(wv).T + bf16(bv), [2, 16, 4, 32]), perm=[0, 2, 1, 3])\n"
+         "  scores = q @ k.mT * 0.17677669529663687 + bf16(mask)\n"
+         "  p = exp(scores - maximum(max(scores, axis=-1), -3.3895313892515355e+38))\n"
+         "  a = p / maximum(sum(p, axis=-1), 1.1754943508222875e-38) @ v\n"
+         "  o = reshape(transpose(a, perm=[0, 2, 1, 3]), [2, 16, 128]) @ bf16(wo).T + bf16(bo)\n"
+         "  return f32(o) + y\n"
+         "}\n";
+}
+
 // Layers as PyTorch models write them with tanh, sigmoid and abs: nn.GLU's sigmoid gate over two
 // projections; a tanh MLP layer; an L1-normalized projection (F.normalize(p=1) without eps).
 struct Layer {

@@ -11,7 +11,9 @@
 #include "engine/backend/cpu/abi.h"
 #include "engine/backend/cpu/compiler.h"
 #include "engine/interp/interpreter.h"
+#include "engine/ir/checked_dtypes.h"
 #include "engine/tune/compare.h"
+#include "engine/tune/edge_check.h"
 #include "engine/backend/cpu/cpu_backend.h"
 #include "engine/backend/cpu/describe.h"
 #include "engine/backend/cuda/describe.h"
@@ -51,8 +53,10 @@ void open_rms_linear(Workspace& ws, const test::TempDir& data) {
 }
 
 // Runs `source` in this process on seed-`seed` inputs, every tensor at its declared dtype, and
-// compares with the interpreter at the CPU backend's tolerance for each output's dtype. Compiled
-// as the tuner compiles (the backend's flags, its kernel cache): the best's library is reused.
+// compares with the interpreter as the tuner's check does (edge_check.h's compare_on_set: the
+// CPU backend's tolerance for the dtype each output is held to, the 16-bit second chances).
+// Compiled as the tuner compiles (the backend's flags, its kernel cache): the best's library is
+// reused.
 void check_library(const Program& program, const std::string& library, const std::map<std::string, int64_t>& bindings, uint64_t seed) {
   backend::cpu::LoadedLibrary lib(library);
   const DimBindings dims(bindings.begin(), bindings.end());
@@ -67,15 +71,11 @@ void check_library(const Program& program, const std::string& library, const std
   std::vector<Tensor> got;
   for (const auto& w : want) got.push_back(Tensor::zeros(DType::F32, w.shape));
   REQUIRE(test::call_entry(lib, ins, in_types, got, out_types, 2) == 0);
-  for (size_t o = 0; o < want.size(); ++o) {
-    const backend::Tolerance tol = backend::cpu::CpuBackend().tolerance(out_types[o]);
-    double scale = 0;
-    for (float v : want[o].data) scale = std::max(scale, double(std::fabs(v)));
-    for (size_t i = 0; i < want[o].data.size(); ++i) {
-      INFO("output " << o << " (" << dtype_name(out_types[o]) << ") element " << i);
-      REQUIRE(std::fabs(got[o].data[i] - want[o].data[i]) <= tol.rtol * std::fabs(want[o].data[i]) + tol.atol * scale);
-    }
-  }
+  const tune::InputSet set{"seed " + std::to_string(seed), named, want, "", false};
+  tune::SetReferenceCache references(program, dims, set, nullptr);
+  const tune::Comparison c = tune::compare_on_set(backend::cpu::CpuBackend(), got, set, checked_dtypes(program), references.references());
+  INFO(c.failure.value_or(""));
+  REQUIRE_FALSE(c.failure);
 }
 
 void check_source(const Program& program, const std::string& source, const std::map<std::string, int64_t>& bindings, uint64_t seed) {
@@ -314,6 +314,24 @@ TEST_CASE("tuner: a layer autocast runs at bf16 beside an f32 residual is checke
       "}\n",
       {{"n", 16}, {"d", 64}, {"o", 256}}};
   check_layer_list({autocast_layer});
+}
+
+// Llama's attention block as torch.compile gives it under CPU autocast: bf16 projections, rotary
+// at f32 (transformers' cos/sin), bf16 scores of the rotated q and k. On "std 10" the softmax has
+// near ties a bf16 rounding apart, and the reference, rounding each bf16 value, lands thousands
+// from a kernel that keeps them in f32: every candidate missed what moving every value by 2^-18
+// allows, and the block stayed PyTorch's. Moving each bf16 value by bf16's unit roundoff, the
+// farthest of four draws, allows it (docs/tuning.md, "The edge suite").
+TEST_CASE("tuner: Llama's attention block under autocast, bf16 scores of f32 rotary, is tuned", "[tune][tuner][bf16]") {
+  check_layer_list({{"autocast_llama_attention", test::autocast_attention_text(), {}}});
+}
+
+// BERT's attention block under autocast, as torch.compile gave it: every candidate missed the
+// seeded check by rounding its bf16 values otherwise (the rule: test_edge_suite.cpp, "on the
+// seeded inputs a bf16 block's output may land ..."). Which inputs show it depends on their
+// draw (by input name); these pass either way, and the block is tuned end to end here.
+TEST_CASE("tuner: BERT's attention block under autocast is tuned, and its best matches the reference", "[tune][tuner][bf16]") {
+  check_layer_list({{"autocast_bert_attention", test::autocast_bert_attention_text(), {}}});
 }
 
 namespace {
