@@ -633,9 +633,10 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   std::map<std::string, Tensor> named;
   std::vector<Tensor> inputs;
   std::vector<Tensor> reference = finite_reference(program, dims, request.seed, cancel, inputs, named, result);
+  const InputSet seeded{"the seeded inputs", std::move(named), std::move(reference), "", false};
   // The user's data (--check-with), checked against the program's inputs before anything compiles.
   std::optional<InputSet> user;
-  if (!request.check_with.empty()) user = user_input_set(program, dims, named, request.check_with, cancel);
+  if (!request.check_with.empty()) user = user_input_set(program, dims, seeded.named, request.check_with, cancel);
   std::vector<DType> out_dtypes;
   for (int id : program.outputs) out_dtypes.push_back(program.value(id).type.dtype);
   set_roofline(result, program, dims, target);
@@ -650,7 +651,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   backend::KernelRunner runner = env.runner_path.empty() ? backend::KernelRunner() : backend::KernelRunner(env.runner_path);
   runner.set_inputs(inputs);
   backend::RunSettings run;
-  for (const auto& t : reference) run.output_shapes.push_back(t.shape);
+  for (const auto& t : seeded.reference) run.output_shapes.push_back(t.shape);
   for (int id : program.inputs) run.input_dtypes.push_back(program.value(id).type.dtype);
   run.output_dtypes = out_dtypes;
   run.threads = result.threads;
@@ -659,7 +660,6 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   // the 16-bit second chances an edge set's miss gets, but none for rounding f32 differently
   // (edge_check.h's SetReferenceCache).
   const std::vector<DType> checked = checked_dtypes(program);
-  const InputSet seeded{"the seeded inputs", named, reference, "", false};
   SetReferenceCache seeded_references(program, dims, seeded, cancel);
   auto check = [&](const std::vector<Tensor>& got) { return compare_on_set(backend, got, seeded, checked, seeded_references.references()); };
   auto check_build = [&](size_t i, TuneRow& row) {
@@ -673,7 +673,7 @@ TuneResult tune_families(const backend::Backend& backend, const Program& lowered
   check_items(result, timed, families, check_build, report);
   // The edge suite and the user's data (edge_check.h): the inputs once per set, one run per
   // build; then the seeded inputs again for the timing.
-  std::vector<MakeInputSet> sets = edge_suite(program, dims, named, request.seed);
+  std::vector<MakeInputSet> sets = edge_suite(program, dims, seeded.named, request.seed);
   if (user) sets.push_back([&](const CancelToken*) { return *user; });
   const EdgeContext edges{backend, program, dims, checked, [&](const std::vector<Tensor>& in) { runner.set_inputs(in); },
                           [&](size_t i) { return backend.run(runner, builds[i], run, cancel); }};
