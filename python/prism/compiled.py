@@ -11,6 +11,7 @@ import ctypes
 import functools
 import hashlib
 import itertools
+import math
 import operator
 import os
 import threading
@@ -18,7 +19,7 @@ import warnings
 
 from .checked_files import load_library, read_checked_bytes
 from .client import Client, find_prism_binary
-from .errors import ConnectionLost, NoFusedKernel, PrismError
+from .errors import ConnectionLost, NoFusedKernel, OutOfBoundsWrite, PrismError
 from .fx_import import from_torch
 
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
@@ -148,25 +149,53 @@ class Call:
     """A call with tensors of one signature (their shapes, dtypes and devices), worked out at the
     first such call (Compiled.call_for): `call(tensors)` takes the program's input tensors, makes
     them contiguous, allocates the outputs and runs `kernel` on their memory. Nothing is checked
-    again: the signature was (docs/python.md, "A call's cost")."""
+    again: the signature was (docs/python.md, "A call's cost"). The first call checks that the
+    kernel wrote nothing past its outputs (a kernel's writes depend on its sizes alone): it raises
+    OutOfBoundsWrite where one did, with the heap left as it was."""
+
+    CANARY = -12345.0  # what follows each output at the first call: exact in f32, f16 and bf16
 
     def __init__(self, kernel, outputs, device, returns_tuple):
         import torch
 
         self.kernel, self.outputs, self.device, self.returns_tuple = kernel, outputs, device, returns_tuple
         self._empty = torch.empty
+        self._checked = False
 
     def reshaped(self, shapes):
-        """The same call with its outputs made in `shapes` (as many elements each: a view of the
-        same memory, as torch_backend's rows are)."""
+        """The same call with its outputs made in `shapes`, as many elements each (a view of the
+        same memory, as torch_backend's rows are); ValueError where one has not: the kernel would
+        write past it."""
+        for shape, (made, _) in zip(shapes, self.outputs):
+            if math.prod(shape) != math.prod(made):
+                raise ValueError(f"an output of {math.prod(made)} elements {list(made)} given as {list(shape)}")
         return Call(self.kernel, [(tuple(shape), dtype) for shape, (_, dtype) in zip(shapes, self.outputs)], self.device,
                     self.returns_tuple)
 
     def __call__(self, tensors):
+        if not self._checked:
+            return self._first(tensors)
         inputs = [t.contiguous() for t in tensors]  # kept alive until the kernel returns
         empty, device = self._empty, self.device
         outputs = [empty(shape, dtype=dtype, device=device) for shape, dtype in self.outputs]
         self.kernel.run(inputs, outputs, device)
+        return tuple(outputs) if self.returns_tuple else outputs[0]
+
+    def _first(self, tensors):
+        """The call, each output followed by as many elements again holding CANARY, checked after."""
+        import torch
+
+        inputs = [t.contiguous() for t in tensors]
+        made = [(torch.full((2 * max(1, math.prod(shape)),), self.CANARY, dtype=dtype, device=self.device), shape)
+                for shape, dtype in self.outputs]
+        outputs = [whole[:math.prod(shape)].view(shape) for whole, shape in made]
+        self.kernel.run(inputs, outputs, self.device)
+        for index, (whole, shape) in enumerate(made):
+            past = whole[math.prod(shape):]
+            if not bool((past == self.CANARY).all()):
+                raise OutOfBoundsWrite(f"the kernel wrote past its output {index} ({list(shape)}, {whole.dtype}): "
+                                       f"{int((past != self.CANARY).sum())} of the {past.numel()} elements after it")
+        self._checked = True
         return tuple(outputs) if self.returns_tuple else outputs[0]
 
 

@@ -46,6 +46,10 @@ class UnsupportedOp(Exception):
         self.node, self.reason = node, reason
 
 
+class OutOfBoundsWrite(Exception):
+    """A kernel wrote past one of its outputs (found by compiled.Call's first call): a bug of prism's."""
+
+
 def as_bug(error):
     """What a warning says of an error of prism's own: its type and text, and that it is a bug."""
     return f"{type(error).__name__}: {error}; a bug: please report it"

@@ -43,10 +43,13 @@ class Rows:
 
 
 def _weights(graph):
-    """The placeholders read only as a linear's or addmm's weight (they keep their shape)."""
+    """The 2-D placeholders read only as a linear's, addmm's or matmul's weight (they keep their
+    shape). A matmul by a batched operand (the rotary's `inv_freq[b, e, 1] @ positions[b, 1, s]`)
+    is not row by row: its rows are not the product's."""
     weights = set()
     for n in graph.nodes:
-        if n.op == "placeholder" and n.users and all(
+        shape = _shape(n)
+        if n.op == "placeholder" and shape is not None and len(shape) == 2 and n.users and all(
                 _name(u) in _LINEAR_WEIGHT and len(u.args) > _LINEAR_WEIGHT[_name(u)] and u.args[_LINEAR_WEIGHT[_name(u)]] is n
                 for u in n.users):
             weights.add(n)

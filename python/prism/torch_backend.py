@@ -14,12 +14,14 @@ import collections
 import copy
 import importlib.abc
 import importlib.util
+import operator
 import os
 import re
 import sys
 import warnings
 
 from . import fx_import, implicit_casts, share, varying_floats
+from .agreement import disagreement
 from .compiled import Compiled
 from .errors import ConnectionLost, PrismError, UnsupportedOp, as_bug
 from .layout_cuts import folds_rows, moves_layout, splits_heads
@@ -61,15 +63,15 @@ def _record_shapes(graph_module, example_inputs):
         ShapeProp(graph_module).propagate(*example_inputs)
 
 
-_OPENS = ("_vmap_increment_nesting", "_enter_autocast")  # calls whose effect lasts until their close
-_CLOSES = ("_vmap_decrement_nesting", "_exit_autocast")
+# Calls whose effect lasts until their close. An autocast's is not among them: the casts it makes
+# are written into the graph (implicit_casts.py), and what its ops compute depends on it no more.
+_OPENS = ("_vmap_increment_nesting",)
+_CLOSES = ("_vmap_decrement_nesting",)
 
 
 def _in_regions(graph_module):
-    """The nodes between a vmap nesting's or an autocast's opening call and its close: what they
-    compute depends on that state, which a partition moved out of the region would lose. (Fusing
-    across an autocast region a model opens, transformers' rotary `enabled=False`, aborted the
-    process in PyTorch's own ops, even with autocast's casts written: docs/python.md.)"""
+    """The nodes between a vmap nesting's opening call and its close: what they compute depends on
+    that state, which a partition moved out of the region would lose."""
     inside, depth = set(), 0
     for n in graph_module.graph.nodes:
         name = getattr(n.target, "__name__", "")
@@ -158,6 +160,22 @@ def _is_identity(node):
     return False
 
 
+def _unit_product_operand(node):
+    """The tensor `x` of `x * 1`, `1 * x` or `x / 1` (transformers' rotary `cos * attention_scaling`
+    at its default 1.0), where the product has x's dtype and shape: x itself, exactly, in IEEE
+    arithmetic (NaN, infinities and -0 included); else None."""
+    name = share.op_name(node) if node.op in ("call_function", "call_method") else None
+    if name not in ("mul", "div", "truediv", "true_divide") or len(node.args) != 2 or node.kwargs:
+        return None
+    x, one = node.args if name != "mul" or hasattr(node.args[0], "meta") else node.args[::-1]
+    if isinstance(one, bool) or not isinstance(one, (int, float)) or one != 1 or not hasattr(x, "meta"):
+        return None
+    before, after = x.meta.get("tensor_meta"), node.meta.get("tensor_meta")
+    same = (hasattr(before, "dtype") and hasattr(after, "dtype") and before.dtype == after.dtype
+            and tuple(map(str, before.shape)) == tuple(map(str, after.shape)))
+    return x if same else None
+
+
 def causal_mask(query, key):
     """The additive mask `is_causal=True` stands for: query i attends keys 0..i (top-left, as
     scaled_dot_product_attention aligns it), 0 kept, -inf masked."""
@@ -207,14 +225,15 @@ def _simplify(graph_module):
     no program that returns its input), and a boolean attention mask, which becomes the additive
     one PyTorch makes of it, computed by PyTorch; Conv1D's reshapes (_addmm_at_rank); a cache's
     values' length (_unify_value_lengths); `is_causal=True` as its mask (_explicit_causal_mask); dropout at
-    inference and nn.Identity (T5's `dropout(inputs_embeds)` would be a piece returning its input)."""
+    inference, nn.Identity (T5's `dropout(inputs_embeds)` would be a piece returning its input) and
+    a product by 1 (a piece of its own, searched and tuned for nothing)."""
     graph = graph_module.graph
     _addmm_at_rank(graph)
     _unify_value_lengths(graph)
     for n in list(graph.nodes):
         meta, source = n.meta.get("tensor_meta"), n.args[0] if n.args else None
-        if _is_identity(n):
-            n.replace_all_uses_with(source)
+        if _is_identity(n) or _unit_product_operand(n) is not None:
+            n.replace_all_uses_with(source if _is_identity(n) else _unit_product_operand(n))
             graph.erase_node(n)
             continue
         if n.op == "call_method" and n.target in share.CASTS and hasattr(meta, "dtype") and hasattr(source, "meta"):
@@ -528,6 +547,24 @@ def _race(prism_call, torch_call, rounds=7):
     return statistics.median(times[0]), statistics.median(times[1])
 
 
+_OUT_OF_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
+                 operator.itruediv: operator.truediv}
+
+
+def _functional(part):
+    """`part` with its in-place operators made out-of-place, as prism's program computes them: the
+    importer takes `a += b` only where nothing else reads `a`, so no one sees the difference, but
+    `a` may be an input of the piece, which the race and the first call's check run more than once
+    (Falcon's `mlp_output += attention_output` under autocast added the attention again at each)."""
+    changed = False
+    for n in part.graph.nodes:
+        if n.op == "call_function" and n.target in _OUT_OF_PLACE:
+            n.target, changed = _OUT_OF_PLACE[n.target], True
+    if changed:
+        part.recompile()
+    return part
+
+
 def _partition_module(name, compiled, rows, fallback):
     """An nn.Module (what a GraphModule's call_module needs) that calls `compiled`, its tensors
     folded into rows and back where `rows` (rows.fold_rows) says. Where prism fails at a call's
@@ -571,6 +608,11 @@ def _partition_module(name, compiled, rows, fallback):
                 call = compiled.call_for(*(rows.arguments(args) if rows is not None else args))
                 if rows is not None:
                     call = call.reshaped(rows.output_shapes(args, [shape for shape, _ in call.outputs]))
+                why = disagreement(call(arguments(args)), self.fallback(*args), _computes_16_bit(compiled, args))
+                if why:
+                    _warn_once(f"prism: {name} stays PyTorch's at {_shapes_text(args)}: on this call's inputs {why}; "
+                               "a bug: please report it")
+                    return None
                 ours, theirs = _race(lambda: call(arguments(args)), lambda: self.fallback(*args))
             except Exception as error:  # noqa: BLE001 -- PyTorch computes what prism cannot
                 return self.refused(error)
@@ -591,6 +633,14 @@ def _partition_module(name, compiled, rows, fallback):
             return None  # the Call kept for these sizes: PyTorch's ops run them
 
     return PrismPartition()
+
+
+def _computes_16_bit(compiled, args):
+    """Whether a piece reads 16-bit tensors or casts to 16 bits (autocast's casts, written in)."""
+    import torch
+
+    sixteen = (torch.float16, torch.bfloat16)
+    return any(getattr(a, "dtype", None) in sixteen for a in args) or bool(re.search(r"\bb?f16\(", compiled.program.text))
 
 
 def _shapes_text(args):
@@ -742,7 +792,7 @@ def _backend(graph_module, example_inputs, target, top, explain):
             continue
         partitioned.prism_partitions.append((node.target, compiled))
         taken.append(shares[node.target])
-        setattr(partitioned, node.target, _partition_module(node.target, compiled, folded, part))
+        setattr(partitioned, node.target, _partition_module(node.target, compiled, folded, _functional(part)))
     partitioned.prism_share = sum(taken, whole_graph)
     if left and not explain:
         _warn_once(f"prism: {partitioned.prism_share}; PyTorch runs these ops of the graph:\n" +

@@ -139,3 +139,31 @@ def test_llama_under_autocast_runs_its_attention_block_in_prisms_kernel(shared_d
     attention = [name for name, compiled in graph.prism_partitions if "exp(" in compiled.program.text]
     assert len(attention) == 1
     assert all(call is not None for call in getattr(graph, attention[0]).calls.values()), "prism's kernel ran"
+
+
+class AutocastInside(torch.nn.Module):
+    """A block that turns autocast on in its own forward, as some modeling code does around its
+    projections, and adds the f32 residual."""
+
+    def __init__(self):
+        super().__init__()
+        self.block = LlamaMLPBlock()
+
+    def forward(self, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            h = self.block.mlp(self.block.norm(x))
+        return x + h.float()
+
+
+def test_a_model_that_turns_autocast_on_in_its_forward_runs_its_region_in_prism(shared_daemon, spy):
+    torch.manual_seed(3)
+    module, x = AutocastInside().eval(), activations(2, 8)
+    with torch.no_grad():
+        want = module(x)
+        got = torch.compile(module, backend=spy)(x)
+    assert got.dtype == want.dtype
+    assert torch.allclose(got, want, rtol=2e-2, atol=2e-2 * want.abs().max().item())
+    (graph,) = spy.graphs
+    texts = [compiled.program.text for _, compiled in graph.prism_partitions]
+    assert any("bf16(" in text and text.count("@") == 3 for text in texts), texts
+    assert all(call is not None for name, _ in graph.prism_partitions for call in getattr(graph, name).calls.values())

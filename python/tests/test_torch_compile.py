@@ -151,6 +151,78 @@ def test_a_piece_reads_the_rows_another_left_through_pytorchs_view(shared_daemon
         assert len(texts) == 2 and not any("reshape(" in t for t in texts), texts
 
 
+def test_a_matmul_by_a_batched_input_is_not_folded_into_rows(shared_daemon, spy):
+    # The rotary's angles as transformers writes them, `inv_freq[b, e, 1] @ positions[b, 1, s]`:
+    # the second operand is batched, not a weight, so the piece's rows are not the product's.
+    # Folded as [b * e, 1] @ [b, 1, s], its kernel wrote b * b * e * s elements into an output of
+    # b * e * s and corrupted the heap (a double free in PyTorch's next op).
+    def angles(inv_freq, positions):
+        return (inv_freq @ positions) * 2.0
+
+    inv_freq, positions = torch.rand(2, 8, 1), torch.arange(12.0).expand(2, 1, 12).contiguous()
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = torch.compile(angles, backend=spy)(inv_freq, positions)
+    assert torch.allclose(got, angles(inv_freq, positions), rtol=1e-5, atol=1e-5)
+    assert not [str(w.message) for w in caught if "a bug" in str(w.message)]
+    (graph,) = spy.graphs
+    (text,) = [c.program.text for _, c in graph.prism_partitions]
+    assert "f32[2, 8, 1]" in text and "f32[2, 1, 12]" in text, text
+
+
+def test_an_in_place_add_to_a_pieces_input_is_done_once(shared_daemon, spy):
+    # Falcon's `mlp_output += attention_output` where the MLP's output comes from outside the
+    # piece: the piece's own ops, which the race runs many times, added to their input each time.
+    def residual(x, y, w):
+        h = torch.cumsum(x, dim=-1)  # PyTorch's: the piece reads it
+        h += torch.nn.functional.linear(y, w)
+        return h * 0.5
+
+    x, y, w = activations(2, 5), activations(2, 5), torch.randn(HIDDEN, HIDDEN) * 0.1
+    with torch.no_grad():
+        want = residual(x, y, w)
+        got = torch.compile(residual, backend=spy)(x, y, w)
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item()), (got - want).abs().max()
+    (graph,) = spy.graphs
+    assert any("+" in c.program.text and "@" in c.program.text for _, c in graph.prism_partitions)
+
+
+def test_a_kernel_that_disagrees_with_the_graphs_ops_on_the_first_call_leaves_the_piece_to_pytorch(
+        shared_daemon, spy, monkeypatch):
+    """The first call at a piece's sizes compares prism's kernel with the graph's own ops on the
+    call's inputs (agreement.py): a program that is not what the graph computes is caught there."""
+    call_for = prism.Compiled.call_for
+
+    class OffByOne:  # the real kernel, its first output then moved by 1
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def run(self, inputs, outputs, device):
+            self.kernel.run(inputs, outputs, device)
+            outputs[0].add_(1.0)
+
+    def wrong(self, *args):
+        call = call_for(self, *args)
+        return prism.compiled.Call(OffByOne(call.kernel), call.outputs, call.device, call.returns_tuple)
+
+    monkeypatch.setattr(prism.Compiled, "call_for", wrong)
+    torch.manual_seed(2)
+    block = LlamaMLPBlock().eval()
+    x = activations(2, 5)
+    BACKEND._WARNED.clear()
+    compiled = torch.compile(block, backend=spy)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        want = block(x)
+        for _ in range(2):  # the second call goes straight to the graph's ops
+            got = compiled(x)
+            assert torch.allclose(got, want, rtol=1e-4, atol=1e-4 * want.abs().max().item())
+    said = [str(w.message) for w in caught if "on this call's inputs" in str(w.message)]
+    assert len(said) == 1 and "from the graph's ops" in said[0] and "a bug" in said[0], said
+    (graph,) = spy.graphs
+    assert all(call is None for name, _ in graph.prism_partitions for call in getattr(graph, name).calls.values())
+
+
 def test_the_tanh_gelu_is_one_op_and_gives_pytorchs_values(shared_daemon, spy):
     # F.gelu(approximate="tanh"), as Gemma's MLP calls it: one gelu_tanh, not its nine ops.
     torch.manual_seed(5)
@@ -313,6 +385,20 @@ def test_a_rotary_in_complex_numbers_is_pytorchs_and_the_report_says_so(monkeypa
     report = str(explained)
     assert re.search(r"PyTorch runs '\w+' \(view_as_complex\) at .*: prism has no translation of this op", report), report
     assert re.search(r"PyTorch runs '\w+' \(mul\) at .*: its result is torch.complex64 \(prism computes f32", report), report
+
+
+def test_a_product_by_one_is_its_operand_and_no_piece(monkeypatch, tmp_path):
+    # transformers' rotary scales its tables by `attention_scaling`, 1.0 unless the rope type sets
+    # it: `cos * 1.0` and `sin * 1.0` were a piece of their own, searched and tuned for nothing.
+    monkeypatch.setenv("PRISM_SOCKET", str(tmp_path / "none.sock"))
+    monkeypatch.setenv("PRISM_BIN", str(tmp_path / "no-prism"))
+
+    def tables(angles):
+        return angles.cos() * 1.0, angles.sin() * 1.0, angles.exp() * 1 + 1 * angles.tanh() / 1
+
+    explained = prism.explain(tables, torch.randn(2, 8, 16))
+    (text,) = [program.text for graph in explained.graphs for _, program in graph.prism_programs]
+    assert "exp(" in text and "tanh(" in text and "* 1" not in text and "/ 1" not in text, text
 
 
 def test_an_op_prism_lacks_stays_pytorchs_and_the_report_names_its_line(shared_daemon, spy):
