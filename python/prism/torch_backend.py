@@ -63,15 +63,15 @@ def _record_shapes(graph_module, example_inputs):
         ShapeProp(graph_module).propagate(*example_inputs)
 
 
-# Calls whose effect lasts until their close. An autocast's is not among them: the casts it makes
-# are written into the graph (implicit_casts.py), and what its ops compute depends on it no more.
-_OPENS = ("_vmap_increment_nesting",)
-_CLOSES = ("_vmap_decrement_nesting",)
+_OPENS = ("_vmap_increment_nesting", "_enter_autocast")  # calls whose effect lasts until their close
+_CLOSES = ("_vmap_decrement_nesting", "_exit_autocast")
 
 
 def _in_regions(graph_module):
-    """The nodes between a vmap nesting's opening call and its close: what they compute depends on
-    that state, which a partition moved out of the region would lose."""
+    """The nodes between a vmap nesting's or an autocast's opening call and its close: what they
+    compute depends on that state, which a partition moved out of the region would lose (a piece's
+    own ops, run where prism's kernel is not, would compute in the autocast state around the call:
+    docs/python.md, "Autocast and mixed dtypes")."""
     inside, depth = set(), 0
     for n in graph_module.graph.nodes:
         name = getattr(n.target, "__name__", "")

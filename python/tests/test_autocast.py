@@ -155,7 +155,9 @@ class AutocastInside(torch.nn.Module):
         return x + h.float()
 
 
-def test_a_model_that_turns_autocast_on_in_its_forward_runs_its_region_in_prism(shared_daemon, spy):
+def test_a_model_that_turns_autocast_on_in_its_forward_keeps_its_region_pytorchs(shared_daemon, spy):
+    # Taken into a piece, the region's ops would run, where prism's kernel does not (the race, a
+    # fallback), in the autocast state around the call, not the region's (docs/python.md).
     torch.manual_seed(3)
     module, x = AutocastInside().eval(), activations(2, 8)
     with torch.no_grad():
@@ -164,6 +166,4 @@ def test_a_model_that_turns_autocast_on_in_its_forward_runs_its_region_in_prism(
     assert got.dtype == want.dtype
     assert torch.allclose(got, want, rtol=2e-2, atol=2e-2 * want.abs().max().item())
     (graph,) = spy.graphs
-    texts = [compiled.program.text for _, compiled in graph.prism_partitions]
-    assert any("bf16(" in text and text.count("@") == 3 for text in texts), texts
-    assert all(call is not None for name, _ in graph.prism_partitions for call in getattr(graph, name).calls.values())
+    assert not any("@" in compiled.program.text for _, compiled in graph.prism_partitions)
