@@ -170,10 +170,13 @@ def _unit_product_operand(node):
     x, one = node.args if name != "mul" or hasattr(node.args[0], "meta") else node.args[::-1]
     if isinstance(one, bool) or not isinstance(one, (int, float)) or one != 1 or not hasattr(x, "meta"):
         return None
-    before, after = x.meta.get("tensor_meta"), node.meta.get("tensor_meta")
-    same = (hasattr(before, "dtype") and hasattr(after, "dtype") and before.dtype == after.dtype
+    return x if _same_type(x.meta.get("tensor_meta"), node.meta.get("tensor_meta")) else None
+
+
+def _same_type(before, after):
+    """Whether two values' tensor metas have one dtype and one shape."""
+    return (hasattr(before, "dtype") and hasattr(after, "dtype") and before.dtype == after.dtype
             and tuple(map(str, before.shape)) == tuple(map(str, after.shape)))
-    return x if same else None
 
 
 def causal_mask(query, key):
@@ -232,13 +235,13 @@ def _simplify(graph_module):
     _unify_value_lengths(graph)
     for n in list(graph.nodes):
         meta, source = n.meta.get("tensor_meta"), n.args[0] if n.args else None
-        if _is_identity(n) or _unit_product_operand(n) is not None:
-            n.replace_all_uses_with(source if _is_identity(n) else _unit_product_operand(n))
+        kept = source if _is_identity(n) else _unit_product_operand(n)
+        if kept is not None:
+            n.replace_all_uses_with(kept)
             graph.erase_node(n)
             continue
         if n.op == "call_method" and n.target in share.CASTS and hasattr(meta, "dtype") and hasattr(source, "meta"):
-            before = source.meta.get("tensor_meta")
-            if hasattr(before, "dtype") and before.dtype == meta.dtype and tuple(map(str, before.shape)) == tuple(map(str, meta.shape)):
+            if _same_type(source.meta.get("tensor_meta"), meta):
                 n.replace_all_uses_with(source)
                 graph.erase_node(n)
                 continue
