@@ -63,15 +63,13 @@ def _record_shapes(graph_module, example_inputs):
         ShapeProp(graph_module).propagate(*example_inputs)
 
 
-_OPENS = ("_vmap_increment_nesting", "_enter_autocast")  # calls whose effect lasts until their close
-_CLOSES = ("_vmap_decrement_nesting", "_exit_autocast")
+_OPENS = ("_vmap_increment_nesting",)  # calls whose effect lasts until their close
+_CLOSES = ("_vmap_decrement_nesting",)
 
 
 def _in_regions(graph_module):
-    """The nodes between a vmap nesting's or an autocast's opening call and its close: what they
-    compute depends on that state, which a partition moved out of the region would lose (a piece's
-    own ops, run where prism's kernel is not, would compute in the autocast state around the call:
-    docs/python.md, "Autocast and mixed dtypes")."""
+    """The nodes between a vmap nesting's opening call and its close: what they compute depends on
+    that state, which a partition moved out of the nesting would lose."""
     inside, depth = set(), 0
     for n in graph_module.graph.nodes:
         name = getattr(n.target, "__name__", "")
@@ -80,6 +78,32 @@ def _in_regions(graph_module):
             inside.add(n)
         depth += name in _OPENS
     return inside
+
+
+def _autocast_segments(graph_module):
+    """Each node's segment of the graph, cut at every autocast region's opening call and after its
+    close (a model's own `with torch.autocast(...)`: Llama's rotary turns it off): a piece holds
+    nodes of one segment only, so that it, and the ops PyTorch runs that read it, sit where the
+    region's state is the one eager computed them in (docs/python.md, "Autocast and mixed dtypes")."""
+    segment, of = 0, {}
+    for n in graph_module.graph.nodes:
+        name = getattr(n.target, "__name__", "")
+        segment += name == "_enter_autocast"
+        of[n] = segment
+        segment += name == "_exit_autocast"
+    return of
+
+
+def _by_segment(partition, segment):
+    """`partition` as one partition per autocast segment its nodes are in. Each is convex as the
+    partition is: a path between two of its nodes runs through nodes between them in the graph's
+    order, so of their segment."""
+    from torch.fx.passes.infra.partitioner import Partition
+
+    parts = {}
+    for n in partition.nodes:
+        parts.setdefault(segment[n], []).append(n)
+    return [Partition(id=partition.id, nodes=nodes) for nodes in parts.values()]
 
 
 def _keep_order(graph_module, order):
@@ -744,10 +768,12 @@ def _backend(graph_module, example_inputs, target, top, explain):
     # traced with its nn.Modules calls them (call_module); _compute_nodes filters instead.
     # Positions by name: fusing copies the nodes into a new graph, under their names.
     original = {n.name: i for i, n in enumerate(graph_module.graph.nodes)}
+    segment = _autocast_segments(graph_module)
     for _ in range(_PARTITION_ROUNDS):
         partitioner = CapabilityBasedPartitioner(graph_module, PrismSupport(), allows_single_node_partition=True)
         partitions = [Partition(id=i, nodes=nodes) for i, nodes in
-                      enumerate(piece for p in partitioner.propose_partitions() for piece in _pieces(_trimmed(p), original))]
+                      enumerate(piece for p in partitioner.propose_partitions() for part in _by_segment(p, segment)
+                                for piece in _pieces(_trimmed(part), original))]
         imported = _imports(graph_module, partitions)
         # A piece that holds head splits and does not import, or (when compiling) finds no
         # family, is cut at them first; then the importer's refusals, as in a piece without them.

@@ -14,7 +14,7 @@ transformers = pytest.importorskip("transformers")
 import prism  # noqa: E402,F401  (registers the backend)
 from prism import implicit_casts  # noqa: E402
 from test_torch_compile import LlamaMLPBlock  # noqa: E402  (transformers' RMSNorm and MLP, weights drawn)
-from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
 
 HIDDEN = 64
 BACKEND = sys.modules["prism.torch_backend"]
@@ -155,9 +155,7 @@ class AutocastInside(torch.nn.Module):
         return x + h.float()
 
 
-def test_a_model_that_turns_autocast_on_in_its_forward_keeps_its_region_pytorchs(shared_daemon, spy):
-    # Taken into a piece, the region's ops would run, where prism's kernel does not (the race, a
-    # fallback), in the autocast state around the call, not the region's (docs/python.md).
+def test_a_model_that_turns_autocast_on_in_its_forward_has_its_region_in_prisms_kernel(shared_daemon, spy):
     torch.manual_seed(3)
     module, x = AutocastInside().eval(), activations(2, 8)
     with torch.no_grad():
@@ -166,4 +164,39 @@ def test_a_model_that_turns_autocast_on_in_its_forward_keeps_its_region_pytorchs
     assert got.dtype == want.dtype
     assert torch.allclose(got, want, rtol=2e-2, atol=2e-2 * want.abs().max().item())
     (graph,) = spy.graphs
-    assert not any("@" in compiled.program.text for _, compiled in graph.prism_partitions)
+    taken = [name for name, compiled in graph.prism_partitions if "@" in compiled.program.text]
+    assert taken, "the region's projections are prism's"
+    assert all(call is not None for name in taken for call in getattr(graph, name).calls.values()), "prism's kernel ran"
+
+
+@pytest.mark.parametrize("model", ["region", "qwen3"])
+def test_where_pytorch_runs_a_piece_it_runs_in_its_autocast_regions_state(shared_daemon, spy, monkeypatch, model):
+    # Qwen3's rotary turns autocast off in its forward; the partitioner joined its matmul to the
+    # v projection, whose norm comes after the region, so the piece, and the cos and sin PyTorch
+    # runs on its output, ran after the region closed, under the bf16 autocast around the call:
+    # bf16 tables where eager's are f32, and three pieces left PyTorch's. A piece now holds the
+    # nodes of one region, or of none (docs/python.md, "Autocast and mixed dtypes"); here every
+    # piece's own ops run, as where they beat prism's kernel.
+    import warnings
+
+    monkeypatch.setattr(BACKEND, "_race", lambda prism_call, torch_call: (2e-3, 1e-3))
+    torch.manual_seed(4)
+    if model == "region":
+        module, args = AutocastInside().eval(), (activations(2, 8),)
+    else:
+        config = Qwen3Config(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                             num_attention_heads=4, num_key_value_heads=2, head_dim=16)
+        module, args = Qwen3ForCausalLM(config).eval(), (torch.randint(0, 128, (2, 8)),)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=model == "qwen3"):
+        want = module(*args)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = torch.compile(module, backend=spy)(*args)
+    if model == "qwen3":
+        got, want = got.logits, want.logits
+    (graph,) = spy.graphs
+    assert graph.prism_partitions
+    assert not [str(w.message) for w in caught if "a bug" in str(w.message)]
+    assert got.dtype == want.dtype
+    # PyTorch's ops, as eager ran them: only the order of a few adds differs.
+    assert torch.allclose(got.float(), want.float(), rtol=0, atol=1e-2 * want.abs().max().item())
