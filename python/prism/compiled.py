@@ -17,11 +17,13 @@ import os
 import threading
 import warnings
 
+from .agreement import computes_16_bit, disagreement
 from .checked_files import load_library, read_checked_bytes
 from .client import Client, find_prism_binary
 from .errors import ConnectionLost, NoFusedKernel, OutOfBoundsWrite, PrismError
 from .fx_import import from_torch
 
+_REFERENCE_RUNS = "the module runs"  # a signature's Call where the kernel disagreed with the module
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 _COMPILED = itertools.count(1)
 # One lock per loaded library: the same library loaded twice (two callables of one program) is one
@@ -217,6 +219,7 @@ class Compiled:
         # `imported`: the program already written (torch_backend's partitions, from_graph).
         self.program = _named_by_content(imported or from_torch(fn_or_module, example_inputs, dims=dims, name=name))
         self._module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else self.program.module
+        self._reference = fn_or_module  # what a new signature's first call is compared with
         self.target, self.top, self.progress = target, top, progress
         # False: where no fused kernel wins, NoFusedKernel, not the eager plan (torch_backend runs
         # the graph's own ops there).
@@ -331,7 +334,29 @@ class Compiled:
 
     def __call__(self, *args):
         tensors = self.program.arguments(self._module, *args)
-        return self._call_of(tensors)(tensors)
+        signature = _signature(tensors)
+        call = self._calls.get(signature)
+        if call is None:
+            return self._first_call(args, tensors, signature)
+        return self._reference(*args) if call is _REFERENCE_RUNS else call(tensors)
+
+    def _first_call(self, args, tensors, signature):
+        """A call with a signature not seen before: the kernel's outputs, compared with the
+        module's own on these inputs (agreement.py); where they disagree, the module's, with a
+        RuntimeWarning that calls it a bug, and the module runs at these sizes from then on
+        (docs/python.md, "prism.compile", "Checks")."""
+        import torch
+
+        got = self._work_out(tensors, signature)(tensors)
+        with torch.no_grad():  # on copies: a module that writes into its inputs must not here
+            want = self._reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+        why = disagreement(got, want, computes_16_bit(self.program.text, tensors), "the module")
+        if why is None:
+            return got
+        warnings.warn(f"'{self.program.name}' at {_sizes(self._bind(tensors))}: on this call's inputs {why}; the module "
+                      "runs at these sizes (a bug: please report it)", RuntimeWarning, stacklevel=3)
+        self._calls[signature] = _REFERENCE_RUNS
+        return want
 
     def call_for(self, *args):
         """The Call that runs `args` as this callable would (checked, and tuned at new sizes, at

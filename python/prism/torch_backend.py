@@ -21,7 +21,7 @@ import sys
 import warnings
 
 from . import fx_import, implicit_casts, share, varying_floats
-from .agreement import disagreement
+from .agreement import computes_16_bit, disagreement
 from .compiled import Compiled
 from .errors import ConnectionLost, PrismError, UnsupportedOp, as_bug
 from .layout_cuts import folds_rows, moves_layout, splits_heads
@@ -635,7 +635,7 @@ def _partition_module(name, compiled, rows, fallback):
                 call = compiled.call_for(*(rows.arguments(args) if rows is not None else args))
                 if rows is not None:
                     call = call.reshaped(rows.output_shapes(args, [shape for shape, _ in call.outputs]))
-                why = disagreement(call(arguments(args)), self.fallback(*args), _computes_16_bit(compiled, args))
+                why = disagreement(call(arguments(args)), self.fallback(*args), computes_16_bit(compiled.program.text, args))
                 if why:
                     _warn_once(f"prism: {name} stays PyTorch's at {_shapes_text(args)}: on this call's inputs {why}; "
                                "a bug: please report it")
@@ -660,14 +660,6 @@ def _partition_module(name, compiled, rows, fallback):
             return None  # the Call kept for these sizes: PyTorch's ops run them
 
     return PrismPartition()
-
-
-def _computes_16_bit(compiled, args):
-    """Whether a piece reads 16-bit tensors or casts to 16 bits (autocast's casts, written in)."""
-    import torch
-
-    sixteen = (torch.float16, torch.bfloat16)
-    return any(getattr(a, "dtype", None) in sixteen for a in args) or bool(re.search(r"\bb?f16\(", compiled.program.text))
 
 
 def _shapes_text(args):

@@ -3,6 +3,7 @@ import copy
 import os
 import signal
 import sys
+import warnings
 
 import pytest
 
@@ -116,6 +117,19 @@ def test_a_new_shape_is_tuned_once_and_the_parameters_are_read_at_each_call(comp
         compiled(x.double())
 
 
+class InPlaceResidual(torch.nn.Module):
+    """A projection of its input shifted in place, as some modeling code writes into a tensor it
+    was given."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(DIM, DIM)
+
+    def forward(self, x):
+        x += 1.0
+        return self.proj(x)
+
+
 class _Unreachable:
     """A client or check that must not be reached: any use fails the test."""
 
@@ -152,6 +166,51 @@ def test_a_call_seen_before_runs_the_kernel_on_the_callers_memory_with_no_check_
     # A signature not seen before is checked.
     with pytest.raises(AssertionError, match="checked again"):
         compiled(outlier_rows(6))
+
+
+def test_the_first_call_at_new_sizes_is_compared_with_the_module_once(compiled_of):
+    torch.manual_seed(6)
+    module = InPlaceResidual().eval()
+    compiled = compiled_of(module)
+    calls = []
+    module.register_forward_hook(lambda *_: calls.append(1))
+    x = outlier_rows(5)
+    before = x.clone()
+    with torch.no_grad():
+        want = module(x.clone())
+    calls.clear()
+    assert close(compiled(x), want, 1e-3, 1e-4) and len(calls) == 1  # the kernel's, checked by the module's
+    assert torch.equal(x, before), "the module wrote into a copy of the input, not the caller's"
+    assert close(compiled(x), want, 1e-3, 1e-4) and len(calls) == 1  # at sizes checked, the kernel alone
+
+
+def test_a_kernel_that_disagrees_with_the_module_leaves_those_sizes_to_it_with_a_warning(compiled_of, monkeypatch):
+    torch.manual_seed(7)
+    module = LlamaMLPBlock(DIM, HIDDEN).eval()
+    compiled = compiled_of(module)
+    run = prism.Kernel.run
+
+    def off_by_one(self, ins, outs, device=None):  # a wrong kernel, as a bug in prism would make
+        run(self, ins, outs, device)
+        outs[0].add_(1.0)
+
+    monkeypatch.setattr(prism.Kernel, "run", off_by_one)
+    x = outlier_rows(5)
+    with torch.no_grad():
+        want = module(x)
+    with pytest.warns(RuntimeWarning, match=r"at n=5: on this call's inputs prism's kernel is [0-9.]+ from the module, "
+                                            r".*the module runs at these sizes \(a bug: please report it\)"):
+        got = compiled(x)
+    assert torch.equal(got, want)
+    monkeypatch.setattr(prism.Kernel, "run", _Unreachable())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once
+        assert torch.equal(compiled(x), want)
+    monkeypatch.setattr(prism.Kernel, "run", run)
+    y = outlier_rows(6)  # other sizes: checked, and the kernel's
+    with torch.no_grad():
+        assert close(compiled(y), module(y), 1e-3, 1e-4)
+    assert (("n", 6),) in compiled.kernels
 
 
 def test_wrong_device_dtype_or_fixed_size_is_an_error_that_says_what_the_program_takes(compiled_of):
