@@ -14,6 +14,7 @@ import os
 import re
 import sys
 
+from . import bool_selects
 from .errors import UnsupportedOp
 from .fx_formulas import tanh_gelus
 from .grouped_heads import grouped_sources, repeat_step
@@ -685,6 +686,7 @@ _FUNCTIONS = {
     "transpose": _transpose, "permute": _permute, "reshape": _reshape, "unsqueeze": _reshape, "pow": _pow, "where": _where, "clamp": _clamp,
     "cat": _cat, "repeat_interleave": _repeat_interleave, "addmm": _addmm, "baddbmm": _addmm, "chunk": _chunk, "split": _split, "scaled_dot_product_attention": _sdpa, "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
     "minimum": lambda w, n: f"minimum({w.arg(n.args[0])}, {w.arg(n.args[1])})", "dropout": _identity,
+    bool_selects.select: _where,  # a select by a boolean mask, its mask cast by PyTorch
     getattr: _attribute,
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
 }
@@ -694,7 +696,7 @@ _METHODS = {
     "softmax": _softmax(False), "log_softmax": _softmax(True), "transpose": _transpose, "permute": _permute,
     "reshape": _reshape, "view": _reshape, "contiguous": _identity, "unsqueeze": _reshape, "expand": _expand,
     "repeat_interleave": _repeat_interleave, "float": _cast, "half": _cast, "bfloat16": _cast,
-    "to": _cast, "type_as": _cast, "clamp": _clamp, "chunk": _chunk, "split": _split, "addmm": _addmm, "baddbmm": _addmm,
+    "to": _cast, "type_as": _cast, "type": _cast, "clamp": _clamp, "chunk": _chunk, "split": _split, "addmm": _addmm, "baddbmm": _addmm,
     "t": lambda w, n: f"{w.arg(n.args[0])}.T",
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
 }

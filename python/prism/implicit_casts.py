@@ -21,7 +21,6 @@ import functools
 from . import share
 
 _MATMULS = share.MATMULS | {"scaled_dot_product_attention"}
-_CASTS = share.CASTS | {"type"}  # their dtype is their argument's
 
 
 def write_casts(graph_module):
@@ -33,7 +32,7 @@ def write_casts(graph_module):
     for node in list(graph.nodes):
         given = _floating_dtype(node)
         inputs = [a for a in node.all_input_nodes if _floating_dtype(a) is not None]
-        if (node.op not in ("call_function", "call_method") or given is None or share.op_name(node) in _CASTS
+        if (node.op not in ("call_function", "call_method") or given is None or share.op_name(node) in share.CASTS
                 or "dtype" in node.kwargs or all(_floating_dtype(a) == given for a in inputs)):
             continue
         if share.op_name(node) in _MATMULS or given == torch.float32:

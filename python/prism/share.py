@@ -4,20 +4,23 @@ torch_backend and prism.explain give per graph (docs/python.md, "torch.compile")
 FLOPs count a multiply and an add as two: 2·M·N·K for a matmul (linear, addmm, bmm, the two of an
 attention), 2·out·C_in·k_h·k_w for a convolution, one per output element for every other op that
 computes a floating-point or complex tensor (Meta's reference Llama rotates by complex products).
-A weight is a parameter or a buffer the graph reads (dynamo passes them as inputs); it counts for
-prism where a piece prism runs reads it.
+A weight is a floating-point (or complex) parameter or buffer the graph reads (dynamo passes them
+as inputs); it counts for prism where a piece prism runs reads it. A boolean or integer buffer is
+no weight: GPT-2's causal mask, a 1024 x 1024 bool buffer a layer slices 8 x 8 of, counted 2 MB
+of a tiny model's 2.8 MB and made prism's share of the weight bytes read 16% where its pieces read
+every weight.
 """
 import math
 import operator
 
 MATMULS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm"}
-CASTS = frozenset({"to", "float", "half", "bfloat16", "type_as"})  # the methods that cast a tensor
+CASTS = frozenset({"to", "float", "half", "bfloat16", "type_as", "type"})  # the methods that cast a tensor
 RESHAPES = frozenset({"view", "reshape"})  # the methods and functions that reshape a tensor
 SPLITS = frozenset({"split", "chunk"})  # the ops whose pieces are getitem nodes
 # Ops that move, pick or convert data and compute nothing: no FLOPs.
 MOVES_DATA = {"getitem", "view", "reshape", "split", "chunk", "contiguous", "unsqueeze", "squeeze", "transpose",
               "permute", "t", "cat", "expand", "expand_as", "repeat", "repeat_interleave", "flatten", "embedding", "tensor", "to", "float",
-              "half", "bfloat16", "type_as", "clone", "dropout", "Dropout", "Identity", "getattr"}  # getattr: x.T
+              "half", "bfloat16", "type_as", "type", "clone", "dropout", "Dropout", "Identity", "getattr"}  # getattr: x.T
 
 
 def op_name(node):
@@ -102,14 +105,14 @@ def node_flops(node):
 
 
 def weights(graph_module, example_inputs):
-    """{placeholder: bytes} for the graph inputs that are parameters or buffers."""
+    """{placeholder: bytes} for the graph inputs that are floating-point parameters or buffers."""
     import torch
 
     found = {}
     placeholders = [n for n in graph_module.graph.nodes if n.op == "placeholder"]
     for node, value in zip(placeholders, example_inputs):
         is_weight = isinstance(value, torch.nn.Parameter) or "_parameters_" in node.name or "_buffers_" in node.name
-        if is_weight and hasattr(value, "element_size"):
+        if is_weight and (getattr(value, "is_floating_point", lambda: False)() or getattr(value, "is_complex", lambda: False)()):
             found[node] = value.numel() * value.element_size()
     return found
 

@@ -20,7 +20,7 @@ import re
 import sys
 import warnings
 
-from . import fx_import, implicit_casts, share, varying_floats
+from . import bool_selects, fx_import, implicit_casts, share, varying_floats
 from .agreement import computes_16_bit, disagreement
 from .compiled import Compiled
 from .errors import ConnectionLost, PrismError, UnsupportedOp, as_bug
@@ -253,8 +253,10 @@ def _simplify(graph_module):
     one PyTorch makes of it, computed by PyTorch; Conv1D's reshapes (_addmm_at_rank); a cache's
     values' length (_unify_value_lengths); `is_causal=True` as its mask (_explicit_causal_mask); dropout at
     inference, nn.Identity (T5's `dropout(inputs_embeds)` would be a piece returning its input) and
-    a product by 1 (a piece of its own, searched and tuned for nothing)."""
+    a product by 1 (a piece of its own, searched and tuned for nothing); a select by a boolean
+    mask, as one by its mask cast to floats (bool_selects.py)."""
     graph = graph_module.graph
+    bool_selects.write_float_selects(graph, _Meta)
     _addmm_at_rank(graph)
     _unify_value_lengths(graph)
     for n in list(graph.nodes):
@@ -327,7 +329,7 @@ def _left_to_pytorch(graph_module):
     for n in graph_module.graph.nodes:
         if n.op not in ("call_module", "call_method", "call_function") or not share.computes_numbers(n):
             continue
-        if n.target in (additive_mask, causal_mask):  # _simplify's own, beside the attention prism imports
+        if n.target in (additive_mask, causal_mask, bool_selects.select_condition):  # _simplify's own masks
             continue
         why = fx_import.why_untranslated(graph_module, n)
         if why is not None:
@@ -372,6 +374,21 @@ def _projected(node, nodes):
     return bool(readers) and _matmuls(readers) == len(readers)
 
 
+def _scores(node, nodes):
+    """Whether `node` is an attention's scores: its readers in `nodes`, one after another (a scale,
+    a mask's select or add, a cast), lead to a softmax. A piece goes on to the softmax and the
+    weights' matmul: GPT-2's eager attention was cut after `q @ k^T`, its scores written out and
+    read back."""
+    for _ in range(8):
+        readers = [u for u in node.users if u in nodes]
+        if len(readers) != 1 or _is_matmul(readers[0]):
+            return False
+        node = readers[0]
+        if share.op_name(node) in ("softmax", "Softmax"):
+            return True
+    return False
+
+
 def _pieces(partition, original):
     """A partition cut, in the graph's order, where the nodes so far leave one value to the rest
     (a residual stream between a layer's blocks) and hold a matmul, two pieces of one matmul each
@@ -384,7 +401,8 @@ def _pieces(partition, original):
         piece.append(node)
         members.add(node)
         live = [n for n in piece if any(user not in members for user in n.users)]
-        if live == [node] and _matmuls(piece) and not _biased(node, partition.nodes) and not _projected(node, partition.nodes):
+        if (live == [node] and _matmuls(piece) and not _biased(node, partition.nodes) and not _projected(node, partition.nodes)
+                and not _scores(node, partition.nodes)):
             pieces.append(piece)
             piece, members = [], set()
     joined = []

@@ -367,6 +367,23 @@ def test_explain_says_what_prism_would_search_and_what_pytorch_keeps_without_a_d
     assert "PyTorch runs 'additive_mask" not in report
 
 
+def test_a_boolean_buffer_is_no_weight_in_the_share(monkeypatch, tmp_path):
+    # GPT-2's eager attention slices its causal mask from a [1, 1, 1024, 1024] bool buffer: counted
+    # as a weight PyTorch reads, it made prism's share of the weight bytes 16%.
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    monkeypatch.setenv("PRISM_SOCKET", str(tmp_path / "none.sock"))
+    monkeypatch.setenv("PRISM_BIN", str(tmp_path / "no-prism"))
+    config = GPT2Config(vocab_size=128, n_embd=HIDDEN, n_layer=1, n_head=4, n_positions=64)
+    config._attn_implementation = "eager"
+    model = GPT2LMHeadModel(config).eval()
+    (graph,) = prism.explain(model, input_ids=torch.randint(0, 128, (1, 6))).graphs
+    assert any(b.dtype == torch.bool for b in model.buffers())
+    assert graph.prism_share.all_weight_bytes == sum(p.numel() * p.element_size() for p in model.parameters())
+    position_table = model.transformer.wpe.weight  # read by the embedding, PyTorch's
+    assert graph.prism_share.weight_bytes == graph.prism_share.all_weight_bytes - position_table.numel() * 4
+
+
 def test_a_rotary_in_complex_numbers_is_pytorchs_and_the_report_says_so(monkeypatch, tmp_path):
     # Meta's reference Llama rotates queries by complex products (view_as_complex, a product by
     # freqs_cis, view_as_real): prism computes real numbers, and says so op by op.
