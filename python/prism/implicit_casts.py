@@ -9,8 +9,10 @@ wider of two dtypes, so each such cast is written as a `.to(dtype)` node: the gr
 the same values with autocast on or off, in prism's pieces and in PyTorch's.
 
 The rules, for an op whose floating inputs are not all of the dtype it gives (D):
-- a matmul or attention (PyTorch multiplies only equal dtypes: autocast cast them): its floating
-  inputs are cast to D;
+- a matmul, attention or convolution (PyTorch multiplies only equal dtypes: autocast cast them):
+  its floating inputs are cast to D (a convolution read as a norm's mixed-type kernel computed
+  ViT's patch embedding at f32 where autocast's is bf16, and once a linear, patch_convolutions.py,
+  its piece's own ops computed it at bf16 where the graph said f32);
 - D is float32: its 16-bit inputs are cast to f32 (what type promotion computes anyway, and
   what autocast does for the ops it runs at f32);
 - D is 16-bit and the wider of the inputs' dtypes is f32 (a norm's mixed-type kernel): its
@@ -20,7 +22,7 @@ import functools
 
 from . import share
 
-_MATMULS = share.MATMULS | {"scaled_dot_product_attention"}
+_MATMULS = share.MATMULS | {"scaled_dot_product_attention", "conv1d", "conv2d", "conv3d"}
 
 
 def write_casts(graph_module):

@@ -20,7 +20,8 @@ SPLITS = frozenset({"split", "chunk"})  # the ops whose pieces are getitem nodes
 # Ops that move, pick or convert data and compute nothing: no FLOPs.
 MOVES_DATA = {"getitem", "view", "reshape", "split", "chunk", "contiguous", "unsqueeze", "squeeze", "transpose",
               "permute", "t", "cat", "expand", "expand_as", "repeat", "repeat_interleave", "flatten", "embedding", "tensor", "to", "float",
-              "half", "bfloat16", "type_as", "type", "clone", "dropout", "Dropout", "Identity", "getattr"}  # getattr: x.T
+              "half", "bfloat16", "type_as", "type", "clone", "dropout", "Dropout", "Identity", "getattr",  # getattr: x.T
+              "select_condition", "patch_rows", "patch_grid"}  # torch_backend's own cast and patch moves
 
 
 def op_name(node):

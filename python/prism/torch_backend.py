@@ -20,7 +20,7 @@ import re
 import sys
 import warnings
 
-from . import bool_selects, fx_import, implicit_casts, share, varying_floats
+from . import bool_selects, fx_import, implicit_casts, patch_convolutions, share, varying_floats
 from .agreement import computes_16_bit, disagreement
 from .compiled import Compiled
 from .errors import ConnectionLost, PrismError, UnsupportedOp, as_bug
@@ -254,9 +254,11 @@ def _simplify(graph_module):
     values' length (_unify_value_lengths); `is_causal=True` as its mask (_explicit_causal_mask); dropout at
     inference, nn.Identity (T5's `dropout(inputs_embeds)` would be a piece returning its input) and
     a product by 1 (a piece of its own, searched and tuned for nothing); a select by a boolean
-    mask, as one by its mask cast to floats (bool_selects.py)."""
+    mask, as one by its mask cast to floats (bool_selects.py); a patch embedding's convolution, as
+    its linear (patch_convolutions.py)."""
     graph = graph_module.graph
     bool_selects.write_float_selects(graph, _Meta)
+    patch_convolutions.write_patch_linears(graph, _Meta)
     _addmm_at_rank(graph)
     _unify_value_lengths(graph)
     for n in list(graph.nodes):
@@ -321,6 +323,10 @@ def _described(node):
     return f"'{node.name}' ({getattr(node.target, '__name__', node.target)}) at {fx_import.source_line(node)}"
 
 
+_SIMPLIFYS_OWN = (additive_mask, causal_mask, bool_selects.select_condition, patch_convolutions.patch_rows,
+                  patch_convolutions.patch_grid)
+
+
 def _left_to_pytorch(graph_module):
     """[(node description, why)] for each node computing a floating-point or complex tensor that
     prism does not translate (index, mask and position arithmetic in integers and booleans is
@@ -329,7 +335,7 @@ def _left_to_pytorch(graph_module):
     for n in graph_module.graph.nodes:
         if n.op not in ("call_module", "call_method", "call_function") or not share.computes_numbers(n):
             continue
-        if n.target in (additive_mask, causal_mask, bool_selects.select_condition):  # _simplify's own masks
+        if n.target in _SIMPLIFYS_OWN:  # masks and patches _simplify made, beside the ops prism imports
             continue
         why = fx_import.why_untranslated(graph_module, n)
         if why is not None:
