@@ -21,15 +21,18 @@ int uncast(const Program& p, int id) {
   return id;
 }
 
-// Inputs read as a matmul's 2-D right operand, directly or through a transpose, either under casts.
+// Inputs read as a matmul's 2-D right operand, directly or through a transpose, either under
+// casts, also reshaped into it (a patch convolution's W[o, c, kh, kw] as [o, c·kh·kw]).
 void mark_weights(const Program& p, InputRoles& roles) {
   for (size_t i = 0; i < p.inputs.size(); ++i) roles.weight[i] = p.value(p.inputs[i]).type.shape.size() <= 1;
   for (const Value& v : p.values) {
     if (v.op != Op::Matmul) continue;
     int b = uncast(p, v.operands[1]);
     if (p.value(b).op == Op::Transpose) b = uncast(p, p.value(b).operands[0]);
+    if (p.value(b).type.shape.size() != 2) continue;
+    if (p.value(b).op == Op::Reshape) b = uncast(p, p.value(b).operands[0]);
     const int i = input_index(p, b);
-    if (i >= 0 && p.value(b).type.shape.size() == 2) roles.weight[size_t(i)] = true;
+    if (i >= 0) roles.weight[size_t(i)] = true;
   }
 }
 

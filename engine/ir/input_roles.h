@@ -10,7 +10,8 @@ namespace prism {
 
 struct InputRoles {
   // Per input, in parameter order. A weight: a gain or bias (rank 0 or 1), or a 2-D matmul right
-  // operand, read as it is or transposed (nn.Linear's W), also under casts (autocast's bf16(W)).
+  // operand, read as it is or transposed (nn.Linear's W), also under casts (autocast's bf16(W))
+  // or reshaped into it (a patch convolution's 4-D W as a linear's).
   // Large-magnitude sets leave weights as drawn: activations of std 100 are what users have,
   // weights of std 100 are not.
   std::vector<bool> weight;

@@ -18,10 +18,10 @@ class PatchEmbedding(torch.nn.Module):
     """ViT's: patches of 4 x 8 (not square, so the two kernel sizes are not confused), flattened
     into tokens, then a LayerNorm."""
 
-    def __init__(self, padding=0, norm=True):
+    def __init__(self, padding=0):
         super().__init__()
         self.projection = torch.nn.Conv2d(3, 32, kernel_size=(4, 8), stride=(4, 8), padding=padding)
-        self.norm = torch.nn.LayerNorm(32) if norm else torch.nn.Identity()
+        self.norm = torch.nn.LayerNorm(32)
 
     def forward(self, pixels):
         return self.norm(self.projection(pixels).flatten(2).transpose(1, 2))
@@ -64,11 +64,13 @@ def test_under_autocast_the_patch_linear_computes_at_autocasts_dtype(shared_daem
     # Autocast runs a convolution at bf16; read as a norm's mixed-type kernel, the convolution was
     # written at f32 with its result cast, and its linear's own ops, under the autocast around
     # the call, gave bf16 where the graph said f32: the first call's check left it PyTorch's.
+    # And the tuner's edge suite read the reshaped 4-D weight as an activation: its rows
+    # mean-shifted, the LayerNorm cancelled the shift, and no kernel passed (kTunerRevision 65).
     import warnings
 
     monkeypatch.setattr(BACKEND, "_race", lambda prism_call, torch_call: (1e-3, 2e-3))  # prism's kernel runs
     torch.manual_seed(33)
-    module, image = PatchEmbedding(norm=False).eval(), torch.randn(2, 3, 16, 24)  # ViT's: no norm right after
+    module, image = PatchEmbedding().eval(), torch.randn(2, 3, 16, 24)
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         want = module(image)
         with warnings.catch_warnings(record=True) as caught:

@@ -161,6 +161,12 @@ TEST_CASE("edge suite: inputs are told apart as weights, additive masks and acti
   const InputRoles autocast = input_roles(test::lowered_text(test::autocast_attention_text(), "autocast_llama_attention"));
   CHECK(autocast.weight == std::vector<bool>{false, true, true, true, true, true, false, false, false});
   CHECK(autocast.mask_axis == std::vector<int>{-1, -1, -1, -1, -1, -1, -1, -1, 3});
+  // A patch convolution as a linear (python/prism/patch_convolutions.py): its 4-D weight, cast
+  // and reshaped into the matmul's right operand, is a weight. Read as an activation, its rows
+  // were mean-shifted, a LayerNorm after it cancelled the shift, and no kernel passed at bf16.
+  const InputRoles patches = input_roles(test::lowered_text(
+      "program patches(w: f32[32, 3, 4, 8], x: bf16[n, 96]) {\n  return x @ reshape(bf16(w), [32, 96]).T\n}\n", "patches"));
+  CHECK(patches.weight == std::vector<bool>{true, false});
 }
 
 TEST_CASE("edge suite: a causal attention's sets hold large magnitudes, rows of zeros and the -inf mask patterns", "[tune][edge_suite]") {
