@@ -19,7 +19,8 @@ bench/cpu/models/DATE-MACHINE.csv) with the machine; a table is printed.
 
 Arguments: --models (llama qwen2 mistral gemma gpt2 bert t5 vit), --parts (model layer),
 --dtypes (f32 bf16), --shapes (prefill32 prefill128 decode1 decode8), --variants (eager inductor
-max-autotune prism), --hidden (the models' width, 512), --rounds (7), --csv FILE.
+max-autotune prism), --hidden (the models' width, 512), --rounds (7), --csv FILE, --attention
+(the models' attn_implementation: eager, sdpa; transformers' default where not given).
 """
 import argparse
 import copy
@@ -44,25 +45,29 @@ VOCAB = 4096
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 
 
-def configs(hidden):
+def configs(hidden, attention=None):
+    """The models at width `hidden`; `attention`: their attn_implementation ("eager", "sdpa"),
+    transformers' default where None."""
     heads = max(1, hidden // 64)
+    chosen = {"attn_implementation": attention} if attention else {}
     inter = (hidden * 8 // 3 + 63) // 64 * 64  # a gated MLP's width, as Llama rounds it
     decoder = dict(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=2,
-                   num_attention_heads=heads, num_key_value_heads=max(1, heads // 2), max_position_embeddings=1024)
+                   num_attention_heads=heads, num_key_value_heads=max(1, heads // 2), max_position_embeddings=1024,
+                   **chosen)
     return {
         "llama": lambda: T.LlamaForCausalLM(T.LlamaConfig(**decoder)),
         "qwen2": lambda: T.Qwen2ForCausalLM(T.Qwen2Config(**decoder)),
         "mistral": lambda: T.MistralForCausalLM(T.MistralConfig(**decoder, head_dim=64)),
         "gemma": lambda: T.GemmaForCausalLM(T.GemmaConfig(**decoder, head_dim=64)),
         "gpt2": lambda: T.GPT2LMHeadModel(T.GPT2Config(vocab_size=VOCAB, n_embd=hidden, n_layer=2, n_head=heads,
-                                                       n_positions=1024)),
+                                                       n_positions=1024, **chosen)),
         "bert": lambda: T.BertModel(T.BertConfig(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=4 * hidden,
                                                  num_hidden_layers=2, num_attention_heads=heads,
-                                                 max_position_embeddings=1024)),
+                                                 max_position_embeddings=1024, **chosen)),
         "t5": lambda: T.T5EncoderModel(T.T5Config(vocab_size=VOCAB, d_model=hidden, d_kv=64, d_ff=4 * hidden,
-                                                  num_layers=2, num_heads=heads)),
+                                                  num_layers=2, num_heads=heads, **chosen)),
         "vit": lambda: T.ViTModel(T.ViTConfig(hidden_size=hidden, intermediate_size=4 * hidden, num_hidden_layers=2,
-                                              num_attention_heads=heads, image_size=128, patch_size=16)),
+                                              num_attention_heads=heads, image_size=128, patch_size=16, **chosen)),
     }
 
 
@@ -224,13 +229,13 @@ def commit():
         return ""
 
 
-def bench(name, part, dtype_name, shape, variants, hidden, rounds, load):
+def bench(name, part, dtype_name, shape, variants, hidden, rounds, load, attention=None):
     # Each case compiles from scratch: a layer's forward is one code object for every copy and
     # shape, and past dynamo's recompile limit a frame would silently run eager.
     torch._dynamo.reset()
     torch.manual_seed(0)
     dtype = DTYPES[dtype_name]
-    model = configs(hidden)[name]().eval().to(dtype)
+    model = configs(hidden, attention)[name]().eval().to(dtype)
     call = Call(name, model, shape, dtype)
     if part == "layer":
         module, inputs = layer_call(model, call)
@@ -295,6 +300,8 @@ def main():
     parser.add_argument("--hidden", type=int, default=512)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--csv", default="")
+    parser.add_argument("--attention", default="", help="the models' attn_implementation (eager, sdpa); "
+                                                        "transformers' default where not given")
     a = parser.parse_args()
     torch._dynamo.config.recompile_limit = 64  # four variants of one code object, each at two sizes
     variants = a.variants.split(",")
@@ -303,12 +310,12 @@ def main():
                                  f"{datetime.date.today()}-{where.split(',')[0].split('(')[0].split()[0].lower()}"
                                  f"-{os.cpu_count()}core.csv")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fields = ["date", "machine", "torch", "transformers", "prism_commit", "threads", "model", "part", "hidden", "dtype",
+    fields = ["date", "machine", "torch", "transformers", "prism_commit", "threads", "model", "part", "hidden", "attention", "dtype",
               "shape", "tokens", "cache_tokens", "variant", "first_call_s", "median_ms", "spread", "rounds", "loaded",
               "vs_eager", "vs_inductor", "max_error", "error", "note"]
     fixed = {"date": str(datetime.date.today()), "machine": where, "torch": torch.__version__,
              "transformers": T.__version__, "prism_commit": commit(), "threads": torch.get_num_threads(),
-             "hidden": a.hidden}
+             "hidden": a.hidden, "attention": a.attention or "default"}
     print(f"{where}; torch {torch.__version__} on {torch.get_num_threads()} threads; transformers {T.__version__}")
     print(f"{'model':<8} {'part':<6} {'dtype':<5} {'shape':<10} " + " ".join(f"{v:>14}" for v in variants)
           + "   inductor/prism")
@@ -324,7 +331,7 @@ def main():
                             continue
                         if name == "vit" and shape != a.shapes.split(",")[0]:
                             continue  # one image size
-                        call, rows = bench(name, part, dtype, shape, variants, a.hidden, a.rounds, load)
+                        call, rows = bench(name, part, dtype, shape, variants, a.hidden, a.rounds, load, a.attention or None)
                         eager = rows.get("eager", {}).get("median_ms")
                         inductor = rows.get("inductor", {}).get("median_ms")
                         cells = []
