@@ -13,8 +13,6 @@ dropped as PyTorch drops it. Run by PyTorch (a piece's own ops), `select` is `to
 A select given a dtype's limit as a number (`masked_fill(mask, finfo.min)` on a mask being
 built) is left as it is: the importer leaves those to PyTorch (fx_import.why_untranslated).
 """
-import math
-
 from . import share
 
 
@@ -68,7 +66,7 @@ def _select_operands(node):
         return None
     if str(getattr(getattr(condition, "meta", {}).get("tensor_meta"), "dtype", None)) != "torch.bool":
         return None
-    if any(isinstance(a, float) and math.isfinite(a) and abs(a) >= 1e30 for a in (input, other)):
+    if share.is_dtype_limit(input) or share.is_dtype_limit(other):
         return None
     shaped = [a for a in (input, other) if hasattr(a, "meta") and share.computes_numbers(a) and share.shape_of(a)]
     return (condition, input, other) if shaped else None

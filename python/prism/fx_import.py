@@ -18,7 +18,7 @@ from . import bool_selects
 from .errors import UnsupportedOp
 from .fx_formulas import tanh_gelus
 from .grouped_heads import grouped_sources, repeat_step
-from .share import arguments as _args, is_split_piece
+from .share import arguments as _args, is_dtype_limit, is_split_piece
 
 _DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}
 
@@ -743,7 +743,7 @@ def why_untranslated(module, node):
     dtypes = sorted({str(m.dtype) for m in metas if str(m.dtype) not in _DTYPES})
     if dtypes:
         return f"its result is {', '.join(dtypes)} (prism computes f32, f16 and bf16)"
-    limits = [a for a in list(node.args) + list(node.kwargs.values()) if isinstance(a, float) and math.isfinite(a) and abs(a) >= 1e30]
+    limits = [a for a in list(node.args) + list(node.kwargs.values()) if is_dtype_limit(a)]
     if limits:
         return (f"it multiplies or adds {limits[0]!r}, a dtype's limit (finfo.min: a mask being built, which PyTorch "
                 "builds; prism's pieces read the mask)")

@@ -43,6 +43,12 @@ def is_split_piece(node):
     return node.target is operator.getitem and is_split(node.args[0])
 
 
+def is_dtype_limit(value):
+    """Whether `value` is a finite float of a dtype's limit's size (`finfo.min` written as a
+    number): mask building, which PyTorch does and prism's pieces read the result of."""
+    return isinstance(value, float) and math.isfinite(value) and abs(value) >= 1e30
+
+
 def hint(size):
     """A size as a number: an int, or a SymInt's hint (the size of the call being compiled); None
     where it has none."""
@@ -113,7 +119,8 @@ def weights(graph_module, example_inputs):
     placeholders = [n for n in graph_module.graph.nodes if n.op == "placeholder"]
     for node, value in zip(placeholders, example_inputs):
         is_weight = isinstance(value, torch.nn.Parameter) or "_parameters_" in node.name or "_buffers_" in node.name
-        if is_weight and (getattr(value, "is_floating_point", lambda: False)() or getattr(value, "is_complex", lambda: False)()):
+        dtype = getattr(value, "dtype", None)
+        if is_weight and dtype is not None and (dtype.is_floating_point or dtype.is_complex):
             found[node] = value.numel() * value.element_size()
     return found
 
