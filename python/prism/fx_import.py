@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-from . import bool_selects
+from . import bool_selects, effects
 from .errors import UnsupportedOp
 from .fx_formulas import tanh_gelus
 from .grouped_heads import grouped_sources, repeat_step
@@ -716,6 +716,9 @@ def translates(module, node):
 
 def why_untranslated(module, node):
     """None where from_torch translates `node`; else why not, in words: the op, or the dtype."""
+    if effects.writes_visibly(node):
+        return ("it writes in place into a tensor other ops can read (an input, a buffer, a view, or a value "
+                "read elsewhere): PyTorch runs it where the model does")
     if node.op == "call_module":
         known = type(module.get_submodule(node.target)).__name__ in _MODULES
     elif node.op == "call_method":
@@ -728,8 +731,6 @@ def why_untranslated(module, node):
             return "indexing by an integer or a tensor (prism takes slices and None)"
         else:
             known = hasattr(getattr(source, "meta", {}).get("tensor_meta"), "dtype")
-    elif node.op == "call_function" and node.target is operator.iadd and len(getattr(node.args[0], "users", ())) != 1:
-        return "an in-place add whose first operand is read elsewhere too (prism's values are not mutated)"
     elif node.op == "call_function":
         known = node.target in _FUNCTIONS or getattr(node.target, "__name__", None) in _FUNCTIONS
     else:

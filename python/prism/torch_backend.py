@@ -20,7 +20,7 @@ import re
 import sys
 import warnings
 
-from . import bool_selects, fx_import, implicit_casts, patch_convolutions, share, varying_floats
+from . import bool_selects, effects, fx_import, implicit_casts, patch_convolutions, share, varying_floats
 from .agreement import computes_16_bit, disagreement
 from .compiled import Compiled
 from .errors import ConnectionLost, PrismError, UnsupportedOp, as_bug
@@ -65,6 +65,7 @@ def _record_shapes(graph_module, example_inputs):
 
 _OPENS = ("_vmap_increment_nesting",)  # calls whose effect lasts until their close
 _CLOSES = ("_vmap_decrement_nesting",)
+_EFFECT_CALLS = frozenset(_OPENS + _CLOSES + ("_enter_autocast", "_exit_autocast"))
 
 
 def _in_regions(graph_module):
@@ -95,7 +96,8 @@ def _autocast_segments(graph_module):
 
 
 def _by_segment(partition, segment):
-    """`partition` as one partition per autocast segment its nodes are in. Each is convex as the
+    """`partition` as one partition per segment its nodes are in (an autocast region's, and
+    between in-place writes: effects.segments). Each is convex as the
     partition is: a path between two of its nodes runs through nodes between them in the graph's
     order, so of their segment."""
     from torch.fx.passes.infra.partitioner import Partition
@@ -106,11 +108,12 @@ def _by_segment(partition, segment):
     return [Partition(id=partition.id, nodes=nodes) for nodes in parts.values()]
 
 
-def _keep_order(graph_module, order):
+def _keep_order(graph_module, order, barriers=frozenset()):
     """Sorts the graph topologically, each node as early as its original position `order` (the
     node's, or for a fused partition its first node's; a node fusing made, its input's) allows:
-    fusing must not move a call with effects (vmap nesting, autocast) past the nodes around it, as
-    the partitioner's breadth-first sort does."""
+    fusing must not move a call with effects (vmap nesting, autocast, an in-place write) past the
+    nodes around it, as the partitioner's breadth-first sort does. The nodes named in `barriers`
+    (those calls) keep every node with a position on its side of them, whatever its inputs."""
     import heapq
 
     import torch
@@ -119,7 +122,23 @@ def _keep_order(graph_module, order):
     rank = {}
     for n in nodes:
         rank[n] = order[n] if n in order else max((rank[i] for i in n.all_input_nodes), default=0)
-    waiting = {n: len(n.all_input_nodes) for n in nodes}
+    waits_on = {n: set(n.all_input_nodes) for n in nodes}
+    barrier, since = None, []
+    for n in sorted((n for n in nodes if n in order), key=order.get):
+        if n.name in barriers:
+            waits_on[n].update(since)
+            since = []
+        if barrier is not None:
+            waits_on[n].add(barrier)
+        if n.name in barriers:
+            barrier = n
+        else:
+            since.append(n)
+    users = {n: [] for n in nodes}
+    for n, inputs in waits_on.items():
+        for i in inputs:
+            users[i].append(n)
+    waiting = {n: len(inputs) for n, inputs in waits_on.items()}
     ready = [(rank[n], i, n) for i, n in enumerate(nodes) if waiting[n] == 0]
     heapq.heapify(ready)
     index = {n: i for i, n in enumerate(nodes)}
@@ -127,10 +146,11 @@ def _keep_order(graph_module, order):
     while ready:
         _, _, n = heapq.heappop(ready)
         env[n] = graph.node_copy(n, lambda x: env[x])
-        for user in n.users:
+        for user in users[n]:
             waiting[user] -= 1
             if waiting[user] == 0:
                 heapq.heappush(ready, (rank[user], index[user], user))
+    assert len(env) == len(nodes), "the order's barriers made a cycle"
     graph_module.graph = graph
     graph_module.recompile()
 
@@ -598,19 +618,15 @@ def _race(prism_call, torch_call, rounds=7):
     return statistics.median(times[0]), statistics.median(times[1])
 
 
-_OUT_OF_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub, operator.imul: operator.mul,
-                 operator.itruediv: operator.truediv}
-
-
 def _functional(part):
     """`part` with its in-place operators made out-of-place, as prism's program computes them: the
-    importer takes `a += b` only where nothing else reads `a`, so no one sees the difference, but
-    `a` may be an input of the piece, which the race and the first call's check run more than once
-    (Falcon's `mlp_output += attention_output` under autocast added the attention again at each)."""
+    importer takes `a += b` (or `f(a, inplace=True)`) only where no other node can read `a`
+    (effects.writes_visibly), so no one sees the difference, but `a` may be an input of the
+    piece, which the race and the first call's check run more than once (Falcon's `mlp_output +=
+    attention_output` under autocast added the attention again at each)."""
     changed = False
     for n in part.graph.nodes:
-        if n.op == "call_function" and n.target in _OUT_OF_PLACE:
-            n.target, changed = _OUT_OF_PLACE[n.target], True
+        changed |= effects.make_out_of_place(n)
     if changed:
         part.recompile()
     return part
@@ -784,7 +800,10 @@ def _backend(graph_module, example_inputs, target, top, explain):
     # traced with its nn.Modules calls them (call_module); _compute_nodes filters instead.
     # Positions by name: fusing copies the nodes into a new graph, under their names.
     original = {n.name: i for i, n in enumerate(graph_module.graph.nodes)}
-    segment = _autocast_segments(graph_module)
+    autocast, writes = _autocast_segments(graph_module), effects.segments(graph_module)
+    segment = {n: (autocast[n], writes[n]) for n in graph_module.graph.nodes}
+    barriers = {n.name for n in graph_module.graph.nodes
+                if effects.writes_visibly(n) or getattr(n.target, "__name__", "") in _EFFECT_CALLS}
     for _ in range(_PARTITION_ROUNDS):
         partitioner = CapabilityBasedPartitioner(graph_module, PrismSupport(), allows_single_node_partition=True)
         partitions = [Partition(id=i, nodes=nodes) for i, nodes in
@@ -809,7 +828,7 @@ def _backend(graph_module, example_inputs, target, top, explain):
     partitioned = partitioner.fuse_partitions(partitions)
     order = {n: first[n.target] if n.op == "call_module" and n.target in first else original[n.name]
              for n in partitioned.graph.nodes if n.name in original or (n.op == "call_module" and n.target in first)}
-    _keep_order(partitioned, order)
+    _keep_order(partitioned, order, barriers)
     partitioned.prism_partitions, partitioned.prism_skipped, partitioned.prism_left = [], [], left
     partitioned.prism_programs = []
     taken = []

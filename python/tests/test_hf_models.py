@@ -123,6 +123,36 @@ def test_greedy_generate_with_the_kv_cache_gives_eagers_tokens(shared_daemon, sp
         assert graph.prism_share.flops >= 0.99 * graph.prism_share.all_flops, str(graph.prism_share)
 
 
+def test_a_static_cache_written_in_place_gives_eagers_logits_and_cache(shared_daemon, spy):
+    # StaticCache writes each layer's keys and values in place (`index_copy_`) and the attention
+    # reads the whole cache after: the writes are PyTorch's, in the model's order (effects.py).
+    torch.manual_seed(14)
+    model = model_with_outliers("llama")
+    inputs = call("llama", 2, 6)
+    decode_mask = torch.cat([inputs["attention_mask"], torch.ones(2, 1, dtype=torch.long)], 1)
+
+    def prefill_and_step(forward):
+        cache = T.StaticCache(config=model.config, max_batch_size=2, max_cache_len=16)
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            prefill = forward(**inputs, past_key_values=cache, cache_position=torch.arange(6)).logits
+            token = prefill[:, -1].argmax(-1, keepdim=True)
+            step = forward(input_ids=token, attention_mask=decode_mask, past_key_values=cache,
+                           cache_position=torch.tensor([6])).logits
+        return [prefill, step] + [t for layer in cache.layers for t in (layer.keys, layer.values)]
+
+    want = prefill_and_step(model.forward)
+    got = prefill_and_step(torch.compile(model.forward, backend=spy))
+    for w, g in zip(want, got):
+        assert torch.allclose(g, w, rtol=1e-4, atol=1e-4), (g - w).abs().max()
+    assert len(spy.graphs) == 2
+    for graph in spy.graphs:
+        # PyTorch runs the lookup, the rotary tables, the cache's allocation and its writes.
+        ops = {re.search(r"\((\w+)\) at ", node).group(1) for node, _ in graph.prism_left}
+        assert not graph.prism_skipped and "index_copy_" in ops, graph.prism_skipped
+        assert ops <= {"embedding", "float", "cos", "sin", "zeros", "index_copy_"}, graph.prism_left
+
+
 @pytest.mark.parametrize("name", ["gpt2", "qwen2"])
 def test_a_bf16_model_is_as_close_to_the_f32_model_as_eager_bf16_is(shared_daemon, spy, name):
     torch.manual_seed(13)
