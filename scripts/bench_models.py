@@ -20,7 +20,8 @@ bench/cpu/models/DATE-MACHINE.csv) with the machine; a table is printed.
 Arguments: --models (llama qwen2 mistral gemma gpt2 bert t5 vit), --parts (model layer),
 --dtypes (f32 bf16), --shapes (prefill32 prefill128 decode1 decode8), --variants (eager inductor
 max-autotune prism), --hidden (the models' width, 512), --rounds (7), --csv FILE, --attention
-(the models' attn_implementation: eager, sdpa; transformers' default where not given).
+(the models' attn_implementation: eager, sdpa; transformers' default where not given), --cache
+(decode's KV cache: dynamic, or static: transformers' StaticCache, written in place).
 """
 import argparse
 import copy
@@ -91,9 +92,10 @@ class Call:
     """One way to call a model at one shape: `inputs()` gives fresh (args, kwargs) for a call (a
     new cache over the same 512 stored tokens for decode, so that no call grows it)."""
 
-    def __init__(self, name, model, shape, dtype):
+    def __init__(self, name, model, shape, dtype, cache="dynamic"):
         self.tokens = 0
         self.cache = None
+        self._static = None
         if name == "vit":
             pixels = torch.randn(1, 3, 128, 128, dtype=dtype)
             self.tokens = (128 // 16) ** 2 + 1
@@ -105,10 +107,20 @@ class Call:
         if kind == "prefill":
             self._make = lambda: ((), {"input_ids": ids})
             return
-        with torch.no_grad():
-            out = model(input_ids=torch.randint(0, VOCAB, (1, CACHE_TOKENS)), use_cache=True)
-        legacy = out.past_key_values.to_legacy_cache() if hasattr(out.past_key_values, "to_legacy_cache") else out.past_key_values
+        stored = torch.randint(0, VOCAB, (1, CACHE_TOKENS))
         self.cache = CACHE_TOKENS
+        if cache == "static":  # written in place at the step's positions: every call writes the same slots
+            self._static = T.StaticCache(config=model.config, max_cache_len=CACHE_TOKENS + count)
+            with torch.no_grad():
+                model(input_ids=stored, past_key_values=self._static, cache_position=torch.arange(CACHE_TOKENS))
+            self._lengths = [getattr(layer, "cumulative_length", None) for layer in self._static.layers]
+            step = torch.arange(CACHE_TOKENS, CACHE_TOKENS + count)
+            self._make = lambda: ((), {"input_ids": ids, "past_key_values": self.fresh_cache(), "cache_position": step,
+                                       "use_cache": True})
+            return
+        with torch.no_grad():
+            out = model(input_ids=stored, use_cache=True)
+        legacy = out.past_key_values.to_legacy_cache() if hasattr(out.past_key_values, "to_legacy_cache") else out.past_key_values
         self._legacy = legacy
         self._make = lambda: ((), {"input_ids": ids, "past_key_values": self.fresh_cache(), "use_cache": True})
 
@@ -116,7 +128,14 @@ class Call:
         return self._make()
 
     def fresh_cache(self):
-        """A cache no call has grown: empty for prefill, the 512 stored tokens for decode."""
+        """A cache no call has grown: empty for prefill, the 512 stored tokens for decode (a
+        static cache is the same one: a call writes its step's slots; a sliding-window layer's
+        count of tokens seen, which a call raises, is set back, lest it roll the cache)."""
+        if self._static is not None:
+            for layer, length in zip(self._static.layers, self._lengths):
+                if length is not None:
+                    layer.cumulative_length = length
+            return self._static
         return T.DynamicCache.from_legacy_cache(self._legacy) if self.cache else T.DynamicCache()
 
 
@@ -229,14 +248,14 @@ def commit():
         return ""
 
 
-def bench(name, part, dtype_name, shape, variants, hidden, rounds, load, attention=None):
+def bench(name, part, dtype_name, shape, variants, hidden, rounds, load, attention=None, cache="dynamic"):
     # Each case compiles from scratch: a layer's forward is one code object for every copy and
     # shape, and past dynamo's recompile limit a frame would silently run eager.
     torch._dynamo.reset()
     torch.manual_seed(0)
     dtype = DTYPES[dtype_name]
     model = configs(hidden, attention)[name]().eval().to(dtype)
-    call = Call(name, model, shape, dtype)
+    call = Call(name, model, shape, dtype, cache)
     if part == "layer":
         module, inputs = layer_call(model, call)
     else:
@@ -302,6 +321,9 @@ def main():
     parser.add_argument("--csv", default="")
     parser.add_argument("--attention", default="", help="the models' attn_implementation (eager, sdpa); "
                                                         "transformers' default where not given")
+    parser.add_argument("--cache", default="dynamic", choices=("dynamic", "static"),
+                        help="decode's KV cache: transformers' DynamicCache, or the StaticCache its docs pair "
+                             "with torch.compile (written in place)")
     a = parser.parse_args()
     torch._dynamo.config.recompile_limit = 64  # four variants of one code object, each at two sizes
     variants = a.variants.split(",")
@@ -310,12 +332,12 @@ def main():
                                  f"{datetime.date.today()}-{where.split(',')[0].split('(')[0].split()[0].lower()}"
                                  f"-{os.cpu_count()}core.csv")
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fields = ["date", "machine", "torch", "transformers", "prism_commit", "threads", "model", "part", "hidden", "attention", "dtype",
+    fields = ["date", "machine", "torch", "transformers", "prism_commit", "threads", "model", "part", "hidden", "attention", "cache", "dtype",
               "shape", "tokens", "cache_tokens", "variant", "first_call_s", "median_ms", "spread", "rounds", "loaded",
               "vs_eager", "vs_inductor", "max_error", "error", "note"]
     fixed = {"date": str(datetime.date.today()), "machine": where, "torch": torch.__version__,
              "transformers": T.__version__, "prism_commit": commit(), "threads": torch.get_num_threads(),
-             "hidden": a.hidden, "attention": a.attention or "default"}
+             "hidden": a.hidden, "attention": a.attention or "default", "cache": a.cache}
     print(f"{where}; torch {torch.__version__} on {torch.get_num_threads()} threads; transformers {T.__version__}")
     print(f"{'model':<8} {'part':<6} {'dtype':<5} {'shape':<10} " + " ".join(f"{v:>14}" for v in variants)
           + "   inductor/prism")
@@ -331,7 +353,7 @@ def main():
                             continue
                         if name == "vit" and shape != a.shapes.split(",")[0]:
                             continue  # one image size
-                        call, rows = bench(name, part, dtype, shape, variants, a.hidden, a.rounds, load, a.attention or None)
+                        call, rows = bench(name, part, dtype, shape, variants, a.hidden, a.rounds, load, a.attention or None, a.cache)
                         eager = rows.get("eager", {}).get("median_ms")
                         inductor = rows.get("inductor", {}).get("median_ms")
                         cells = []
