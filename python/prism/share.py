@@ -2,7 +2,9 @@
 torch_backend and prism.explain give per graph (docs/python.md, "torch.compile").
 
 FLOPs count a multiply and an add as two: 2·M·N·K for a matmul (linear, addmm, bmm, the two of an
-attention), 2·out·C_in·k_h·k_w for a convolution, one per output element for every other op that
+attention), 2·out·(C_in/groups)·k... for a convolution of 1, 2 or 3 dims (only conv2d was
+counted once: Whisper's two conv1d, 15% of its encoder's FLOPs, went uncounted and its report
+said 100%), one per output element for every other op that
 computes a floating-point or complex tensor (Meta's reference Llama rotates by complex products).
 A weight is a floating-point (or complex) parameter or buffer the graph reads (dynamo passes them
 as inputs); it counts for prism where a piece prism runs reads it. A boolean or integer buffer is
@@ -76,6 +78,7 @@ def arguments(node, names, defaults=None):
 
 # Operand names where they are not (input, weight): passed by keyword too (Bloom's
 # `baddbmm(batch1=..., batch2=...)`, an attention's `query=`).
+_CONVOLUTIONS = {"conv1d", "conv2d", "conv3d", "Conv1d", "Conv2d", "Conv3d"}
 _OPERANDS = {"addmm": ("input", "mat1", "mat2"), "baddbmm": ("input", "batch1", "batch2"),
              "scaled_dot_product_attention": ("query", "key", "value")}
 
@@ -104,11 +107,21 @@ def node_flops(node):
     if name == "scaled_dot_product_attention" and first:
         keys = (shapes.get("key") or [1, 1])[-2]
         return 2 * 2 * math.prod(first) * keys  # Q K^T, then the weights times V
-    if name == "conv2d" and shapes.get("weight"):
-        return 2 * out * math.prod(shapes["weight"][1:])
+    if name in _CONVOLUTIONS:  # each output a dot product of the kernel's in/groups x k... values
+        kernel = shapes.get("weight") or _module_weight_shape(node)
+        if kernel:
+            return 2 * out * math.prod(kernel[1:])
     if name == "Linear" and first:
         return 2 * out * first[-1]
     return out
+
+
+def _module_weight_shape(node):
+    """A convolution module's weight shape (the node of a graph traced with its nn.Modules)."""
+    if node.op != "call_module":
+        return None
+    weight = getattr(node.graph.owning_module.get_submodule(node.target), "weight", None)
+    return list(weight.shape) if weight is not None else None
 
 
 def weights(graph_module, example_inputs):

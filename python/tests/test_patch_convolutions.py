@@ -60,6 +60,30 @@ def test_a_convolution_with_padding_stays_pytorchs_and_is_said(monkeypatch, tmp_
     assert any("(conv2d)" in node for node, _ in graph.prism_left), graph.prism_left
 
 
+class AudioFrontend(torch.nn.Module):
+    """Whisper's encoder front: two 1-D convolutions of kernel 3 (the second of stride 2), each
+    with a GELU, then the channels as tokens."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv1d(16, 32, kernel_size=3, padding=1)
+        self.conv2 = torch.nn.Conv1d(32, 32, kernel_size=3, stride=2, padding=1)
+
+    def forward(self, features):
+        x = torch.nn.functional.gelu(self.conv1(features))
+        return torch.nn.functional.gelu(self.conv2(x)).permute(0, 2, 1)
+
+
+def test_the_share_counts_the_convolutions_pytorch_runs(monkeypatch, tmp_path):
+    # Whisper's report said 100% of its FLOPs where its two convolutions, PyTorch's, were 15%.
+    monkeypatch.setenv("PRISM_SOCKET", str(tmp_path / "none.sock"))
+    monkeypatch.setenv("PRISM_BIN", str(tmp_path / "no-prism"))
+    (graph,) = prism.explain(AudioFrontend().eval(), torch.randn(2, 16, 64)).graphs
+    convolutions = 2 * (2 * 32 * 64) * (16 * 3) + 2 * (2 * 32 * 32) * (32 * 3)  # 2 x outputs x kernel
+    assert graph.prism_share.all_flops - graph.prism_share.flops >= convolutions, str(graph.prism_share)
+    assert sum("(conv1d)" in node for node, _ in graph.prism_left) == 2, graph.prism_left
+
+
 def test_under_autocast_the_patch_linear_computes_at_autocasts_dtype(shared_daemon, spy, monkeypatch):
     # Autocast runs a convolution at bf16; read as a norm's mixed-type kernel, the convolution was
     # written at f32 with its result cast, and its linear's own ops, under the autocast around
