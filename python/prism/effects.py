@@ -69,12 +69,17 @@ def writes_visibly(node):
     return False
 
 
-def segments(graph_module):
-    """Each node's segment: how many visible writes come before it in the graph's order. A
-    write opens the next segment (module docstring)."""
+def visible_writes(graph_module):
+    """The nodes of `graph_module` that write visibly (writes_visibly)."""
+    return {n for n in graph_module.graph.nodes if writes_visibly(n)}
+
+
+def segments(graph_module, writes):
+    """Each node's segment: how many of `writes` (visible_writes) come before it in the graph's
+    order. A write opens the next segment (module docstring)."""
     segment, of = 0, {}
     for n in graph_module.graph.nodes:
-        segment += writes_visibly(n)
+        segment += n in writes
         of[n] = segment
     return of
 

@@ -76,9 +76,9 @@ def arguments(node, names, defaults=None):
     return values
 
 
+_CONVOLUTIONS = {"conv1d", "conv2d", "conv3d", "Conv1d", "Conv2d", "Conv3d"}
 # Operand names where they are not (input, weight): passed by keyword too (Bloom's
 # `baddbmm(batch1=..., batch2=...)`, an attention's `query=`).
-_CONVOLUTIONS = {"conv1d", "conv2d", "conv3d", "Conv1d", "Conv2d", "Conv3d"}
 _OPERANDS = {"addmm": ("input", "mat1", "mat2"), "baddbmm": ("input", "batch1", "batch2"),
              "scaled_dot_product_attention": ("query", "key", "value")}
 

@@ -125,13 +125,11 @@ def _keep_order(graph_module, order, barriers=frozenset()):
     waits_on = {n: set(n.all_input_nodes) for n in nodes}
     barrier, since = None, []
     for n in sorted((n for n in nodes if n in order), key=order.get):
-        if n.name in barriers:
-            waits_on[n].update(since)
-            since = []
         if barrier is not None:
             waits_on[n].add(barrier)
-        if n.name in barriers:
-            barrier = n
+        if n.name in barriers:  # after every node since the last barrier
+            waits_on[n].update(since)
+            barrier, since = n, []
         else:
             since.append(n)
     users = {n: [] for n in nodes}
@@ -800,10 +798,11 @@ def _backend(graph_module, example_inputs, target, top, explain):
     # traced with its nn.Modules calls them (call_module); _compute_nodes filters instead.
     # Positions by name: fusing copies the nodes into a new graph, under their names.
     original = {n.name: i for i, n in enumerate(graph_module.graph.nodes)}
-    autocast, writes = _autocast_segments(graph_module), effects.segments(graph_module)
-    segment = {n: (autocast[n], writes[n]) for n in graph_module.graph.nodes}
+    writes = effects.visible_writes(graph_module)
+    autocast, between_writes = _autocast_segments(graph_module), effects.segments(graph_module, writes)
+    segment = {n: (autocast[n], between_writes[n]) for n in graph_module.graph.nodes}
     barriers = {n.name for n in graph_module.graph.nodes
-                if effects.writes_visibly(n) or getattr(n.target, "__name__", "") in _EFFECT_CALLS}
+                if n in writes or getattr(n.target, "__name__", "") in _EFFECT_CALLS}
     for _ in range(_PARTITION_ROUNDS):
         partitioner = CapabilityBasedPartitioner(graph_module, PrismSupport(), allows_single_node_partition=True)
         partitions = [Partition(id=i, nodes=nodes) for i, nodes in
