@@ -305,12 +305,23 @@ def _gelu(w, x, approximate):
     return f"gelu_tanh({x})" if approximate == "tanh" else f"gelu({x})"
 
 
+def _read_at_result_dtype(w, n, source):
+    """`source` as a reduction or softmax `n` reads it: cast first where `n` gives another dtype
+    (`softmax(x, dim=-1, dtype=torch.float32)` of a bf16 x, eager attention's upcast), as
+    PyTorch casts its input before the op."""
+    x = w.arg(source)
+    given = _DTYPES.get(str(n.meta["tensor_meta"].dtype))
+    if given is None or given == _DTYPES.get(str(getattr(source.meta.get("tensor_meta"), "dtype", None))):
+        return x
+    return f"{given}({x})"
+
+
 def _reduce(op):
     def rule(w, n):
         a = _args(n, ["input", "dim", "keepdim"], {"dim": None, "keepdim": False})
         if a["dim"] is None:
             raise w.unsupported(n, "a reduction over every dim (name one: dim=-1)")
-        return f"{op}({w.arg(a['input'])}, axis={_axis(w, n, a['dim'])}, keepdims={'true' if a['keepdim'] else 'false'})"
+        return f"{op}({_read_at_result_dtype(w, n, a['input'])}, axis={_axis(w, n, a['dim'])}, keepdims={'true' if a['keepdim'] else 'false'})"
     return rule
 
 
@@ -331,7 +342,7 @@ def _softmax(log):
         a = _args(n, ["input", "dim"], {"dim": None})
         if a["dim"] is None:
             raise w.unsupported(n, "softmax without dim")
-        x, axis = w.arg(a["input"]), _axis(w, n, a["dim"])
+        x, axis = _read_at_result_dtype(w, n, a["input"]), _axis(w, n, a["dim"])
         if not log:
             return f"softmax({x}, axis={axis})"
         shifted = f"({x} - max({x}, axis={axis}, keepdims=true))"

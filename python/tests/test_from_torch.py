@@ -172,3 +172,14 @@ def test_transformers_rms_norm_reads_its_inputs_dtype_for_the_cast_back():
     assert "f32(" not in f32 and "bf16(" not in f32 and "rsqrt(" in f32
     bf16 = prism.from_torch(Block().eval().to(torch.bfloat16), [torch.randn(8, 64, dtype=torch.bfloat16)]).text
     assert "= f32(x)" in bf16 and "bf16(v_mul)" in bf16, bf16
+
+
+def test_a_softmax_or_sum_given_a_dtype_reads_its_input_cast_to_it():
+    # Eager attention's `softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)` (Llama's,
+    # Phi's): PyTorch casts the input first and gives f32. Written as a bf16 softmax, a piece
+    # of Phi's bf16 model that ended at it gave bf16 where the graph's ops gave f32.
+    def upcast(x):
+        return torch.softmax(x, dim=-1, dtype=torch.float32), x.sum(-1, dtype=torch.float32), x.mean(-1)
+
+    text = prism.from_torch(upcast, [torch.randn(4, 8, dtype=torch.bfloat16)]).text
+    assert "softmax(f32(x), axis=-1)" in text and "sum(f32(x), axis=-1" in text and "mean(x, axis=-1" in text, text
