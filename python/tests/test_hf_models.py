@@ -176,7 +176,10 @@ def test_a_bf16_model_is_as_close_to_the_f32_model_as_eager_bf16_is(shared_daemo
 # through baddbmm with keywords (Bloom) or a tensor power (MPT), `x @ W.T` (Falcon), one KV head
 # (GPTBigCode), per-head q/k norms (Qwen3), soft-capped logits (Gemma2), experts (Mixtral),
 # learned positions (OPT), shared layers and embedding projections (ALBERT), disentangled
-# attention (DeBERTa-v2), an encoder-decoder (BART).
+# attention (DeBERTa-v2), an encoder-decoder (BART); sliding and global layers (Gemma3), a shared
+# expert (Qwen2-MoE), latent attention with sigmoid routing (DeepSeek-V3), a parallel block with
+# interleaved rotary (Cohere), alternating local attention (ModernBERT), attention sinks and a
+# clamped SwiGLU (gpt-oss).
 OTHER_MODELS = {
     "phi3": lambda: T.Phi3ForCausalLM(decoder_config(T.Phi3Config, pad_token_id=0)),
     "qwen3": lambda: T.Qwen3ForCausalLM(decoder_config(T.Qwen3Config, head_dim=16)),
@@ -198,6 +201,20 @@ OTHER_MODELS = {
                                                    num_hidden_layers=2, num_attention_heads=4)),
     "deberta_v2": lambda: T.DebertaV2Model(T.DebertaV2Config(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN,
                                                              num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=64)),
+    "gemma3": lambda: T.Gemma3ForCausalLM(decoder_config(T.Gemma3TextConfig, head_dim=16, sliding_window=4)),
+    "qwen2_moe": lambda: T.Qwen2MoeForCausalLM(decoder_config(T.Qwen2MoeConfig, num_experts=4, num_experts_per_tok=2,
+                                                              moe_intermediate_size=HIDDEN, shared_expert_intermediate_size=2 * HIDDEN)),
+    "deepseek_v3": lambda: T.DeepseekV3ForCausalLM(T.DeepseekV3Config(
+        vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=4, max_position_embeddings=64, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=HIDDEN,
+        first_k_dense_replace=1, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16,
+        n_group=1, topk_group=1)),
+    "cohere": lambda: T.CohereForCausalLM(decoder_config(T.CohereConfig)),
+    "modernbert": lambda: T.ModernBertModel(T.ModernBertConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN,
+                                                               num_hidden_layers=2, num_attention_heads=4, pad_token_id=0,
+                                                               global_attn_every_n_layers=2, local_attention=4)),
+    "gpt_oss": lambda: T.GptOssForCausalLM(decoder_config(T.GptOssConfig, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
+                                                          sliding_window=4, layer_types=["sliding_attention", "full_attention"])),
     "bart": lambda: T.BartModel(T.BartConfig(vocab_size=VOCAB, d_model=HIDDEN, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
                                              decoder_attention_heads=4, encoder_ffn_dim=2 * HIDDEN, decoder_ffn_dim=2 * HIDDEN,
                                              max_position_embeddings=64)),
