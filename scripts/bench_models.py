@@ -17,7 +17,8 @@ bench/cpu/models/DATE-MACHINE.csv) with the machine; a table is printed.
   PYTHONPATH=python ~/.cache/prism/venv/bin/python scripts/bench_models.py \\
       --models llama,gpt2 --dtypes f32 --shapes prefill32,decode1
 
-Arguments: --models (llama qwen2 mistral gemma gpt2 bert t5 vit), --parts (model layer),
+Arguments: --models (llama qwen2 mistral gemma gpt2 bert t5 vit by default; also qwen3 gemma3
+mixtral), --parts (model layer),
 --dtypes (f32 bf16), --shapes (prefill32 prefill128 decode1 decode8), --variants (eager inductor
 max-autotune prism), --hidden (the models' width, 512), --rounds (7), --csv FILE, --attention
 (the models' attn_implementation: eager, sdpa; transformers' default where not given), --cache
@@ -60,6 +61,9 @@ def configs(hidden, attention=None):
         "qwen2": lambda: T.Qwen2ForCausalLM(T.Qwen2Config(**decoder)),
         "mistral": lambda: T.MistralForCausalLM(T.MistralConfig(**decoder, head_dim=64)),
         "gemma": lambda: T.GemmaForCausalLM(T.GemmaConfig(**decoder, head_dim=64)),
+        "qwen3": lambda: T.Qwen3ForCausalLM(T.Qwen3Config(**decoder, head_dim=64)),
+        "gemma3": lambda: T.Gemma3ForCausalLM(T.Gemma3TextConfig(**decoder, head_dim=64)),
+        "mixtral": lambda: T.MixtralForCausalLM(T.MixtralConfig(**decoder, num_local_experts=8, num_experts_per_tok=2)),
         "gpt2": lambda: T.GPT2LMHeadModel(T.GPT2Config(vocab_size=VOCAB, n_embd=hidden, n_layer=2, n_head=heads,
                                                        n_positions=1024, **chosen)),
         "bert": lambda: T.BertModel(T.BertConfig(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=4 * hidden,
@@ -72,7 +76,7 @@ def configs(hidden, attention=None):
     }
 
 
-CAUSAL = {"llama", "qwen2", "mistral", "gemma", "gpt2"}
+CAUSAL = {"llama", "qwen2", "mistral", "gemma", "gpt2", "qwen3", "gemma3", "mixtral"}
 
 
 def first_layer(model):
