@@ -56,7 +56,7 @@ class PieceTimer:
             self.spent[name][1] += 1
             return out
 
-        cls.__call__ = timed  # each piece is an instance of its own class (_partition_module)
+        cls.__call__ = timed  # each piece is an instance of its own class (piece_calls.partition_module)
 
     def runs_in(self, name):
         calls = list(self.pieces[name].calls.values())

@@ -22,6 +22,7 @@ import torch  # noqa: E402
 import transformers as T  # noqa: E402
 
 import prism  # noqa: E402
+from prism import errors  # noqa: E402
 
 BACKEND = sys.modules["prism.torch_backend"]
 
@@ -103,7 +104,7 @@ def row(name):
     torch._dynamo.reset()
     # The backend says each thing once per process: an earlier model's identical piece (Qwen2's
     # are Llama's up to weights) would otherwise keep this one's failures from being counted.
-    BACKEND._WARNED.clear()
+    errors.WARNED.clear()
     start = time.perf_counter()
     with torch.no_grad(), warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always")

@@ -10,7 +10,7 @@ the step's keys are in it.
 
 So each write whose effect another node can see is a barrier: PyTorch runs it, no piece holds
 nodes from both sides of it (`segments`), and the graph's sort keeps every node on its side
-(torch_backend._keep_order). A write nothing else can see, into a tensor the graph made by a
+(graph_order.keep_order). A write nothing else can see, into a tensor the graph made by a
 computing op (no input, buffer or view) that no other node reads (Falcon's `mlp_output +=
 attention_output`, T5's `scores += bias`), is computed out of place in a piece, as before.
 """

@@ -1,4 +1,14 @@
-"""The exceptions prism's Python client raises."""
+"""The exceptions prism's Python client raises, and the warnings its torch.compile backend says."""
+import warnings
+
+WARNED = set()  # the warnings said in this process: each once
+
+
+def warn_once(text):
+    """A RuntimeWarning of `text`, the first time this process says it."""
+    if text not in WARNED:
+        WARNED.add(text)
+        warnings.warn(text, RuntimeWarning, stacklevel=3)
 
 
 class PrismError(Exception):

@@ -12,6 +12,7 @@ no weight: GPT-2's causal mask, a 1024 x 1024 bool buffer a layer slices 8 x 8 o
 of a tiny model's 2.8 MB and made prism's share of the weight bytes read 16% where its pieces read
 every weight.
 """
+import collections
 import math
 import operator
 
@@ -19,6 +20,7 @@ MATMULS = {"linear", "matmul", "mm", "bmm", "addmm", "baddbmm"}
 CASTS = frozenset({"to", "float", "half", "bfloat16", "type_as", "type"})  # the methods that cast a tensor
 RESHAPES = frozenset({"view", "reshape"})  # the methods and functions that reshape a tensor
 SPLITS = frozenset({"split", "chunk"})  # the ops whose pieces are getitem nodes
+Meta = collections.namedtuple("Meta", ["shape", "dtype"])  # a node's tensor_meta, as the backend records it
 # Ops that move, pick or convert data and compute nothing: no FLOPs.
 MOVES_DATA = {"getitem", "view", "reshape", "split", "chunk", "contiguous", "unsqueeze", "squeeze", "transpose",
               "permute", "t", "cat", "expand", "expand_as", "repeat", "repeat_interleave", "flatten", "embedding", "tensor", "to", "float",

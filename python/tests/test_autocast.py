@@ -2,7 +2,6 @@
 the graph showing them are written into it (python/prism/implicit_casts.py), so that prism's
 programs compute what eager autocast computes and give its dtypes (docs/python.md, "Autocast and
 mixed dtypes")."""
-import sys
 
 import pytest
 
@@ -12,12 +11,11 @@ if not hasattr(torch, "compile"):
 transformers = pytest.importorskip("transformers")
 
 import prism  # noqa: E402,F401  (registers the backend)
-from prism import implicit_casts  # noqa: E402
+from prism import implicit_casts, piece_calls  # noqa: E402
 from test_torch_compile import LlamaMLPBlock  # noqa: E402  (transformers' RMSNorm and MLP, weights drawn)
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM  # noqa: E402
 
 HIDDEN = 64
-BACKEND = sys.modules["prism.torch_backend"]
 
 
 def prism_wins(prism_call, torch_call):  # the race's answer where a test is about prism's kernel
@@ -102,7 +100,7 @@ def test_a_bf16_model_without_autocast_gets_no_cast():
 
 
 def test_a_block_compiled_under_autocast_gives_eager_autocasts_dtype_from_prisms_kernel(shared_daemon, spy, monkeypatch):
-    monkeypatch.setattr(BACKEND, "_race", prism_wins)  # a loaded machine must not flip it
+    monkeypatch.setattr(piece_calls, "race", prism_wins)  # a loaded machine must not flip it
     torch.manual_seed(2)
     block, x = LlamaMLPBlock().eval(), activations(2, 8)
     with torch.no_grad():
@@ -120,7 +118,6 @@ def test_a_block_compiled_under_autocast_gives_eager_autocasts_dtype_from_prisms
     assert all(call is not None for call in getattr(graph, name).calls.values()), "prism's kernel ran"
 
 
-
 def test_llama_under_autocast_runs_its_attention_block_in_prisms_kernel(shared_daemon, spy, monkeypatch):
     # The block (RMSNorm, bf16 projections, rotary at f32, bf16 scores, o_proj) found no kernel
     # that passed the edge suite: its weights, read through autocast's bf16 casts, were scaled as
@@ -128,7 +125,7 @@ def test_llama_under_autocast_runs_its_attention_block_in_prisms_kernel(shared_d
     # "Rounding 16-bit values otherwise"). It stayed PyTorch's, with a warning.
     import warnings
 
-    monkeypatch.setattr(BACKEND, "_race", prism_wins)  # a loaded machine must not flip it
+    monkeypatch.setattr(piece_calls, "race", prism_wins)  # a loaded machine must not flip it
     torch.manual_seed(1)
     config = LlamaConfig(vocab_size=128, hidden_size=128, intermediate_size=256, num_hidden_layers=1,
                          num_attention_heads=4, num_key_value_heads=4)
@@ -162,7 +159,7 @@ class AutocastInside(torch.nn.Module):
 
 
 def test_a_model_that_turns_autocast_on_in_its_forward_has_its_region_in_prisms_kernel(shared_daemon, spy, monkeypatch):
-    monkeypatch.setattr(BACKEND, "_race", prism_wins)  # a loaded machine must not flip it
+    monkeypatch.setattr(piece_calls, "race", prism_wins)  # a loaded machine must not flip it
     torch.manual_seed(3)
     module, x = AutocastInside().eval(), activations(2, 8)
     with torch.no_grad():
@@ -186,7 +183,7 @@ def test_where_pytorch_runs_a_piece_it_runs_in_its_autocast_regions_state(shared
     # piece's own ops run, as where they beat prism's kernel.
     import warnings
 
-    monkeypatch.setattr(BACKEND, "_race", lambda prism_call, torch_call: (2e-3, 1e-3))
+    monkeypatch.setattr(piece_calls, "race", lambda prism_call, torch_call: (2e-3, 1e-3))
     torch.manual_seed(4)
     if model == "region":
         module, args = AutocastInside().eval(), (activations(2, 8),)

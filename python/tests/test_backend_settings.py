@@ -11,6 +11,7 @@ if not hasattr(torch, "compile"):
     pytest.skip("torch.compile needs PyTorch 2", allow_module_level=True)
 
 import prism  # noqa: E402,F401  (registers the backend)
+from prism import errors  # noqa: E402
 
 HIDDEN = 64
 BACKEND = sys.modules["prism.torch_backend"]
@@ -52,7 +53,7 @@ def test_modes_and_options_set_how_many_instantiations_a_tune_times(shared_daemo
 
 
 def test_reduce_overhead_runs_as_default_and_says_so(shared_daemon):
-    BACKEND._WARNED.clear()
+    errors.WARNED.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         (graph,) = compiled_with(mode="reduce-overhead")

@@ -1,7 +1,6 @@
 """Selects by a boolean mask (torch.where, masked_fill) in prism's pieces: the mask cast to floats
 by PyTorch, the select prism's where (python/prism/bool_selects.py; docs/python.md, "Selects by a
 boolean mask")."""
-import sys
 
 import pytest
 
@@ -11,8 +10,8 @@ if not hasattr(torch, "compile"):
 transformers = pytest.importorskip("transformers")
 
 import prism  # noqa: E402,F401  (registers the backend)
+from prism import piece_calls  # noqa: E402
 
-BACKEND = sys.modules["prism.torch_backend"]
 T = transformers
 # Eager attention as each writes it: GPT-2's and GPT-Neo's `where(causal, scores, finfo.min)`
 # (a 0-d tensor from `full` or `tensor`), DistilBERT's `scores.masked_fill(mask, finfo.min)`.
@@ -59,7 +58,7 @@ def test_gpt2s_eager_attention_is_one_piece_with_its_mask_select(monkeypatch, tm
 
 @pytest.mark.parametrize("name", sorted(EAGER))
 def test_eager_attention_with_a_boolean_mask_gives_eagers_values_in_prisms_pieces(shared_daemon, spy, monkeypatch, name):
-    monkeypatch.setattr(BACKEND, "_race", lambda prism_call, torch_call: (1e-3, 2e-3))  # prism's kernels run
+    monkeypatch.setattr(piece_calls, "race", lambda prism_call, torch_call: (1e-3, 2e-3))  # prism's kernels run
     model, inputs = eager_model(name), padded_tokens(2, 8)
     with torch.no_grad():
         want = model(**inputs)[0]
@@ -84,7 +83,7 @@ class MaskedScores(torch.nn.Module):
 def test_an_infinite_score_the_mask_drops_is_dropped_as_pytorch_drops_it(shared_daemon, spy, monkeypatch):
     # A select by bits: prism's where gives the fill where the mask drops a score, whatever that
     # score is; a product by 0 and 1 would make NaN of an infinity there.
-    monkeypatch.setattr(BACKEND, "_race", lambda prism_call, torch_call: (1e-3, 2e-3))  # prism's kernel runs
+    monkeypatch.setattr(piece_calls, "race", lambda prism_call, torch_call: (1e-3, 2e-3))  # prism's kernel runs
     torch.manual_seed(22)
     q, k, v = torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 16)
     q[..., 0, :] *= 1e19  # the first query's scores overflow to +-inf: only its first is kept

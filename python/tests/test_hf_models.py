@@ -3,7 +3,6 @@ random weights: logits as eager gives them with a padding mask and outlier chann
 sequence lengths (the second a dim, no recompile at a third), every attention, norm, MLP and linear
 in prism's pieces, and the share of FLOPs and weights prism runs (docs/python.md, "Models")."""
 import re
-import sys
 import warnings
 
 import pytest
@@ -14,8 +13,8 @@ if not hasattr(torch, "compile"):
 transformers = pytest.importorskip("transformers")
 
 import prism  # noqa: E402,F401  (registers the backend)
+from prism import errors  # noqa: E402
 
-BACKEND = sys.modules["prism.torch_backend"]
 HIDDEN, VOCAB = 64, 128
 
 
@@ -75,7 +74,7 @@ def test_a_model_gives_eagers_outputs_and_prism_runs_its_layers(shared_daemon, s
     torch.manual_seed(11)
     model = model_with_outliers(name)
     compiled = torch.compile(model, backend=spy)
-    BACKEND._WARNED.clear()
+    errors.WARNED.clear()
     with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for seq in (8, 12, 10):

@@ -1,6 +1,5 @@
 """A patch embedding's convolution (stride = kernel) as the linear it is, prism's
 (python/prism/patch_convolutions.py; docs/python.md, "Patch convolutions")."""
-import sys
 
 import pytest
 
@@ -9,9 +8,7 @@ if not hasattr(torch, "compile"):
     pytest.skip("torch.compile needs PyTorch 2", allow_module_level=True)
 
 import prism  # noqa: E402,F401  (registers the backend)
-from prism import patch_convolutions  # noqa: E402
-
-BACKEND = sys.modules["prism.torch_backend"]
+from prism import patch_convolutions, piece_calls  # noqa: E402
 
 
 class PatchEmbedding(torch.nn.Module):
@@ -39,7 +36,7 @@ def test_patch_rows_times_the_weights_rows_is_the_convolution():
 
 
 def test_a_patch_embedding_runs_in_prisms_kernel_with_eagers_values(shared_daemon, spy, monkeypatch):
-    monkeypatch.setattr(BACKEND, "_race", lambda prism_call, torch_call: (1e-3, 2e-3))  # prism's kernel runs
+    monkeypatch.setattr(piece_calls, "race", lambda prism_call, torch_call: (1e-3, 2e-3))  # prism's kernel runs
     torch.manual_seed(32)
     module, image = PatchEmbedding().eval(), torch.randn(2, 3, 16, 24)
     with torch.no_grad():
@@ -92,7 +89,7 @@ def test_under_autocast_the_patch_linear_computes_at_autocasts_dtype(shared_daem
     # mean-shifted, the LayerNorm cancelled the shift, and no kernel passed (kTunerRevision 65).
     import warnings
 
-    monkeypatch.setattr(BACKEND, "_race", lambda prism_call, torch_call: (1e-3, 2e-3))  # prism's kernel runs
+    monkeypatch.setattr(piece_calls, "race", lambda prism_call, torch_call: (1e-3, 2e-3))  # prism's kernel runs
     torch.manual_seed(33)
     module, image = PatchEmbedding().eval(), torch.randn(2, 3, 16, 24)
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):

@@ -16,6 +16,7 @@ if not hasattr(torch, "compile"):
 transformers = pytest.importorskip("transformers")
 
 import prism  # noqa: E402
+from prism import piece_calls, errors  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 from transformers.models.llama.modeling_llama import (  # noqa: E402
     LlamaDecoderLayer, LlamaMLP, LlamaRMSNorm, LlamaRotaryEmbedding, apply_rotary_pos_emb, repeat_kv)
@@ -209,7 +210,7 @@ def test_a_kernel_that_disagrees_with_the_graphs_ops_on_the_first_call_leaves_th
     torch.manual_seed(2)
     block = LlamaMLPBlock().eval()
     x = activations(2, 5)
-    BACKEND._WARNED.clear()
+    errors.WARNED.clear()
     compiled = torch.compile(block, backend=spy)
     with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -251,7 +252,7 @@ def test_by_name_under_no_grad(shared_daemon):
 def test_under_autograd_the_graph_is_pytorchs_and_one_warning_says_why(spy):
     block = LlamaMLPBlock()
     compiled = torch.compile(block, backend=spy)
-    BACKEND._WARNED.clear()
+    errors.WARNED.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = compiled(activations(1, 4))
@@ -424,7 +425,7 @@ def test_an_op_prism_lacks_stays_pytorchs_and_the_report_names_its_line(shared_d
         return torch.cumsum(y, dim=-1) * 2.0  # the line the report names
 
     line = with_cumsum.__code__.co_firstlineno + 2
-    BACKEND._WARNED.clear()
+    errors.WARNED.clear()
     x, w = activations(2, 5), torch.randn(32, HIDDEN) * 0.1
     with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -483,7 +484,7 @@ def test_an_error_of_prisms_own_leaves_the_graph_to_pytorch_and_says_so(monkeypa
         raise IndexError("tuple index out of range")
 
     monkeypatch.setattr(BACKEND.share, "share", broken)
-    BACKEND._WARNED.clear()
+    errors.WARNED.clear()
     block = LlamaMLPBlock().eval()
     x = activations(2, 5)
     with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
@@ -503,7 +504,7 @@ def test_a_pieces_later_calls_at_its_sizes_go_straight_to_its_kernel(shared_daem
     worked_out = []
     call_for = prism.Compiled.call_for
     monkeypatch.setattr(prism.Compiled, "call_for", lambda self, *args: worked_out.append(1) or call_for(self, *args))
-    monkeypatch.setattr(BACKEND, "_race", lambda prism_call, torch_call: (prism_call(), torch_call()) and (1e-3, 2e-3))
+    monkeypatch.setattr(piece_calls, "race", lambda prism_call, torch_call: (prism_call(), torch_call()) and (1e-3, 2e-3))
     torch.manual_seed(1)
     block = LlamaMLPBlock().eval()
     compiled = torch.compile(block, backend=spy)
@@ -519,7 +520,7 @@ def test_a_pieces_later_calls_at_its_sizes_go_straight_to_its_kernel(shared_daem
 @pytest.mark.parametrize("faster", ["prism", "pytorch"])
 def test_at_new_sizes_the_faster_of_prisms_kernel_and_pytorchs_own_ops_runs(shared_daemon, spy, monkeypatch, faster):
     """The tuner races prism's kernels against prism's eager plan; the backend races the kernel
-    against the ops the graph wrote, in the caller's process, once per piece and sizes (_race,
+    against the ops the graph wrote, in the caller's process, once per piece and sizes (piece_calls.race,
     made to answer here), and keeps the faster: PyTorch's with a warning that gives both times."""
     raced = []
 
@@ -528,7 +529,7 @@ def test_at_new_sizes_the_faster_of_prisms_kernel_and_pytorchs_own_ops_runs(shar
         prism_call(), torch_call()  # both run as the real race runs them
         return (1e-3, 2e-3) if faster == "prism" else (2e-3, 1e-3)
 
-    monkeypatch.setattr(BACKEND, "_race", race)
+    monkeypatch.setattr(piece_calls, "race", race)
     torch.manual_seed(0)
     block = LlamaMLPBlock().eval()
     compiled = torch.compile(block, backend=spy)

@@ -14,6 +14,7 @@ transformers = pytest.importorskip("transformers")
 
 import prism  # noqa: E402,F401  (registers the backend)
 from prism import varying_floats  # noqa: E402
+from prism import errors  # noqa: E402
 from transformers import LlamaConfig  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaMLP, LlamaRMSNorm  # noqa: E402
 
@@ -114,8 +115,8 @@ def test_pytorch_runs_the_graph_for_a_set_prism_does_not_compile_and_a_warning_s
         return copy
 
     monkeypatch.setattr(varying_floats, "_AT_MOST", 1 if case == "beyond its sets" else 8)
-    by_values = varying_floats.ByValues(graph, inputs, at, compile_graph, BACKEND._warn_once, BACKEND._failed_on_graph)
-    BACKEND._WARNED.clear()
+    by_values = varying_floats.ByValues(graph, inputs, at, compile_graph, errors.warn_once, BACKEND._failed_on_graph)
+    errors.WARNED.clear()
     with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for args in (inputs, with_values(inputs, at, (2e-3, 0.3)), with_values(inputs, at, (2e-3, 0.3))):
