@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-from . import bool_selects, effects
+from . import bool_inputs, bool_selects, effects
 from .errors import UnsupportedOp
 from .fx_formulas import tanh_gelus
 from .grouped_heads import grouped_sources, repeat_step
@@ -27,21 +27,41 @@ class Imported:
     """The program: `text` (its .prism source), `name`, and `inputs`, the program's inputs in
     order, each (prism_name, torch_name, kind) with kind "input" (the traced function's argument
     named torch_name) or "parameter" (the module's parameter or buffer named torch_name).
-    `returns_tuple`: the module returns a tuple (or list) of tensors, the program's outputs."""
+    `returns_tuple`: the module returns a tuple (or list) of tensors, the program's outputs.
+    `boolean_inputs`: {an argument's torch_name: the float dtype its boolean mask is passed in}
+    (bool_inputs.py)."""
 
     def __init__(self, name, text, inputs, returns_tuple=False):
         self.name, self.text, self.inputs, self.returns_tuple = name, text, inputs, returns_tuple
         self.module = None  # from_torch's: the module whose parameters and buffers are inputs
+        self.boolean_inputs = {}
 
     def arguments(self, module, *args):
         """The tensors for the program's inputs, in order: the call's tensor `args` (a size among
         them, which dynamo passes, is read from the shapes instead), then the module's parameters
-        and buffers, read from their owners at each call (one reassigned is the new one)."""
+        and buffers, read from their owners at each call (one reassigned is the new one). A
+        boolean mask argument is given as 1.0 and 0.0 (bool_inputs.py)."""
         owners = self._owners(module)
         if self._positional_only:
-            return [a for a in args if hasattr(a, "shape")]
-        positional = iter(a for a in args if hasattr(a, "shape"))
-        return [next(positional) if owner is None else getattr(owner, attr) for owner, attr in owners]
+            tensors = [a for a in args if hasattr(a, "shape")]
+        else:
+            positional = iter(a for a in args if hasattr(a, "shape"))
+            tensors = [next(positional) if owner is None else getattr(owner, attr) for owner, attr in owners]
+        if self.boolean_inputs:
+            tensors = [self._as_floats(i, t) for i, t in enumerate(tensors)]
+        return tensors
+
+    def _as_floats(self, index, tensor):
+        import torch
+
+        prism_name, torch_name, _ = self.inputs[index]
+        dtype = self.boolean_inputs.get(torch_name)
+        if dtype is None:
+            return tensor
+        if tensor.dtype != torch.bool:
+            raise TypeError(f"{self.name}: input '{prism_name}' is {tensor.dtype}, the program takes a boolean mask "
+                            "(torch.bool, True where kept), as the module was traced with")
+        return tensor.to(dtype)
 
     def _owners(self, module):
         """(owning submodule, attribute) of each parameter or buffer input of `module`, (None,
@@ -136,6 +156,10 @@ class _Writer:
     def type_text(self, shape, dtype, torch_name):
         """`f32[n, 64]`: the sizes `dims` names for torch_name, the numbers elsewhere."""
         prism_dtype = _DTYPES.get(str(dtype))
+        if str(dtype) == "torch.bool":
+            raise UnsupportedOp(f"'{torch_name}' is a boolean tensor read otherwise than as a mask (prism has f32, f16, "
+                                "bf16, and reads a boolean input as the condition of where or masked_fill, negated "
+                                "or not, or as scaled_dot_product_attention's attn_mask)")
         if prism_dtype is None:
             raise UnsupportedOp(f"'{torch_name}' has dtype {dtype} (prism has f32, f16, bf16)")
         named = self.dims.get(torch_name, {})
@@ -516,6 +540,12 @@ def _where(w, n):
     return f"where({w.arg(n.args[0])}, {w.arg(n.args[1])}, {w.arg(n.args[2])})"
 
 
+def _masked_fill(w, n):
+    """`x.masked_fill(mask, value)`: value where the mask holds, x elsewhere."""
+    a = _args(n, ["input", "mask", "value"])
+    return f"where({w.arg(a['mask'])}, {w.arg(a['value'])}, {w.arg(a['input'])})"
+
+
 def _clamp(w, n):
     a = _args(n, ["input", "min", "max"], {"min": None, "max": None})
     bounds = [f"{k}={w.arg(a[k])}" for k in ("min", "max") if a[k] is not None]
@@ -695,7 +725,8 @@ _FUNCTIONS = {
     "softmax": _softmax(False), "log_softmax": _softmax(True), "sum": _reduce("sum"), "mean": _reduce("mean"),
     "amax": _reduce("max"), "var": _var, "layer_norm": _functional_layer_norm, "gelu": _functional_gelu,
     "transpose": _transpose, "permute": _permute, "reshape": _reshape, "unsqueeze": _reshape, "pow": _pow, "where": _where, "clamp": _clamp,
-    "cat": _cat, "repeat_interleave": _repeat_interleave, "addmm": _addmm, "baddbmm": _addmm, "chunk": _chunk, "split": _split, "scaled_dot_product_attention": _sdpa, "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
+    "cat": _cat, "repeat_interleave": _repeat_interleave, "addmm": _addmm, "baddbmm": _addmm, "chunk": _chunk, "split": _split, "scaled_dot_product_attention": _sdpa, "masked_fill": _masked_fill,
+    "maximum": lambda w, n: f"maximum({w.arg(n.args[0])}, {w.arg(n.args[1])})",
     "minimum": lambda w, n: f"minimum({w.arg(n.args[0])}, {w.arg(n.args[1])})", "dropout": _identity,
     bool_selects.select: _where,  # a select by a boolean mask, its mask cast by PyTorch
     getattr: _attribute,
@@ -707,7 +738,7 @@ _METHODS = {
     "softmax": _softmax(False), "log_softmax": _softmax(True), "transpose": _transpose, "permute": _permute,
     "reshape": _reshape, "view": _reshape, "contiguous": _identity, "unsqueeze": _reshape, "expand": _expand,
     "repeat_interleave": _repeat_interleave, "float": _cast, "half": _cast, "bfloat16": _cast,
-    "to": _cast, "type_as": _cast, "type": _cast, "clamp": _clamp, "chunk": _chunk, "split": _split, "addmm": _addmm, "baddbmm": _addmm,
+    "to": _cast, "type_as": _cast, "type": _cast, "clamp": _clamp, "masked_fill": _masked_fill, "chunk": _chunk, "split": _split, "addmm": _addmm, "baddbmm": _addmm,
     "t": lambda w, n: f"{w.arg(n.args[0])}.T",
     **{name: _unary(fn) for name, fn in _ELEMENTWISE.items()},
 }
@@ -849,7 +880,9 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None):
     resized = _resized_shapes(module, example_inputs, dims)
     with torch.no_grad():
         ShapeProp(module).propagate(*example_inputs)
+    boolean_inputs = bool_inputs.read_as_floats(module)
     imported = _written(_Writer(module, dims, resized), name or getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__)
+    imported.boolean_inputs = boolean_inputs
     # What holds the tensors a function closes over, read at each call as a module's parameters.
     imported.module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else module
     return imported

@@ -22,7 +22,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, scale=None):
     (which lacks it): a leaf of the trace, which from_torch translates by its name."""
     scale = 1.0 / query.shape[-1] ** 0.5 if scale is None else scale
     scores = query @ key.transpose(-2, -1) * scale
-    if attn_mask is not None:
+    if attn_mask is not None and attn_mask.dtype == torch.bool:  # True: attend
+        scores = scores.masked_fill(~attn_mask, float("-inf"))
+    elif attn_mask is not None:
         scores = scores + attn_mask
     return torch.softmax(scores, dim=-1) @ value
 
@@ -325,6 +327,42 @@ def test_scaled_dot_product_attention_with_a_minus_inf_causal_mask(shared_daemon
     got, want = compiled(q, k, v, mask), module(q, k, v, mask)
     assert torch.equal(got[:, 1], torch.zeros_like(got[:, 1]))
     assert close(got[:, [0, 2, 3]], want[:, [0, 2, 3]], 1e-3, 1e-4)
+    compiled.close()
+
+
+class BooleanMaskAttention(torch.nn.Module):
+    """Attention given a boolean mask (True: attend), read both ways models read one: as
+    scaled_dot_product_attention's attn_mask, and by `masked_fill(~mask, finfo.min)` before the
+    softmax (eager attention)."""
+
+    def forward(self, q, k, v, mask):
+        fused = scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        scores = (q @ k.transpose(-2, -1) * 0.25).masked_fill(~mask, torch.finfo(torch.float32).min)
+        return fused + torch.softmax(scores, dim=-1) @ v
+
+
+def test_a_boolean_mask_argument_is_passed_as_floats_and_masks_as_the_module_does(shared_daemon):
+    torch.manual_seed(6)
+
+    def inputs(n):
+        q, k, v = (torch.randn(2, n, 16) * 4 for _ in range(3))  # scores of tens
+        mask = torch.ones(n, n, dtype=torch.bool).tril()
+        mask[:, 1] = False  # a key padded: every query still attends key 0
+        return q, k, v, mask
+
+    module = BooleanMaskAttention()
+    dims = {"q": {1: "n"}, "k": {1: "n"}, "v": {1: "n"}, "mask": {0: "n", 1: "n"}}
+    compiled = prism.compile(module, inputs(4), dims=dims, top=1)
+    # The mask is an f32 input of 1 and 0: attention's additive mask is a select by it, and
+    # `~mask` is 1 - mask.
+    text = compiled.program.text
+    assert "mask: f32[n, n]" in text and "where(mask, 0.0, -inf)" in text and "1.0 - mask" in text, text
+    for n in (6, 9):
+        q, k, v, mask = inputs(n)
+        got, want = compiled(q, k, v, mask), module(q, k, v, mask)
+        assert torch.isfinite(got).all() and close(got, want, 1e-3, 1e-4)
+    with pytest.raises(TypeError, match=r"input 'mask' is torch.float32, the program takes a boolean mask"):
+        compiled(q, k, v, mask.float())
     compiled.close()
 
 

@@ -183,3 +183,34 @@ def test_a_softmax_or_sum_given_a_dtype_reads_its_input_cast_to_it():
 
     text = prism.from_torch(upcast, [torch.randn(4, 8, dtype=torch.bfloat16)]).text
     assert "softmax(f32(x), axis=-1)" in text and "sum(f32(x), axis=-1" in text and "mean(x, axis=-1" in text, text
+
+
+def test_a_boolean_input_read_as_a_mask_is_a_float_input_and_read_otherwise_an_error():
+    # bool_inputs.py: where, masked_fill and ~ read the mask's 1s and 0s; attention's boolean
+    # attn_mask is its additive mask. Multiplying by it is no read as a mask.
+    class Masked(torch.nn.Module):
+        def forward(self, x, mask):
+            kept = torch.where(mask, x, 0.0) + x.masked_fill(mask.logical_not(), -1.0)
+            return torch.nn.functional.scaled_dot_product_attention(kept, x, x, attn_mask=mask)
+
+    mask = torch.ones(8, 8, dtype=torch.bool).tril()
+    program = prism.from_torch(Masked(), (torch.randn(2, 8, 8), mask))
+    assert program.boolean_inputs == {"mask": torch.float32}
+    assert "mask: f32[8, 8]" in program.text and "where(mask, x, 0.0)" in program.text, program.text
+    assert "1.0 - mask" in program.text and "where(mask, 0.0, -inf)" in program.text, program.text
+
+    class Scaled(torch.nn.Module):
+        def forward(self, x, mask):
+            return x * mask
+
+    with pytest.raises(prism.UnsupportedOp, match=r"'mask' is a boolean tensor read otherwise than as a mask"):
+        prism.from_torch(Scaled(), (torch.randn(8, 8), mask))
+
+
+def test_masked_fill_by_a_computed_condition_is_a_select():
+    class Clipped(torch.nn.Module):
+        def forward(self, x):
+            return x.masked_fill(x < 0, 0.5) + torch.masked_fill(x, x > 1, 2.0)
+
+    text = prism.from_torch(Clipped(), torch.randn(4, 8)).text
+    assert "where(v_lt, 0.5, x)" in text and "where(v_gt, 2.0, x)" in text, text

@@ -1,0 +1,124 @@
+"""Boolean mask inputs of a traced module, read as floats of 1 and 0 (docs/python.md,
+"prism.from_torch", "Boolean masks").
+
+prism computes f32, f16 and bf16, so a module's boolean argument (an attention mask, True where
+kept) cannot be a program's input as it is. prism.compile passes it as 1.0 and 0.0 in the dtype
+its readers compute in, and the traced graph reads it so: `torch.where(mask, a, b)` and
+`x.masked_fill(mask, value)` become selects by it (bool_selects.select, prism's `where`, exact:
+an infinity or NaN in the operand not selected is dropped as PyTorch drops it), `~mask` and
+`mask.logical_not()` are `1 - mask`, and `scaled_dot_product_attention`'s boolean `attn_mask`
+is the additive mask PyTorch makes of it, 0 where kept and -inf where masked. A boolean input
+read any other way stays boolean, and the importer says which input and why.
+"""
+import operator
+
+from . import bool_selects, share
+from .share import Meta
+
+_NOTS = {"logical_not", "invert", "bitwise_not"}
+_SDPA_MASK_AT = 3  # scaled_dot_product_attention(query, key, value, attn_mask, ...)
+
+
+def read_as_floats(module):
+    """Rewrites `module`'s graph (nodes with ShapeProp's tensor_meta) so that each boolean input
+    read only as above reads floats; {the input's name: the torch dtype it is passed in}."""
+    graph, passed = module.graph, {}
+    for node in list(graph.nodes):
+        if node.op != "placeholder" or _dtype(node) != "torch.bool":
+            continue
+        family = _negations(node)
+        readers = list(dict.fromkeys(u for n in family for u in n.users if u not in family))
+        dtypes = {_reads_as(reader, family) for reader in readers}
+        if not readers or len(dtypes) != 1 or None in dtypes:
+            continue
+        dtype = dtypes.pop()
+        for reader in readers:  # first: a negation _as_float replaces hands its readers its `1 - x`
+            _read_floats(graph, reader, dtype)
+        for n in family:
+            _as_float(graph, n, dtype)
+        passed[node.target] = dtype
+    if passed:
+        module.recompile()
+    return passed
+
+
+def _dtype(node):
+    return str(getattr(getattr(node, "meta", {}).get("tensor_meta"), "dtype", None))
+
+
+def _is_not(node):
+    return (node.op in ("call_function", "call_method") and share.op_name(node) in _NOTS and len(node.args) == 1
+            and not node.kwargs)
+
+
+def _negations(source):
+    """`source` and the negations of it, and of them, that the graph computes, in graph order."""
+    family, stack = [source], [source]
+    while stack:
+        for user in stack.pop().users:
+            if _is_not(user) and user not in family:
+                family.append(user)
+                stack.append(user)
+    return family
+
+
+def _reads_as(node, family):
+    """The floating dtype `node` computes in where it reads a member of `family` as a mask only
+    (the condition of a select, an attention's mask); else None."""
+    name = share.op_name(node) if node.op in ("call_function", "call_method") else None
+    if name in ("where", "masked_fill"):
+        condition = _select_operands(node)
+        if condition is None or condition[0] not in family or any(o in family for o in condition[1:]):
+            return None
+        return node.meta["tensor_meta"].dtype
+    if name == "scaled_dot_product_attention":
+        mask = node.kwargs.get("attn_mask", node.args[_SDPA_MASK_AT] if len(node.args) > _SDPA_MASK_AT else None)
+        if mask not in family or any(a in family for i, a in enumerate(node.args) if i != _SDPA_MASK_AT):
+            return None
+        return node.args[0].meta["tensor_meta"].dtype
+    return None
+
+
+def _select_operands(node):
+    """(condition, taken where it holds, taken elsewhere) of a where or masked_fill; else None."""
+    args = list(node.args)
+    if len(args) != 3 or node.kwargs:
+        return None
+    if share.op_name(node) == "masked_fill":  # masked_fill(x, mask, value): value where mask holds
+        x, condition, value = args
+        return condition, value, x
+    if node.op == "call_function":  # torch.where(condition, input, other)
+        return tuple(args)
+    input, condition, other = args  # input.where(condition, other)
+    return condition, input, other
+
+
+def _as_float(graph, node, dtype):
+    """A member of the family as 1.0 and 0.0: the input retyped, a negation as `1 - x`."""
+    shape = node.meta["tensor_meta"].shape
+    if node.op != "placeholder":
+        with graph.inserting_before(node):
+            flipped = graph.call_function(operator.sub, (1.0, node.args[0]))
+        flipped.meta = {**node.meta, "tensor_meta": Meta(shape, dtype)}
+        node.replace_all_uses_with(flipped)
+        graph.erase_node(node)
+        return
+    node.meta["tensor_meta"] = Meta(shape, dtype)
+
+
+def _read_floats(graph, node, dtype):
+    """`node` reading the family's floats: a select by them, or attention with their additive mask."""
+    if share.op_name(node) == "scaled_dot_product_attention":
+        mask = node.kwargs.get("attn_mask", node.args[_SDPA_MASK_AT] if len(node.args) > _SDPA_MASK_AT else None)
+        with graph.inserting_before(node):
+            additive = graph.call_function(bool_selects.select, (mask, 0.0, float("-inf")))
+        additive.meta = {**mask.meta, "tensor_meta": Meta(mask.meta["tensor_meta"].shape, dtype)}
+        node.replace_input_with(mask, additive)
+        return
+    condition, taken, other = _select_operands(node)
+    with graph.inserting_before(node):
+        chosen = graph.call_function(bool_selects.select, (condition, taken, other))
+    chosen.meta = dict(node.meta)
+    node.replace_all_uses_with(chosen)
+    graph.erase_node(node)
+
