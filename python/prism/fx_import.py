@@ -871,8 +871,16 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None):
     from torch.fx.passes.shape_prop import ShapeProp
 
     tracer = _line_tracer()()
-    with _tuple_unpacking_traced():
-        graph = tracer.trace(fn_or_module)
+    try:
+        with _tuple_unpacking_traced():
+            graph = tracer.trace(fn_or_module)
+    except UnsupportedOp:
+        raise
+    except Exception as error:  # noqa: BLE001 -- Python torch.fx cannot follow: said as what it is
+        what = type(fn_or_module).__name__ if isinstance(fn_or_module, torch.nn.Module) else getattr(fn_or_module, "__name__", "it")
+        raise UnsupportedOp(f"torch.fx's symbolic trace could not follow {what}'s Python ({type(error).__name__}: "
+                            f"{str(error).splitlines()[0] if str(error) else ''}); torch.compile(model, backend=\"prism\") "
+                            "captures such code with dynamo") from error
     # The tracer's root: the module, or for a function the module that holds the tensors it
     # closes over (`_tensor_constant0`).
     module = torch.fx.GraphModule(tracer.root, graph)

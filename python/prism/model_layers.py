@@ -14,10 +14,11 @@ from .batch import write_manifest
 class ModelLayers:
     """What model_manifest found: `programs`, a list of (Imported, [qualified module names it
     stands for]); `skipped`, a list of (qualified module name, why) for the modules left out;
-    `manifest`, the manifest written (a dict)."""
+    `split`, the same for the modules imported as their children instead of whole (a decoder
+    layer whose attention did not import, and why); `manifest`, the manifest written (a dict)."""
 
-    def __init__(self, programs, skipped, manifest):
-        self.programs, self.skipped, self.manifest = programs, skipped, manifest
+    def __init__(self, programs, skipped, manifest, split=()):
+        self.programs, self.skipped, self.manifest, self.split = programs, skipped, manifest, list(split)
 
 
 def _recorded_calls(model, example_inputs):
@@ -72,13 +73,13 @@ def _without_name(text):
 
 
 def model_layers(model, example_inputs, token_count):
-    """The distinct layers of `model` as (programs, skipped) (see ModelLayers), from one forward
-    pass on `example_inputs` (a tensor or a tuple of them)."""
+    """The distinct layers of `model` as (programs, skipped, split) (see ModelLayers), from one
+    forward pass on `example_inputs` (a tensor or a tuple of them)."""
     from .fx_import import from_torch
 
     example_inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
     calls = _recorded_calls(model, example_inputs)
-    programs, by_text, skipped = [], {}, []
+    programs, by_text, skipped, split = [], {}, [], []
 
     def descend(qualified, module):
         for name, child in module.named_children():
@@ -92,8 +93,8 @@ def model_layers(model, example_inputs, token_count):
             imported = from_torch(module, calls[module], dims=_token_dims(module, calls[module], token_count),
                                   name=_program_name(module, {p.name for p, _ in programs}))
         except Exception as e:  # noqa: BLE001 - UnsupportedOp, or a module torch.fx cannot trace: split it
-            if not list(module.children()):
-                skipped.append((qualified, f"{type(e).__name__}: {e}".splitlines()[0]))
+            why = (qualified, f"{type(e).__name__}: {e}".splitlines()[0])
+            (split if list(module.children()) else skipped).append(why)
             descend(qualified, module)
             return
         key = _without_name(imported.text)
@@ -104,7 +105,7 @@ def model_layers(model, example_inputs, token_count):
             programs.append(by_text[key])
 
     descend("", model)
-    return programs, skipped
+    return programs, skipped, split
 
 
 def model_manifest(path, model, example_inputs, tokens, token_count=None, targets=("cpu",), top=None):
@@ -116,12 +117,12 @@ def model_manifest(path, model, example_inputs, tokens, token_count=None, target
     if token_count is None:
         first = example_inputs[0] if isinstance(example_inputs, (list, tuple)) else example_inputs
         token_count = first.shape[0]
-    programs, skipped = model_layers(model, example_inputs, token_count)
+    programs, skipped, split = model_layers(model, example_inputs, token_count)
     if not programs:
-        raise ValueError("no layer of the model imports: " + "; ".join(f"{name}: {why}" for name, why in skipped))
+        raise ValueError("no layer of the model imports: " + "; ".join(f"{name}: {why}" for name, why in split + skipped))
     entries = []
     for imported, _ in programs:
         has_tokens = re.search(r"\[[^\]]*\bn\b", imported.text.split("{", 1)[0]) is not None
         entries.append((imported, [{"n": t} for t in tokens] if has_tokens else [{}]))
     manifest = write_manifest(path, entries, targets=targets, top=top)
-    return ModelLayers(programs, skipped, manifest)
+    return ModelLayers(programs, skipped, manifest, split)

@@ -214,3 +214,15 @@ def test_masked_fill_by_a_computed_condition_is_a_select():
 
     text = prism.from_torch(Clipped(), torch.randn(4, 8)).text
     assert "where(v_lt, 0.5, x)" in text and "where(v_gt, 2.0, x)" in text, text
+
+
+def test_python_torch_fx_cannot_follow_is_an_unsupported_op_that_names_the_module():
+    class Branchy(torch.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:  # control flow on a value: symbolic tracing cannot follow it
+                return x * 2
+            return x
+
+    with pytest.raises(prism.UnsupportedOp, match=r"torch.fx's symbolic trace could not follow Branchy's Python "
+                                                  r"\(TraceError: .*torch.compile\(model, backend=\"prism\"\)"):
+        prism.from_torch(Branchy(), torch.randn(2, 8))

@@ -117,3 +117,26 @@ def test_the_models_batch_tunes_every_layer_on_this_machine(client, tmp_path):
     result = prism.batch(str(tmp_path / "model.json"), client=client)
     assert not result["failed"], result
     assert [(job["program"], job["status"]) for job in result["jobs"]] == [(p, "tuned") for p in ("decoder", "rms_norm", "linear")]
+
+
+def test_a_layer_imported_as_its_children_says_why_it_did_not_import_whole(tmp_path):
+    class Scan(nn.Module):  # a projection, then an op prism has no translation of
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(DIM, DIM)
+
+        def forward(self, x):
+            return self.proj(x).cumsum(0)
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scan = Scan()
+
+        def forward(self, x):
+            return self.scan(x)
+
+    found = prism.model_manifest(str(tmp_path / "model.json"), Model().eval(), torch.randn(3, DIM), tokens=[1], top=1)
+    assert [(p.name, names) for p, names in found.programs] == [("linear", ["scan.proj"])]
+    assert found.skipped == [] and [name for name, _ in found.split] == ["scan"]
+    assert "node 'cumsum'" in found.split[0][1] and "no translation" in found.split[0][1]
