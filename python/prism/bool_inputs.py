@@ -67,8 +67,8 @@ def _reads_as(node, family):
     (the condition of a select, an attention's mask); else None."""
     name = share.op_name(node) if node.op in ("call_function", "call_method") else None
     if name in ("where", "masked_fill"):
-        condition = _select_operands(node)
-        if condition is None or condition[0] not in family or any(o in family for o in condition[1:]):
+        operands = bool_selects.select_operands(node)
+        if operands is None or operands[0] not in family or any(o in family for o in operands[1:]):
             return None
         return node.meta["tensor_meta"].dtype
     if name == "scaled_dot_product_attention":
@@ -77,20 +77,6 @@ def _reads_as(node, family):
             return None
         return node.args[0].meta["tensor_meta"].dtype
     return None
-
-
-def _select_operands(node):
-    """(condition, taken where it holds, taken elsewhere) of a where or masked_fill; else None."""
-    args = list(node.args)
-    if len(args) != 3 or node.kwargs:
-        return None
-    if share.op_name(node) == "masked_fill":  # masked_fill(x, mask, value): value where mask holds
-        x, condition, value = args
-        return condition, value, x
-    if node.op == "call_function":  # torch.where(condition, input, other)
-        return tuple(args)
-    input, condition, other = args  # input.where(condition, other)
-    return condition, input, other
 
 
 def _as_float(graph, node, dtype):
@@ -115,7 +101,7 @@ def _read_floats(graph, node, dtype):
         additive.meta = {**mask.meta, "tensor_meta": Meta(mask.meta["tensor_meta"].shape, dtype)}
         node.replace_input_with(mask, additive)
         return
-    condition, taken, other = _select_operands(node)
+    condition, taken, other = bool_selects.select_operands(node)
     with graph.inserting_before(node):
         chosen = graph.call_function(bool_selects.select, (condition, taken, other))
     chosen.meta = dict(node.meta)

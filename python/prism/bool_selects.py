@@ -47,23 +47,33 @@ def write_float_selects(graph, meta_of):
         graph.erase_node(node)
 
 
-def _select_operands(node):
-    """(condition, input, other) of a select by a boolean tensor giving a floating-point tensor,
-    one of whose operands is a tensor of numbers with a shape (an attention's scores, not a mask
-    being built from scalars), none a dtype's limit as a number; else None."""
-    if node.op not in ("call_function", "call_method") or not share.computes_numbers(node):
+def select_operands(node):
+    """(condition, taken where it holds, taken elsewhere) of a where or masked_fill node given its
+    three arguments by position; else None."""
+    if node.op not in ("call_function", "call_method"):
         return None
     name, args = share.op_name(node), list(node.args)
     if len(args) != 3 or node.kwargs:
         return None
     if name == "where" and node.op == "call_function":  # torch.where(condition, input, other)
-        condition, input, other = args
-    elif name == "where":  # input.where(condition, other)
+        return tuple(args)
+    if name == "where":  # input.where(condition, other)
         input, condition, other = args
-    elif name == "masked_fill":  # torch.masked_fill(x, mask, value), x.masked_fill(mask, value)
+        return condition, input, other
+    if name == "masked_fill":  # torch.masked_fill(x, mask, value), x.masked_fill(mask, value)
         other, condition, input = args
-    else:
+        return condition, input, other
+    return None
+
+
+def _select_operands(node):
+    """(condition, input, other) of a select by a boolean tensor giving a floating-point tensor,
+    one of whose operands is a tensor of numbers with a shape (an attention's scores, not a mask
+    being built from scalars), none a dtype's limit as a number; else None."""
+    operands = select_operands(node) if share.computes_numbers(node) else None
+    if operands is None:
         return None
+    condition, input, other = operands
     if str(getattr(getattr(condition, "meta", {}).get("tensor_meta"), "dtype", None)) != "torch.bool":
         return None
     if share.is_dtype_limit(input) or share.is_dtype_limit(other):
