@@ -16,7 +16,6 @@ from . import bool_selects, share
 from .share import Meta
 
 _NOTS = {"logical_not", "invert", "bitwise_not"}
-_SDPA_MASK_AT = 3  # scaled_dot_product_attention(query, key, value, attn_mask, ...)
 
 
 def read_as_floats(module):
@@ -72,8 +71,8 @@ def _reads_as(node, family):
             return None
         return node.meta["tensor_meta"].dtype
     if name == "scaled_dot_product_attention":
-        mask = node.kwargs.get("attn_mask", node.args[_SDPA_MASK_AT] if len(node.args) > _SDPA_MASK_AT else None)
-        if mask not in family or any(a in family for i, a in enumerate(node.args) if i != _SDPA_MASK_AT):
+        mask = share.attention_mask(node)
+        if mask not in family or any(a in family for a in node.args[:3]):  # query, key, value
             return None
         return node.args[0].meta["tensor_meta"].dtype
     return None
@@ -95,7 +94,7 @@ def _as_float(graph, node, dtype):
 def _read_floats(graph, node, dtype):
     """`node` reading the family's floats: a select by them, or attention with their additive mask."""
     if share.op_name(node) == "scaled_dot_product_attention":
-        mask = node.kwargs.get("attn_mask", node.args[_SDPA_MASK_AT] if len(node.args) > _SDPA_MASK_AT else None)
+        mask = share.attention_mask(node)
         with graph.inserting_before(node):
             additive = graph.call_function(bool_selects.select, (mask, 0.0, float("-inf")))
         additive.meta = {**mask.meta, "tensor_meta": Meta(mask.meta["tensor_meta"].shape, dtype)}

@@ -91,7 +91,7 @@ def causal_mask(query, key):
 def _explicit_causal_mask(graph, n):
     """scaled_dot_product_attention(..., is_causal=True) as the same call with causal_mask's
     additive mask, computed by PyTorch (a call without an attention mask gets it)."""
-    has_mask = n.kwargs.get("attn_mask", n.args[3] if len(n.args) > 3 else None) is not None
+    has_mask = share.attention_mask(n) is not None
     causal = n.kwargs.get("is_causal", n.args[5] if len(n.args) > 5 else False)
     if causal is not True or has_mask or len(n.args) > 3:
         return
@@ -150,7 +150,7 @@ def simplify(graph_module):
                 continue
         if getattr(n.target, "__name__", None) == "scaled_dot_product_attention":
             _explicit_causal_mask(graph, n)
-            mask = n.kwargs.get("attn_mask", n.args[3] if len(n.args) > 3 else None)
+            mask = share.attention_mask(n)
             if not hasattr(getattr(mask, "meta", {}).get("tensor_meta"), "dtype") or str(mask.meta["tensor_meta"].dtype) != "torch.bool":
                 continue
             dtype = n.args[0].meta["tensor_meta"].dtype

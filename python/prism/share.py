@@ -70,6 +70,12 @@ def _shape(node):
     return None if shape is None else [1 if hint(s) is None else int(hint(s)) for s in shape]
 
 
+def attention_mask(node):
+    """The `attn_mask` a scaled_dot_product_attention node is given, by keyword or position; None
+    where it has none."""
+    return node.kwargs.get("attn_mask", node.args[3] if len(node.args) > 3 else None)
+
+
 def arguments(node, names, defaults=None):
     """The node's arguments by name, positional or keyword."""
     values = dict(defaults or {})
