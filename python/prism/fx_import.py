@@ -284,6 +284,9 @@ class _Writer:
             rule = _FUNCTIONS.get(node.target) or _FUNCTIONS.get(getattr(node.target, "__name__", None))
         if rule is None:
             raise self.unsupported(node, "prism has no translation of this op")
+        unkept = _unkept_dtype(node)
+        if unkept is not None:  # `.to(torch.float64)`, `softmax(x, dtype=torch.float64)`, `.long()`: not f32's values
+            raise self.unsupported(node, f"its result is {unkept} (prism computes f32, f16 and bf16)")
         expression = rule(self, node)
         if expression is not None:
             self.emit(node, expression)
@@ -293,6 +296,18 @@ class _Writer:
         tensors = dict(self.module.named_parameters())
         tensors.update(dict(self.module.named_buffers()))
         return self.add_input(tuple(tensors[target].shape), tensors[target].dtype, target, "parameter")
+
+
+def _unkept_dtype(node):
+    """The dtype of `node`'s result where prism has none like it (float64, an integer), else None;
+    a boolean (a comparison's, which prism gives as 1.0 and 0.0) is kept."""
+    meta = node.meta.get("tensor_meta")
+    metas = [meta] if hasattr(meta, "dtype") else meta if isinstance(meta, (list, tuple)) else []
+    for m in metas:
+        dtype = str(getattr(m, "dtype", None))
+        if dtype.startswith("torch.") and dtype not in _DTYPES and dtype != "torch.bool":
+            return dtype
+    return None
 
 
 def _is_symbolic_size(node):
@@ -526,6 +541,8 @@ def _identity(w, n):
 
 def _cast(w, n):
     dtype = _DTYPES.get(str(n.meta["tensor_meta"].dtype))
+    if dtype is None:  # `.bool()` of a float
+        raise w.unsupported(n, f"a cast to {n.meta['tensor_meta'].dtype} (prism casts to f32, f16 and bf16)")
     source = _DTYPES.get(str(n.args[0].meta["tensor_meta"].dtype))
     return w.arg(n.args[0]) if dtype == source else f"{dtype}({w.arg(n.args[0])})"
 

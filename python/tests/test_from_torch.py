@@ -185,6 +185,19 @@ def test_a_softmax_or_sum_given_a_dtype_reads_its_input_cast_to_it():
     assert "softmax(f32(x), axis=-1)" in text and "sum(f32(x), axis=-1" in text and "mean(x, axis=-1" in text, text
 
 
+@pytest.mark.parametrize("step", [
+    lambda x: torch.softmax(x, dim=-1, dtype=torch.float64).float(),  # written as an f32 softmax, once
+    lambda x: torch.sum(x, dim=-1, dtype=torch.float64).float(),
+    lambda x: (x.to(torch.float64) * 2).float(),                       # written as `None(x)`, once
+    lambda x: x * x.to(torch.int32),                                   # truncation, once not said
+])
+def test_a_result_in_a_dtype_prism_has_not_is_refused_where_it_is_made(step):
+    # A float64 accumulation computed in f32 or an integer cast left out is another program: the
+    # import names the node, never writes it narrower.
+    with pytest.raises(prism.UnsupportedOp, match=r"its result is torch\.(float64|int32) \(prism computes"):
+        prism.from_torch(step, [torch.randn(4, 8)])
+
+
 def test_a_boolean_input_read_as_a_mask_is_a_float_input_and_read_otherwise_an_error():
     # bool_inputs.py: where, masked_fill and ~ read the mask's 1s and 0s; attention's boolean
     # attn_mask is its additive mask. Multiplying by it is no read as a mask.
