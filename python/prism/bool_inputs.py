@@ -6,7 +6,7 @@ kept) cannot be a program's input as it is. prism.compile passes it as 1.0 and 0
 its readers compute in, and the traced graph reads it so: `torch.where(mask, a, b)` and
 `x.masked_fill(mask, value)` become selects by it (bool_selects.select, prism's `where`, exact:
 an infinity or NaN in the operand not selected is dropped as PyTorch drops it), `~mask` and
-`mask.logical_not()` are `1 - mask`, and `scaled_dot_product_attention`'s boolean `attn_mask`
+`mask.logical_not()` are `1 - mask`, a slice of it is a slice of those floats, and `scaled_dot_product_attention`'s boolean `attn_mask`
 is the additive mask PyTorch makes of it, 0 where kept and -inf where masked. A boolean input
 read any other way stays boolean, and the importer says which input and why.
 """
@@ -50,12 +50,22 @@ def _is_not(node):
             and not node.kwargs)
 
 
+def _is_slice(node):
+    """A slice of a mask (`mask[:, :, :, :t]`, attention's cut to the keys' length): the same
+    booleans, fewer of them."""
+    if node.op != "call_function" or node.target is not operator.getitem or node.kwargs:
+        return False
+    index = node.args[1] if isinstance(node.args[1], tuple) else (node.args[1],)
+    return all(i is None or i is Ellipsis or isinstance(i, slice) for i in index)
+
+
 def _negations(source):
-    """`source` and the negations of it, and of them, that the graph computes, in graph order."""
+    """`source` and the negations and slices of it, and of them, that the graph computes, in graph
+    order."""
     family, stack = [source], [source]
     while stack:
         for user in stack.pop().users:
-            if _is_not(user) and user not in family:
+            if (_is_not(user) or _is_slice(user)) and user not in family:
                 family.append(user)
                 stack.append(user)
     return family
@@ -79,9 +89,9 @@ def _reads_as(node, family):
 
 
 def _as_float(graph, node, dtype):
-    """A member of the family as 1.0 and 0.0: the input retyped, a negation as `1 - x`."""
+    """A member of the family as 1.0 and 0.0: the input and a slice retyped, a negation as `1 - x`."""
     shape = node.meta["tensor_meta"].shape
-    if node.op != "placeholder":
+    if node.op != "placeholder" and not _is_slice(node):
         with graph.inserting_before(node):
             flipped = graph.call_function(operator.sub, (1.0, node.args[0]))
         flipped.meta = {**node.meta, "tensor_meta": Meta(shape, dtype)}

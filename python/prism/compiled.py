@@ -213,11 +213,12 @@ class Compiled:
     kernels by sizes ({"n": 8} as a sorted tuple of items)."""
 
     def __init__(self, fn_or_module, example_inputs, target="cpu", dims=None, name=None, client=None, top=None,
-                 progress=None, imported=None, eager_plan=True):
+                 progress=None, imported=None, eager_plan=True, example_kwargs=None):
         import torch
 
         # `imported`: the program already written (torch_backend's partitions, from_graph).
-        self.program = _named_by_content(imported or from_torch(fn_or_module, example_inputs, dims=dims, name=name))
+        self.program = _named_by_content(imported or from_torch(fn_or_module, example_inputs, dims=dims, name=name,
+                                                                example_kwargs=example_kwargs))
         self._module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else self.program.module
         self._reference = fn_or_module  # what a new signature's first call is compared with
         self.target, self.top, self.progress = target, top, progress
@@ -332,15 +333,18 @@ class Compiled:
                                  f"{dim} is {size_of(dim, bindings)} by the other inputs")
         return bindings
 
-    def __call__(self, *args):
-        tensors = self.program.arguments(self._module, *args)
+    def __call__(self, *args, **kwargs):
+        tensors = self.program.arguments(self._module, *args, **kwargs)
         signature = _signature(tensors)
         call = self._calls.get(signature)
         if call is None:
-            return self._first_call(args, tensors, signature)
-        return self._reference(*args) if call is _REFERENCE_RUNS else call(tensors)
+            return self._first_call(args, kwargs, tensors, signature)
+        if call is _REFERENCE_RUNS:
+            return self._reference(*args, **kwargs)
+        calling = self.program.calling
+        return call(tensors) if calling is None else calling.result(call(tensors))
 
-    def _first_call(self, args, tensors, signature):
+    def _first_call(self, args, kwargs, tensors, signature):
         """A call with a signature not seen before: the kernel's outputs, compared with the
         module's own on these inputs (agreement.py); where they disagree, the module's, with a
         RuntimeWarning that calls it a bug, and the module runs at these sizes from then on
@@ -349,10 +353,13 @@ class Compiled:
 
         got = self._work_out(tensors, signature)(tensors)
         with torch.no_grad():  # on copies: a module that writes into its inputs must not here
-            want = self._reference(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
-        why = disagreement(got, want, computes_16_bit(self.program.text, tensors), "the module")
+            copies = torch.utils._pytree.tree_map(lambda a: a.clone() if isinstance(a, torch.Tensor) else a, (args, kwargs))
+            want = self._reference(*copies[0], **copies[1])
+        calling = self.program.calling
+        compared = want if calling is None else calling.program_outputs(want)
+        why = disagreement(got, compared, computes_16_bit(self.program.text, tensors), "the module")
         if why is None:
-            return got
+            return got if calling is None else calling.result(got)
         warnings.warn(f"'{self.program.name}' at {_sizes(self._bind(tensors))}: on this call's inputs {why}; the module "
                       "runs at these sizes (a bug: please report it)", RuntimeWarning, stacklevel=3)
         self._calls[signature] = _REFERENCE_RUNS
@@ -466,10 +473,12 @@ def _shape(shape):
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def compile(fn_or_module, example_inputs, target="cpu", dims=None, name=None, client=None, top=None, progress=None):
+def compile(fn_or_module, example_inputs, target="cpu", dims=None, name=None, client=None, top=None, progress=None,
+            example_kwargs=None):
     """`fn_or_module` as a callable on torch tensors that runs prism's best tuned kernel: imported
-    (from_torch, with `dims` symbolic and `name`), searched now, tuned on the first call at each
+    (from_torch, with `dims` symbolic and `name`; a module called with keyword arguments, given
+    them as `example_kwargs`, is captured by dynamo), searched now, tuned on the first call at each
     new set of sizes (or answered by the tuning DB) with `top` families timed. `progress` gets each
     $/progress value. Forward only: results carry no gradient. Returns a Compiled."""
     return Compiled(fn_or_module, example_inputs, target=target, dims=dims, name=name, client=client, top=top,
-                    progress=progress)
+                    progress=progress, example_kwargs=example_kwargs)

@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-from . import bool_inputs, bool_selects, effects
+from . import bool_inputs, bool_selects, dynamo_capture, effects
 from .errors import UnsupportedOp
 from .fx_formulas import tanh_gelus
 from .grouped_heads import grouped_sources, repeat_step
@@ -35,12 +35,19 @@ class Imported:
         self.name, self.text, self.inputs, self.returns_tuple = name, text, inputs, returns_tuple
         self.module = None  # from_torch's: the module whose parameters and buffers are inputs
         self.boolean_inputs = {}
+        self.calling = None  # a module dynamo captured: its arguments' tree and results' (dynamo_capture.Calling)
 
-    def arguments(self, module, *args):
+    def arguments(self, module, *args, **kwargs):
         """The tensors for the program's inputs, in order: the call's tensor `args` (a size among
-        them, which dynamo passes, is read from the shapes instead), then the module's parameters
-        and buffers, read from their owners at each call (one reassigned is the new one). A
-        boolean mask argument is given as 1.0 and 0.0 (bool_inputs.py)."""
+        them, which dynamo passes, is read from the shapes instead; of a module dynamo captured,
+        the leaves of its arguments and keyword arguments the program reads), then the module's
+        parameters and buffers, read from their owners at each call (one reassigned is the new
+        one). A boolean mask argument is given as 1.0 and 0.0 (bool_inputs.py)."""
+        if self.calling is not None:
+            args = self.calling.leaves(args, kwargs)
+        elif kwargs:
+            raise TypeError(f"{self.name}: keyword arguments ({', '.join(kwargs)}) to a program traced with positional "
+                            "ones (prism.compile's example_kwargs captures a module called with them)")
         owners = self._owners(module)
         if self._positional_only:
             tensors = [a for a in args if hasattr(a, "shape")]
@@ -201,6 +208,8 @@ class _Writer:
             return False
         if node.op == "call_method" and node.target == "size":
             return True
+        if node.op == "call_function" and getattr(node.target, "__name__", None) in ("sym_size.int", "sym_size", "Size"):
+            return True  # dynamo's `torch.ops.aten.sym_size.int(x, 0)`, `torch.Size([b, s])`
         if node.op == "call_function" and node.target is getattr and node.args[1] == "shape":
             return True
         sources = [a for a in node.args if hasattr(a, "op")]
@@ -437,6 +446,26 @@ def _slice_of(w, n, source, axis, entry, size):
     return value
 
 
+def _bounds_as_numbers(w, n, entry, axis, kept_axis):
+    """Slice `entry` of the source's `axis` (the result's `kept_axis`) with a bound read from a
+    size (dynamo's `mask[..., :key_length]`, Phi-3's `q[..., cos.shape[-1]:]`) written as the
+    number the traced shapes give it: the whole axis where the result's size is the source's at
+    every size of the named dims, else, where both sizes are numbers, the start or stop that
+    leaves the result's. Other slices are as they are."""
+    if entry.step not in (None, 1) or not any(hasattr(b, "op") for b in (entry.start, entry.stop)):
+        return entry
+    source, result = w.size_texts(n.args[0])[axis], w.size_texts(n)[kept_axis]
+    if result == source and entry.start in (None, 0):
+        return slice(None)
+    if not (source.isdigit() and result.isdigit()):
+        return entry
+    if hasattr(entry.start, "op") and entry.stop is None:
+        return slice(int(source) - int(result), None)
+    if entry.start in (None, 0) and hasattr(entry.stop, "op"):
+        return slice(0, int(result))
+    return entry
+
+
 def _indexes_by_value(n):
     """Whether x[...] node `n` picks by an integer or a tensor (BERT's first token, a gather)."""
     index = n.args[1]
@@ -456,11 +485,13 @@ def _index(w, n):
     if Ellipsis in parts:
         at = parts.index(Ellipsis)
         parts = parts[:at] + (slice(None),) * (len(shape) - named) + parts[at + 1:]
-    value, axis = w.arg(source), 0
+    value, axis, kept = w.arg(source), 0, 0
     for entry in parts:
+        kept += 1
         if entry is None:
             continue
-        if entry.start not in (None, 0) or entry.stop is not None or entry.step not in (None, 1):  # else the whole axis
+        entry = _bounds_as_numbers(w, n, entry, axis, kept - 1)
+        if entry.start not in (None, 0) or entry.stop is not None or entry.step not in (None, 1):
             size = shape[axis]
             if not isinstance(size, int):
                 raise w.unsupported(n, "a slice of a symbolic axis (prism slices whole pieces of a constant axis)")
@@ -877,15 +908,57 @@ def _resized_shapes(module, example_inputs, dims):
     return sizes, shapes
 
 
-def from_torch(fn_or_module, example_inputs, dims=None, name=None):
+def from_torch(fn_or_module, example_inputs, dims=None, name=None, example_kwargs=None):
     """Traces `fn_or_module` (torch.fx.symbolic_trace, with source lines for error messages) on
-    `example_inputs` and returns an Imported program. `dims` names sizes symbolically:
-    {"x": {0: "n"}} makes axis 0 of input x the dim n; a parameter's axes are named by its
-    qualified name ({"fc1.weight": {1: "d"}}). Raises UnsupportedOp naming the node, its op and
-    the user's source line."""
+    `example_inputs` and returns an Imported program; a module the symbolic trace cannot follow,
+    or one given `example_kwargs`, is captured by dynamo instead (dynamo_capture.py). `dims` names
+    sizes symbolically: {"x": {0: "n"}} makes axis 0 of input x the dim n; a parameter's axes are
+    named by its qualified name ({"fc1.weight": {1: "d"}}). Raises UnsupportedOp naming the node,
+    its op and the user's source line."""
+    import torch
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    example_inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
+    calling = None
+    if example_kwargs:
+        module, example_inputs, calling = dynamo_capture.capture(fn_or_module, example_inputs, example_kwargs)
+    else:
+        try:
+            module = _traced(fn_or_module)
+        except _Untraceable as untraceable:
+            try:
+                module, example_inputs, calling = dynamo_capture.capture(fn_or_module, example_inputs, {})
+            except UnsupportedOp as error:
+                raise UnsupportedOp(f"{untraceable}, and {error}") from error
+    with torch.no_grad():
+        ShapeProp(module).propagate(*example_inputs)
+    boolean_inputs = bool_inputs.read_as_floats(module)
+    # The sizes again, a mask as the floats it is read as: the doubled trace's shapes include the
+    # selects and additive masks written for it.
+    placeholders = [node.target for node in module.graph.nodes if node.op == "placeholder"]
+    example_inputs = [x.to(boolean_inputs[name]) if name in boolean_inputs else x for name, x in zip(placeholders, example_inputs)]
+    resized = _resized_shapes(module, example_inputs, dims)
+    if resized[1]:
+        with torch.no_grad():
+            ShapeProp(module).propagate(*example_inputs)
+    imported = _written(_Writer(module, dims, resized), name or getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__)
+    imported.boolean_inputs = boolean_inputs
+    imported.calling = calling
+    # What holds the tensors a function closes over, read at each call as a module's parameters.
+    imported.module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else module
+    return imported
+
+
+class _Untraceable(Exception):
+    """torch.fx's symbolic trace could not follow the module's Python."""
+
+
+def _traced(fn_or_module):
+    """The GraphModule of torch.fx's symbolic trace of `fn_or_module`, rooted at the module, or for
+    a function at the module that holds the tensors it closes over (`_tensor_constant0`); raises
+    _Untraceable saying why the trace stopped."""
     import torch
     import torch.fx
-    from torch.fx.passes.shape_prop import ShapeProp
 
     tracer = _line_tracer()()
     try:
@@ -895,22 +968,9 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None):
         raise
     except Exception as error:  # noqa: BLE001 -- Python torch.fx cannot follow: said as what it is
         what = type(fn_or_module).__name__ if isinstance(fn_or_module, torch.nn.Module) else getattr(fn_or_module, "__name__", "it")
-        raise UnsupportedOp(f"torch.fx's symbolic trace could not follow {what}'s Python ({type(error).__name__}: "
-                            f"{str(error).splitlines()[0] if str(error) else ''}); torch.compile(model, backend=\"prism\") "
-                            "captures such code with dynamo") from error
-    # The tracer's root: the module, or for a function the module that holds the tensors it
-    # closes over (`_tensor_constant0`).
-    module = torch.fx.GraphModule(tracer.root, graph)
-    example_inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
-    resized = _resized_shapes(module, example_inputs, dims)
-    with torch.no_grad():
-        ShapeProp(module).propagate(*example_inputs)
-    boolean_inputs = bool_inputs.read_as_floats(module)
-    imported = _written(_Writer(module, dims, resized), name or getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__)
-    imported.boolean_inputs = boolean_inputs
-    # What holds the tensors a function closes over, read at each call as a module's parameters.
-    imported.module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else module
-    return imported
+        raise _Untraceable(f"torch.fx's symbolic trace could not follow {what}'s Python ({type(error).__name__}: "
+                           f"{str(error).splitlines()[0] if str(error) else ''})") from error
+    return torch.fx.GraphModule(tracer.root, graph)
 
 
 @functools.lru_cache(maxsize=None)

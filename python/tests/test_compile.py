@@ -366,6 +366,38 @@ def test_a_boolean_mask_argument_is_passed_as_floats_and_masks_as_the_module_doe
     compiled.close()
 
 
+def test_transformers_attention_called_with_keywords_compiles_and_returns_as_it_does(shared_daemon):
+    # dynamo_capture.py: LlamaAttention as a decoder layer calls it (keywords, the rotary tables
+    # as a pair, a boolean mask with a padded key), symbolic in the token count; its result is
+    # (attn_output, None), as the module's.
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(7)
+    llama = transformers.models.llama.modeling_llama
+    config = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, vocab_size=128)
+    config._attn_implementation = "sdpa"
+    attention, rope = llama.LlamaAttention(config, layer_idx=0).eval(), llama.LlamaRotaryEmbedding(config)
+
+    def inputs(n):
+        x = outlier_rows(n)[None].repeat(2, 1, 1)
+        mask = torch.ones(n, n, dtype=torch.bool).tril()[None, None].repeat(2, 1, 1, 1)
+        mask[1, :, :, 1] = False  # the second sequence's key 1 padded
+        return {"hidden_states": x, "attention_mask": mask, "position_embeddings": rope(x, torch.arange(n)[None])}
+
+    dims = {"hidden_states": {1: "n"}, "attention_mask": {2: "n", 3: "n"}, "position_embeddings_0": {1: "n"},
+            "position_embeddings_1": {1: "n"}}
+    compiled = prism.compile(attention, (), example_kwargs=inputs(4), dims=dims, top=1)
+    assert "attention_mask: f32[2, 1, n, n]" in compiled.program.text, compiled.program.text
+    for n in (6, 9):
+        kwargs = inputs(n)
+        got = compiled(**kwargs)
+        with torch.no_grad():
+            want = attention(**kwargs)
+        assert got[1] is None and torch.isfinite(got[0]).all() and close(got[0], want[0], 1e-3, 1e-4)
+    with pytest.raises(TypeError, match=r"attention_mask"):
+        compiled(**{**inputs(6), "attention_mask": None})
+    compiled.close()
+
+
 def test_a_decoder_attention_block_with_head_views_runs_under_a_causal_minus_inf_mask(shared_daemon):
     torch.manual_seed(5)
     heads, cached = 4, 16

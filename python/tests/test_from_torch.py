@@ -83,6 +83,60 @@ def test_an_op_prism_cannot_express_names_the_node_and_the_source_line():
     assert f"{__file__}:" in message and "no translation" in message
 
 
+def _llama_decoder_layer():
+    """transformers' LlamaDecoderLayer (4 query heads over 2 key/value heads, sdpa) and its
+    rotary embedding: written for dynamo, which torch.fx's symbolic trace cannot follow."""
+    transformers = pytest.importorskip("transformers")
+    llama = transformers.models.llama.modeling_llama
+    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                                      num_hidden_layers=1, vocab_size=128)
+    config._attn_implementation = "sdpa"
+    return llama.LlamaDecoderLayer(config, layer_idx=0).eval(), llama.LlamaRotaryEmbedding(config)
+
+
+def test_a_module_the_symbolic_trace_cannot_follow_is_captured_by_dynamo():
+    # dynamo_capture.py: named as the module names its arguments and parameters, the tuple of
+    # rotary tables as two inputs, the boolean mask (sliced to the keys' length by transformers'
+    # sdpa) a float input, the arguments the layer does not read (position_ids) left out.
+    layer, rope = _llama_decoder_layer()
+    x = torch.randn(2, 8, 64)
+    cos, sin = rope(x, torch.arange(8)[None])
+    mask = torch.ones(8, 8, dtype=torch.bool).tril()[None, None].expand(2, 1, 8, 8)
+    args = (x, mask, torch.arange(8)[None], None, False, None, (cos, sin))  # positionally: the fallback
+    program = prism.from_torch(layer, args, dims={"hidden_states": {1: "n"}, "attention_mask": {2: "n", 3: "n"},
+                                                  "position_embeddings_0": {1: "n"}, "position_embeddings_1": {1: "n"}})
+    header = program.text.split("{", 1)[0]
+    assert ("hidden_states: f32[2, n, 64], attention_mask: f32[2, 1, n, n], position_embeddings_0: f32[1, n, 16], "
+            "position_embeddings_1: f32[1, n, 16], input_layernorm_weight: f32[64], self_attn_q_proj_weight") in header, header
+    assert "v_self_attn_q_proj = " in program.text and "where(v_attention_mask, 0.0, -inf)" in program.text, program.text
+    assert ("self_attn.q_proj.weight", "parameter") in [(t, k) for _, t, k in program.inputs]
+    tensors = program.arguments(layer, *args)
+    assert tensors[0] is x and tensors[2] is cos and tensors[4] is layer.input_layernorm.weight
+    assert tensors[1].dtype == torch.float32 and bool((tensors[1] == mask).all())
+    assert program.calling.result((x,)) is x
+
+
+def test_a_slice_bounded_by_a_size_is_written_with_the_number_it_is():
+    # GPT-NeoX's and Phi-3's partial rotary, `q[..., :cos.shape[-1]]`: a bound read from a size,
+    # a number at every size of the dims. Before, "a slice with a symbolic bound".
+    def partial_rotary(x, cos):
+        return torch.cat((x[..., :cos.shape[-1]] * cos, x[..., cos.shape[-1]:]), -1)
+
+    text = prism.from_torch(partial_rotary, (torch.randn(2, 8, 16), torch.randn(8, 4)),
+                            dims={"x": {1: "n"}, "cos": {0: "n"}}).text
+    assert "= split(x, 4, axis=2)" in text and "v_getitem_1 * cos" in text, text
+
+
+def test_a_module_neither_the_trace_nor_dynamo_takes_says_both_whys():
+    class DataDependent(torch.nn.Module):
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else x  # a branch on values: no one graph
+
+    with pytest.raises(prism.UnsupportedOp, match=r"symbolic trace could not follow DataDependent's Python .*, and "
+                                                  r"dynamo could not capture DataDependent as one graph"):
+        prism.from_torch(DataDependent(), torch.randn(2, 8))
+
+
 def test_pieces_of_unequal_sizes_and_a_boolean_mask_are_errors_that_say_what_prism_takes():
     class Uneven(torch.nn.Module):
         def forward(self, x):
