@@ -7,12 +7,13 @@ its readers compute in, and the traced graph reads it so: `torch.where(mask, a, 
 `x.masked_fill(mask, value)` become selects by it (bool_selects.select, prism's `where`, exact:
 an infinity or NaN in the operand not selected is dropped as PyTorch drops it), `~mask` and
 `mask.logical_not()` are `1 - mask`, a slice of it is a slice of those floats, and `scaled_dot_product_attention`'s boolean `attn_mask`
-is the additive mask PyTorch makes of it, 0 where kept and -inf where masked. A boolean input
-read any other way stays boolean, and the importer says which input and why.
+is the additive mask PyTorch makes of it, 0 where kept and -inf where masked (a mask attention
+alone reads is passed so, made by PyTorch at the call). A boolean input read any other way
+stays boolean, and the importer says which input and why.
 """
 import operator
 
-from . import bool_selects, share
+from . import bool_selects, graph_rewrites, share
 from .share import Meta
 
 _NOTS = {"logical_not", "invert", "bitwise_not"}
@@ -20,8 +21,12 @@ _NOTS = {"logical_not", "invert", "bitwise_not"}
 
 def read_as_floats(module):
     """Rewrites `module`'s graph (nodes with ShapeProp's tensor_meta) so that each boolean input
-    read only as above reads floats; {the input's name: the torch dtype it is passed in}."""
-    graph, passed = module.graph, {}
+    read only as above reads floats. Returns ({the input's name: the torch dtype it is passed
+    in}, {the names of those passed as additive masks}): an input attention alone reads (itself
+    or a slice of it) is passed as the additive mask PyTorch makes of it, 0 where kept and -inf
+    where masked, and attention reads it as such; a fused search takes an additive mask input
+    where a select computing one before attention leaves a decoder layer without a family."""
+    graph, passed, additive = module.graph, {}, set()
     for node in list(graph.nodes):
         if node.op != "placeholder" or _dtype(node) != "torch.bool":
             continue
@@ -31,14 +36,17 @@ def read_as_floats(module):
         if not readers or len(dtypes) != 1 or None in dtypes:
             continue
         dtype = dtypes.pop()
-        for reader in readers:  # first: a negation _as_float replaces hands its readers its `1 - x`
+        as_additive = all(share.op_name(r) == "scaled_dot_product_attention" for r in readers) and not any(map(_is_not, family))
+        for reader in readers if not as_additive else ():  # first: a negation _as_float replaces hands its readers its `1 - x`
             _read_floats(graph, reader, dtype)
         for n in family:
             _as_float(graph, n, dtype)
         passed[node.target] = dtype
+        if as_additive:
+            additive.add(node.target)
     if passed:
         module.recompile()
-    return passed
+    return passed, additive
 
 
 def _dtype(node):
@@ -117,3 +125,8 @@ def _read_floats(graph, node, dtype):
     node.replace_all_uses_with(chosen)
     graph.erase_node(node)
 
+
+
+def passed_as(mask, dtype, additive):
+    """A boolean mask as the program takes it: 1.0 and 0.0, or the additive mask (0.0 and -inf)."""
+    return mask.to(dtype) if not additive else graph_rewrites.additive_mask(mask, dtype)

@@ -35,6 +35,7 @@ class Imported:
         self.name, self.text, self.inputs, self.returns_tuple = name, text, inputs, returns_tuple
         self.module = None  # from_torch's: the module whose parameters and buffers are inputs
         self.boolean_inputs = {}
+        self.additive_masks = set()  # of boolean_inputs, those passed as attention's additive mask
         self.calling = None  # a module dynamo captured: its arguments' tree and results' (dynamo_capture.Calling)
 
     def arguments(self, module, *args, **kwargs):
@@ -68,7 +69,7 @@ class Imported:
         if tensor.dtype != torch.bool:
             raise TypeError(f"{self.name}: input '{prism_name}' is {tensor.dtype}, the program takes a boolean mask "
                             "(torch.bool, True where kept), as the module was traced with")
-        return tensor.to(dtype)
+        return bool_inputs.passed_as(tensor, dtype, torch_name in self.additive_masks)
 
     def _owners(self, module):
         """(owning submodule, attribute) of each parameter or buffer input of `module`, (None,
@@ -932,17 +933,18 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None, example_kwarg
                 raise UnsupportedOp(f"{untraceable}, and {error}") from error
     with torch.no_grad():
         ShapeProp(module).propagate(*example_inputs)
-    boolean_inputs = bool_inputs.read_as_floats(module)
+    boolean_inputs, additive_masks = bool_inputs.read_as_floats(module)
     # The sizes again, a mask as the floats it is read as: the doubled trace's shapes include the
     # selects and additive masks written for it.
     placeholders = [node.target for node in module.graph.nodes if node.op == "placeholder"]
-    example_inputs = [x.to(boolean_inputs[name]) if name in boolean_inputs else x for name, x in zip(placeholders, example_inputs)]
+    example_inputs = [bool_inputs.passed_as(x, boolean_inputs[name], name in additive_masks) if name in boolean_inputs else x
+                      for name, x in zip(placeholders, example_inputs)]
     resized = _resized_shapes(module, example_inputs, dims)
     if resized[1]:
         with torch.no_grad():
             ShapeProp(module).propagate(*example_inputs)
     imported = _written(_Writer(module, dims, resized), name or getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__)
-    imported.boolean_inputs = boolean_inputs
+    imported.boolean_inputs, imported.additive_masks = boolean_inputs, additive_masks
     imported.calling = calling
     # What holds the tensors a function closes over, read at each call as a module's parameters.
     imported.module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else module

@@ -366,16 +366,17 @@ def test_a_boolean_mask_argument_is_passed_as_floats_and_masks_as_the_module_doe
     compiled.close()
 
 
-def test_transformers_attention_called_with_keywords_compiles_and_returns_as_it_does(shared_daemon):
-    # dynamo_capture.py: LlamaAttention as a decoder layer calls it (keywords, the rotary tables
-    # as a pair, a boolean mask with a padded key), symbolic in the token count; its result is
-    # (attn_output, None), as the module's.
+def test_a_transformers_decoder_layer_called_with_keywords_compiles_whole(shared_daemon):
+    # dynamo_capture.py: LlamaDecoderLayer as the model calls it (keywords, the rotary tables as
+    # a pair, a boolean mask with a padded key, passed as the additive mask attention alone
+    # reads), symbolic in the token count: its norms, attention and MLP one program, one search.
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(7)
     llama = transformers.models.llama.modeling_llama
-    config = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, vocab_size=128)
+    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                      num_key_value_heads=2, vocab_size=128)
     config._attn_implementation = "sdpa"
-    attention, rope = llama.LlamaAttention(config, layer_idx=0).eval(), llama.LlamaRotaryEmbedding(config)
+    layer, rope = llama.LlamaDecoderLayer(config, layer_idx=0).eval(), llama.LlamaRotaryEmbedding(config)
 
     def inputs(n):
         x = outlier_rows(n)[None].repeat(2, 1, 1)
@@ -385,15 +386,16 @@ def test_transformers_attention_called_with_keywords_compiles_and_returns_as_it_
 
     dims = {"hidden_states": {1: "n"}, "attention_mask": {2: "n", 3: "n"}, "position_embeddings_0": {1: "n"},
             "position_embeddings_1": {1: "n"}}
-    compiled = prism.compile(attention, (), example_kwargs=inputs(4), dims=dims, top=1)
-    assert "attention_mask: f32[2, 1, n, n]" in compiled.program.text, compiled.program.text
+    compiled = prism.compile(layer, (), example_kwargs=inputs(4), dims=dims, top=1)
+    assert "attention_mask: f32[2, 1, n, n]" in compiled.program.text and "mlp_down_proj_weight" in compiled.program.text
     for n in (6, 9):
         kwargs = inputs(n)
         got = compiled(**kwargs)
         with torch.no_grad():
-            want = attention(**kwargs)
-        assert got[1] is None and torch.isfinite(got[0]).all() and close(got[0], want[0], 1e-3, 1e-4)
-    with pytest.raises(TypeError, match=r"attention_mask"):
+            want = layer(**kwargs)
+        assert not compiled.kernels[(("n", n),)].eager
+        assert torch.isfinite(got).all() and close(got, want, 1e-3, 1e-4)
+    with pytest.raises(TypeError, match=r"'attention_mask' is NoneType"):
         compiled(**{**inputs(6), "attention_mask": None})
     compiled.close()
 

@@ -108,12 +108,17 @@ def test_a_module_the_symbolic_trace_cannot_follow_is_captured_by_dynamo():
     header = program.text.split("{", 1)[0]
     assert ("hidden_states: f32[2, n, 64], attention_mask: f32[2, 1, n, n], position_embeddings_0: f32[1, n, 16], "
             "position_embeddings_1: f32[1, n, 16], input_layernorm_weight: f32[64], self_attn_q_proj_weight") in header, header
-    assert "v_self_attn_q_proj = " in program.text and "where(v_attention_mask, 0.0, -inf)" in program.text, program.text
+    # Attention alone reads the mask: it is passed as the additive mask (0 kept, -inf masked).
+    assert "v_self_attn_q_proj = " in program.text and "where(" not in program.text, program.text
+    assert program.boolean_inputs == {"attention_mask": torch.float32} and program.additive_masks == {"attention_mask"}
     assert ("self_attn.q_proj.weight", "parameter") in [(t, k) for _, t, k in program.inputs]
     tensors = program.arguments(layer, *args)
     assert tensors[0] is x and tensors[2] is cos and tensors[4] is layer.input_layernorm.weight
-    assert tensors[1].dtype == torch.float32 and bool((tensors[1] == mask).all())
+    assert tensors[1].dtype == torch.float32 and bool((tensors[1] == torch.where(mask, 0.0, float("-inf"))).all())
     assert program.calling.result((x,)) is x
+    attention = prism.from_torch(layer.self_attn, (), example_kwargs={"hidden_states": x, "attention_mask": mask,
+                                                                      "position_embeddings": (cos, sin)})
+    assert attention.calling.result((x,)) == (x, None)  # LlamaAttention's (attn_output, attn_weights)
 
 
 def test_a_slice_bounded_by_a_size_is_written_with_the_number_it_is():
