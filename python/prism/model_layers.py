@@ -1,9 +1,10 @@
 """prism.model_manifest: a whole PyTorch model as a batch manifest of its distinct layers
 (docs/python.md, "A whole model"). One forward pass on an example records what each submodule is
-called with; the layers are the largest submodules below the model that from_torch imports (a
-module it cannot import is split into its children, a leaf it cannot import is left out with the
-reason); layers whose programs are the same text (a model's repeated decoder blocks) are one
-program; the token axis becomes the dim `n`, tuned at each count of `tokens`.
+called with (its positional and keyword arguments); the layers are the largest submodules below
+the model that from_torch imports (a module it cannot import is split into its children, a leaf
+it cannot import is left out with the reason); layers whose programs are the same text (a
+model's repeated decoder blocks) are one program; the token axis becomes the dim `n`, tuned at
+each count of `tokens`.
 """
 import inspect
 import re
@@ -21,35 +22,39 @@ class ModelLayers:
         self.programs, self.skipped, self.manifest, self.split = programs, skipped, manifest, list(split)
 
 
-def _recorded_calls(model, example_inputs):
-    """{module: positional args of its first call} over one forward pass of `model`."""
+def _recorded_calls(model, example_inputs, example_kwargs):
+    """{module: (positional args, keyword args) of its first call} over one forward pass of `model`."""
     import torch
 
     calls, hooks = {}, []
 
-    def record(module, args):
-        calls.setdefault(module, tuple(args))
+    def record(module, args, kwargs):
+        calls.setdefault(module, (tuple(args), dict(kwargs)))
 
     for _, module in model.named_modules():
-        hooks.append(module.register_forward_pre_hook(record))
+        hooks.append(module.register_forward_pre_hook(record, with_kwargs=True))
     try:
         with torch.no_grad():
-            model(*example_inputs)
+            model(*example_inputs, **example_kwargs)
     finally:
         for hook in hooks:
             hook.remove()
     return calls
 
 
-def _token_dims(module, args, token_count):
-    """from_torch's dims for `module` called with `args`: every axis of a tensor argument whose
-    size is `token_count` is the dim n."""
+def _token_dims(module, args, kwargs, token_count):
+    """from_torch's dims for `module` called with `args` and `kwargs`: every axis of a tensor
+    argument whose size is `token_count` is the dim n (an argument's tuple of tensors, a decoder's
+    rotary tables, numbered as from_torch names them: `position_embeddings_0`)."""
     import torch
 
     names = [p.name for p in inspect.signature(module.forward).parameters.values()
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    def leaves(name, value):
+        return [(f"{name}_{i}", v) for i, v in enumerate(value)] if isinstance(value, (tuple, list)) else [(name, value)]
+
     dims = {}
-    for name, value in zip(names, args):
+    for name, value in [leaf for pair in list(zip(names, args)) + list(kwargs.items()) for leaf in leaves(*pair)]:
         if isinstance(value, torch.Tensor):
             axes = {axis: "n" for axis, size in enumerate(value.shape) if size == token_count}
             if axes:
@@ -72,13 +77,13 @@ def _without_name(text):
     return re.sub(r"^program \w+", "program", text, count=1)
 
 
-def model_layers(model, example_inputs, token_count):
+def model_layers(model, example_inputs, token_count, example_kwargs=None):
     """The distinct layers of `model` as (programs, skipped, split) (see ModelLayers), from one
-    forward pass on `example_inputs` (a tensor or a tuple of them)."""
+    forward pass on `example_inputs` (a tensor or a tuple of them) and `example_kwargs`."""
     from .fx_import import from_torch
 
     example_inputs = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
-    calls = _recorded_calls(model, example_inputs)
+    calls = _recorded_calls(model, example_inputs, example_kwargs or {})
     programs, by_text, skipped, split = [], {}, [], []
 
     def descend(qualified, module):
@@ -89,9 +94,10 @@ def model_layers(model, example_inputs, token_count):
         if module not in calls:  # a container (nn.ModuleList) or a module this input never reaches
             descend(qualified, module)
             return
-        try:
-            imported = from_torch(module, calls[module], dims=_token_dims(module, calls[module], token_count),
-                                  name=_program_name(module, {p.name for p, _ in programs}))
+        args, kwargs = calls[module]
+        try:  # a module called with keywords (a decoder's layers and attention) is captured by dynamo
+            imported = from_torch(module, args, dims=_token_dims(module, args, kwargs, token_count),
+                                  name=_program_name(module, {p.name for p, _ in programs}), example_kwargs=kwargs or None)
         except Exception as e:  # noqa: BLE001 - UnsupportedOp, or a module torch.fx cannot trace: split it
             why = (qualified, f"{type(e).__name__}: {e}".splitlines()[0])
             (split if list(module.children()) else skipped).append(why)
@@ -108,16 +114,19 @@ def model_layers(model, example_inputs, token_count):
     return programs, skipped, split
 
 
-def model_manifest(path, model, example_inputs, tokens, token_count=None, targets=("cpu",), top=None):
+def model_manifest(path, model, example_inputs, tokens, token_count=None, targets=("cpu",), top=None,
+                   example_kwargs=None):
     """Writes a batch manifest at `path` (docs/tuning.md, "Batches") for the distinct layers of
-    `model`, each program's source as NAME.prism beside it, each tuned at n = every count of
-    `tokens` (a layer without a token axis at its sizes alone). `token_count` is the example's
-    number of tokens (default: the first input's first axis): pick one no other size of the
-    model equals. Returns a ModelLayers. Raises ValueError when no layer imports."""
+    `model` called with `example_inputs` and `example_kwargs` (a transformers model's
+    `attention_mask`, `use_cache=False`), each program's source as NAME.prism beside it, each
+    tuned at n = every count of `tokens` (a layer without a token axis at its sizes alone).
+    `token_count` is the example's number of tokens (default: the first input's first axis):
+    pick one no other size of the model equals. Returns a ModelLayers. Raises ValueError when no
+    layer imports."""
     if token_count is None:
         first = example_inputs[0] if isinstance(example_inputs, (list, tuple)) else example_inputs
         token_count = first.shape[0]
-    programs, skipped, split = model_layers(model, example_inputs, token_count)
+    programs, skipped, split = model_layers(model, example_inputs, token_count, example_kwargs)
     if not programs:
         raise ValueError("no layer of the model imports: " + "; ".join(f"{name}: {why}" for name, why in split + skipped))
     entries = []

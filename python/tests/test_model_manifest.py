@@ -140,3 +140,28 @@ def test_a_layer_imported_as_its_children_says_why_it_did_not_import_whole(tmp_p
     assert [(p.name, names) for p, names in found.programs] == [("linear", ["scan.proj"])]
     assert found.skipped == [] and [name for name, _ in found.split] == ["scan"]
     assert "node 'cumsum'" in found.split[0][1] and "no translation" in found.split[0][1]
+
+
+def test_a_transformers_llama_is_its_decoder_layer_final_norm_and_head(tmp_path):
+    # Its decoder calls each layer with keywords (the padding mask, the rotary tables): recorded
+    # with them, each layer is captured by dynamo whole, norm, attention and MLP, and both layers
+    # are one program. Before, the keywords were not recorded and each layer split into its
+    # norms, projections and MLP, attention left out.
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(3)
+    config = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=DIM, intermediate_size=HIDDEN, num_hidden_layers=2,
+                                      num_attention_heads=HEADS, num_key_value_heads=2)
+    config._attn_implementation = "sdpa"
+    model = transformers.LlamaForCausalLM(config).eval()
+    ids, mask = torch.randint(0, VOCAB, (2, 3)), torch.ones(2, 3, dtype=torch.long)
+    mask[1, 0] = 0  # the second sequence's first token padded
+    found = prism.model_manifest(str(tmp_path / "model.json"), model, (ids,), tokens=[1, 8], token_count=3,
+                                 example_kwargs={"attention_mask": mask, "use_cache": False})
+    assert [(p.name, names) for p, names in found.programs] == [
+        ("llama_decoder_layer", ["model.layers.0", "model.layers.1"]), ("llama_rms_norm", ["model.norm"]),
+        ("linear", ["lm_head"])]
+    decoder = found.programs[0][0]
+    assert ("hidden_states: f32[2, n, 32], attention_mask: f32[2, 1, n, n], position_embeddings_0: f32[1, n, 8], "
+            "position_embeddings_1: f32[1, n, 8]") in decoder.text and "mlp_down_proj_weight" in decoder.text, decoder.text
+    assert [name for name, _ in found.skipped] == ["model.embed_tokens", "model.rotary_emb"]
+    assert found.manifest["programs"][0]["bindings"] == [{"n": 1}, {"n": 8}]
