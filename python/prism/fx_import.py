@@ -134,6 +134,7 @@ def _size_text(size):
 _SIZE = object()  # the name of a node that computes sizes (a reshape reads them from the traced shapes)
 _DTYPE = object()  # the name of `x.dtype` (a cast reads its dtype from the traced result instead)
 _REPEATED = object()  # the name of repeat_kv's expand and reshape (grouped attention reads their source)
+_EMPTY = object()  # the name of a slice with no elements (Phi-3's pass-through when the rotary takes the whole head)
 
 
 class _Writer:
@@ -224,6 +225,9 @@ class _Writer:
                 raise UnsupportedOp(f"node '{a.name}' is a repeat of key/value heads read elsewhere than by grouped attention")
             if self.names[a] is _DTYPE:
                 raise UnsupportedOp(f"node '{a.name}' is a tensor's dtype used as a value (prism reads it only in casts)")
+            if self.names[a] is _EMPTY:
+                raise UnsupportedOp(f"node '{a.name}' is an empty slice read otherwise than by a concat (prism's sizes "
+                                    "are positive)")
             return self.names[a]
         if isinstance(a, bool):
             return "1" if a else "0"
@@ -284,7 +288,11 @@ class _Writer:
             if isinstance(pieces, list) and isinstance(node.args[1], int):
                 self.names[node] = pieces[node.args[1]]
                 return None
-            self.emit(node, _index(self, node))
+            value = _index(self, node)
+            if value is _EMPTY:
+                self.names[node] = _EMPTY
+            else:
+                self.emit(node, value)
             return None
         if node.op == "call_module":
             rule = _MODULES.get(type(self.module.get_submodule(node.target)).__name__)
@@ -436,6 +444,8 @@ def _slice_of(w, n, source, axis, entry, size):
     start, stop = max(0, start + size if start < 0 else start), min(size, stop + size if stop < 0 else stop)
     if (start, stop) == (0, size):
         return source
+    if stop <= start:
+        return _EMPTY
     part = math.gcd(start, stop - start, size) if stop > start else 0
     if not part or size // part > _SLICE_PARTS:
         raise w.unsupported(n, f"the slice {start}:{stop} of an axis of {size} (prism takes the concat of at most "
@@ -497,6 +507,8 @@ def _index(w, n):
             if not isinstance(size, int):
                 raise w.unsupported(n, "a slice of a symbolic axis (prism slices whole pieces of a constant axis)")
             value = _slice_of(w, n, value, axis, entry, size)
+            if value is _EMPTY:
+                return value
         axis += 1
     if any(p is None for p in parts):  # new axes: the node's own shape
         value = f"reshape({value}, [{', '.join(w.size_texts(n))}])"
@@ -715,8 +727,13 @@ def _addmm(w, n):
 
 
 def _cat(w, n):
+    """torch.cat, leaving out an empty slice (Phi-3's `cat((q_embed, q_pass))` where the rotary
+    takes the whole head)."""
     a = _args(n, ["tensors", "dim"], {"dim": 0})
-    return f"concat({', '.join(w.arg(t) for t in a['tensors'])}, axis={a['dim']})"
+    tensors = [t for t in a["tensors"] if not (hasattr(t, "op") and w.names.get(t) is _EMPTY)]
+    if len(tensors) == 1:
+        return w.arg(tensors[0])
+    return f"concat({', '.join(w.arg(t) for t in tensors)}, axis={a['dim']})"
 
 
 def _compare(symbol):

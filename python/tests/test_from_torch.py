@@ -130,6 +130,9 @@ def test_a_slice_bounded_by_a_size_is_written_with_the_number_it_is():
     text = prism.from_torch(partial_rotary, (torch.randn(2, 8, 16), torch.randn(8, 4)),
                             dims={"x": {1: "n"}, "cos": {0: "n"}}).text
     assert "= split(x, 4, axis=2)" in text and "v_getitem_1 * cos" in text, text
+    # The rotary over the whole head (Phi-3's): the pass-through slice is empty, the concat its other part.
+    whole = prism.from_torch(partial_rotary, (torch.randn(2, 8, 16), torch.randn(8, 16))).text
+    assert "v_cat = v_mul" in whole and "concat" not in whole and "split" not in whole, whole
 
 
 def test_a_module_neither_the_trace_nor_dynamo_takes_says_both_whys():
