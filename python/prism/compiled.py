@@ -21,7 +21,8 @@ from .agreement import computes_16_bit, disagreement
 from .checked_files import load_library, read_checked_bytes
 from .client import Client, find_prism_binary
 from .errors import ConnectionLost, NoFusedKernel, OutOfBoundsWrite, PrismError
-from .fx_import import from_torch
+from .fx_import import MADE_AT_CALL, from_torch
+from .graph_rewrites import causal_mask_sized
 
 _REFERENCE_RUNS = "the module runs"  # a signature's Call where the kernel disagreed with the module
 _TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
@@ -233,6 +234,7 @@ class Compiled:
         # The Call worked out for each signature (_signature) a call's tensors had: a call with
         # one seen before does no more than the Call.
         self._calls = {}
+        self._made = {}  # signature -> {input index: the tensor the call makes for it} (a causal mask)
         self._prepare()
 
     # ---- the daemon's side ----------------------------------------------------------------
@@ -302,6 +304,8 @@ class Compiled:
         bindings, device, sized = {}, None, []
         for declared, tensor in zip(self._inputs, tensors):
             name = declared["name"]
+            if tensor is MADE_AT_CALL:  # sized by the other inputs' dims
+                continue
             if not isinstance(tensor, torch.Tensor):
                 raise TypeError(f"{self.program.name}: input '{name}' is a {type(tensor).__name__}, not a tensor")
             if tensor.device.type != self._target["device"]:
@@ -342,7 +346,8 @@ class Compiled:
         if call is _REFERENCE_RUNS:
             return self._reference(*args, **kwargs)
         calling = self.program.calling
-        return call(tensors) if calling is None else calling.result(call(tensors))
+        outputs = call(self._made_filled(tensors, signature))
+        return outputs if calling is None else calling.result(outputs)
 
     def _first_call(self, args, kwargs, tensors, signature):
         """A call with a signature not seen before: the kernel's outputs, compared with the
@@ -351,7 +356,7 @@ class Compiled:
         (docs/python.md, "prism.compile", "Checks")."""
         import torch
 
-        got = self._work_out(tensors, signature)(tensors)
+        got = self._work_out(tensors, signature)(self._made_filled(tensors, signature))
         with torch.no_grad():  # on copies: a module that writes into its inputs must not here
             copies = torch.utils._pytree.tree_map(lambda a: a.clone() if isinstance(a, torch.Tensor) else a, (args, kwargs))
             want = self._reference(*copies[0], **copies[1])
@@ -382,9 +387,19 @@ class Compiled:
         bindings = self._bind(tensors)
         outputs = [(tuple(size_of(d, bindings) for d in o["shape"]), getattr(torch, _TORCH_DTYPES[o["dtype"]]))
                    for o in self._outputs]
-        device = tensors[0].device if tensors else None
+        device = next((t.device for t in tensors if t is not MADE_AT_CALL), None)
+        self._made[signature] = {i: causal_mask_sized(*(size_of(d, bindings) for d in declared["shape"]),
+                                                      getattr(torch, _TORCH_DTYPES[declared["dtype"]]), device)
+                                 for i, (declared, t) in enumerate(zip(self._inputs, tensors)) if t is MADE_AT_CALL}
         call = self._calls[signature] = Call(self._kernel(bindings), outputs, device, self.program.returns_tuple)
         return call
+
+    def _made_filled(self, tensors, signature):
+        """The tensors with each input the call makes (a causal mask) in its place."""
+        made = self._made.get(signature)
+        if not made:
+            return tensors
+        return [made[i] if i in made else t for i, t in enumerate(tensors)]
 
     def close(self):
         """Closes the connection to prismd (a client given to compile stays open); loaded kernels

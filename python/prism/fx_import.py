@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-from . import bool_inputs, bool_selects, dynamo_capture, effects
+from . import bool_inputs, bool_selects, dynamo_capture, effects, graph_rewrites
 from .errors import UnsupportedOp
 from .fx_formulas import tanh_gelus
 from .grouped_heads import grouped_sources, repeat_step
@@ -23,10 +23,14 @@ from .share import arguments as _args, is_dtype_limit, is_split_piece
 _DTYPES = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}
 
 
+MADE_AT_CALL = object()  # arguments()' place for an input the call makes (a causal mask: Compiled fills it)
+
+
 class Imported:
     """The program: `text` (its .prism source), `name`, and `inputs`, the program's inputs in
     order, each (prism_name, torch_name, kind) with kind "input" (the traced function's argument
-    named torch_name) or "parameter" (the module's parameter or buffer named torch_name).
+    named torch_name), "parameter" (the module's parameter or buffer named torch_name) or
+    "causal" (`is_causal=True`'s mask, which the call makes: MADE_AT_CALL in arguments()).
     `returns_tuple`: the module returns a tuple (or list) of tensors, the program's outputs.
     `boolean_inputs`: {an argument's torch_name: the float dtype its boolean mask is passed in}
     (bool_inputs.py)."""
@@ -54,7 +58,8 @@ class Imported:
             tensors = [a for a in args if hasattr(a, "shape")]
         else:
             positional = iter(a for a in args if hasattr(a, "shape"))
-            tensors = [next(positional) if owner is None else getattr(owner, attr) for owner, attr in owners]
+            tensors = [next(positional) if owner is None else owner if owner is MADE_AT_CALL else getattr(owner, attr)
+                       for owner, attr in owners]
         if self.boolean_inputs:
             tensors = [self._as_floats(i, t) for i, t in enumerate(tensors)]
         return tensors
@@ -80,6 +85,9 @@ class Imported:
             for _, torch_name, kind in self.inputs:
                 if kind == "input":
                     owners.append((None, None))
+                    continue
+                if kind == "causal":
+                    owners.append((MADE_AT_CALL, None))
                     continue
                 if module is None:
                     raise KeyError(torch_name)
@@ -204,6 +212,14 @@ class _Writer:
             self.inputs.append((name, torch_name, kind, self.type_text(shape, dtype, torch_name)))
         return name
 
+    def made_mask(self, node):
+        """An input the call makes, not the caller (kind "causal"): `is_causal=True`'s mask, at the
+        sizes the program's dims give it (Compiled makes it once per signature)."""
+        name = _identifier(node.name)
+        _, dtype = self.type_of(node)
+        self.inputs.append((name, node.name, "causal", f"{_DTYPES[str(dtype)]}[{', '.join(self.size_texts(node))}]"))
+        return name
+
     def is_size(self, node):
         """Whether the node computes sizes, not a tensor: a shape, a size, an item or a product of them."""
         if node.op not in ("call_function", "call_method") or "tensor_meta" in node.meta:
@@ -279,6 +295,9 @@ class _Writer:
             return None
         if node in self.gelus:
             self.emit(node, f"gelu_tanh({self.arg(self.gelus[node])})")
+            return None
+        if node.op == "call_function" and node.target is graph_rewrites.causal_mask:
+            self.names[node] = self.made_mask(node)
             return None
         if self.is_size(node):  # x.shape[0], x.size(1), n * h: read by reshapes from the traced shapes
             self.names[node] = _SIZE
@@ -951,6 +970,7 @@ def from_torch(fn_or_module, example_inputs, dims=None, name=None, example_kwarg
     with torch.no_grad():
         ShapeProp(module).propagate(*example_inputs)
     boolean_inputs, additive_masks = bool_inputs.read_as_floats(module)
+    graph_rewrites.explicit_causal_masks(module)  # is_causal=True: a mask the call makes (_Writer.made_mask)
     # The sizes again, a mask as the floats it is read as: the doubled trace's shapes include the
     # selects and additive masks written for it.
     placeholders = [node.target for node in module.graph.nodes if node.op == "placeholder"]

@@ -81,11 +81,23 @@ def _same_type(before, after):
 def causal_mask(query, key):
     """The additive mask `is_causal=True` stands for: query i attends keys 0..i (top-left, as
     scaled_dot_product_attention aligns it), 0 kept, -inf masked."""
+    return causal_mask_sized(query.shape[-2], key.shape[-2], query.dtype, query.device)
+
+
+def causal_mask_sized(rows, columns, dtype, device):
+    """causal_mask's mask of `rows` queries over `columns` keys."""
     import torch
 
-    rows, columns = query.shape[-2], key.shape[-2]
-    keep = torch.ones(rows, columns, dtype=torch.bool, device=query.device).tril()
-    return torch.zeros(rows, columns, dtype=query.dtype, device=query.device).masked_fill_(keep.logical_not(), float("-inf"))
+    keep = torch.ones(rows, columns, dtype=torch.bool, device=device).tril()
+    return torch.zeros(rows, columns, dtype=dtype, device=device).masked_fill_(keep.logical_not(), float("-inf"))
+
+
+def explicit_causal_masks(graph_module):
+    """Every `is_causal=True` attention of the graph with causal_mask's additive mask instead."""
+    for n in list(graph_module.graph.nodes):
+        if getattr(n.target, "__name__", None) == "scaled_dot_product_attention":
+            _explicit_causal_mask(graph_module.graph, n)
+    graph_module.recompile()
 
 
 def _explicit_causal_mask(graph, n):

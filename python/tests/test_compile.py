@@ -330,6 +330,29 @@ def test_scaled_dot_product_attention_with_a_minus_inf_causal_mask(shared_daemon
     compiled.close()
 
 
+def test_is_causal_attention_compiles_with_the_mask_the_call_makes(shared_daemon):
+    # `is_causal=True` (transformers' sdpa path when nothing is padded): the program takes the
+    # additive causal mask as an input at the dims' sizes, made by the call, not passed by the
+    # caller. Before, from_torch refused it ("prism has no mask of its own yet").
+    if not hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+        pytest.skip("is_causal is PyTorch 2's scaled_dot_product_attention's")
+    torch.manual_seed(8)
+
+    def causal(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def inputs(n):
+        return tuple(torch.randn(2, n, 16) * 4 for _ in range(3))
+
+    compiled = prism.compile(causal, inputs(4), dims={name: {1: "n"} for name in "qkv"}, top=1)
+    assert "causal_mask: f32[n, n]" in compiled.program.text, compiled.program.text
+    for n in (6, 9, 6):
+        q, k, v = inputs(n)
+        got, want = compiled(q, k, v), causal(q, k, v)
+        assert torch.isfinite(got).all() and close(got, want, 1e-3, 1e-4)
+    compiled.close()
+
+
 class BooleanMaskAttention(torch.nn.Module):
     """Attention given a boolean mask (True: attend), read both ways models read one: as
     scaled_dot_product_attention's attn_mask, and by `masked_fill(~mask, finfo.min)` before the

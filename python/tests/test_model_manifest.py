@@ -142,7 +142,8 @@ def test_a_layer_imported_as_its_children_says_why_it_did_not_import_whole(tmp_p
     assert "node 'cumsum'" in found.split[0][1] and "no translation" in found.split[0][1]
 
 
-def test_a_transformers_llama_is_its_decoder_layer_final_norm_and_head(tmp_path):
+@pytest.mark.parametrize("padded", [True, False])
+def test_a_transformers_llama_is_its_decoder_layer_final_norm_and_head(tmp_path, padded):
     # Its decoder calls each layer with keywords (the padding mask, the rotary tables): recorded
     # with them, each layer is captured by dynamo whole, norm, attention and MLP, and both layers
     # are one program. Before, the keywords were not recorded and each layer split into its
@@ -154,14 +155,16 @@ def test_a_transformers_llama_is_its_decoder_layer_final_norm_and_head(tmp_path)
     config._attn_implementation = "sdpa"
     model = transformers.LlamaForCausalLM(config).eval()
     ids, mask = torch.randint(0, VOCAB, (2, 3)), torch.ones(2, 3, dtype=torch.long)
-    mask[1, 0] = 0  # the second sequence's first token padded
+    mask[1, 0] = 0 if padded else 1  # the second sequence's first token padded; else attention is_causal
     found = prism.model_manifest(str(tmp_path / "model.json"), model, (ids,), tokens=[1, 8], token_count=3,
                                  example_kwargs={"attention_mask": mask, "use_cache": False})
     assert [(p.name, names) for p, names in found.programs] == [
         ("llama_decoder_layer", ["model.layers.0", "model.layers.1"]), ("llama_rms_norm", ["model.norm"]),
         ("linear", ["lm_head"])]
     decoder = found.programs[0][0]
-    assert ("hidden_states: f32[2, n, 32], attention_mask: f32[2, 1, n, n], position_embeddings_0: f32[1, n, 8], "
+    given = "attention_mask: f32[2, 1, n, n], " if padded else ""
+    assert (f"hidden_states: f32[2, n, 32], {given}position_embeddings_0: f32[1, n, 8], "
             "position_embeddings_1: f32[1, n, 8]") in decoder.text and "mlp_down_proj_weight" in decoder.text, decoder.text
+    assert ("causal_mask: f32[n, n]" in decoder.text) == (not padded), decoder.text
     assert [name for name, _ in found.skipped] == ["model.embed_tokens", "model.rotary_emb"]
     assert found.manifest["programs"][0]["bindings"] == [{"n": 1}, {"n": 8}]
