@@ -10,6 +10,7 @@ inputs named after the arguments they are (`hidden_states`, `position_embeddings
 the computation never reads left out. `Calling` turns a call's arguments into the program's
 inputs and its outputs back into what the module returns (`(attn_output, None)`).
 """
+import contextlib
 import inspect
 
 from .errors import UnsupportedOp
@@ -67,7 +68,7 @@ def capture(fn_or_module, args, kwargs):
     import torch.fx
 
     try:
-        with torch.no_grad():
+        with torch.no_grad(), _no_lasting_caches():
             exported, _ = torch._dynamo.export(fn_or_module)(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 -- dynamo could not make one graph: said as what it is
         first = str(error).splitlines()[0] if str(error) else ""
@@ -95,6 +96,28 @@ def capture(fn_or_module, args, kwargs):
     root = _retargeted(graph, exported, fn_or_module) if isinstance(fn_or_module, torch.nn.Module) else exported
     module = torch.fx.GraphModule(root, graph)
     return module, [leaves[i] for i in read], Calling(in_spec, read, out_spec, outputs, names)
+
+
+@contextlib.contextmanager
+def _no_lasting_caches():
+    """An export that neither meets dynamo's recompile limit nor leaves its compiled frames behind
+    (docs/python.md, "Captured by dynamo"): each export caches a frame on the code it traces, and
+    modules of many classes share their call's code. The limit is lifted for the export; the
+    frames of code dynamo had not traced before it are cleared after (code a torch.compile of the
+    user's traced keeps its own)."""
+    import torch._dynamo.config
+    from torch._dynamo import convert_frame
+    from torch._dynamo.eval_frame import reset_code
+
+    before = set(convert_frame.input_codes.seen_ids) | set(convert_frame.output_codes.seen_ids)
+    try:
+        with torch._dynamo.config.patch(recompile_limit=1 << 30, accumulated_recompile_limit=1 << 30):
+            yield
+    finally:
+        for weak in convert_frame.input_codes.seen + convert_frame.output_codes.seen:
+            code = weak()
+            if code is not None and id(code) not in before:
+                reset_code(code)
 
 
 def _what(fn_or_module):

@@ -135,6 +135,27 @@ def test_a_slice_bounded_by_a_size_is_written_with_the_number_it_is():
     assert "v_cat = v_mul" in whole and "concat" not in whole and "split" not in whole, whole
 
 
+def test_many_module_classes_are_captured_past_dynamos_recompile_limit():
+    # Each export caches a frame on the code it traces, and modules of different classes share
+    # their call's code (transformers' decoder layers, GradientCheckpointingLayer.__call__): the
+    # ninth met dynamo's recompile limit of 8 before (dynamo_capture.py).
+    class Gate(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(8, 8)
+
+        def __call__(self, *args, **kwargs):  # as GradientCheckpointingLayer's
+            return super().__call__(*args, **kwargs)
+
+        def forward(self, x, scale=None):
+            return torch.sigmoid(self.proj(x)) * scale
+
+    for i in range(10):  # ten classes: one frame each on the call code they share
+        kind = type(f"Gate{i}", (Gate,), {})
+        program = prism.from_torch(kind(), (), example_kwargs={"x": torch.randn(2, 8), "scale": torch.randn(2, 8)})
+    assert "sigmoid(" in program.text and "scale: f32[2, 8]" in program.text, program.text
+
+
 def test_a_module_neither_the_trace_nor_dynamo_takes_says_both_whys():
     class DataDependent(torch.nn.Module):
         def forward(self, x):
