@@ -214,7 +214,7 @@ class Compiled:
     kernels by sizes ({"n": 8} as a sorted tuple of items)."""
 
     def __init__(self, fn_or_module, example_inputs, target="cpu", dims=None, name=None, client=None, top=None,
-                 progress=None, imported=None, eager_plan=True, example_kwargs=None):
+                 progress=None, imported=None, eager_plan=True, example_kwargs=None, search_budget=None):
         import torch
 
         # `imported`: the program already written (torch_backend's partitions, from_graph).
@@ -223,6 +223,7 @@ class Compiled:
         self._module = fn_or_module if isinstance(fn_or_module, torch.nn.Module) else self.program.module
         self._reference = fn_or_module  # what a new signature's first call is compared with
         self.target, self.top, self.progress = target, top, progress
+        self.search_budget = search_budget  # seconds, or None: the daemon's default
         # False: where no fused kernel wins, NoFusedKernel, not the eager plan (torch_backend runs
         # the graph's own ops there).
         self.eager_plan = eager_plan
@@ -245,7 +246,8 @@ class Compiled:
             self._client = Client()
         self._target = _target_of(self._client, self.target)
         self._client.open(text=self.program.text, uri=self._uri)
-        self.search = self._client.search(self.program.name, progress=self.progress)
+        budget = {} if self.search_budget is None else {"budget_seconds": self.search_budget}
+        self.search = self._client.search(self.program.name, progress=self.progress, **budget)
         if self.search["candidates"] == 0:
             why = self.search.get("stats", {}).get("emptyReason") or "no reason given"
             raise PrismError(None, f"the search found no verified family for '{self.program.name}': {why}\n"
@@ -388,7 +390,7 @@ class Compiled:
         outputs = [(tuple(size_of(d, bindings) for d in o["shape"]), getattr(torch, _TORCH_DTYPES[o["dtype"]]))
                    for o in self._outputs]
         device = next((t.device for t in tensors if t is not MADE_AT_CALL), None)
-        self._made[signature] = {i: causal_mask_sized(*(size_of(d, bindings) for d in declared["shape"]),
+        self._made[signature] = {i: causal_mask_sized(tuple(size_of(d, bindings) for d in declared["shape"]),
                                                       getattr(torch, _TORCH_DTYPES[declared["dtype"]]), device)
                                  for i, (declared, t) in enumerate(zip(self._inputs, tensors)) if t is MADE_AT_CALL}
         call = self._calls[signature] = Call(self._kernel(bindings), outputs, device, self.program.returns_tuple)
@@ -489,11 +491,12 @@ def _shape(shape):
 
 
 def compile(fn_or_module, example_inputs, target="cpu", dims=None, name=None, client=None, top=None, progress=None,
-            example_kwargs=None):
+            example_kwargs=None, search_budget=None):
     """`fn_or_module` as a callable on torch tensors that runs prism's best tuned kernel: imported
     (from_torch, with `dims` symbolic and `name`; a module called with keyword arguments, given
-    them as `example_kwargs`, is captured by dynamo), searched now, tuned on the first call at each
-    new set of sizes (or answered by the tuning DB) with `top` families timed. `progress` gets each
-    $/progress value. Forward only: results carry no gradient. Returns a Compiled."""
+    them as `example_kwargs`, is captured by dynamo), searched now (for `search_budget` seconds,
+    default the daemon's), tuned on the first call at each new set of sizes (or answered by the
+    tuning DB) with `top` families timed. `progress` gets each $/progress value. Forward only:
+    results carry no gradient. Returns a Compiled."""
     return Compiled(fn_or_module, example_inputs, target=target, dims=dims, name=name, client=client, top=top,
-                    progress=progress, example_kwargs=example_kwargs)
+                    progress=progress, example_kwargs=example_kwargs, search_budget=search_budget)

@@ -215,9 +215,9 @@ class _Writer:
     def made_mask(self, node):
         """An input the call makes, not the caller (kind "causal"): `is_causal=True`'s mask, at the
         sizes the program's dims give it (Compiled makes it once per signature)."""
-        name = _identifier(node.name)
+        name = _identifier(node.name.replace("causal_mask_at_rank", "causal_mask"))
         _, dtype = self.type_of(node)
-        self.inputs.append((name, node.name, "causal", f"{_DTYPES[str(dtype)]}[{', '.join(self.size_texts(node))}]"))
+        self.inputs.append((name, name, "causal", f"{_DTYPES[str(dtype)]}[{', '.join(self.size_texts(node))}]"))
         return name
 
     def is_size(self, node):
@@ -296,7 +296,7 @@ class _Writer:
         if node in self.gelus:
             self.emit(node, f"gelu_tanh({self.arg(self.gelus[node])})")
             return None
-        if node.op == "call_function" and node.target is graph_rewrites.causal_mask:
+        if node.op == "call_function" and node.target is graph_rewrites.causal_mask_at_rank:
             self.names[node] = self.made_mask(node)
             return None
         if self.is_size(node):  # x.shape[0], x.size(1), n * h: read by reshapes from the traced shapes

@@ -81,37 +81,46 @@ def _same_type(before, after):
 def causal_mask(query, key):
     """The additive mask `is_causal=True` stands for: query i attends keys 0..i (top-left, as
     scaled_dot_product_attention aligns it), 0 kept, -inf masked."""
-    return causal_mask_sized(query.shape[-2], key.shape[-2], query.dtype, query.device)
+    return causal_mask_sized((query.shape[-2], key.shape[-2]), query.dtype, query.device)
 
 
-def causal_mask_sized(rows, columns, dtype, device):
-    """causal_mask's mask of `rows` queries over `columns` keys."""
+def causal_mask_at_rank(query, key):
+    """causal_mask at the query's rank, its leading axes 1 (`[1, 1, s, t]`): from_torch's made
+    input, which grouped heads read as a mask of one head (docs/python.md, "is_causal=True")."""
+    return causal_mask_sized((1,) * (query.dim() - 2) + (query.shape[-2], key.shape[-2]), query.dtype, query.device)
+
+
+def causal_mask_sized(shape, dtype, device):
+    """causal_mask's mask of `shape[-2]` queries over `shape[-1]` keys, in `shape`."""
     import torch
 
+    rows, columns = shape[-2], shape[-1]
     keep = torch.ones(rows, columns, dtype=torch.bool, device=device).tril()
-    return torch.zeros(rows, columns, dtype=dtype, device=device).masked_fill_(keep.logical_not(), float("-inf"))
+    mask = torch.zeros(rows, columns, dtype=dtype, device=device).masked_fill_(keep.logical_not(), float("-inf"))
+    return mask.view(shape)
 
 
 def explicit_causal_masks(graph_module):
-    """Every `is_causal=True` attention of the graph with causal_mask's additive mask instead."""
+    """Every `is_causal=True` attention of the graph with causal_mask_at_rank's additive mask."""
     for n in list(graph_module.graph.nodes):
         if getattr(n.target, "__name__", None) == "scaled_dot_product_attention":
-            _explicit_causal_mask(graph_module.graph, n)
+            _explicit_causal_mask(graph_module.graph, n, causal_mask_at_rank)
     graph_module.recompile()
 
 
-def _explicit_causal_mask(graph, n):
-    """scaled_dot_product_attention(..., is_causal=True) as the same call with causal_mask's
-    additive mask, computed by PyTorch (a call without an attention mask gets it)."""
+def _explicit_causal_mask(graph, n, made_by=causal_mask):
+    """scaled_dot_product_attention(..., is_causal=True) as the same call with the additive mask
+    `made_by` computes (causal_mask: PyTorch's, a call without an attention mask gets it)."""
     has_mask = share.attention_mask(n) is not None
     causal = n.kwargs.get("is_causal", n.args[5] if len(n.args) > 5 else False)
     if causal is not True or has_mask or len(n.args) > 3:
         return
     query, key = n.args[0], n.args[1]
     with graph.inserting_before(n):
-        mask = graph.call_function(causal_mask, (query, key))
+        mask = graph.call_function(made_by, (query, key))
     q, k = query.meta["tensor_meta"], key.meta["tensor_meta"]
-    mask.meta["tensor_meta"] = Meta((q.shape[-2], k.shape[-2]), q.dtype)
+    leading = (1,) * (len(q.shape) - 2) if made_by is causal_mask_at_rank else ()
+    mask.meta["tensor_meta"] = Meta(leading + (q.shape[-2], k.shape[-2]), q.dtype)
     n.kwargs = {**n.kwargs, "attn_mask": mask, "is_causal": False}
 
 

@@ -345,7 +345,7 @@ def test_is_causal_attention_compiles_with_the_mask_the_call_makes(shared_daemon
         return tuple(torch.randn(2, n, 16) * 4 for _ in range(3))
 
     compiled = prism.compile(causal, inputs(4), dims={name: {1: "n"} for name in "qkv"}, top=1)
-    assert "causal_mask: f32[n, n]" in compiled.program.text, compiled.program.text
+    assert "causal_mask: f32[1, n, n]" in compiled.program.text, compiled.program.text
     for n in (6, 9, 6):
         q, k, v = inputs(n)
         got, want = compiled(q, k, v), causal(q, k, v)

@@ -165,6 +165,6 @@ def test_a_transformers_llama_is_its_decoder_layer_final_norm_and_head(tmp_path,
     given = "attention_mask: f32[2, 1, n, n], " if padded else ""
     assert (f"hidden_states: f32[2, n, 32], {given}position_embeddings_0: f32[1, n, 8], "
             "position_embeddings_1: f32[1, n, 8]") in decoder.text and "mlp_down_proj_weight" in decoder.text, decoder.text
-    assert ("causal_mask: f32[n, n]" in decoder.text) == (not padded), decoder.text
+    assert ("causal_mask: f32[1, 1, n, n]" in decoder.text) == (not padded), decoder.text
     assert [name for name, _ in found.skipped] == ["model.embed_tokens", "model.rotary_emb"]
     assert found.manifest["programs"][0]["bindings"] == [{"n": 1}, {"n": 8}]
