@@ -12,6 +12,7 @@ relative to the output's largest magnitude (docs/python.md, "Captured by dynamo"
       [--hidden 512] [--heads 8] [--kv-heads 2] [--rounds 7] [--padded] [--budget 30] 1 8 32
 """
 import argparse
+import importlib
 import statistics
 import time
 import warnings
@@ -22,21 +23,20 @@ import transformers
 import prism
 
 
+FAMILIES = {"llama": "Llama", "qwen2": "Qwen2"}  # --model: transformers' class prefix
+
+
 def layer_of(model, hidden, heads, kv_heads):
-    """(decoder layer, rotary embedding or None) of `model`'s family at these sizes."""
-    if model == "llama":
-        config = transformers.LlamaConfig(hidden_size=hidden, intermediate_size=hidden * 11 // 4, num_attention_heads=heads,
-                                          num_key_value_heads=kv_heads, vocab_size=128)
-        config._attn_implementation = "sdpa"
-        llama = transformers.models.llama.modeling_llama
-        return llama.LlamaDecoderLayer(config, layer_idx=0).eval(), llama.LlamaRotaryEmbedding(config)
-    if model == "qwen2":
-        config = transformers.Qwen2Config(hidden_size=hidden, intermediate_size=hidden * 11 // 4, num_attention_heads=heads,
-                                          num_key_value_heads=kv_heads, vocab_size=128)
-        config._attn_implementation = "sdpa"
-        qwen2 = transformers.models.qwen2.modeling_qwen2
-        return qwen2.Qwen2DecoderLayer(config, layer_idx=0).eval(), qwen2.Qwen2RotaryEmbedding(config)
-    raise SystemExit(f"--model {model}: llama or qwen2")
+    """(decoder layer, rotary embedding) of `model`'s family at these sizes, sdpa attention."""
+    if model not in FAMILIES:
+        raise SystemExit(f"--model {model}: one of {', '.join(FAMILIES)}")
+    prefix = FAMILIES[model]
+    modeling = importlib.import_module(f"transformers.models.{model}.modeling_{model}")
+    config = getattr(transformers, f"{prefix}Config")(hidden_size=hidden, intermediate_size=hidden * 11 // 4,
+                                                      num_attention_heads=heads, num_key_value_heads=kv_heads, vocab_size=128)
+    config._attn_implementation = "sdpa"
+    return (getattr(modeling, f"{prefix}DecoderLayer")(config, layer_idx=0).eval(),
+            getattr(modeling, f"{prefix}RotaryEmbedding")(config))
 
 
 def inputs(rope, hidden, n, padded):
