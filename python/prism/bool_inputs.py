@@ -6,10 +6,11 @@ kept) cannot be a program's input as it is. prism.compile passes it as 1.0 and 0
 its readers compute in, and the traced graph reads it so: `torch.where(mask, a, b)` and
 `x.masked_fill(mask, value)` become selects by it (bool_selects.select, prism's `where`, exact:
 an infinity or NaN in the operand not selected is dropped as PyTorch drops it), `~mask` and
-`mask.logical_not()` are `1 - mask`, a slice of it is a slice of those floats, and `scaled_dot_product_attention`'s boolean `attn_mask`
-is the additive mask PyTorch makes of it, 0 where kept and -inf where masked (a mask attention
-alone reads is passed so, made by PyTorch at the call). A boolean input read any other way
-stays boolean, and the importer says which input and why.
+`mask.logical_not()` are `1 - mask`, a slice of it is a slice of those floats, and
+`scaled_dot_product_attention`'s boolean `attn_mask` is the additive mask PyTorch makes of it, 0
+where kept and -inf where masked (a mask attention alone reads is passed so, made by PyTorch at
+the call). A boolean input read any other way stays boolean, and the importer says which input
+and why.
 """
 import operator
 
@@ -30,14 +31,16 @@ def read_as_floats(module):
     for node in list(graph.nodes):
         if node.op != "placeholder" or _dtype(node) != "torch.bool":
             continue
-        family = _negations(node)
+        family = _family(node)
         readers = list(dict.fromkeys(u for n in family for u in n.users if u not in family))
         dtypes = {_reads_as(reader, family) for reader in readers}
         if not readers or len(dtypes) != 1 or None in dtypes:
             continue
         dtype = dtypes.pop()
-        as_additive = all(share.op_name(r) == "scaled_dot_product_attention" for r in readers) and not any(map(_is_not, family))
-        for reader in readers if not as_additive else ():  # first: a negation _as_float replaces hands its readers its `1 - x`
+        as_additive = (all(share.op_name(r) == "scaled_dot_product_attention" for r in readers)
+                       and not any(map(_is_not, family)))
+        # First: a negation _as_float replaces hands its readers its `1 - x`.
+        for reader in readers if not as_additive else ():
             _read_floats(graph, reader, dtype)
         for n in family:
             _as_float(graph, n, dtype)
@@ -67,7 +70,7 @@ def _is_slice(node):
     return all(i is None or i is Ellipsis or isinstance(i, slice) for i in index)
 
 
-def _negations(source):
+def _family(source):
     """`source` and the negations and slices of it, and of them, that the graph computes, in graph
     order."""
     family, stack = [source], [source]
@@ -124,7 +127,6 @@ def _read_floats(graph, node, dtype):
     chosen.meta = dict(node.meta)
     node.replace_all_uses_with(chosen)
     graph.erase_node(node)
-
 
 
 def passed_as(mask, dtype, additive):

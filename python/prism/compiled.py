@@ -236,6 +236,7 @@ class Compiled:
         # one seen before does no more than the Call.
         self._calls = {}
         self._made = {}  # signature -> {input index: the tensor the call makes for it} (a causal mask)
+        self._makes = any(kind == "causal" for _, _, kind in self.program.inputs)
         self._prepare()
 
     # ---- the daemon's side ----------------------------------------------------------------
@@ -398,9 +399,9 @@ class Compiled:
 
     def _made_filled(self, tensors, signature):
         """The tensors with each input the call makes (a causal mask) in its place."""
-        made = self._made.get(signature)
-        if not made:
+        if not self._makes:  # most programs: nothing to look up on a call's hot path
             return tensors
+        made = self._made[signature]
         return [made[i] if i in made else t for i, t in enumerate(tensors)]
 
     def close(self):

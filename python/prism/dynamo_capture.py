@@ -72,7 +72,7 @@ def capture(fn_or_module, args, kwargs):
             exported, _ = torch._dynamo.export(fn_or_module)(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 -- dynamo could not make one graph: said as what it is
         first = str(error).splitlines()[0] if str(error) else ""
-        raise UnsupportedOp(f"dynamo could not capture {_what(fn_or_module)} as one graph ({type(error).__name__}: {first}); "
+        raise UnsupportedOp(f"dynamo could not capture {described(fn_or_module)} as one graph ({type(error).__name__}: {first}); "
                             "torch.compile(model, backend=\"prism\") runs such code in pieces") from error
     graph = exported.graph
     in_spec, out_spec = exported._in_spec, exported._out_spec
@@ -81,7 +81,7 @@ def capture(fn_or_module, args, kwargs):
     leaves = torch.fx._pytree.tree_flatten_spec((args, kwargs), in_spec)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(names):  # dynamo's graph takes one input per leaf of the call's tree
-        raise UnsupportedOp(f"dynamo's graph of {_what(fn_or_module)} takes {len(placeholders)} inputs for the call's "
+        raise UnsupportedOp(f"dynamo's graph of {described(fn_or_module)} takes {len(placeholders)} inputs for the call's "
                             f"{len(names)} arguments")
     read = []
     for index, node in enumerate(placeholders):
@@ -120,7 +120,8 @@ def _no_lasting_caches():
                 reset_code(code)
 
 
-def _what(fn_or_module):
+def described(fn_or_module):
+    """A module's class name, or a function's name, as messages name what was imported."""
     import torch
 
     return type(fn_or_module).__name__ if isinstance(fn_or_module, torch.nn.Module) else getattr(fn_or_module, "__name__", "it")
@@ -186,13 +187,14 @@ def _retargeted(graph, exported, module):
     for node in graph.nodes:
         if node.op == "call_module":
             value = exported.get_submodule(node.target)
-            name = modules.get(_held(value), node.target) if _held(value)[1] else node.target
+            held = _held(value)
+            name = modules.get(held) if held[1] else node.target
         elif node.op == "get_attr":
             value = _attribute(exported, node.target)
             name = tensors.get(id(value))
         else:
             continue
-        if name is None or (node.op == "call_module" and _held(value)[1] and name == node.target):
+        if name is None:
             raise UnsupportedOp(f"dynamo made '{node.target}', which {type(module).__name__} does not hold (a tensor "
                                 "made at trace time); prism reads a module's own parameters and buffers")
         node.target = name

@@ -335,12 +335,16 @@ class _Writer:
         return self.add_input(tuple(tensors[target].shape), tensors[target].dtype, target, "parameter")
 
 
+def _result_metas(node):
+    """The tensor_meta of each tensor `node` gives: one, a split's pieces, or [None] for neither."""
+    meta = node.meta.get("tensor_meta")
+    return [meta] if hasattr(meta, "dtype") else list(meta) if isinstance(meta, (list, tuple)) else [None]
+
+
 def _unkept_dtype(node):
     """The dtype of `node`'s result where prism has none like it (float64, an integer), else None;
     a boolean (a comparison's, which prism gives as 1.0 and 0.0) is kept."""
-    meta = node.meta.get("tensor_meta")
-    metas = [meta] if hasattr(meta, "dtype") else meta if isinstance(meta, (list, tuple)) else []
-    for m in metas:
+    for m in _result_metas(node):
         dtype = str(getattr(m, "dtype", None))
         if dtype.startswith("torch.") and dtype not in _DTYPES and dtype != "torch.bool":
             return dtype
@@ -864,8 +868,7 @@ def why_untranslated(module, node):
         return f"a {node.op} node"
     if not known:
         return "prism has no translation of this op"
-    meta = node.meta.get("tensor_meta")
-    metas = [meta] if hasattr(meta, "dtype") else meta if isinstance(meta, (list, tuple)) else [None]  # one tensor, or pieces
+    metas = _result_metas(node)
     if not all(hasattr(m, "dtype") for m in metas):
         return "its result is no tensor (a size, or a value prism does not compute)"
     dtypes = sorted({str(m.dtype) for m in metas if str(m.dtype) not in _DTYPES})
@@ -1006,8 +1009,8 @@ def _traced(fn_or_module):
     except UnsupportedOp:
         raise
     except Exception as error:  # noqa: BLE001 -- Python torch.fx cannot follow: said as what it is
-        what = type(fn_or_module).__name__ if isinstance(fn_or_module, torch.nn.Module) else getattr(fn_or_module, "__name__", "it")
-        raise _Untraceable(f"torch.fx's symbolic trace could not follow {what}'s Python ({type(error).__name__}: "
+        raise _Untraceable(f"torch.fx's symbolic trace could not follow {dynamo_capture.described(fn_or_module)}'s Python "
+                           f"({type(error).__name__}: "
                            f"{str(error).splitlines()[0] if str(error) else ''})") from error
     return torch.fx.GraphModule(tracer.root, graph)
 

@@ -104,22 +104,23 @@ def explicit_causal_masks(graph_module):
     """Every `is_causal=True` attention of the graph with causal_mask_at_rank's additive mask."""
     for n in list(graph_module.graph.nodes):
         if getattr(n.target, "__name__", None) == "scaled_dot_product_attention":
-            _explicit_causal_mask(graph_module.graph, n, causal_mask_at_rank)
+            _explicit_causal_mask(graph_module.graph, n, at_rank=True)
     graph_module.recompile()
 
 
-def _explicit_causal_mask(graph, n, made_by=causal_mask):
-    """scaled_dot_product_attention(..., is_causal=True) as the same call with the additive mask
-    `made_by` computes (causal_mask: PyTorch's, a call without an attention mask gets it)."""
+def _explicit_causal_mask(graph, n, at_rank=False):
+    """scaled_dot_product_attention(..., is_causal=True) as the same call with causal_mask's
+    additive mask, computed by PyTorch (a call without an attention mask gets it); `at_rank`:
+    causal_mask_at_rank's, from_torch's made input."""
     has_mask = share.attention_mask(n) is not None
     causal = n.kwargs.get("is_causal", n.args[5] if len(n.args) > 5 else False)
     if causal is not True or has_mask or len(n.args) > 3:
         return
     query, key = n.args[0], n.args[1]
     with graph.inserting_before(n):
-        mask = graph.call_function(made_by, (query, key))
+        mask = graph.call_function(causal_mask_at_rank if at_rank else causal_mask, (query, key))
     q, k = query.meta["tensor_meta"], key.meta["tensor_meta"]
-    leading = (1,) * (len(q.shape) - 2) if made_by is causal_mask_at_rank else ()
+    leading = (1,) * (len(q.shape) - 2) if at_rank else ()
     mask.meta["tensor_meta"] = Meta(leading + (q.shape[-2], k.shape[-2]), q.dtype)
     n.kwargs = {**n.kwargs, "attn_mask": mask, "is_causal": False}
 

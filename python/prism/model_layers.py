@@ -50,6 +50,7 @@ def _token_dims(module, args, kwargs, token_count):
 
     names = [p.name for p in inspect.signature(module.forward).parameters.values()
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
     def leaves(name, value):
         return [(f"{name}_{i}", v) for i, v in enumerate(value)] if isinstance(value, (tuple, list)) else [(name, value)]
 
